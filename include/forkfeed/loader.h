@@ -1,0 +1,84 @@
+// Loader: the in-process face of forkfeed. It forks decode workers that write samples
+// straight into batch slots in shared memory, and hands out batches in order.
+//
+//   auto loader = forkfeed::Loader::open(options).value_or_throw();
+//   for (forkfeed::Batch& batch : *loader) train(batch);   // one pass (epoch)
+//
+// A pass that runs to its end advances the epoch; set_epoch() chooses it explicitly.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "forkfeed/batch.h"
+#include "forkfeed/dataset.h"
+#include "forkfeed/options.h"
+#include "forkfeed/status.h"
+
+namespace forkfeed {
+
+struct LoaderStats {
+  std::uint64_t delivered_batches = 0;
+  std::uint64_t delivered_samples = 0;
+  std::uint64_t skipped_samples = 0;
+  std::uint64_t arena_bytes = 0;  // the whole shared memory arena
+  std::uint32_t slots = 0;
+};
+
+class Loader {
+ public:
+  // Validates options, builds the index, creates the arena and starts the workers.
+  static Result<std::unique_ptr<Loader>> open(const LoaderOptions& options);
+  // Stops and reaps every worker; unmaps and closes the arena. Batches still held by
+  // the caller stay readable until they are destroyed.
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  // The next batch of the current pass, or nullopt once the pass is over (the next call
+  // then starts the following epoch). A failed batch (bad file, dead worker) is an
+  // error; the pass goes on with the batch after it.
+  Result<std::optional<Batch>> next();
+
+  // Starts a new pass over `epoch`: batches prefetched for the old pass are discarded.
+  void set_epoch(std::uint64_t epoch);
+  // Starts the current pass again from its beginning (no-op if nothing was delivered).
+  void reset();
+
+  std::uint64_t epoch() const;
+  // Batches in one pass of this rank.
+  std::uint64_t batches_per_epoch() const;
+  // Samples in one pass of this rank (including wrap-around padding).
+  std::uint64_t samples_per_epoch() const;
+  const DatasetIndex& dataset() const;
+  LoaderStats stats() const;
+
+  // Range-for over one pass. begin() continues the current pass if it has started,
+  // else starts the next one. Errors are thrown as forkfeed::Error.
+  class Iterator;
+  struct Sentinel {};
+  Iterator begin();
+  Sentinel end() { return {}; }
+
+ private:
+  class Impl;
+  explicit Loader(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+class Loader::Iterator {
+ public:
+  Batch& operator*() { return *current_; }
+  Batch* operator->() { return &*current_; }
+  Iterator& operator++();
+  bool operator==(Sentinel) const { return !current_.has_value(); }
+
+ private:
+  friend class Loader;
+  explicit Iterator(Loader* loader) : loader_(loader) { ++*this; }
+  Loader* loader_;
+  std::optional<Batch> current_;
+};
+
+}  // namespace forkfeed

@@ -1,0 +1,62 @@
+// LoaderOptions: everything that configures a Loader. All of it is checked by
+// validate() before any process or shared memory is created.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "forkfeed/status.h"
+
+namespace forkfeed {
+
+// train: RandomResizedCrop(size, scale (0.08, 1), ratio (3/4, 4/3)) + horizontal flip (p=0.5).
+// eval:  resize the shorter side to round(size / 0.875), then center crop size x size.
+enum class TransformKind { kTrain, kEval };
+
+// uint8:   NHWC, RGB, 0..255.
+// float32: NCHW, RGB, (x / 255 - mean) / std.
+enum class DType { kUint8, kFloat32 };
+
+struct LoaderOptions {
+  // Exactly one of the two: an ImageFolder root, or a manifest of "path<TAB>label" lines.
+  std::string image_folder;
+  std::string manifest;
+
+  std::uint32_t batch_size = 64;
+  std::uint32_t workers = 2;
+  // Batches in flight per worker; the arena holds workers * prefetch + 1 batch slots.
+  std::uint32_t prefetch = 2;
+
+  TransformKind transform = TransformKind::kTrain;
+  std::uint32_t size = 224;
+  DType dtype = DType::kUint8;
+  std::array<float, 3> mean = {0.485f, 0.456f, 0.406f};
+  std::array<float, 3> std = {0.229f, 0.224f, 0.225f};
+
+  std::uint64_t seed = 0;
+  std::uint64_t epoch = 0;  // the epoch of the first pass
+  std::uint32_t rank = 0;
+  std::uint32_t world_size = 1;
+  bool shuffle = true;
+  // Drops the tail of the dataset that does not divide among ranks (instead of padding
+  // by wrapping around) and the last partial batch.
+  bool drop_last = false;
+
+  // Images with more pixels than this are refused as bad data.
+  std::uint64_t max_pixels = 89'478'485;  // PIL's decompression-bomb limit
+  // spdlog level name ("trace" .. "off"); empty: $FORKFEED_LOG_LEVEL, else "info".
+  std::string log_level;
+};
+
+// Returns the first problem with `options`, phrased so the user can fix it.
+Status validate(const LoaderOptions& options);
+
+std::optional<TransformKind> parse_transform(std::string_view name);
+std::optional<DType> parse_dtype(std::string_view name);
+std::string_view to_string(TransformKind kind);
+std::string_view to_string(DType dtype);
+
+}  // namespace forkfeed

@@ -1,0 +1,58 @@
+// Batch and its factory.
+#include "forkfeed/batch.h"
+
+#include <algorithm>
+
+#include "loader/batch_factory.h"
+
+namespace forkfeed {
+
+SlotPool::SlotPool(std::uint32_t slots) {
+  for (std::uint32_t s = slots; s > 0; --s) free_.push_back(s - 1);
+}
+
+std::optional<std::uint32_t> SlotPool::take() {
+  std::lock_guard lock(mu_);
+  if (free_.empty()) return std::nullopt;
+  const std::uint32_t s = free_.back();
+  free_.pop_back();
+  return s;
+}
+
+void SlotPool::give_back(std::uint32_t slot) {
+  std::lock_guard lock(mu_);
+  free_.push_back(slot);
+}
+
+std::uint32_t SlotPool::free_count() const {
+  std::lock_guard lock(mu_);
+  return static_cast<std::uint32_t>(free_.size());
+}
+
+Batch::Batch() = default;
+Batch::Batch(Batch&&) noexcept = default;
+Batch& Batch::operator=(Batch&&) noexcept = default;
+Batch::~Batch() = default;
+
+void Batch::release() { *this = Batch(); }
+
+Batch BatchFactory::make(const Arena& arena, std::uint32_t slot, std::uint32_t count, std::uint64_t epoch,
+                         std::uint64_t index, std::unique_ptr<detail::SlotLease> lease) {
+  const ControlBlock& control = arena.control();
+  const SlotView view = arena.slot(slot);
+  const auto n = static_cast<std::int64_t>(count);
+  const auto s = static_cast<std::int64_t>(control.transform.size);
+  Batch b;
+  b.lease_ = std::move(lease);
+  b.data_ = view.pixels;
+  b.bytes_ = count * control.slots.sample_bytes;
+  b.dtype_ = control.transform.dtype;
+  b.shape_ = b.dtype_ == DType::kUint8 ? std::array<std::int64_t, 4>{n, s, s, 3} : std::array<std::int64_t, 4>{n, 3, s, s};
+  b.labels_ = {view.labels, count};
+  b.sample_indices_ = {view.sample_indices, count};
+  b.epoch_ = epoch;
+  b.index_ = index;
+  return b;
+}
+
+}  // namespace forkfeed

@@ -1,0 +1,90 @@
+// ChildProcess: fork with parent-death signal, reaping, and exit descriptions.
+#include "loader/child_process.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+namespace forkfeed {
+
+std::string ExitInfo::describe() const {
+  if (signal == 0) return "exited with code " + std::to_string(code);
+  std::string s = std::string("killed by SIG") + (sigabbrev_np(signal) ? sigabbrev_np(signal) : "?");
+  if (signal == SIGKILL) s += " (the OOM killer is a likely cause)";
+  if (signal == SIGBUS) s += " (a fault on shared memory: is the memfd arena's file system full?)";
+  if (signal == SIGSEGV) s += " (a crash, possibly in an image codec)";
+  return s;
+}
+
+Result<ChildProcess> ChildProcess::fork(const std::function<int()>& body) {
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) return Status::FromErrno("fork of a worker process", errno);
+  if (pid > 0) return ChildProcess(pid);
+  // In the child.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) ::_exit(1);
+  ::signal(SIGINT, SIG_IGN);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  int code = 1;
+  try {
+    code = body();
+  } catch (...) {
+    code = 2;  // nothing may unwind out of a forked child into the parent's frames
+  }
+  ::_exit(code);
+}
+
+ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
+  if (this != &other) {
+    kill_and_reap();
+    pid_ = std::exchange(other.pid_, -1);
+    exit_ = std::move(other.exit_);
+  }
+  return *this;
+}
+
+std::optional<ExitInfo> ChildProcess::poll() {
+  if (exit_ || pid_ < 0) return exit_;
+  int status = 0;
+  pid_t r;
+  do {
+    r = ::waitpid(pid_, &status, WNOHANG);
+  } while (r < 0 && errno == EINTR);
+  if (r == 0) return std::nullopt;
+  if (r < 0) {  // ECHILD: reaped elsewhere (someone set SIGCHLD to SIG_IGN)
+    exit_ = ExitInfo{-1, 0};
+  } else if (WIFSIGNALED(status)) {
+    exit_ = ExitInfo{0, WTERMSIG(status)};
+  } else {
+    exit_ = ExitInfo{WEXITSTATUS(status), 0};
+  }
+  return exit_;
+}
+
+std::optional<ExitInfo> ChildProcess::wait_for(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (auto step = std::chrono::microseconds(100);; step = std::min(step * 2, std::chrono::microseconds(10'000))) {
+    if (auto e = poll()) return e;
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(step);
+  }
+}
+
+void ChildProcess::kill_and_reap() {
+  if (pid_ < 0 || exit_) return;
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  exit_ = ExitInfo{0, SIGKILL};
+}
+
+}  // namespace forkfeed

@@ -1,0 +1,49 @@
+// Validation of LoaderOptions and the names of its enums.
+#include <string>
+
+#include "forkfeed/options.h"
+#include "transport/arena_layout.h"
+
+namespace forkfeed {
+
+Status validate(const LoaderOptions& o) {
+  auto bad = [](std::string msg) { return Status::InvalidArgument(std::move(msg)); };
+  if (o.image_folder.empty() == o.manifest.empty()) {
+    return bad("set exactly one dataset source: an ImageFolder root (--data) or a manifest (--manifest)");
+  }
+  if (o.batch_size == 0) return bad("batch size must be at least 1");
+  if (o.workers == 0) return bad("workers must be at least 1");
+  if (o.prefetch == 0) return bad("prefetch must be at least 1 (batches in flight per worker)");
+  // Every slot may be queued on one worker's ring, so slots must fit in a ring.
+  if (std::uint64_t{o.workers} * o.prefetch + 1 > kRingCapacity) {
+    return bad("workers x prefetch = " + std::to_string(o.workers * o.prefetch) + " exceeds " +
+               std::to_string(kRingCapacity - 1) + "; lower --prefetch or --workers");
+  }
+  if (o.size < 8 || o.size > 4096) return bad("size must be in [8, 4096], got " + std::to_string(o.size));
+  if (o.world_size == 0) return bad("world size must be at least 1");
+  if (o.rank >= o.world_size) {
+    return bad("rank " + std::to_string(o.rank) + " is out of range for world size " + std::to_string(o.world_size));
+  }
+  for (float s : o.std) {
+    if (!(s > 0.0f)) return bad("every normalisation std must be > 0");
+  }
+  if (o.max_pixels == 0) return bad("max_pixels must be at least 1");
+  return Status::Ok();
+}
+
+std::optional<TransformKind> parse_transform(std::string_view name) {
+  if (name == "train") return TransformKind::kTrain;
+  if (name == "eval") return TransformKind::kEval;
+  return std::nullopt;
+}
+
+std::optional<DType> parse_dtype(std::string_view name) {
+  if (name == "uint8") return DType::kUint8;
+  if (name == "float32") return DType::kFloat32;
+  return std::nullopt;
+}
+
+std::string_view to_string(TransformKind kind) { return kind == TransformKind::kTrain ? "train" : "eval"; }
+std::string_view to_string(DType dtype) { return dtype == DType::kUint8 ? "uint8" : "float32"; }
+
+}  // namespace forkfeed

@@ -1,0 +1,49 @@
+// SlotPool: the batch slots not in use. Only the orchestrator's process takes and
+// returns slots (a worker holds one only through a task), so the pool lives in
+// ordinary memory; a mutex guards it because a Batch may be released on any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "transport/arena.h"
+
+namespace forkfeed {
+
+class SlotPool {
+ public:
+  explicit SlotPool(std::uint32_t slots);
+  std::optional<std::uint32_t> take();
+  void give_back(std::uint32_t slot);
+  std::uint32_t free_count() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::uint32_t> free_;
+};
+
+namespace detail {
+
+// Holds one slot for a Batch: keeps the arena mapped while the Batch lives, and
+// returns the slot to its pool when destroyed, if the loader still exists.
+class SlotLease {
+ public:
+  SlotLease(std::shared_ptr<Arena> arena, std::weak_ptr<SlotPool> pool, std::uint32_t slot)
+      : arena_(std::move(arena)), pool_(std::move(pool)), slot_(slot) {}
+  ~SlotLease() {
+    if (auto pool = pool_.lock()) pool->give_back(slot_);
+  }
+  SlotLease(const SlotLease&) = delete;
+  SlotLease& operator=(const SlotLease&) = delete;
+
+ private:
+  std::shared_ptr<Arena> arena_;
+  std::weak_ptr<SlotPool> pool_;
+  std::uint32_t slot_;
+};
+
+}  // namespace detail
+}  // namespace forkfeed

@@ -1,0 +1,104 @@
+// RunReport rendering: the human summary and the --json line of forkfeed-bench.
+#include "tools/bench/report.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+namespace forkfeed::bench {
+namespace {
+
+double images_per_s(const RunReport& r) {
+  return r.wall_s > 0 ? static_cast<double>(r.images) / r.wall_s : 0.0;
+}
+
+double mib(std::uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
+
+void line(std::FILE* out, const char* name, const std::string& value) {
+  std::fprintf(out, "%-12s %s\n", name, value.c_str());
+}
+
+template <typename... Args>
+std::string format(const char* fmt, Args... args) {
+  const int n = std::snprintf(nullptr, 0, fmt, args...);
+  if (n <= 0) return {};
+  std::string s(static_cast<std::size_t>(n), '\0');
+  std::snprintf(s.data(), s.size() + 1, fmt, args...);
+  return s;
+}
+
+unsigned long long ull(std::uint64_t v) { return static_cast<unsigned long long>(v); }
+
+}  // namespace
+
+double percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0.0;
+  const double rank = std::ceil(p / 100.0 * static_cast<double>(values.size()));
+  const std::size_t k = std::clamp<std::size_t>(static_cast<std::size_t>(rank), 1, values.size()) - 1;
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(k), values.end());
+  return values[k];
+}
+
+void print_human(const RunReport& r, std::FILE* out) {
+  const LoaderOptions& o = r.options;
+  if (!o.manifest.empty()) {
+    line(out, "dataset", format("%llu images (manifest %s)", ull(r.dataset_size), o.manifest.c_str()));
+  } else {
+    line(out, "dataset",
+         format("%llu images, %zu classes (%s)", ull(r.dataset_size), r.classes, o.image_folder.c_str()));
+  }
+  if (o.world_size > 1) line(out, "rank", format("%u of %u", o.rank, o.world_size));
+  line(out, "workers", format("%u (prefetch %u)", o.workers, o.prefetch));
+  line(out, "batch", format("%u%s", o.batch_size, o.drop_last ? " (drop last)" : ""));
+  line(out, "transform",
+       format("%s %ux%u %s%s", std::string(to_string(o.transform)).c_str(), o.size, o.size,
+              std::string(to_string(o.dtype)).c_str(), o.shuffle ? "" : ", no shuffle"));
+  line(out, "images", format("%llu", ull(r.images)));
+  line(out, "batches", format("%llu", ull(r.batches)));
+  line(out, "epochs",
+       format("%llu of %llu%s", ull(r.epochs), ull(r.epochs_requested),
+              r.interrupted ? " (interrupted)" : ""));
+  line(out, "startup", format("%.3f s", r.startup_s));
+  line(out, "wall time", format("%.3f s", r.wall_s));
+  line(out, "images/s", format("%.1f", images_per_s(r)));
+  line(out, "wait/batch",
+       format("p50 %.3f ms, p99 %.3f ms", percentile(r.wait_ms, 50), percentile(r.wait_ms, 99)));
+  line(out, "arena", format("%.1f MiB, %u slots", mib(r.stats.arena_bytes), r.stats.slots));
+  line(out, "skipped", format("%llu", ull(r.stats.skipped_samples)));
+  std::fflush(out);
+}
+
+std::string json_line(const RunReport& r) {
+  const LoaderOptions& o = r.options;
+  nlohmann::json j;
+  j["images"] = r.images;
+  j["batches"] = r.batches;
+  j["epochs"] = r.epochs;
+  j["epochs_requested"] = r.epochs_requested;
+  j["interrupted"] = r.interrupted;
+  j["startup_s"] = r.startup_s;
+  j["wall_s"] = r.wall_s;
+  j["images_per_s"] = images_per_s(r);
+  j["wait_p50_ms"] = percentile(r.wait_ms, 50);
+  j["wait_p99_ms"] = percentile(r.wait_ms, 99);
+  j["skipped"] = r.stats.skipped_samples;
+  j["arena_bytes"] = r.stats.arena_bytes;
+  j["slots"] = r.stats.slots;
+  j["dataset_size"] = r.dataset_size;
+  j["classes"] = r.classes;
+  j["workers"] = o.workers;
+  j["prefetch"] = o.prefetch;
+  j["batch_size"] = o.batch_size;
+  j["size"] = o.size;
+  j["transform"] = std::string(to_string(o.transform));
+  j["dtype"] = std::string(to_string(o.dtype));
+  j["seed"] = o.seed;
+  j["rank"] = o.rank;
+  j["world_size"] = o.world_size;
+  j["shuffle"] = o.shuffle;
+  j["drop_last"] = o.drop_last;
+  return j.dump();
+}
+
+}  // namespace forkfeed::bench

@@ -1,0 +1,41 @@
+// RunReport: what forkfeed-bench measured, printed for people (aligned lines) or for
+// scripts (one JSON object on one line).
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "forkfeed/loader.h"
+#include "forkfeed/options.h"
+
+namespace forkfeed::bench {
+
+struct RunReport {
+  // What ran.
+  LoaderOptions options;
+  std::uint64_t epochs_requested = 0;
+  std::uint64_t dataset_size = 0;
+  std::size_t classes = 0;  // 0 for a manifest
+  LoaderStats stats;
+
+  // What was measured. `epochs` counts whole passes only.
+  std::uint64_t images = 0;
+  std::uint64_t batches = 0;
+  std::uint64_t epochs = 0;
+  double startup_s = 0;         // Loader::open: index, arena, workers
+  double wall_s = 0;            // from the first next() to the end of the last batch
+  std::vector<double> wait_ms;  // time spent in each next() that returned a batch
+  bool interrupted = false;
+};
+
+// Nearest-rank percentile, p in [0, 100]; 0 for no values.
+double percentile(std::vector<double> values, double p);
+
+// A few aligned "name  value" lines.
+void print_human(const RunReport& report, std::FILE* out);
+// One JSON object, no newline.
+std::string json_line(const RunReport& report);
+
+}  // namespace forkfeed::bench

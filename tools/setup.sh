@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Installs the Debian packages forkfeed builds and tests with. Idempotent: when every
+# package is already installed it prints nothing and touches nothing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libopencv-dev libboost-dev libspdlog-dev libgtest-dev
+  libibverbs-dev ibverbs-providers libjpeg62-turbo-dev
+  libcli11-dev nlohmann-json3-dev
+)
+
+if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
+  echo "setup.sh: dpkg-query/apt-get not found; forkfeed's setup expects Debian (12 or later)." >&2
+  echo "setup.sh: install these packages (or their equivalents) yourself: ${packages[*]}" >&2
+  exit 1
+fi
+
+missing=()
+for pkg in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+  if [[ "$status" != "install ok installed" ]]; then
+    missing+=("$pkg")
+  fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  exit 0
+fi
+
+sudo=()
+if [[ $(id -u) -ne 0 ]]; then
+  if ! command -v sudo >/dev/null 2>&1; then
+    echo "setup.sh: missing packages (${missing[*]}) and not root, and sudo is not available." >&2
+    echo "setup.sh: as root, run: apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+  sudo=(sudo)
+fi
+
+echo "setup.sh: installing ${#missing[@]} missing package(s): ${missing[*]}"
+if ! "${sudo[@]}" apt-get update -qq; then
+  echo "setup.sh: 'apt-get update' failed; check the network and /etc/apt/sources.list, then rerun." >&2
+  exit 1
+fi
+if ! "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -qq --no-install-recommends "${missing[@]}"; then
+  echo "setup.sh: 'apt-get install ${missing[*]}' failed; see apt's messages above." >&2
+  exit 1
+fi

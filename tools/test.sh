@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The README's second command, and what CI runs (.ci/run): install what is missing,
+# build and run every test, then build again with AddressSanitizer and
+# UndefinedBehaviorSanitizer and run every test there too. Exits non-zero on any failure.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+SECONDS=0
+phase="start"
+phase() {
+  phase=$1
+  printf '\n==== [%4ds] %s ====\n' "$SECONDS" "$phase"
+}
+on_exit() {
+  local rc=$?
+  if [[ $rc -eq 0 ]]; then
+    printf '\n==== test.sh: all phases passed in %dm%02ds ====\n' $((SECONDS / 60)) $((SECONDS % 60))
+  else
+    printf '\n==== test.sh: FAILED in phase "%s" (exit %d) after %dm%02ds ====\n' \
+      "$phase" "$rc" $((SECONDS / 60)) $((SECONDS % 60)) >&2
+  fi
+}
+trap on_exit EXIT
+
+phase "setup: Debian packages"
+tools/setup.sh
+
+phase "build: build/ (Release, -Werror)"
+tools/build.sh build -DCMAKE_BUILD_TYPE=Release -DFORKFEED_WERROR=ON
+
+phase "test: build/"
+ctest --test-dir build --output-on-failure -j2
+
+# LeakSanitizer stops the process with ptrace-like machinery at exit; under ptrace
+# (a debugger, strace) and in some sandboxes that fails ("LeakSanitizer has encountered
+# a fatal error") and every test would fail for a reason that is not ours. Probe it
+# with a program that leaks nothing, and turn leak detection off only if it cannot run.
+phase "probe: LeakSanitizer"
+detect_leaks=1
+probe_dir=$(mktemp -d)
+printf 'int main() { return 0; }\n' >"$probe_dir/probe.cpp"
+if ! "${CXX:-c++}" -fsanitize=address "$probe_dir/probe.cpp" -o "$probe_dir/probe" ||
+   ! ASAN_OPTIONS=detect_leaks=1 "$probe_dir/probe" >"$probe_dir/log" 2>&1; then
+  detect_leaks=0
+  echo "LeakSanitizer does not work in this environment; running with detect_leaks=0:"
+  sed 's/^/  /' "$probe_dir/log" 2>/dev/null || true
+else
+  echo "LeakSanitizer works: detect_leaks=1"
+fi
+rm -rf "$probe_dir"
+
+# Exported before the build too: gtest_discover_tests runs the sanitized test binaries.
+export ASAN_OPTIONS="detect_leaks=${detect_leaks}:abort_on_error=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+
+phase "build: build-asan/ (RelWithDebInfo, ASan+UBSan, -Werror)"
+tools/build.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFORKFEED_SANITIZE=ON -DFORKFEED_WERROR=ON
+
+phase "test: build-asan/ (ASAN_OPTIONS=$ASAN_OPTIONS)"
+ctest --test-dir build-asan --output-on-failure -j2

@@ -1,0 +1,129 @@
+// Arena: memfd creation, layout of segment and slots, and attaching from another process.
+#include "transport/arena.h"
+
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <new>
+
+namespace forkfeed {
+namespace {
+
+constexpr std::size_t kPage = 4096;
+constexpr std::size_t kPrefixBytes = 64;  // ArenaPrefix, then the Boost.Interprocess segment
+
+// At offset 0: what attach() needs before it can open the segment.
+struct ArenaPrefix {
+  std::uint64_t magic;
+  std::uint64_t segment_bytes;
+  std::uint64_t control_offset;  // from the start of the arena
+};
+
+// Boost's named construct() aligns to 16 bytes only; the control block and rings are
+// cache-line aligned, so they are placed with allocate_aligned and placement new.
+template <typename T>
+T* construct_aligned(bip::managed_external_buffer& segment, std::size_t n = 1) {
+  void* p = segment.allocate_aligned(sizeof(T) * n, alignof(T));
+  T* first = static_cast<T*>(p);
+  for (std::size_t i = 0; i < n; ++i) new (first + i) T();
+  return first;
+}
+static_assert(sizeof(ArenaPrefix) <= kPrefixBytes);
+
+constexpr std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
+
+std::size_t segment_bytes_for(const ArenaSpec& spec, const DatasetIndex& index) {
+  const std::size_t index_bytes = index.path_bytes() + (index.size() + 1) * sizeof(std::uint64_t) +
+                                  index.size() * sizeof(std::int64_t);
+  const std::size_t fixed = sizeof(ControlBlock) + sizeof(SharedIndex) +
+                            spec.num_workers * sizeof(WorkerChannel) + 64 * 1024;
+  // Boost's allocator keeps a little bookkeeping per block and aligns each one.
+  return round_up(fixed + index_bytes + index_bytes / 64, kPage);
+}
+
+SlotGeometry slot_geometry_for(const ArenaSpec& spec, std::size_t segment_bytes) {
+  SlotGeometry g{};
+  g.num_slots = spec.num_slots;
+  g.batch_size = spec.batch_size;
+  g.sample_bytes = spec.sample_bytes;
+  g.pixels_offset = round_up(sizeof(SlotHeader) + spec.batch_size * 2 * sizeof(std::uint64_t), 64);
+  g.slot_stride = round_up(g.pixels_offset + spec.batch_size * spec.sample_bytes, kPage);
+  g.slots_offset = round_up(kPrefixBytes + segment_bytes, kPage);
+  return g;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<Arena>> Arena::create(const ArenaSpec& spec, const DatasetIndex& index) {
+  const std::size_t segment_bytes = segment_bytes_for(spec, index);
+  const SlotGeometry geometry = slot_geometry_for(spec, segment_bytes);
+  const std::size_t total = geometry.slots_offset + geometry.num_slots * geometry.slot_stride;
+
+  UniqueFd fd(::memfd_create("forkfeed-arena", MFD_CLOEXEC));
+  if (!fd.valid()) return Status::FromErrno("memfd_create for the shared memory arena", errno);
+  if (::ftruncate(fd.get(), static_cast<off_t>(total)) != 0) {
+    return Status::FromErrno("sizing the shared memory arena to " + std::to_string(total) + " bytes", errno);
+  }
+  auto mapping = Mapping::map_shared(fd.get(), total);
+  if (!mapping.ok()) return mapping.status();
+  std::byte* base = mapping->data();
+
+  try {
+    bip::managed_external_buffer segment(bip::create_only, base + kPrefixBytes, segment_bytes);
+    auto* control = construct_aligned<ControlBlock>(segment);
+    control->num_workers = spec.num_workers;
+    control->transform = spec.transform;
+    control->slots = geometry;
+    control->channels = construct_aligned<WorkerChannel>(segment, spec.num_workers);
+    auto* shared = segment.construct<SharedIndex>("index")(segment.get_segment_manager());
+    shared->paths.reserve(index.path_bytes());
+    shared->offsets.reserve(index.size() + 1);
+    shared->labels.reserve(index.size());
+    shared->offsets.push_back(0);
+    for (std::size_t i = 0; i < index.size(); ++i) {
+      const std::string_view p = index.path(i);
+      shared->paths.insert(shared->paths.end(), p.begin(), p.end());
+      shared->offsets.push_back(shared->paths.size());
+      shared->labels.push_back(index.label(i));
+    }
+    control->index = shared;
+    const auto control_offset = static_cast<std::uint64_t>(reinterpret_cast<std::byte*>(control) - base);
+    *reinterpret_cast<ArenaPrefix*>(base) = ArenaPrefix{kArenaMagic, segment_bytes, control_offset};
+    return std::shared_ptr<Arena>(new Arena(std::move(fd), std::move(*mapping), control));
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("laying out the shared memory arena: ") + e.what());
+  }
+}
+
+Result<std::shared_ptr<Arena>> Arena::attach(UniqueFd fd) {
+  struct stat st{};
+  if (::fstat(fd.get(), &st) != 0) return Status::FromErrno("fstat of the arena fd", errno);
+  const auto total = static_cast<std::size_t>(st.st_size);
+  if (total < kPage) return Status::InvalidArgument("fd " + std::to_string(fd.get()) + " is not a forkfeed arena (too small)");
+  auto mapping = Mapping::map_shared(fd.get(), total);
+  if (!mapping.ok()) return mapping.status();
+  const auto prefix = *reinterpret_cast<const ArenaPrefix*>(mapping->data());
+  if (prefix.magic != kArenaMagic || prefix.segment_bytes + kPrefixBytes > total ||
+      prefix.control_offset + sizeof(ControlBlock) > kPrefixBytes + prefix.segment_bytes) {
+    return Status::InvalidArgument("fd " + std::to_string(fd.get()) + " is not a forkfeed arena (bad magic)");
+  }
+  auto* control = reinterpret_cast<ControlBlock*>(mapping->data() + prefix.control_offset);
+  if (control->magic != kArenaMagic || control->version != kArenaVersion) {
+    return Status::InvalidArgument("the arena was made by an incompatible forkfeed version");
+  }
+  return std::shared_ptr<Arena>(new Arena(std::move(fd), std::move(*mapping), control));
+}
+
+SlotView Arena::slot(std::uint32_t i) const {
+  const SlotGeometry& g = control_->slots;
+  std::byte* base = mapping_.data() + g.slots_offset + i * g.slot_stride;
+  auto* header = reinterpret_cast<SlotHeader*>(base);
+  auto* indices = reinterpret_cast<std::uint64_t*>(base + sizeof(SlotHeader));
+  auto* labels = reinterpret_cast<std::int64_t*>(indices + g.batch_size);
+  return SlotView{header, indices, labels, base + g.pixels_offset};
+}
+
+}  // namespace forkfeed

@@ -1,0 +1,56 @@
+// Arena: the shared memory a loader and its workers share, on a memfd (no /dev/shm
+// name to leak, no size limit there). Its size is fixed at creation: the control block
+// and index, plus num_slots * slot_stride; nothing grows while it runs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "forkfeed/dataset.h"
+#include "forkfeed/status.h"
+#include "transport/arena_layout.h"
+#include "transport/mapping.h"
+#include "transport/unique_fd.h"
+
+namespace forkfeed {
+
+struct ArenaSpec {
+  std::uint32_t num_workers;
+  std::uint32_t num_slots;
+  std::uint32_t batch_size;
+  std::uint64_t sample_bytes;
+  TransformSpec transform;
+};
+
+// One slot, resolved to pointers in this process's mapping.
+struct SlotView {
+  SlotHeader* header;
+  std::uint64_t* sample_indices;  // batch_size entries
+  std::int64_t* labels;           // batch_size entries
+  std::byte* pixels;              // batch_size * sample_bytes
+};
+
+class Arena {
+ public:
+  // Creates and fills a new arena; the index is copied into it.
+  static Result<std::shared_ptr<Arena>> create(const ArenaSpec& spec, const DatasetIndex& index);
+  // Maps an arena made by create() in another process. Takes ownership of |fd|.
+  static Result<std::shared_ptr<Arena>> attach(UniqueFd fd);
+
+  ControlBlock& control() const { return *control_; }
+  WorkerChannel& channel(std::uint32_t worker) const { return control_->channels[worker]; }
+  const SharedIndex& index() const { return *control_->index; }
+  SlotView slot(std::uint32_t i) const;
+
+  int fd() const { return fd_.get(); }
+  std::size_t size() const { return mapping_.size(); }
+
+ private:
+  Arena(UniqueFd fd, Mapping mapping, ControlBlock* control)
+      : fd_(std::move(fd)), mapping_(std::move(mapping)), control_(control) {}
+  UniqueFd fd_;
+  Mapping mapping_;
+  ControlBlock* control_;
+};
+
+}  // namespace forkfeed

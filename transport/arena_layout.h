@@ -1,0 +1,113 @@
+// What lives in the shared memory arena, shared by the orchestrator and its workers:
+// a control block, one task ring and one completion ring per worker, the dataset index,
+// and the batch slots. Everything here is position independent (offsets, offset_ptr),
+// so a process may map the arena at any address.
+#pragma once
+
+#include <atomic>
+#include <boost/interprocess/allocators/allocator.hpp>
+#include <boost/interprocess/containers/vector.hpp>
+#include <boost/interprocess/managed_external_buffer.hpp>
+#include <cstdint>
+#include <string_view>
+
+#include "forkfeed/options.h"
+#include "transport/spsc_ring.h"
+
+namespace forkfeed {
+
+namespace bip = boost::interprocess;
+using SegmentManager = bip::managed_external_buffer::segment_manager;
+template <typename T>
+using ShmVector = bip::vector<T, bip::allocator<T, SegmentManager>>;
+
+inline constexpr std::uint64_t kArenaMagic = 0x6b6f66646565666bULL;  // "kfeedfok"
+inline constexpr std::uint32_t kArenaVersion = 1;
+// Per-worker ring capacity; bounds workers * prefetch tasks in flight per worker.
+inline constexpr std::uint32_t kRingCapacity = 64;
+inline constexpr std::size_t kErrorBytes = 512;
+
+// One batch of work: decode samples [0, count) of `slot` (their dataset indices are in
+// the slot header) for pass `generation`.
+struct Task {
+  std::uint64_t generation;
+  std::uint64_t epoch;
+  std::uint64_t batch_id;
+  std::uint32_t slot;
+  std::uint32_t count;
+};
+
+enum class TaskOutcome : std::uint32_t {
+  kDone,       // every sample written
+  kFailed,     // a sample could not be decoded; the slot header says which and why
+  kCancelled,  // abandoned because the generation moved on
+};
+
+struct Completion {
+  std::uint64_t generation;
+  std::uint64_t batch_id;
+  std::uint32_t slot;
+  TaskOutcome outcome;
+};
+
+struct WorkerChannel {
+  SpscRing<Task, kRingCapacity> tasks;              // orchestrator -> worker
+  SpscRing<Completion, kRingCapacity> completions;  // worker -> orchestrator
+  alignas(64) std::atomic<std::uint32_t> task_bell{0};  // futex word: tasks pushed
+};
+
+// What a worker needs to turn a file into output pixels.
+struct TransformSpec {
+  TransformKind kind;
+  DType dtype;
+  std::uint32_t size;
+  float mean[3];
+  float std[3];
+  std::uint64_t seed;
+  std::uint64_t max_pixels;
+};
+
+// Placement of the batch slots in the arena.
+struct SlotGeometry {
+  std::uint32_t num_slots;
+  std::uint32_t batch_size;
+  std::uint64_t sample_bytes;    // pixels of one sample
+  std::uint64_t pixels_offset;   // from the start of a slot
+  std::uint64_t slot_stride;     // page aligned
+  std::uint64_t slots_offset;    // from the start of the arena, page aligned
+};
+
+// The head of each slot; sample indices, labels and pixels follow (see Arena::slot).
+struct SlotHeader {
+  std::uint32_t count;
+  std::uint32_t failed_sample;  // position in the batch of the sample that failed
+  char error[kErrorBytes];      // NUL-terminated reason, set with TaskOutcome::kFailed
+};
+
+// The dataset index, copied into the arena so that any worker can read it.
+struct SharedIndex {
+  explicit SharedIndex(SegmentManager* sm) : paths(sm), offsets(sm), labels(sm) {}
+  std::size_t size() const { return labels.size(); }
+  std::string_view path(std::size_t i) const {
+    return {paths.data() + offsets[i], static_cast<std::size_t>(offsets[i + 1] - offsets[i])};
+  }
+  ShmVector<char> paths;
+  ShmVector<std::uint64_t> offsets;
+  ShmVector<std::int64_t> labels;
+};
+
+struct ControlBlock {
+  std::uint64_t magic = kArenaMagic;
+  std::uint32_t version = kArenaVersion;
+  std::uint32_t num_workers = 0;
+  // Bumped by every reset; tasks of an older generation are stale.
+  alignas(64) std::atomic<std::uint64_t> generation{0};
+  alignas(64) std::atomic<std::uint32_t> completion_bell{0};  // futex word: completions pushed
+  std::atomic<std::uint32_t> stop{0};                         // workers exit when set
+  TransformSpec transform{};
+  SlotGeometry slots{};
+  bip::offset_ptr<WorkerChannel> channels;  // num_workers of them
+  bip::offset_ptr<SharedIndex> index;
+};
+
+}  // namespace forkfeed

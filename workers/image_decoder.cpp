@@ -1,0 +1,68 @@
+// The OpenCV decoder and the dispatch between decoders.
+#include "workers/image_decoder.h"
+
+#include <cstring>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#include <string>
+
+namespace forkfeed {
+namespace {
+
+bool is_jpeg(FileBytes f) {
+  return f.size() >= 3 && f[0] == std::byte{0xFF} && f[1] == std::byte{0xD8} && f[2] == std::byte{0xFF};
+}
+
+std::uint32_t read_be32(const std::byte* p) {
+  return (std::to_integer<std::uint32_t>(p[0]) << 24) | (std::to_integer<std::uint32_t>(p[1]) << 16) |
+         (std::to_integer<std::uint32_t>(p[2]) << 8) | std::to_integer<std::uint32_t>(p[3]);
+}
+
+std::string too_large(std::uint64_t w, std::uint64_t h, std::uint64_t max_pixels) {
+  return "image too large: " + std::to_string(w) + "x" + std::to_string(h) + " = " + std::to_string(w * h) +
+         " pixels > max_pixels " + std::to_string(max_pixels);
+}
+
+class OpenCvDecoder final : public ImageDecoder {
+ public:
+  Result<ImageSize> probe(FileBytes f) override {
+    static constexpr unsigned char kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+    if (f.size() >= 24 && std::memcmp(f.data(), kPng, 8) == 0) {  // IHDR is always first
+      return ImageSize{static_cast<int>(read_be32(f.data() + 16)), static_cast<int>(read_be32(f.data() + 20))};
+    }
+    return ImageSize{};
+  }
+
+  Status decode(FileBytes f, cv::Mat& rgb) override {
+    const cv::Mat raw(1, static_cast<int>(f.size()), CV_8U, const_cast<std::byte*>(f.data()));
+    cv::Mat bgr;
+    try {
+      bgr = cv::imdecode(raw, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
+    } catch (const cv::Exception& e) {
+      return Status::BadData(std::string("cannot decode image: ") + e.what());
+    }
+    if (bgr.empty()) return Status::BadData("not an image OpenCV can decode (unknown format or corrupt data)");
+    cv::cvtColor(bgr, rgb, cv::COLOR_BGR2RGB);
+    return Status::Ok();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<ImageDecoder> make_opencv_decoder() { return std::make_unique<OpenCvDecoder>(); }
+
+ImageDecoders::ImageDecoders() : jpeg_(make_jpeg_decoder()), other_(make_opencv_decoder()) {}
+
+Status ImageDecoders::decode(FileBytes file, std::uint64_t max_pixels, cv::Mat& rgb) {
+  if (file.empty()) return Status::BadData("empty file (0 bytes)");
+  ImageDecoder& decoder = is_jpeg(file) ? *jpeg_ : *other_;
+  auto size = decoder.probe(file);
+  if (!size.ok()) return size.status();
+  const auto declared = static_cast<std::uint64_t>(size->width) * static_cast<std::uint64_t>(size->height);
+  if (declared > max_pixels) return Status::BadData(too_large(size->width, size->height, max_pixels));
+  if (Status s = decoder.decode(file, rgb); !s.ok()) return s;
+  if (rgb.total() > max_pixels) return Status::BadData(too_large(rgb.cols, rgb.rows, max_pixels));
+  return Status::Ok();
+}
+
+}  // namespace forkfeed

@@ -1,0 +1,51 @@
+// Transform: crop, resize, flip and convert, with OpenCV writing into slot memory.
+#include "workers/transform.h"
+
+#include <opencv2/imgproc.hpp>
+
+#include "workers/crop.h"
+
+namespace forkfeed {
+
+std::size_t sample_bytes(DType dtype, std::uint32_t size) {
+  return std::size_t{size} * size * 3 * (dtype == DType::kUint8 ? 1 : sizeof(float));
+}
+
+void Transform::resize(const cv::Mat& from, cv::Mat& to) const {
+  const int interpolation = (to.cols < from.cols && to.rows < from.rows) ? cv::INTER_AREA : cv::INTER_LINEAR;
+  cv::resize(from, to, to.size(), 0, 0, interpolation);
+}
+
+void Transform::apply(const cv::Mat& rgb, KeyedRng& rng, std::byte* out) {
+  const int size = static_cast<int>(spec_.size);
+  // uint8 output is written in place; float output goes through square_ first.
+  cv::Mat square = spec_.dtype == DType::kUint8 ? cv::Mat(size, size, CV_8UC3, out)
+                                                : (square_.create(size, size, CV_8UC3), square_);
+  if (spec_.kind == TransformKind::kTrain) {
+    const CropBox box = random_resized_crop(rgb.cols, rgb.rows, rng);
+    resize(rgb(cv::Rect(box.x, box.y, box.width, box.height)), square);
+    if (box.flip) cv::flip(square, square, 1);
+  } else {
+    const EvalPlan plan = center_crop_plan(rgb.cols, rgb.rows, size);
+    resized_.create(plan.resized_height, plan.resized_width, CV_8UC3);
+    resize(rgb, resized_);
+    resized_(cv::Rect(plan.crop.x, plan.crop.y, size, size)).copyTo(square);
+  }
+  if (spec_.dtype == DType::kFloat32) store_float(square, out);
+}
+
+void Transform::store_float(const cv::Mat& square, std::byte* out) const {
+  const int size = square.rows;
+  auto* planes = reinterpret_cast<float*>(out);
+  cv::Mat channel;
+  for (int c = 0; c < 3; ++c) {
+    // (x / 255 - mean) / std  ==  x * alpha + beta
+    const double alpha = 1.0 / (255.0 * spec_.std[c]);
+    const double beta = -spec_.mean[c] / spec_.std[c];
+    cv::Mat plane(size, size, CV_32F, planes + static_cast<std::size_t>(c) * size * size);
+    cv::extractChannel(square, channel, c);
+    channel.convertTo(plane, CV_32F, alpha, beta);
+  }
+}
+
+}  // namespace forkfeed

@@ -1,0 +1,104 @@
+// The worker task loop. Nothing here takes a lock in shared memory: a worker killed at
+// any instruction leaves at most a half-written slot, which the orchestrator owns.
+#include "workers/worker_loop.h"
+
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <opencv2/core/utility.hpp>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "transport/futex.h"
+#include "workers/sample_pipeline.h"
+
+namespace forkfeed {
+namespace {
+
+constexpr auto kIdleWait = std::chrono::milliseconds(100);
+
+class Worker {
+ public:
+  Worker(const Arena& arena, const WorkerIdentity& who)
+      : arena_(arena),
+        control_(arena.control()),
+        channel_(arena.channel(who.id)),
+        who_(who),
+        pipeline_(control_.transform),
+        // A logger of its own, made after fork: nothing shared with the parent's.
+        log_(std::make_shared<spdlog::logger>("forkfeed.worker" + std::to_string(who.id),
+                                              std::make_shared<spdlog::sinks::stderr_sink_mt>())) {
+    log_->set_level(static_cast<spdlog::level::level_enum>(who.log_level));
+    // One worker is one core: OpenCV's own thread pool would oversubscribe the
+    // machine (and its threads do not survive fork anyway).
+    cv::setNumThreads(1);
+  }
+
+  int run() {
+    log_->debug("worker {} started, pid {}", who_.id, ::getpid());
+    while (!stopping()) {
+      const std::uint32_t bell = channel_.task_bell.load(std::memory_order_acquire);
+      if (auto task = channel_.tasks.try_pop()) {
+        complete(*task, execute(*task));
+        continue;
+      }
+      if (::getppid() != who_.parent) {
+        log_->warn("worker {}: the loader process is gone; exiting", who_.id);
+        return 1;
+      }
+      futex_wait(&channel_.task_bell, bell, kIdleWait);
+    }
+    log_->debug("worker {} stopping", who_.id);
+    return 0;
+  }
+
+ private:
+  bool stopping() const { return control_.stop.load(std::memory_order_acquire) != 0; }
+  bool stale(const Task& t) const { return control_.generation.load(std::memory_order_acquire) != t.generation; }
+
+  TaskOutcome execute(const Task& task) {
+    const SlotView slot = arena_.slot(task.slot);
+    const std::uint64_t stride = control_.slots.sample_bytes;
+    for (std::uint32_t i = 0; i < task.count; ++i) {
+      // Checked between samples: a reset cancels the rest of a stale batch.
+      if (stale(task) || stopping()) return TaskOutcome::kCancelled;
+      const std::uint64_t index = slot.sample_indices[i];
+      const Status s = pipeline_.run(arena_.index().path(index), task.epoch, index, slot.pixels + i * stride);
+      if (!s.ok()) {
+        slot.header->failed_sample = i;
+        const std::size_t n = std::min(s.message().size(), kErrorBytes - 1);
+        std::memcpy(slot.header->error, s.message().data(), n);
+        slot.header->error[n] = '\0';
+        log_->debug("worker {}: {}", who_.id, s.message());
+        return TaskOutcome::kFailed;
+      }
+    }
+    return TaskOutcome::kDone;
+  }
+
+  void complete(const Task& task, TaskOutcome outcome) {
+    const Completion c{task.generation, task.batch_id, task.slot, outcome};
+    // The ring holds every slot, so it is never full for long; wait rather than drop.
+    while (!channel_.completions.try_push(c)) {
+      if (stopping()) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    futex_ring(&control_.completion_bell);
+  }
+
+  const Arena& arena_;
+  ControlBlock& control_;
+  WorkerChannel& channel_;
+  WorkerIdentity who_;
+  SamplePipeline pipeline_;
+  std::shared_ptr<spdlog::logger> log_;
+};
+
+}  // namespace
+
+int run_worker(const Arena& arena, const WorkerIdentity& who) { return Worker(arena, who).run(); }
+
+}  // namespace forkfeed

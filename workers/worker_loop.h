@@ -1,0 +1,22 @@
+// The body of a worker process: take tasks from this worker's ring, decode their
+// samples into the batch slots, report completions, until told to stop or orphaned.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+
+#include "transport/arena.h"
+
+namespace forkfeed {
+
+struct WorkerIdentity {
+  std::uint32_t id;
+  pid_t parent;  // the worker exits as soon as this process is gone
+  int log_level;  // spdlog level
+};
+
+// Returns the process exit code.
+int run_worker(const Arena& arena, const WorkerIdentity& who);
+
+}  // namespace forkfeed
