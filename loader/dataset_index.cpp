@@ -47,8 +47,8 @@ class DatasetIndexBuilder {
   void set_classes(std::vector<std::string> classes) { index_.classes_ = std::move(classes); }
   std::size_t size() const { return index_.labels_.size(); }
 
-  // Growth by doubling can leave half of ~100 MB of ImageNet paths unused; trim it
-  // before the index is kept for the whole run.
+  // Growth by doubling can leave half of ImageNet's tens of MB of paths unused; trim
+  // it before the index is kept for the whole run.
   DatasetIndex finish() && {
     index_.paths_.shrink_to_fit();
     index_.offsets_.shrink_to_fit();
@@ -64,17 +64,16 @@ namespace {
 
 // torchvision's IMG_EXTENSIONS, matched like has_file_allowed_extension: the lower-cased
 // name ends with one (so "._x.jpg" from macOS counts, as it does there).
-constexpr std::array<std::string_view, 9> kImageExtensions = {
-    ".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp"};
+constexpr std::array<std::string_view, 9> kImageExtensions = {".jpg", ".jpeg", ".png",  ".ppm", ".bmp",
+                                                              ".pgm", ".tif",  ".tiff", ".webp"};
 constexpr std::string_view kExtensionList = ".jpg, .jpeg, .png, .ppm, .bmp, .pgm, .tif, .tiff, .webp";
 
 bool has_image_extension(std::string_view name) {
   // ASCII lowering is enough: no non-ASCII character lowers into these extensions.
   auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
   return std::any_of(kImageExtensions.begin(), kImageExtensions.end(), [&](std::string_view ext) {
-    return name.size() >= ext.size() &&
-           std::equal(ext.begin(), ext.end(), name.end() - ext.size(),
-                      [&](char e, char c) { return e == lower(c); });
+    return name.size() >= ext.size() && std::equal(ext.begin(), ext.end(), name.end() - ext.size(),
+                                                   [&](char e, char c) { return e == lower(c); });
   });
 }
 
@@ -178,6 +177,8 @@ class ClassWalk {
     std::vector<std::string> subdirs;
     DirId id{};
     {  // closed before descending: open fds grow with depth, not with width
+      // os.walk skips a directory it cannot read; we fail instead, naming it, because
+      // skipping would silently train on part of a class.
       Result<DirStream> dir = DirStream::open(path);
       if (!dir.ok()) return dir.status();
       id = dir->id();
@@ -339,15 +340,18 @@ Result<DatasetIndex> DatasetIndex::from_manifest(const std::string& manifest) {
     };
     // The last tab separates the label, so a path may itself contain tabs.
     const std::size_t tab = line.rfind('\t');
-    if (tab == std::string_view::npos || tab == 0) return bad("expected 'path<TAB>label', got " + quote(line));
+    if (tab == std::string_view::npos || tab == 0)
+      return bad("expected 'path<TAB>label', got " + quote(line));
     const std::optional<std::int64_t> label = parse_label(line.substr(tab + 1));
     if (!label) {
-      return bad("label must be a non-negative integer, got " + quote(line.substr(tab + 1)) + " in " + quote(line));
+      return bad("label must be a non-negative integer, got " + quote(line.substr(tab + 1)) + " in " +
+                 quote(line));
     }
     builder.add(folder, line.substr(0, tab), *label);
   }
   if (builder.size() == 0) {
-    return Status::BadData(manifest + ": no samples; expected one 'path<TAB>label' per line "
+    return Status::BadData(manifest +
+                           ": no samples; expected one 'path<TAB>label' per line "
                            "(blank lines and lines starting with '#' are skipped)");
   }
   return std::move(builder).finish();

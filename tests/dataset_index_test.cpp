@@ -60,12 +60,11 @@ Samples samples_of(const DatasetIndex& index) {
 TEST(ImageFolder, FollowsTorchvisionOrderAndExtensions) {
   ScratchDir dir;
   const std::string root = dir.path() + "/data";
-  for (const char* f : {"stray.jpg",  // in the root, not in a class: ignored
-                        // "B" < "a" byte-wise, as Python's sorted() on str has it.
-                        "B/z.JPG", "B/Z.jpg", "B/a.Png", "B/._a.jpg", "B/notes.txt", "B/README", "B/x.jpgx",
-                        "B/jpg", "B/sub/b.jpeg", "B/sub/deeper/d.bmp", "B/sub-a/c.png",
-                        "a/1.jpg", "empty/readme.txt",
-                        "z/5.webp", "z/4.TIFF", "z/3.tif", "z/2.PGM", "z/1.ppm"}) {
+  // "stray.jpg" sits in the root, not in a class: ignored. "B" < "a" byte-wise, as in
+  // Python's sorted() on str.
+  for (const char* f : {"stray.jpg", "B/z.JPG", "B/Z.jpg", "B/a.Png", "B/._a.jpg", "B/notes.txt", "B/README",
+                        "B/x.jpgx", "B/jpg", "B/sub/b.jpeg", "B/sub/deeper/d.bmp", "B/sub-a/c.png", "a/1.jpg",
+                        "empty/readme.txt", "z/5.webp", "z/4.TIFF", "z/3.tif", "z/2.PGM", "z/1.ppm"}) {
     write_file(root + "/" + f);
   }
 
@@ -77,10 +76,18 @@ TEST(ImageFolder, FollowsTorchvisionOrderAndExtensions) {
   // "._a.jpg" ends in ".jpg" and counts, as in torchvision. "empty" keeps label 2.
   const std::string b = root + "/B/";
   const Samples expected = {
-      {b + "._a.jpg", 0},         {b + "Z.jpg", 0},           {b + "a.Png", 0},
-      {b + "z.JPG", 0},           {b + "sub/b.jpeg", 0},      {b + "sub-a/c.png", 0},
-      {b + "sub/deeper/d.bmp", 0}, {root + "/a/1.jpg", 1},    {root + "/z/1.ppm", 3},
-      {root + "/z/2.PGM", 3},     {root + "/z/3.tif", 3},     {root + "/z/4.TIFF", 3},
+      {b + "._a.jpg", 0},
+      {b + "Z.jpg", 0},
+      {b + "a.Png", 0},
+      {b + "z.JPG", 0},
+      {b + "sub/b.jpeg", 0},
+      {b + "sub-a/c.png", 0},
+      {b + "sub/deeper/d.bmp", 0},
+      {root + "/a/1.jpg", 1},
+      {root + "/z/1.ppm", 3},
+      {root + "/z/2.PGM", 3},
+      {root + "/z/3.tif", 3},
+      {root + "/z/4.TIFF", 3},
       {root + "/z/5.webp", 3},
   };
   EXPECT_EQ(samples_of(*index), expected);
@@ -120,8 +127,8 @@ TEST(ImageFolder, FollowsSymlinksAndStopsAtLoops) {
   write_file(dir.path() + "/elsewhere/more/m.jpg");
   fs::create_directory_symlink(dir.path() + "/elsewhere/imgs", root + "/b");       // a class
   fs::create_directory_symlink(dir.path() + "/elsewhere/more", root + "/a/more");  // descended
-  fs::create_directory_symlink(root + "/a", root + "/a/loop");                      // a cycle
-  fs::create_symlink(dir.path() + "/nowhere", root + "/broken");                    // not a class
+  fs::create_directory_symlink(root + "/a", root + "/a/loop");                     // a cycle
+  fs::create_symlink(dir.path() + "/nowhere", root + "/broken");                   // not a class
 
   Result<DatasetIndex> index = DatasetIndex::from_image_folder(root);
   ASSERT_TRUE(index.ok()) << index.status().message();
@@ -156,8 +163,8 @@ TEST(ImageFolder, RootWithoutClassFoldersIsNotFound) {
   Result<DatasetIndex> index = DatasetIndex::from_image_folder(dir.path());
   ASSERT_FALSE(index.ok());
   EXPECT_EQ(index.status().code(), Status::Code::kNotFound);
-  EXPECT_EQ(index.status().message(), "no class folders in " + dir.path() +
-                                          "; an ImageFolder root holds one subdirectory per class");
+  EXPECT_EQ(index.status().message(),
+            "no class folders in " + dir.path() + "; an ImageFolder root holds one subdirectory per class");
 }
 
 TEST(ImageFolder, ClassesWithoutImagesIsNotFound) {
@@ -222,7 +229,8 @@ TEST(Manifest, BadLabelNamesTheLine) {
     Result<DatasetIndex> index = DatasetIndex::from_manifest(manifest);
     ASSERT_FALSE(index.ok()) << "label '" << label << "' was accepted";
     EXPECT_EQ(index.status().code(), Status::Code::kBadData);
-    EXPECT_EQ(index.status().message().rfind(manifest + ":2: label must be a non-negative integer, got '" + label + "'", 0),
+    EXPECT_EQ(index.status().message().rfind(
+                  manifest + ":2: label must be a non-negative integer, got '" + label + "'", 0),
               0u)
         << index.status().message();
   }

@@ -94,6 +94,20 @@ TEST(SyntheticImagesTest, SameSpecGivesIdenticalBytes) {
   EXPECT_TRUE(a == read_tree(tmp.path() + "/b"));
 }
 
+// Each image depends only on (seed, image number): a larger set extends a smaller one.
+TEST(SyntheticImagesTest, MoreImagesKeepTheFirstOnes) {
+  TempDir tmp;
+  SyntheticDatasetSpec fewer = small_spec(tmp.path() + "/a");
+  fewer.images = 9;
+  ASSERT_TRUE(write_synthetic_dataset(fewer).ok());
+  ASSERT_TRUE(write_synthetic_dataset(small_spec(tmp.path() + "/b")).ok());
+  const auto b = read_tree(tmp.path() + "/b");
+  for (const auto& [name, bytes] : read_tree(tmp.path() + "/a")) {
+    ASSERT_TRUE(b.count(name)) << name;
+    EXPECT_EQ(bytes, b.at(name)) << name;
+  }
+}
+
 TEST(SyntheticImagesTest, DifferentSeedGivesDifferentImages) {
   TempDir tmp;
   SyntheticDatasetSpec other = small_spec(tmp.path() + "/b");
@@ -175,6 +189,23 @@ TEST(SyntheticImagesTest, ReportsProgressAfterEachImage) {
               }).ok());
   ASSERT_EQ(calls.size(), 21u);
   for (std::uint32_t i = 0; i < calls.size(); ++i) EXPECT_EQ(calls[i], i + 1);
+}
+
+int thread_count() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& task : fs::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
+
+// Tests make datasets and then fork loaders: a thread left behind (ours, or OpenCV's pool)
+// would make ForkSafety see a multithreaded process.
+TEST(SyntheticImagesTest, LeavesNoThreadBehind) {
+  TempDir tmp;
+  const int before = thread_count();
+  SyntheticDatasetSpec spec = small_spec(tmp.path() + "/d");
+  spec.images = 8;
+  ASSERT_TRUE(write_synthetic_dataset(spec).ok());
+  EXPECT_EQ(thread_count(), before);
 }
 
 TEST(SyntheticImagesTest, RejectsInvalidSpecsBeforeWriting) {

@@ -117,8 +117,7 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
       ->check(not_negative);
   app.add_flag("--drop-last", o.drop_last, "Drop the last partial batch and the rank remainder");
   app.add_flag("--no-shuffle", no_shuffle, "Deliver samples in index order");
-  app.add_option("--log-level", o.log_level,
-                 "trace|debug|info|warn|error|critical|off (default: $FORKFEED_LOG_LEVEL, else info)")
+  app.add_option("--log-level", o.log_level, "Log level (default: $FORKFEED_LOG_LEVEL, else info)")
       ->type_name("LEVEL")
       ->check(
           CLI::IsMember({"trace", "debug", "info", "warn", "warning", "err", "error", "critical", "off"}));

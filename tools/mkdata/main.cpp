@@ -18,13 +18,14 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kDescription =
-    "Writes a synthetic image-classification dataset in torchvision ImageFolder layout "
-    "(DIR/class_000/img_00000.jpg, ...), for trying and benchmarking forkfeed without "
-    "downloading data. Images look like photographs to a codec: smooth gradients, blended "
-    "shapes, texture, noise and a light blur, in mostly baseline JPEG (quality 75-95) with "
-    "some grayscale JPEG, progressive JPEG and PNG mixed in. Their shorter side is drawn "
-    "from [--min-side, --max-side] and their aspect ratio from 3:4 to 4:3. The same options "
-    "always write byte-identical files, so a dataset can be rebuilt instead of copied.";
+    "Writes a synthetic image-classification dataset in torchvision ImageFolder layout\n"
+    "(DIR/class_000/img_00000.jpg, ...) for trying and benchmarking forkfeed without\n"
+    "downloading data. To a codec the images look like photographs: smooth gradients,\n"
+    "blended shapes, texture, noise and a light blur, mostly as baseline JPEG (quality\n"
+    "75-95), with 3 in 20 grayscale JPEG, progressive JPEG or PNG. The shorter side is drawn\n"
+    "from [--min-side, --max-side], the aspect ratio from 3:4 to 4:3. The same options\n"
+    "write the same bytes again (with the same OpenCV build), so a dataset can be rebuilt\n"
+    "instead of copied. Files of the same name in DIR are overwritten, others left alone.\n";
 
 constexpr const char* kExample =
     "Example:\n"
@@ -88,7 +89,8 @@ int main(int argc, char** argv) {
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double megabytes = static_cast<double>(tree_bytes(spec.out)) / 1e6;
-  std::printf("wrote %u images in %u classes to %s (%.1f MB) in %.1f s\n", spec.images, spec.classes,
-              spec.out.c_str(), megabytes, seconds);
+  std::printf("wrote %u image%s in %u class%s to %s (%.1f MB) in %.1f s\n", spec.images,
+              spec.images == 1 ? "" : "s", spec.classes, spec.classes == 1 ? "" : "es", spec.out.c_str(),
+              megabytes, seconds);
   return 0;
 }

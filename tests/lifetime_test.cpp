@@ -1,0 +1,159 @@
+// Invariant 7: nothing outlives the loader — no child process, no fd, also after an
+// early break; workers die with their parent; a dead worker is an error, not a hang.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "forkfeed/loader.h"
+#include "testing/temp_dataset.h"
+
+namespace forkfeed {
+namespace {
+
+// Pids whose parent is `parent`, from /proc (zombies included: they are not reaped).
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> out;
+  DIR* proc = ::opendir("/proc");
+  while (dirent* e = ::readdir(proc)) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+    if (pid <= 0) continue;
+    std::ifstream stat("/proc/" + std::string(e->d_name) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    // pid (comm) state ppid ...; comm may hold spaces, so parse after the last ')'.
+    std::istringstream rest(line.substr(line.rfind(')') + 2));
+    char state;
+    pid_t ppid;
+    rest >> state >> ppid;
+    if (ppid == parent) out.push_back(pid);
+  }
+  ::closedir(proc);
+  return out;
+}
+
+int open_fds() {
+  int n = 0;
+  DIR* d = ::opendir("/proc/self/fd");
+  while (::readdir(d) != nullptr) ++n;
+  ::closedir(d);
+  return n;
+}
+
+bool alive(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  return line.substr(line.rfind(')') + 2, 1) != "Z";
+}
+
+class LifetimeTest : public ::testing::Test {
+ protected:
+  void SetUp() override { root_ = testing::make_image_folder(dir_.path(), 40, 2); }
+  LoaderOptions options(std::uint32_t workers = 3) const {
+    LoaderOptions o;
+    o.image_folder = root_;
+    o.workers = workers;
+    o.batch_size = 4;
+    o.size = 16;
+    o.log_level = "error";
+    return o;
+  }
+  testing::TempDir dir_;
+  std::string root_;
+};
+
+TEST_F(LifetimeTest, DestroyingTheLoaderReapsEveryWorkerAndClosesEveryFd) {
+  const int fds = open_fds();
+  {
+    auto loader = Loader::open(options()).value_or_throw();
+    EXPECT_EQ(children_of(::getpid()).size(), 3u);
+    for (Batch& b : *loader) (void)b;
+  }
+  EXPECT_TRUE(children_of(::getpid()).empty()) << "no worker or zombie left";
+  EXPECT_EQ(open_fds(), fds) << "no fd left open";
+}
+
+TEST_F(LifetimeTest, EarlyBreakMidEpochLeavesNothingBehind) {
+  const int fds = open_fds();
+  {
+    auto loader = Loader::open(options()).value_or_throw();
+    int n = 0;
+    for (Batch& b : *loader) {
+      (void)b;
+      if (++n == 2) break;  // tasks are still in flight
+    }
+  }
+  EXPECT_TRUE(children_of(::getpid()).empty());
+  EXPECT_EQ(open_fds(), fds);
+}
+
+TEST_F(LifetimeTest, ABatchOutlivingItsLoaderStaysReadable) {
+  Batch kept;
+  std::vector<std::uint8_t> copy;
+  {
+    auto loader = Loader::open(options(1)).value_or_throw();
+    auto b = loader->next().value_or_throw();
+    kept = std::move(*b);
+    const auto* p = static_cast<const std::uint8_t*>(kept.data());
+    copy.assign(p, p + kept.bytes());
+  }
+  const auto* p = static_cast<const std::uint8_t*>(kept.data());
+  EXPECT_TRUE(std::equal(copy.begin(), copy.end(), p));
+  kept.release();
+  EXPECT_TRUE(kept.empty());
+}
+
+TEST_F(LifetimeTest, AKilledWorkerIsReportedNotWaitedForever) {
+  auto loader = Loader::open(options(2)).value_or_throw();
+  ASSERT_TRUE(loader->next().ok());
+  for (pid_t pid : children_of(::getpid())) ::kill(pid, SIGKILL);
+  Status failure;
+  for (int i = 0; i < 20 && failure.ok(); ++i) {
+    auto b = loader->next();
+    if (!b.ok()) failure = b.status();
+  }
+  ASSERT_FALSE(failure.ok());
+  EXPECT_EQ(failure.code(), Status::Code::kWorkerDied);
+  EXPECT_NE(failure.message().find("SIGKILL"), std::string::npos) << failure.message();
+}
+
+TEST_F(LifetimeTest, WorkersDieWithTheirParent) {
+  int pipefd[2];
+  ASSERT_EQ(::pipe(pipefd), 0);
+  const pid_t trainer = ::fork();
+  ASSERT_GE(trainer, 0);
+  if (trainer == 0) {  // a trainer process that opens a loader, then hangs
+    auto loader = Loader::open(options(2));
+    if (!loader.ok()) ::_exit(1);
+    for (pid_t w : children_of(::getpid())) (void)!::write(pipefd[1], &w, sizeof w);
+    ::close(pipefd[1]);
+    ::pause();
+    ::_exit(0);
+  }
+  ::close(pipefd[1]);
+  // Read exactly two pids: the workers inherited the write end too, so no EOF comes.
+  std::vector<pid_t> workers;
+  pid_t w;
+  while (workers.size() < 2 && ::read(pipefd[0], &w, sizeof w) == sizeof w) workers.push_back(w);
+  ::close(pipefd[0]);
+  ASSERT_EQ(workers.size(), 2u);
+  ::kill(trainer, SIGKILL);  // no destructor runs
+  ::waitpid(trainer, nullptr, 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (pid_t pid : workers) {
+    while (alive(pid) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_FALSE(alive(pid)) << "worker " << pid << " outlived its trainer";
+  }
+}
+
+}  // namespace
+}  // namespace forkfeed
