@@ -1,0 +1,123 @@
+// DatasetIndex::from_manifest: parses a "path<TAB>label" file, one sample a line, and
+// names the file and line of anything it cannot use.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+#include "forkfeed/dataset.h"
+#include "loader/dataset_index_builder.h"
+#include "transport/unique_fd.h"
+
+namespace forkfeed {
+namespace {
+
+// Reads a whole file straight into one string (a 1.28M-line manifest is ~60 MB).
+Result<std::string> read_manifest(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return Status::FromErrno("cannot open manifest " + path, errno);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return Status::FromErrno("cannot stat manifest " + path, errno);
+  // st_size is only a hint (a pipe says 0); one spare byte lets the read that sees EOF
+  // happen without growing.
+  std::string text(static_cast<std::size_t>(std::max<off_t>(st.st_size, 0)) + 1, '\0');
+  std::size_t used = 0;
+  for (;;) {
+    if (used == text.size()) text.resize(text.size() * 2);
+    const ssize_t n = ::read(fd.get(), text.data() + used, text.size() - used);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::FromErrno("cannot read manifest " + path, errno);
+    if (n == 0) break;
+    used += static_cast<std::size_t>(n);
+  }
+  text.resize(used);
+  return text;
+}
+
+// A manifest line quoted for an error: tabs made visible (the usual mistake is spaces
+// where the tab should be) and cut short, in case a binary file was passed by mistake.
+std::string quote(std::string_view line) {
+  constexpr std::size_t kMaxShown = 100;
+  std::string q = "'";
+  for (char c : line.substr(0, kMaxShown)) {
+    if (c == '\t') {
+      q += "\\t";
+    } else {
+      q += c;
+    }
+  }
+  q += line.size() > kMaxShown ? "...'" : "'";
+  return q;
+}
+
+// A decimal label, spaces around it allowed; nullopt when it is not a non-negative int64.
+std::optional<std::int64_t> parse_label(std::string_view text) {
+  const std::size_t first = text.find_first_not_of(' ');
+  if (first == std::string_view::npos) return std::nullopt;
+  text = text.substr(first, text.find_last_not_of(' ') - first + 1);
+  std::int64_t label = -1;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, label);
+  if (ec != std::errc() || ptr != end || label < 0) return std::nullopt;
+  return label;
+}
+
+}  // namespace
+
+Result<DatasetIndex> DatasetIndex::from_manifest(const std::string& manifest) {
+  Result<std::string> read = read_manifest(manifest);
+  if (!read.ok()) return read.status();
+  std::string_view text = read.value();
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // BOM from Windows editors
+
+  // Relative paths are relative to the manifest's folder ("" when it is in the cwd).
+  std::string_view folder = manifest;
+  const std::size_t slash = folder.rfind('/');
+  folder = slash == std::string_view::npos ? std::string_view() : folder.substr(0, slash == 0 ? 1 : slash);
+
+  DatasetIndexBuilder builder;
+  const std::size_t max_lines = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
+  builder.reserve(max_lines, text.size() + max_lines * (folder.size() + 1));
+
+  std::size_t line_no = 0;
+  while (!text.empty()) {
+    const std::size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    ++line_no;
+    if (line.ends_with('\r')) line.remove_suffix(1);
+    if (line.find_first_not_of(" \t") == std::string_view::npos || line.starts_with('#')) continue;
+
+    auto bad = [&](std::string what) {
+      return Status::BadData(manifest + ":" + std::to_string(line_no) + ": " + what);
+    };
+    // The last tab separates the label, so a path may itself contain tabs.
+    const std::size_t tab = line.rfind('\t');
+    if (tab == std::string_view::npos || tab == 0)
+      return bad("expected 'path<TAB>label', got " + quote(line));
+    const std::optional<std::int64_t> label = parse_label(line.substr(tab + 1));
+    if (!label) {
+      return bad("label must be a non-negative integer, got " + quote(line.substr(tab + 1)) + " in " +
+                 quote(line));
+    }
+    builder.add(folder, line.substr(0, tab), *label);
+  }
+  if (builder.size() == 0) {
+    return Status::BadData(manifest +
+                           ": no samples; expected one 'path<TAB>label' per line "
+                           "(blank lines and lines starting with '#' are skipped)");
+  }
+  return std::move(builder).finish();
+}
+
+}  // namespace forkfeed
