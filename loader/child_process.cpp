@@ -23,13 +23,20 @@ std::string ExitInfo::describe() const {
 
 Result<ChildProcess> ChildProcess::fork(const std::function<int()>& body) {
   const pid_t parent = ::getpid();
+  const bool forked_from_main_thread = ::gettid() == parent;
   const pid_t pid = ::fork();
   if (pid < 0) return Status::FromErrno("fork of a worker process", errno);
   if (pid > 0) return ChildProcess(pid);
-  // In the child.
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // In the child. PR_SET_PDEATHSIG fires when the forking *thread* exits, so it is only
+  // right when that thread is the main one; otherwise the body's own parent check
+  // (getppid) is what ends an orphan.
+  if (forked_from_main_thread) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(1);
-  ::signal(SIGINT, SIG_IGN);
+  // Nothing of the parent's but the mappings: no fds (a trainer's sockets and pipes
+  // must see EOF when it closes them), no signal handlers, no blocked signals.
+  ::close_range(3, ~0U, 0);
+  for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
+  ::signal(SIGINT, SIG_IGN);  // Ctrl-C reaches the whole group; the parent decides
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);

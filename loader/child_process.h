@@ -25,10 +25,11 @@ struct ExitInfo {
 class ChildProcess {
  public:
   ChildProcess() = default;
-  // Forks. The child dies with this process (PR_SET_PDEATHSIG, plus a check that the
-  // parent did not exit before that was set), ignores SIGINT (the parent decides when
-  // workers stop), runs `body` and _exits with its result: it never returns here, and
-  // never runs the parent's atexit handlers or static destructors.
+  // Forks. The child closes every inherited fd above 2, resets signal handlers, ignores
+  // SIGINT (the parent decides when workers stop), dies with this process where
+  // PR_SET_PDEATHSIG can say so (forked from the main thread; `body` must also watch
+  // getppid()), runs `body` and _exits with its result: it never returns here, and never
+  // runs the parent's atexit handlers or static destructors.
   static Result<ChildProcess> fork(const std::function<int()>& body);
 
   ChildProcess(ChildProcess&& other) noexcept

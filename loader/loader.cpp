@@ -13,6 +13,7 @@
 #include "loader/batch_factory.h"
 #include "loader/logging.h"
 #include "loader/sampler.h"
+#include "loader/slot_count.h"
 #include "loader/worker_pool.h"
 #include "transport/futex.h"
 #include "workers/transform.h"
@@ -50,7 +51,7 @@ class Loader::Impl {
   }
 
   Status start() {
-    const std::uint32_t slots = options_.workers * options_.prefetch + 1;
+    const std::uint32_t slots = slot_count(options_);
     auto arena = Arena::create(ArenaSpec{options_.workers, slots, options_.batch_size,
                                          sample_bytes(options_.dtype, options_.size), transform_spec(options_)},
                                index_);
@@ -72,6 +73,7 @@ class Loader::Impl {
     if (pass_over_) begin_pass(epoch_ + 1);
     while (true) {
       issue();
+      if (!broken_.ok()) return broken_;
       if (delivered_ == sampler_.batches_per_epoch()) {
         pass_over_ = true;
         return std::optional<Batch>();
@@ -101,7 +103,7 @@ class Loader::Impl {
   LoaderStats stats() const {
     LoaderStats s = stats_;
     s.arena_bytes = arena_->size();
-    s.slots = options_.workers * options_.prefetch + 1;
+    s.slots = slot_count(options_);
     return s;
   }
 
@@ -135,7 +137,11 @@ class Loader::Impl {
           std::min_element(in_flight_.begin(), in_flight_.end()) - in_flight_.begin());
       const Task task{generation_, epoch_, issued_, *slot, static_cast<std::uint32_t>(samples.size())};
       WorkerChannel& channel = arena_->channel(worker);
-      channel.tasks.try_push(task);  // cannot fail: a ring holds every slot (validate())
+      if (!channel.tasks.try_push(task)) {  // validate() makes every slot fit in one ring
+        slots_->give_back(*slot);
+        broken_ = Status::Internal("task ring of worker " + std::to_string(worker) + " is full");
+        return;
+      }
       futex_ring(&channel.task_bell);
       ++in_flight_[worker];
       ++issued_;

@@ -1,22 +1,32 @@
 // Validation of LoaderOptions and the names of its enums.
+#include <unistd.h>
+
 #include <string>
 
 #include "forkfeed/options.h"
+#include "loader/slot_count.h"
 #include "transport/arena_layout.h"
+#include "workers/transform.h"
 
 namespace forkfeed {
+
+std::uint64_t arena_batch_bytes(const LoaderOptions& o) {
+  return std::uint64_t{slot_count(o)} * o.batch_size * sample_bytes(o.dtype, o.size);
+}
 
 Status validate(const LoaderOptions& o) {
   auto bad = [](std::string msg) { return Status::InvalidArgument(std::move(msg)); };
   if (o.image_folder.empty() == o.manifest.empty()) {
     return bad("set exactly one dataset source: an ImageFolder root (--data) or a manifest (--manifest)");
   }
-  if (o.batch_size == 0) return bad("batch size must be at least 1");
+  if (o.batch_size == 0 || o.batch_size > 65536) {
+    return bad("batch size must be in [1, 65536], got " + std::to_string(o.batch_size));
+  }
   if (o.workers == 0) return bad("workers must be at least 1");
   if (o.prefetch == 0) return bad("prefetch must be at least 1 (batches in flight per worker)");
   // Every slot may be queued on one worker's ring, so slots must fit in a ring.
   if (std::uint64_t{o.workers} * o.prefetch + 1 > kRingCapacity) {
-    return bad("workers x prefetch = " + std::to_string(o.workers * o.prefetch) + " exceeds " +
+    return bad("workers x prefetch = " + std::to_string(std::uint64_t{o.workers} * o.prefetch) + " exceeds " +
                std::to_string(kRingCapacity - 1) + "; lower --prefetch or --workers");
   }
   if (o.size < 8 || o.size > 4096) return bad("size must be in [8, 4096], got " + std::to_string(o.size));
@@ -28,6 +38,16 @@ Status validate(const LoaderOptions& o) {
     if (!(s > 0.0f)) return bad("every normalisation std must be > 0");
   }
   if (o.max_pixels == 0) return bad("max_pixels must be at least 1");
+  // Invariant 6: the arena is slots x batch bytes, all of it backed by memory.
+  const std::uint64_t arena = arena_batch_bytes(o);
+  const std::uint64_t ram = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGE_SIZE);
+  if (arena > ram / 2) {
+    return Status::ResourceExhausted(
+        "the batch slots would need " + std::to_string(arena >> 20) + " MiB (" + std::to_string(slot_count(o)) +
+        " slots x batch " + std::to_string(o.batch_size) + " x " + std::to_string(sample_bytes(o.dtype, o.size)) +
+        " bytes per sample), over half of this machine's " + std::to_string(ram >> 20) +
+        " MiB; lower --batch, --size, --workers or --prefetch");
+  }
   return Status::Ok();
 }
 

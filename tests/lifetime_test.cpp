@@ -124,6 +124,26 @@ TEST_F(LifetimeTest, AKilledWorkerIsReportedNotWaitedForever) {
   EXPECT_NE(failure.message().find("SIGKILL"), std::string::npos) << failure.message();
 }
 
+TEST_F(LifetimeTest, ALoaderMadeOnAThreadThatEndsKeepsItsWorkers) {
+  // PR_SET_PDEATHSIG follows the forking thread, not the process.
+  std::unique_ptr<Loader> loader;
+  std::thread([&] { loader = Loader::open(options(2)).value_or_throw(); }).join();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  int samples = 0;
+  for (Batch& b : *loader) samples += static_cast<int>(b.size());
+  EXPECT_EQ(samples, 40);
+}
+
+TEST_F(LifetimeTest, WorkersHoldNoneOfTheParentsFds) {
+  int pipefd[2];
+  ASSERT_EQ(::pipe(pipefd), 0);
+  auto loader = Loader::open(options(2)).value_or_throw();
+  ::close(pipefd[1]);
+  char c;
+  EXPECT_EQ(::read(pipefd[0], &c, 1), 0) << "EOF: no worker kept the write end";
+  ::close(pipefd[0]);
+}
+
 TEST_F(LifetimeTest, WorkersDieWithTheirParent) {
   int pipefd[2];
   ASSERT_EQ(::pipe(pipefd), 0);

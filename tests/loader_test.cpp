@@ -3,6 +3,7 @@
 #include "forkfeed/loader.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstring>
 #include <fstream>
@@ -222,6 +223,48 @@ TEST_F(LoaderTest, ABadFileFailsItsBatchByNameAndThePassGoesOn) {
   }
   EXPECT_EQ(errors, 1);
   EXPECT_EQ(delivered, 13 - 4) << "the other batches are delivered";
+}
+
+TEST_F(LoaderTest, StrangeFilesAreErrorsNamingThemNotHangsOrDeaths) {
+  testing::TempDir dir;
+  const std::string root = testing::make_image_folder(dir.path(), 6, 1);
+  ASSERT_EQ(::mkfifo((root + "/class_000/a_fifo.jpg").c_str(), 0600), 0);
+  ASSERT_TRUE(cv::imwrite(root + "/class_000/b_strip.png", cv::Mat(1, 20000, CV_8UC3, cv::Scalar(1, 2, 3))));
+  { std::ofstream(root + "/class_000/c_empty.jpg"); }
+  LoaderOptions o = options(2, 1);
+  o.image_folder = root;
+  o.transform = TransformKind::kEval;
+  o.size = 224;  // the strip would resize to 256 x 5120000
+  o.shuffle = false;
+  auto loader = open(o);
+  ASSERT_TRUE(loader);
+  std::vector<std::string> errors;
+  int delivered = 0;
+  while (true) {
+    auto b = loader->next();
+    if (!b.ok()) {
+      errors.push_back(b.status().message());
+      continue;
+    }
+    if (!b->has_value()) break;
+    ++delivered;
+  }
+  ASSERT_EQ(errors.size(), 3u);
+  EXPECT_NE(errors[0].find("not a regular file: " + root + "/class_000/a_fifo.jpg"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[1].find("b_strip.png"), std::string::npos) << errors[1];
+  EXPECT_NE(errors[1].find("max_pixels"), std::string::npos) << errors[1];
+  EXPECT_NE(errors[2].find("empty file"), std::string::npos) << errors[2];
+  EXPECT_EQ(delivered, 6);
+}
+
+TEST_F(LoaderTest, AnArenaLargerThanMemoryIsRefused) {
+  LoaderOptions o = options(8, 4096);
+  o.size = 4096;
+  o.prefetch = 4;
+  o.dtype = DType::kFloat32;
+  const Status s = Loader::open(o).status();
+  EXPECT_EQ(s.code(), Status::Code::kResourceExhausted);
+  EXPECT_NE(s.message().find("lower --batch"), std::string::npos) << s.message();
 }
 
 TEST_F(LoaderTest, HoldingEverySlotIsAnErrorNotAHang) {

@@ -2,6 +2,7 @@
 #include "transport/arena.h"
 
 #include <sys/mman.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -64,8 +65,10 @@ Result<std::shared_ptr<Arena>> Arena::create(const ArenaSpec& spec, const Datase
 
   UniqueFd fd(::memfd_create("forkfeed-arena", MFD_CLOEXEC));
   if (!fd.valid()) return Status::FromErrno("memfd_create for the shared memory arena", errno);
-  if (::ftruncate(fd.get(), static_cast<off_t>(total)) != 0) {
-    return Status::FromErrno("sizing the shared memory arena to " + std::to_string(total) + " bytes", errno);
+  // Allocated now, not on first touch: out of memory is an error here, not a SIGBUS
+  // in a worker later.
+  if (const int err = ::posix_fallocate(fd.get(), 0, static_cast<off_t>(total)); err != 0) {
+    return Status::FromErrno("allocating " + std::to_string(total >> 20) + " MiB for the shared memory arena", err);
   }
   auto mapping = Mapping::map_shared(fd.get(), total);
   if (!mapping.ok()) return mapping.status();

@@ -44,7 +44,7 @@ class SpscRing {
  private:
   alignas(64) std::atomic<std::uint64_t> head_{0};
   alignas(64) std::atomic<std::uint64_t> tail_{0};
-  alignas(64) T items_[kCapacity];
+  alignas(64) T items_[kCapacity]{};
 };
 
 }  // namespace forkfeed

@@ -3,10 +3,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 namespace forkfeed {
 namespace {
 int round_half_even(double v) { return static_cast<int>(std::nearbyint(v)); }
+// A 1 x 10^7 strip resizes past INT_MAX; the caller refuses anything that large.
+int saturate(std::int64_t v) { return static_cast<int>(std::min<std::int64_t>(v, INT32_MAX)); }
 }  // namespace
 
 CropBox random_resized_crop(int width, int height, KeyedRng& rng) {
@@ -48,10 +51,10 @@ EvalPlan center_crop_plan(int width, int height, int size) {
   EvalPlan plan;
   if (width <= height) {
     plan.resized_width = shorter;
-    plan.resized_height = static_cast<int>(static_cast<std::int64_t>(shorter) * height / width);
+    plan.resized_height = saturate(static_cast<std::int64_t>(shorter) * height / width);
   } else {
     plan.resized_height = shorter;
-    plan.resized_width = static_cast<int>(static_cast<std::int64_t>(shorter) * width / height);
+    plan.resized_width = saturate(static_cast<std::int64_t>(shorter) * width / height);
   }
   plan.crop.width = plan.crop.height = size;
   plan.crop.x = round_half_even((plan.resized_width - size) / 2.0);

@@ -13,7 +13,8 @@
 namespace forkfeed {
 
 Status SamplePipeline::read_file(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  // O_NONBLOCK: a FIFO in the dataset must be refused below, not wait for a writer.
   if (!fd.valid()) return Status::FromErrno("cannot open", errno);
   struct stat st{};
   if (::fstat(fd.get(), &st) != 0) return Status::FromErrno("cannot stat", errno);
@@ -35,10 +36,19 @@ Status SamplePipeline::read_file(const std::string& path) {
 Status SamplePipeline::run(std::string_view path_view, std::uint64_t epoch, std::uint64_t index, std::byte* out) {
   const std::string path(path_view);
   Status s = read_file(path);
-  if (s.ok()) s = decoders_.decode(FileBytes(file_.data(), file_size_), spec_.max_pixels, rgb_);
+  try {
+    if (s.ok()) s = decoders_.decode(FileBytes(file_.data(), file_size_), spec_.max_pixels, rgb_);
+  } catch (const std::exception& e) {
+    s = Status::BadData(std::string("cannot decode image: ") + e.what());
+  }
   if (!s.ok()) return s.about(path);
   KeyedRng rng({spec_.seed, epoch, index});
-  transform_.apply(rgb_, rng, out);
+  // OpenCV reports failures (including allocation) by throwing; none may escape a worker.
+  try {
+    if (s = transform_.apply(rgb_, rng, out); !s.ok()) return s.about(path);
+  } catch (const std::exception& e) {
+    return Status::BadData(std::string("cannot transform image: ") + e.what()).about(path);
+  }
   return Status::Ok();
 }
 

@@ -2,6 +2,7 @@
 #include "workers/transform.h"
 
 #include <opencv2/imgproc.hpp>
+#include <string>
 
 #include "workers/crop.h"
 
@@ -16,7 +17,7 @@ void Transform::resize(const cv::Mat& from, cv::Mat& to) const {
   cv::resize(from, to, to.size(), 0, 0, interpolation);
 }
 
-void Transform::apply(const cv::Mat& rgb, KeyedRng& rng, std::byte* out) {
+Status Transform::apply(const cv::Mat& rgb, KeyedRng& rng, std::byte* out) {
   const int size = static_cast<int>(spec_.size);
   // uint8 output is written in place; float output goes through square_ first.
   cv::Mat square = spec_.dtype == DType::kUint8 ? cv::Mat(size, size, CV_8UC3, out)
@@ -27,11 +28,18 @@ void Transform::apply(const cv::Mat& rgb, KeyedRng& rng, std::byte* out) {
     if (box.flip) cv::flip(square, square, 1);
   } else {
     const EvalPlan plan = center_crop_plan(rgb.cols, rgb.rows, size);
+    const auto resized_pixels = static_cast<std::uint64_t>(plan.resized_width) * plan.resized_height;
+    if (plan.resized_width <= 0 || plan.resized_height <= 0 || resized_pixels > spec_.max_pixels) {
+      return Status::BadData("aspect ratio too extreme for the eval resize: " + std::to_string(rgb.cols) + "x" +
+                             std::to_string(rgb.rows) + " would become " + std::to_string(resized_pixels) +
+                             " pixels > max_pixels " + std::to_string(spec_.max_pixels));
+    }
     resized_.create(plan.resized_height, plan.resized_width, CV_8UC3);
     resize(rgb, resized_);
     resized_(cv::Rect(plan.crop.x, plan.crop.y, size, size)).copyTo(square);
   }
   if (spec_.dtype == DType::kFloat32) store_float(square, out);
+  return Status::Ok();
 }
 
 void Transform::store_float(const cv::Mat& square, std::byte* out) const {

@@ -19,7 +19,8 @@ class Transform {
 
   // Writes the sample for `rgb` to `out` (sample_bytes() of them). `rng` is the sample's
   // own stream, so the result does not depend on which worker runs it.
-  void apply(const cv::Mat& rgb, KeyedRng& rng, std::byte* out);
+  // Fails only for an image whose eval resize would exceed max_pixels (a 1 x 20000 strip).
+  Status apply(const cv::Mat& rgb, KeyedRng& rng, std::byte* out);
 
  private:
   // Resizes `from` to size x size into `to`: area averaging when shrinking (close to

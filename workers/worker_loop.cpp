@@ -45,7 +45,7 @@ class Worker {
         complete(*task, execute(*task));
         continue;
       }
-      if (::getppid() != who_.parent) {
+      if (orphaned()) {
         log_->warn("worker {}: the loader process is gone; exiting", who_.id);
         return 1;
       }
@@ -56,6 +56,7 @@ class Worker {
   }
 
  private:
+  bool orphaned() const { return ::getppid() != who_.parent; }
   bool stopping() const { return control_.stop.load(std::memory_order_acquire) != 0; }
   bool stale(const Task& t) const { return control_.generation.load(std::memory_order_acquire) != t.generation; }
 
@@ -64,7 +65,7 @@ class Worker {
     const std::uint64_t stride = control_.slots.sample_bytes;
     for (std::uint32_t i = 0; i < task.count; ++i) {
       // Checked between samples: a reset cancels the rest of a stale batch.
-      if (stale(task) || stopping()) return TaskOutcome::kCancelled;
+      if (stale(task) || stopping() || orphaned()) return TaskOutcome::kCancelled;
       const std::uint64_t index = slot.sample_indices[i];
       const Status s = pipeline_.run(arena_.index().path(index), task.epoch, index, slot.pixels + i * stride);
       if (!s.ok()) {

@@ -37,8 +37,9 @@ class Loader {
   Loader& operator=(const Loader&) = delete;
 
   // The next batch of the current pass, or nullopt once the pass is over (the next call
-  // then starts the following epoch). A failed batch (bad file, dead worker) is an
-  // error; the pass goes on with the batch after it.
+  // then starts the following epoch). A batch holding a bad file is an error naming the
+  // file, and the pass goes on with the batch after it. A worker that died is an error
+  // that stays: recreate the Loader.
   Result<std::optional<Batch>> next();
 
   // Starts a new pass over `epoch`: batches prefetched for the old pass are discarded.

@@ -27,7 +27,8 @@ struct LoaderOptions {
 
   std::uint32_t batch_size = 64;
   std::uint32_t workers = 2;
-  // Batches in flight per worker; the arena holds workers * prefetch + 1 batch slots.
+  // Batches in flight per worker; the arena holds workers * prefetch + 1 batch slots,
+  // which must fit in half of the machine's memory.
   std::uint32_t prefetch = 2;
 
   TransformKind transform = TransformKind::kTrain;
