@@ -3,10 +3,13 @@
 
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <vector>
 #include <cstring>
 #include <thread>
 
@@ -21,12 +24,40 @@ std::string ExitInfo::describe() const {
   return s;
 }
 
-Result<ChildProcess> ChildProcess::fork(const std::function<int()>& body) {
+namespace {
+
+// Closes every fd from 3 up but those in `keep`.
+void close_fds_except(std::span<const int> keep) {
+  std::vector<int> sorted(keep.begin(), keep.end());
+  std::sort(sorted.begin(), sorted.end());
+  unsigned first = 3;
+  for (int fd : sorted) {
+    if (fd < 3) continue;
+    if (static_cast<unsigned>(fd) > first) ::close_range(first, static_cast<unsigned>(fd) - 1, 0);
+    first = static_cast<unsigned>(fd) + 1;
+  }
+  ::close_range(first, ~0U, 0);
+}
+
+}  // namespace
+
+Result<ChildProcess> ChildProcess::adopt(pid_t pid) {
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  if (!pidfd.valid()) {
+    const int err = errno;
+    ChildProcess doomed(pid, UniqueFd());  // kills and reaps it
+    return Status::FromErrno("pidfd_open for worker pid " + std::to_string(pid) + " (Linux 5.3 or later is needed)",
+                             err);
+  }
+  return ChildProcess(pid, std::move(pidfd));
+}
+
+Result<ChildProcess> ChildProcess::fork(const std::function<int()>& body, std::span<const int> keep_fds) {
   const pid_t parent = ::getpid();
   const bool forked_from_main_thread = ::gettid() == parent;
   const pid_t pid = ::fork();
   if (pid < 0) return Status::FromErrno("fork of a worker process", errno);
-  if (pid > 0) return ChildProcess(pid);
+  if (pid > 0) return adopt(pid);
   // In the child. PR_SET_PDEATHSIG fires when the forking *thread* exits, so it is only
   // right when that thread is the main one; otherwise the body's own parent check
   // (getppid) is what ends an orphan.
@@ -34,7 +65,7 @@ Result<ChildProcess> ChildProcess::fork(const std::function<int()>& body) {
   if (::getppid() != parent) ::_exit(1);
   // Nothing of the parent's but the mappings: no fds (a trainer's sockets and pipes
   // must see EOF when it closes them), no signal handlers, no blocked signals.
-  ::close_range(3, ~0U, 0);
+  close_fds_except(keep_fds);
   for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
   ::signal(SIGINT, SIG_IGN);  // Ctrl-C reaches the whole group; the parent decides
   sigset_t none;
@@ -53,6 +84,7 @@ ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
   if (this != &other) {
     kill_and_reap();
     pid_ = std::exchange(other.pid_, -1);
+    pidfd_ = std::move(other.pidfd_);
     exit_ = std::move(other.exit_);
   }
   return *this;

@@ -7,10 +7,12 @@
 #include <chrono>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 
 #include "forkfeed/status.h"
+#include "transport/unique_fd.h"
 
 namespace forkfeed {
 
@@ -25,21 +27,25 @@ struct ExitInfo {
 class ChildProcess {
  public:
   ChildProcess() = default;
-  // Forks. The child closes every inherited fd above 2, resets signal handlers, ignores
+  // Forks. The child closes every inherited fd above 2 but `keep_fds`, resets signal handlers, ignores
   // SIGINT (the parent decides when workers stop), dies with this process where
   // PR_SET_PDEATHSIG can say so (forked from the main thread; `body` must also watch
   // getppid()), runs `body` and _exits with its result: it never returns here, and never
   // runs the parent's atexit handlers or static destructors.
-  static Result<ChildProcess> fork(const std::function<int()>& body);
+  static Result<ChildProcess> fork(const std::function<int()>& body, std::span<const int> keep_fds = {});
+  // Takes ownership of |pid|, a child of this process (from posix_spawn, say).
+  static Result<ChildProcess> adopt(pid_t pid);
 
   ChildProcess(ChildProcess&& other) noexcept
-      : pid_(std::exchange(other.pid_, -1)), exit_(std::move(other.exit_)) {}
+      : pid_(std::exchange(other.pid_, -1)), pidfd_(std::move(other.pidfd_)), exit_(std::move(other.exit_)) {}
   ChildProcess& operator=(ChildProcess&& other) noexcept;
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
   ~ChildProcess() { kill_and_reap(); }
 
   pid_t pid() const { return pid_; }
+  // Readable (POLLIN) once the child has exited: poll it with other fds.
+  int pidfd() const { return pidfd_.get(); }
   // Reaps the child if it has exited; never blocks.
   std::optional<ExitInfo> poll();
   // Waits up to `timeout` for the child to exit.
@@ -48,8 +54,9 @@ class ChildProcess {
   void kill_and_reap();
 
  private:
-  explicit ChildProcess(pid_t pid) : pid_(pid) {}
+  ChildProcess(pid_t pid, UniqueFd pidfd) : pid_(pid), pidfd_(std::move(pidfd)) {}
   pid_t pid_ = -1;
+  UniqueFd pidfd_;
   std::optional<ExitInfo> exit_;
 };
 

@@ -1,27 +1,33 @@
 // Loader: the orchestrator. It delegates to the Sampler (what to read), the SlotPool
-// (where to write it), the WorkerPool (who decodes), and the rings in the Arena (how
-// work moves); what it keeps itself is the pass: what was issued, what came back, and
-// what was delivered, in order.
+// (where to write it), the WorkerPool (who decodes, and who died), and the rings in the
+// Arena (how work moves). What it keeps itself is the pass: what was issued to whom,
+// what came back, and what was delivered, in order — and that is what makes every
+// sample arrive exactly once through resets, resumes and worker deaths.
 #include "forkfeed/loader.h"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
+#include <filesystem>
 #include <map>
+#include <unordered_set>
 
 #include "loader/batch_factory.h"
+#include "loader/checkpoint.h"
 #include "loader/logging.h"
 #include "loader/sampler.h"
 #include "loader/slot_count.h"
 #include "loader/worker_pool.h"
 #include "transport/futex.h"
+#include "transport/monotonic_clock.h"
 #include "workers/transform.h"
 
 namespace forkfeed {
 namespace {
 
-constexpr auto kCompletionWait = std::chrono::milliseconds(100);
+constexpr auto kEventWait = std::chrono::milliseconds(100);
 
 TransformSpec transform_spec(const LoaderOptions& o) {
   TransformSpec t{};
@@ -44,36 +50,39 @@ class Loader::Impl {
         index_(std::move(index)),
         sampler_(SamplerSpec{index_.size(), options.seed, options.rank, options.world_size, options.batch_size,
                              options.shuffle, options.drop_last}),
+        key_(order_key(index_, options)),
         log_(loader_logger()) {}
 
   ~Impl() {
     if (workers_) workers_->stop();
   }
 
-  Status start() {
+  Status start(std::uint64_t epoch, std::uint64_t position) {
     const std::uint32_t slots = slot_count(options_);
     auto arena = Arena::create(ArenaSpec{options_.workers, slots, options_.batch_size,
-                                         sample_bytes(options_.dtype, options_.size), transform_spec(options_)},
+                                         sample_bytes(options_.dtype, options_.size), transform_spec(options_),
+                                         options_.on_error},
                                index_);
     if (!arena.ok()) return arena.status();
     arena_ = std::move(arena).value();
     slots_ = std::make_shared<SlotPool>(slots);
-    in_flight_.assign(options_.workers, 0);
-    workers_ = std::make_unique<WorkerPool>(arena_, make_fork_launcher(), log_->level());
+    outstanding_.assign(options_.workers, {});
+    given_work_ns_.assign(options_.workers, 0);
+    killed_.assign(options_.workers, false);
+    auto first = options_.start_method == StartMethod::kFork ? make_fork_launcher() : make_spawn_launcher();
+    workers_ = std::make_unique<WorkerPool>(arena_, std::move(first), make_spawn_launcher(), log_->level());
     if (Status s = workers_->start(); !s.ok()) return s;
     log_->info("started {} workers ({}); {} samples, {} batches of {} per epoch; arena {:.1f} MiB in {} slots",
                options_.workers, workers_->start_method(), sampler_.samples_per_epoch(),
                sampler_.batches_per_epoch(), options_.batch_size, arena_->size() / 1048576.0, slots);
-    begin_pass(options_.epoch);
+    begin_pass(epoch, position);
     return Status::Ok();
   }
 
   Result<std::optional<Batch>> next() {
-    if (!broken_.ok()) return broken_;
-    if (pass_over_) begin_pass(epoch_ + 1);
+    if (pass_over_) begin_pass(epoch_ + 1, 0);
     while (true) {
-      issue();
-      if (!broken_.ok()) return broken_;
+      if (broken_.ok()) issue();
       if (delivered_ == sampler_.batches_per_epoch()) {
         pass_over_ = true;
         return std::optional<Batch>();
@@ -81,20 +90,50 @@ class Loader::Impl {
       if (auto it = ready_.find(delivered_); it != ready_.end()) {
         const Completion c = it->second;
         ready_.erase(it);
-        return deliver(c);
+        auto batch = deliver(c);
+        if (!batch.ok() || batch->has_value()) return batch;
+        continue;  // every sample of that batch was skipped
       }
-      const bool nothing_in_flight = std::all_of(in_flight_.begin(), in_flight_.end(), [](auto n) { return n == 0; });
-      if (nothing_in_flight && slots_->free_count() == 0) {
+      // Batches completed before a fatal error are still delivered, in order.
+      if (!broken_.ok()) return broken_;
+      if (in_flight() == 0 && slots_->free_count() == 0) {
         return Status::ResourceExhausted("every batch slot is held by a Batch the caller has not released; "
                                          "release batches sooner or raise prefetch");
       }
-      if (Status s = await_completions(); !s.ok()) return broken_ = s;
+      await_events();
     }
   }
 
-  void set_epoch(std::uint64_t epoch) { begin_pass(epoch); }
+  void set_epoch(std::uint64_t epoch) {
+    if (epoch != epoch_ || delivered_ > 0 || pass_over_) begin_pass(epoch, 0);
+  }
   void reset() {
-    if (delivered_ > 0 || pass_over_) begin_pass(epoch_);
+    if (delivered_ > 0 || pass_over_) begin_pass(epoch_, 0);
+  }
+  // A new range-for is a new pass, unless the current one has not delivered anything.
+  void begin_iteration() {
+    if (delivered_ > 0 && !pass_over_) begin_pass(epoch_, 0);
+  }
+
+  std::string state() const {
+    const bool at_end = pass_over_ || delivered_ == sampler_.batches_per_epoch();
+    return encode_checkpoint(Checkpoint{at_end ? epoch_ + 1 : epoch_, at_end ? 0 : delivered_, key_});
+  }
+
+  Status load_state(std::string_view state) {
+    auto checkpoint = decode_checkpoint(state, key_);
+    if (!checkpoint.ok()) return checkpoint.status();
+    if (checkpoint->position > sampler_.batches_per_epoch()) {
+      return Status::InvalidArgument("the state's position " + std::to_string(checkpoint->position) +
+                                     " is past the end of the epoch (" +
+                                     std::to_string(sampler_.batches_per_epoch()) + " batches)");
+    }
+    if (checkpoint->position == sampler_.batches_per_epoch()) {
+      begin_pass(checkpoint->epoch + 1, 0);
+    } else if (checkpoint->epoch != epoch_ || checkpoint->position != delivered_ || pass_over_) {
+      begin_pass(checkpoint->epoch, checkpoint->position);
+    }
+    return Status::Ok();
   }
 
   std::uint64_t epoch() const { return epoch_; }
@@ -108,63 +147,89 @@ class Loader::Impl {
   }
 
  private:
-  // Starts a pass: a new generation makes every task in flight stale; their slots
-  // come back with their (discarded) completions.
-  void begin_pass(std::uint64_t epoch) {
+  // Starts a pass at `position`: a new generation makes every task in flight stale;
+  // their slots come back with their (discarded) completions.
+  void begin_pass(std::uint64_t epoch, std::uint64_t position) {
     generation_ = arena_->control().generation.fetch_add(1, std::memory_order_acq_rel) + 1;
     epoch_ = epoch;
     order_ = sampler_.epoch_order(epoch);
-    issued_ = delivered_ = 0;
+    issued_ = delivered_ = position;
     pass_over_ = false;
     for (const auto& [id, c] : ready_) slots_->give_back(c.slot);
     ready_.clear();
-    issue();
   }
 
-  // Hands out batches while there are free slots, each to the least loaded worker.
+  std::size_t in_flight() const {
+    std::size_t n = 0;
+    for (const auto& tasks : outstanding_) n += tasks.size();
+    return n;
+  }
+
+  // Hands out batches while there are free slots.
   void issue() {
     while (issued_ < sampler_.batches_per_epoch()) {
       auto slot = slots_->take();
       if (!slot) return;
       const auto samples = sampler_.batch(order_, issued_);
-      const SlotView view = arena_->slot(*slot);
-      view.header->count = static_cast<std::uint32_t>(samples.size());
-      for (std::size_t i = 0; i < samples.size(); ++i) {
-        view.sample_indices[i] = samples[i];
-        view.labels[i] = index_.label(samples[i]);
-      }
-      const auto worker = static_cast<std::uint32_t>(
-          std::min_element(in_flight_.begin(), in_flight_.end()) - in_flight_.begin());
-      const Task task{generation_, epoch_, issued_, *slot, static_cast<std::uint32_t>(samples.size())};
-      WorkerChannel& channel = arena_->channel(worker);
-      if (!channel.tasks.try_push(task)) {  // validate() makes every slot fit in one ring
-        slots_->give_back(*slot);
-        broken_ = Status::Internal("task ring of worker " + std::to_string(worker) + " is full");
-        return;
-      }
-      futex_ring(&channel.task_bell);
-      ++in_flight_[worker];
+      submit(Task{generation_, epoch_, issued_, *slot, static_cast<std::uint32_t>(samples.size())});
       ++issued_;
     }
   }
 
-  // Moves completions from the rings into ready_, sleeping until one arrives; checks
-  // the workers when none does.
-  Status await_completions() {
-    ControlBlock& control = arena_->control();
-    const std::uint32_t bell = control.completion_bell.load(std::memory_order_acquire);
-    if (drain() > 0) return Status::Ok();
-    futex_wait(&control.completion_bell, bell, kCompletionWait);
-    if (drain() > 0) return Status::Ok();
-    return workers_->check();
+  // Fills the slot header from the sampler (again, for a re-issued task: a dead worker
+  // may have compacted it) and queues the task on the least loaded worker.
+  void submit(const Task& task) {
+    const auto samples = sampler_.batch(order_, task.batch_id);
+    const SlotView view = arena_->slot(task.slot);
+    view.header->requested = task.count;
+    view.header->count = 0;
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      view.sample_indices[i] = samples[i];
+      view.labels[i] = index_.label(samples[i]);
+    }
+    const auto worker = static_cast<std::uint32_t>(
+        std::min_element(outstanding_.begin(), outstanding_.end(),
+                         [](const auto& a, const auto& b) { return a.size() < b.size(); }) -
+        outstanding_.begin());
+    WorkerChannel& channel = arena_->channel(worker);
+    if (!channel.tasks.try_push(task)) {  // validate() makes every slot fit in one ring
+      slots_->give_back(task.slot);
+      broken_ = Status::Internal("task ring of worker " + std::to_string(worker) + " is full");
+      return;
+    }
+    if (outstanding_[worker].empty()) given_work_ns_[worker] = monotonic_ns();
+    outstanding_[worker].push_back(task);
+    futex_ring(&channel.task_bell);
   }
 
-  std::size_t drain() {
-    std::size_t n = 0;
-    for (std::uint32_t w = 0; w < in_flight_.size(); ++w) {
+  void await_events() {
+    const WorkerPool::Events events = workers_->wait(kEventWait);
+    drain();  // also picks up what dying workers finished before they died
+    for (std::uint32_t w : events.exited) replace_worker(w);
+    if (options_.task_timeout_ms > 0) kill_stuck_workers();
+  }
+
+  // A worker with work to do that showed no progress (no sample begun, no task
+  // finished, since it was given work) for task_timeout is killed, then replaced.
+  void kill_stuck_workers() {
+    const std::uint64_t now = monotonic_ns(), limit = std::uint64_t{options_.task_timeout_ms} * 1'000'000;
+    for (std::uint32_t w = 0; w < outstanding_.size(); ++w) {
+      if (outstanding_[w].empty() || killed_[w]) continue;
+      const std::uint64_t progress = std::max(given_work_ns_[w], arena_->channel(w).progress_ns.load());
+      if (now - std::min(progress, now) > limit) {
+        log_->warn("worker {} (pid {}) made no progress for over {} ms (task_timeout); killing it", w,
+                   workers_->pid(w), options_.task_timeout_ms);
+        workers_->kill(w);
+        killed_[w] = true;
+      }
+    }
+  }
+
+  void drain() {
+    for (std::uint32_t w = 0; w < outstanding_.size(); ++w) {
       while (auto c = arena_->channel(w).completions.try_pop()) {
-        --in_flight_[w];
-        ++n;
+        // A worker runs its tasks in order, so its completions come in order.
+        outstanding_[w].pop_front();
         if (c->generation == generation_ && c->outcome != TaskOutcome::kCancelled) {
           ready_.emplace(c->batch_id, *c);
         } else {
@@ -172,32 +237,83 @@ class Loader::Impl {
         }
       }
     }
-    return n;
+  }
+
+  // A worker exited: rebuild its channel, start a replacement, and issue its unfinished
+  // tasks again (those of the current pass; the slots of stale ones go back).
+  void replace_worker(std::uint32_t w) {
+    const ExitInfo exit = workers_->exit_info(w);
+    std::deque<Task> unfinished = std::move(outstanding_[w]);
+    outstanding_[w].clear();
+    killed_[w] = false;
+    new (&arena_->channel(w)) WorkerChannel();
+    const std::string who = "worker " + std::to_string(w) + " (pid " + std::to_string(workers_->pid(w)) + ") " +
+                            exit.describe();
+    if (++stats_.worker_restarts > options_.max_worker_restarts) {
+      broken_ = Status::WorkerDied(who + "; that is " + std::to_string(stats_.worker_restarts) +
+                                   " worker deaths, over max_worker_restarts " +
+                                   std::to_string(options_.max_worker_restarts) +
+                                   "; look for the cause in the log, then recreate the Loader");
+    } else if (Status s = workers_->replace(w); !s.ok()) {
+      broken_ = Status::WorkerDied(who + " and could not be replaced: " + s.message());
+    } else {
+      log_->warn("{}; replaced it and re-issued its {} unfinished batch(es)", who, unfinished.size());
+    }
+    for (const Task& t : unfinished) {
+      if (t.generation == generation_ && broken_.ok()) {
+        submit(t);
+      } else {
+        slots_->give_back(t.slot);
+      }
+    }
   }
 
   Result<std::optional<Batch>> deliver(const Completion& c) {
     const std::uint64_t index = delivered_++;  // the position moves on delivery only
     const SlotView view = arena_->slot(c.slot);
     if (c.outcome == TaskOutcome::kFailed) {
-      Status s = Status::BadData(std::string(view.header->error));
+      Status s = Status::BadData(std::string(view.header->error) + " (on_error=fail; use skip to leave such files out)");
       slots_->give_back(c.slot);
       return s;
     }
+    const std::uint32_t count = view.header->count;
+    report_skipped(view, count);
+    if (count == 0) {
+      slots_->give_back(c.slot);
+      return std::optional<Batch>();
+    }
     stats_.delivered_batches += 1;
-    stats_.delivered_samples += view.header->count;
+    stats_.delivered_samples += count;
     auto lease = std::make_unique<detail::SlotLease>(arena_, slots_, c.slot);
-    return std::optional<Batch>(
-        BatchFactory::make(*arena_, c.slot, view.header->count, epoch_, index, std::move(lease)));
+    return std::optional<Batch>(BatchFactory::make(*arena_, c.slot, count, epoch_, index, std::move(lease)));
+  }
+
+  // Counts the samples a worker left out (OnError::kSkip) and logs each file once.
+  void report_skipped(const SlotView& view, std::uint32_t count) {
+    for (std::uint32_t k = count; k < view.header->requested; ++k) {
+      ++stats_.skipped_samples;
+      const std::uint64_t sample = view.sample_indices[k];
+      if (!logged_bad_.insert(sample).second) continue;
+      if (k == count) {
+        log_->warn("skipped {}", view.header->error);
+      } else {
+        log_->warn("skipped {} (see the worker log for why)", index_.path(sample));
+      }
+    }
   }
 
   LoaderOptions options_;
   DatasetIndex index_;
   Sampler sampler_;
+  OrderKey key_;
   std::shared_ptr<spdlog::logger> log_;
   std::shared_ptr<Arena> arena_;
   std::shared_ptr<SlotPool> slots_;
   std::unique_ptr<WorkerPool> workers_;
-  std::vector<std::uint32_t> in_flight_;  // tasks per worker not yet completed
+  std::vector<std::deque<Task>> outstanding_;  // per worker: issued, not yet completed
+  std::vector<std::uint64_t> given_work_ns_;   // per worker: when it last went from idle to busy
+  std::vector<bool> killed_;                   // per worker: killed for task_timeout, not yet replaced
+  std::unordered_set<std::uint64_t> logged_bad_;
 
   // The current pass.
   std::uint64_t generation_ = 0;
@@ -211,11 +327,19 @@ class Loader::Impl {
   LoaderStats stats_;
 };
 
-Result<std::unique_ptr<Loader>> Loader::open(const LoaderOptions& options) {
+Result<std::unique_ptr<Loader>> Loader::open(const LoaderOptions& options) { return open(options, {}); }
+
+Result<std::unique_ptr<Loader>> Loader::open(const LoaderOptions& options, std::string_view state) {
   if (Status s = validate(options); !s.ok()) return s;
   if (Status s = set_log_level(options.log_level); !s.ok()) return s;
-  auto index = options.image_folder.empty() ? DatasetIndex::from_manifest(options.manifest)
-                                            : DatasetIndex::from_image_folder(options.image_folder);
+  // Absolute paths: the same dataset gives the same index (and state) from any cwd.
+  auto absolute = [](const std::string& p) {
+    std::error_code ec;
+    const auto a = std::filesystem::absolute(p, ec);
+    return ec ? p : a.lexically_normal().string();
+  };
+  auto index = options.image_folder.empty() ? DatasetIndex::from_manifest(absolute(options.manifest))
+                                            : DatasetIndex::from_image_folder(absolute(options.image_folder));
   if (!index.ok()) return index.status();
   auto impl = std::make_unique<Impl>(options, std::move(index).value());
   if (impl->sampler().batches_per_epoch() == 0) {
@@ -223,7 +347,10 @@ Result<std::unique_ptr<Loader>> Loader::open(const LoaderOptions& options) {
                                    " samples per rank and batch size " + std::to_string(options.batch_size) +
                                    " with drop_last");
   }
-  if (Status s = impl->start(); !s.ok()) return s;
+  if (Status s = impl->start(options.epoch, 0); !s.ok()) return s;
+  if (!state.empty()) {
+    if (Status s = impl->load_state(state); !s.ok()) return s;
+  }
   return std::unique_ptr<Loader>(new Loader(std::move(impl)));
 }
 
@@ -233,13 +360,18 @@ Loader::~Loader() = default;
 Result<std::optional<Batch>> Loader::next() { return impl_->next(); }
 void Loader::set_epoch(std::uint64_t epoch) { impl_->set_epoch(epoch); }
 void Loader::reset() { impl_->reset(); }
+std::string Loader::state() const { return impl_->state(); }
+Status Loader::load_state(std::string_view state) { return impl_->load_state(state); }
 std::uint64_t Loader::epoch() const { return impl_->epoch(); }
 std::uint64_t Loader::batches_per_epoch() const { return impl_->sampler().batches_per_epoch(); }
 std::uint64_t Loader::samples_per_epoch() const { return impl_->sampler().samples_per_epoch(); }
 const DatasetIndex& Loader::dataset() const { return impl_->index(); }
 LoaderStats Loader::stats() const { return impl_->stats(); }
 
-Loader::Iterator Loader::begin() { return Iterator(this); }
+Loader::Iterator Loader::begin() {
+  impl_->begin_iteration();
+  return Iterator(this);
+}
 
 Loader::Iterator& Loader::Iterator::operator++() {
   current_.reset();  // release the previous batch's slot before waiting for the next

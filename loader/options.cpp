@@ -63,6 +63,20 @@ std::optional<DType> parse_dtype(std::string_view name) {
   return std::nullopt;
 }
 
+std::optional<OnError> parse_on_error(std::string_view name) {
+  if (name == "fail") return OnError::kFail;
+  if (name == "skip") return OnError::kSkip;
+  return std::nullopt;
+}
+
+std::optional<StartMethod> parse_start_method(std::string_view name) {
+  if (name == "fork") return StartMethod::kFork;
+  if (name == "spawn") return StartMethod::kSpawn;
+  return std::nullopt;
+}
+
+std::string_view to_string(OnError e) { return e == OnError::kFail ? "fail" : "skip"; }
+std::string_view to_string(StartMethod m) { return m == StartMethod::kFork ? "fork" : "spawn"; }
 std::string_view to_string(TransformKind kind) { return kind == TransformKind::kTrain ? "train" : "eval"; }
 std::string_view to_string(DType dtype) { return dtype == DType::kUint8 ? "uint8" : "float32"; }
 

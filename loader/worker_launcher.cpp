@@ -1,5 +1,17 @@
-// The fork start method.
+// The fork and spawn start methods.
 #include "loader/worker_launcher.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
 
 namespace forkfeed {
 namespace {
@@ -8,12 +20,89 @@ class ForkLauncher final : public WorkerLauncher {
  public:
   const char* name() const override { return "fork"; }
   Result<ChildProcess> launch(const Arena& arena, const WorkerIdentity& who) override {
-    return ChildProcess::fork([&arena, who] { return run_worker(arena, who); });
+    const int keep[] = {who.completion_fd};
+    return ChildProcess::fork([&arena, who] { return run_worker(arena, who); }, keep);
   }
+};
+
+Result<std::string> find_worker_executable() {
+  namespace fs = std::filesystem;
+  if (const char* env = std::getenv("FORKFEED_WORKER"); env != nullptr && *env != '\0') {
+    if (::access(env, X_OK) == 0) return std::string(env);
+    return Status::NotFound(std::string("FORKFEED_WORKER=") + env + " is not an executable file");
+  }
+  std::vector<fs::path> candidates;
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void*>(&make_spawn_launcher), &info) != 0 && info.dli_fname != nullptr) {
+    const fs::path lib_dir = fs::absolute(info.dli_fname).parent_path();
+    candidates.push_back(lib_dir.parent_path() / "bin" / "forkfeed-worker");
+    candidates.push_back(lib_dir / "forkfeed-worker");
+  }
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) candidates.push_back(exe.parent_path() / "forkfeed-worker");
+  std::string looked;
+  for (const fs::path& p : candidates) {
+    if (::access(p.c_str(), X_OK) == 0) return p.string();
+    looked += (looked.empty() ? "" : ", ") + p.string();
+  }
+  return Status::NotFound("cannot find the forkfeed-worker executable (looked at " + looked +
+                          "); install it next to libforkfeed or set FORKFEED_WORKER to its path");
+}
+
+class SpawnLauncher final : public WorkerLauncher {
+ public:
+  const char* name() const override { return "spawn"; }
+
+  Result<ChildProcess> launch(const Arena& arena, const WorkerIdentity& who) override {
+    if (path_.empty()) {
+      auto found = find_worker_executable();
+      if (!found.ok()) return found.status();
+      path_ = std::move(found).value();
+    }
+    // Duplicates above 9, so dup2 onto 3 and 4 never meets its own source (dup2 of an
+    // fd onto itself would keep its close-on-exec flag).
+    UniqueFd arena_fd(::fcntl(arena.fd(), F_DUPFD_CLOEXEC, 10));
+    UniqueFd completion_fd(::fcntl(who.completion_fd, F_DUPFD_CLOEXEC, 10));
+    if (!arena_fd.valid() || !completion_fd.valid()) return Status::FromErrno("dup of the arena fds", errno);
+
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, arena_fd.get(), kSpawnArenaFd);
+    posix_spawn_file_actions_adddup2(&actions, completion_fd.get(), kSpawnCompletionFd);
+    posix_spawn_file_actions_addclosefrom_np(&actions, kSpawnCompletionFd + 1);
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    sigset_t all, none;
+    sigfillset(&all);
+    sigemptyset(&none);
+    posix_spawnattr_setsigdefault(&attr, &all);  // nothing the trainer ignores stays ignored
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+
+    const std::vector<std::string> args = {
+        path_, "--worker-id", std::to_string(who.id), "--parent-pid", std::to_string(who.parent),
+        "--log-level", std::to_string(who.log_level),
+        // PR_SET_PDEATHSIG follows the spawning thread: only right from the main one.
+        "--die-with-parent", ::gettid() == ::getpid() ? "1" : "0"};
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    pid_t pid = -1;
+    const int err = ::posix_spawn(&pid, path_.c_str(), &actions, &attr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+    if (err != 0) return Status::FromErrno("posix_spawn of " + path_, err);
+    return ChildProcess::adopt(pid);
+  }
+
+ private:
+  std::string path_;
 };
 
 }  // namespace
 
 std::unique_ptr<WorkerLauncher> make_fork_launcher() { return std::make_unique<ForkLauncher>(); }
+std::unique_ptr<WorkerLauncher> make_spawn_launcher() { return std::make_unique<SpawnLauncher>(); }
 
 }  // namespace forkfeed

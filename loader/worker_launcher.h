@@ -1,6 +1,5 @@
-// WorkerLauncher: how a worker process comes to life. Forking is the only method today;
-// spawning a fresh forkfeed-worker executable plugs in here when the fork-safety guard
-// needs it.
+// WorkerLauncher: how a worker process comes to life — forked from this process, or
+// spawned as a fresh forkfeed-worker executable that attaches to the arena's memfd.
 #pragma once
 
 #include <memory>
@@ -21,5 +20,12 @@ class WorkerLauncher {
 
 // The child inherits the arena mapping and runs the worker loop directly.
 std::unique_ptr<WorkerLauncher> make_fork_launcher();
+// posix_spawn of forkfeed-worker: found through $FORKFEED_WORKER, else next to
+// libforkfeed (../bin or the same folder), else next to this executable.
+std::unique_ptr<WorkerLauncher> make_spawn_launcher();
+
+// The fds a spawned worker finds its arena and completion eventfd at.
+inline constexpr int kSpawnArenaFd = 3;
+inline constexpr int kSpawnCompletionFd = 4;
 
 }  // namespace forkfeed

@@ -1,20 +1,32 @@
-// WorkerPool: start, watch, stop.
+// WorkerPool: start, watch, replace, stop.
 #include "loader/worker_pool.h"
 
+#include <poll.h>
+#include <signal.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include "transport/futex.h"
 
 namespace forkfeed {
 
-WorkerPool::WorkerPool(std::shared_ptr<Arena> arena, std::unique_ptr<WorkerLauncher> launcher, int log_level)
-    : arena_(std::move(arena)), launcher_(std::move(launcher)), log_level_(log_level) {}
+WorkerPool::WorkerPool(std::shared_ptr<Arena> arena, std::unique_ptr<WorkerLauncher> first,
+                       std::unique_ptr<WorkerLauncher> replacement, int log_level)
+    : arena_(std::move(arena)), first_(std::move(first)), replacement_(std::move(replacement)), log_level_(log_level) {}
+
+Result<ChildProcess> WorkerPool::launch(WorkerLauncher& launcher, std::uint32_t id) {
+  return launcher.launch(*arena_, WorkerIdentity{id, ::getpid(), log_level_, completions_.get()});
+}
 
 Status WorkerPool::start() {
+  completions_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!completions_.valid()) return Status::FromErrno("eventfd for worker completions", errno);
   const std::uint32_t n = arena_->control().num_workers;
   workers_.reserve(n);
   for (std::uint32_t id = 0; id < n; ++id) {
-    auto child = launcher_->launch(*arena_, WorkerIdentity{id, ::getpid(), log_level_});
+    auto child = launch(*first_, id);
     if (!child.ok()) {
       stop();
       return child.status();
@@ -24,15 +36,34 @@ Status WorkerPool::start() {
   return Status::Ok();
 }
 
-Status WorkerPool::check() {
-  for (std::size_t id = 0; id < workers_.size(); ++id) {
-    if (auto exit = workers_[id].poll()) {
-      return Status::WorkerDied("worker " + std::to_string(id) + " (pid " + std::to_string(workers_[id].pid()) +
-                                ") " + exit->describe());
-    }
+WorkerPool::Events WorkerPool::wait(std::chrono::milliseconds timeout) {
+  std::vector<pollfd> fds;
+  fds.reserve(workers_.size() + 1);
+  fds.push_back({completions_.get(), POLLIN, 0});
+  for (const ChildProcess& w : workers_) fds.push_back({w.pidfd(), POLLIN, 0});
+  Events events;
+  if (::poll(fds.data(), fds.size(), static_cast<int>(timeout.count())) <= 0) return events;  // timeout or EINTR
+  if (fds[0].revents & POLLIN) {
+    std::uint64_t count;
+    (void)!::read(completions_.get(), &count, sizeof count);  // resets the counter
+    events.completions = true;
   }
+  for (std::uint32_t id = 0; id < workers_.size(); ++id) {
+    if ((fds[id + 1].revents & (POLLIN | POLLHUP)) && workers_[id].poll()) events.exited.push_back(id);
+  }
+  return events;
+}
+
+ExitInfo WorkerPool::exit_info(std::uint32_t id) { return workers_[id].poll().value_or(ExitInfo{-1, 0}); }
+
+Status WorkerPool::replace(std::uint32_t id) {
+  auto child = launch(*replacement_, id);
+  if (!child.ok()) return child.status();
+  workers_[id] = std::move(child).value();
   return Status::Ok();
 }
+
+void WorkerPool::kill(std::uint32_t id) { ::kill(workers_[id].pid(), SIGKILL); }
 
 void WorkerPool::stop(std::chrono::milliseconds grace) {
   if (workers_.empty()) return;

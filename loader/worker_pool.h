@@ -1,5 +1,6 @@
-// WorkerPool: the worker processes of one loader — started together, watched, and
-// stopped and reaped together.
+// WorkerPool: the worker processes of one loader — started together, watched through
+// pidfds and one completion eventfd in a single poll(), replaced one by one when they
+// die, and stopped and reaped together.
 #pragma once
 
 #include <chrono>
@@ -12,25 +13,43 @@ namespace forkfeed {
 
 class WorkerPool {
  public:
-  WorkerPool(std::shared_ptr<Arena> arena, std::unique_ptr<WorkerLauncher> launcher, int log_level);
+  // `first` starts the initial workers; `replacement` starts the ones that replace
+  // dead workers (this process may have become unsafe to fork since).
+  WorkerPool(std::shared_ptr<Arena> arena, std::unique_ptr<WorkerLauncher> first,
+             std::unique_ptr<WorkerLauncher> replacement, int log_level);
   ~WorkerPool() { stop(); }
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
 
   // Starts one worker per channel of the arena. On failure, those started are stopped.
   Status start();
-  // Ok while every worker runs; else an error naming the first one that exited and how.
-  Status check();
+
+  struct Events {
+    bool completions = false;            // some worker pushed a completion
+    std::vector<std::uint32_t> exited;   // workers that exited (reaped)
+  };
+  // Sleeps until a worker completes a task or exits, at most `timeout`.
+  Events wait(std::chrono::milliseconds timeout);
+  // How worker `id` ended. REQUIRES: it was reported in Events::exited.
+  ExitInfo exit_info(std::uint32_t id);
+  pid_t pid(std::uint32_t id) const { return workers_[id].pid(); }
+  // Starts a replacement for worker `id`, whose channel the caller has rebuilt.
+  Status replace(std::uint32_t id);
+  // SIGKILLs worker `id`; its death is then reported by wait() like any other.
+  void kill(std::uint32_t id);
   // Asks every worker to stop, waits up to `grace`, then kills and reaps the rest.
   void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(2000));
 
-  const char* start_method() const { return launcher_->name(); }
-  std::size_t size() const { return workers_.size(); }
+  const char* start_method() const { return first_->name(); }
 
  private:
+  Result<ChildProcess> launch(WorkerLauncher& launcher, std::uint32_t id);
+
   std::shared_ptr<Arena> arena_;
-  std::unique_ptr<WorkerLauncher> launcher_;
+  std::unique_ptr<WorkerLauncher> first_;
+  std::unique_ptr<WorkerLauncher> replacement_;
   int log_level_;
+  UniqueFd completions_;  // eventfd, written by workers
   std::vector<ChildProcess> workers_;
 };
 

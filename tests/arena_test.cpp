@@ -15,7 +15,7 @@ ArenaSpec spec(std::uint32_t workers, std::uint32_t slots, std::uint32_t batch, 
   t.kind = TransformKind::kEval;
   t.dtype = DType::kUint8;
   t.size = 32;
-  return ArenaSpec{workers, slots, batch, sample_bytes, t};
+  return ArenaSpec{workers, slots, batch, sample_bytes, t, OnError::kFail};
 }
 
 class ArenaTest : public ::testing::Test {

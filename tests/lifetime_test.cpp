@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -110,8 +111,26 @@ TEST_F(LifetimeTest, ABatchOutlivingItsLoaderStaysReadable) {
   EXPECT_TRUE(kept.empty());
 }
 
-TEST_F(LifetimeTest, AKilledWorkerIsReportedNotWaitedForever) {
+TEST_F(LifetimeTest, KilledWorkersAreReplacedAndTheEpochIsStillExactlyOnce) {
   auto loader = Loader::open(options(2)).value_or_throw();
+  std::multiset<std::uint64_t> seen;
+  int batches = 0;
+  for (Batch& b : *loader) {
+    seen.insert(b.sample_indices().begin(), b.sample_indices().end());
+    if (++batches % 3 == 1) {
+      for (pid_t pid : children_of(::getpid())) ::kill(pid, SIGKILL);
+    }
+  }
+  ASSERT_EQ(seen.size(), 40u);
+  for (std::uint64_t i = 0; i < 40; ++i) EXPECT_EQ(seen.count(i), 1u) << i;
+  EXPECT_GE(loader->stats().worker_restarts, 2u);
+  EXPECT_EQ(children_of(::getpid()).size(), 2u) << "replacements run; the dead were reaped";
+}
+
+TEST_F(LifetimeTest, PastMaxWorkerRestartsTheErrorSaysWhy) {
+  LoaderOptions o = options(2);
+  o.max_worker_restarts = 0;
+  auto loader = Loader::open(o).value_or_throw();
   ASSERT_TRUE(loader->next().ok());
   for (pid_t pid : children_of(::getpid())) ::kill(pid, SIGKILL);
   Status failure;
@@ -122,6 +141,7 @@ TEST_F(LifetimeTest, AKilledWorkerIsReportedNotWaitedForever) {
   ASSERT_FALSE(failure.ok());
   EXPECT_EQ(failure.code(), Status::Code::kWorkerDied);
   EXPECT_NE(failure.message().find("SIGKILL"), std::string::npos) << failure.message();
+  EXPECT_NE(failure.message().find("max_worker_restarts"), std::string::npos) << failure.message();
 }
 
 TEST_F(LifetimeTest, ALoaderMadeOnAThreadThatEndsKeepsItsWorkers) {

@@ -20,6 +20,7 @@ struct ArenaSpec {
   std::uint32_t batch_size;
   std::uint64_t sample_bytes;
   TransformSpec transform;
+  OnError on_error;
 };
 
 // One slot, resolved to pointers in this process's mapping.

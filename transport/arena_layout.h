@@ -50,10 +50,15 @@ struct Completion {
   TaskOutcome outcome;
 };
 
+// A worker's two rings. After a worker dies the orchestrator rebuilds its channel in
+// place (no other process touches it then) for the replacement.
 struct WorkerChannel {
   SpscRing<Task, kRingCapacity> tasks;              // orchestrator -> worker
   SpscRing<Completion, kRingCapacity> completions;  // worker -> orchestrator
   alignas(64) std::atomic<std::uint32_t> task_bell{0};  // futex word: tasks pushed
+  // CLOCK_MONOTONIC nanoseconds of the worker's last sign of progress (a sample begun,
+  // a task completed). The orchestrator kills a worker stuck past task_timeout.
+  std::atomic<std::uint64_t> progress_ns{0};
 };
 
 // What a worker needs to turn a file into output pixels.
@@ -78,10 +83,13 @@ struct SlotGeometry {
 };
 
 // The head of each slot; sample indices, labels and pixels follow (see Arena::slot).
+// With OnError::kSkip a worker compacts the batch: samples [0, count) were decoded,
+// the indices of the skipped ones follow them, up to `requested`.
 struct SlotHeader {
-  std::uint32_t count;
-  std::uint32_t failed_sample;  // position in the batch of the sample that failed
-  char error[kErrorBytes];      // NUL-terminated reason, set with TaskOutcome::kFailed
+  std::uint32_t requested;      // samples the task asked for (orchestrator)
+  std::uint32_t count;          // samples written (worker)
+  std::uint32_t failed_sample;  // with kFailed: position in the batch of the bad sample
+  char error[kErrorBytes];      // NUL-terminated reason of the first bad sample, if any
 };
 
 // The dataset index, copied into the arena so that any worker can read it.
@@ -102,8 +110,8 @@ struct ControlBlock {
   std::uint32_t num_workers = 0;
   // Bumped by every reset; tasks of an older generation are stale.
   alignas(64) std::atomic<std::uint64_t> generation{0};
-  alignas(64) std::atomic<std::uint32_t> completion_bell{0};  // futex word: completions pushed
-  std::atomic<std::uint32_t> stop{0};                         // workers exit when set
+  alignas(64) std::atomic<std::uint32_t> stop{0};  // workers exit when set
+  OnError on_error = OnError::kFail;
   TransformSpec transform{};
   SlotGeometry slots{};
   bip::offset_ptr<WorkerChannel> channels;  // num_workers of them

@@ -11,8 +11,10 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "transport/futex.h"
+#include "transport/monotonic_clock.h"
 #include "workers/sample_pipeline.h"
 
 namespace forkfeed {
@@ -63,22 +65,45 @@ class Worker {
   TaskOutcome execute(const Task& task) {
     const SlotView slot = arena_.slot(task.slot);
     const std::uint64_t stride = control_.slots.sample_bytes;
+    const bool skip = control_.on_error == OnError::kSkip;
+    std::uint32_t written = 0, skipped = 0;
+    slot.header->error[0] = '\0';
     for (std::uint32_t i = 0; i < task.count; ++i) {
       // Checked between samples: a reset cancels the rest of a stale batch.
       if (stale(task) || stopping() || orphaned()) return TaskOutcome::kCancelled;
       const std::uint64_t index = slot.sample_indices[i];
-      const Status s = pipeline_.run(arena_.index().path(index), task.epoch, index, slot.pixels + i * stride);
-      if (!s.ok()) {
+      const std::int64_t label = slot.labels[i];
+      channel_.progress_ns.store(monotonic_ns(), std::memory_order_relaxed);
+      const Status s = pipeline_.run(arena_.index().path(index), task.epoch, index, slot.pixels + written * stride);
+      if (s.ok()) {
+        // Compaction only ever moves a sample to an earlier position (written <= i).
+        slot.sample_indices[written] = index;
+        slot.labels[written] = label;
+        ++written;
+        continue;
+      }
+      log_->debug("worker {}: {}", who_.id, s.message());
+      if (skipped++ == 0) record_error(slot, s);
+      if (!skip) {
         slot.header->failed_sample = i;
-        const std::size_t n = std::min(s.message().size(), kErrorBytes - 1);
-        std::memcpy(slot.header->error, s.message().data(), n);
-        slot.header->error[n] = '\0';
-        log_->debug("worker {}: {}", who_.id, s.message());
         return TaskOutcome::kFailed;
       }
+      bad_.push_back(index);
     }
+    // Skipped indices go after the written ones, so the orchestrator can name them.
+    for (std::uint32_t k = 0; k < bad_.size(); ++k) slot.sample_indices[written + k] = bad_[k];
+    bad_.clear();
+    slot.header->count = written;
     return TaskOutcome::kDone;
   }
+
+  static void record_error(const SlotView& slot, const Status& s) {
+    const std::size_t n = std::min(s.message().size(), kErrorBytes - 1);
+    std::memcpy(slot.header->error, s.message().data(), n);
+    slot.header->error[n] = '\0';
+  }
+
+
 
   void complete(const Task& task, TaskOutcome outcome) {
     const Completion c{task.generation, task.batch_id, task.slot, outcome};
@@ -87,7 +112,9 @@ class Worker {
       if (stopping()) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    futex_ring(&control_.completion_bell);
+    channel_.progress_ns.store(monotonic_ns(), std::memory_order_relaxed);
+    const std::uint64_t one = 1;
+    (void)!::write(who_.completion_fd, &one, sizeof one);  // eventfd: never blocks, never short
   }
 
   const Arena& arena_;
@@ -95,6 +122,7 @@ class Worker {
   WorkerChannel& channel_;
   WorkerIdentity who_;
   SamplePipeline pipeline_;
+  std::vector<std::uint64_t> bad_;  // reused: indices skipped in the current task
   std::shared_ptr<spdlog::logger> log_;
 };
 

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
+#include <string_view>
 
 #include "forkfeed/batch.h"
 #include "forkfeed/dataset.h"
@@ -22,6 +24,7 @@ struct LoaderStats {
   std::uint64_t delivered_batches = 0;
   std::uint64_t delivered_samples = 0;
   std::uint64_t skipped_samples = 0;
+  std::uint64_t worker_restarts = 0;
   std::uint64_t arena_bytes = 0;  // the whole shared memory arena
   std::uint32_t slots = 0;
 };
@@ -30,6 +33,10 @@ class Loader {
  public:
   // Validates options, builds the index, creates the arena and starts the workers.
   static Result<std::unique_ptr<Loader>> open(const LoaderOptions& options);
+  // The same, resuming from a state() taken earlier, by this process or another, with
+  // any worker count: the samples delivered before it was taken followed by those
+  // delivered after equal, in order, an uninterrupted run.
+  static Result<std::unique_ptr<Loader>> open(const LoaderOptions& options, std::string_view state);
   // Stops and reaps every worker; unmaps and closes the arena. Batches still held by
   // the caller stay readable until they are destroyed.
   ~Loader();
@@ -46,6 +53,14 @@ class Loader {
   void set_epoch(std::uint64_t epoch);
   // Starts the current pass again from its beginning (no-op if nothing was delivered).
   void reset();
+
+  // Where the loader stands, as a small JSON document: epoch, batches delivered in the
+  // pass, seed, and what decides the order (dataset, rank, world size, batch size...).
+  // Taken right after the last batch of an epoch, it points at the next epoch.
+  std::string state() const;
+  // Resumes from `state`. A state from another dataset or from options that change the
+  // order is refused with an error naming the difference, and the loader is unchanged.
+  Status load_state(std::string_view state);
 
   std::uint64_t epoch() const;
   // Batches in one pass of this rank.

@@ -16,6 +16,18 @@ namespace forkfeed {
 // eval:  resize the shorter side to round(size / 0.875), then center crop size x size.
 enum class TransformKind { kTrain, kEval };
 
+// What a file that cannot be decoded does to its batch.
+// fail: the batch is an error naming the file (after every earlier batch was delivered).
+// skip: the sample is left out of its batch, counted in LoaderStats::skipped_samples
+//       and logged once with its path.
+enum class OnError { kFail, kSkip };
+
+// How workers start. fork: a copy of this process. spawn: a fresh forkfeed-worker
+// executable that attaches to the arena; safe even after RDMA or CUDA initialised.
+// Replacements for dead workers are always spawned: this process may have become
+// unsafe to fork since the loader started.
+enum class StartMethod { kFork, kSpawn };
+
 // uint8:   NHWC, RGB, 0..255.
 // float32: NCHW, RGB, (x / 255 - mean) / std.
 enum class DType { kUint8, kFloat32 };
@@ -46,6 +58,14 @@ struct LoaderOptions {
   // by wrapping around) and the last partial batch.
   bool drop_last = false;
 
+  OnError on_error = OnError::kFail;
+  StartMethod start_method = StartMethod::kFork;
+  // Worker deaths the loader recovers from (replacing the worker, re-issuing its
+  // batches); the next one fails the iterator.
+  std::uint32_t max_worker_restarts = 8;
+  // A worker busy on one sample longer than this is killed and replaced; 0: never.
+  std::uint32_t task_timeout_ms = 0;
+
   // Images with more pixels than this are refused as bad data.
   std::uint64_t max_pixels = 89'478'485;  // PIL's decompression-bomb limit
   // spdlog level name ("trace" .. "off"); empty: $FORKFEED_LOG_LEVEL, else "info".
@@ -57,7 +77,11 @@ Status validate(const LoaderOptions& options);
 
 std::optional<TransformKind> parse_transform(std::string_view name);
 std::optional<DType> parse_dtype(std::string_view name);
+std::optional<OnError> parse_on_error(std::string_view name);
+std::optional<StartMethod> parse_start_method(std::string_view name);
 std::string_view to_string(TransformKind kind);
 std::string_view to_string(DType dtype);
+std::string_view to_string(OnError on_error);
+std::string_view to_string(StartMethod method);
 
 }  // namespace forkfeed
