@@ -41,6 +41,10 @@ void close_fds_except(std::span<const int> keep) {
 
 }  // namespace
 
+bool ExitInfo::crashed() const {
+  return signal == SIGSEGV || signal == SIGBUS || signal == SIGFPE || signal == SIGILL || signal == SIGABRT;
+}
+
 Result<ChildProcess> ChildProcess::adopt(pid_t pid) {
   UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
   if (!pidfd.valid()) {

@@ -22,6 +22,8 @@ struct ExitInfo {
   int signal = 0;  // terminating signal, or 0
   // "exited with code 3", "killed by SIGKILL (the OOM killer is a likely cause)".
   std::string describe() const;
+  // Ended by a fault of its own code: SIGSEGV, SIGBUS, SIGFPE, SIGILL or SIGABRT.
+  bool crashed() const;
 };
 
 class ChildProcess {

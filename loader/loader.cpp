@@ -12,6 +12,8 @@
 #include <deque>
 #include <filesystem>
 #include <map>
+#include <cstdio>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "loader/batch_factory.h"
@@ -178,14 +180,27 @@ class Loader::Impl {
 
   // Fills the slot header from the sampler (again, for a re-issued task: a dead worker
   // may have compacted it) and queues the task on the least loaded worker.
-  void submit(const Task& task) {
+  //
+  // Samples that killed a worker are never handed to one again: they go to the end of
+  // the slot as already skipped (on_error=skip), or fail the batch by name (fail).
+  void submit(Task task) {
     const auto samples = sampler_.batch(order_, task.batch_id);
     const SlotView view = arena_->slot(task.slot);
-    view.header->requested = task.count;
+    view.header->requested = static_cast<std::uint32_t>(samples.size());
     view.header->count = 0;
-    for (std::size_t i = 0; i < samples.size(); ++i) {
-      view.sample_indices[i] = samples[i];
-      view.labels[i] = index_.label(samples[i]);
+    std::uint32_t good = 0, tail = view.header->requested;
+    for (const std::uint64_t sample : samples) {
+      const std::uint32_t at = poisoned_.contains(sample) ? --tail : good++;
+      view.sample_indices[at] = sample;
+      view.labels[at] = index_.label(sample);
+    }
+    task.count = good;
+    if (good < samples.size() && options_.on_error == OnError::kFail) {
+      const std::uint64_t culprit = view.sample_indices[good];
+      const std::string error = poisoned_.at(culprit);
+      std::snprintf(view.header->error, kErrorBytes, "%s", error.c_str());
+      ready_.emplace(task.batch_id, Completion{task.generation, task.batch_id, task.slot, TaskOutcome::kFailed});
+      return;
     }
     const auto worker = static_cast<std::uint32_t>(
         std::min_element(outstanding_.begin(), outstanding_.end(),
@@ -243,12 +258,16 @@ class Loader::Impl {
   // tasks again (those of the current pass; the slots of stale ones go back).
   void replace_worker(std::uint32_t w) {
     const ExitInfo exit = workers_->exit_info(w);
+    // The file is to blame if the worker crashed decoding it — not if it was killed (the
+    // OOM killer, an operator, task_timeout: a stopped or starved worker) in the middle.
+    const std::uint64_t culprit = exit.crashed() ? arena_->channel(w).current_sample.load() : kNoSample;
+    const bool timed_out = killed_[w];
     std::deque<Task> unfinished = std::move(outstanding_[w]);
     outstanding_[w].clear();
     killed_[w] = false;
     new (&arena_->channel(w)) WorkerChannel();
     const std::string who = "worker " + std::to_string(w) + " (pid " + std::to_string(workers_->pid(w)) + ") " +
-                            exit.describe();
+                            (timed_out ? "was killed after task_timeout" : exit.describe());
     if (++stats_.worker_restarts > options_.max_worker_restarts) {
       broken_ = Status::WorkerDied(who + "; that is " + std::to_string(stats_.worker_restarts) +
                                    " worker deaths, over max_worker_restarts " +
@@ -258,6 +277,11 @@ class Loader::Impl {
       broken_ = Status::WorkerDied(who + " and could not be replaced: " + s.message());
     } else {
       log_->warn("{}; replaced it and re-issued its {} unfinished batch(es)", who, unfinished.size());
+    }
+    if (culprit != kNoSample) {
+      const std::string path(index_.path(culprit));
+      log_->error("{} died while decoding {}; it is treated as a bad file from now on", who, path);
+      poisoned_.emplace(culprit, "a worker died decoding it (" + exit.describe() + "): " + path);
     }
     for (const Task& t : unfinished) {
       if (t.generation == generation_ && broken_.ok()) {
@@ -314,6 +338,8 @@ class Loader::Impl {
   std::vector<std::uint64_t> given_work_ns_;   // per worker: when it last went from idle to busy
   std::vector<bool> killed_;                   // per worker: killed for task_timeout, not yet replaced
   std::unordered_set<std::uint64_t> logged_bad_;
+  // Samples a worker died decoding, with the reason; never decoded again.
+  std::unordered_map<std::uint64_t, std::string> poisoned_;
 
   // The current pass.
   std::uint64_t generation_ = 0;

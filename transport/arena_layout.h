@@ -26,6 +26,7 @@ inline constexpr std::uint32_t kArenaVersion = 1;
 // Per-worker ring capacity; bounds workers * prefetch tasks in flight per worker.
 inline constexpr std::uint32_t kRingCapacity = 64;
 inline constexpr std::size_t kErrorBytes = 512;
+inline constexpr std::uint64_t kNoSample = ~std::uint64_t{0};
 
 // One batch of work: decode samples [0, count) of `slot` (their dataset indices are in
 // the slot header) for pass `generation`.
@@ -59,6 +60,8 @@ struct WorkerChannel {
   // CLOCK_MONOTONIC nanoseconds of the worker's last sign of progress (a sample begun,
   // a task completed). The orchestrator kills a worker stuck past task_timeout.
   std::atomic<std::uint64_t> progress_ns{0};
+  // The dataset index being decoded, or kNoSample: after a crash it names the culprit.
+  std::atomic<std::uint64_t> current_sample{kNoSample};
 };
 
 // What a worker needs to turn a file into output pixels.

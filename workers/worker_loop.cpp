@@ -74,7 +74,9 @@ class Worker {
       const std::uint64_t index = slot.sample_indices[i];
       const std::int64_t label = slot.labels[i];
       channel_.progress_ns.store(monotonic_ns(), std::memory_order_relaxed);
+      channel_.current_sample.store(index, std::memory_order_relaxed);
       const Status s = pipeline_.run(arena_.index().path(index), task.epoch, index, slot.pixels + written * stride);
+      channel_.current_sample.store(kNoSample, std::memory_order_relaxed);
       if (s.ok()) {
         // Compaction only ever moves a sample to an earlier position (written <= i).
         slot.sample_indices[written] = index;
