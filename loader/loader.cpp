@@ -21,6 +21,7 @@
 #include "loader/logging.h"
 #include "loader/sampler.h"
 #include "loader/slot_count.h"
+#include "loader/start_method.h"
 #include "loader/worker_pool.h"
 #include "transport/futex.h"
 #include "transport/monotonic_clock.h"
@@ -69,21 +70,24 @@ class Loader::Impl {
     arena_ = std::move(arena).value();
     slots_ = std::make_shared<SlotPool>(slots);
     outstanding_.assign(options_.workers, {});
-    given_work_ns_.assign(options_.workers, 0);
     killed_.assign(options_.workers, false);
-    auto first = options_.start_method == StartMethod::kFork ? make_fork_launcher() : make_spawn_launcher();
-    workers_ = std::make_unique<WorkerPool>(arena_, std::move(first), make_spawn_launcher(), log_->level());
+    auto start = choose_start_method(options_, ForkSafety::assess());
+    if (!start.ok()) return start.status();
+    if (!start->warning.empty()) log_->warn("{}", start->warning);
+    workers_ = std::make_unique<WorkerPool>(arena_, std::move(start->launcher), make_spawn_launcher(), log_->level());
     if (Status s = workers_->start(); !s.ok()) return s;
-    log_->info("started {} workers ({}); {} samples, {} batches of {} per epoch; arena {:.1f} MiB in {} slots",
-               options_.workers, workers_->start_method(), sampler_.samples_per_epoch(),
+    log_->info("started {} workers by {} ({}); {} samples, {} batches of {} per epoch; arena {:.1f} MiB in {} slots",
+               options_.workers, to_string(workers_->start_method()), start->why, sampler_.samples_per_epoch(),
                sampler_.batches_per_epoch(), options_.batch_size, arena_->size() / 1048576.0, slots);
     begin_pass(epoch, position);
     return Status::Ok();
   }
 
   Result<std::optional<Batch>> next() {
+    if (broken_reported_) return broken_;
     if (pass_over_) begin_pass(epoch_ + 1, 0);
     while (true) {
+      drain();  // completions first: they free slots and show which workers are idle
       if (broken_.ok()) issue();
       if (delivered_ == sampler_.batches_per_epoch()) {
         pass_over_ = true;
@@ -96,8 +100,12 @@ class Loader::Impl {
         if (!batch.ok() || batch->has_value()) return batch;
         continue;  // every sample of that batch was skipped
       }
-      // Batches completed before a fatal error are still delivered, in order.
-      if (!broken_.ok()) return broken_;
+      // Batches completed before a fatal error are still delivered, in order; once the
+      // error is reported, it stays.
+      if (!broken_.ok()) {
+        broken_reported_ = true;
+        return broken_;
+      }
       if (in_flight() == 0 && slots_->free_count() == 0) {
         return Status::ResourceExhausted("every batch slot is held by a Batch the caller has not released; "
                                          "release batches sooner or raise prefetch");
@@ -109,20 +117,25 @@ class Loader::Impl {
   void set_epoch(std::uint64_t epoch) {
     if (epoch != epoch_ || delivered_ > 0 || pass_over_) begin_pass(epoch, 0);
   }
+  // A pass that delivered all its batches is over, and the fresh pass is the next
+  // epoch's (as state() says); one that delivered nothing yet is left alone, prefetch
+  // and all; one in the middle starts its epoch again.
   void reset() {
-    if (delivered_ > 0 || pass_over_) begin_pass(epoch_, 0);
-  }
-  // A new range-for is a new pass, unless the current one has not delivered anything.
-  void begin_iteration() {
-    if (delivered_ > 0 && !pass_over_) begin_pass(epoch_, 0);
+    if (pass_complete()) {
+      begin_pass(epoch_ + 1, 0);
+    } else if (delivered_ > 0) {
+      begin_pass(epoch_, 0);
+    }
   }
 
   std::string state() const {
-    const bool at_end = pass_over_ || delivered_ == sampler_.batches_per_epoch();
+    const bool at_end = pass_complete();
     return encode_checkpoint(Checkpoint{at_end ? epoch_ + 1 : epoch_, at_end ? 0 : delivered_, key_});
   }
 
-  Status load_state(std::string_view state) {
+  // Parses and checks a state() against this loader; a position at the very end of an
+  // epoch comes back as the start of the next.
+  Result<Checkpoint> parse_state(std::string_view state) const {
     auto checkpoint = decode_checkpoint(state, key_);
     if (!checkpoint.ok()) return checkpoint.status();
     if (checkpoint->position > sampler_.batches_per_epoch()) {
@@ -131,8 +144,17 @@ class Loader::Impl {
                                      std::to_string(sampler_.batches_per_epoch()) + " batches)");
     }
     if (checkpoint->position == sampler_.batches_per_epoch()) {
-      begin_pass(checkpoint->epoch + 1, 0);
-    } else if (checkpoint->epoch != epoch_ || checkpoint->position != delivered_ || pass_over_) {
+      checkpoint->epoch += 1;
+      checkpoint->position = 0;
+    }
+    return checkpoint;
+  }
+
+  Status load_state(std::string_view state) {
+    auto checkpoint = parse_state(state);
+    if (!checkpoint.ok()) return checkpoint.status();
+    // Already there (nothing delivered since): keep what is prefetched.
+    if (checkpoint->epoch != epoch_ || checkpoint->position != delivered_ || pass_over_) {
       begin_pass(checkpoint->epoch, checkpoint->position);
     }
     return Status::Ok();
@@ -145,6 +167,7 @@ class Loader::Impl {
     LoaderStats s = stats_;
     s.arena_bytes = arena_->size();
     s.slots = slot_count(options_);
+    s.start_method = workers_->start_method();
     return s;
   }
 
@@ -160,6 +183,8 @@ class Loader::Impl {
     for (const auto& [id, c] : ready_) slots_->give_back(c.slot);
     ready_.clear();
   }
+
+  bool pass_complete() const { return pass_over_ || delivered_ == sampler_.batches_per_epoch(); }
 
   std::size_t in_flight() const {
     std::size_t n = 0;
@@ -212,8 +237,7 @@ class Loader::Impl {
       broken_ = Status::Internal("task ring of worker " + std::to_string(worker) + " is full");
       return;
     }
-    if (outstanding_[worker].empty()) given_work_ns_[worker] = monotonic_ns();
-    outstanding_[worker].push_back(task);
+    outstanding_[worker].push_back(Issued{task, monotonic_ns()});
     futex_ring(&channel.task_bell);
   }
 
@@ -230,7 +254,11 @@ class Loader::Impl {
     const std::uint64_t now = monotonic_ns(), limit = std::uint64_t{options_.task_timeout_ms} * 1'000'000;
     for (std::uint32_t w = 0; w < outstanding_.size(); ++w) {
       if (outstanding_[w].empty() || killed_[w]) continue;
-      const std::uint64_t progress = std::max(given_work_ns_[w], arena_->channel(w).progress_ns.load());
+      // Start-up (exec, attach) is not work; and its oldest task cannot have started
+      // before it was submitted.
+      const std::uint64_t last = arena_->channel(w).progress_ns.load();
+      if (last == 0) continue;
+      const std::uint64_t progress = std::max(outstanding_[w].front().submitted_ns, last);
       if (now - std::min(progress, now) > limit) {
         log_->warn("worker {} (pid {}) made no progress for over {} ms (task_timeout); killing it", w,
                    workers_->pid(w), options_.task_timeout_ms);
@@ -262,7 +290,7 @@ class Loader::Impl {
     // OOM killer, an operator, task_timeout: a stopped or starved worker) in the middle.
     const std::uint64_t culprit = exit.crashed() ? arena_->channel(w).current_sample.load() : kNoSample;
     const bool timed_out = killed_[w];
-    std::deque<Task> unfinished = std::move(outstanding_[w]);
+    std::deque<Issued> unfinished = std::move(outstanding_[w]);
     outstanding_[w].clear();
     killed_[w] = false;
     new (&arena_->channel(w)) WorkerChannel();
@@ -283,11 +311,11 @@ class Loader::Impl {
       log_->error("{} died while decoding {}; it is treated as a bad file from now on", who, path);
       poisoned_.emplace(culprit, "a worker died decoding it (" + exit.describe() + "): " + path);
     }
-    for (const Task& t : unfinished) {
-      if (t.generation == generation_ && broken_.ok()) {
-        submit(t);
+    for (const Issued& i : unfinished) {
+      if (i.task.generation == generation_ && broken_.ok()) {
+        submit(i.task);
       } else {
-        slots_->give_back(t.slot);
+        slots_->give_back(i.task.slot);
       }
     }
   }
@@ -334,8 +362,11 @@ class Loader::Impl {
   std::shared_ptr<Arena> arena_;
   std::shared_ptr<SlotPool> slots_;
   std::unique_ptr<WorkerPool> workers_;
-  std::vector<std::deque<Task>> outstanding_;  // per worker: issued, not yet completed
-  std::vector<std::uint64_t> given_work_ns_;   // per worker: when it last went from idle to busy
+  struct Issued {
+    Task task;
+    std::uint64_t submitted_ns;
+  };
+  std::vector<std::deque<Issued>> outstanding_;  // per worker: issued, not yet completed
   std::vector<bool> killed_;                   // per worker: killed for task_timeout, not yet replaced
   std::unordered_set<std::uint64_t> logged_bad_;
   // Samples a worker died decoding, with the reason; never decoded again.
@@ -350,6 +381,7 @@ class Loader::Impl {
   bool pass_over_ = false;
   std::map<std::uint64_t, Completion> ready_;  // finished, waiting for their turn
   Status broken_;
+  bool broken_reported_ = false;
   LoaderStats stats_;
 };
 
@@ -373,10 +405,13 @@ Result<std::unique_ptr<Loader>> Loader::open(const LoaderOptions& options, std::
                                    " samples per rank and batch size " + std::to_string(options.batch_size) +
                                    " with drop_last");
   }
-  if (Status s = impl->start(options.epoch, 0); !s.ok()) return s;
-  if (!state.empty()) {
-    if (Status s = impl->load_state(state); !s.ok()) return s;
+  Checkpoint from{options.epoch, 0, {}};
+  if (!state.empty()) {  // checked before any process or shared memory exists
+    auto checkpoint = impl->parse_state(state);
+    if (!checkpoint.ok()) return checkpoint.status();
+    from = *checkpoint;
   }
+  if (Status s = impl->start(from.epoch, from.position); !s.ok()) return s;
   return std::unique_ptr<Loader>(new Loader(std::move(impl)));
 }
 
@@ -395,7 +430,7 @@ const DatasetIndex& Loader::dataset() const { return impl_->index(); }
 LoaderStats Loader::stats() const { return impl_->stats(); }
 
 Loader::Iterator Loader::begin() {
-  impl_->begin_iteration();
+  impl_->reset();  // a new range-for is a new pass
   return Iterator(this);
 }
 

@@ -72,11 +72,24 @@ std::optional<OnError> parse_on_error(std::string_view name) {
 std::optional<StartMethod> parse_start_method(std::string_view name) {
   if (name == "fork") return StartMethod::kFork;
   if (name == "spawn") return StartMethod::kSpawn;
+  if (name == "auto") return StartMethod::kAuto;
+  return std::nullopt;
+}
+
+std::optional<ForkHazardPolicy> parse_fork_hazard(std::string_view name) {
+  if (name == "warn") return ForkHazardPolicy::kWarn;
+  if (name == "error") return ForkHazardPolicy::kError;
+  if (name == "ignore") return ForkHazardPolicy::kIgnore;
   return std::nullopt;
 }
 
 std::string_view to_string(OnError e) { return e == OnError::kFail ? "fail" : "skip"; }
-std::string_view to_string(StartMethod m) { return m == StartMethod::kFork ? "fork" : "spawn"; }
+std::string_view to_string(StartMethod m) {
+  return m == StartMethod::kFork ? "fork" : m == StartMethod::kSpawn ? "spawn" : "auto";
+}
+std::string_view to_string(ForkHazardPolicy p) {
+  return p == ForkHazardPolicy::kWarn ? "warn" : p == ForkHazardPolicy::kError ? "error" : "ignore";
+}
 std::string_view to_string(TransformKind kind) { return kind == TransformKind::kTrain ? "train" : "eval"; }
 std::string_view to_string(DType dtype) { return dtype == DType::kUint8 ? "uint8" : "float32"; }
 

@@ -18,7 +18,7 @@ namespace {
 
 class ForkLauncher final : public WorkerLauncher {
  public:
-  const char* name() const override { return "fork"; }
+  StartMethod method() const override { return StartMethod::kFork; }
   Result<ChildProcess> launch(const Arena& arena, const WorkerIdentity& who) override {
     const int keep[] = {who.completion_fd};
     return ChildProcess::fork([&arena, who] { return run_worker(arena, who); }, keep);
@@ -52,7 +52,7 @@ Result<std::string> find_worker_executable() {
 
 class SpawnLauncher final : public WorkerLauncher {
  public:
-  const char* name() const override { return "spawn"; }
+  StartMethod method() const override { return StartMethod::kSpawn; }
 
   Result<ChildProcess> launch(const Arena& arena, const WorkerIdentity& who) override {
     if (path_.empty()) {

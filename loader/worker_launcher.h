@@ -13,7 +13,7 @@ namespace forkfeed {
 class WorkerLauncher {
  public:
   virtual ~WorkerLauncher() = default;
-  virtual const char* name() const = 0;
+  virtual StartMethod method() const = 0;
   // Starts worker `who.id` on `arena`.
   virtual Result<ChildProcess> launch(const Arena& arena, const WorkerIdentity& who) = 0;
 };

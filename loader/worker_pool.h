@@ -40,7 +40,7 @@ class WorkerPool {
   // Asks every worker to stop, waits up to `grace`, then kills and reaps the rest.
   void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(2000));
 
-  const char* start_method() const { return first_->name(); }
+  StartMethod start_method() const { return first_->method(); }
 
  private:
   Result<ChildProcess> launch(WorkerLauncher& launcher, std::uint32_t id);

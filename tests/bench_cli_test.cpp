@@ -57,10 +57,9 @@ std::vector<std::string> lines_of(const std::string& text) {
   return lines;
 }
 
-// Runs forkfeed-bench with `args`, stdout and stderr captured in files under `dir`.
-// Kills it after `timeout` so a hang fails the test instead of blocking ctest.
-Outcome run_bench(const std::string& dir, const std::vector<std::string>& args,
-                  std::chrono::seconds timeout = std::chrono::seconds(120)) {
+// Starts forkfeed-bench with `args`, stdout and stderr captured in files under `dir`;
+// -1 (and a test failure) if it cannot start.
+pid_t start_bench(const std::string& dir, const std::vector<std::string>& args) {
   const std::string bin = std::string(FORKFEED_BIN_DIR) + "/forkfeed-bench";
   const std::string out_path = dir + "/bench.stdout";
   const std::string err_path = dir + "/bench.stderr";
@@ -80,12 +79,19 @@ Outcome run_bench(const std::string& dir, const std::vector<std::string>& args,
   pid_t pid = -1;
   const int rc = posix_spawn(&pid, bin.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
-  Outcome outcome;
   if (rc != 0) {
     ADD_FAILURE() << "cannot start " << bin << ": " << std::strerror(rc);
-    return outcome;
+    return -1;
   }
+  return pid;
+}
 
+// Waits for the forkfeed-bench `pid` started in `dir`. Kills it after `timeout` so a
+// hang fails the test instead of blocking ctest.
+Outcome wait_bench(pid_t pid, const std::string& dir,
+                   std::chrono::seconds timeout = std::chrono::seconds(120)) {
+  Outcome outcome;
+  if (pid < 0) return outcome;
   int status = 0;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
@@ -106,9 +112,14 @@ Outcome run_bench(const std::string& dir, const std::vector<std::string>& args,
   outcome.exited = WIFEXITED(status);
   outcome.code = outcome.exited ? WEXITSTATUS(status) : -1;
   outcome.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-  outcome.out = read_file(out_path);
-  outcome.err = read_file(err_path);
+  outcome.out = read_file(dir + "/bench.stdout");
+  outcome.err = read_file(dir + "/bench.stderr");
   return outcome;
+}
+
+Outcome run_bench(const std::string& dir, const std::vector<std::string>& args,
+                  std::chrono::seconds timeout = std::chrono::seconds(120)) {
+  return wait_bench(start_bench(dir, args), dir, timeout);
 }
 
 std::string describe(const Outcome& o) {
@@ -322,6 +333,237 @@ TEST_F(BenchCliTest, HumanSummaryWithoutProgressLineWhenNotATerminal) {
   EXPECT_NE(o.out.find("37"), std::string::npos) << o.out;
   EXPECT_EQ(o.out.find('\r'), std::string::npos) << "progress line drawn into a file";
   EXPECT_EQ(o.out.find('\x1b'), std::string::npos) << "escape sequence written into a file";
+}
+
+// Parses the single JSON line a --json run prints; a discarded value on failure.
+nlohmann::json json_of(const Outcome& o) {
+  const std::vector<std::string> out_lines = lines_of(o.out);
+  if (out_lines.size() != 1) return nlohmann::json::value_t::discarded;
+  return nlohmann::json::parse(out_lines.front(), nullptr, /*allow_exceptions=*/false);
+}
+
+// An interrupted run and the run resumed from its state, with another worker count,
+// deliver together exactly what one uninterrupted run delivers, line for line — for
+// a stop inside epoch 0, at its very end (batch 8 of 8), and inside epoch 1.
+TEST_F(BenchCliTest, StopSaveAndResumeEqualsAnUninterruptedRun) {
+  const std::vector<std::string> common = {"--data", root(), "--epochs", "2", "--batch", "5", "--size", "32"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = common;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  const std::string full_path = dir_.path() + "/full.tsv";
+  const Outcome full = run_bench(dir_.path(), with({"--dump-indices", full_path}));
+  ASSERT_TRUE(full.exited && full.code == 0) << describe(full);
+  const std::vector<std::string> expected = lines_of(read_file(full_path));
+  ASSERT_EQ(expected.size(), 2u * kImages);
+
+  const std::string state_path = dir_.path() + "/s.json";
+  const std::string a_path = dir_.path() + "/a.tsv";
+  const std::string b_path = dir_.path() + "/b.tsv";
+  for (const std::uint64_t k : {1u, 4u, 8u, 9u, 15u}) {
+    SCOPED_TRACE("stopped after " + std::to_string(k) + " batches");
+    fs::remove(state_path);
+    const Outcome a = run_bench(dir_.path(), with({"--stop-after-batches", std::to_string(k), "--save-state",
+                                                   state_path, "--dump-indices", a_path, "--json"}));
+    ASSERT_TRUE(a.exited && a.code == 0) << describe(a);
+    const nlohmann::json ja = json_of(a);
+    ASSERT_FALSE(ja.is_discarded()) << describe(a);
+    EXPECT_EQ(ja.value("batches", 0u), k);
+    EXPECT_TRUE(ja.value("stopped", false));
+    EXPECT_FALSE(ja.value("resumed", true));
+    EXPECT_EQ(ja.value("saved_state", ""), state_path);
+    EXPECT_TRUE(fs::exists(state_path));
+    EXPECT_FALSE(fs::exists(state_path + ".tmp")) << "the temporary state file was left behind";
+
+    const Outcome b = run_bench(
+        dir_.path(), with({"--resume", state_path, "--workers", "1", "--dump-indices", b_path, "--json"}));
+    ASSERT_TRUE(b.exited && b.code == 0) << describe(b);
+    const nlohmann::json jb = json_of(b);
+    ASSERT_FALSE(jb.is_discarded()) << describe(b);
+    EXPECT_TRUE(jb.value("resumed", false));
+    EXPECT_TRUE(jb.at("saved_state").is_null());
+    EXPECT_EQ(jb.value("batches", 0u), 16u - k);
+
+    std::vector<std::string> together = lines_of(read_file(a_path));
+    const std::vector<std::string> after = lines_of(read_file(b_path));
+    together.insert(together.end(), after.begin(), after.end());
+    EXPECT_EQ(together, expected);
+  }
+}
+
+// --save-state alone saves at the end of the run, and --epochs counts the whole
+// schedule: resuming a finished 1-epoch run with --epochs 2 runs epoch 1 only.
+TEST_F(BenchCliTest, StateSavedAtTheEndResumesWithTheNextEpoch) {
+  const std::vector<std::string> common = {"--data", root(), "--batch", "5", "--size", "32"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = common;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  const std::string full_path = dir_.path() + "/full.tsv";
+  const std::string state_path = dir_.path() + "/s.json";
+  const std::string a_path = dir_.path() + "/a.tsv";
+  const std::string b_path = dir_.path() + "/b.tsv";
+  const Outcome full = run_bench(dir_.path(), with({"--epochs", "2", "--dump-indices", full_path}));
+  ASSERT_TRUE(full.exited && full.code == 0) << describe(full);
+  const Outcome a =
+      run_bench(dir_.path(), with({"--epochs", "1", "--save-state", state_path, "--dump-indices", a_path}));
+  ASSERT_TRUE(a.exited && a.code == 0) << describe(a);
+  // Resuming from and saving to the same file: the rename replaces it only at the end.
+  const Outcome b = run_bench(dir_.path(), with({"--epochs", "2", "--resume", state_path, "--save-state",
+                                                 state_path, "--dump-indices", b_path}));
+  ASSERT_TRUE(b.exited && b.code == 0) << describe(b);
+
+  std::vector<std::string> together = lines_of(read_file(a_path));
+  const std::vector<std::string> after = lines_of(read_file(b_path));
+  together.insert(together.end(), after.begin(), after.end());
+  EXPECT_EQ(together, lines_of(read_file(full_path)));
+
+  // The schedule is finished: resuming once more delivers nothing, successfully.
+  const Outcome c = run_bench(dir_.path(), with({"--epochs", "2", "--resume", state_path, "--json"}));
+  ASSERT_TRUE(c.exited && c.code == 0) << describe(c);
+  EXPECT_EQ(json_of(c).value("batches", 1u), 0u) << describe(c);
+}
+
+TEST_F(BenchCliTest, ResumeWithAnotherBatchSizeIsOneLineNamingIt) {
+  const std::string state_path = dir_.path() + "/s.json";
+  const Outcome a = run_bench(dir_.path(), {"--data", root(), "--batch", "5", "--size", "32",
+                                            "--stop-after-batches", "2", "--save-state", state_path});
+  ASSERT_TRUE(a.exited && a.code == 0) << describe(a);
+  const Outcome b = run_bench(dir_.path(), {"--data", root(), "--batch", "8", "--size", "32", "--resume",
+                                            state_path, "--log-level", "warn"});
+  ASSERT_TRUE(b.exited) << describe(b);
+  EXPECT_EQ(b.code, 1) << describe(b);
+  EXPECT_EQ(lines_of(b.err).size(), 1u) << describe(b);
+  EXPECT_EQ(b.err.rfind("forkfeed-bench: ", 0), 0u) << describe(b);
+  EXPECT_NE(b.err.find("batch_size"), std::string::npos) << describe(b);
+}
+
+TEST_F(BenchCliTest, ResumeFromAFileThatIsNoStateIsAnError) {
+  const std::string empty_path = dir_.path() + "/empty.json";
+  const std::string junk_path = dir_.path() + "/junk.json";
+  std::ofstream(empty_path).flush();
+  std::ofstream(junk_path) << "{\"epoch\": 3}\n";
+  for (const std::string& path : {empty_path, junk_path, dir_.path() + "/missing.json"}) {
+    const Outcome o = run_bench(dir_.path(), {"--data", root(), "--resume", path, "--log-level", "warn"});
+    ASSERT_TRUE(o.exited) << describe(o);
+    EXPECT_EQ(o.code, 1) << path << ": " << describe(o);
+    EXPECT_EQ(lines_of(o.err).size(), 1u) << describe(o);
+    EXPECT_TRUE(o.out.empty()) << describe(o);
+  }
+}
+
+// A class folder holding one .jpg that is not an image.
+class BenchBadFileTest : public BenchCliTest {
+ protected:
+  void SetUp() override {
+    root_ = testing::make_image_folder(dir_.path(), kImages, kClasses);
+    std::vector<fs::path> jpegs;
+    for (const auto& entry : fs::directory_iterator(fs::path(root_) / "class_001")) {
+      if (entry.path().extension() == ".jpg") jpegs.push_back(entry.path());
+    }
+    ASSERT_FALSE(jpegs.empty());
+    std::sort(jpegs.begin(), jpegs.end());
+    bad_ = jpegs.front().string();
+    std::ofstream(bad_, std::ios::binary | std::ios::trunc) << "these bytes are not a JPEG";
+  }
+
+  std::string root_;
+  std::string bad_;
+};
+
+TEST_F(BenchBadFileTest, SkipLeavesTheFileOutAndCountsIt) {
+  const std::string dump_path = dir_.path() + "/dump.tsv";
+  const Outcome o = run_bench(dir_.path(), {"--data", root_, "--batch", "5", "--size", "32", "--on-error",
+                                            "skip", "--json", "--dump-indices", dump_path});
+  ASSERT_TRUE(o.exited && o.code == 0) << describe(o);
+  const nlohmann::json j = json_of(o);
+  ASSERT_FALSE(j.is_discarded()) << describe(o);
+  EXPECT_EQ(j.value("skipped", 0u), 1u);
+  EXPECT_EQ(j.value("images", 0u), kImages - 1);
+  EXPECT_EQ(j.value("on_error", ""), "skip");
+  EXPECT_EQ(j.value("worker_restarts", 1u), 0u);
+  EXPECT_NE(o.err.find(bad_), std::string::npos) << "the skipped file is not logged: " << describe(o);
+
+  // Every other sample exactly once.
+  std::vector<std::uint64_t> delivered;
+  for (const DumpLine& d : read_dump(dump_path)) delivered.push_back(d.index);
+  std::sort(delivered.begin(), delivered.end());
+  EXPECT_EQ(std::adjacent_find(delivered.begin(), delivered.end()), delivered.end()) << "a sample came twice";
+  EXPECT_EQ(delivered.size(), kImages - 1);
+}
+
+TEST_F(BenchBadFileTest, FailNamesTheFile) {
+  const Outcome o = run_bench(dir_.path(), {"--data", root_, "--batch", "5", "--size", "32", "--on-error",
+                                            "fail", "--log-level", "warn"});
+  ASSERT_TRUE(o.exited) << describe(o);
+  EXPECT_EQ(o.code, 1) << describe(o);
+  EXPECT_EQ(o.err.rfind("forkfeed-bench: ", 0), 0u) << describe(o);
+  EXPECT_NE(o.err.find(bad_), std::string::npos) << describe(o);
+}
+
+TEST_F(BenchCliTest, SpawnedWorkersDeliverTheSameOrderAsForkedOnes) {
+  const std::string fork_path = dir_.path() + "/fork.tsv";
+  const std::string spawn_path = dir_.path() + "/spawn.tsv";
+  const Outcome f = run_bench(
+      dir_.path(), {"--data", root(), "--batch", "5", "--size", "32", "--json", "--dump-indices", fork_path});
+  ASSERT_TRUE(f.exited && f.code == 0) << describe(f);
+  const Outcome s = run_bench(dir_.path(), {"--data", root(), "--batch", "5", "--size", "32", "--json",
+                                            "--start-method", "spawn", "--dump-indices", spawn_path});
+  ASSERT_TRUE(s.exited && s.code == 0) << describe(s);
+  EXPECT_EQ(json_of(s).value("start_method", ""), "spawn") << describe(s);
+  EXPECT_EQ(json_of(f).value("start_method", ""), "fork") << describe(f);
+  EXPECT_EQ(read_file(spawn_path), read_file(fork_path));
+}
+
+// The child processes of `pid`, from every thread's /proc children list.
+std::vector<pid_t> children_of(pid_t pid) {
+  std::vector<pid_t> children;
+  std::error_code ec;
+  for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::istringstream in(read_file((task.path() / "children").string()));
+    for (pid_t child = 0; in >> child;) children.push_back(child);
+  }
+  return children;
+}
+
+// A worker killed from outside is replaced: the run still delivers every epoch exactly
+// once, and --json counts the restart.
+TEST_F(BenchCliTest, KilledWorkerIsReplacedAndCounted) {
+  const std::string dump_path = dir_.path() + "/dump.tsv";
+  constexpr std::uint64_t kEpochs = 150;  // about 2 s: ample time to kill the worker mid-run
+  const pid_t pid =
+      start_bench(dir_.path(), {"--data", root(), "--batch", "5", "--size", "32", "--workers", "1",
+                                "--epochs", std::to_string(kEpochs), "--json", "--dump-indices", dump_path});
+  ASSERT_GT(pid, 0);
+  std::vector<pid_t> workers;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (workers.empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    workers = children_of(pid);
+  }
+  // Let it deliver a few batches first, so the worker dies in the middle of its work.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(workers.size(), 1u) << "expected the one worker as forkfeed-bench's only child";
+  ASSERT_EQ(kill(workers.front(), SIGKILL), 0) << std::strerror(errno);
+  const Outcome o = wait_bench(pid, dir_.path());
+  ASSERT_TRUE(o.exited && o.code == 0) << describe(o);
+  const nlohmann::json j = json_of(o);
+  ASSERT_FALSE(j.is_discarded()) << describe(o);
+  ASSERT_EQ(j.value("epochs", 0u), kEpochs) << "the worker was killed after the run ended; " << describe(o);
+  EXPECT_EQ(j.value("worker_restarts", 0u), 1u) << describe(o);
+  EXPECT_EQ(j.value("images", 0u), kEpochs * kImages);
+
+  const auto orders = orders_by_epoch(read_dump(dump_path));
+  ASSERT_EQ(orders.size(), kEpochs);
+  for (const auto& [epoch, order] : orders) {
+    std::vector<std::uint64_t> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<std::uint64_t> all(kImages);
+    for (std::uint64_t i = 0; i < kImages; ++i) all[i] = i;
+    EXPECT_EQ(sorted, all) << "epoch " << epoch << " is not every sample exactly once";
+  }
 }
 
 }  // namespace

@@ -144,7 +144,8 @@ TEST(ImageDecoders, BadFilesAreErrorsNotCrashes) {
   cv::RNG rng(5);
   for (auto& b : noise) b = static_cast<std::byte>(rng.uniform(0, 256));
   EXPECT_EQ(decoders.decode(noise, kNoLimit, rgb).code(), Status::Code::kBadData);
-  noise[0] = std::byte{0xFF}, noise[1] = std::byte{0xD8}, noise[2] = std::byte{0xFF};  // JPEG magic, junk after
+  noise[0] = std::byte{0xFF}, noise[1] = std::byte{0xD8},
+  noise[2] = std::byte{0xFF};  // JPEG magic, junk after
   EXPECT_EQ(decoders.decode(noise, kNoLimit, rgb).code(), Status::Code::kBadData);
 
   // The decoder is still usable after errors.

@@ -142,7 +142,9 @@ TEST_F(LoaderTest, EvalPixelsMatchAnOpenCvReference) {
   for (std::size_t k = 0; k < b.size(); ++k) {
     const std::string path(loader->dataset().path(b.sample_indices()[k]));
     const cv::Mat expected = reference_eval(path, 32);
-    const cv::Mat got(32, 32, CV_8UC3, const_cast<std::uint8_t*>(static_cast<const std::uint8_t*>(b.data()) + k * 32 * 32 * 3));
+    const cv::Mat got(
+        32, 32, CV_8UC3,
+        const_cast<std::uint8_t*>(static_cast<const std::uint8_t*>(b.data()) + k * 32 * 32 * 3));
     cv::Mat diff;
     cv::absdiff(expected, got, diff);
     double worst = 0;
@@ -250,7 +252,8 @@ TEST_F(LoaderTest, StrangeFilesAreErrorsNamingThemNotHangsOrDeaths) {
     ++delivered;
   }
   ASSERT_EQ(errors.size(), 3u);
-  EXPECT_NE(errors[0].find("not a regular file: " + root + "/class_000/a_fifo.jpg"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[0].find("not a regular file: " + root + "/class_000/a_fifo.jpg"), std::string::npos)
+      << errors[0];
   EXPECT_NE(errors[1].find("b_strip.png"), std::string::npos) << errors[1];
   EXPECT_NE(errors[1].find("max_pixels"), std::string::npos) << errors[1];
   EXPECT_NE(errors[2].find("empty file"), std::string::npos) << errors[2];

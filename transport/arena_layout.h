@@ -57,8 +57,9 @@ struct WorkerChannel {
   SpscRing<Task, kRingCapacity> tasks;              // orchestrator -> worker
   SpscRing<Completion, kRingCapacity> completions;  // worker -> orchestrator
   alignas(64) std::atomic<std::uint32_t> task_bell{0};  // futex word: tasks pushed
-  // CLOCK_MONOTONIC nanoseconds of the worker's last sign of progress (a sample begun,
-  // a task completed). The orchestrator kills a worker stuck past task_timeout.
+  // CLOCK_MONOTONIC nanoseconds of the worker's last sign of progress (started, a sample
+  // begun, a task completed); 0 until it started. The orchestrator kills a started
+  // worker stuck past task_timeout.
   std::atomic<std::uint64_t> progress_ns{0};
   // The dataset index being decoded, or kNoSample: after a crash it names the culprit.
   std::atomic<std::uint64_t> current_sample{kNoSample};

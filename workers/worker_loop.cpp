@@ -41,6 +41,7 @@ class Worker {
 
   int run() {
     log_->debug("worker {} started, pid {}", who_.id, ::getpid());
+    channel_.progress_ns.store(monotonic_ns(), std::memory_order_relaxed);  // "up": task_timeout applies
     while (!stopping()) {
       const std::uint32_t bell = channel_.task_bell.load(std::memory_order_acquire);
       if (auto task = channel_.tasks.try_pop()) {

@@ -25,6 +25,7 @@ struct LoaderStats {
   std::uint64_t delivered_samples = 0;
   std::uint64_t skipped_samples = 0;
   std::uint64_t worker_restarts = 0;
+  StartMethod start_method = StartMethod::kFork;  // how the first workers started: kFork or kSpawn
   std::uint64_t arena_bytes = 0;  // the whole shared memory arena
   std::uint32_t slots = 0;
 };

@@ -24,9 +24,14 @@ enum class OnError { kFail, kSkip };
 
 // How workers start. fork: a copy of this process. spawn: a fresh forkfeed-worker
 // executable that attaches to the arena; safe even after RDMA or CUDA initialised.
+// auto: fork when ForkSafety finds the process clean, spawn when it finds a hazard.
 // Replacements for dead workers are always spawned: this process may have become
 // unsafe to fork since the loader started.
-enum class StartMethod { kFork, kSpawn };
+enum class StartMethod { kFork, kSpawn, kAuto };
+
+// What start_method=fork does when ForkSafety finds a hazard: log a warning once, refuse
+// to start, or say nothing.
+enum class ForkHazardPolicy { kWarn, kError, kIgnore };
 
 // uint8:   NHWC, RGB, 0..255.
 // float32: NCHW, RGB, (x / 255 - mean) / std.
@@ -59,7 +64,8 @@ struct LoaderOptions {
   bool drop_last = false;
 
   OnError on_error = OnError::kFail;
-  StartMethod start_method = StartMethod::kFork;
+  StartMethod start_method = StartMethod::kAuto;
+  ForkHazardPolicy fork_hazard = ForkHazardPolicy::kWarn;
   // Worker deaths the loader recovers from (replacing the worker, re-issuing its
   // batches); the next one fails the iterator.
   std::uint32_t max_worker_restarts = 8;
@@ -79,9 +85,11 @@ std::optional<TransformKind> parse_transform(std::string_view name);
 std::optional<DType> parse_dtype(std::string_view name);
 std::optional<OnError> parse_on_error(std::string_view name);
 std::optional<StartMethod> parse_start_method(std::string_view name);
+std::optional<ForkHazardPolicy> parse_fork_hazard(std::string_view name);
 std::string_view to_string(TransformKind kind);
 std::string_view to_string(DType dtype);
 std::string_view to_string(OnError on_error);
 std::string_view to_string(StartMethod method);
+std::string_view to_string(ForkHazardPolicy policy);
 
 }  // namespace forkfeed

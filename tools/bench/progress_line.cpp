@@ -48,6 +48,10 @@ ProgressLine::~ProgressLine() { finish(); }
 
 void ProgressLine::update(std::uint64_t epoch, std::uint64_t batch, std::uint64_t images) {
   if (!enabled_) return;
+  if (first_update_) {
+    done_before_ = epoch * batches_per_epoch_ + batch;
+    first_update_ = false;
+  }
   const auto now = Clock::now();
   if (shown_ && now - last_draw_ < kRedrawInterval) return;
   last_draw_ = now;
@@ -79,12 +83,14 @@ std::string ProgressLine::render(Clock::time_point now, std::uint64_t epoch, std
     recent = static_cast<double>(images - recent_.front().images) / seconds(now - recent_.front().time);
   }
 
-  // ETA from the fraction of batches done: it holds whatever the last batch's size.
+  // ETA from the batches this run did: it holds whatever the last batch's size, and a
+  // resumed run does not count the batches done before it.
   const std::uint64_t total = epochs_ * batches_per_epoch_;
   const std::uint64_t done = epoch * batches_per_epoch_ + batch + 1;
   std::string eta = "--:--";
-  if (total > 0 && done > 0 && done <= total) {
-    eta = format_duration(elapsed * static_cast<double>(total - done) / static_cast<double>(done));
+  if (done > done_before_ && done <= total) {
+    eta = format_duration(elapsed * static_cast<double>(total - done) /
+                          static_cast<double>(done - done_before_));
   }
 
   char buf[256];

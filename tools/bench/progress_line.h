@@ -22,7 +22,8 @@ class ProgressLine {
   ProgressLine& operator=(const ProgressLine&) = delete;
 
   // Call after each batch. `epoch` and `batch` count from 0 and name the batch just
-  // received; `images` is the total delivered since the run started.
+  // received; `images` is the total delivered since the run started. The first call
+  // tells how much of the schedule a resumed run found done.
   void update(std::uint64_t epoch, std::uint64_t batch, std::uint64_t images);
   // Erases the line so that whatever is printed next starts on a clean line.
   void finish();
@@ -44,6 +45,8 @@ class ProgressLine {
   const Clock::time_point start_;
   Clock::time_point last_draw_{};
   bool shown_ = false;
+  std::uint64_t done_before_ = 0;  // batches of the schedule done before the first update
+  bool first_update_ = true;
   std::deque<Point> recent_;  // one point per draw, over the last few seconds
 };
 

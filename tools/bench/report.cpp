@@ -49,23 +49,32 @@ void print_human(const RunReport& r, std::FILE* out) {
          format("%llu images, %zu classes (%s)", ull(r.dataset_size), r.classes, o.image_folder.c_str()));
   }
   if (o.world_size > 1) line(out, "rank", format("%u of %u", o.rank, o.world_size));
-  line(out, "workers", format("%u (prefetch %u)", o.workers, o.prefetch));
+  line(out, "workers",
+       format("%u (%s, prefetch %u)", o.workers, std::string(to_string(r.stats.start_method)).c_str(), o.prefetch));
+  line(out, "restarts", format("%llu (at most %u)", ull(r.stats.worker_restarts), o.max_worker_restarts));
   line(out, "batch", format("%u%s", o.batch_size, o.drop_last ? " (drop last)" : ""));
   line(out, "transform",
        format("%s %ux%u %s%s", std::string(to_string(o.transform)).c_str(), o.size, o.size,
               std::string(to_string(o.dtype)).c_str(), o.shuffle ? "" : ", no shuffle"));
   line(out, "images", format("%llu", ull(r.images)));
   line(out, "batches", format("%llu", ull(r.batches)));
-  line(out, "epochs",
-       format("%llu of %llu%s", ull(r.epochs), ull(r.epochs_requested),
-              r.interrupted ? " (interrupted)" : ""));
+  std::string notes;  // ", a, b" then shown as " (a, b)"
+  if (r.start_epoch > 0) notes += format(", from epoch %llu", ull(r.start_epoch));
+  if (r.stopped) notes += format(", stopped after %llu batches", ull(r.batches));
+  if (r.interrupted) notes += ", interrupted";
+  if (!notes.empty()) notes = " (" + notes.substr(2) + ")";
+  line(out, "epochs", format("%llu of %llu", ull(r.epochs), ull(r.epochs_requested)) + notes);
   line(out, "startup", format("%.3f s", r.startup_s));
   line(out, "wall time", format("%.3f s", r.wall_s));
   line(out, "images/s", format("%.1f", images_per_s(r)));
   line(out, "wait/batch",
        format("p50 %.3f ms, p99 %.3f ms", percentile(r.wait_ms, 50), percentile(r.wait_ms, 99)));
   line(out, "arena", format("%.1f MiB, %u slots", mib(r.stats.arena_bytes), r.stats.slots));
-  line(out, "skipped", format("%llu", ull(r.stats.skipped_samples)));
+  line(
+      out, "skipped",
+      format("%llu (on error %s)", ull(r.stats.skipped_samples), std::string(to_string(o.on_error)).c_str()));
+  if (!r.resumed_from.empty()) line(out, "resumed", "from " + r.resumed_from);
+  if (!r.saved_state.empty()) line(out, "state", "saved to " + r.saved_state);
   std::fflush(out);
 }
 
@@ -77,18 +86,27 @@ std::string json_line(const RunReport& r) {
   j["epochs"] = r.epochs;
   j["epochs_requested"] = r.epochs_requested;
   j["interrupted"] = r.interrupted;
+  j["stopped"] = r.stopped;
+  j["start_epoch"] = r.start_epoch;
+  j["resumed"] = !r.resumed_from.empty();
+  j["saved_state"] = r.saved_state.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.saved_state);
   j["startup_s"] = r.startup_s;
   j["wall_s"] = r.wall_s;
   j["images_per_s"] = images_per_s(r);
   j["wait_p50_ms"] = percentile(r.wait_ms, 50);
   j["wait_p99_ms"] = percentile(r.wait_ms, 99);
   j["skipped"] = r.stats.skipped_samples;
+  j["worker_restarts"] = r.stats.worker_restarts;
   j["arena_bytes"] = r.stats.arena_bytes;
   j["slots"] = r.stats.slots;
   j["dataset_size"] = r.dataset_size;
   j["classes"] = r.classes;
   j["workers"] = o.workers;
   j["prefetch"] = o.prefetch;
+  j["start_method"] = std::string(to_string(r.stats.start_method));  // what auto chose
+  j["on_error"] = std::string(to_string(o.on_error));
+  j["max_worker_restarts"] = o.max_worker_restarts;
+  j["task_timeout_ms"] = o.task_timeout_ms;
   j["batch_size"] = o.batch_size;
   j["size"] = o.size;
   j["transform"] = std::string(to_string(o.transform));

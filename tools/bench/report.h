@@ -19,15 +19,20 @@ struct RunReport {
   std::uint64_t dataset_size = 0;
   std::size_t classes = 0;  // 0 for a manifest
   LoaderStats stats;
+  std::string resumed_from;  // the --resume file; empty: started from the beginning
+  std::string saved_state;   // the --save-state file written; empty: none
 
-  // What was measured. `epochs` counts whole passes only.
+  // What was measured. `epochs` counts passes finished by this run; the first may have
+  // begun in the run that saved the --resume state.
+  std::uint64_t start_epoch = 0;  // the loader's epoch when it opened
   std::uint64_t images = 0;
   std::uint64_t batches = 0;
   std::uint64_t epochs = 0;
   double startup_s = 0;         // Loader::open: index, arena, workers
   double wall_s = 0;            // from the first next() to the end of the last batch
   std::vector<double> wait_ms;  // time spent in each next() that returned a batch
-  bool interrupted = false;
+  bool interrupted = false;     // by Ctrl-C
+  bool stopped = false;         // by --stop-after-batches
 };
 
 // Nearest-rank percentile, p in [0, 100]; 0 for no values.

@@ -1,0 +1,397 @@
+// Invariants 1, 5 and 7 under worker deaths: workers killed at random moments are
+// replaced and every epoch is still delivered exactly once, in order, with the same
+// pixels; a stopped worker is killed after task_timeout and replaced; past
+// max_worker_restarts the iterator fails by name after delivering what was done; and no
+// child process outlives the loader.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "forkfeed/loader.h"
+#include "tests/testing/processes.h"
+#include "tests/testing/temp_dataset.h"
+
+namespace forkfeed {
+namespace {
+
+using testing::Batches;
+using testing::BatchRecord;
+using namespace std::chrono_literals;
+
+constexpr std::uint32_t kImages = 40;
+constexpr std::uint64_t kBatches = 10;  // per epoch, with batch size 4
+
+class WorkerDeathTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new testing::TempDir();
+    root_ = testing::make_image_folder(dir_->path(), kImages, 2, 5, 40, 100);
+    references_ = new std::map<std::uint64_t, Batches>();
+  }
+  static void TearDownTestSuite() {
+    delete references_;
+    delete dir_;
+  }
+
+  void SetUp() override {
+    ASSERT_TRUE(testing::children_of(::getpid()).empty()) << "a child left by another test";
+  }
+  void TearDown() override {
+    EXPECT_TRUE(testing::children_of(::getpid()).empty()) << "a worker outlived its loader";
+  }
+
+  static LoaderOptions options(std::uint32_t workers) {
+    LoaderOptions o;
+    o.image_folder = root_;
+    o.workers = workers;
+    o.batch_size = 4;
+    o.size = 16;
+    o.seed = 23;
+    o.log_level = "off";  // deaths are expected here
+    return o;
+  }
+
+  // An undisturbed pass of `epoch`.
+  static const Batches& reference(std::uint64_t epoch) {
+    auto it = references_->find(epoch);
+    if (it != references_->end()) return it->second;
+    Batches run;
+    {
+      auto loader = Loader::open(options(2));
+      EXPECT_TRUE(loader.ok()) << loader.status().message();
+      if (loader.ok()) {
+        (*loader)->set_epoch(epoch);
+        run = testing::read_pass(**loader);
+      }
+    }
+    EXPECT_EQ(testing::exactly_once(testing::indices_of(run), kImages), "") << "reference epoch " << epoch;
+    return references_->emplace(epoch, std::move(run)).first->second;
+  }
+
+  // A running worker of this process that was not killed yet, chosen by `rng`; -1 if none.
+  static pid_t pick_worker(std::mt19937& rng, const std::set<pid_t>& killed) {
+    std::vector<pid_t> workers = testing::live_children();
+    std::erase_if(workers, [&](pid_t p) { return killed.count(p) > 0; });
+    if (workers.empty()) return -1;
+    return workers[rng() % workers.size()];
+  }
+
+  static testing::TempDir* dir_;
+  static std::string root_;
+  static std::map<std::uint64_t, Batches>* references_;
+};
+testing::TempDir* WorkerDeathTest::dir_ = nullptr;
+std::string WorkerDeathTest::root_;
+std::map<std::uint64_t, Batches>* WorkerDeathTest::references_ = nullptr;
+
+TEST_F(WorkerDeathTest, RandomSigkillsKeepEveryEpochExactlyOnceAndInOrder) {
+  testing::HangGuard guard(120, "WorkerDeathTest.RandomSigkills");
+  std::mt19937 rng(4242);
+  LoaderOptions o = options(3);
+  o.max_worker_restarts = 1000;
+  std::set<pid_t> killed;
+  {
+    auto opened = Loader::open(o);
+    ASSERT_TRUE(opened.ok()) << opened.status().message();
+    Loader& loader = **opened;
+    constexpr std::uint64_t kKillingEpochs = 4;
+    for (std::uint64_t epoch = 0; epoch <= kKillingEpochs; ++epoch) {  // the last one in peace
+      SCOPED_TRACE("epoch " + std::to_string(epoch) + ", " + std::to_string(killed.size()) + " kills so far");
+      Batches pass;
+      for (int calls = 0; calls < 100; ++calls) {
+        if (epoch < kKillingEpochs && rng() % 4 != 0) {
+          // A random moment: at once, or while the workers decode what next() issued.
+          if (rng() % 3 != 0) std::this_thread::sleep_for(std::chrono::microseconds(rng() % 3000));
+          const int victims = rng() % 5 == 0 ? 2 : 1;
+          for (int v = 0; v < victims; ++v) {
+            if (const pid_t pid = pick_worker(rng, killed); pid > 0) {
+              ASSERT_EQ(::kill(pid, SIGKILL), 0);
+              killed.insert(pid);
+            }
+          }
+        }
+        auto b = loader.next();
+        ASSERT_TRUE(b.ok()) << b.status().message();
+        if (!b->has_value()) break;
+        pass.emplace_back(**b);
+      }
+      EXPECT_EQ(testing::exactly_once(testing::indices_of(pass), kImages), "");
+      EXPECT_EQ(testing::first_difference(pass, reference(epoch)), "")
+          << "order or pixels changed by the deaths (replacements are spawned forkfeed-worker processes)";
+    }
+    EXPECT_GE(killed.size(), 25u) << "the test killed too few workers to mean much";
+    // A whole epoch without kills went by: every death was seen by then.
+    EXPECT_EQ(loader.stats().worker_restarts, killed.size());
+    EXPECT_EQ(testing::live_children().size(), 3u) << "three replacements run";
+    for (pid_t pid : killed) EXPECT_FALSE(testing::alive(pid)) << "killed worker " << pid;
+    const auto zombies = testing::children_of(::getpid());
+    EXPECT_EQ(zombies.size(), 3u) << "the dead were reaped";
+  }
+  EXPECT_TRUE(testing::children_of(::getpid()).empty()) << "no worker or zombie left after the loader";
+}
+
+// Deaths mixed with resets, set_epoch and load_state: after each, every batch is the one
+// the undisturbed pass has at that position (a re-issued task of a stale generation must
+// not come back as a batch of the new one).
+TEST_F(WorkerDeathTest, KillsMixedWithResetsAndResumes) {
+  testing::HangGuard guard(120, "WorkerDeathTest.KillsMixedWithResetsAndResumes");
+  std::mt19937 rng(777);
+  LoaderOptions o = options(3);
+  o.max_worker_restarts = 1000;
+  auto opened = Loader::open(o);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  Loader& loader = **opened;
+  std::uint64_t epoch = 0, position = 0;  // the model: where the loader stands
+  bool ended = false;                     // next() said the pass of epoch - 1 is over
+  struct Saved {
+    std::string state;
+    std::uint64_t epoch, position;
+  };
+  std::vector<Saved> saved;
+  std::set<pid_t> killed;
+  for (int round = 0; round < 60; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round) + ": epoch " + std::to_string(epoch) + " position " +
+                 std::to_string(position));
+    switch (rng() % 6) {
+      case 0:
+      case 1: {
+        auto b = loader.next();
+        ASSERT_TRUE(b.ok()) << b.status().message();
+        ASSERT_TRUE(b->has_value());
+        ASSERT_EQ(testing::first_difference({BatchRecord(**b)}, {reference(epoch)[position]}), "");
+        ended = false;
+        if (++position == kBatches) {
+          auto end = loader.next();
+          ASSERT_TRUE(end.ok() && !end->has_value()) << "no end after the last batch";
+          ++epoch;
+          position = 0;
+          ended = true;
+        }
+        break;
+      }
+      case 2:
+        if (const pid_t pid = pick_worker(rng, killed); pid > 0) {
+          ASSERT_EQ(::kill(pid, SIGKILL), 0);
+          killed.insert(pid);
+        }
+        break;
+      case 3:
+        if (!ended) {
+          loader.reset();
+          position = 0;
+        }
+        break;
+      case 4: {
+        const std::uint64_t e = rng() % 3;
+        loader.set_epoch(e);
+        epoch = e;
+        position = 0;
+        ended = false;
+        break;
+      }
+      case 5:
+        if (saved.empty() || rng() % 2 == 0) {
+          saved.push_back({loader.state(), epoch, position});
+        } else {
+          const Saved& s = saved[rng() % saved.size()];
+          const Status status = loader.load_state(s.state);
+          ASSERT_TRUE(status.ok()) << status.message();
+          epoch = s.epoch;
+          position = s.position;
+          ended = false;
+        }
+        break;
+    }
+  }
+  EXPECT_GE(killed.size(), 5u);
+}
+
+// Any way of being killed is a death: other signals than SIGKILL too, but not SIGINT,
+// which workers ignore (Ctrl-C reaches the whole process group; the loader decides).
+// Not SIGSEGV, SIGBUS, SIGFPE, SIGILL or SIGABRT: those count as a crash on the file
+// being decoded, which is then reported as bad instead of decoded again.
+TEST_F(WorkerDeathTest, OtherSignalsAreDeathsTooButSigintIsIgnored) {
+  testing::HangGuard guard(60, "WorkerDeathTest.OtherSignals");
+  std::mt19937 rng(99);
+  auto opened = Loader::open(options(3));
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  Loader& loader = **opened;
+  Batches run = testing::read_batches(loader, 1);  // the workers are in their task loops
+  for (pid_t pid : testing::live_children()) ::kill(pid, SIGINT);
+  const int signals[] = {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
+  std::set<pid_t> killed;
+  for (int sig : signals) {
+    // Once every worker was killed, the replacements come when next() sees the deaths.
+    pid_t pid = -1;
+    for (int tries = 0; tries < 10 && (pid = pick_worker(rng, killed)) < 0; ++tries) {
+      const Batches one = testing::read_batches(loader, 1);
+      run.insert(run.end(), one.begin(), one.end());
+    }
+    ASSERT_GT(pid, 0) << "no worker to signal";
+    ASSERT_EQ(::kill(pid, sig), 0);
+    killed.insert(pid);
+    const Batches one = testing::read_batches(loader, 1);
+    run.insert(run.end(), one.begin(), one.end());
+  }
+  const Batches rest = testing::read_batches(loader, 2 * kBatches - run.size());
+  run.insert(run.end(), rest.begin(), rest.end());
+  Batches expected = reference(0);
+  expected.insert(expected.end(), reference(1).begin(), reference(1).end());
+  EXPECT_EQ(testing::first_difference(run, expected), "");
+  EXPECT_EQ(loader.stats().worker_restarts, 4u) << "4 signal deaths, SIGINT none";
+}
+
+// A SIGSTOPped worker makes no progress: after task_timeout_ms it is killed, replaced,
+// and its batches go to the others; the epoch completes exactly once.
+TEST_F(WorkerDeathTest, AStoppedWorkerIsKilledAfterTaskTimeoutAndReplaced) {
+  testing::HangGuard guard(60, "WorkerDeathTest.StoppedWorker");
+  std::mt19937 rng(17);
+  LoaderOptions o = options(3);
+  o.task_timeout_ms = 300;
+  auto opened = Loader::open(o);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  Loader& loader = **opened;
+  Batches pass = testing::read_batches(loader, 1);
+  const pid_t stopped = pick_worker(rng, {});
+  ASSERT_GT(stopped, 0);
+  ASSERT_EQ(::kill(stopped, SIGSTOP), 0);
+  ASSERT_TRUE(testing::eventually([&] { return testing::process_state(stopped) == 'T'; }, 2s));
+  const auto start = std::chrono::steady_clock::now();
+  const Batches rest = testing::read_pass(loader);
+  pass.insert(pass.end(), rest.begin(), rest.end());
+  EXPECT_EQ(testing::first_difference(pass, reference(0)), "");
+  // The stopped worker may have had nothing to do in epoch 0; it has in a later one.
+  for (std::uint64_t epoch = 1; epoch < 4 && loader.stats().worker_restarts == 0; ++epoch) {
+    EXPECT_EQ(testing::first_difference(testing::read_pass(loader), reference(epoch)), "")
+        << "epoch " << epoch;
+  }
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(loader.stats().worker_restarts, 1u);
+  EXPECT_LT(took, 10s) << "recovering from a stopped worker took too long";
+  EXPECT_TRUE(testing::eventually([&] { return testing::process_state(stopped) == 0; }, 2s))
+      << "the stopped worker was killed and reaped (state now '" << testing::process_state(stopped) << "')";
+  EXPECT_EQ(testing::live_children().size(), 3u);
+}
+
+// task_timeout measures a worker busy on one sample, not a consumer that is slow: workers
+// that sat idle while the trainer was busy are not killed when they are given work again.
+TEST_F(WorkerDeathTest, ASlowConsumerIsNotAStuckWorker) {
+  testing::HangGuard guard(60, "WorkerDeathTest.SlowConsumer");
+  for (std::uint32_t workers : {1u, 3u}) {
+    SCOPED_TRACE(std::to_string(workers) + " workers");
+    LoaderOptions o = options(workers);
+    o.task_timeout_ms = 100;
+    auto opened = Loader::open(o);
+    ASSERT_TRUE(opened.ok()) << opened.status().message();
+    Loader& loader = **opened;
+    Batches pass;
+    for (int calls = 0; calls < 20; ++calls) {
+      auto b = loader.next();
+      ASSERT_TRUE(b.ok()) << b.status().message();
+      if (!b->has_value()) break;
+      pass.emplace_back(**b);
+      b->reset();  // the slot is free again while the trainer "trains"
+      if (pass.size() <= 6) std::this_thread::sleep_for(160ms);
+    }
+    EXPECT_EQ(testing::first_difference(pass, reference(0)), "");
+    EXPECT_EQ(loader.stats().worker_restarts, 0u) << "a healthy worker was killed as stuck";
+  }
+}
+
+// A replacement is a freshly spawned forkfeed-worker, which needs a while to start (exec,
+// dynamic loading of OpenCV, attaching the arena: 0.1-0.2 s on an idle machine, more on
+// a busy node or a slow file system) before it can touch its first task. Its start-up is
+// not a stuck task. Here replacements take 0.5 s to start, and task_timeout is 0.3 s:
+// the one death the test causes must be the only one.
+TEST_F(WorkerDeathTest, TaskTimeoutDoesNotCountAReplacementsStartUp) {
+  testing::HangGuard guard(60, "WorkerDeathTest.ReplacementStartUp");
+  testing::TempDir bin;
+  const std::string slow_worker = bin.path() + "/slow-forkfeed-worker";
+  {
+    std::ofstream script(slow_worker);
+    script << "#!/bin/sh\nsleep 0.5\nexec '" << FORKFEED_BIN_DIR << "/forkfeed-worker' \"$@\"\n";
+  }
+  ASSERT_EQ(::chmod(slow_worker.c_str(), 0755), 0);
+  ASSERT_EQ(::setenv("FORKFEED_WORKER", slow_worker.c_str(), 1), 0);
+  struct Unset {
+    ~Unset() { ::unsetenv("FORKFEED_WORKER"); }
+  } unset;
+
+  std::mt19937 rng(8);
+  LoaderOptions o = options(2);
+  o.task_timeout_ms = 300;
+  auto opened = Loader::open(o);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  Loader& loader = **opened;
+  Batches run = testing::read_batches(loader, 1);
+  const pid_t victim = pick_worker(rng, {});
+  ASSERT_GT(victim, 0);
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  const Batches rest = testing::read_batches(loader, 2 * kBatches - 1);
+  run.insert(run.end(), rest.begin(), rest.end());
+  Batches expected = reference(0);
+  expected.insert(expected.end(), reference(1).begin(), reference(1).end());
+  EXPECT_EQ(testing::first_difference(run, expected), "");
+  EXPECT_EQ(loader.stats().worker_restarts, 1u) << "replacements were killed as stuck while starting";
+}
+
+// Past max_worker_restarts: the batches completed before are delivered, in order, then
+// next() fails with kWorkerDied naming the option, and keeps failing; nothing hangs.
+TEST_F(WorkerDeathTest, PastMaxWorkerRestartsNextFailsAfterDeliveringWhatWasDone) {
+  testing::HangGuard guard(60, "WorkerDeathTest.PastMaxWorkerRestarts");
+  std::mt19937 rng(5);
+  LoaderOptions o = options(3);
+  o.max_worker_restarts = 1;
+  {
+    auto opened = Loader::open(o);
+    ASSERT_TRUE(opened.ok()) << opened.status().message();
+    Loader& loader = **opened;
+    std::set<pid_t> killed;
+    Batches run = testing::read_batches(loader, 1);
+    Status failure;
+    for (int calls = 0; calls < 100 && failure.ok(); ++calls) {
+      if (killed.size() < 2 && calls % 2 == 0) {
+        const pid_t pid = pick_worker(rng, killed);
+        ASSERT_GT(pid, 0);
+        ASSERT_EQ(::kill(pid, SIGKILL), 0);
+        killed.insert(pid);
+      }
+      auto b = loader.next();
+      if (!b.ok()) {
+        failure = b.status();
+      } else if (b->has_value()) {
+        run.emplace_back(**b);
+      }
+    }
+    ASSERT_FALSE(failure.ok()) << "no error after 2 deaths with max_worker_restarts 1; delivered "
+                               << run.size();
+    EXPECT_EQ(failure.code(), Status::Code::kWorkerDied) << failure.message();
+    EXPECT_NE(failure.message().find("max_worker_restarts"), std::string::npos) << failure.message();
+    // What was delivered is the start of the undisturbed run, with no gap or repeat.
+    Batches expected;
+    for (std::uint64_t e = 0; expected.size() < run.size(); ++e) {
+      expected.insert(expected.end(), reference(e).begin(), reference(e).end());
+    }
+    expected.erase(expected.begin() + static_cast<std::ptrdiff_t>(run.size()), expected.end());
+    EXPECT_EQ(testing::first_difference(run, expected), "");
+    for (int i = 0; i < 3; ++i) {
+      auto again = loader.next();
+      ASSERT_FALSE(again.ok()) << "the error must stay";
+      EXPECT_EQ(again.status().code(), Status::Code::kWorkerDied);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace forkfeed

@@ -1,0 +1,139 @@
+// forkfeed-bench's flags, declared with CLI11; the help text is the tool's manual.
+#include "tools/bench/flags.h"
+
+#include <cstdio>
+
+#include <CLI/CLI.hpp>
+
+namespace forkfeed::bench {
+
+std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
+  CLI::App app(
+      "Measures the throughput of a forkfeed Loader on an image dataset.\n\n"
+      "Runs E passes (epochs) over an ImageFolder tree or a manifest with N decode workers,\n"
+      "reads every batch in place, and reports images/s, the time spent waiting for each\n"
+      "batch (p50/p99), the shared memory arena, skipped samples and worker restarts. A\n"
+      "live progress line is drawn when stdout is a terminal. --dump-indices writes the\n"
+      "delivered order, one sample per line, so exactly-once can be checked from outside.\n"
+      "--save-state and --resume checkpoint a run and continue it, with any worker count,\n"
+      "so that both runs together deliver exactly the batches of one uninterrupted run.\n"
+      "Ctrl-C stops after the current batch and prints the summary so far.\n",
+      "forkfeed-bench");
+  app.option_defaults()->always_capture_default();
+  app.get_formatter()->column_width(30);
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return "forkfeed-bench: " + std::string(e.what()) + " (see --help)\n";
+  });
+  app.footer(
+      "Examples:\n"
+      "  forkfeed-mkdata --out /tmp/imgs --images 2000 --classes 10 --seed 1\n"
+      "  forkfeed-bench --data /tmp/imgs --workers 8 --batch 128 --epochs 2\n"
+      "  forkfeed-bench --manifest train.tsv --transform eval --dtype float32 --json\n"
+      "  forkfeed-bench --data /tmp/imgs --no-shuffle --dump-indices order.tsv\n"
+      "  forkfeed-bench --data /tmp/imgs --epochs 2 --stop-after-batches 5 --save-state s.json\n"
+      "  forkfeed-bench --data /tmp/imgs --epochs 2 --resume s.json --workers 4\n\n"
+      "The dump has one line per delivered sample: epoch<TAB>batch<TAB>sample_index<TAB>label.\n"
+      "Exit status: 0 done (or stopped by --stop-after-batches), 1 bad data, bad state or\n"
+      "loader error, 130 interrupted, other: bad arguments.");
+
+  // Counts are unsigned; without this, "-5" would wrap around silently for 64-bit ones.
+  const CLI::Validator not_negative(
+      [](std::string& v) { return v.starts_with('-') ? "must not be negative: " + v : std::string(); }, "",
+      "NOT_NEGATIVE");
+  LoaderOptions& o = flags.options;
+  std::string transform = "train";
+  std::string dtype = "uint8";
+  std::string on_error = "fail";
+  std::string start_method = "auto";
+  std::string fork_hazard = "warn";
+  bool no_shuffle = false;
+  auto* data =
+      app.add_option("--data", o.image_folder, "ImageFolder root: one subfolder per class")->type_name("DIR");
+  auto* manifest = app.add_option("--manifest", o.manifest, "Text file of 'relative/path<TAB>label' lines")
+                       ->type_name("FILE");
+  data->excludes(manifest);
+  app.add_option("--workers", o.workers, "Decode worker processes")->type_name("N")->check(not_negative);
+  app.add_option("--batch", o.batch_size, "Samples per batch")->type_name("B")->check(not_negative);
+  app.add_option("--epochs", flags.epochs, "Epochs in the whole schedule, a resumed run included")
+      ->type_name("E")
+      ->check(not_negative)
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000'000}));
+  app.add_option("--transform", transform, "train: random resized crop + flip; eval: resize + center crop")
+      ->check(CLI::IsMember({"train", "eval"}));
+  app.add_option("--size", o.size, "Output height and width in pixels")->type_name("S")->check(not_negative);
+  app.add_option("--dtype", dtype, "uint8 NHWC, or float32 NCHW normalised")
+      ->check(CLI::IsMember({"uint8", "float32"}));
+  app.add_option("--seed", o.seed, "Seed of the shuffle and of the random crops")
+      ->type_name("X")
+      ->check(not_negative);
+  app.add_option("--rank", o.rank, "This process's rank")->type_name("R")->check(not_negative);
+  app.add_option("--world-size", o.world_size, "Number of ranks sharing the dataset")
+      ->type_name("W")
+      ->check(not_negative);
+  app.add_option("--prefetch", o.prefetch, "Batches in flight per worker")
+      ->type_name("P")
+      ->check(not_negative);
+  app.add_flag("--drop-last", o.drop_last, "Drop the last partial batch and the rank remainder");
+  app.add_flag("--no-shuffle", no_shuffle, "Deliver samples in index order");
+  app.add_option("--on-error", on_error, "A file that cannot be decoded: fail the run, or skip the sample")
+      ->check(CLI::IsMember({"fail", "skip"}));
+  app.add_option("--start-method", start_method,
+                 "fork: copy this process; spawn: exec forkfeed-worker; auto: fork unless a fork hazard "
+                 "(RDMA, CUDA, threads) is found (dead workers are always respawned)")
+      ->check(CLI::IsMember({"fork", "spawn", "auto"}));
+  app.add_option("--fork-hazard", fork_hazard, "With --start-method fork and a hazard: warn, error or ignore")
+      ->check(CLI::IsMember({"warn", "error", "ignore"}));
+  app.add_flag("--fork-report", flags.fork_report,
+               "Print what makes forking this process unsafe (RDMA, CUDA, threads) and exit");
+  app.add_option("--max-worker-restarts", o.max_worker_restarts, "Worker deaths survived before failing")
+      ->type_name("N")
+      ->check(not_negative);
+  app.add_option("--task-timeout", o.task_timeout_ms, "Kill a worker busy on one sample this long; 0: never")
+      ->type_name("MS")
+      ->check(not_negative);
+  app.add_option("--resume", flags.resume_path, "Continue from a state saved by --save-state")
+      ->type_name("FILE");
+  app.add_option("--save-state", flags.save_state_path,
+                 "Write the loader's state to FILE (through FILE.tmp) when the run ends")
+      ->type_name("FILE");
+  app.add_option("--stop-after-batches", flags.stop_after_batches,
+                 "End the run once it delivered K batches, across epochs (default: run the schedule)")
+      ->type_name("K")
+      ->default_str("")  // 0 means "no limit", which is no value to show
+      ->check(not_negative)
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000'000'000}).description(""));
+  app.add_option("--log-level", o.log_level, "Log level (default: $FORKFEED_LOG_LEVEL, else info)")
+      ->type_name("LEVEL")
+      ->check(
+          CLI::IsMember({"trace", "debug", "info", "warn", "warning", "err", "error", "critical", "off"}));
+  app.add_flag("--json", flags.json, "Print only one JSON object on stdout");
+  app.add_option("--dump-indices", flags.dump_path, "Write the delivered order to FILE")->type_name("FILE");
+
+  try {
+    app.parse(argc, argv);
+    if (data->count() + manifest->count() == 0 && !flags.fork_report) throw CLI::RequiredError("--data DIR or --manifest FILE");
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  // The IsMember checks above admit only names these parsers know.
+  const std::optional<TransformKind> kind = parse_transform(transform);
+  const std::optional<DType> type = parse_dtype(dtype);
+  const std::optional<OnError> error_policy = parse_on_error(on_error);
+  const std::optional<StartMethod> method = parse_start_method(start_method);
+  const std::optional<ForkHazardPolicy> hazard_policy = parse_fork_hazard(fork_hazard);
+  if (!kind || !type || !error_policy || !method || !hazard_policy) {
+    std::fprintf(stderr,
+                 "forkfeed-bench: unknown --transform %s, --dtype %s, --on-error %s or --start-method %s\n",
+                 transform.c_str(), dtype.c_str(), on_error.c_str(), start_method.c_str());
+    return static_cast<int>(CLI::ExitCodes::ValidationError);
+  }
+  o.transform = *kind;
+  o.dtype = *type;
+  o.on_error = *error_policy;
+  o.start_method = *method;
+  o.fork_hazard = *hazard_policy;
+  o.shuffle = !no_shuffle;
+  return std::nullopt;
+}
+
+}  // namespace forkfeed::bench

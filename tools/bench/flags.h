@@ -1,0 +1,28 @@
+// BenchFlags: forkfeed-bench's command line, parsed into loader options and run settings.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "forkfeed/options.h"
+
+namespace forkfeed::bench {
+
+struct BenchFlags {
+  LoaderOptions options;
+  // The whole schedule: passes run while the loader's epoch is below it, so a resumed
+  // run finishes the epochs the interrupted one would have.
+  std::uint64_t epochs = 1;
+  bool json = false;
+  bool fork_report = false;              // print ForkSafety's report and exit
+  std::string dump_path;                 // empty: no --dump-indices
+  std::string resume_path;               // empty: start from the beginning
+  std::string save_state_path;           // empty: save no state
+  std::uint64_t stop_after_batches = 0;  // 0: run the whole schedule
+};
+
+// Fills `flags`; returns the exit code when the program should end now (--help, bad flags).
+std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags);
+
+}  // namespace forkfeed::bench
