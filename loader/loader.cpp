@@ -25,6 +25,7 @@
 #include "loader/worker_pool.h"
 #include "transport/futex.h"
 #include "transport/monotonic_clock.h"
+#include "transport/pinned_memory.h"
 #include "workers/transform.h"
 
 namespace forkfeed {
@@ -76,6 +77,13 @@ class Loader::Impl {
     if (!start->warning.empty()) log_->warn("{}", start->warning);
     workers_ = std::make_unique<WorkerPool>(arena_, std::move(start->launcher), make_spawn_launcher(), log_->level());
     if (Status s = workers_->start(); !s.ok()) return s;
+    // After the workers started, before any batch is issued: they were forked from a
+    // process without a context of ours (forking after CUDA init is a hazard), and no
+    // worker writes a slot yet.
+    if (options_.pin_memory_device >= 0) {
+      pinned_.emplace(PinnedRegistration::pin(arena_->slot_region(), options_.pin_memory_device));
+      log_->info("{}", pinned_->summary());
+    }
     log_->info("started {} workers by {} ({}); {} samples, {} batches of {} per epoch; arena {:.1f} MiB in {} slots",
                options_.workers, to_string(workers_->start_method()), start->why, sampler_.samples_per_epoch(),
                sampler_.batches_per_epoch(), options_.batch_size, arena_->size() / 1048576.0, slots);
@@ -168,6 +176,7 @@ class Loader::Impl {
     s.arena_bytes = arena_->size();
     s.slots = slot_count(options_);
     s.start_method = workers_->start_method();
+    s.pinned = pinned_ && pinned_->pinned();
     return s;
   }
 
@@ -360,6 +369,7 @@ class Loader::Impl {
   OrderKey key_;
   std::shared_ptr<spdlog::logger> log_;
   std::shared_ptr<Arena> arena_;
+  std::optional<PinnedRegistration> pinned_;  // after arena_: unpinned before it may unmap
   std::shared_ptr<SlotPool> slots_;
   std::unique_ptr<WorkerPool> workers_;
   struct Issued {

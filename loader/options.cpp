@@ -38,6 +38,10 @@ Status validate(const LoaderOptions& o) {
     if (!(s > 0.0f)) return bad("every normalisation std must be > 0");
   }
   if (o.max_pixels == 0) return bad("max_pixels must be at least 1");
+  if (o.pin_memory_device < -1) {
+    return bad("pin_memory_device must be a CUDA device ordinal, or -1 for off; got " +
+               std::to_string(o.pin_memory_device));
+  }
   // Invariant 6: the arena is slots x batch bytes, all of it backed by memory.
   const std::uint64_t arena = arena_batch_bytes(o);
   const std::uint64_t ram = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGE_SIZE);

@@ -40,6 +40,8 @@ TEST_F(ArenaTest, SlotsAreDisjointAndInsideTheMapping) {
     const SlotView v = a.slot(s);
     EXPECT_EQ(reinterpret_cast<std::uintptr_t>(v.header) % 4096, 0u) << "slots are page aligned";
     EXPECT_LT(reinterpret_cast<const std::byte*>(v.labels + 7), v.pixels);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(v.sample_indices) % alignof(std::uint64_t), 0u);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(v.labels) % alignof(std::int64_t), 0u);
     if (s + 1 < 5) {
       EXPECT_LE(v.pixels + 7 * 32 * 32 * 3, reinterpret_cast<std::byte*>(a.slot(s + 1).header));
     }

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <new>
@@ -128,6 +129,11 @@ SlotView Arena::slot(std::uint32_t i) const {
   auto* indices = reinterpret_cast<std::uint64_t*>(base + sizeof(SlotHeader));
   auto* labels = reinterpret_cast<std::int64_t*>(indices + g.batch_size);
   return SlotView{header, indices, labels, base + g.pixels_offset};
+}
+
+std::span<std::byte> Arena::slot_region() const {
+  const std::size_t offset = std::min<std::size_t>(control_->slots.slots_offset, mapping_.size());
+  return {mapping_.data() + offset, mapping_.size() - offset};
 }
 
 }  // namespace forkfeed

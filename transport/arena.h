@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "forkfeed/dataset.h"
 #include "forkfeed/status.h"
@@ -42,6 +43,8 @@ class Arena {
   WorkerChannel& channel(std::uint32_t worker) const { return control_->channels[worker]; }
   const SharedIndex& index() const { return *control_->index; }
   SlotView slot(std::uint32_t i) const;
+  // Every batch slot: from the first to the end of the mapping, page aligned at both ends.
+  std::span<std::byte> slot_region() const;
 
   int fd() const { return fd_.get(); }
   std::size_t size() const { return mapping_.size(); }

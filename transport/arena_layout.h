@@ -89,7 +89,7 @@ struct SlotGeometry {
 // The head of each slot; sample indices, labels and pixels follow (see Arena::slot).
 // With OnError::kSkip a worker compacts the batch: samples [0, count) were decoded,
 // the indices of the skipped ones follow them, up to `requested`.
-struct SlotHeader {
+struct alignas(64) SlotHeader {  // aligned: the uint64 indices follow it directly
   std::uint32_t requested;      // samples the task asked for (orchestrator)
   std::uint32_t count;          // samples written (worker)
   std::uint32_t failed_sample;  // with kFailed: position in the batch of the bad sample

@@ -28,6 +28,7 @@ struct LoaderStats {
   StartMethod start_method = StartMethod::kFork;  // how the first workers started: kFork or kSpawn
   std::uint64_t arena_bytes = 0;  // the whole shared memory arena
   std::uint32_t slots = 0;
+  bool pinned = false;  // the batch slots are page-locked for pin_memory_device
 };
 
 class Loader {

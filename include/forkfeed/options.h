@@ -72,6 +72,11 @@ struct LoaderOptions {
   // A worker busy on one sample longer than this is killed and replaced; 0: never.
   std::uint32_t task_timeout_ms = 0;
 
+  // The CUDA device the batch slots are page-locked for (cudaHostRegister), so batches
+  // copy to it asynchronously; -1: off. Without CUDA or that device they stay ordinary
+  // memory, with one log line saying why; LoaderStats::pinned tells which.
+  std::int32_t pin_memory_device = -1;
+
   // Images with more pixels than this are refused as bad data.
   std::uint64_t max_pixels = 89'478'485;  // PIL's decompression-bomb limit
   // spdlog level name ("trace" .. "off"); empty: $FORKFEED_LOG_LEVEL, else "info".

@@ -2,6 +2,7 @@
 #include "tools/bench/flags.h"
 
 #include <cstdio>
+#include <limits>
 
 #include <CLI/CLI.hpp>
 
@@ -91,6 +92,11 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
   app.add_option("--task-timeout", o.task_timeout_ms, "Kill a worker busy on one sample this long; 0: never")
       ->type_name("MS")
       ->check(not_negative);
+  app.add_option("--pin-memory-device", o.pin_memory_device,
+                 "Page-lock the batch slots for this CUDA device (falls back to ordinary memory "
+                 "without CUDA); -1: off")
+      ->type_name("N")
+      ->check(CLI::Range(-1, std::numeric_limits<std::int32_t>::max()));
   app.add_option("--resume", flags.resume_path, "Continue from a state saved by --save-state")
       ->type_name("FILE");
   app.add_option("--save-state", flags.save_state_path,

@@ -70,6 +70,14 @@ void print_human(const RunReport& r, std::FILE* out) {
   line(out, "wait/batch",
        format("p50 %.3f ms, p99 %.3f ms", percentile(r.wait_ms, 50), percentile(r.wait_ms, 99)));
   line(out, "arena", format("%.1f MiB, %u slots", mib(r.stats.arena_bytes), r.stats.slots));
+  if (r.stats.pinned) {
+    line(out, "pinned", format("yes, for CUDA device %d", o.pin_memory_device));
+  } else {
+    line(out, "pinned",
+         o.pin_memory_device < 0
+             ? std::string("no")
+             : format("no, ordinary memory (CUDA device %d: the log says why)", o.pin_memory_device));
+  }
   line(
       out, "skipped",
       format("%llu (on error %s)", ull(r.stats.skipped_samples), std::string(to_string(o.on_error)).c_str()));
@@ -99,6 +107,8 @@ std::string json_line(const RunReport& r) {
   j["worker_restarts"] = r.stats.worker_restarts;
   j["arena_bytes"] = r.stats.arena_bytes;
   j["slots"] = r.stats.slots;
+  j["pinned"] = r.stats.pinned;
+  j["pin_memory_device"] = o.pin_memory_device;
   j["dataset_size"] = r.dataset_size;
   j["classes"] = r.classes;
   j["workers"] = o.workers;

@@ -1,0 +1,62 @@
+// PinnedRegistration: page-locks a region of host memory for one CUDA device, so that
+// batches can be copied to it asynchronously. CUDA is loaded at run time; without it the
+// memory stays ordinary and the registration says why.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace forkfeed {
+
+struct CudaRuntime;  // the entry points of a loaded libcudart; see pinned_memory.cpp
+
+// Where CUDA is looked for.
+struct CudaLibraries {
+  std::vector<std::string> runtimes;  // libcudart names or paths, tried in order
+  std::string driver;                 // libcuda, consulted only if already loaded
+
+  // $FORKFEED_CUDART if set, else the usual libcudart sonames; the driver libcuda.so.1.
+  static CudaLibraries from_environment();
+};
+
+class PinnedRegistration {
+ public:
+  // Registers |region| (cudaHostRegister) for |device|. Never fails: without a CUDA
+  // runtime, without that device or on any CUDA error the result is not pinned() and
+  // summary() says why. Device discipline: |device| is made current before the
+  // registration (and before the unregistration), device 0 is never touched unless it
+  // is |device|, and the caller's previous device is made current again afterwards only
+  // if it has a primary context (on CUDA >= 12 selecting a device creates one).
+  // REQUIRES: device >= 0; |region| outlives the result.
+  static PinnedRegistration pin(std::span<std::byte> region, int device,
+                                const CudaLibraries& libraries = CudaLibraries::from_environment());
+
+  PinnedRegistration(PinnedRegistration&& other) noexcept;
+  PinnedRegistration& operator=(PinnedRegistration&& other) noexcept;
+  PinnedRegistration(const PinnedRegistration&) = delete;
+  PinnedRegistration& operator=(const PinnedRegistration&) = delete;
+  // Unregisters on the calling thread, with the same device discipline; a failure is
+  // logged (to the "forkfeed" logger), since a destructor cannot report it.
+  ~PinnedRegistration();
+
+  // True iff the region is page-locked now.
+  bool pinned() const { return runtime_ != nullptr; }
+  int device() const { return device_; }
+  // One line for the log: what was pinned, or why the memory stays ordinary.
+  const std::string& summary() const { return summary_; }
+
+ private:
+  PinnedRegistration(std::unique_ptr<const CudaRuntime> runtime, std::span<std::byte> region, int device,
+                     std::string summary);
+  void release();
+
+  std::unique_ptr<const CudaRuntime> runtime_;  // null: not pinned
+  std::span<std::byte> region_;
+  int device_ = -1;
+  std::string summary_;
+};
+
+}  // namespace forkfeed
