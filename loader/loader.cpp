@@ -32,6 +32,9 @@ namespace forkfeed {
 namespace {
 
 constexpr auto kEventWait = std::chrono::milliseconds(100);
+// How long a worker with work may take to start (exec, attach) before task_timeout
+// calls it stuck.
+constexpr std::uint64_t kStartupAllowanceNs = 5'000'000'000;
 
 TransformSpec transform_spec(const LoaderOptions& o) {
   TransformSpec t{};
@@ -263,14 +266,14 @@ class Loader::Impl {
     const std::uint64_t now = monotonic_ns(), limit = std::uint64_t{options_.task_timeout_ms} * 1'000'000;
     for (std::uint32_t w = 0; w < outstanding_.size(); ++w) {
       if (outstanding_[w].empty() || killed_[w]) continue;
-      // Start-up (exec, attach) is not work; and its oldest task cannot have started
-      // before it was submitted.
+      // Its oldest task cannot have started before it was submitted. A worker that has
+      // not started yet (exec, attach) gets a start-up allowance instead, but not forever.
       const std::uint64_t last = arena_->channel(w).progress_ns.load();
-      if (last == 0) continue;
       const std::uint64_t progress = std::max(outstanding_[w].front().submitted_ns, last);
-      if (now - std::min(progress, now) > limit) {
-        log_->warn("worker {} (pid {}) made no progress for over {} ms (task_timeout); killing it", w,
-                   workers_->pid(w), options_.task_timeout_ms);
+      const std::uint64_t allowed = last == 0 ? std::max(limit, kStartupAllowanceNs) : limit;
+      if (now - std::min(progress, now) > allowed) {
+        log_->warn("worker {} (pid {}) {} for over {} ms (task_timeout); killing it", w, workers_->pid(w),
+                   last == 0 ? "did not start" : "made no progress", allowed / 1'000'000);
         workers_->kill(w);
         killed_[w] = true;
       }
