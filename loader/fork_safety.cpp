@@ -66,7 +66,15 @@ ForkReport assess_fork_safety(const ProcessView& view) {
   return r;
 }
 
-ForkReport ForkSafety::assess() { return assess_fork_safety(ProcessView{}); }
+ForkReport ForkSafety::assess() {
+  ProcessView view;
+  // Where RDMA device files live can be pointed elsewhere (containers that mount them
+  // elsewhere; tests that open stand-in files a loader must notice).
+  if (const char* dir = std::getenv("FORKFEED_RDMA_DEVICE_DIR"); dir != nullptr && *dir != '\0') {
+    view.device_dir = dir;
+  }
+  return assess_fork_safety(view);
+}
 
 namespace rdma {
 void mark_initialized() { rdma_mark.store(true, std::memory_order_relaxed); }
