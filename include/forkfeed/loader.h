@@ -47,8 +47,8 @@ class Loader {
 
   // The next batch of the current pass, or nullopt once the pass is over (the next call
   // then starts the following epoch). A batch holding a bad file is an error naming the
-  // file, and the pass goes on with the batch after it. A worker that died is an error
-  // that stays: recreate the Loader.
+  // file, and the pass goes on with the batch after it. A dead worker is replaced and its
+  // batches re-issued; past max_worker_restarts the error stays: recreate the Loader.
   Result<std::optional<Batch>> next();
 
   // Starts a new pass over `epoch`: batches prefetched for the old pass are discarded.
