@@ -53,7 +53,8 @@ class Loader {
 
   // Starts a new pass over `epoch`: batches prefetched for the old pass are discarded.
   void set_epoch(std::uint64_t epoch);
-  // Starts the current pass again from its beginning (no-op if nothing was delivered).
+  // Starts a fresh pass: the current epoch again if it is part-way, the next epoch if
+  // all its batches were delivered; a no-op if nothing of the pass was delivered.
   void reset();
 
   // Where the loader stands, as a small JSON document: epoch, batches delivered in the
@@ -72,8 +73,9 @@ class Loader {
   const DatasetIndex& dataset() const;
   LoaderStats stats() const;
 
-  // Range-for over one pass. begin() continues the current pass if it has started,
-  // else starts the next one. Errors are thrown as forkfeed::Error.
+  // Range-for over one pass. begin() is a reset(): a pass that has delivered batches
+  // starts its epoch again, a finished one gives way to the next epoch, an untouched
+  // one is kept with its prefetch. Errors are thrown as forkfeed::Error.
   class Iterator;
   struct Sentinel {};
   Iterator begin();
