@@ -92,7 +92,6 @@ struct SlotGeometry {
 struct alignas(64) SlotHeader {  // aligned: the uint64 indices follow it directly
   std::uint32_t requested;      // samples the task asked for (orchestrator)
   std::uint32_t count;          // samples written (worker)
-  std::uint32_t failed_sample;  // with kFailed: position in the batch of the bad sample
   char error[kErrorBytes];      // NUL-terminated reason of the first bad sample, if any
 };
 

@@ -87,10 +87,7 @@ class Worker {
       }
       log_->debug("worker {}: {}", who_.id, s.message());
       if (skipped++ == 0) record_error(slot, s);
-      if (!skip) {
-        slot.header->failed_sample = i;
-        return TaskOutcome::kFailed;
-      }
+      if (!skip) return TaskOutcome::kFailed;
       bad_.push_back(index);
     }
     // Skipped indices go after the written ones, so the orchestrator can name them.
