@@ -3,79 +3,24 @@
 
 #include <gtest/gtest.h>
 
-// clang-format off
-#include <cstdio>
-#include <jpeglib.h>
-// clang-format on
-
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #include <vector>
 
+#include "testing/encoded_images.h"
+
 namespace forkfeed {
 namespace {
 
-cv::Mat photo(int w, int h, int seed) {
-  cv::Mat img(h, w, CV_8UC3);
-  cv::RNG rng(seed);
-  rng.fill(img, cv::RNG::UNIFORM, 0, 255);
-  cv::GaussianBlur(img, img, cv::Size(9, 9), 3);
-  cv::circle(img, {w / 3, h / 2}, w / 5, {20, 200, 90}, -1);
-  return img;
-}
-
-std::vector<std::byte> encode(const cv::Mat& img, const std::string& ext, std::vector<int> params = {}) {
-  std::vector<uchar> buf;
-  EXPECT_TRUE(cv::imencode(ext, img, buf, params));
-  const auto* p = reinterpret_cast<const std::byte*>(buf.data());
-  return {p, p + buf.size()};
-}
-
-cv::Mat opencv_rgb(const std::vector<std::byte>& file) {
-  cv::Mat raw(1, static_cast<int>(file.size()), CV_8U, const_cast<std::byte*>(file.data()));
-  cv::Mat bgr = cv::imdecode(raw, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION), rgb;
-  cv::cvtColor(bgr, rgb, cv::COLOR_BGR2RGB);
-  return rgb;
-}
+using testing::cmyk_jpeg;
+using testing::encode;
+using testing::opencv_rgb;
+using testing::photo;
 
 double max_diff(const cv::Mat& a, const cv::Mat& b) {
   double m = 0;
   cv::minMaxLoc(cv::abs(a - b) + cv::abs(b - a), nullptr, &m);
   return m;
-}
-
-// A CMYK JPEG as Photoshop writes it (Adobe marker, inverted), made with libjpeg.
-std::vector<std::byte> cmyk_jpeg(int w, int h) {
-  jpeg_compress_struct c{};
-  jpeg_error_mgr err{};
-  c.err = jpeg_std_error(&err);
-  jpeg_create_compress(&c);
-  unsigned char* out = nullptr;
-  unsigned long size = 0;
-  jpeg_mem_dest(&c, &out, &size);
-  c.image_width = w;
-  c.image_height = h;
-  c.input_components = 4;
-  c.in_color_space = JCS_CMYK;
-  jpeg_set_defaults(&c);
-  jpeg_set_quality(&c, 95, TRUE);
-  jpeg_start_compress(&c, TRUE);
-  std::vector<unsigned char> row(w * 4);
-  while (c.next_scanline < c.image_height) {
-    for (int x = 0; x < w; ++x) {
-      row[x * 4 + 0] = static_cast<unsigned char>(x * 255 / w);
-      row[x * 4 + 1] = static_cast<unsigned char>(c.next_scanline * 255 / h);
-      row[x * 4 + 2] = 128;
-      row[x * 4 + 3] = 200;
-    }
-    JSAMPROW p = row.data();
-    jpeg_write_scanlines(&c, &p, 1);
-  }
-  jpeg_finish_compress(&c);
-  jpeg_destroy_compress(&c);
-  std::vector<std::byte> file(reinterpret_cast<std::byte*>(out), reinterpret_cast<std::byte*>(out) + size);
-  free(out);
-  return file;
 }
 
 constexpr std::uint64_t kNoLimit = 1ull << 40;

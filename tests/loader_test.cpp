@@ -139,6 +139,7 @@ TEST_F(LoaderTest, EvalPixelsMatchAnOpenCvReference) {
   ASSERT_TRUE(batch.ok() && batch->has_value());
   const Batch& b = **batch;
   EXPECT_EQ(b.shape(), (std::array<std::int64_t, 4>{16, 32, 32, 3}));
+  double batch_mean = 0;
   for (std::size_t k = 0; k < b.size(); ++k) {
     const std::string path(loader->dataset().path(b.sample_indices()[k]));
     const cv::Mat expected = reference_eval(path, 32);
@@ -147,10 +148,15 @@ TEST_F(LoaderTest, EvalPixelsMatchAnOpenCvReference) {
         const_cast<std::uint8_t*>(static_cast<const std::uint8_t*>(b.data()) + k * 32 * 32 * 3));
     cv::Mat diff;
     cv::absdiff(expected, got, diff);
-    double worst = 0;
-    cv::minMaxLoc(diff.reshape(1), nullptr, &worst);
-    EXPECT_LE(worst, 1.0) << path;
+    // The loader decodes only the crop window, DCT-scaled where it can: close to the
+    // full-decode reference, not equal (tests/fused_decode_test.cpp measures how close).
+    // Another image, or a shifted one, would be tens of levels away.
+    const double mean = cv::mean(diff.reshape(1))[0];
+    EXPECT_LE(mean, 4.0) << path;
+    batch_mean += mean / static_cast<double>(b.size());
   }
+  EXPECT_LE(batch_mean, 2.0);
+  std::printf("mean |loader - reference| over the batch: %.2f levels\n", batch_mean);
 }
 
 TEST_F(LoaderTest, Float32IsNormalisedNchwOfTheSameSample) {

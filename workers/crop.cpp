@@ -62,4 +62,17 @@ EvalPlan center_crop_plan(int width, int height, int size) {
   return plan;
 }
 
+SampleWindow train_window(int width, int height, KeyedRng& rng) {
+  const CropBox box = random_resized_crop(width, height, rng);
+  return {{static_cast<double>(box.x), static_cast<double>(box.y), static_cast<double>(box.width),
+           static_cast<double>(box.height)},
+          box.flip};
+}
+
+SampleWindow eval_window(const EvalPlan& plan, int width, int height) {
+  const double sx = static_cast<double>(width) / plan.resized_width;
+  const double sy = static_cast<double>(height) / plan.resized_height;
+  return {{plan.crop.x * sx, plan.crop.y * sy, plan.crop.width * sx, plan.crop.height * sy}, false};
+}
+
 }  // namespace forkfeed

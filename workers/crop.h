@@ -31,4 +31,22 @@ EvalPlan center_crop_plan(int width, int height, int size);
 // round(size / 0.875): 256 for 224, the usual ImageNet eval resize.
 int eval_resize_for(int size);
 
+// A rectangle in an image's own pixel coordinates; fractional where a resize maps it.
+struct Region {
+  double x = 0, y = 0, width = 0, height = 0;
+};
+
+// Where one output sample comes from in the decoded image: `source` is resized to the
+// output size, then mirrored if `flip`. Both transforms reduce to this, which is what
+// lets a decoder decode only `source` (the fused path).
+struct SampleWindow {
+  Region source;
+  bool flip = false;
+};
+
+// Train: the RandomResizedCrop box, exactly.
+SampleWindow train_window(int width, int height, KeyedRng& rng);
+// Eval: the part of the original image that the center crop of the resized image shows.
+SampleWindow eval_window(const EvalPlan& plan, int width, int height);
+
 }  // namespace forkfeed

@@ -1,6 +1,8 @@
 // The OpenCV decoder and the dispatch between decoders.
 #include "workers/image_decoder.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
@@ -49,18 +51,41 @@ class OpenCvDecoder final : public ImageDecoder {
 
 }  // namespace
 
+cv::Rect pixel_rect(const Region& region, double scale, cv::Point origin, cv::Size bounds) {
+  const int x0 = std::clamp(static_cast<int>(std::lround(region.x * scale)) - origin.x, 0, bounds.width - 1);
+  const int y0 = std::clamp(static_cast<int>(std::lround(region.y * scale)) - origin.y, 0, bounds.height - 1);
+  const int x1 = std::clamp(static_cast<int>(std::lround((region.x + region.width) * scale)) - origin.x, x0 + 1,
+                            bounds.width);
+  const int y1 = std::clamp(static_cast<int>(std::lround((region.y + region.height) * scale)) - origin.y, y0 + 1,
+                            bounds.height);
+  return {x0, y0, x1 - x0, y1 - y0};
+}
+
+Status ImageDecoder::decode_region(FileBytes file, const Region& region, int, cv::Mat& buffer, cv::Mat& window) {
+  if (Status s = decode(file, buffer); !s.ok()) return s;
+  window = buffer(pixel_rect(region, 1.0, {0, 0}, buffer.size()));
+  return Status::Ok();
+}
+
 std::unique_ptr<ImageDecoder> make_opencv_decoder() { return std::make_unique<OpenCvDecoder>(); }
 
-ImageDecoders::ImageDecoders() : jpeg_(make_jpeg_decoder()), other_(make_opencv_decoder()) {}
+ImageDecoders::ImageDecoders(DecodePath path)
+    : jpeg_(path == DecodePath::kFused ? make_jpeg_decoder() : make_opencv_decoder()), other_(make_opencv_decoder()) {}
 
-Status ImageDecoders::decode(FileBytes file, std::uint64_t max_pixels, cv::Mat& rgb) {
+Result<ImageDecoders::Choice> ImageDecoders::choose(FileBytes file, std::uint64_t max_pixels) {
   if (file.empty()) return Status::BadData("empty file (0 bytes)");
-  ImageDecoder& decoder = is_jpeg(file) ? *jpeg_ : *other_;
-  auto size = decoder.probe(file);
+  ImageDecoder* decoder = is_jpeg(file) ? jpeg_.get() : other_.get();
+  auto size = decoder->probe(file);
   if (!size.ok()) return size.status();
   const auto declared = static_cast<std::uint64_t>(size->width) * static_cast<std::uint64_t>(size->height);
   if (declared > max_pixels) return Status::BadData(too_large(size->width, size->height, max_pixels));
-  if (Status s = decoder.decode(file, rgb); !s.ok()) return s;
+  return Choice{decoder, *size};
+}
+
+Status ImageDecoders::decode(FileBytes file, std::uint64_t max_pixels, cv::Mat& rgb) {
+  auto choice = choose(file, max_pixels);
+  if (!choice.ok()) return choice.status();
+  if (Status s = choice->decoder->decode(file, rgb); !s.ok()) return s;
   if (rgb.total() > max_pixels) return Status::BadData(too_large(rgb.cols, rgb.rows, max_pixels));
   return Status::Ok();
 }

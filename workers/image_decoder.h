@@ -9,10 +9,17 @@
 #include <span>
 
 #include "forkfeed/status.h"
+#include "workers/crop.h"
 
 namespace forkfeed {
 
 using FileBytes = std::span<const std::byte>;
+
+// How a sample is decoded. kFused is the loader's: JPEG decodes only the crop window,
+// at the coarsest DCT scale that keeps it at least the output size. kOpenCv is the
+// reference the probe measures against: OpenCV's full decode of every format, then the
+// transform in torchvision's order.
+enum class DecodePath { kFused, kOpenCv };
 
 struct ImageSize {
   int width = 0, height = 0;  // 0 x 0: the format's header does not say cheaply
@@ -25,7 +32,17 @@ class ImageDecoder {
   virtual Result<ImageSize> probe(FileBytes file) = 0;
   // Decodes the whole image into `rgb` (CV_8UC3), reusing its buffer when it fits.
   virtual Status decode(FileBytes file, cv::Mat& rgb) = 0;
+  // Decodes at least `region` (in image coordinates) into `buffer` and points `window`
+  // at the region's pixels in it. A decoder may decode at a reduced scale, never one
+  // that leaves the region smaller than min_side on either side (unless it was already).
+  // This default decodes the whole image at full scale.
+  virtual Status decode_region(FileBytes file, const Region& region, int min_side, cv::Mat& buffer,
+                               cv::Mat& window);
 };
+
+// The pixels of `region` scaled by `scale`, relative to `origin`, rounded to whole
+// pixels and clamped to `bounds`; at least 1 x 1.
+cv::Rect pixel_rect(const Region& region, double scale, cv::Point origin, cv::Size bounds);
 
 std::unique_ptr<ImageDecoder> make_jpeg_decoder();
 std::unique_ptr<ImageDecoder> make_opencv_decoder();
@@ -35,7 +52,17 @@ std::unique_ptr<ImageDecoder> make_opencv_decoder();
 // the caller adds its path.
 class ImageDecoders {
  public:
-  ImageDecoders();
+  explicit ImageDecoders(DecodePath path = DecodePath::kFused);
+
+  // The decoder for the file's content, and the size its header declares (0 x 0 when
+  // the format does not say cheaply), refused when over max_pixels.
+  struct Choice {
+    ImageDecoder* decoder;
+    ImageSize size;
+  };
+  Result<Choice> choose(FileBytes file, std::uint64_t max_pixels);
+  // Decodes the whole image; max_pixels is checked before decoding where the header
+  // allows, after it otherwise.
   Status decode(FileBytes file, std::uint64_t max_pixels, cv::Mat& rgb);
 
  private:

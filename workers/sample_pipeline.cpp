@@ -33,23 +33,46 @@ Status SamplePipeline::read_file(const std::string& path) {
   return Status::Ok();
 }
 
+Status SamplePipeline::decode_fused(FileBytes file, KeyedRng& rng, std::byte* out) {
+  auto choice = decoders_.choose(file, spec_.max_pixels);
+  if (!choice.ok()) return choice.status();
+  auto [decoder, size] = *choice;
+  const bool whole = size.width == 0;  // the header does not say: decode first, plan after
+  if (whole) {
+    if (Status s = decoders_.decode(file, spec_.max_pixels, pixels_); !s.ok()) return s;
+    size = {pixels_.cols, pixels_.rows};
+  }
+  auto window = transform_.plan(size.width, size.height, rng);
+  if (!window.ok()) return window.status();
+  cv::Mat region;
+  if (whole) {
+    region = pixels_(pixel_rect(window->source, 1.0, {0, 0}, pixels_.size()));
+  } else if (Status s = decoder->decode_region(file, window->source, static_cast<int>(spec_.size), pixels_, region);
+             !s.ok()) {
+    return s;
+  }
+  transform_.write(region, window->flip, out);
+  return Status::Ok();
+}
+
+Status SamplePipeline::decode_reference(FileBytes file, KeyedRng& rng, std::byte* out) {
+  if (Status s = decoders_.decode(file, spec_.max_pixels, pixels_); !s.ok()) return s;
+  return transform_.apply(pixels_, rng, out);
+}
+
 Status SamplePipeline::run(std::string_view path_view, std::uint64_t epoch, std::uint64_t index, std::byte* out) {
   const std::string path(path_view);
   Status s = read_file(path);
-  try {
-    if (s.ok()) s = decoders_.decode(FileBytes(file_.data(), file_size_), spec_.max_pixels, rgb_);
-  } catch (const std::exception& e) {
-    s = Status::BadData(std::string("cannot decode image: ") + e.what());
-  }
   if (!s.ok()) return s.about(path);
   KeyedRng rng({spec_.seed, epoch, index});
+  const FileBytes file(file_.data(), file_size_);
   // OpenCV reports failures (including allocation) by throwing; none may escape a worker.
   try {
-    if (s = transform_.apply(rgb_, rng, out); !s.ok()) return s.about(path);
+    s = path_ == DecodePath::kFused ? decode_fused(file, rng, out) : decode_reference(file, rng, out);
   } catch (const std::exception& e) {
-    return Status::BadData(std::string("cannot transform image: ") + e.what()).about(path);
+    s = Status::BadData(std::string("cannot decode or transform image: ") + e.what());
   }
-  return Status::Ok();
+  return s.ok() ? s : s.about(path);
 }
 
 }  // namespace forkfeed

@@ -1,5 +1,6 @@
-// SamplePipeline: one sample from file to slot — read, decode, transform. One per
-// worker process; it owns every buffer it needs and reuses them across samples.
+// SamplePipeline: one sample from file to slot — read, plan, decode, transform. One per
+// worker process; it owns every buffer it needs and reuses them across samples, so
+// the hot path allocates nothing once the buffers have grown to the largest image.
 #pragma once
 
 #include <string_view>
@@ -13,20 +14,25 @@ namespace forkfeed {
 
 class SamplePipeline {
  public:
-  explicit SamplePipeline(const TransformSpec& spec) : spec_(spec), transform_(spec) {}
+  explicit SamplePipeline(const TransformSpec& spec, DecodePath path = DecodePath::kFused)
+      : spec_(spec), path_(path), decoders_(path), transform_(spec) {}
 
   // Writes sample `index` of `epoch`, read from `path`, into `out`. Errors name the file.
   Status run(std::string_view path, std::uint64_t epoch, std::uint64_t index, std::byte* out);
 
  private:
   Status read_file(const std::string& path);
+  // Decodes `file` and writes the sample to `out`, by path_.
+  Status decode_fused(FileBytes file, KeyedRng& rng, std::byte* out);
+  Status decode_reference(FileBytes file, KeyedRng& rng, std::byte* out);
 
   TransformSpec spec_;
+  DecodePath path_;
   ImageDecoders decoders_;
   Transform transform_;
   std::vector<std::byte> file_;  // reused: grows to the largest file, never shrinks
   std::size_t file_size_ = 0;    // bytes of the current file in file_
-  cv::Mat rgb_;                  // reused decode target
+  cv::Mat pixels_;               // reused decode target: the image, or the region of it
 };
 
 }  // namespace forkfeed

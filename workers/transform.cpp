@@ -1,10 +1,8 @@
-// Transform: crop, resize, flip and convert, with OpenCV writing into slot memory.
+// Transform: plan the window, then resize, flip and convert with OpenCV into slot memory.
 #include "workers/transform.h"
 
 #include <opencv2/imgproc.hpp>
 #include <string>
-
-#include "workers/crop.h"
 
 namespace forkfeed {
 
@@ -12,32 +10,53 @@ std::size_t sample_bytes(DType dtype, std::uint32_t size) {
   return std::size_t{size} * size * 3 * (dtype == DType::kUint8 ? 1 : sizeof(float));
 }
 
-void Transform::resize(const cv::Mat& from, cv::Mat& to) const {
+Result<SampleWindow> Transform::plan(int width, int height, KeyedRng& rng) const {
+  if (spec_.kind == TransformKind::kTrain) return train_window(width, height, rng);
+  const EvalPlan plan = center_crop_plan(width, height, static_cast<int>(spec_.size));
+  const auto resized_pixels = static_cast<std::uint64_t>(plan.resized_width) * plan.resized_height;
+  if (plan.resized_width <= 0 || plan.resized_height <= 0 || resized_pixels > spec_.max_pixels) {
+    return Status::BadData("aspect ratio too extreme for the eval resize: " + std::to_string(width) + "x" +
+                           std::to_string(height) + " would become " + std::to_string(resized_pixels) +
+                           " pixels > max_pixels " + std::to_string(spec_.max_pixels));
+  }
+  return eval_window(plan, width, height);
+}
+
+void Transform::resize(const cv::Mat& from, cv::Mat& to) {
   const int interpolation = (to.cols < from.cols && to.rows < from.rows) ? cv::INTER_AREA : cv::INTER_LINEAR;
   cv::resize(from, to, to.size(), 0, 0, interpolation);
 }
 
-Status Transform::apply(const cv::Mat& rgb, KeyedRng& rng, std::byte* out) {
+cv::Mat Transform::square_for(std::byte* out) {
   const int size = static_cast<int>(spec_.size);
-  // uint8 output is written in place; float output goes through square_ first.
-  cv::Mat square = spec_.dtype == DType::kUint8 ? cv::Mat(size, size, CV_8UC3, out)
-                                                : (square_.create(size, size, CV_8UC3), square_);
+  if (spec_.dtype == DType::kUint8) return cv::Mat(size, size, CV_8UC3, out);
+  square_.create(size, size, CV_8UC3);
+  return square_;
+}
+
+void Transform::write(const cv::Mat& window, bool flip, std::byte* out) {
+  cv::Mat square = square_for(out);
+  resize(window, square);
+  if (flip) cv::flip(square, square, 1);  // in place, in cache: a 224 x 224 sample is 150 KB
+  if (spec_.dtype == DType::kFloat32) store_float(square, out);
+}
+
+Status Transform::apply(const cv::Mat& rgb, KeyedRng& rng, std::byte* out) {
+  auto window = plan(rgb.cols, rgb.rows, rng);
+  if (!window.ok()) return window.status();
   if (spec_.kind == TransformKind::kTrain) {
-    const CropBox box = random_resized_crop(rgb.cols, rgb.rows, rng);
-    resize(rgb(cv::Rect(box.x, box.y, box.width, box.height)), square);
-    if (box.flip) cv::flip(square, square, 1);
-  } else {
-    const EvalPlan plan = center_crop_plan(rgb.cols, rgb.rows, size);
-    const auto resized_pixels = static_cast<std::uint64_t>(plan.resized_width) * plan.resized_height;
-    if (plan.resized_width <= 0 || plan.resized_height <= 0 || resized_pixels > spec_.max_pixels) {
-      return Status::BadData("aspect ratio too extreme for the eval resize: " + std::to_string(rgb.cols) + "x" +
-                             std::to_string(rgb.rows) + " would become " + std::to_string(resized_pixels) +
-                             " pixels > max_pixels " + std::to_string(spec_.max_pixels));
-    }
-    resized_.create(plan.resized_height, plan.resized_width, CV_8UC3);
-    resize(rgb, resized_);
-    resized_(cv::Rect(plan.crop.x, plan.crop.y, size, size)).copyTo(square);
+    const Region& r = window->source;
+    write(rgb(cv::Rect(static_cast<int>(r.x), static_cast<int>(r.y), static_cast<int>(r.width),
+                       static_cast<int>(r.height))),
+          window->flip, out);
+    return Status::Ok();
   }
+  const int size = static_cast<int>(spec_.size);
+  const EvalPlan plan = center_crop_plan(rgb.cols, rgb.rows, size);
+  resized_.create(plan.resized_height, plan.resized_width, CV_8UC3);
+  resize(rgb, resized_);
+  cv::Mat square = square_for(out);
+  resized_(cv::Rect(plan.crop.x, plan.crop.y, size, size)).copyTo(square);
   if (spec_.dtype == DType::kFloat32) store_float(square, out);
   return Status::Ok();
 }

@@ -1,11 +1,18 @@
-// Transform: turns a decoded RGB image into one output sample, written straight into
-// its place in a batch slot (uint8 NHWC, or float32 NCHW normalised).
+// Transform: turns decoded pixels into one output sample, written straight into its
+// place in a batch slot (uint8 NHWC, or float32 NCHW normalised).
+//
+// The loader's path plans first and decodes after: plan() says which region of the
+// image becomes the sample (from the header's size alone), the decoder decodes only
+// that region, and write() resizes it into the slot. apply() is the reference, in
+// torchvision's order on a fully decoded image; the probe and the tests measure the
+// loader's path against it.
 #pragma once
 
 #include <cstddef>
 #include <opencv2/core/mat.hpp>
 
 #include "transport/arena_layout.h"
+#include "workers/crop.h"
 #include "workers/keyed_rng.h"
 
 namespace forkfeed {
@@ -17,19 +24,30 @@ class Transform {
  public:
   explicit Transform(const TransformSpec& spec) : spec_(spec) {}
 
-  // Writes the sample for `rgb` to `out` (sample_bytes() of them). `rng` is the sample's
-  // own stream, so the result does not depend on which worker runs it.
-  // Fails only for an image whose eval resize would exceed max_pixels (a 1 x 20000 strip).
+  // The window of a width x height image that becomes the sample. `rng` is the sample's
+  // own stream, so the result does not depend on which worker runs it. Fails only for
+  // an image whose eval resize would exceed max_pixels (a 1 x 20000 strip).
+  Result<SampleWindow> plan(int width, int height, KeyedRng& rng) const;
+
+  // Resizes `window` (the pixels of a planned source region, at any scale) to the
+  // output size, mirrors it if `flip`, and writes the sample to `out`
+  // (sample_bytes() of them).
+  void write(const cv::Mat& window, bool flip, std::byte* out);
+
+  // The reference: the transform in torchvision's order on the whole decoded image
+  // (eval resizes all of it, then crops the center).
   Status apply(const cv::Mat& rgb, KeyedRng& rng, std::byte* out);
 
  private:
   // Resizes `from` to size x size into `to`: area averaging when shrinking (close to
   // torchvision's antialiased resize), bilinear when enlarging.
-  void resize(const cv::Mat& from, cv::Mat& to) const;
+  static void resize(const cv::Mat& from, cv::Mat& to);
+  // The uint8 sample: the slot itself for uint8 output, square_ for float32.
+  cv::Mat square_for(std::byte* out);
   void store_float(const cv::Mat& square, std::byte* out) const;
 
   TransformSpec spec_;
-  cv::Mat resized_;  // reused across samples: eval's resized image
+  cv::Mat resized_;  // reused across samples: the reference eval's resized image
   cv::Mat square_;   // reused across samples: the uint8 sample before float conversion
 };
 
