@@ -23,7 +23,8 @@ Result<SampleWindow> Transform::plan(int width, int height, KeyedRng& rng) const
 }
 
 void Transform::resize(const cv::Mat& from, cv::Mat& to) {
-  const int interpolation = (to.cols < from.cols && to.rows < from.rows) ? cv::INTER_AREA : cv::INTER_LINEAR;
+  const bool halves = 2 * to.cols <= from.cols && 2 * to.rows <= from.rows;
+  const int interpolation = halves ? cv::INTER_AREA : cv::INTER_LINEAR;
   cv::resize(from, to, to.size(), 0, 0, interpolation);
 }
 

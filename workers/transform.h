@@ -39,8 +39,11 @@ class Transform {
   Status apply(const cv::Mat& rgb, KeyedRng& rng, std::byte* out);
 
  private:
-  // Resizes `from` to size x size into `to`: area averaging when shrinking (close to
-  // torchvision's antialiased resize), bilinear when enlarging.
+  // Resizes `from` to `to`'s size: area averaging when shrinking by 2x or more on both
+  // sides (close to torchvision's antialiased resize), bilinear otherwise, where every
+  // source pixel still weighs in. OpenCV's area averaging at a fractional factor
+  // costs more than the JPEG decode itself; the fused path's DCT scaling leaves the
+  // final resize under 2x, so it is bilinear there.
   static void resize(const cv::Mat& from, cv::Mat& to);
   // The uint8 sample: the slot itself for uint8 output, square_ for float32.
   cv::Mat square_for(std::byte* out);
