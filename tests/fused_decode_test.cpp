@@ -155,6 +155,21 @@ TEST(FusedDecode, ScaledWindowStaysInsideAndLargeEnough) {
   EXPECT_EQ(window.cols, 225);
 }
 
+// The hot path allocates nothing once its buffer has grown to the largest window.
+TEST(FusedDecode, RegionBufferIsReused) {
+  ImageDecoders decoders;
+  const auto big = encode(testing::photo(900, 700, 5), ".jpg"), small = encode(testing::photo(300, 200, 6), ".jpg");
+  cv::Mat buffer, window;
+  ASSERT_TRUE(decoders.choose(big, kNoLimit)->decoder->decode_region(big, {0, 0, 900, 700}, 800, buffer, window).ok());
+  const uchar* memory = buffer.data;
+  for (const auto* file : {&small, &big, &small}) {
+    auto choice = decoders.choose(*file, kNoLimit);
+    ASSERT_TRUE(choice->decoder->decode_region(*file, {10, 20, 150, 100}, 64, buffer, window).ok());
+    EXPECT_EQ(buffer.data, memory);
+    EXPECT_GE(window.data, memory);
+  }
+}
+
 TEST(FusedDecode, TruncatedIsAnErrorEvenWhenTheWindowIsDecodedBeforeTheCut) {
   ImageDecoders decoders;
   const auto jpeg = encode(testing::photo(800, 600, 4), ".jpg");

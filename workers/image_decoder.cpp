@@ -51,6 +51,12 @@ class OpenCvDecoder final : public ImageDecoder {
 
 }  // namespace
 
+cv::Mat reuse_pixels(cv::Mat& storage, int rows, int cols) {
+  const std::size_t bytes = static_cast<std::size_t>(rows) * cols * 3;
+  if (storage.empty() || storage.total() * storage.elemSize() < bytes) storage.create(1, static_cast<int>(bytes), CV_8U);
+  return cv::Mat(rows, cols, CV_8UC3, storage.data);
+}
+
 cv::Rect pixel_rect(const Region& region, double scale, cv::Point origin, cv::Size bounds) {
   const int x0 = std::clamp(static_cast<int>(std::lround(region.x * scale)) - origin.x, 0, bounds.width - 1);
   const int y0 = std::clamp(static_cast<int>(std::lround(region.y * scale)) - origin.y, 0, bounds.height - 1);

@@ -30,15 +30,22 @@ class ImageDecoder {
   virtual ~ImageDecoder() = default;
   // Reads the image size from the header without decoding pixels.
   virtual Result<ImageSize> probe(FileBytes file) = 0;
-  // Decodes the whole image into `rgb` (CV_8UC3), reusing its buffer when it fits.
+  // Decodes the whole image into `rgb` (CV_8UC3), reusing its buffer when the size
+  // is the same.
   virtual Status decode(FileBytes file, cv::Mat& rgb) = 0;
-  // Decodes at least `region` (in image coordinates) into `buffer` and points `window`
+  // Decodes at least `region` (in image coordinates) into `buffer`'s memory (see
+  // reuse_pixels) and points `window`
   // at the region's pixels in it. A decoder may decode at a reduced scale, never one
   // that leaves the region smaller than min_side on either side (unless it was already).
   // This default decodes the whole image at full scale.
   virtual Status decode_region(FileBytes file, const Region& region, int min_side, cv::Mat& buffer,
                                cv::Mat& window);
 };
+
+// A rows x cols CV_8UC3 image over `storage`'s memory, which grows to the largest
+// request and never shrinks: decoding images of varying sizes allocates nothing once
+// it has grown. The image is valid until the next call with the same storage.
+cv::Mat reuse_pixels(cv::Mat& storage, int rows, int cols);
 
 // The pixels of `region` scaled by `scale`, relative to `origin`, rounded to whole
 // pixels and clamped to `bounds`; at least 1 x 1.

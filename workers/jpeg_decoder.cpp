@@ -113,20 +113,19 @@ class JpegDecoder final : public ImageDecoder {
     auto band_x = static_cast<JDIMENSION>(left), band_width = static_cast<JDIMENSION>(right - left);
     jpeg_crop_scanline(&cinfo_, &band_x, &band_width);
     if (want.y > 0) jpeg_skip_scanlines(&cinfo_, static_cast<JDIMENSION>(want.y));
-    buffer.create(want.height, static_cast<int>(band_width), CV_8UC3);
-    read_rows(buffer);
+    const cv::Mat band = reuse_pixels(buffer, want.height, static_cast<int>(band_width));
+    read_rows(band);
     if (ends_with_eoi(file)) {
       jpeg_abort_decompress(&cinfo_);
     } else {
       if (cinfo_.output_scanline < cinfo_.output_height) {  // skipping to the very end reads no data
         jpeg_skip_scanlines(&cinfo_, cinfo_.output_height - 1 - cinfo_.output_scanline);
-        cv::Mat last(1, static_cast<int>(cinfo_.output_width), CV_8UC3);
-        read_rows(last);
+        read_rows(reuse_pixels(last_row_, 1, static_cast<int>(cinfo_.output_width)));
       }
       jpeg_finish_decompress(&cinfo_);
       if (truncated()) return truncated_error();
     }
-    window = buffer(cv::Rect(want.x - static_cast<int>(band_x), 0, want.width, want.height));
+    window = band(cv::Rect(want.x - static_cast<int>(band_x), 0, want.width, want.height));
     return Status::Ok();
   }
 
@@ -142,11 +141,11 @@ class JpegDecoder final : public ImageDecoder {
   }
 
   // Reads the next out.rows scanlines into `out` (CV_8UC3, output_width wide).
-  void read_rows(cv::Mat& out) {
+  void read_rows(const cv::Mat& out) {
     const int width = static_cast<int>(cinfo_.output_width);
     if (cmyk_) cmyk_row_.resize(static_cast<std::size_t>(width) * 4);
     for (int y = 0; y < out.rows; ++y) {
-      unsigned char* rgb = out.ptr<unsigned char>(y);
+      auto* rgb = const_cast<unsigned char*>(out.ptr<unsigned char>(y));
       JSAMPROW row = cmyk_ ? cmyk_row_.data() : rgb;
       jpeg_read_scanlines(&cinfo_, &row, 1);
       if (cmyk_) cmyk_to_rgb(cmyk_row_.data(), rgb, width);
@@ -165,6 +164,7 @@ class JpegDecoder final : public ImageDecoder {
   ErrorManager err_{};
   bool cmyk_ = false;
   std::vector<unsigned char> cmyk_row_;
+  cv::Mat last_row_;  // decode_region(): the last row, read to detect truncation
 };
 
 }  // namespace

@@ -62,17 +62,16 @@ Status Transform::apply(const cv::Mat& rgb, KeyedRng& rng, std::byte* out) {
   return Status::Ok();
 }
 
-void Transform::store_float(const cv::Mat& square, std::byte* out) const {
+void Transform::store_float(const cv::Mat& square, std::byte* out) {
   const int size = square.rows;
   auto* planes = reinterpret_cast<float*>(out);
-  cv::Mat channel;
   for (int c = 0; c < 3; ++c) {
     // (x / 255 - mean) / std  ==  x * alpha + beta
     const double alpha = 1.0 / (255.0 * spec_.std[c]);
     const double beta = -spec_.mean[c] / spec_.std[c];
     cv::Mat plane(size, size, CV_32F, planes + static_cast<std::size_t>(c) * size * size);
-    cv::extractChannel(square, channel, c);
-    channel.convertTo(plane, CV_32F, alpha, beta);
+    cv::extractChannel(square, channel_, c);
+    channel_.convertTo(plane, CV_32F, alpha, beta);
   }
 }
 

@@ -47,11 +47,12 @@ class Transform {
   static void resize(const cv::Mat& from, cv::Mat& to);
   // The uint8 sample: the slot itself for uint8 output, square_ for float32.
   cv::Mat square_for(std::byte* out);
-  void store_float(const cv::Mat& square, std::byte* out) const;
+  void store_float(const cv::Mat& square, std::byte* out);
 
   TransformSpec spec_;
   cv::Mat resized_;  // reused across samples: the reference eval's resized image
   cv::Mat square_;   // reused across samples: the uint8 sample before float conversion
+  cv::Mat channel_;  // reused across samples: one channel of square_
 };
 
 }  // namespace forkfeed
