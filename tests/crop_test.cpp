@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 namespace forkfeed {
 namespace {
@@ -66,6 +67,45 @@ TEST(CenterCropPlan, MatchesTorchvisionResizeThenCenterCrop) {
   EXPECT_EQ(q.crop.x, 16);
   EXPECT_EQ(q.crop.y, 144);
   EXPECT_EQ(eval_resize_for(224), 256);
+}
+
+// The window a sample is decoded from is the crop box exactly (train), and never
+// reaches outside the image, for images smaller than the output too.
+TEST(SampleWindow, TrainWindowIsTheCropBox) {
+  for (std::uint64_t i = 0; i < 500; ++i) {
+    KeyedRng a({3, 1, i}), b({3, 1, i});
+    const int w = 1 + static_cast<int>(i * 37 % 900), h = 1 + static_cast<int>(i * 53 % 700);
+    const CropBox box = random_resized_crop(w, h, a);
+    const SampleWindow window = train_window(w, h, b);
+    EXPECT_EQ(window.source.x, box.x);
+    EXPECT_EQ(window.source.y, box.y);
+    EXPECT_EQ(window.source.width, box.width);
+    EXPECT_EQ(window.source.height, box.height);
+    EXPECT_EQ(window.flip, box.flip);
+  }
+}
+
+TEST(SampleWindow, EvalWindowStaysInsideTheImage) {
+  const std::vector<std::pair<int, int>> sizes = {{1, 1},     {5, 3},    {31, 200}, {224, 224}, {255, 256},
+                                                  {500, 375}, {375, 500}, {4000, 3}, {3, 4000},  {1601, 1203}};
+  for (const int size : {32, 224, 512}) {
+    for (const auto& [w, h] : sizes) {
+      const SampleWindow window = eval_window(center_crop_plan(w, h, size), w, h);
+      const Region& r = window.source;
+      EXPECT_GE(r.x, 0) << w << "x" << h << " to " << size;
+      EXPECT_GE(r.y, 0) << w << "x" << h << " to " << size;
+      EXPECT_GT(r.width, 0);
+      EXPECT_GT(r.height, 0);
+      EXPECT_LE(r.x + r.width, w + 1e-9) << w << "x" << h << " to " << size;
+      EXPECT_LE(r.y + r.height, h + 1e-9) << w << "x" << h << " to " << size;
+      EXPECT_FALSE(window.flip);
+    }
+  }
+  // 500x375 at 224: the center 224 of 341x256 is x 58..282 of 341, so 85..413 of 500.
+  const Region r = eval_window(center_crop_plan(500, 375, 224), 500, 375).source;
+  EXPECT_NEAR(r.x, 58 * 500.0 / 341, 1e-9);
+  EXPECT_NEAR(r.width, 224 * 500.0 / 341, 1e-9);
+  EXPECT_NEAR(r.y, 16 * 375.0 / 256, 1e-9);
 }
 
 }  // namespace
