@@ -12,6 +12,7 @@
 #include <deque>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <cstdio>
 #include <unordered_map>
 #include <unordered_set>
@@ -215,6 +216,23 @@ class Loader::Impl {
     }
   }
 
+  // The worker with the fewest outstanding tasks among those that are up (a replacement
+  // still starting, or one that never starts, gets work only when no worker is up) and
+  // not being killed for task_timeout.
+  std::uint32_t least_loaded_worker() const {
+    auto pick = [&](auto eligible) {
+      std::optional<std::uint32_t> best;
+      for (std::uint32_t w = 0; w < outstanding_.size(); ++w) {
+        if (eligible(w) && (!best || outstanding_[w].size() < outstanding_[*best].size())) best = w;
+      }
+      return best;
+    };
+    const auto up = [&](std::uint32_t w) { return !killed_[w] && arena_->channel(w).progress_ns.load() != 0; };
+    if (auto w = pick(up)) return *w;
+    if (auto w = pick([&](std::uint32_t w) { return !killed_[w]; })) return *w;
+    return *pick([](std::uint32_t) { return true; });
+  }
+
   // Fills the slot header from the sampler (again, for a re-issued task: a dead worker
   // may have compacted it) and queues the task on the least loaded worker.
   //
@@ -239,10 +257,7 @@ class Loader::Impl {
       ready_.emplace(task.batch_id, Completion{task.generation, task.batch_id, task.slot, TaskOutcome::kFailed});
       return;
     }
-    const auto worker = static_cast<std::uint32_t>(
-        std::min_element(outstanding_.begin(), outstanding_.end(),
-                         [](const auto& a, const auto& b) { return a.size() < b.size(); }) -
-        outstanding_.begin());
+    const std::uint32_t worker = least_loaded_worker();
     WorkerChannel& channel = arena_->channel(worker);
     if (!channel.tasks.try_push(task)) {  // validate() makes every slot fit in one ring
       slots_->give_back(task.slot);

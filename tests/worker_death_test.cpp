@@ -395,6 +395,39 @@ TEST_F(WorkerDeathTest, AReplacementThatNeverStartsIsNoHangWithTaskTimeout) {
   }
 }
 
+// Work goes to workers that are up: the batches of a dead worker, and new ones, go to
+// the survivors while its replacement starts — so a replacement that never starts
+// holds nothing, and the pass ends without task_timeout.
+TEST_F(WorkerDeathTest, WorkGoesToWorkersThatAreUpNotToAReplacementStillStarting) {
+  testing::HangGuard guard(30, "WorkerDeathTest.WorkGoesToWorkersThatAreUp (work waited for a replacement)");
+  testing::TempDir bin;
+  const std::string stuck_worker = bin.path() + "/stuck-forkfeed-worker";
+  {
+    std::ofstream script(stuck_worker);  // never attaches; ends with the test process
+    script << "#!/bin/sh\nwhile kill -0 $PPID 2>/dev/null; do sleep 0.1; done\n";
+  }
+  ASSERT_EQ(::chmod(stuck_worker.c_str(), 0755), 0);
+  ASSERT_EQ(::setenv("FORKFEED_WORKER", stuck_worker.c_str(), 1), 0);
+  struct Unset {
+    ~Unset() { ::unsetenv("FORKFEED_WORKER"); }
+  } unset;
+
+  std::mt19937 rng(10);
+  auto opened = Loader::open(options(2));  // task_timeout_ms = 0: nothing would rescue a task given to it
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  Loader& loader = **opened;
+  Batches run = testing::read_batches(loader, 1);
+  const pid_t victim = pick_worker(rng, {});
+  ASSERT_GT(victim, 0);
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  const Batches rest = testing::read_batches(loader, 2 * kBatches - 1);
+  run.insert(run.end(), rest.begin(), rest.end());
+  Batches expected = reference(0);
+  expected.insert(expected.end(), reference(1).begin(), reference(1).end());
+  EXPECT_EQ(testing::first_difference(run, expected), "");
+  EXPECT_EQ(loader.stats().worker_restarts, 1u);
+}
+
 // Past max_worker_restarts: the batches completed before are delivered, in order, then
 // next() fails with kWorkerDied naming the option, and keeps failing; nothing hangs.
 TEST_F(WorkerDeathTest, PastMaxWorkerRestartsNextFailsAfterDeliveringWhatWasDone) {
