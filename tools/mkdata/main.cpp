@@ -63,6 +63,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--min-side", spec.min_side, "Smallest shorter side, in pixels")->capture_default_str();
   app.add_option("--max-side", spec.max_side, "Largest shorter side, in pixels")->capture_default_str();
+  app.add_option("--special-every", spec.special_every,
+                 "One image in N is a grayscale JPEG, one a progressive JPEG, one a PNG; 0: all baseline "
+                 "colour JPEGs, like a folder of photographs")
+      ->type_name("N")
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

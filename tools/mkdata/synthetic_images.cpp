@@ -30,10 +30,11 @@ using mkdata::ImageFormat;
 constexpr std::uint32_t kMaxSide = 16384;
 
 // The three rare formats take one position each in every block of `every` images (every
-// image when every <= 3). Block 0 uses positions 1..3, so even a handful of images holds
+// image when every <= 3; none when every is 0). Block 0 uses positions 1..3, so even a handful of images holds
 // each kind while image 0 stays a plain JPEG; later blocks shift the positions by a hash
 // of the block number, so that no class, with round-robin classes, collects one format.
 ImageFormat format_of(std::uint32_t index, std::uint32_t every) {
+  if (every == 0) return ImageFormat::kBaselineJpeg;
   constexpr ImageFormat kRare[] = {ImageFormat::kGrayJpeg, ImageFormat::kProgressiveJpeg, ImageFormat::kPng};
   const std::uint64_t n = std::max<std::uint32_t>(every, 3);
   const std::uint64_t block = index / n;
@@ -71,11 +72,6 @@ Status validate(const SyntheticDatasetSpec& spec) {
   if (spec.max_side > kMaxSide) {
     return invalid("max_side " + std::to_string(spec.max_side) + " is above " + std::to_string(kMaxSide) +
                    " pixels; use a smaller max_side");
-  }
-  if (spec.special_every == 0) {
-    return invalid(
-        "special_every is 0; use 1 or more (20 makes 3 images in 20 grayscale, "
-        "progressive or PNG)");
   }
   return Status::Ok();
 }

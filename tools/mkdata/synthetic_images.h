@@ -17,7 +17,8 @@ struct SyntheticDatasetSpec {
   std::uint64_t seed = 0;
   std::uint32_t min_side = 200;   // shorter side is drawn from [min_side, max_side]
   std::uint32_t max_side = 600;
-  // Roughly one image in `special_every` is grayscale JPEG, one progressive JPEG, one PNG.
+  // Roughly one image in `special_every` is grayscale JPEG, one progressive JPEG, one PNG;
+  // 0: every image is a baseline colour JPEG.
   std::uint32_t special_every = 20;
 };
 
