@@ -55,4 +55,20 @@ Batch BatchFactory::make(const Arena& arena, std::uint32_t slot, std::uint32_t c
   return b;
 }
 
+Batch BatchFactory::make(const Parts& parts, std::unique_ptr<detail::SlotLease> lease) {
+  const auto n = static_cast<std::int64_t>(parts.count);
+  const auto s = static_cast<std::int64_t>(parts.size);
+  Batch b;
+  b.lease_ = std::move(lease);
+  b.data_ = parts.pixels;
+  b.bytes_ = parts.bytes;
+  b.dtype_ = parts.dtype;
+  b.shape_ = b.dtype_ == DType::kUint8 ? std::array<std::int64_t, 4>{n, s, s, 3} : std::array<std::int64_t, 4>{n, 3, s, s};
+  b.labels_ = {parts.labels, parts.count};
+  b.sample_indices_ = {parts.sample_indices, parts.count};
+  b.epoch_ = parts.epoch;
+  b.index_ = parts.index;
+  return b;
+}
+
 }  // namespace forkfeed

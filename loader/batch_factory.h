@@ -11,6 +11,21 @@ class BatchFactory {
   // A view of `count` samples in `slot`; the lease returns the slot when the Batch goes.
   static Batch make(const Arena& arena, std::uint32_t slot, std::uint32_t count, std::uint64_t epoch,
                     std::uint64_t index, std::unique_ptr<detail::SlotLease> lease);
+
+  // A batch whose memory is resolved already, as a forkfeed::Client maps it: `count`
+  // samples of `size` x `size` pixels in `dtype`, `count` labels and sample indices.
+  struct Parts {
+    const void* pixels;
+    std::size_t bytes;
+    DType dtype;
+    std::uint32_t size;
+    std::uint32_t count;
+    const std::int64_t* labels;
+    const std::uint64_t* sample_indices;
+    std::uint64_t epoch;
+    std::uint64_t index;
+  };
+  static Batch make(const Parts& parts, std::unique_ptr<detail::SlotLease> lease);
 };
 
 }  // namespace forkfeed

@@ -23,6 +23,7 @@
 #include "loader/sampler.h"
 #include "loader/slot_count.h"
 #include "loader/start_method.h"
+#include "loader/transform_spec.h"
 #include "loader/worker_pool.h"
 #include "transport/futex.h"
 #include "transport/monotonic_clock.h"
@@ -36,18 +37,6 @@ constexpr auto kEventWait = std::chrono::milliseconds(100);
 // How long a worker with work may take to start (exec, attach) before task_timeout
 // calls it stuck.
 constexpr std::uint64_t kStartupAllowanceNs = 5'000'000'000;
-
-TransformSpec transform_spec(const LoaderOptions& o) {
-  TransformSpec t{};
-  t.kind = o.transform;
-  t.dtype = o.dtype;
-  t.size = o.size;
-  std::copy(o.mean.begin(), o.mean.end(), t.mean);
-  std::copy(o.std.begin(), o.std.end(), t.std);
-  t.seed = o.seed;
-  t.max_pixels = o.max_pixels;
-  return t;
-}
 
 }  // namespace
 
@@ -182,6 +171,9 @@ class Loader::Impl {
     s.start_method = workers_->start_method();
     s.pinned = pinned_ && pinned_->pinned();
     return s;
+  }
+  Loader::SharedMemory shared_memory() const {
+    return {arena_->fd(), arena_->slot_region().data() - arena_->control().slots.slots_offset, arena_->size()};
   }
 
  private:
@@ -363,7 +355,7 @@ class Loader::Impl {
     }
     stats_.delivered_batches += 1;
     stats_.delivered_samples += count;
-    auto lease = std::make_unique<detail::SlotLease>(arena_, slots_, c.slot);
+    auto lease = std::make_unique<detail::PoolSlotLease>(arena_, slots_, c.slot);
     return std::optional<Batch>(BatchFactory::make(*arena_, c.slot, count, epoch_, index, std::move(lease)));
   }
 
@@ -456,18 +448,11 @@ std::uint64_t Loader::batches_per_epoch() const { return impl_->sampler().batche
 std::uint64_t Loader::samples_per_epoch() const { return impl_->sampler().samples_per_epoch(); }
 const DatasetIndex& Loader::dataset() const { return impl_->index(); }
 LoaderStats Loader::stats() const { return impl_->stats(); }
+Loader::SharedMemory Loader::shared_memory() const { return impl_->shared_memory(); }
 
 Loader::Iterator Loader::begin() {
   impl_->reset();  // a new range-for is a new pass
   return Iterator(this);
-}
-
-Loader::Iterator& Loader::Iterator::operator++() {
-  current_.reset();  // release the previous batch's slot before waiting for the next
-  auto next = loader_->next();
-  if (!next.ok()) throw Error(next.status());
-  current_ = std::move(*next);
-  return *this;
 }
 
 }  // namespace forkfeed

@@ -27,17 +27,25 @@ class SlotPool {
 
 namespace detail {
 
-// Holds one slot for a Batch: keeps the arena mapped while the Batch lives, and
-// returns the slot to its pool when destroyed, if the loader still exists.
+// Holds one slot for a Batch: keeps the slot's memory mapped while the Batch lives and
+// hands the slot back when destroyed. A Loader's batches use PoolSlotLease; a
+// forkfeed::Client's return theirs to the daemon (ReturnLease, client/client_stream.h).
 class SlotLease {
  public:
-  SlotLease(std::shared_ptr<Arena> arena, std::weak_ptr<SlotPool> pool, std::uint32_t slot)
-      : arena_(std::move(arena)), pool_(std::move(pool)), slot_(slot) {}
-  ~SlotLease() {
-    if (auto pool = pool_.lock()) pool->give_back(slot_);
-  }
+  SlotLease() = default;
+  virtual ~SlotLease() = default;
   SlotLease(const SlotLease&) = delete;
   SlotLease& operator=(const SlotLease&) = delete;
+};
+
+// Keeps the arena mapped, and returns the slot to its pool if the loader still exists.
+class PoolSlotLease final : public SlotLease {
+ public:
+  PoolSlotLease(std::shared_ptr<Arena> arena, std::weak_ptr<SlotPool> pool, std::uint32_t slot)
+      : arena_(std::move(arena)), pool_(std::move(pool)), slot_(slot) {}
+  ~PoolSlotLease() override {
+    if (auto pool = pool_.lock()) pool->give_back(slot_);
+  }
 
  private:
   std::shared_ptr<Arena> arena_;

@@ -1,10 +1,6 @@
 // forkfeed-bench from the outside: arguments, exit codes, the --json line, and the
 // --dump-indices file as proof of exactly-once delivery and of the order.
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -23,9 +19,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/testing/command.h"
 #include "tests/testing/temp_dataset.h"
-
-extern char** environ;
 
 namespace forkfeed {
 namespace {
@@ -35,13 +30,7 @@ namespace fs = std::filesystem;
 constexpr std::uint32_t kImages = 37;
 constexpr std::uint32_t kClasses = 3;
 
-struct Outcome {
-  bool exited = false;  // false: killed by a signal (or by the timeout)
-  int code = -1;        // exit status when exited
-  int signal = 0;
-  std::string out;
-  std::string err;
-};
+using Outcome = testing::CommandOutcome;
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -57,75 +46,21 @@ std::vector<std::string> lines_of(const std::string& text) {
   return lines;
 }
 
-// Starts forkfeed-bench with `args`, stdout and stderr captured in files under `dir`;
-// -1 (and a test failure) if it cannot start.
-pid_t start_bench(const std::string& dir, const std::vector<std::string>& args) {
-  const std::string bin = std::string(FORKFEED_BIN_DIR) + "/forkfeed-bench";
-  const std::string out_path = dir + "/bench.stdout";
-  const std::string err_path = dir + "/bench.stderr";
-  std::vector<std::string> argv_storage = {bin};
-  argv_storage.insert(argv_storage.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& a : argv_storage) argv.push_back(a.data());
-  argv.push_back(nullptr);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, bin.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    ADD_FAILURE() << "cannot start " << bin << ": " << std::strerror(rc);
-    return -1;
-  }
-  return pid;
+// Starts forkfeed-bench with `args`, stdout and stderr captured in files under `dir`.
+testing::StartedCommand start_bench(const std::string& dir, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {std::string(FORKFEED_BIN_DIR) + "/forkfeed-bench"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return testing::start_command(argv, dir);
 }
 
-// Waits for the forkfeed-bench `pid` started in `dir`. Kills it after `timeout` so a
-// hang fails the test instead of blocking ctest.
-Outcome wait_bench(pid_t pid, const std::string& dir,
-                   std::chrono::seconds timeout = std::chrono::seconds(120)) {
-  Outcome outcome;
-  if (pid < 0) return outcome;
-  int status = 0;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    const pid_t done = waitpid(pid, &status, WNOHANG);
-    if (done == pid) break;
-    if (done < 0) {
-      ADD_FAILURE() << "waitpid: " << std::strerror(errno);
-      return outcome;
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      ADD_FAILURE() << "forkfeed-bench did not finish within " << timeout.count() << " s; killed";
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  outcome.exited = WIFEXITED(status);
-  outcome.code = outcome.exited ? WEXITSTATUS(status) : -1;
-  outcome.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-  outcome.out = read_file(dir + "/bench.stdout");
-  outcome.err = read_file(dir + "/bench.stderr");
-  return outcome;
-}
-
+// Runs forkfeed-bench to completion; kills it after `timeout` so a hang fails the test
+// instead of blocking ctest.
 Outcome run_bench(const std::string& dir, const std::vector<std::string>& args,
                   std::chrono::seconds timeout = std::chrono::seconds(120)) {
-  return wait_bench(start_bench(dir, args), dir, timeout);
+  return testing::wait_command(start_bench(dir, args), timeout);
 }
 
-std::string describe(const Outcome& o) {
-  return "exit " + std::to_string(o.code) + ", signal " + std::to_string(o.signal) + "\nstdout:\n" + o.out +
-         "\nstderr:\n" + o.err;
-}
+std::string describe(const Outcome& o) { return o.describe(); }
 
 // Labels as torchvision's ImageFolder assigns them, worked out here from the tree itself:
 // classes are the sorted subfolders, samples are sorted within each class.
@@ -533,9 +468,10 @@ std::vector<pid_t> children_of(pid_t pid) {
 TEST_F(BenchCliTest, KilledWorkerIsReplacedAndCounted) {
   const std::string dump_path = dir_.path() + "/dump.tsv";
   constexpr std::uint64_t kEpochs = 150;  // about 2 s: ample time to kill the worker mid-run
-  const pid_t pid =
+  const testing::StartedCommand bench =
       start_bench(dir_.path(), {"--data", root(), "--batch", "5", "--size", "32", "--workers", "1",
                                 "--epochs", std::to_string(kEpochs), "--json", "--dump-indices", dump_path});
+  const pid_t pid = bench.pid;
   ASSERT_GT(pid, 0);
   std::vector<pid_t> workers;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -547,7 +483,7 @@ TEST_F(BenchCliTest, KilledWorkerIsReplacedAndCounted) {
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   ASSERT_EQ(workers.size(), 1u) << "expected the one worker as forkfeed-bench's only child";
   ASSERT_EQ(kill(workers.front(), SIGKILL), 0) << std::strerror(errno);
-  const Outcome o = wait_bench(pid, dir_.path());
+  const Outcome o = testing::wait_command(bench);
   ASSERT_TRUE(o.exited && o.code == 0) << describe(o);
   const nlohmann::json j = json_of(o);
   ASSERT_FALSE(j.is_discarded()) << describe(o);

@@ -32,6 +32,32 @@ using namespace std::chrono_literals;
 constexpr std::uint32_t kImages = 40;
 constexpr std::uint64_t kBatches = 10;  // per epoch, with batch size 4
 
+// Points FORKFEED_WORKER at a shell script `name` in `bin` ("#!/bin/sh" then `body`)
+// while in scope, so that the loader spawns it in place of forkfeed-worker.
+class WorkerOverride {
+ public:
+  WorkerOverride(const testing::TempDir& bin, const std::string& name, const std::string& body)
+      : path_(bin.path() + "/" + name) {
+    {
+      std::ofstream script(path_);
+      script << "#!/bin/sh\n" << body;
+    }
+    ok_ = ::chmod(path_.c_str(), 0755) == 0 && ::setenv("FORKFEED_WORKER", path_.c_str(), 1) == 0;
+  }
+  ~WorkerOverride() { ::unsetenv("FORKFEED_WORKER"); }
+  WorkerOverride(const WorkerOverride&) = delete;
+  WorkerOverride& operator=(const WorkerOverride&) = delete;
+  // False if the script could not be made executable or FORKFEED_WORKER set.
+  bool ok() const { return ok_; }
+
+ private:
+  std::string path_;
+  bool ok_ = false;
+};
+
+// A worker that never attaches; it ends with the test process.
+constexpr const char* kStuckWorkerScript = "while kill -0 $PPID 2>/dev/null; do sleep 0.1; done\n";
+
 class WorkerDeathTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -85,6 +111,24 @@ class WorkerDeathTest : public ::testing::Test {
     std::erase_if(workers, [&](pid_t p) { return killed.count(p) > 0; });
     if (workers.empty()) return -1;
     return workers[rng() % workers.size()];
+  }
+
+  // Undisturbed passes of epochs 0 and 1, one after the other.
+  static Batches two_epochs_reference() {
+    Batches expected = reference(0);
+    expected.insert(expected.end(), reference(1).begin(), reference(1).end());
+    return expected;
+  }
+
+  // Into `run`: one batch, then SIGKILL to a worker chosen by `rng`, then the rest of
+  // epochs 0 and 1.
+  static void read_two_epochs_killing_one_worker(Loader& loader, std::mt19937& rng, Batches& run) {
+    run = testing::read_batches(loader, 1);
+    const pid_t victim = pick_worker(rng, {});
+    ASSERT_GT(victim, 0);
+    ASSERT_EQ(::kill(victim, SIGKILL), 0);
+    const Batches rest = testing::read_batches(loader, 2 * kBatches - 1);
+    run.insert(run.end(), rest.begin(), rest.end());
   }
 
   static testing::TempDir* dir_;
@@ -246,9 +290,7 @@ TEST_F(WorkerDeathTest, OtherSignalsAreDeathsTooButSigintIsIgnored) {
   }
   const Batches rest = testing::read_batches(loader, 2 * kBatches - run.size());
   run.insert(run.end(), rest.begin(), rest.end());
-  Batches expected = reference(0);
-  expected.insert(expected.end(), reference(1).begin(), reference(1).end());
-  EXPECT_EQ(testing::first_difference(run, expected), "");
+  EXPECT_EQ(testing::first_difference(run, two_epochs_reference()), "");
   EXPECT_EQ(loader.stats().worker_restarts, 4u) << "4 signal deaths, SIGINT none";
 }
 
@@ -317,16 +359,10 @@ TEST_F(WorkerDeathTest, ASlowConsumerIsNotAStuckWorker) {
 TEST_F(WorkerDeathTest, TaskTimeoutDoesNotCountAReplacementsStartUp) {
   testing::HangGuard guard(60, "WorkerDeathTest.ReplacementStartUp");
   testing::TempDir bin;
-  const std::string slow_worker = bin.path() + "/slow-forkfeed-worker";
-  {
-    std::ofstream script(slow_worker);
-    script << "#!/bin/sh\nsleep 0.5\nexec '" << FORKFEED_BIN_DIR << "/forkfeed-worker' \"$@\"\n";
-  }
-  ASSERT_EQ(::chmod(slow_worker.c_str(), 0755), 0);
-  ASSERT_EQ(::setenv("FORKFEED_WORKER", slow_worker.c_str(), 1), 0);
-  struct Unset {
-    ~Unset() { ::unsetenv("FORKFEED_WORKER"); }
-  } unset;
+  const WorkerOverride slow_worker(
+      bin, "slow-forkfeed-worker",
+      "sleep 0.5\nexec '" + std::string(FORKFEED_BIN_DIR) + "/forkfeed-worker' \"$@\"\n");
+  ASSERT_TRUE(slow_worker.ok());
 
   std::mt19937 rng(8);
   LoaderOptions o = options(2);
@@ -334,15 +370,9 @@ TEST_F(WorkerDeathTest, TaskTimeoutDoesNotCountAReplacementsStartUp) {
   auto opened = Loader::open(o);
   ASSERT_TRUE(opened.ok()) << opened.status().message();
   Loader& loader = **opened;
-  Batches run = testing::read_batches(loader, 1);
-  const pid_t victim = pick_worker(rng, {});
-  ASSERT_GT(victim, 0);
-  ASSERT_EQ(::kill(victim, SIGKILL), 0);
-  const Batches rest = testing::read_batches(loader, 2 * kBatches - 1);
-  run.insert(run.end(), rest.begin(), rest.end());
-  Batches expected = reference(0);
-  expected.insert(expected.end(), reference(1).begin(), reference(1).end());
-  EXPECT_EQ(testing::first_difference(run, expected), "");
+  Batches run;
+  ASSERT_NO_FATAL_FAILURE(read_two_epochs_killing_one_worker(loader, rng, run));
+  EXPECT_EQ(testing::first_difference(run, two_epochs_reference()), "");
   EXPECT_EQ(loader.stats().worker_restarts, 1u) << "replacements were killed as stuck while starting";
 }
 
@@ -353,16 +383,8 @@ TEST_F(WorkerDeathTest, TaskTimeoutDoesNotCountAReplacementsStartUp) {
 TEST_F(WorkerDeathTest, AReplacementThatNeverStartsIsNoHangWithTaskTimeout) {
   testing::HangGuard guard(20, "WorkerDeathTest.AReplacementThatNeverStarts (a next() that never returned)");
   testing::TempDir bin;
-  const std::string stuck_worker = bin.path() + "/stuck-forkfeed-worker";
-  {
-    std::ofstream script(stuck_worker);  // never attaches; ends with the test process
-    script << "#!/bin/sh\nwhile kill -0 $PPID 2>/dev/null; do sleep 0.1; done\n";
-  }
-  ASSERT_EQ(::chmod(stuck_worker.c_str(), 0755), 0);
-  ASSERT_EQ(::setenv("FORKFEED_WORKER", stuck_worker.c_str(), 1), 0);
-  struct Unset {
-    ~Unset() { ::unsetenv("FORKFEED_WORKER"); }
-  } unset;
+  const WorkerOverride stuck_worker(bin, "stuck-forkfeed-worker", kStuckWorkerScript);
+  ASSERT_TRUE(stuck_worker.ok());
 
   std::mt19937 rng(9);
   LoaderOptions o = options(2);
@@ -401,30 +423,16 @@ TEST_F(WorkerDeathTest, AReplacementThatNeverStartsIsNoHangWithTaskTimeout) {
 TEST_F(WorkerDeathTest, WorkGoesToWorkersThatAreUpNotToAReplacementStillStarting) {
   testing::HangGuard guard(30, "WorkerDeathTest.WorkGoesToWorkersThatAreUp (work waited for a replacement)");
   testing::TempDir bin;
-  const std::string stuck_worker = bin.path() + "/stuck-forkfeed-worker";
-  {
-    std::ofstream script(stuck_worker);  // never attaches; ends with the test process
-    script << "#!/bin/sh\nwhile kill -0 $PPID 2>/dev/null; do sleep 0.1; done\n";
-  }
-  ASSERT_EQ(::chmod(stuck_worker.c_str(), 0755), 0);
-  ASSERT_EQ(::setenv("FORKFEED_WORKER", stuck_worker.c_str(), 1), 0);
-  struct Unset {
-    ~Unset() { ::unsetenv("FORKFEED_WORKER"); }
-  } unset;
+  const WorkerOverride stuck_worker(bin, "stuck-forkfeed-worker", kStuckWorkerScript);
+  ASSERT_TRUE(stuck_worker.ok());
 
   std::mt19937 rng(10);
   auto opened = Loader::open(options(2));  // task_timeout_ms = 0: nothing would rescue a task given to it
   ASSERT_TRUE(opened.ok()) << opened.status().message();
   Loader& loader = **opened;
-  Batches run = testing::read_batches(loader, 1);
-  const pid_t victim = pick_worker(rng, {});
-  ASSERT_GT(victim, 0);
-  ASSERT_EQ(::kill(victim, SIGKILL), 0);
-  const Batches rest = testing::read_batches(loader, 2 * kBatches - 1);
-  run.insert(run.end(), rest.begin(), rest.end());
-  Batches expected = reference(0);
-  expected.insert(expected.end(), reference(1).begin(), reference(1).end());
-  EXPECT_EQ(testing::first_difference(run, expected), "");
+  Batches run;
+  ASSERT_NO_FATAL_FAILURE(read_two_epochs_killing_one_worker(loader, rng, run));
+  EXPECT_EQ(testing::first_difference(run, two_epochs_reference()), "");
   EXPECT_EQ(loader.stats().worker_restarts, 1u);
 }
 

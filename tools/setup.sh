@@ -7,7 +7,8 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libopencv-dev libboost-dev libspdlog-dev libgtest-dev
   libibverbs-dev ibverbs-providers libjpeg62-turbo-dev
-  libcli11-dev nlohmann-json3-dev
+  libcli11-dev nlohmann-json3-dev libyaml-cpp-dev
+  python3  # tools/compare.sh's memory sampler and report, and its test
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then

@@ -13,6 +13,12 @@ Result<Mapping> Mapping::map_shared(int fd, std::size_t length) {
   return Mapping(addr, length);
 }
 
+Result<Mapping> Mapping::map_shared_readonly(int fd, std::size_t length) {
+  void* addr = ::mmap(nullptr, length, PROT_READ, MAP_SHARED, fd, 0);
+  if (addr == MAP_FAILED) return Status::FromErrno("read-only mmap of the shared memory arena", errno);
+  return Mapping(addr, length);
+}
+
 Mapping& Mapping::operator=(Mapping&& other) noexcept {
   if (this != &other) {
     reset();

@@ -13,6 +13,8 @@ class Mapping {
   Mapping() = default;
   // Maps |length| bytes of |fd| read-write, MAP_SHARED.
   static Result<Mapping> map_shared(int fd, std::size_t length);
+  // Maps |length| bytes of |fd| read-only, MAP_SHARED (a client's view of an arena).
+  static Result<Mapping> map_shared_readonly(int fd, std::size_t length);
 
   Mapping(Mapping&& other) noexcept
       : addr_(std::exchange(other.addr_, nullptr)), length_(std::exchange(other.length_, 0)) {}

@@ -7,6 +7,7 @@
 // A pass that runs to its end advances the epoch; set_epoch() chooses it explicitly.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -16,6 +17,7 @@
 #include "forkfeed/batch.h"
 #include "forkfeed/dataset.h"
 #include "forkfeed/options.h"
+#include "forkfeed/pass_iterator.h"
 #include "forkfeed/status.h"
 
 namespace forkfeed {
@@ -73,32 +75,27 @@ class Loader {
   const DatasetIndex& dataset() const;
   LoaderStats stats() const;
 
+  // For forkfeedd, which lends this loader's batches to another process: the arena's
+  // memfd and where this process maps it. Every Batch's data(), labels() and
+  // sample_indices() lie inside [base, base + size). Valid while the Loader lives.
+  struct SharedMemory {
+    int fd = -1;
+    const std::byte* base = nullptr;
+    std::size_t size = 0;
+  };
+  SharedMemory shared_memory() const;
+
   // Range-for over one pass. begin() is a reset(): a pass that has delivered batches
   // starts its epoch again, a finished one gives way to the next epoch, an untouched
   // one is kept with its prefetch. Errors are thrown as forkfeed::Error.
-  class Iterator;
-  struct Sentinel {};
+  using Iterator = PassIterator<Loader>;
   Iterator begin();
-  Sentinel end() { return {}; }
+  PassEnd end() { return {}; }
 
  private:
   class Impl;
   explicit Loader(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
-};
-
-class Loader::Iterator {
- public:
-  Batch& operator*() { return *current_; }
-  Batch* operator->() { return &*current_; }
-  Iterator& operator++();
-  bool operator==(Sentinel) const { return !current_.has_value(); }
-
- private:
-  friend class Loader;
-  explicit Iterator(Loader* loader) : loader_(loader) { ++*this; }
-  Loader* loader_;
-  std::optional<Batch> current_;
 };
 
 }  // namespace forkfeed

@@ -112,10 +112,10 @@ BatchRecord::BatchRecord(const Batch& batch)
   pixels.assign(p, p + batch.bytes());
 }
 
-Batches read_pass(Loader& loader, std::size_t max_batches) {
+Batches read_pass_with(const NextBatch& next_batch, std::size_t max_batches) {
   Batches run;
   for (std::size_t i = 0; i <= max_batches; ++i) {
-    auto next = loader.next();
+    auto next = next_batch();
     if (!next.ok()) {
       ADD_FAILURE() << "next() failed after " << run.size()
                     << " batches of the pass: " << next.status().message();
@@ -128,11 +128,11 @@ Batches read_pass(Loader& loader, std::size_t max_batches) {
   return run;
 }
 
-Batches read_batches(Loader& loader, std::size_t count) {
+Batches read_batches_with(const NextBatch& next_batch, std::size_t count) {
   Batches run;
   // At most one end of pass (nullopt) per batch, plus one.
   for (std::size_t calls = 0; run.size() < count && calls <= 2 * count + 1; ++calls) {
-    auto next = loader.next();
+    auto next = next_batch();
     if (!next.ok()) {
       ADD_FAILURE() << "next() failed after " << run.size() << " of " << count
                     << " batches: " << next.status().message();
@@ -142,6 +142,14 @@ Batches read_batches(Loader& loader, std::size_t count) {
   }
   EXPECT_EQ(run.size(), count) << "too many ends of pass";
   return run;
+}
+
+Batches read_pass(Loader& loader, std::size_t max_batches) {
+  return read_pass_with([&] { return loader.next(); }, max_batches);
+}
+
+Batches read_batches(Loader& loader, std::size_t count) {
+  return read_batches_with([&] { return loader.next(); }, count);
 }
 
 std::vector<std::uint64_t> indices_of(const Batches& batches) {

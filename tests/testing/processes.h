@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,12 @@ using Batches = std::vector<BatchRecord>;
 Batches read_pass(Loader& loader, std::size_t max_batches = 1000);
 // Reads `count` batches through next(), crossing epoch ends. Fails the test at an error.
 Batches read_batches(Loader& loader, std::size_t count);
+
+// read_pass() and read_batches() for any source of batches (a Loader, a Client): `next`
+// is its next().
+using NextBatch = std::function<Result<std::optional<Batch>>()>;
+Batches read_pass_with(const NextBatch& next, std::size_t max_batches = 1000);
+Batches read_batches_with(const NextBatch& next, std::size_t count);
 
 // Every sample index of `run`, in order.
 std::vector<std::uint64_t> indices_of(const Batches& batches);

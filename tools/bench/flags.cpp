@@ -18,7 +18,12 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
       "delivered order, one sample per line, so exactly-once can be checked from outside.\n"
       "--save-state and --resume checkpoint a run and continue it, with any worker count,\n"
       "so that both runs together deliver exactly the batches of one uninterrupted run.\n"
-      "Ctrl-C stops after the current batch and prints the summary so far.\n",
+      "Ctrl-C stops after the current batch and prints the summary so far.\n\n"
+      "--probe measures the single-core limit instead: in this process, on one thread, it\n"
+      "reads every file once (to warm the page cache), then decodes and transforms every\n"
+      "file with OpenCV's full decode (the reference) and again with the loader's fused\n"
+      "path, with the same crops, and reports images/s per core for each and their ratio.\n"
+      "N workers cannot beat N x the fused rate; tools/compare.sh puts the two side by side.\n",
       "forkfeed-bench");
   app.option_defaults()->always_capture_default();
   app.get_formatter()->column_width(30);
@@ -32,7 +37,8 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
       "  forkfeed-bench --manifest train.tsv --transform eval --dtype float32 --json\n"
       "  forkfeed-bench --data /tmp/imgs --no-shuffle --dump-indices order.tsv\n"
       "  forkfeed-bench --data /tmp/imgs --epochs 2 --stop-after-batches 5 --save-state s.json\n"
-      "  forkfeed-bench --data /tmp/imgs --epochs 2 --resume s.json --workers 4\n\n"
+      "  forkfeed-bench --data /tmp/imgs --epochs 2 --resume s.json --workers 4\n"
+      "  forkfeed-bench --data /tmp/imgs --probe --probe-limit 500 --transform eval\n\n"
       "The dump has one line per delivered sample: epoch<TAB>batch<TAB>sample_index<TAB>label.\n"
       "Exit status: 0 done (or stopped by --stop-after-batches), 1 bad data, bad state or\n"
       "loader error, 130 interrupted, other: bad arguments.");
@@ -86,6 +92,17 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
       ->check(CLI::IsMember({"warn", "error", "ignore"}));
   app.add_flag("--fork-report", flags.fork_report,
                "Print what makes forking this process unsafe (RDMA, CUDA, threads) and exit");
+  auto* probe = app.add_flag("--probe", flags.probe,
+                             "Measure one core's decode + transform rate, OpenCV vs fused, and exit "
+                             "(no workers; --transform, --size, --dtype, --seed apply)");
+  app.add_option("--probe-limit", flags.probe_limit,
+                 "Probe only N files, every k-th of the dataset so that every class is in "
+                 "(default: all)")
+      ->type_name("N")
+      ->default_str("")  // 0 means "every file", which is no value to show
+      ->check(not_negative)
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000'000'000}).description(""))
+      ->needs(probe);
   app.add_option("--max-worker-restarts", o.max_worker_restarts, "Worker deaths survived before failing")
       ->type_name("N")
       ->check(not_negative);
@@ -114,6 +131,10 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
           CLI::IsMember({"trace", "debug", "info", "warn", "warning", "err", "error", "critical", "off"}));
   app.add_flag("--json", flags.json, "Print only one JSON object on stdout");
   app.add_option("--dump-indices", flags.dump_path, "Write the delivered order to FILE")->type_name("FILE");
+  app.add_option("--daemon", flags.daemon_socket,
+                 "Read through the forkfeedd listening on SOCKET (forkfeed::Client) instead of an "
+                 "in-process Loader")
+      ->type_name("SOCKET");
 
   try {
     app.parse(argc, argv);

@@ -16,7 +16,10 @@ struct BenchFlags {
   std::uint64_t epochs = 1;
   bool json = false;
   bool fork_report = false;              // print ForkSafety's report and exit
+  bool probe = false;                    // the single-core limit probe instead of a loader run
+  std::uint64_t probe_limit = 0;         // 0: probe every file
   std::string dump_path;                 // empty: no --dump-indices
+  std::string daemon_socket;             // empty: an in-process Loader; else through forkfeedd
   std::string resume_path;               // empty: start from the beginning
   std::string save_state_path;           // empty: save no state
   std::uint64_t stop_after_batches = 0;  // 0: run the whole schedule

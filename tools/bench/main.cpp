@@ -11,9 +11,11 @@
 #include <optional>
 #include <string>
 
+#include "forkfeed/client.h"
 #include "forkfeed/fork_safety.h"
 #include "forkfeed/loader.h"
 #include "tools/bench/flags.h"
+#include "tools/bench/probe.h"
 #include "tools/bench/progress_line.h"
 #include "tools/bench/report.h"
 #include "tools/bench/state_file.h"
@@ -102,8 +104,9 @@ std::uint64_t touch_pages(const Batch& batch) {
 // Runs passes until the loader's epoch reaches flags.epochs (a resumed loader starts
 // wherever its state points), filling the measured part of `report`. Stops early after
 // --stop-after-batches (report.stopped), on Ctrl-C (report.interrupted) or at the first
-// failed batch, whose Status it returns.
-Status run_passes(Loader& loader, const BenchFlags& flags, IndexDump& dump, RunReport& report) {
+// failed batch, whose Status it returns. `Source`: a Loader, or a Client of forkfeedd.
+template <typename Source>
+Status run_passes(Source& loader, const BenchFlags& flags, IndexDump& dump, RunReport& report) {
   ProgressLine progress(flags.epochs, loader.batches_per_epoch(), !flags.json);
   std::uint64_t checksum = 0;
   Status status;
@@ -150,6 +153,14 @@ Result<std::unique_ptr<Loader>> open_loader(const BenchFlags& flags) {
   return Loader::open(flags.options, *state);
 }
 
+// A stream on the forkfeedd at --daemon, from the --resume state if there is one.
+Result<std::unique_ptr<Client>> open_client(const BenchFlags& flags) {
+  if (flags.resume_path.empty()) return Client::connect(flags.daemon_socket, flags.options);
+  Result<std::string> state = read_state_file(flags.resume_path);
+  if (!state.ok()) return state.status();
+  return Client::connect(flags.daemon_socket, flags.options, *state);
+}
+
 int run(const BenchFlags& flags) {
   IndexDump dump;
   if (!flags.dump_path.empty()) {
@@ -165,18 +176,32 @@ int run(const BenchFlags& flags) {
   report.epochs_requested = flags.epochs;
   report.resumed_from = flags.resume_path;
   const auto open_start = Clock::now();
-  Result<std::unique_ptr<Loader>> opened = open_loader(flags);
-  if (!opened.ok()) return fail(opened.status().message());
-  std::unique_ptr<Loader> loader = std::move(opened).value();
-  report.startup_s = seconds_since(open_start);
-  report.dataset_size = loader->dataset().size();
-  report.classes = loader->dataset().classes().size();
-  report.start_epoch = loader->epoch();
-
-  const Status status = run_passes(*loader, flags, dump, report);
-  report.stats = loader->stats();
-  const std::string state = loader->state();
-  loader.reset();  // stops and reaps the workers before anything is reported
+  Status status;
+  std::string state;
+  if (!flags.daemon_socket.empty()) {  // the same run through forkfeedd
+    Result<std::unique_ptr<Client>> opened = open_client(flags);
+    if (!opened.ok()) return fail(opened.status().message());
+    std::unique_ptr<Client> client = std::move(opened).value();
+    report.startup_s = seconds_since(open_start);
+    report.dataset_size = client->dataset_size();
+    report.start_epoch = client->epoch();
+    status = run_passes(*client, flags, dump, report);
+    if (auto stats = client->stats(); stats.ok()) report.stats = *stats;
+    report.options.workers = client->workers();
+    state = client->state();
+  } else {
+    Result<std::unique_ptr<Loader>> opened = open_loader(flags);
+    if (!opened.ok()) return fail(opened.status().message());
+    std::unique_ptr<Loader> loader = std::move(opened).value();
+    report.startup_s = seconds_since(open_start);
+    report.dataset_size = loader->dataset().size();
+    report.classes = loader->dataset().classes().size();
+    report.start_epoch = loader->epoch();
+    status = run_passes(*loader, flags, dump, report);
+    report.stats = loader->stats();
+    state = loader->state();
+    loader.reset();  // stops and reaps the workers before anything is reported
+  }
   // A Ctrl-C from the terminal reaches the whole process group; an error that follows
   // it is part of stopping, not a result. But the state after a failed batch is past it.
   if (!status.ok() && !report.interrupted) return fail(status.message());
@@ -205,5 +230,6 @@ int main(int argc, char** argv) {
     std::printf("%s\n", forkfeed::ForkSafety::assess().describe().c_str());
     return 0;
   }
+  if (flags.probe) return forkfeed::bench::run_probe(flags);
   return forkfeed::bench::run(flags);
 }

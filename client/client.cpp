@@ -1,0 +1,324 @@
+// Client: a stream on forkfeedd with Loader's semantics. The daemon's loader runs
+// ahead (prefetch) and pushes what its next() gave into the deliveries ring; this side
+// counts what the caller actually took. So the position — and state(), reset(),
+// set_epoch() — follow consumption, as they do for a Loader: every repositioning is a
+// seek to an (epoch, position) computed here, after which the daemon stamps a new pass
+// id and the records of older passes are dropped (their slots given back).
+#include "forkfeed/client.h"
+
+#include <poll.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "client/client_stream.h"
+#include "client/daemon_connection.h"
+#include "loader/batch_factory.h"
+#include "loader/checkpoint.h"
+#include "protocol/stream_request.h"
+
+namespace forkfeed {
+namespace {
+
+using json = nlohmann::json;
+
+std::string absolute(const std::string& p) {
+  if (p.empty()) return p;
+  std::error_code ec;
+  const auto a = std::filesystem::absolute(p, ec);
+  return ec ? p : a.lexically_normal().string();
+}
+
+bool inside(std::uint64_t offset, std::uint64_t bytes, std::uint64_t size) {
+  return offset <= size && bytes <= size - offset;
+}
+
+}  // namespace
+
+class Client::Impl {
+ public:
+  Impl(DaemonConnection connection, std::shared_ptr<ClientStream> stream, const json& reply)
+      : connection_(std::move(connection)), stream_(std::move(stream)) {
+    key_ = parse_order_key(reply.at("order")).value();
+    pass_ = reply.at("pass").get<std::uint64_t>();
+    epoch_ = reply.at("epoch").get<std::uint64_t>();
+    position_ = reply.at("position").get<std::uint64_t>();
+    batches_per_epoch_ = reply.at("batches_per_epoch").get<std::uint64_t>();
+    samples_per_epoch_ = reply.at("samples_per_epoch").get<std::uint64_t>();
+    slots_ = reply.at("slots").get<std::uint32_t>();
+    workers_ = reply.at("workers").get<std::uint32_t>();
+    size_ = reply.at("size").get<std::uint32_t>();
+    dtype_ = parse_dtype(reply.at("dtype").get<std::string>()).value_or(DType::kUint8);
+  }
+
+  ~Impl() {
+    if (connection_.lost().ok()) (void)connection_.request(MessageType::kClose, json::object());
+  }
+
+  Result<std::optional<Batch>> next() {
+    if (broken_reported_) return broken_;
+    if (Status s = connection_.check(); !s.ok()) return s;
+    ChannelBlock& block = stream_->channel().block();
+    while (true) {
+      auto d = block.deliveries.try_pop();
+      if (!d) {
+        if (stream_->held() >= slots_) {
+          return Status::ResourceExhausted(
+              "every batch slot is held by a Batch the caller has not released; "
+              "release batches sooner or raise prefetch");
+        }
+        if (Status s = wait_for_delivery(); !s.ok()) return s;
+        continue;
+      }
+      if (d->pass != pass_) {  // overtaken by a seek
+        if (d->kind == DeliveryKind::kBatch) stream_->give_back(d->handle, d->tag, false);
+        continue;
+      }
+      switch (d->kind) {
+        case DeliveryKind::kBatch:
+          return batch(*d);
+        case DeliveryKind::kEndOfPass:
+          epoch_ = d->epoch;
+          position_ = batches_per_epoch_;
+          pass_over_ = true;
+          return std::optional<Batch>();
+        case DeliveryKind::kError: {
+          d->message[kDeliveryMessageBytes - 1] = '\0';
+          epoch_ = d->epoch;
+          position_ = d->index;
+          pass_over_ = false;
+          Status s = status_of(d->code, d->message);
+          if (d->fatal != 0) {
+            broken_ = s;
+            broken_reported_ = true;
+          }
+          return s;
+        }
+      }
+      return Status::Internal("forkfeedd sent a delivery of unknown kind " +
+                              std::to_string(static_cast<std::uint32_t>(d->kind)));
+    }
+  }
+
+  Status set_epoch(std::uint64_t epoch) {
+    if (epoch != epoch_ || position_ > 0 || pass_over_) return seek(epoch, 0);
+    return Status::Ok();
+  }
+
+  Status reset() {
+    if (pass_complete()) return seek(epoch_ + 1, 0);
+    if (position_ > 0) return seek(epoch_, 0);
+    return Status::Ok();
+  }
+
+  std::string state() const {
+    const bool at_end = pass_complete();
+    return encode_checkpoint(Checkpoint{at_end ? epoch_ + 1 : epoch_, at_end ? 0 : position_, key_});
+  }
+
+  Status load_state(std::string_view state) {
+    auto checkpoint = decode_checkpoint(state, key_);
+    if (!checkpoint.ok()) return checkpoint.status();
+    if (checkpoint->position > batches_per_epoch_) {
+      return Status::InvalidArgument("the state's position " + std::to_string(checkpoint->position) +
+                                     " is past the end of the epoch (" + std::to_string(batches_per_epoch_) +
+                                     " batches)");
+    }
+    if (checkpoint->epoch != epoch_ || checkpoint->position != position_ || pass_over_) {
+      return seek(checkpoint->epoch, checkpoint->position);
+    }
+    return Status::Ok();
+  }
+
+  Result<LoaderStats> stats() {
+    auto reply = connection_.request(MessageType::kStats, json::object());
+    if (!reply.ok()) return reply.status();
+    try {
+      const json& b = reply->body;
+      LoaderStats s;
+      s.delivered_batches = b.at("delivered_batches").get<std::uint64_t>();
+      s.delivered_samples = b.at("delivered_samples").get<std::uint64_t>();
+      s.skipped_samples = b.at("skipped_samples").get<std::uint64_t>();
+      s.worker_restarts = b.at("worker_restarts").get<std::uint64_t>();
+      s.start_method = StartMethod::kSpawn;
+      s.arena_bytes = b.at("arena_bytes").get<std::uint64_t>();
+      s.slots = b.at("slots").get<std::uint32_t>();
+      return s;
+    } catch (const json::exception& e) {
+      return Status::Internal(std::string("forkfeedd sent malformed stats: ") + e.what());
+    }
+  }
+
+  std::uint64_t epoch() const { return epoch_; }
+  std::uint64_t batches_per_epoch() const { return batches_per_epoch_; }
+  std::uint64_t samples_per_epoch() const { return samples_per_epoch_; }
+  std::uint64_t dataset_size() const { return key_.dataset_size; }
+  std::uint32_t workers() const { return workers_; }
+
+ private:
+  bool pass_complete() const { return pass_over_ || position_ == batches_per_epoch_; }
+
+  // Asks the daemon to start a pass at (epoch, position); a position at the end of an
+  // epoch is the start of the next, as in Loader::load_state.
+  Status seek(std::uint64_t epoch, std::uint64_t position) {
+    if (position == batches_per_epoch_) {
+      epoch += 1;
+      position = 0;
+    }
+    auto reply = connection_.request(MessageType::kSeek, json{{"epoch", epoch}, {"position", position}});
+    if (!reply.ok()) return reply.status();
+    auto pass = get_uint(reply->body, "pass", ~std::uint64_t{0});
+    if (!pass.ok())
+      return Status::Internal("forkfeedd sent a malformed seek reply: " + pass.status().message());
+    pass_ = *pass;
+    epoch_ = epoch;
+    position_ = position;
+    pass_over_ = false;
+    return Status::Ok();
+  }
+
+  // Sleeps until the daemon pushed a delivery or the connection ended.
+  Status wait_for_delivery() {
+    const int delivered = stream_->channel().delivered_fd();
+    pollfd p[2] = {{delivered, POLLIN, 0}, {connection_.fd(), POLLIN, 0}};
+    while (::poll(p, 2, -1) < 0) {
+      if (errno != EINTR) return Status::FromErrno("poll for forkfeedd deliveries", errno);
+    }
+    if (p[1].revents != 0) return connection_.check();
+    ConsumerChannel::clear(delivered);
+    return Status::Ok();
+  }
+
+  Result<std::optional<Batch>> batch(const Delivery& d) {
+    const std::uint64_t size = stream_->arena().size();
+    const std::uint64_t sample_bytes =
+        dtype_ == DType::kUint8 ? std::uint64_t{3} * size_ * size_ : std::uint64_t{12} * size_ * size_;
+    const bool ok =
+        d.count > 0 && d.count <= key_.batch_size && d.pixel_bytes == d.count * sample_bytes &&
+        inside(d.pixels_offset, d.pixel_bytes, size) && inside(d.labels_offset, 8 * d.count, size) &&
+        inside(d.indices_offset, 8 * d.count, size) && d.labels_offset % 8 == 0 && d.indices_offset % 8 == 0;
+    if (!ok) {
+      stream_->give_back(d.handle, d.tag, false);
+      return Status::Internal("forkfeedd sent a batch outside its arena; is it another forkfeed version?");
+    }
+    epoch_ = d.epoch;
+    position_ = d.index + 1;
+    pass_over_ = false;
+    stream_->took();
+    const std::byte* base = stream_->arena().data();
+    BatchFactory::Parts parts{base + d.pixels_offset,
+                              d.pixel_bytes,
+                              dtype_,
+                              size_,
+                              d.count,
+                              reinterpret_cast<const std::int64_t*>(base + d.labels_offset),
+                              reinterpret_cast<const std::uint64_t*>(base + d.indices_offset),
+                              d.epoch,
+                              d.index};
+    return std::optional<Batch>(
+        BatchFactory::make(parts, std::make_unique<ReturnLease>(stream_, d.handle, d.tag)));
+  }
+
+  static Status status_of(std::uint32_t code, const char* message) {
+    switch (static_cast<Status::Code>(code)) {
+      case Status::Code::kInvalidArgument:
+        return Status::InvalidArgument(message);
+      case Status::Code::kNotFound:
+        return Status::NotFound(message);
+      case Status::Code::kIoError:
+        return Status::IoError(message);
+      case Status::Code::kBadData:
+        return Status::BadData(message);
+      case Status::Code::kWorkerDied:
+        return Status::WorkerDied(message);
+      case Status::Code::kResourceExhausted:
+        return Status::ResourceExhausted(message);
+      default:
+        return Status::Internal(message);
+    }
+  }
+
+  DaemonConnection connection_;
+  std::shared_ptr<ClientStream> stream_;
+  OrderKey key_;
+  std::uint64_t batches_per_epoch_ = 0;
+  std::uint64_t samples_per_epoch_ = 0;
+  std::uint32_t slots_ = 0;
+  std::uint32_t workers_ = 0;
+  std::uint32_t size_ = 0;
+  DType dtype_ = DType::kUint8;
+
+  // What the caller consumed, as a Loader counts it.
+  std::uint64_t pass_ = 0;
+  std::uint64_t epoch_ = 0;
+  std::uint64_t position_ = 0;
+  bool pass_over_ = false;
+  Status broken_;
+  bool broken_reported_ = false;
+};
+
+Result<std::unique_ptr<Client>> Client::connect(const std::string& socket_path, const LoaderOptions& options,
+                                                std::string_view state) {
+  return connect(socket_path, StreamOptions{options, {}}, state);
+}
+
+Result<std::unique_ptr<Client>> Client::connect(const std::string& socket_path, const StreamOptions& options,
+                                                std::string_view state) {
+  if (options.loader.pin_memory_device >= 0) {
+    return Status::InvalidArgument(
+        "pin_memory_device is not supported through forkfeedd; set it to -1 (page-lock "
+        "batches in the trainer) or use a Loader");
+  }
+  StreamRequest request{options, std::string(state)};
+  request.stream.loader.image_folder = absolute(options.loader.image_folder);
+  request.stream.loader.manifest = absolute(options.loader.manifest);
+  auto connection = DaemonConnection::connect(socket_path);
+  if (!connection.ok()) return connection.status();
+  auto reply = connection->request(MessageType::kOpenStream, to_json(request));
+  if (!reply.ok()) return reply.status();
+  if (reply->fds.size() != 4) {
+    return Status::Internal("forkfeedd sent " + std::to_string(reply->fds.size()) +
+                            " fds with a stream instead of 4; is it another forkfeed version?");
+  }
+  try {
+    struct stat st {};
+    if (::fstat(reply->fds[0].get(), &st) != 0)
+      return Status::FromErrno("fstat of the stream's arena", errno);
+    auto arena = Mapping::map_shared_readonly(reply->fds[0].get(), static_cast<std::size_t>(st.st_size));
+    if (!arena.ok()) return arena.status();
+    auto channel =
+        ConsumerChannel::attach(std::move(reply->fds[1]), std::move(reply->fds[2]), std::move(reply->fds[3]));
+    if (!channel.ok()) return channel.status();
+    auto stream = std::make_shared<ClientStream>(std::move(arena).value(), std::move(channel).value());
+    auto impl = std::make_unique<Impl>(std::move(connection).value(), std::move(stream), reply->body);
+    return std::unique_ptr<Client>(new Client(std::move(impl)));
+  } catch (const json::exception& e) {
+    return Status::Internal(std::string("forkfeedd sent a malformed open_stream reply: ") + e.what());
+  } catch (const std::exception& e) {  // a Result without a value, say
+    return Status::Internal(std::string("forkfeedd sent a malformed open_stream reply: ") + e.what());
+  }
+}
+
+Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Client::~Client() = default;
+
+Result<std::optional<Batch>> Client::next() { return impl_->next(); }
+Status Client::set_epoch(std::uint64_t epoch) { return impl_->set_epoch(epoch); }
+Status Client::reset() { return impl_->reset(); }
+std::string Client::state() const { return impl_->state(); }
+Status Client::load_state(std::string_view state) { return impl_->load_state(state); }
+std::uint64_t Client::epoch() const { return impl_->epoch(); }
+std::uint64_t Client::batches_per_epoch() const { return impl_->batches_per_epoch(); }
+std::uint64_t Client::samples_per_epoch() const { return impl_->samples_per_epoch(); }
+std::uint64_t Client::dataset_size() const { return impl_->dataset_size(); }
+std::uint32_t Client::workers() const { return impl_->workers(); }
+Result<LoaderStats> Client::stats() { return impl_->stats(); }
+
+Client::Iterator Client::begin() {
+  if (Status s = impl_->reset(); !s.ok()) throw Error(s);  // a new range-for is a new pass
+  return Iterator(this);
+}
+
+}  // namespace forkfeed

@@ -1,0 +1,58 @@
+// ClientStream: what a Client and the Batches it handed out share — the read-only view
+// of the daemon's arena and the consumer channel — so a Batch stays readable, and can
+// still give its slot back, after its Client is gone.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "loader/slot_pool.h"
+#include "protocol/consumer_channel.h"
+#include "transport/mapping.h"
+
+namespace forkfeed {
+
+class ClientStream {
+ public:
+  ClientStream(Mapping arena, ConsumerChannel channel)
+      : arena_(std::move(arena)), channel_(std::move(channel)) {}
+
+  const Mapping& arena() const { return arena_; }
+  const ConsumerChannel& channel() const { return channel_; }
+  // Batches handed out and not yet given back.
+  std::uint32_t held() const { return held_.load(std::memory_order_acquire); }
+  void took() { held_.fetch_add(1, std::memory_order_acq_rel); }
+
+  // Pushes a return and wakes the daemon. Any thread: Batches are released anywhere.
+  void give_back(std::uint32_t handle, std::uint64_t tag, bool was_held) {
+    std::lock_guard lock(mu_);
+    // The ring holds every slot of the stream, so it is full only if the daemon broke
+    // the protocol; the stream is lost then anyway.
+    (void)channel_.block().returns.try_push(SlotReturn{handle, 0, tag});
+    channel_.ring_returned();
+    if (was_held) held_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+
+ private:
+  Mapping arena_;
+  ConsumerChannel channel_;
+  std::mutex mu_;  // the returns ring has one producer: whichever thread holds this
+  std::atomic<std::uint32_t> held_{0};
+};
+
+// The lease of a Batch read through a Client: gives the slot back to the daemon.
+class ReturnLease final : public detail::SlotLease {
+ public:
+  ReturnLease(std::shared_ptr<ClientStream> stream, std::uint32_t handle, std::uint64_t tag)
+      : stream_(std::move(stream)), handle_(handle), tag_(tag) {}
+  ~ReturnLease() override { stream_->give_back(handle_, tag_, true); }
+
+ private:
+  std::shared_ptr<ClientStream> stream_;
+  std::uint32_t handle_;
+  std::uint64_t tag_;
+};
+
+}  // namespace forkfeed

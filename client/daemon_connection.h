@@ -1,0 +1,47 @@
+// DaemonConnection: a client's end of the forkfeedd socket — connect, one request and
+// its reply at a time, and noticing that the daemon went away.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "forkfeed/status.h"
+#include "protocol/frame.h"
+#include "transport/unique_fd.h"
+
+namespace forkfeed {
+
+class DaemonConnection {
+ public:
+  static Result<DaemonConnection> connect(const std::string& socket_path);
+
+  struct Reply {
+    nlohmann::json body;
+    std::vector<UniqueFd> fds;
+  };
+  // Sends a request and waits for its reply; an {"ok":false} reply becomes its Status.
+  // Once the connection is lost every call returns the same error.
+  Result<Reply> request(MessageType type, const nlohmann::json& body);
+
+  // Non-blocking: the error that ended the connection (the daemon closed it, died, or
+  // sent a notice), or Ok while it is up.
+  Status check();
+  // The error that ended the connection, or Ok.
+  const Status& lost() const { return lost_; }
+  int fd() const { return socket_.get(); }
+  const std::string& path() const { return path_; }
+
+ private:
+  DaemonConnection(UniqueFd socket, std::string path) : socket_(std::move(socket)), path_(std::move(path)) {}
+  // Records why the connection is over (once) and returns it.
+  Status lose(const std::string& why);
+  // Reads what the daemon sent unasked: a notice, or the end of the connection.
+  Status read_unasked();
+
+  UniqueFd socket_;
+  std::string path_;
+  Status lost_;
+};
+
+}  // namespace forkfeed

@@ -1,0 +1,104 @@
+// Admission: limits and fair shares.
+#include "daemon/admission.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <thread>
+#include <utility>
+
+#include "loader/slot_count.h"
+
+namespace forkfeed {
+namespace {
+
+std::string mib(std::uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
+}  // namespace
+
+Admission::Admission(Limits limits) : limits_(limits) {
+  if (limits_.max_workers == 0) limits_.max_workers = std::max(1u, std::thread::hardware_concurrency());
+  if (limits_.max_arena_bytes == 0) {
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+    limits_.max_arena_bytes =
+        pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * page / 2 : (1ull << 34);
+  }
+  if (limits_.max_stream_arena_bytes == 0) limits_.max_stream_arena_bytes = limits_.max_arena_bytes;
+}
+
+Result<Admission::Ticket> Admission::admit(const LoaderOptions& options) {
+  std::lock_guard lock(mu_);
+  if (used_.streams >= limits_.max_streams) {
+    return Status::ResourceExhausted("forkfeedd serves its maximum of " +
+                                     std::to_string(limits_.max_streams) +
+                                     " streams (max_streams); close one or raise --max-streams");
+  }
+  const std::uint32_t free = limits_.max_workers - std::min(used_.workers, limits_.max_workers);
+  if (free == 0) {
+    return Status::ResourceExhausted(
+        "all " + std::to_string(limits_.max_workers) + " workers of forkfeedd are in use by " +
+        std::to_string(used_.streams) +
+        " streams (max_workers); wait for a stream to close or raise --max-workers");
+  }
+  const std::uint32_t fair = std::max(1u, limits_.max_workers / (used_.streams + 1));
+  LoaderOptions granted = options;
+  const std::uint32_t cap = limits_.max_stream_workers > 0 ? limits_.max_stream_workers : fair;
+  granted.workers = std::min({std::max(options.workers, 1u), fair, cap, free});
+  const std::uint64_t bytes = arena_batch_bytes(granted);
+  if (bytes > limits_.max_stream_arena_bytes) {
+    return Status::ResourceExhausted(
+        "the stream's batch slots need " + mib(bytes) + " (" + std::to_string(slot_count(granted)) +
+        " slots of " + std::to_string(granted.batch_size) + " samples), over forkfeedd's " +
+        mib(limits_.max_stream_arena_bytes) +
+        " per stream (max_stream_arena_bytes); lower batch_size, size or prefetch");
+  }
+  if (used_.arena_bytes + bytes > limits_.max_arena_bytes) {
+    return Status::ResourceExhausted(
+        "the stream's batch slots need " + mib(bytes) + " but only " +
+        mib(limits_.max_arena_bytes - std::min(used_.arena_bytes, limits_.max_arena_bytes)) +
+        " of forkfeedd's " + mib(limits_.max_arena_bytes) +
+        " (max_arena_bytes) are free; wait for a stream to close or lower batch_size, "
+        "size or prefetch");
+  }
+  used_.streams += 1;
+  used_.workers += granted.workers;
+  used_.arena_bytes += bytes;
+  Ticket t;
+  t.admission_ = this;
+  t.workers_ = granted.workers;
+  t.arena_bytes_ = bytes;
+  return t;
+}
+
+void Admission::release(const Ticket& t) {
+  std::lock_guard lock(mu_);
+  used_.streams -= 1;
+  used_.workers -= t.workers_;
+  used_.arena_bytes -= t.arena_bytes_;
+}
+
+Admission::Totals Admission::totals() const {
+  std::lock_guard lock(mu_);
+  return used_;
+}
+
+Admission::Ticket::Ticket(Ticket&& other) noexcept
+    : admission_(std::exchange(other.admission_, nullptr)),
+      workers_(other.workers_),
+      arena_bytes_(other.arena_bytes_) {}
+
+Admission::Ticket& Admission::Ticket::operator=(Ticket&& other) noexcept {
+  if (this != &other) {
+    if (admission_ != nullptr) admission_->release(*this);
+    admission_ = std::exchange(other.admission_, nullptr);
+    workers_ = other.workers_;
+    arena_bytes_ = other.arena_bytes_;
+  }
+  return *this;
+}
+
+Admission::Ticket::~Ticket() {
+  if (admission_ != nullptr) admission_->release(*this);
+}
+
+}  // namespace forkfeed

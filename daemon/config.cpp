@@ -1,0 +1,187 @@
+// DaemonConfig from YAML and flags.
+#include "daemon/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cctype>
+#include <filesystem>
+#include <set>
+
+#include "protocol/stream_request.h"
+
+namespace forkfeed {
+namespace {
+
+Status bad_key(const std::string& path, const std::string& key, const std::string& what) {
+  return Status::InvalidArgument("config " + path + ": " + key + ": " + what);
+}
+
+// A YAML scalar as JSON: integers stay integers, true/false booleans, the rest strings.
+nlohmann::json scalar_json(const YAML::Node& node) {
+  const std::string text = node.Scalar();
+  if (text == "true" || text == "false") return text == "true";
+  if (!text.empty() &&
+      std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); })) {
+    try {
+      return std::stoull(text);
+    } catch (const std::exception&) {
+    }
+  }
+  return text;
+}
+
+nlohmann::json to_json(const YAML::Node& node) {
+  if (node.IsSequence()) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& item : node) {
+      const std::string text = item.Scalar();
+      try {
+        a.push_back(std::stod(text));
+      } catch (const std::exception&) {
+        a.push_back(text);
+      }
+    }
+    return a;
+  }
+  return scalar_json(node);
+}
+
+}  // namespace
+
+Result<std::uint64_t> parse_bytes(std::string_view text) {
+  const auto not_bytes = [&] {
+    std::string message = "'";
+    message.append(text).append("' is not a byte count (e.g. 1073741824, 512M, 64G)");
+    return Status::InvalidArgument(std::move(message));
+  };
+  std::size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  if (digits == 0 || digits > 19) return not_bytes();
+  std::uint64_t value = std::stoull(std::string(text.substr(0, digits)));
+  std::string suffix(text.substr(digits));
+  for (char& c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (suffix.ends_with("IB")) suffix.resize(suffix.size() - 2);
+  if (suffix.ends_with("B")) suffix.resize(suffix.size() - 1);
+  static const std::map<std::string, int> shifts = {{"", 0}, {"K", 10}, {"M", 20}, {"G", 30}, {"T", 40}};
+  const auto it = shifts.find(suffix);
+  if (it == shifts.end() || (it->second > 0 && value > (~std::uint64_t{0} >> it->second))) return not_bytes();
+  return value << it->second;
+}
+
+Status add_dataset_flag(std::string_view flag, DaemonConfig& config) {
+  const std::size_t eq = flag.find('=');
+  if (eq == std::string_view::npos || eq == 0 || eq + 1 == flag.size()) {
+    return Status::InvalidArgument("--dataset '" + std::string(flag) +
+                                   "': use NAME=PATH (a folder or a manifest)");
+  }
+  const std::string name(flag.substr(0, eq)), path(flag.substr(eq + 1));
+  std::error_code ec;
+  DatasetSource source;
+  (std::filesystem::is_directory(path, ec) ? source.image_folder : source.manifest) =
+      std::filesystem::absolute(path, ec).lexically_normal().string();
+  config.datasets[name] = source;
+  return Status::Ok();
+}
+
+Status load_config_file(const std::string& path, DaemonConfig& config) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    return Status::NotFound("cannot read config file " + path);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument("config " + path + " is not valid YAML: " + e.what());
+  }
+  if (root.IsNull()) return Status::Ok();
+  if (!root.IsMap()) return Status::InvalidArgument("config " + path + ": the top level must be a mapping");
+  try {
+    for (const auto& entry : root) {
+      const std::string key = entry.first.as<std::string>();
+      const YAML::Node& value = entry.second;
+      if (key == "socket") {
+        config.socket_path = value.as<std::string>();
+      } else if (key == "log_level") {
+        config.log_level = value.as<std::string>();
+      } else if (key == "allow_uids") {
+        if (!value.IsSequence()) return bad_key(path, key, "must be a list of user ids");
+        for (const auto& uid : value) config.allow_uids.push_back(uid.as<uid_t>());
+      } else if (key == "datasets") {
+        if (!value.IsMap())
+          return bad_key(path, key, "must map names to {image_folder: DIR} or {manifest: FILE}");
+        for (const auto& d : value) {
+          const std::string name = d.first.as<std::string>();
+          DatasetSource source;
+          if (d.second.IsScalar()) {
+            if (Status s = add_dataset_flag(name + "=" + d.second.as<std::string>(), config); !s.ok())
+              return s;
+            continue;
+          }
+          for (const auto& f : d.second) {
+            const std::string field = f.first.as<std::string>();
+            if (field == "image_folder") {
+              source.image_folder = f.second.as<std::string>();
+            } else if (field == "manifest") {
+              source.manifest = f.second.as<std::string>();
+            } else {
+              return bad_key(path, "datasets." + name + "." + field,
+                             "unknown key; use image_folder or manifest");
+            }
+          }
+          if (source.image_folder.empty() == source.manifest.empty()) {
+            return bad_key(path, "datasets." + name, "give exactly one of image_folder and manifest");
+          }
+          config.datasets[name] = source;
+        }
+      } else if (key == "defaults") {
+        if (!value.IsMap()) return bad_key(path, key, "must be a mapping of open_stream fields");
+        nlohmann::json defaults = nlohmann::json::object();
+        for (const auto& d : value) defaults[d.first.as<std::string>()] = to_json(d.second);
+        if (auto parsed = parse_stream_request(defaults); !parsed.ok()) {
+          return bad_key(path, key, parsed.status().message());
+        }
+        config.defaults = defaults;
+      } else if (key == "limits") {
+        if (!value.IsMap()) return bad_key(path, key, "must be a mapping");
+        for (const auto& l : value) {
+          const std::string name = l.first.as<std::string>();
+          if (name == "max_streams") {
+            config.limits.max_streams = l.second.as<std::uint32_t>();
+          } else if (name == "max_workers") {
+            config.limits.max_workers = l.second.as<std::uint32_t>();
+          } else if (name == "max_stream_workers") {
+            config.limits.max_stream_workers = l.second.as<std::uint32_t>();
+          } else if (name == "max_arena_bytes" || name == "max_stream_arena_bytes") {
+            auto bytes = parse_bytes(l.second.as<std::string>());
+            if (!bytes.ok()) return bad_key(path, "limits." + name, bytes.status().message());
+            (name == "max_arena_bytes" ? config.limits.max_arena_bytes
+                                       : config.limits.max_stream_arena_bytes) = *bytes;
+          } else {
+            return bad_key(
+                path, "limits." + name,
+                "unknown limit; use max_streams, max_workers, max_stream_workers, max_arena_bytes or "
+                "max_stream_arena_bytes");
+          }
+        }
+      } else {
+        return bad_key(path, key, "unknown key; see config/forkfeedd.yaml for the known ones");
+      }
+    }
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument("config " + path + ": " + e.what());
+  }
+  return Status::Ok();
+}
+
+Status validate(const DaemonConfig& config) {
+  if (config.limits.max_streams == 0) return Status::InvalidArgument("max_streams must be at least 1");
+  for (const auto& [name, source] : config.datasets) {
+    const std::string& p = source.image_folder.empty() ? source.manifest : source.image_folder;
+    std::error_code ec;
+    if (!std::filesystem::exists(p, ec)) {
+      return Status::NotFound("dataset '" + name + "': " + p + " does not exist");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace forkfeed

@@ -1,0 +1,50 @@
+// DaemonConfig: everything forkfeedd is told at start, from a YAML file
+// (config/forkfeedd.yaml shows every key) and from flags, which override the file.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daemon/admission.h"
+#include "forkfeed/status.h"
+
+namespace forkfeed {
+
+// A dataset clients may open by name: exactly one of the two.
+struct DatasetSource {
+  std::string image_folder;
+  std::string manifest;
+};
+
+struct DaemonConfig {
+  std::string socket_path;  // empty: default_socket_path()
+  std::map<std::string, DatasetSource> datasets;
+  // open_stream fields a request leaves out (transform, size, dtype, batch_size, workers,
+  // prefetch, on_error ...), as in the request.
+  nlohmann::json defaults = nlohmann::json::object();
+  Limits limits;
+  // Users besides the daemon's own that may connect; they may open named datasets only.
+  std::vector<uid_t> allow_uids;
+  std::string log_level = "info";
+};
+
+// Reads `path` into `config`, keeping what the file does not set. Errors name the file
+// and the key.
+Status load_config_file(const std::string& path, DaemonConfig& config);
+
+// "1073741824", "512M", "64GiB", "2T": bytes, with binary K/M/G/T suffixes.
+Result<std::uint64_t> parse_bytes(std::string_view text);
+
+// A --dataset flag: NAME=PATH, a folder (ImageFolder) or a file (manifest).
+Status add_dataset_flag(std::string_view flag, DaemonConfig& config);
+
+// Problems that would make every stream fail: checked once at start.
+Status validate(const DaemonConfig& config);
+
+}  // namespace forkfeed

@@ -1,0 +1,171 @@
+// Server: accept, reap, stats, shutdown.
+#include "daemon/server.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+namespace forkfeed {
+namespace {
+
+// Connections beyond max_streams that may be open at once (forkfeed-ctl, clients being
+// refused): bounds the threads a flood of connections can cost.
+constexpr std::size_t kSpareConnections = 16;
+
+std::uint64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::uint64_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+void refuse(Listener::Peer& peer, const std::string& why) {
+  spdlog::warn("refused a connection from pid {} (uid {}): {}", peer.pid, peer.uid, why);
+  const nlohmann::json notice = {{"error", why}};
+  (void)send_frame(peer.socket.get(), MessageType::kNotice, notice.dump());
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Server>> Server::start(DaemonConfig config) {
+  if (config.socket_path.empty()) config.socket_path = default_socket_path();
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGINT);
+  UniqueFd signals(::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!signals.valid()) return Status::FromErrno("signalfd", errno);
+  UniqueFd stop(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!stop.valid()) return Status::FromErrno("eventfd", errno);
+  auto listener = Listener::bind(config.socket_path, !config.allow_uids.empty());
+  if (!listener.ok()) return listener.status();
+  return std::unique_ptr<Server>(
+      new Server(std::move(config), std::move(listener).value(), std::move(signals), std::move(stop)));
+}
+
+Server::Server(DaemonConfig config, Listener listener, UniqueFd signals, UniqueFd stop)
+    : config_(std::move(config)),
+      admission_(config_.limits),
+      listener_(std::move(listener)),
+      signals_(std::move(signals)),
+      stop_(std::move(stop)),
+      started_(std::chrono::steady_clock::now()) {}
+
+Server::~Server() {
+  listener_.close();
+  const std::uint64_t one = 1;
+  (void)!::write(stop_.get(), &one, sizeof one);
+  reap(true);
+}
+
+Status Server::run() {
+  const Limits& limits = admission_.limits();
+  spdlog::info(
+      "forkfeedd {} listening on {}: at most {} streams, {} workers, {} MiB of arenas ({} MiB per stream)",
+      ::getpid(), listener_.path(), limits.max_streams, limits.max_workers, limits.max_arena_bytes >> 20,
+      limits.max_stream_arena_bytes >> 20);
+  while (true) {
+    pollfd fds[2] = {{listener_.fd(), POLLIN, 0}, {signals_.get(), POLLIN, 0}};
+    if (::poll(fds, 2, 100) < 0 && errno != EINTR) return Status::FromErrno("poll", errno);
+    if (fds[1].revents != 0) {
+      signalfd_siginfo info{};
+      (void)!::read(signals_.get(), &info, sizeof info);
+      spdlog::info("received {}; stopping",
+                   sigabbrev_np(static_cast<int>(info.ssi_signo))
+                       ? std::string("SIG") + sigabbrev_np(static_cast<int>(info.ssi_signo))
+                       : "a signal");
+      break;
+    }
+    if (fds[0].revents != 0) accept_all();
+    reap(false);
+  }
+  // Stop accepting first, so nobody connects to a daemon that is going away.
+  listener_.close();
+  const std::uint64_t one = 1;
+  (void)!::write(stop_.get(), &one, sizeof one);
+  reap(true);
+  spdlog::info("stopped; every stream closed and every worker reaped");
+  return Status::Ok();
+}
+
+void Server::accept_all() {
+  while (true) {
+    auto peer = listener_.accept();
+    if (!peer.ok()) {
+      spdlog::warn("{}", peer.status().message());  // EMFILE, say: try again at the next poll
+      return;
+    }
+    if (!peer->socket.valid()) return;  // none waiting
+    const bool allowed = peer->uid == ::geteuid() ||
+                         std::find(config_.allow_uids.begin(), config_.allow_uids.end(), peer->uid) !=
+                             config_.allow_uids.end();
+    if (!allowed) {
+      refuse(*peer, "user " + std::to_string(peer->uid) + " may not use this forkfeedd (run by user " +
+                        std::to_string(::geteuid()) + "); add the uid to allow_uids in its config");
+      continue;
+    }
+    std::lock_guard lock(mu_);
+    if (sessions_.size() >= config_.limits.max_streams + kSpareConnections) {
+      refuse(*peer, "forkfeedd has too many connections open (" + std::to_string(sessions_.size()) +
+                        "); close some or raise --max-streams");
+      continue;
+    }
+    const SessionContext context{&config_, &admission_, stop_.get(), [this] { return stats(); }};
+    sessions_.push_back(std::make_unique<StreamSession>(next_id_++, std::move(peer).value(), context));
+  }
+}
+
+void Server::reap(bool all) {
+  std::list<std::unique_ptr<StreamSession>> done;
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = sessions_.begin(); it != sessions_.end();) {
+      if (all || (*it)->finished()) {
+        done.push_back(std::move(*it));
+        it = sessions_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  done.clear();  // joins, outside the lock: a session may be asking for stats()
+}
+
+nlohmann::json Server::stats() const {
+  const Admission::Totals used = admission_.totals();
+  const Limits& limits = admission_.limits();
+  nlohmann::json streams = nlohmann::json::array();
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& session : sessions_) {
+      nlohmann::json s = session->stats();
+      if (!s.is_null()) streams.push_back(std::move(s));
+    }
+  }
+  const double uptime = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  return nlohmann::json{{"daemon",
+                         {{"pid", ::getpid()},
+                          {"socket", listener_.path()},
+                          {"uptime_s", uptime},
+                          {"rss_bytes", resident_bytes()},
+                          {"streams", used.streams},
+                          {"workers", used.workers},
+                          {"arena_bytes", used.arena_bytes},
+                          {"limits",
+                           {{"max_streams", limits.max_streams},
+                            {"max_workers", limits.max_workers},
+                            {"max_stream_workers", limits.max_stream_workers},
+                            {"max_arena_bytes", limits.max_arena_bytes},
+                            {"max_stream_arena_bytes", limits.max_stream_arena_bytes}}}}},
+                        {"streams", streams}};
+}
+
+}  // namespace forkfeed

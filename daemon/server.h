@@ -1,0 +1,49 @@
+// Server: forkfeedd's main loop. It accepts connections on the Listener (checking each
+// peer's uid), gives each its StreamSession, reaps the sessions that ended, answers
+// daemon-wide stats, and on SIGTERM or SIGINT stops accepting, ends every session
+// (reaping every worker), removes the socket and returns.
+#pragma once
+
+#include <chrono>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "daemon/admission.h"
+#include "daemon/config.h"
+#include "daemon/listener.h"
+#include "daemon/stream_session.h"
+#include "forkfeed/client.h"
+
+namespace forkfeed {
+
+class Server {
+ public:
+  // Binds the socket. REQUIRES: SIGTERM and SIGINT are blocked in this thread (and so
+  // in every thread it starts); the Server reads them from a signalfd.
+  static Result<std::unique_ptr<Server>> start(DaemonConfig config);
+  ~Server();
+
+  // Serves until SIGTERM or SIGINT.
+  Status run();
+  const std::string& socket_path() const { return listener_.path(); }
+
+ private:
+  Server(DaemonConfig config, Listener listener, UniqueFd signals, UniqueFd stop);
+  void accept_all();
+  void reap(bool all);
+  nlohmann::json stats() const;
+
+  DaemonConfig config_;
+  Admission admission_;
+  Listener listener_;
+  UniqueFd signals_;  // signalfd for SIGTERM, SIGINT
+  UniqueFd stop_;     // eventfd, readable once stopping: every session polls it
+  std::chrono::steady_clock::time_point started_;
+  std::uint64_t next_id_ = 1;
+  mutable std::mutex mu_;  // sessions_: stats() runs on session threads
+  std::list<std::unique_ptr<StreamSession>> sessions_;
+};
+
+}  // namespace forkfeed

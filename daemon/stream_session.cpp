@@ -1,0 +1,325 @@
+// StreamSession: requests, the delivery loop, and teardown.
+#include "daemon/stream_session.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "loader/slot_count.h"
+#include "protocol/stream_request.h"
+
+namespace forkfeed {
+namespace {
+
+using json = nlohmann::json;
+
+// A partial message or an unread reply holds the session at most this long.
+constexpr timeval kSocketTimeout{2, 0};
+// A connection that keeps sending nonsense is closed after this many errors.
+constexpr std::uint32_t kMaxProtocolErrors = 64;
+
+json ok_reply(json body = json::object()) {
+  body["ok"] = true;
+  return body;
+}
+
+std::string known_datasets(const DaemonConfig& config) {
+  std::string names;
+  for (const auto& [name, source] : config.datasets) names += (names.empty() ? "" : ", ") + name;
+  return names.empty() ? "none" : names;
+}
+
+}  // namespace
+
+StreamSession::StreamSession(std::uint64_t id, Listener::Peer peer, const SessionContext& context)
+    : id_(id), peer_(std::move(peer)), context_(context), thread_([this] { run(); }) {}
+
+StreamSession::~StreamSession() {
+  if (thread_.joinable()) thread_.join();
+}
+
+json StreamSession::stats() const {
+  std::lock_guard lock(stats_mu_);
+  return stats_;
+}
+
+Status StreamSession::reply(const json& body, std::span<const int> fds) {
+  return send_frame(peer_.socket.get(), MessageType::kReply,
+                    body.dump(-1, ' ', false, json::error_handler_t::replace), fds);
+}
+
+void StreamSession::run() {
+  ::setsockopt(peer_.socket.get(), SOL_SOCKET, SO_RCVTIMEO, &kSocketTimeout, sizeof kSocketTimeout);
+  ::setsockopt(peer_.socket.get(), SOL_SOCKET, SO_SNDTIMEO, &kSocketTimeout, sizeof kSocketTimeout);
+  while (true) {
+    if (loader_) drain_returns();
+    const bool produce_now = can_produce();
+    pollfd fds[3] = {{peer_.socket.get(), POLLIN, 0}, {context_.stop_fd, POLLIN, 0}, {-1, POLLIN, 0}};
+    if (channel_) fds[2].fd = channel_->returned_fd();
+    if (::poll(fds, 3, produce_now ? 0 : -1) < 0 && errno != EINTR) {
+      spdlog::error("stream {}: poll failed: {}", id_, std::strerror(errno));
+      break;
+    }
+    if (fds[1].revents != 0) {
+      const json notice = {{"error", "forkfeedd is shutting down"}};
+      (void)send_frame(peer_.socket.get(), MessageType::kNotice, notice.dump());
+      break;
+    }
+    if (fds[0].revents != 0) {
+      if (!handle_request()) break;
+      continue;  // the request may have changed what to produce
+    }
+    if (fds[2].revents != 0) ConsumerChannel::clear(channel_->returned_fd());
+    if (produce_now) produce();
+  }
+  teardown();
+  peer_.socket.reset();  // the client sees the end now, not when the server reaps this session
+  finished_.store(true, std::memory_order_release);
+}
+
+bool StreamSession::handle_request() {
+  auto frame = recv_frame(peer_.socket.get(), false);
+  if (!frame.ok()) {
+    // A frame that breaks the protocol gets a reason; either way the byte stream is lost.
+    if (frame.status().code() == Status::Code::kInvalidArgument) (void)reply(error_reply(frame.status()));
+    if (loader_ || !frame.status().message().starts_with("connection closed")) {
+      spdlog::info("stream {} (pid {}): {}", id_, peer_.pid, frame.status().message());
+    }
+    return false;
+  }
+  const json body = json::parse(frame->payload, nullptr, false);
+  json answer;
+  std::vector<UniqueFd> fds;
+  if (body.is_discarded() || !body.is_object()) {
+    answer = error_reply(Status::InvalidArgument("the message body must be a JSON object"));
+  } else {
+    switch (static_cast<MessageType>(frame->type)) {
+      case MessageType::kOpenStream:
+        answer =
+            loader_ ? error_reply(Status::InvalidArgument(
+                          "a stream is already open on this connection; open another connection for another"))
+                    : open_stream(body, fds);
+        break;
+      case MessageType::kSeek:
+        answer = loader_ ? seek(body) : error_reply(Status::InvalidArgument("open a stream before seeking"));
+        break;
+      case MessageType::kStats:
+        if (loader_) publish_stats();
+        answer = ok_reply(loader_ ? stats() : context_.daemon_stats());
+        break;
+      case MessageType::kClose:
+        (void)reply(ok_reply());
+        return false;
+      default:
+        answer = error_reply(Status::InvalidArgument("unknown message type " + std::to_string(frame->type)));
+    }
+  }
+  if (!answer["ok"].get<bool>() && ++protocol_errors_ >= kMaxProtocolErrors) {
+    (void)reply(error_reply(Status::InvalidArgument("too many bad requests; closing the connection")));
+    return false;
+  }
+  std::vector<int> raw;
+  for (const UniqueFd& fd : fds) raw.push_back(fd.get());
+  return reply(answer, raw).ok();
+}
+
+json StreamSession::open_stream(const json& body, std::vector<UniqueFd>& fds) {
+  const DaemonConfig& config = *context_.config;
+  json merged = config.defaults;
+  merged.update(body);
+  auto request = parse_stream_request(merged);
+  if (!request.ok()) return error_reply(request.status());
+  LoaderOptions options = request->stream.loader;
+  const std::string& name = request->stream.dataset;
+  if (!name.empty()) {
+    const auto it = config.datasets.find(name);
+    if (it == config.datasets.end()) {
+      return error_reply(Status::NotFound("forkfeedd has no dataset named '" + name + "'; it knows " +
+                                          known_datasets(config)));
+    }
+    if (!options.image_folder.empty() || !options.manifest.empty()) {
+      return error_reply(Status::InvalidArgument("give a dataset name or a path, not both"));
+    }
+    options.image_folder = it->second.image_folder;
+    options.manifest = it->second.manifest;
+  } else if (peer_.uid != ::geteuid()) {
+    return error_reply(Status::InvalidArgument("user " + std::to_string(peer_.uid) +
+                                               " may open only the datasets named in forkfeedd's config (" +
+                                               known_datasets(config) + ")"));
+  }
+  options.log_level = config.log_level;
+  options.start_method = StartMethod::kSpawn;  // this process has threads: never fork it
+  options.pin_memory_device = -1;
+  if (Status s = validate(options); !s.ok()) return error_reply(s);
+  auto ticket = context_.admission->admit(options);
+  if (!ticket.ok()) return error_reply(ticket.status());
+  options.workers = ticket->workers();
+  if (slot_count(options) > kChannelCapacity) {
+    return error_reply(
+        Status::InvalidArgument("workers x prefetch + 1 = " + std::to_string(slot_count(options)) +
+                                " batch slots, over forkfeedd's " + std::to_string(kChannelCapacity) +
+                                " per stream; lower prefetch"));
+  }
+  auto loader = Loader::open(options, request->state);
+  if (!loader.ok()) return error_reply(loader.status());
+  auto channel = ConsumerChannel::create();
+  if (!channel.ok()) return error_reply(channel.status());
+  const Loader::SharedMemory memory = (*loader)->shared_memory();
+  // The client gets the arena read-only: it can read batches, not write the daemon's memory.
+  UniqueFd readonly(::open(("/proc/self/fd/" + std::to_string(memory.fd)).c_str(), O_RDONLY | O_CLOEXEC));
+  if (!readonly.valid()) return error_reply(Status::FromErrno("reopening the arena read-only", errno));
+  const OrderKey key = order_key((*loader)->dataset(), options);
+  auto at = decode_checkpoint((*loader)->state(), key);
+  if (!at.ok()) return error_reply(at.status());
+
+  ticket_ = std::move(ticket).value();
+  loader_ = std::move(loader).value();
+  channel_ = std::move(channel).value();
+  memory_ = memory;
+  key_ = key;
+  lent_.emplace(slot_count(options));
+  opened_ = std::chrono::steady_clock::now();
+  {
+    std::lock_guard lock(stats_mu_);
+    stats_ =
+        json{{"stream", id_},
+             {"pid", peer_.pid},
+             {"uid", peer_.uid},
+             {"dataset",
+              name.empty() ? (options.image_folder.empty() ? options.manifest : options.image_folder) : name},
+             {"rank", options.rank},
+             {"world_size", options.world_size},
+             {"batch_size", options.batch_size},
+             {"workers", options.workers},
+             {"slots", lent_->capacity()},
+             {"arena_bytes", memory.size}};
+  }
+  publish_stats();
+  spdlog::info("stream {} opened for pid {} (uid {}): {} workers, {} slots, rank {}/{}, arena {:.1f} MiB",
+               id_, peer_.pid, peer_.uid, options.workers, lent_->capacity(), options.rank,
+               options.world_size, memory.size / 1048576.0);
+  fds.push_back(std::move(readonly));
+  for (int fd : {channel_->memfd(), channel_->delivered_fd(), channel_->returned_fd()}) {
+    fds.emplace_back(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+  }
+  return ok_reply(json{{"stream", id_},
+                       {"pass", pass_},
+                       {"epoch", at->epoch},
+                       {"position", at->position},
+                       {"batches_per_epoch", loader_->batches_per_epoch()},
+                       {"samples_per_epoch", loader_->samples_per_epoch()},
+                       {"slots", lent_->capacity()},
+                       {"workers", options.workers},
+                       {"size", options.size},
+                       {"dtype", std::string(to_string(options.dtype))},
+                       {"arena_bytes", memory.size},
+                       {"order", to_json(key)}});
+}
+
+json StreamSession::seek(const json& body) {
+  auto epoch = get_uint(body, "epoch", ~std::uint64_t{0});
+  if (!epoch.ok()) return error_reply(Status::InvalidArgument("seek: " + epoch.status().message()));
+  auto position = get_uint(body, "position", loader_->batches_per_epoch());
+  if (!position.ok()) return error_reply(Status::InvalidArgument("seek: " + position.status().message()));
+  if (Status s = loader_->load_state(encode_checkpoint(Checkpoint{*epoch, *position, key_})); !s.ok()) {
+    return error_reply(s);
+  }
+  // Whatever is still in the ring belongs to the old pass: the client drops it.
+  pass_ += 1;
+  fatal_sent_ = false;
+  return ok_reply(json{{"pass", pass_}});
+}
+
+bool StreamSession::can_produce() const {
+  // The ring's head is the client's to write: a bogus one only stalls its own stream.
+  return loader_ && !fatal_sent_ && !lent_->full() && channel_->block().deliveries.size() < kChannelCapacity;
+}
+
+void StreamSession::produce() {
+  auto next = loader_->next();
+  Delivery d{};
+  d.pass = pass_;
+  if (!next.ok()) {
+    const Status& s = next.status();
+    d.kind = DeliveryKind::kError;
+    d.code = static_cast<std::uint32_t>(s.code());
+    d.fatal = s.code() == Status::Code::kBadData ? 0 : 1;  // a bad file fails its batch; anything else stays
+    std::snprintf(d.message, sizeof d.message, "%s", s.message().c_str());
+    d.epoch = loader_->epoch();
+    auto at = decode_checkpoint(loader_->state(), key_);
+    d.index = at.ok() && at->epoch == d.epoch ? at->position : loader_->batches_per_epoch();
+    if (d.fatal != 0) fatal_sent_ = true;
+  } else if (!next->has_value()) {
+    d.kind = DeliveryKind::kEndOfPass;
+    d.epoch = loader_->epoch();
+    d.index = loader_->batches_per_epoch();
+  } else {
+    Batch& batch = **next;
+    const auto offset = [&](const void* p) {
+      return static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - memory_.base);
+    };
+    d.kind = DeliveryKind::kBatch;
+    d.epoch = batch.epoch();
+    d.index = batch.index();
+    d.count = static_cast<std::uint32_t>(batch.size());
+    d.pixels_offset = offset(batch.data());
+    d.pixel_bytes = batch.bytes();
+    d.labels_offset = offset(batch.labels().data());
+    d.indices_offset = offset(batch.sample_indices().data());
+    delivered_batches_ += 1;
+    delivered_samples_ += batch.size();
+    const LentBatches::Ticket ticket = lent_->lend(std::move(batch));
+    d.handle = ticket.handle;
+    d.tag = ticket.tag;
+  }
+  (void)channel_->block().deliveries.try_push(d);  // can_produce() saw room; only this thread pushes
+  channel_->ring_delivered();
+  publish_stats();
+}
+
+void StreamSession::drain_returns() {
+  // Bounded: a client that scribbles over the ring's indices cannot keep us here.
+  for (std::uint32_t i = 0; i < kChannelCapacity; ++i) {
+    auto r = channel_->block().returns.try_pop();
+    if (!r) return;
+    if (!lent_->give_back(r->handle, r->tag) && bad_returns_++ == 0) {
+      spdlog::warn("stream {}: the client returned slot {} which it does not hold; ignored", id_, r->handle);
+    }
+  }
+}
+
+void StreamSession::publish_stats() {
+  const LoaderStats s = loader_->stats();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - opened_).count();
+  std::lock_guard lock(stats_mu_);
+  stats_["delivered_batches"] = delivered_batches_;
+  stats_["delivered_samples"] = delivered_samples_;
+  stats_["skipped_samples"] = s.skipped_samples;
+  stats_["worker_restarts"] = s.worker_restarts;
+  stats_["queue_depth"] = std::min<std::uint64_t>(channel_->block().deliveries.size(), kChannelCapacity);
+  stats_["lent_slots"] = lent_->count();
+  stats_["epoch"] = loader_->epoch();
+  stats_["uptime_s"] = seconds;
+  stats_["images_per_s"] = seconds > 0 ? delivered_samples_ / seconds : 0.0;
+}
+
+void StreamSession::teardown() {
+  if (!loader_) return;
+  lent_.reset();
+  channel_.reset();
+  loader_.reset();  // stops and reaps the workers, unmaps the arena
+  ticket_ = Admission::Ticket();
+  {
+    std::lock_guard lock(stats_mu_);
+    stats_ = nullptr;
+  }
+  spdlog::info("stream {} of pid {} closed; {} batches delivered", id_, peer_.pid, delivered_batches_);
+}
+
+}  // namespace forkfeed

@@ -1,0 +1,87 @@
+// Client: a Loader served by forkfeedd. A trainer that must not fork (RDMA, CUDA) opens
+// a stream on the daemon, which runs the loader and its workers; batches are read in
+// place from the daemon's shared memory, with the iterator, Batch, state() and reset
+// semantics of Loader:
+//
+//   auto client = forkfeed::Client::connect(forkfeed::default_socket_path(), options).value_or_throw();
+//   for (forkfeed::Batch& batch : *client) train(batch);   // one pass (epoch)
+//
+// If the daemon goes away, the next call fails with an error saying so (never a hang);
+// connect again with the last state() to continue exactly.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "forkfeed/batch.h"
+#include "forkfeed/loader.h"
+#include "forkfeed/options.h"
+#include "forkfeed/pass_iterator.h"
+#include "forkfeed/status.h"
+
+namespace forkfeed {
+
+// $XDG_RUNTIME_DIR/forkfeed.sock, else /tmp/forkfeed-<uid>.sock: where forkfeedd listens
+// unless told otherwise.
+std::string default_socket_path();
+
+// What a stream reads and how. The daemon decides the worker count (at most
+// loader.workers, within its fair share) and always spawns its workers; log_level is
+// the daemon's. Relative paths are taken from this process's working directory.
+struct StreamOptions {
+  LoaderOptions loader;
+  // A dataset named in forkfeedd's config, instead of loader.image_folder / manifest.
+  std::string dataset;
+};
+
+class Client {
+ public:
+  // Connects to forkfeedd at `socket_path` and opens a stream; with `state` (a state()
+  // from a Client or a Loader over the same dataset and order) it continues from there.
+  static Result<std::unique_ptr<Client>> connect(const std::string& socket_path, const StreamOptions& options,
+                                                 std::string_view state = {});
+  static Result<std::unique_ptr<Client>> connect(const std::string& socket_path, const LoaderOptions& options,
+                                                 std::string_view state = {});
+  // Closes the stream: the daemon stops its workers. Batches still held stay readable
+  // until they are destroyed.
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // As Loader::next(). Also fails once the daemon is gone.
+  Result<std::optional<Batch>> next();
+
+  // As Loader's. They talk to the daemon and so may fail; an error also comes back
+  // from the next next().
+  Status set_epoch(std::uint64_t epoch);
+  Status reset();
+  // As Loader's, computed here: still valid after the daemon died.
+  std::string state() const;
+  Status load_state(std::string_view state);
+
+  std::uint64_t epoch() const;
+  std::uint64_t batches_per_epoch() const;
+  std::uint64_t samples_per_epoch() const;
+  // Samples in the whole dataset, all ranks together.
+  std::uint64_t dataset_size() const;
+  // Workers the daemon runs for this stream.
+  std::uint32_t workers() const;
+  // The stream's loader stats, asked from the daemon.
+  Result<LoaderStats> stats();
+
+  // Range-for over one pass, as Loader's: begin() is a reset(). Errors are thrown as
+  // forkfeed::Error.
+  using Iterator = PassIterator<Client>;
+  Iterator begin();
+  PassEnd end() { return {}; }
+
+ private:
+  class Impl;
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace forkfeed

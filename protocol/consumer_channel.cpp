@@ -1,0 +1,69 @@
+// ConsumerChannel: memfd, seals and eventfds.
+#include "protocol/consumer_channel.h"
+
+#include <fcntl.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <new>
+
+namespace forkfeed {
+namespace {
+
+constexpr std::size_t kChannelBytes = (sizeof(ChannelBlock) + 4095) / 4096 * 4096;
+
+}  // namespace
+
+Result<ConsumerChannel> ConsumerChannel::create() {
+  UniqueFd memfd(::memfd_create("forkfeed-channel", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!memfd.valid()) return Status::FromErrno("memfd_create for a consumer channel", errno);
+  if (::ftruncate(memfd.get(), static_cast<off_t>(kChannelBytes)) != 0) {
+    return Status::FromErrno("sizing a consumer channel", errno);
+  }
+  if (::fcntl(memfd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    return Status::FromErrno("sealing a consumer channel", errno);
+  }
+  auto mapping = Mapping::map_shared(memfd.get(), kChannelBytes);
+  if (!mapping.ok()) return mapping.status();
+  new (mapping->data()) ChannelBlock();
+  UniqueFd delivered(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  UniqueFd returned(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!delivered.valid() || !returned.valid())
+    return Status::FromErrno("eventfd for a consumer channel", errno);
+  return ConsumerChannel(std::move(memfd), std::move(mapping).value(), std::move(delivered),
+                         std::move(returned));
+}
+
+Result<ConsumerChannel> ConsumerChannel::attach(UniqueFd memfd, UniqueFd delivered, UniqueFd returned) {
+  struct stat st {};
+  if (::fstat(memfd.get(), &st) != 0) return Status::FromErrno("fstat of the consumer channel", errno);
+  if (static_cast<std::size_t>(st.st_size) < sizeof(ChannelBlock)) {
+    return Status::Internal("forkfeedd sent a consumer channel of " + std::to_string(st.st_size) +
+                            " bytes; is it another forkfeed version?");
+  }
+  auto mapping = Mapping::map_shared(memfd.get(), static_cast<std::size_t>(st.st_size));
+  if (!mapping.ok()) return mapping.status();
+  const auto* block = reinterpret_cast<const ChannelBlock*>(mapping->data());
+  if (block->magic != kChannelMagic || block->version != kChannelVersion) {
+    return Status::Internal(
+        "forkfeedd's consumer channel has another layout; use forkfeed and forkfeedd of one release");
+  }
+  return ConsumerChannel(std::move(memfd), std::move(mapping).value(), std::move(delivered),
+                         std::move(returned));
+}
+
+void ConsumerChannel::ring(int eventfd) {
+  const std::uint64_t one = 1;
+  // EAGAIN only when the counter is saturated: it is readable then anyway.
+  (void)!::write(eventfd, &one, sizeof one);
+}
+
+void ConsumerChannel::clear(int eventfd) {
+  std::uint64_t value = 0;
+  (void)!::read(eventfd, &value, sizeof value);
+}
+
+}  // namespace forkfeed

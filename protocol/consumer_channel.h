@@ -1,0 +1,93 @@
+// ConsumerChannel: the shared memory between forkfeedd and the client of one stream.
+// Deliveries (daemon -> client) say which batch lies where in the arena; returns
+// (client -> daemon) give back the slots the client is done with. Each direction has an
+// eventfd, so either side can poll() it together with the socket. The daemon treats all
+// of it as untrusted: a client may write anything here.
+#pragma once
+
+#include <cstdint>
+
+#include "forkfeed/status.h"
+#include "transport/mapping.h"
+#include "transport/spsc_ring.h"
+#include "transport/unique_fd.h"
+
+namespace forkfeed {
+
+inline constexpr std::uint64_t kChannelMagic = 0x6c6e6e6168636b66ULL;  // "fkchannl"
+inline constexpr std::uint32_t kChannelVersion = 1;
+// Bounds the batch slots of one stream: every slot may sit in the deliveries ring.
+inline constexpr std::uint32_t kChannelCapacity = 256;
+inline constexpr std::size_t kDeliveryMessageBytes = 1024;
+
+enum class DeliveryKind : std::uint32_t {
+  kBatch = 1,      // a batch in the arena; return `handle` and `tag` when done
+  kEndOfPass = 2,  // the pass of `epoch` is over (Loader::next() gave nullopt)
+  kError = 3,      // Loader::next() failed; `epoch` and `index` say where the pass stands after it
+};
+
+struct Delivery {
+  std::uint64_t pass;  // the daemon's pass id; records of older passes are dropped
+  std::uint64_t epoch;
+  std::uint64_t index;          // kBatch: Batch::index(); kError: batches delivered in the pass after it
+  std::uint64_t tag;            // kBatch: echoed in the return, so a stale return cannot free a reused handle
+  std::uint64_t pixels_offset;  // from the start of the arena
+  std::uint64_t pixel_bytes;
+  std::uint64_t labels_offset;
+  std::uint64_t indices_offset;
+  std::uint32_t handle;
+  std::uint32_t count;  // samples
+  DeliveryKind kind;
+  std::uint32_t code;                   // kError: a Status::Code
+  std::uint32_t fatal;                  // kError: the stream stays broken (Loader's error "stays")
+  char message[kDeliveryMessageBytes];  // kError: NUL-terminated
+};
+
+struct SlotReturn {
+  std::uint32_t handle;
+  std::uint32_t reserved;
+  std::uint64_t tag;
+};
+
+struct ChannelBlock {
+  std::uint64_t magic = kChannelMagic;
+  std::uint32_t version = kChannelVersion;
+  SpscRing<Delivery, kChannelCapacity> deliveries;
+  SpscRing<SlotReturn, kChannelCapacity> returns;
+};
+
+class ConsumerChannel {
+ public:
+  // Daemon side: a new memfd holding a ChannelBlock, sealed against resizing (a client
+  // cannot truncate it under the daemon: no SIGBUS), and two eventfds.
+  static Result<ConsumerChannel> create();
+  // Client side: maps the fds the daemon sent. Takes ownership of all three.
+  static Result<ConsumerChannel> attach(UniqueFd memfd, UniqueFd delivered, UniqueFd returned);
+
+  ChannelBlock& block() const { return *block_; }
+  int memfd() const { return memfd_.get(); }
+  int delivered_fd() const { return delivered_.get(); }  // readable: deliveries were pushed
+  int returned_fd() const { return returned_.get(); }    // readable: returns were pushed
+
+  void ring_delivered() const { ring(delivered_.get()); }
+  void ring_returned() const { ring(returned_.get()); }
+  // Clears a readable eventfd (before looking at its ring again).
+  static void clear(int eventfd);
+
+ private:
+  ConsumerChannel(UniqueFd memfd, Mapping mapping, UniqueFd delivered, UniqueFd returned)
+      : memfd_(std::move(memfd)),
+        mapping_(std::move(mapping)),
+        delivered_(std::move(delivered)),
+        returned_(std::move(returned)),
+        block_(reinterpret_cast<ChannelBlock*>(mapping_.data())) {}
+  static void ring(int eventfd);
+
+  UniqueFd memfd_;
+  Mapping mapping_;
+  UniqueFd delivered_;
+  UniqueFd returned_;
+  ChannelBlock* block_;
+};
+
+}  // namespace forkfeed

@@ -1,0 +1,56 @@
+// Frames on forkfeedd's Unix socket: a fixed header (magic, protocol version, message
+// type, payload length) followed by a JSON payload of at most kMaxPayload bytes. A
+// reply may carry fds (SCM_RIGHTS); a request never does.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "forkfeed/status.h"
+#include "transport/unique_fd.h"
+
+namespace forkfeed {
+
+inline constexpr std::uint32_t kFrameMagic = 0x6466666b;  // "kffd"
+inline constexpr std::uint16_t kProtocolVersion = 1;
+inline constexpr std::uint32_t kMaxPayload = 64 * 1024;
+inline constexpr std::size_t kMaxFrameFds = 4;
+
+enum class MessageType : std::uint16_t {
+  kOpenStream = 1,  // client: open a stream; the reply carries its fds
+  kSeek = 2,        // client: start a pass at {"epoch", "position"}
+  kStats = 3,       // client or forkfeed-ctl: the stream's or the daemon's stats
+  kClose = 4,       // client: close the stream and the connection
+  kReply = 100,     // daemon: {"ok":true,...} or {"ok":false,"code":...,"error":...}
+  kNotice = 101,    // daemon, unasked: {"error":...}, why it closes the connection now
+};
+
+struct FrameHeader {
+  std::uint32_t magic;
+  std::uint16_t version;
+  std::uint16_t type;
+  std::uint32_t length;  // payload bytes that follow
+  std::uint32_t reserved;
+};
+static_assert(sizeof(FrameHeader) == 16);
+
+struct Frame {
+  std::uint16_t type = 0;  // a MessageType, or anything a peer sent
+  std::string payload;
+  std::vector<UniqueFd> fds;
+};
+
+// Sends one frame (MSG_NOSIGNAL: a closed peer is an error, not SIGPIPE).
+Status send_frame(int socket, MessageType type, std::string_view payload, std::span<const int> fds = {});
+
+// Reads one frame. Fds that come with it are kept if `accept_fds`, else closed.
+// Errors: InvalidArgument for a frame that breaks the protocol (bad magic or version,
+// over kMaxPayload): the stream of bytes cannot be trusted after it, so close.
+// IoError for a closed, timed-out or broken connection; its message starts with
+// "connection closed" when the peer closed it cleanly.
+Result<Frame> recv_frame(int socket, bool accept_fds);
+
+}  // namespace forkfeed

@@ -1,0 +1,265 @@
+// forkfeed::Client through forkfeedd: the same batches, order, pixels, state() and
+// reset semantics as an in-process Loader with the same options; four ranks served at
+// once each get their share exactly once; resume through state() across the socket.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <random>
+#include <set>
+
+#include "forkfeed/client.h"
+#include "forkfeed/loader.h"
+#include "tests/testing/daemon_process.h"
+#include "tests/testing/temp_dataset.h"
+
+namespace forkfeed {
+namespace {
+
+using testing::Batches;
+using testing::BatchRecord;
+
+constexpr std::uint32_t kImages = 23;
+
+class ClientStreamTest : public testing::DaemonSuite<ClientStreamTest> {
+ protected:
+  static void SetUpTestSuite() { make_dataset(kImages, 3, 5, 40, 90); }
+
+  void SetUp() override {
+    daemon_ =
+        std::make_unique<testing::DaemonProcess>(dir_->path() + "/d-" + std::to_string(::getpid()) + ".sock",
+                                                 std::vector<std::string>{"--max-workers", "16"});
+  }
+
+  static LoaderOptions options(std::uint32_t rank = 0, std::uint32_t world = 1) {
+    LoaderOptions o = stream_options(1, 4);
+    o.seed = 3;
+    o.rank = rank;
+    o.world_size = world;
+    return o;
+  }
+
+  std::unique_ptr<Client> connect(const LoaderOptions& o, std::string_view state = {}) {
+    auto client = Client::connect(daemon_->socket(), o, state);
+    EXPECT_TRUE(client.ok()) << client.status().message();
+    return client.ok() ? std::move(client).value() : nullptr;
+  }
+
+  static std::unique_ptr<Loader> open_loader(const LoaderOptions& o) {
+    auto loader = Loader::open(o);
+    EXPECT_TRUE(loader.ok()) << loader.status().message();
+    return loader.ok() ? std::move(loader).value() : nullptr;
+  }
+
+  std::unique_ptr<testing::DaemonProcess> daemon_;
+};
+
+// Ranks 0..3 of world size 4, all connected at once and read in turns: each rank's pass
+// is, batch for batch and pixel for pixel, the pass of a Loader of that rank, and the
+// ranks together cover the dataset.
+TEST_F(ClientStreamTest, FourRanksAtOnceEachGetTheirShareExactlyOnce) {
+  testing::HangGuard guard(60, "ClientStreamTest.FourRanks");
+  constexpr std::uint32_t kWorld = 4;
+  constexpr std::uint64_t kEpochs = 2;
+  std::vector<std::unique_ptr<Client>> clients;
+  for (std::uint32_t r = 0; r < kWorld; ++r) {
+    clients.push_back(connect(options(r, kWorld)));
+    ASSERT_TRUE(clients.back());
+  }
+  std::vector<Batches> got(kWorld);  // per rank, both epochs
+  for (std::uint64_t epoch = 0; epoch < kEpochs; ++epoch) {
+    std::vector<bool> done(kWorld, false);
+    for (std::size_t finished = 0; finished < kWorld;) {  // round robin, one batch at a time
+      for (std::uint32_t r = 0; r < kWorld; ++r) {
+        if (done[r]) continue;
+        auto next = clients[r]->next();
+        ASSERT_TRUE(next.ok()) << next.status().message();
+        if (next->has_value()) {
+          got[r].emplace_back(**next);
+        } else {
+          done[r] = true;
+          ++finished;
+        }
+      }
+    }
+  }
+  std::vector<std::set<std::uint64_t>> covered(kEpochs);
+  for (std::uint32_t r = 0; r < kWorld; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    auto loader = open_loader(options(r, kWorld));
+    ASSERT_TRUE(loader);
+    Batches expected = testing::read_pass(*loader);
+    const Batches second = testing::read_pass(*loader);
+    expected.insert(expected.end(), second.begin(), second.end());
+    EXPECT_EQ(testing::first_difference(got[r], expected), "");
+    for (std::uint64_t epoch = 0; epoch < kEpochs; ++epoch) {
+      std::vector<std::uint64_t> indices;
+      for (const BatchRecord& b : got[r]) {
+        if (b.epoch == epoch) indices.insert(indices.end(), b.indices.begin(), b.indices.end());
+      }
+      EXPECT_EQ(indices.size(), clients[r]->samples_per_epoch()) << "epoch " << epoch;
+      EXPECT_EQ(std::set<std::uint64_t>(indices.begin(), indices.end()).size(), indices.size())
+          << "a sample came twice within the rank's pass of epoch " << epoch;
+      covered[epoch].insert(indices.begin(), indices.end());
+    }
+  }
+  for (std::uint64_t epoch = 0; epoch < kEpochs; ++epoch) {
+    EXPECT_EQ(covered[epoch].size(), kImages) << "the ranks together miss samples in epoch " << epoch;
+  }
+}
+
+// Stop after k batches, take state(), close; a new client from that state delivers the
+// rest: together, an uninterrupted run over two epochs, for every k.
+TEST_F(ClientStreamTest, ResumeThroughStateEqualsAnUninterruptedRun) {
+  testing::HangGuard guard(90, "ClientStreamTest.Resume");
+  const LoaderOptions o = options();
+  auto reference_client = connect(o);
+  ASSERT_TRUE(reference_client);
+  const Batches reference = testing::read_batches(*reference_client, 12);  // 6 per epoch
+  reference_client.reset();
+  for (std::size_t k : {5u, 6u, 11u}) {
+    SCOPED_TRACE("interrupted after " + std::to_string(k) + " batches");
+    std::string state;
+    Batches run;
+    {
+      auto first = connect(o);
+      ASSERT_TRUE(first);
+      run = testing::read_batches(*first, k);
+      state = first->state();
+    }
+    LoaderOptions other = o;
+    other.workers = 2;  // any worker count
+    auto second = connect(other, state);
+    ASSERT_TRUE(second);
+    const Batches rest = testing::read_batches(*second, 12 - k);
+    run.insert(run.end(), rest.begin(), rest.end());
+    EXPECT_EQ(testing::first_difference(run, reference), "");
+  }
+  // A Loader's state resumes a Client, and a Client's a Loader.
+  auto loader = open_loader(o);
+  ASSERT_TRUE(loader);
+  Batches run = testing::read_batches(*loader, 3);
+  auto client = connect(o, loader->state());
+  ASSERT_TRUE(client);
+  Batches rest = testing::read_batches(*client, 4);
+  run.insert(run.end(), rest.begin(), rest.end());
+  auto resumed = Loader::open(o, client->state());
+  ASSERT_TRUE(resumed.ok()) << resumed.status().message();
+  rest = testing::read_batches(**resumed, 5);
+  run.insert(run.end(), rest.begin(), rest.end());
+  EXPECT_EQ(testing::first_difference(run, reference), "");
+}
+
+// The same random script of next(), reset(), set_epoch(), load_state(), range-fors and
+// held batches on a Loader and on a Client: the same batches, ends and states.
+TEST_F(ClientStreamTest, RandomScriptBehavesAsTheLoader) {
+  testing::HangGuard guard(120, "ClientStreamTest.RandomScript");
+  const LoaderOptions o = options();
+  auto loader = open_loader(o);
+  auto client = connect(o);
+  ASSERT_TRUE(loader && client);
+  std::mt19937 rng(77);
+  std::vector<std::string> states = {loader->state()};
+  std::vector<std::pair<Batch, Batch>> held;
+  for (int step = 0; step < 300; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    const int op = static_cast<int>(rng() % 100);
+    if (op < 60) {
+      auto a = loader->next();
+      auto b = client->next();
+      ASSERT_EQ(a.ok(), b.ok());
+      ASSERT_TRUE(a.ok()) << a.status().message();
+      ASSERT_EQ(a->has_value(), b->has_value());
+      if (a->has_value()) {
+        ASSERT_TRUE(BatchRecord(**a) == BatchRecord(**b))
+            << "batch differs: loader epoch " << (*a)->epoch() << " index " << (*a)->index()
+            << ", client epoch " << (*b)->epoch() << " index " << (*b)->index();
+        if (rng() % 4 == 0 && held.size() < 1) held.emplace_back(std::move(**a), std::move(**b));
+      }
+    } else if (op < 70) {
+      loader->reset();
+      ASSERT_TRUE(client->reset().ok());
+    } else if (op < 78) {
+      const std::uint64_t e = rng() % 3;
+      loader->set_epoch(e);
+      ASSERT_TRUE(client->set_epoch(e).ok());
+    } else if (op < 86) {
+      const std::string& s = states[rng() % states.size()];
+      ASSERT_TRUE(loader->load_state(s).ok());
+      ASSERT_TRUE(client->load_state(s).ok());
+    } else if (op < 92) {
+      const std::size_t stop = rng() % 8;
+      Batches a, b;
+      for (Batch& batch : *loader) {
+        a.emplace_back(batch);
+        if (a.size() == stop) break;
+      }
+      for (Batch& batch : *client) {
+        b.emplace_back(batch);
+        if (b.size() == stop) break;
+      }
+      ASSERT_EQ(testing::first_difference(b, a), "") << "range-for";
+    } else {
+      held.clear();
+    }
+    ASSERT_EQ(client->state(), loader->state());
+    ASSERT_EQ(client->epoch(), loader->epoch());
+    for (const auto& [a, b] : held) ASSERT_TRUE(BatchRecord(a) == BatchRecord(b)) << "a held batch changed";
+    if (rng() % 8 == 0) states.push_back(loader->state());
+  }
+}
+
+// Holding every slot: next() says so instead of waiting forever, as a Loader does;
+// batches stay readable after the Client is gone.
+TEST_F(ClientStreamTest, HoldingEverySlotIsAnErrorAndBatchesOutliveTheClient) {
+  testing::HangGuard guard(30, "ClientStreamTest.HoldingEverySlot");
+  LoaderOptions o = options();
+  o.workers = 1;
+  o.prefetch = 2;  // 3 slots
+  auto client = connect(o);
+  ASSERT_TRUE(client);
+  std::vector<Batch> held;
+  for (int i = 0; i < 3; ++i) {
+    auto b = client->next();
+    ASSERT_TRUE(b.ok() && b->has_value()) << (b.ok() ? "end of pass" : b.status().message());
+    held.push_back(std::move(**b));
+  }
+  auto starved = client->next();
+  ASSERT_FALSE(starved.ok());
+  EXPECT_EQ(starved.status().code(), Status::Code::kResourceExhausted) << starved.status().message();
+  const BatchRecord before(held[1]);
+  held.erase(held.begin());
+  auto b = client->next();
+  ASSERT_TRUE(b.ok() && b->has_value());
+  held.push_back(std::move(**b));
+  client.reset();
+  EXPECT_TRUE(BatchRecord(held[0]) == before);
+}
+
+TEST_F(ClientStreamTest, BadRequestsGetClearErrors) {
+  LoaderOptions o = options();
+  o.image_folder = dir_->path() + "/no-such-folder";
+  auto missing = Client::connect(daemon_->socket(), o);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("no-such-folder"), std::string::npos)
+      << missing.status().message();
+
+  StreamOptions named{options(), "imagenet"};
+  named.loader.image_folder.clear();
+  auto unknown = Client::connect(daemon_->socket(), named);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("no dataset named 'imagenet'"), std::string::npos)
+      << unknown.status().message();
+
+  o = options();
+  o.batch_size = 0;
+  auto zero = Client::connect(daemon_->socket(), o);
+  ASSERT_FALSE(zero.ok());
+  EXPECT_EQ(zero.status().code(), Status::Code::kInvalidArgument) << zero.status().message();
+
+  auto nobody = Client::connect(dir_->path() + "/nobody.sock", options());
+  ASSERT_FALSE(nobody.ok());
+  EXPECT_NE(nobody.status().message().find("is it running?"), std::string::npos) << nobody.status().message();
+}
+
+}  // namespace
+}  // namespace forkfeed

@@ -1,0 +1,211 @@
+// forkfeedd's limits and configuration: streams, workers and arena bytes never exceed
+// the limits (a request over one gets an error naming it), workers are shared fairly at
+// admission, forkfeed-ctl stats reports every stream, and the YAML config and its flags
+// take effect. Only the daemon's user, and uids it allows, may connect.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "forkfeed/client.h"
+#include "tests/testing/daemon_process.h"
+#include "tests/testing/temp_dataset.h"
+
+namespace forkfeed {
+namespace {
+
+class DaemonLimitsTest : public testing::DaemonSuite<DaemonLimitsTest> {
+ protected:
+  static void SetUpTestSuite() { make_dataset(12, 2, 6, 40, 70); }
+
+  static LoaderOptions options(std::uint32_t workers = 1) { return stream_options(workers, 3); }
+
+};
+
+void expect_refused(const Result<std::unique_ptr<Client>>& client, const std::string& limit) {
+  ASSERT_FALSE(client.ok()) << "admitted over " << limit;
+  EXPECT_EQ(client.status().code(), Status::Code::kResourceExhausted) << client.status().message();
+  EXPECT_NE(client.status().message().find(limit), std::string::npos) << client.status().message();
+}
+
+TEST_F(DaemonLimitsTest, MaxStreams) {
+  testing::HangGuard guard(60, "DaemonLimitsTest.MaxStreams");
+  testing::DaemonProcess daemon(socket_path("streams"), {"--max-streams", "2", "--max-workers", "8"});
+  auto a = Client::connect(daemon.socket(), options());
+  auto b = Client::connect(daemon.socket(), options());
+  ASSERT_TRUE(a.ok() && b.ok());
+  expect_refused(Client::connect(daemon.socket(), options()), "max_streams");
+  a = Status::Internal("closed");  // frees its place
+  Result<std::unique_ptr<Client>> c = Status::Internal("not yet");
+  EXPECT_TRUE(testing::eventually(
+      [&] {
+        c = Client::connect(daemon.socket(), options());
+        return c.ok();
+      },
+      std::chrono::seconds(5)))
+      << c.status().message();
+}
+
+TEST_F(DaemonLimitsTest, WorkersAreSharedFairlyAndNeverExceedTheLimit) {
+  testing::HangGuard guard(60, "DaemonLimitsTest.Workers");
+  testing::DaemonProcess daemon(socket_path("workers"), {"--max-workers", "5"});
+  auto a = Client::connect(daemon.socket(), options(2));
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ((*a)->workers(), 2u);  // what it asked for, within 5 / 1
+  auto b = Client::connect(daemon.socket(), options(8));
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  EXPECT_EQ((*b)->workers(), 2u);  // its fair share, 5 / 2
+  auto c = Client::connect(daemon.socket(), options(8));
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ((*c)->workers(), 1u);  // the one left
+  expect_refused(Client::connect(daemon.socket(), options(1)), "max_workers");
+  EXPECT_EQ(testing::children_of(daemon.pid()).size(), 5u);
+  {  // a per-stream cap, below the fair share
+    testing::DaemonProcess capped(socket_path("capped"), {"--max-workers", "8", "--max-stream-workers", "1"});
+    auto d = Client::connect(capped.socket(), options(4));
+    ASSERT_TRUE(d.ok()) << d.status().message();
+    EXPECT_EQ((*d)->workers(), 1u);
+  }
+  // The order does not depend on the worker count: all three read the same pass.
+  const auto pass_a = testing::read_pass(**a), pass_b = testing::read_pass(**b),
+             pass_c = testing::read_pass(**c);
+  EXPECT_EQ(testing::first_difference(pass_b, pass_a), "");
+  EXPECT_EQ(testing::first_difference(pass_c, pass_a), "");
+}
+
+TEST_F(DaemonLimitsTest, ArenaBytes) {
+  testing::HangGuard guard(60, "DaemonLimitsTest.ArenaBytes");
+  // One stream of 1 worker, prefetch 2: 3 slots of 3 samples of 64x64x3 bytes = 110592 bytes.
+  testing::DaemonProcess daemon(socket_path("arena"), {"--max-workers", "8", "--max-arena-bytes", "200K",
+                                                       "--max-stream-arena-bytes", "120K"});
+  LoaderOptions o = options();
+  o.size = 64;
+  auto a = Client::connect(daemon.socket(), o);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  expect_refused(Client::connect(daemon.socket(), o), "max_arena_bytes");
+  o.batch_size = 4;
+  expect_refused(Client::connect(daemon.socket(), o), "max_stream_arena_bytes");
+}
+
+TEST_F(DaemonLimitsTest, CtlStatsReportsEveryStream) {
+  testing::HangGuard guard(60, "DaemonLimitsTest.CtlStats");
+  testing::DaemonProcess daemon(socket_path("stats"), {"--max-workers", "8"});
+  auto a = Client::connect(daemon.socket(), options());
+  auto b = Client::connect(daemon.socket(), options());
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(testing::read_batches(**a, 3).size(), 3u);
+  auto own = (*a)->stats();
+  ASSERT_TRUE(own.ok()) << own.status().message();
+  EXPECT_GE(own->delivered_batches, 3u);
+
+  const std::string command =
+      std::string(FORKFEED_BIN_DIR) + "/forkfeed-ctl --socket " + daemon.socket() + " stats";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buffer[4096];
+  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+  ASSERT_EQ(::pclose(pipe), 0) << out;
+  const auto stats = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_TRUE(stats.is_object()) << out;
+  EXPECT_GT(stats["daemon"]["uptime_s"].get<double>(), 0.0);
+  EXPECT_GT(stats["daemon"]["rss_bytes"].get<std::uint64_t>(), 0u);
+  EXPECT_EQ(stats["daemon"]["streams"].get<int>(), 2);
+  ASSERT_EQ(stats["streams"].size(), 2u) << out;
+  std::uint64_t delivered = 0;
+  for (const auto& s : stats["streams"]) {
+    for (const char* key : {"images_per_s", "delivered_batches", "delivered_samples", "skipped_samples",
+                            "queue_depth", "worker_restarts", "workers", "arena_bytes"}) {
+      EXPECT_TRUE(s.contains(key)) << key << " missing in " << s.dump();
+    }
+    delivered += s["delivered_batches"].get<std::uint64_t>();
+  }
+  EXPECT_GE(delivered, 3u);
+
+  const std::string nowhere = std::string(FORKFEED_BIN_DIR) + "/forkfeed-ctl --socket " + dir_->path() +
+                              "/nobody.sock stats 2>/dev/null";
+  EXPECT_NE(std::system(nowhere.c_str()), 0);
+}
+
+TEST_F(DaemonLimitsTest, YamlConfigAndFlagsTakeEffect) {
+  testing::HangGuard guard(60, "DaemonLimitsTest.Yaml");
+  const std::string config = dir_->path() + "/forkfeedd.yaml";
+  std::ofstream(config) << "log_level: warn\n"
+                           "datasets:\n"
+                           "  tiny: {image_folder: "
+                        << root_
+                        << "}\n"
+                           "defaults: {size: 16, batch_size: 3}\n"
+                           "limits:\n"
+                           "  max_streams: 1\n"
+                           "  max_workers: 4\n";
+  StreamOptions named{options(), "tiny"};
+  named.loader.image_folder.clear();
+  {
+    testing::DaemonProcess daemon(socket_path("yaml"), {"--config", config});
+    auto a = Client::connect(daemon.socket(), named);
+    ASSERT_TRUE(a.ok()) << a.status().message();
+    EXPECT_EQ(testing::exactly_once(testing::indices_of(testing::read_pass(**a)), 12), "");
+    expect_refused(Client::connect(daemon.socket(), named), "max_streams");
+  }
+  {
+    testing::DaemonProcess daemon(socket_path("yaml-flags"), {"--config", config, "--max-streams", "2"});
+    auto a = Client::connect(daemon.socket(), named);
+    auto b = Client::connect(daemon.socket(), named);
+    EXPECT_TRUE(a.ok() && b.ok()) << "the flag did not override the file";
+  }
+  {  // the example in the repository is valid
+    testing::DaemonProcess daemon(socket_path("example"),
+                                  {"--config", std::string(FORKFEED_SOURCE_DIR) + "/config/forkfeedd.yaml"});
+    EXPECT_TRUE(testing::connectable(daemon.socket()));
+  }
+  {  // a bad key is named, and the daemon does not start
+    std::ofstream(config) << "limits:\n  max_stream: 3\n";
+    testing::DaemonProcess daemon(socket_path("bad"), {"--config", config}, false);
+    const auto status = daemon.wait_exit(std::chrono::seconds(10));
+    ASSERT_TRUE(status.has_value());
+    EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) != 0);
+  }
+}
+
+// Run as root only: a child that becomes another user is refused, unless allowed — and
+// then it may open named datasets only.
+TEST_F(DaemonLimitsTest, OtherUsersAreRefusedUnlessAllowed) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to act as another user";
+  testing::HangGuard guard(60, "DaemonLimitsTest.OtherUsers");
+  constexpr uid_t kNobody = 65534;
+  // Outside the test's private folder, so that the other user can reach the socket.
+  const std::string socket = "/tmp/forkfeed-uid-test-" + std::to_string(::getpid()) + ".sock";
+  auto as_nobody = [&](const StreamOptions& o) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      if (::setresgid(kNobody, kNobody, kNobody) != 0 || ::setresuid(kNobody, kNobody, kNobody) != 0)
+        ::_exit(9);
+      auto client = Client::connect(socket, o);
+      if (!client.ok()) ::_exit(1);
+      auto batch = (*client)->next();
+      ::_exit(batch.ok() ? 0 : 2);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  StreamOptions named{options(), "tiny"};
+  named.loader.image_folder.clear();
+  {
+    testing::DaemonProcess daemon(socket, {"--dataset", "tiny=" + root_});
+    EXPECT_EQ(as_nobody(named), 1) << "another user was served";
+  }
+  {
+    testing::DaemonProcess daemon(socket,
+                                  {"--dataset", "tiny=" + root_, "--allow-uid", std::to_string(kNobody)});
+    EXPECT_EQ(as_nobody(named), 0) << "an allowed user was not served a named dataset";
+    EXPECT_EQ(as_nobody(StreamOptions{options(), {}}), 1) << "an allowed user opened a path of its choosing";
+  }
+}
+
+}  // namespace
+}  // namespace forkfeed

@@ -1,0 +1,106 @@
+// forkfeedd as a child of the test.
+#include "tests/testing/daemon_process.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include "transport/unique_fd.h"
+
+extern char** environ;
+
+namespace forkfeed::testing {
+
+bool connectable(const std::string& socket) {
+  sockaddr_un addr{};
+  if (socket.size() >= sizeof addr.sun_path) return false;
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, socket.c_str(), socket.size());
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  return ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
+}
+
+DaemonProcess::DaemonProcess(const std::string& socket, const std::vector<std::string>& args, bool wait)
+    : socket_(socket) {
+  std::vector<std::string> argv_s = {std::string(FORKFEED_BIN_DIR) + "/forkfeedd", "--socket", socket,
+                                     "--log-level", "warn"};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const int err = ::posix_spawn(&pid_, argv[0], nullptr, nullptr, argv.data(), environ);
+  if (err != 0) {
+    ADD_FAILURE() << "posix_spawn of " << argv[0] << ": " << std::strerror(err);
+    pid_ = -1;
+    return;
+  }
+  if (wait) {
+    EXPECT_TRUE(wait_ready()) << "forkfeedd did not start listening on " << socket;
+  }
+}
+
+DaemonProcess::~DaemonProcess() {
+  if (pid_ <= 0) return;
+  // In order first, so that it reaps its workers; then for sure.
+  if (!signal_and_wait(SIGTERM, std::chrono::seconds(10))) {
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+  }
+}
+
+bool DaemonProcess::wait_ready(std::chrono::milliseconds timeout) {
+  return eventually(
+      [&] {
+        if (pid_ <= 0) return false;
+        return connectable(socket_);
+      },
+      timeout);
+}
+
+std::optional<int> DaemonProcess::wait_exit(std::chrono::milliseconds timeout) {
+  if (pid_ <= 0) return std::nullopt;
+  std::optional<int> result;
+  eventually(
+      [&] {
+        int status = 0;
+        if (::waitpid(pid_, &status, WNOHANG) == pid_) result = status;
+        return result.has_value();
+      },
+      timeout);
+  if (result) pid_ = -1;
+  return result;
+}
+
+std::optional<int> DaemonProcess::signal_and_wait(int signal, std::chrono::milliseconds timeout) {
+  if (pid_ <= 0) return std::nullopt;
+  ::kill(pid_, signal);
+  return wait_exit(timeout);
+}
+
+Batches read_pass(Client& client, std::size_t max_batches) {
+  return read_pass_with([&] { return client.next(); }, max_batches);
+}
+
+Batches read_batches(Client& client, std::size_t count) {
+  return read_batches_with([&] { return client.next(); }, count);
+}
+
+int memfd_mappings(pid_t pid, const std::string& name) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  int n = 0;
+  for (std::string line; std::getline(maps, line);) {
+    if (line.find("/memfd:" + name) != std::string::npos) ++n;
+  }
+  return n;
+}
+
+}  // namespace forkfeed::testing

@@ -1,0 +1,250 @@
+// The --probe measurement: warm the page cache, then one timed pass per decode path over
+// the same files, with the same per-sample crops, into one reused sample buffer.
+#include "tools/bench/probe.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "forkfeed/dataset.h"
+#include "loader/transform_spec.h"
+#include "transport/unique_fd.h"
+#include "workers/sample_pipeline.h"
+#include "workers/transform.h"
+
+namespace forkfeed::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One decode path's pass over the probed files.
+struct PathRun {
+  explicit PathRun(const char* path_name) : name(path_name) {}
+  const char* name;
+  std::uint64_t decoded = 0;  // samples written
+  std::uint64_t failed = 0;   // files that could not be read, decoded or transformed
+  std::string first_error;    // the first failure, naming its file
+  double wall_s = 0;
+  double cpu_s = 0;  // this thread's CPU time: the part of wall_s that was ours
+  double images_per_s() const { return wall_s > 0 ? static_cast<double>(decoded) / wall_s : 0.0; }
+  // Per second of this thread's CPU time: what the core could do had nothing else run.
+  double images_per_cpu_s() const { return cpu_s > 0 ? static_cast<double>(decoded) / cpu_s : 0.0; }
+};
+
+struct ProbeReport {
+  LoaderOptions options;
+  std::uint64_t dataset_size = 0;
+  std::size_t classes = 0;           // 0 for a manifest
+  std::vector<std::uint64_t> files;  // dataset indices probed, in order
+  std::uint64_t bytes = 0;           // read by the warm-up
+  double warm_s = 0;
+  PathRun opencv{"opencv"};
+  PathRun fused{"fused"};
+  double ratio() const {
+    return opencv.images_per_s() > 0 ? fused.images_per_s() / opencv.images_per_s() : 0.0;
+  }
+};
+
+double thread_cpu_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// "opencv 812/2000, 604 img/s" redrawn on stderr at most 10 times a second, only when
+// stderr is a terminal: stdout may be a --json consumer, and a log needs no redraws.
+class ProbeProgress {
+ public:
+  ProbeProgress() : enabled_(isatty(STDERR_FILENO) == 1) {}
+  ~ProbeProgress() { clear(); }
+  ProbeProgress(const ProbeProgress&) = delete;
+  ProbeProgress& operator=(const ProbeProgress&) = delete;
+
+  void start(const char* phase, std::size_t total) {
+    phase_ = phase;
+    total_ = total;
+    start_ = Clock::now();
+    last_ = {};
+  }
+  void update(std::size_t done) {
+    if (!enabled_) return;
+    const auto now = Clock::now();
+    if (now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    const double s = std::chrono::duration<double>(now - start_).count();
+    std::fprintf(stderr, "\rprobe: %s %zu/%zu, %.0f img/s\x1b[K", phase_, done, total_,
+                 s > 0 ? static_cast<double>(done) / s : 0.0);
+    shown_ = true;
+  }
+  void clear() {
+    if (shown_) std::fputs("\r\x1b[K", stderr);
+    shown_ = false;
+  }
+
+ private:
+  const bool enabled_;
+  const char* phase_ = "";
+  std::size_t total_ = 0;
+  Clock::time_point start_{};
+  Clock::time_point last_{};
+  bool shown_ = false;
+};
+
+// `limit` files spread evenly over the dataset (every k-th, so every class is in), or all.
+std::vector<std::uint64_t> files_to_probe(std::uint64_t size, std::uint64_t limit) {
+  const std::uint64_t n = limit == 0 || limit > size ? size : limit;
+  std::vector<std::uint64_t> files(n);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    files[i] = static_cast<std::uint64_t>(static_cast<unsigned __int128>(i) * size / n);
+  }
+  return files;
+}
+
+// Reads every file once so that both timed passes find it in the page cache. Errors are
+// left to the timed passes, which count them.
+void warm_page_cache(const DatasetIndex& index, ProbeReport& report, ProbeProgress& progress) {
+  std::vector<char> buffer(1 << 20);
+  progress.start("reading", report.files.size());
+  const auto start = Clock::now();
+  for (std::size_t k = 0; k < report.files.size(); ++k) {
+    const std::string path(index.path(report.files[k]));
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+    if (!fd.valid()) continue;
+    for (ssize_t n; (n = ::read(fd.get(), buffer.data(), buffer.size())) > 0;) {
+      report.bytes += static_cast<std::uint64_t>(n);
+    }
+    progress.update(k + 1);
+  }
+  report.warm_s = seconds_since(start);
+}
+
+// One timed pass over `files` through a fresh pipeline taking `path`, as a worker runs it.
+void measure(const DatasetIndex& index, const std::vector<std::uint64_t>& files, const TransformSpec& spec,
+             DecodePath path, std::uint64_t epoch, PathRun& run, ProbeProgress& progress) {
+  SamplePipeline pipeline(spec, path);
+  std::vector<std::byte> sample(sample_bytes(spec.dtype, spec.size));  // reused, as a slot is
+  progress.start(run.name, files.size());
+  const double cpu_start = thread_cpu_s();
+  const auto start = Clock::now();
+  for (std::size_t k = 0; k < files.size(); ++k) {
+    const std::uint64_t i = files[k];
+    // The sample's own index keys its crop and flip: both paths get the same boxes.
+    const Status s = pipeline.run(index.path(i), epoch, i, sample.data());
+    if (s.ok()) {
+      ++run.decoded;
+    } else if (run.failed++ == 0) {
+      run.first_error = s.message();
+    }
+    progress.update(k + 1);
+  }
+  run.wall_s = seconds_since(start);
+  run.cpu_s = thread_cpu_s() - cpu_start;
+}
+
+nlohmann::json path_json(const PathRun& run) {
+  nlohmann::json j;
+  j["images_per_s"] = run.images_per_s();
+  j["images_per_cpu_s"] = run.images_per_cpu_s();
+  j["decoded"] = run.decoded;
+  j["failed"] = run.failed;
+  j["wall_s"] = run.wall_s;
+  j["cpu_s"] = run.cpu_s;
+  j["first_error"] = run.first_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(run.first_error);
+  return j;
+}
+
+std::string json_line(const ProbeReport& r) {
+  const LoaderOptions& o = r.options;
+  nlohmann::json j;
+  j["probe"] = true;
+  j["dataset_size"] = r.dataset_size;
+  j["classes"] = r.classes;
+  j["probed"] = r.files.size();
+  j["bytes"] = r.bytes;
+  j["warm_s"] = r.warm_s;
+  j["transform"] = std::string(to_string(o.transform));
+  j["size"] = o.size;
+  j["dtype"] = std::string(to_string(o.dtype));
+  j["seed"] = o.seed;
+  j["opencv"] = path_json(r.opencv);
+  j["fused"] = path_json(r.fused);
+  j["fused_over_opencv"] = r.ratio();
+  return j.dump();
+}
+
+void print_path(const PathRun& run, std::FILE* out) {
+  std::fprintf(
+      out, "%-12s %.1f images/s on one core, %.1f per CPU second (%llu decoded, %llu failed, %.3f s)\n",
+      run.name, run.images_per_s(), run.images_per_cpu_s(), static_cast<unsigned long long>(run.decoded),
+      static_cast<unsigned long long>(run.failed), run.wall_s);
+  if (!run.first_error.empty())
+    std::fprintf(out, "%-12s %s\n", "", ("first failure: " + run.first_error).c_str());
+}
+
+void print_human(const ProbeReport& r, std::FILE* out) {
+  const LoaderOptions& o = r.options;
+  const std::string source = o.manifest.empty()
+                                 ? ", " + std::to_string(r.classes) + " classes (" + o.image_folder + ")"
+                                 : " (manifest " + o.manifest + ")";
+  std::fprintf(out, "%-12s %llu images%s\n", "dataset", static_cast<unsigned long long>(r.dataset_size),
+               source.c_str());
+  std::fprintf(out, "%-12s %zu files, %.1f MB, read once in %.3f s to warm the page cache\n", "probed",
+               r.files.size(), static_cast<double>(r.bytes) / 1e6, r.warm_s);
+  std::fprintf(out, "%-12s %s %ux%u %s, seed %llu, one thread\n", "transform",
+               std::string(to_string(o.transform)).c_str(), o.size, o.size,
+               std::string(to_string(o.dtype)).c_str(), static_cast<unsigned long long>(o.seed));
+  print_path(r.opencv, out);
+  print_path(r.fused, out);
+  std::fprintf(out, "%-12s %.2fx\n", "fused/opencv", r.ratio());
+  std::fflush(out);
+}
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "forkfeed-bench: %s\n", message.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int run_probe(const BenchFlags& flags) {
+  const LoaderOptions& o = flags.options;
+  if (Status s = validate(o); !s.ok()) return fail(s.message());
+  Result<DatasetIndex> index = o.manifest.empty() ? DatasetIndex::from_image_folder(o.image_folder)
+                                                  : DatasetIndex::from_manifest(o.manifest);
+  if (!index.ok()) return fail(index.status().message());
+
+  ProbeReport report;
+  report.options = o;
+  report.dataset_size = index->size();
+  report.classes = index->classes().size();
+  report.files = files_to_probe(index->size(), flags.probe_limit);
+  if (report.files.empty()) return fail("the dataset has no files to probe");
+
+  const TransformSpec spec = transform_spec(o);
+  {
+    ProbeProgress progress;
+    warm_page_cache(*index, report, progress);
+    measure(*index, report.files, spec, DecodePath::kOpenCv, o.epoch, report.opencv, progress);
+    measure(*index, report.files, spec, DecodePath::kFused, o.epoch, report.fused, progress);
+  }
+  if (flags.json) {
+    std::printf("%s\n", json_line(report).c_str());
+    std::fflush(stdout);
+  } else {
+    print_human(report, stdout);
+  }
+  return 0;
+}
+
+}  // namespace forkfeed::bench

@@ -1,0 +1,111 @@
+#!/usr/bin/python3
+"""The PyTorch side of tools/compare.sh: a torchvision ImageFolder read through a
+torch.utils.data.DataLoader with the transform forkfeed applies, timed the way
+forkfeed-bench times a loader. Prints one JSON object on one line.
+
+train: RandomResizedCrop(size) + RandomHorizontalFlip(); eval: Resize(round(size / 0.875))
++ CenterCrop(size). Then PILToTensor() for uint8 (forkfeed's uint8, though CHW), or
+ToTensor() + Normalize(ImageNet mean/std) for float32. Workers are kept across epochs
+(persistent_workers) as forkfeed keeps its own; the clock runs from the first batch
+asked for to the last one received, as in forkfeed-bench, and the wait per batch is
+the time spent in next(). Run it with Debian's /usr/bin/python3 and python3-torch,
+python3-torchvision installed.
+"""
+import argparse
+import json
+import math
+import sys
+import time
+
+
+def percentile(values, p):
+    """Nearest-rank percentile, as forkfeed-bench computes it."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    k = min(max(math.ceil(p / 100.0 * len(ordered)), 1), len(ordered)) - 1
+    return ordered[k]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", required=True, help="ImageFolder root")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--size", type=int, default=224)
+    parser.add_argument("--transform", choices=["train", "eval"], default="train")
+    parser.add_argument("--dtype", choices=["uint8", "float32"], default="uint8")
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--stop-after-batches", type=int, default=0, help="0: run every epoch")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+
+    try:
+        import torch
+        import torchvision
+        from torchvision import datasets, transforms
+    except ImportError as e:
+        sys.exit(f"torch_loader.py: {e}; install python3-torch and python3-torchvision "
+                 f"(apt-get install python3-torch python3-torchvision) and run with /usr/bin/python3")
+
+    if args.transform == "train":
+        steps = [transforms.RandomResizedCrop(args.size), transforms.RandomHorizontalFlip()]
+    else:
+        steps = [transforms.Resize(round(args.size / 0.875)), transforms.CenterCrop(args.size)]
+    if args.dtype == "uint8":
+        steps.append(transforms.PILToTensor())
+    else:
+        steps += [transforms.ToTensor(),
+                  transforms.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])]
+
+    torch.manual_seed(args.seed)
+    start = time.perf_counter()
+    dataset = datasets.ImageFolder(args.data, transform=transforms.Compose(steps))
+    loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch, shuffle=True,
+                                         num_workers=args.workers,
+                                         persistent_workers=args.workers > 0)
+    # The first iterator starts the workers, as forkfeed's Loader::open starts its own:
+    # both are startup, not part of the timed passes.
+    it = iter(loader)
+    startup_s = time.perf_counter() - start
+
+    waits_ms, images, batches, epochs = [], 0, 0, 0
+    stopped = False
+    first = None
+    for epoch in range(args.epochs):
+        if epoch > 0:
+            it = iter(loader)
+        while True:
+            asked = time.perf_counter()
+            if first is None:
+                first = asked
+            try:
+                pixels, labels = next(it)
+            except StopIteration:
+                epochs += 1
+                break
+            waits_ms.append((time.perf_counter() - asked) * 1000.0)
+            images += len(labels)
+            batches += 1
+            if batches == args.stop_after_batches:
+                stopped = True
+                break
+        if stopped:
+            break
+    wall_s = time.perf_counter() - first if first is not None else 0.0
+
+    print(json.dumps({
+        "images": images, "batches": batches, "epochs": epochs, "stopped": stopped,
+        "startup_s": startup_s, "wall_s": wall_s,
+        "images_per_s": images / wall_s if wall_s > 0 else 0.0,
+        "wait_p50_ms": percentile(waits_ms, 50), "wait_p99_ms": percentile(waits_ms, 99),
+        "dataset_size": len(dataset), "classes": len(dataset.classes),
+        "workers": args.workers, "batch_size": args.batch, "size": args.size,
+        "transform": args.transform, "dtype": args.dtype, "seed": args.seed,
+        "batch_shape": list(pixels.shape) if batches else None,
+        "torch_version": torch.__version__, "torchvision_version": torchvision.__version__,
+    }), flush=True)
+
+
+if __name__ == "__main__":
+    main()

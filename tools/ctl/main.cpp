@@ -1,0 +1,36 @@
+// forkfeed-ctl: asks a running forkfeedd about itself. `forkfeed-ctl stats` prints the
+// daemon's stats as one JSON object: per stream images/s, delivered, skipped, queue
+// depth and worker restarts; the daemon's uptime, memory and limits.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "client/daemon_connection.h"
+#include "forkfeed/client.h"
+
+int main(int argc, char** argv) {
+  CLI::App app("forkfeed-ctl: talks to a running forkfeedd.", "forkfeed-ctl");
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return "forkfeed-ctl: " + std::string(e.what()) + " (see --help)\n";
+  });
+  std::string socket = forkfeed::default_socket_path();
+  bool pretty = false;
+  app.add_option("--socket", socket, "forkfeedd's socket")->capture_default_str()->type_name("PATH");
+  auto* stats = app.add_subcommand("stats", "Print the daemon's stats as JSON");
+  stats->add_flag("--pretty", pretty, "Indent the JSON");
+  app.require_subcommand(1);
+  CLI11_PARSE(app, argc, argv);
+
+  auto connection = forkfeed::DaemonConnection::connect(socket);
+  if (!connection.ok()) {
+    std::fprintf(stderr, "forkfeed-ctl: %s\n", connection.status().message().c_str());
+    return 1;
+  }
+  auto reply = connection->request(forkfeed::MessageType::kStats, nlohmann::json::object());
+  if (!reply.ok()) {
+    std::fprintf(stderr, "forkfeed-ctl: %s\n", reply.status().message().c_str());
+    return 1;
+  }
+  reply->body.erase("ok");
+  std::printf("%s\n", reply->body.dump(pretty ? 2 : -1).c_str());
+  return 0;
+}
