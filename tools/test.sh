@@ -54,8 +54,12 @@ rm -rf "$probe_dir"
 export ASAN_OPTIONS="detect_leaks=${detect_leaks}:abort_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 
-phase "build: build-asan/ (RelWithDebInfo, ASan+UBSan, -Werror)"
-tools/build.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFORKFEED_SANITIZE=ON -DFORKFEED_WERROR=ON
+# -O1 -g1 (line tables, enough for sanitizer stack traces) instead of RelWithDebInfo's
+# -O2 -g: on CI's 2 cores it compiles in about 60% of the time, which keeps the whole
+# run under 20 minutes.
+phase "build: build-asan/ (-O1 -g1, ASan+UBSan, -Werror)"
+tools/build.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
+  -DFORKFEED_SANITIZE=ON -DFORKFEED_WERROR=ON
 
 phase "test: build-asan/ (ASAN_OPTIONS=$ASAN_OPTIONS)"
 ctest --test-dir build-asan --output-on-failure -j2
