@@ -59,9 +59,19 @@ Result<ChildProcess> ChildProcess::adopt(pid_t pid) {
 Result<ChildProcess> ChildProcess::fork(const std::function<int()>& body, std::span<const int> keep_fds) {
   const pid_t parent = ::getpid();
   const bool forked_from_main_thread = ::gettid() == parent;
+  // Every signal is blocked across fork(), so none reaches the child while it still has
+  // the parent's handlers (a Ctrl-C then would kill a worker before it ignores SIGINT);
+  // the child unblocks them once its own dispositions are set.
+  sigset_t all, saved;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &saved);
   const pid_t pid = ::fork();
-  if (pid < 0) return Status::FromErrno("fork of a worker process", errno);
-  if (pid > 0) return adopt(pid);
+  if (pid != 0) {
+    const int err = errno;
+    ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+    if (pid < 0) return Status::FromErrno("fork of a worker process", err);
+    return adopt(pid);
+  }
   // In the child. PR_SET_PDEATHSIG fires when the forking *thread* exits, so it is only
   // right when that thread is the main one; otherwise the body's own parent check
   // (getppid) is what ends an orphan.

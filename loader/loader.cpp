@@ -87,6 +87,10 @@ class Loader::Impl {
   Result<std::optional<Batch>> next() {
     if (broken_reported_) return broken_;
     if (pass_over_) begin_pass(epoch_ + 1, 0);
+    // A death is handled at the next call even when no wait is needed: a dead worker
+    // may hold no task (work goes to workers that are up), and its slot in the pool of
+    // workers is replaced at once.
+    handle_events(std::chrono::milliseconds(0));
     while (true) {
       drain();  // completions first: they free slots and show which workers are idle
       if (broken_.ok()) issue();
@@ -111,7 +115,7 @@ class Loader::Impl {
         return Status::ResourceExhausted("every batch slot is held by a Batch the caller has not released; "
                                          "release batches sooner or raise prefetch");
       }
-      await_events();
+      handle_events(kEventWait);
     }
   }
 
@@ -260,8 +264,10 @@ class Loader::Impl {
     futex_ring(&channel.task_bell);
   }
 
-  void await_events() {
-    const WorkerPool::Events events = workers_->wait(kEventWait);
+  // Waits up to `wait` for a completion or a death, then takes in completions, replaces
+  // dead workers and kills stuck ones.
+  void handle_events(std::chrono::milliseconds wait) {
+    const WorkerPool::Events events = workers_->wait(wait);
     drain();  // also picks up what dying workers finished before they died
     for (std::uint32_t w : events.exited) replace_worker(w);
     if (options_.task_timeout_ms > 0) kill_stuck_workers();

@@ -285,6 +285,8 @@ TEST_F(WorkerDeathTest, OtherSignalsAreDeathsTooButSigintIsIgnored) {
     ASSERT_GT(pid, 0) << "no worker to signal";
     ASSERT_EQ(::kill(pid, sig), 0);
     killed.insert(pid);
+    // Dead (a zombie, or already reaped) before the next call, which must then see it.
+    ASSERT_TRUE(testing::eventually([&] { return !testing::alive(pid); }, std::chrono::seconds(10)));
     const Batches one = testing::read_batches(loader, 1);
     run.insert(run.end(), one.begin(), one.end());
   }
