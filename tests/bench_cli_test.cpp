@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/testing/command.h"
+#include "tests/testing/processes.h"
 #include "tests/testing/temp_dataset.h"
 
 namespace forkfeed {
@@ -225,11 +226,8 @@ TEST_F(BenchCliTest, JsonRunDeliversEverySampleOncePerEpoch) {
   const auto orders = orders_by_epoch(dump);
   ASSERT_EQ(orders.size(), 2u);
   for (const auto& [epoch, order] : orders) {
-    std::vector<std::uint64_t> sorted = order;
-    std::sort(sorted.begin(), sorted.end());
-    std::vector<std::uint64_t> all(kImages);
-    for (std::uint64_t i = 0; i < kImages; ++i) all[i] = i;
-    EXPECT_EQ(sorted, all) << "epoch " << epoch << " is not every sample exactly once";
+    EXPECT_EQ(testing::exactly_once(order, kImages), "")
+        << "epoch " << epoch << " is not every sample exactly once";
   }
   EXPECT_NE(orders.begin()->second, std::next(orders.begin())->second) << "both epochs in the same order";
 
@@ -494,11 +492,8 @@ TEST_F(BenchCliTest, KilledWorkerIsReplacedAndCounted) {
   const auto orders = orders_by_epoch(read_dump(dump_path));
   ASSERT_EQ(orders.size(), kEpochs);
   for (const auto& [epoch, order] : orders) {
-    std::vector<std::uint64_t> sorted = order;
-    std::sort(sorted.begin(), sorted.end());
-    std::vector<std::uint64_t> all(kImages);
-    for (std::uint64_t i = 0; i < kImages; ++i) all[i] = i;
-    EXPECT_EQ(sorted, all) << "epoch " << epoch << " is not every sample exactly once";
+    EXPECT_EQ(testing::exactly_once(order, kImages), "")
+        << "epoch " << epoch << " is not every sample exactly once";
   }
 }
 
