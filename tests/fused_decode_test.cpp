@@ -30,7 +30,8 @@ struct Jpeg {
 // to several times it.
 std::vector<Jpeg> jpegs() {
   std::vector<Jpeg> out;
-  const std::vector<std::pair<int, int>> sizes = {{640, 480}, {333, 500}, {1200, 900}, {180, 120}, {2000, 1333}};
+  const std::vector<std::pair<int, int>> sizes = {
+      {640, 480}, {333, 500}, {1200, 900}, {180, 120}, {2000, 1333}};
   for (const auto& [w, h] : sizes) {
     const cv::Mat img = testing::photo(w, h, w + h);
     cv::Mat gray;
@@ -67,7 +68,8 @@ double mean_abs_diff(const std::vector<std::uint8_t>& a, const std::vector<std::
 void expect_close(TransformKind kind, std::uint32_t size) {
   constexpr double kBatchTolerance = 2.0, kFileTolerance = 3.0;
   testing::TempDir dir;
-  SamplePipeline fused(spec(kind, size), DecodePath::kFused), reference(spec(kind, size), DecodePath::kOpenCv);
+  SamplePipeline fused(spec(kind, size), DecodePath::kFused),
+      reference(spec(kind, size), DecodePath::kOpenCv);
   const std::size_t bytes = sample_bytes(DType::kUint8, size);
   const std::uint64_t samples = kind == TransformKind::kTrain ? 3 : 1;
   double sum = 0, worst = 0;
@@ -75,8 +77,9 @@ void expect_close(TransformKind kind, std::uint32_t size) {
   const auto files = jpegs();
   for (const Jpeg& jpeg : files) {
     const std::string path = dir.path() + "/image.jpg";
-    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(jpeg.bytes.data()),
-                                                static_cast<std::streamsize>(jpeg.bytes.size()));
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(jpeg.bytes.data()),
+               static_cast<std::streamsize>(jpeg.bytes.size()));
     std::vector<std::uint8_t> a(bytes * samples), b(bytes * samples);
     for (std::uint64_t i = 0; i < samples; ++i) {
       const Status s = fused.run(path, 0, i, reinterpret_cast<std::byte*>(a.data() + i * bytes));
@@ -113,9 +116,9 @@ TEST(FusedDecode, FullScaleWindowIsExactlyTheBox) {
     auto choice = decoders.choose(jpeg.bytes, kNoLimit);
     ASSERT_TRUE(choice.ok());
     const int w = full.cols, h = full.rows;
-    const std::vector<cv::Rect> boxes = {
-        {0, 0, w, h}, {0, 0, 1, 1}, {w - 1, h - 1, 1, 1}, {w / 3, h / 5, w / 2, h / 3}, {w - 37, 3, 37, h - 3},
-        {5, h - 20, w - 5, 20}};
+    const std::vector<cv::Rect> boxes = {{0, 0, w, h},           {0, 0, 1, 1},
+                                         {w - 1, h - 1, 1, 1},   {w / 3, h / 5, w / 2, h / 3},
+                                         {w - 37, 3, 37, h - 3}, {5, h - 20, w - 5, 20}};
     for (const cv::Rect& box : boxes) {
       const Region region{double(box.x), double(box.y), double(box.width), double(box.height)};
       const Status s = choice->decoder->decode_region(jpeg.bytes, region, 1 << 20, buffer, window);
@@ -136,8 +139,10 @@ TEST(FusedDecode, ScaledWindowStaysInsideAndLargeEnough) {
   auto choice = decoders.choose(file, kNoLimit);
   ASSERT_TRUE(choice.ok());
   cv::Mat buffer, window;
-  const std::vector<Region> regions = {
-      {0, 0, 1601, 1203}, {1601 - 900, 1203 - 900, 900, 900}, {0, 1203 - 230, 230, 230}, {1000.5, 0, 600.5, 450.25}};
+  const std::vector<Region> regions = {{0, 0, 1601, 1203},
+                                       {1601 - 900, 1203 - 900, 900, 900},
+                                       {0, 1203 - 230, 230, 230},
+                                       {1000.5, 0, 600.5, 450.25}};
   for (const Region& r : regions) {
     ASSERT_TRUE(choice->decoder->decode_region(file, r, 224, buffer, window).ok());
     EXPECT_GE(window.cols, 224);
@@ -158,9 +163,12 @@ TEST(FusedDecode, ScaledWindowStaysInsideAndLargeEnough) {
 // The hot path allocates nothing once its buffer has grown to the largest window.
 TEST(FusedDecode, RegionBufferIsReused) {
   ImageDecoders decoders;
-  const auto big = encode(testing::photo(900, 700, 5), ".jpg"), small = encode(testing::photo(300, 200, 6), ".jpg");
+  const auto big = encode(testing::photo(900, 700, 5), ".jpg"),
+             small = encode(testing::photo(300, 200, 6), ".jpg");
   cv::Mat buffer, window;
-  ASSERT_TRUE(decoders.choose(big, kNoLimit)->decoder->decode_region(big, {0, 0, 900, 700}, 800, buffer, window).ok());
+  ASSERT_TRUE(decoders.choose(big, kNoLimit)
+                  ->decoder->decode_region(big, {0, 0, 900, 700}, 800, buffer, window)
+                  .ok());
   const uchar* memory = buffer.data;
   for (const auto* file : {&small, &big, &small}) {
     auto choice = decoders.choose(*file, kNoLimit);

@@ -30,7 +30,8 @@ class OpenCvDecoder final : public ImageDecoder {
   Result<ImageSize> probe(FileBytes f) override {
     static constexpr unsigned char kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
     if (f.size() >= 24 && std::memcmp(f.data(), kPng, 8) == 0) {  // IHDR is always first
-      return ImageSize{static_cast<int>(read_be32(f.data() + 16)), static_cast<int>(read_be32(f.data() + 20))};
+      return ImageSize{static_cast<int>(read_be32(f.data() + 16)),
+                       static_cast<int>(read_be32(f.data() + 20))};
     }
     return ImageSize{};
   }
@@ -43,7 +44,8 @@ class OpenCvDecoder final : public ImageDecoder {
     } catch (const cv::Exception& e) {
       return Status::BadData(std::string("cannot decode image: ") + e.what());
     }
-    if (bgr.empty()) return Status::BadData("not an image OpenCV can decode (unknown format or corrupt data)");
+    if (bgr.empty())
+      return Status::BadData("not an image OpenCV can decode (unknown format or corrupt data)");
     cv::cvtColor(bgr, rgb, cv::COLOR_BGR2RGB);
     return Status::Ok();
   }
@@ -53,21 +55,23 @@ class OpenCvDecoder final : public ImageDecoder {
 
 cv::Mat reuse_pixels(cv::Mat& storage, int rows, int cols) {
   const std::size_t bytes = static_cast<std::size_t>(rows) * cols * 3;
-  if (storage.empty() || storage.total() * storage.elemSize() < bytes) storage.create(1, static_cast<int>(bytes), CV_8U);
+  if (storage.empty() || storage.total() * storage.elemSize() < bytes)
+    storage.create(1, static_cast<int>(bytes), CV_8U);
   return cv::Mat(rows, cols, CV_8UC3, storage.data);
 }
 
 cv::Rect pixel_rect(const Region& region, double scale, cv::Point origin, cv::Size bounds) {
   const int x0 = std::clamp(static_cast<int>(std::lround(region.x * scale)) - origin.x, 0, bounds.width - 1);
   const int y0 = std::clamp(static_cast<int>(std::lround(region.y * scale)) - origin.y, 0, bounds.height - 1);
-  const int x1 = std::clamp(static_cast<int>(std::lround((region.x + region.width) * scale)) - origin.x, x0 + 1,
-                            bounds.width);
-  const int y1 = std::clamp(static_cast<int>(std::lround((region.y + region.height) * scale)) - origin.y, y0 + 1,
-                            bounds.height);
+  const int x1 = std::clamp(static_cast<int>(std::lround((region.x + region.width) * scale)) - origin.x,
+                            x0 + 1, bounds.width);
+  const int y1 = std::clamp(static_cast<int>(std::lround((region.y + region.height) * scale)) - origin.y,
+                            y0 + 1, bounds.height);
   return {x0, y0, x1 - x0, y1 - y0};
 }
 
-Status ImageDecoder::decode_region(FileBytes file, const Region& region, int, cv::Mat& buffer, cv::Mat& window) {
+Status ImageDecoder::decode_region(FileBytes file, const Region& region, int, cv::Mat& buffer,
+                                   cv::Mat& window) {
   if (Status s = decode(file, buffer); !s.ok()) return s;
   window = buffer(pixel_rect(region, 1.0, {0, 0}, buffer.size()));
   return Status::Ok();
@@ -76,7 +80,8 @@ Status ImageDecoder::decode_region(FileBytes file, const Region& region, int, cv
 std::unique_ptr<ImageDecoder> make_opencv_decoder() { return std::make_unique<OpenCvDecoder>(); }
 
 ImageDecoders::ImageDecoders(DecodePath path)
-    : jpeg_(path == DecodePath::kFused ? make_jpeg_decoder() : make_opencv_decoder()), other_(make_opencv_decoder()) {}
+    : jpeg_(path == DecodePath::kFused ? make_jpeg_decoder() : make_opencv_decoder()),
+      other_(make_opencv_decoder()) {}
 
 Result<ImageDecoders::Choice> ImageDecoders::choose(FileBytes file, std::uint64_t max_pixels) {
   if (file.empty()) return Status::BadData("empty file (0 bytes)");

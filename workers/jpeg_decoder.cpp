@@ -50,7 +50,8 @@ void cmyk_to_rgb(const unsigned char* cmyk, unsigned char* rgb, int width) {
 // cannot occur inside it: libjpeg stuffs every FF there), so a region decode may stop
 // early; any other file is decoded to the end to find out whether it is truncated.
 bool ends_with_eoi(FileBytes file) {
-  return file.size() >= 2 && file[file.size() - 2] == std::byte{0xFF} && file[file.size() - 1] == std::byte{0xD9};
+  return file.size() >= 2 && file[file.size() - 2] == std::byte{0xFF} &&
+         file[file.size() - 1] == std::byte{0xD9};
 }
 
 // The coarsest DCT scale 1/d that keeps `region` at least min_side on both sides.
@@ -103,8 +104,9 @@ class JpegDecoder final : public ImageDecoder {
     cinfo_.scale_num = 1;
     cinfo_.scale_denom = denominator;
     jpeg_start_decompress(&cinfo_);
-    const cv::Rect want = pixel_rect(region, 1.0 / denominator, {0, 0},
-                                     {static_cast<int>(cinfo_.output_width), static_cast<int>(cinfo_.output_height)});
+    const cv::Rect want =
+        pixel_rect(region, 1.0 / denominator, {0, 0},
+                   {static_cast<int>(cinfo_.output_width), static_cast<int>(cinfo_.output_height)});
     // The band starts at an iMCU boundary at or left of want.x and covers want, with
     // kContext more columns each side: the band's edge columns lack their neighbours for
     // chroma upsampling, so they may differ from a full decode.

@@ -16,7 +16,7 @@ Status SamplePipeline::read_file(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   // O_NONBLOCK: a FIFO in the dataset must be refused below, not wait for a writer.
   if (!fd.valid()) return Status::FromErrno("cannot open", errno);
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return Status::FromErrno("cannot stat", errno);
   if (!S_ISREG(st.st_mode)) return Status::BadData("not a regular file");
   const auto want = static_cast<std::size_t>(st.st_size);
@@ -47,7 +47,8 @@ Status SamplePipeline::decode_fused(FileBytes file, KeyedRng& rng, std::byte* ou
   cv::Mat region;
   if (whole) {
     region = pixels_(pixel_rect(window->source, 1.0, {0, 0}, pixels_.size()));
-  } else if (Status s = decoder->decode_region(file, window->source, static_cast<int>(spec_.size), pixels_, region);
+  } else if (Status s =
+                 decoder->decode_region(file, window->source, static_cast<int>(spec_.size), pixels_, region);
              !s.ok()) {
     return s;
   }
@@ -60,7 +61,8 @@ Status SamplePipeline::decode_reference(FileBytes file, KeyedRng& rng, std::byte
   return transform_.apply(pixels_, rng, out);
 }
 
-Status SamplePipeline::run(std::string_view path_view, std::uint64_t epoch, std::uint64_t index, std::byte* out) {
+Status SamplePipeline::run(std::string_view path_view, std::uint64_t epoch, std::uint64_t index,
+                           std::byte* out) {
   const std::string path(path_view);
   Status s = read_file(path);
   if (!s.ok()) return s.about(path);

@@ -12,9 +12,9 @@ namespace forkfeed {
 
 struct WorkerIdentity {
   std::uint32_t id;
-  pid_t parent;        // the worker exits as soon as this process is gone
-  int log_level;       // spdlog level
-  int completion_fd;   // eventfd the orchestrator polls: written after each completion
+  pid_t parent;       // the worker exits as soon as this process is gone
+  int log_level;      // spdlog level
+  int completion_fd;  // eventfd the orchestrator polls: written after each completion
 };
 
 // Returns the process exit code.

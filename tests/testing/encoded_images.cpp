@@ -43,7 +43,8 @@ namespace {
 // Compresses `rows` (each `components` bytes per pixel in `space`) with libjpeg; `setup`
 // adjusts the parameters after jpeg_set_defaults.
 template <typename Row, typename Setup>
-std::vector<std::byte> libjpeg_encode(int w, int h, int components, J_COLOR_SPACE space, Row row_of, Setup setup) {
+std::vector<std::byte> libjpeg_encode(int w, int h, int components, J_COLOR_SPACE space, Row row_of,
+                                      Setup setup) {
   jpeg_compress_struct c{};
   jpeg_error_mgr err{};
   c.err = jpeg_std_error(&err);

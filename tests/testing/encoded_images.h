@@ -13,7 +13,8 @@ namespace forkfeed::testing {
 cv::Mat photo(int w, int h, int seed);
 
 // `img` encoded by OpenCV as `ext` (".jpg", ".png", ...) with imwrite `params`.
-std::vector<std::byte> encode(const cv::Mat& img, const std::string& ext, const std::vector<int>& params = {});
+std::vector<std::byte> encode(const cv::Mat& img, const std::string& ext,
+                              const std::vector<int>& params = {});
 
 // `img` (BGR) as a baseline JPEG with 4:4:4 chroma (no subsampling), made with libjpeg
 // (OpenCV 4.6 cannot choose the subsampling).
