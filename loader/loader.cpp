@@ -13,7 +13,6 @@
 #include <filesystem>
 #include <map>
 #include <optional>
-#include <cstdio>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -28,6 +27,7 @@
 #include "transport/futex.h"
 #include "transport/monotonic_clock.h"
 #include "transport/pinned_memory.h"
+#include "transport/slot_contents.h"
 #include "workers/transform.h"
 
 namespace forkfeed {
@@ -229,27 +229,15 @@ class Loader::Impl {
     return *pick([](std::uint32_t) { return true; });
   }
 
-  // Fills the slot header from the sampler (again, for a re-issued task: a dead worker
-  // may have compacted it) and queues the task on the least loaded worker.
+  // Fills the slot from the sampler (again, for a re-issued task: a dead worker may have
+  // compacted it) and queues the task on the least loaded worker.
   //
-  // Samples that killed a worker are never handed to one again: they go to the end of
-  // the slot as already skipped (on_error=skip), or fail the batch by name (fail).
+  // Samples that killed a worker are never handed to one again: they are noted as
+  // skipped (on_error=skip), or fail the batch by name (fail).
   void submit(Task task) {
-    const auto samples = sampler_.batch(order_, task.batch_id);
-    const SlotView view = arena_->slot(task.slot);
-    view.header->requested = static_cast<std::uint32_t>(samples.size());
-    view.header->count = 0;
-    std::uint32_t good = 0, tail = view.header->requested;
-    for (const std::uint64_t sample : samples) {
-      const std::uint32_t at = poisoned_.contains(sample) ? --tail : good++;
-      view.sample_indices[at] = sample;
-      view.labels[at] = index_.label(sample);
-    }
-    task.count = good;
-    if (good < samples.size() && options_.on_error == OnError::kFail) {
-      const std::uint64_t culprit = view.sample_indices[good];
-      const std::string error = poisoned_.at(culprit);
-      std::snprintf(view.header->error, kErrorBytes, "%s", error.c_str());
+    const SlotContents slot(*arena_, task.slot);
+    task.count = slot.prepare(sampler_.batch(order_, task.batch_id), index_, poisoned_);
+    if (slot.skipped() > 0 && options_.on_error == OnError::kFail) {
       ready_.emplace(task.batch_id, Completion{task.generation, task.batch_id, task.slot, TaskOutcome::kFailed});
       return;
     }
@@ -334,7 +322,7 @@ class Loader::Impl {
     if (culprit != kNoSample) {
       const std::string path(index_.path(culprit));
       log_->error("{} died while decoding {}; it is treated as a bad file from now on", who, path);
-      poisoned_.emplace(culprit, "a worker died decoding it (" + exit.describe() + "): " + path);
+      poisoned_.emplace(culprit, "a worker died decoding it (" + exit.describe() + ")");
     }
     for (const Issued& i : unfinished) {
       if (i.task.generation == generation_ && broken_.ok()) {
@@ -347,14 +335,27 @@ class Loader::Impl {
 
   Result<std::optional<Batch>> deliver(const Completion& c) {
     const std::uint64_t index = delivered_++;  // the position moves on delivery only
-    const SlotView view = arena_->slot(c.slot);
-    if (c.outcome == TaskOutcome::kFailed) {
-      Status s = Status::BadData(std::string(view.header->error) + " (on_error=fail; use skip to leave such files out)");
+    const SlotContents slot(*arena_, c.slot);
+    // A worker that fails a batch notes the culprit first; the checks catch a slot that
+    // breaks the layout rule, which would be a bug of ours, never bad data.
+    if (c.outcome == TaskOutcome::kFailed && slot.skipped() > 0) {
+      const std::uint32_t culprit = slot.skipped() - 1;
+      Status s = Status::BadData(std::string(slot.skip_reason(culprit)))
+                     .about(std::string(index_.path(slot.skipped_index(culprit))) +
+                            " (on_error=fail; use skip to leave such files out)");
       slots_->give_back(c.slot);
       return s;
     }
-    const std::uint32_t count = view.header->count;
-    report_skipped(view, count);
+    if (c.outcome != TaskOutcome::kDone || !slot.complete()) {
+      slots_->give_back(c.slot);
+      broken_ = Status::Internal("batch " + std::to_string(index) +
+                                 " came back with samples neither written nor skipped; this is a forkfeed bug, "
+                                 "please report it with the log");
+      broken_reported_ = true;
+      return broken_;
+    }
+    report_skipped(slot);
+    const std::uint32_t count = slot.written();
     if (count == 0) {
       slots_->give_back(c.slot);
       return std::optional<Batch>();
@@ -365,17 +366,12 @@ class Loader::Impl {
     return std::optional<Batch>(BatchFactory::make(*arena_, c.slot, count, epoch_, index, std::move(lease)));
   }
 
-  // Counts the samples a worker left out (OnError::kSkip) and logs each file once.
-  void report_skipped(const SlotView& view, std::uint32_t count) {
-    for (std::uint32_t k = count; k < view.header->requested; ++k) {
+  // Counts the samples left out (OnError::kSkip) and logs each file once, with why.
+  void report_skipped(const SlotContents& slot) {
+    for (std::uint32_t k = 0; k < slot.skipped(); ++k) {
       ++stats_.skipped_samples;
-      const std::uint64_t sample = view.sample_indices[k];
-      if (!logged_bad_.insert(sample).second) continue;
-      if (k == count) {
-        log_->warn("skipped {}", view.header->error);
-      } else {
-        log_->warn("skipped {} (see the worker log for why)", index_.path(sample));
-      }
+      const std::uint64_t sample = slot.skipped_index(k);
+      if (logged_bad_.insert(sample).second) log_->warn("skipped {}: {}", index_.path(sample), slot.skip_reason(k));
     }
   }
 

@@ -51,7 +51,8 @@ SlotGeometry slot_geometry_for(const ArenaSpec& spec, std::size_t segment_bytes)
   g.num_slots = spec.num_slots;
   g.batch_size = spec.batch_size;
   g.sample_bytes = spec.sample_bytes;
-  g.pixels_offset = round_up(sizeof(SlotHeader) + spec.batch_size * 2 * sizeof(std::uint64_t), 64);
+  g.pixels_offset = round_up(
+      sizeof(SlotHeader) + spec.batch_size * (sizeof(std::uint64_t) + sizeof(std::int64_t) + sizeof(SkipNote)), 64);
   g.slot_stride = round_up(g.pixels_offset + spec.batch_size * spec.sample_bytes, kPage);
   g.slots_offset = round_up(kPrefixBytes + segment_bytes, kPage);
   return g;
@@ -128,7 +129,8 @@ SlotView Arena::slot(std::uint32_t i) const {
   auto* header = reinterpret_cast<SlotHeader*>(base);
   auto* indices = reinterpret_cast<std::uint64_t*>(base + sizeof(SlotHeader));
   auto* labels = reinterpret_cast<std::int64_t*>(indices + g.batch_size);
-  return SlotView{header, indices, labels, base + g.pixels_offset};
+  auto* skips = reinterpret_cast<SkipNote*>(labels + g.batch_size);
+  return SlotView{header, indices, labels, skips, base + g.pixels_offset};
 }
 
 std::span<std::byte> Arena::slot_region() const {

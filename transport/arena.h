@@ -29,6 +29,7 @@ struct SlotView {
   SlotHeader* header;
   std::uint64_t* sample_indices;  // batch_size entries
   std::int64_t* labels;           // batch_size entries
+  SkipNote* skips;                // batch_size entries
   std::byte* pixels;              // batch_size * sample_bytes
 };
 

@@ -22,10 +22,12 @@ template <typename T>
 using ShmVector = bip::vector<T, bip::allocator<T, SegmentManager>>;
 
 inline constexpr std::uint64_t kArenaMagic = 0x6b6f66646565666bULL;  // "kfeedfok"
-inline constexpr std::uint32_t kArenaVersion = 1;
+inline constexpr std::uint32_t kArenaVersion = 2;
 // Per-worker ring capacity; bounds workers * prefetch tasks in flight per worker.
 inline constexpr std::uint32_t kRingCapacity = 64;
-inline constexpr std::size_t kErrorBytes = 512;
+// A skipped sample's reason, NUL-terminated; the path is not in it (the orchestrator
+// knows it from the index), so only long decoder messages are cut.
+inline constexpr std::size_t kReasonBytes = 248;
 inline constexpr std::uint64_t kNoSample = ~std::uint64_t{0};
 
 // One batch of work: decode samples [0, count) of `slot` (their dataset indices are in
@@ -39,8 +41,8 @@ struct Task {
 };
 
 enum class TaskOutcome : std::uint32_t {
-  kDone,       // every sample written
-  kFailed,     // a sample could not be decoded; the slot header says which and why
+  kDone,       // every sample written or skipped (OnError::kSkip)
+  kFailed,     // a sample could not be decoded; the slot's last skip note says which and why
   kCancelled,  // abandoned because the generation moved on
 };
 
@@ -86,13 +88,18 @@ struct SlotGeometry {
   std::uint64_t slots_offset;    // from the start of the arena, page aligned
 };
 
-// The head of each slot; sample indices, labels and pixels follow (see Arena::slot).
-// With OnError::kSkip a worker compacts the batch: samples [0, count) were decoded,
-// the indices of the skipped ones follow them, up to `requested`.
+// The head of each slot. Sample indices, labels, skip notes and pixels follow (see
+// Arena::slot); SlotContents (transport/slot_contents.h) alone reads and writes them.
 struct alignas(64) SlotHeader {  // aligned: the uint64 indices follow it directly
-  std::uint32_t requested;      // samples the task asked for (orchestrator)
-  std::uint32_t count;          // samples written (worker)
-  char error[kErrorBytes];      // NUL-terminated reason of the first bad sample, if any
+  std::uint32_t requested;  // samples in the batch (orchestrator)
+  std::uint32_t written;    // samples decoded into the pixels (worker)
+  std::uint32_t skipped;    // skip notes (orchestrator: known bad; worker: failed to decode)
+};
+
+// A sample left out of its batch, and why.
+struct SkipNote {
+  std::uint64_t index;
+  char reason[kReasonBytes];
 };
 
 // The dataset index, copied into the arena so that any worker can read it.

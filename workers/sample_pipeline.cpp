@@ -65,7 +65,7 @@ Status SamplePipeline::run(std::string_view path_view, std::uint64_t epoch, std:
                            std::byte* out) {
   const std::string path(path_view);
   Status s = read_file(path);
-  if (!s.ok()) return s.about(path);
+  if (!s.ok()) return s;
   KeyedRng rng({spec_.seed, epoch, index});
   const FileBytes file(file_.data(), file_size_);
   // OpenCV reports failures (including allocation) by throwing; none may escape a worker.
@@ -74,7 +74,7 @@ Status SamplePipeline::run(std::string_view path_view, std::uint64_t epoch, std:
   } catch (const std::exception& e) {
     s = Status::BadData(std::string("cannot decode or transform image: ") + e.what());
   }
-  return s.ok() ? s : s.about(path);
+  return s;
 }
 
 }  // namespace forkfeed

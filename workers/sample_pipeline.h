@@ -17,7 +17,8 @@ class SamplePipeline {
   explicit SamplePipeline(const TransformSpec& spec, DecodePath path = DecodePath::kFused)
       : spec_(spec), path_(path), decoders_(path), transform_(spec) {}
 
-  // Writes sample `index` of `epoch`, read from `path`, into `out`. Errors name the file.
+  // Writes sample `index` of `epoch`, read from `path`, into `out`. Errors say why, not
+  // which file: the caller names it (the orchestrator has the path, a skip note has not).
   Status run(std::string_view path, std::uint64_t epoch, std::uint64_t index, std::byte* out);
 
  private:

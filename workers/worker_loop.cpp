@@ -9,12 +9,11 @@
 #include <algorithm>
 #include <opencv2/core/utility.hpp>
 #include <chrono>
-#include <cstring>
 #include <thread>
-#include <vector>
 
 #include "transport/futex.h"
 #include "transport/monotonic_clock.h"
+#include "transport/slot_contents.h"
 #include "workers/sample_pipeline.h"
 
 namespace forkfeed {
@@ -64,46 +63,28 @@ class Worker {
   bool stale(const Task& t) const { return control_.generation.load(std::memory_order_acquire) != t.generation; }
 
   TaskOutcome execute(const Task& task) {
-    const SlotView slot = arena_.slot(task.slot);
+    const SlotContents slot(arena_, task.slot);
+    std::byte* const pixels = slot.view().pixels;
     const std::uint64_t stride = control_.slots.sample_bytes;
-    const bool skip = control_.on_error == OnError::kSkip;
-    std::uint32_t written = 0, skipped = 0;
-    slot.header->error[0] = '\0';
     for (std::uint32_t i = 0; i < task.count; ++i) {
       // Checked between samples: a reset cancels the rest of a stale batch.
       if (stale(task) || stopping() || orphaned()) return TaskOutcome::kCancelled;
-      const std::uint64_t index = slot.sample_indices[i];
-      const std::int64_t label = slot.labels[i];
+      const std::uint64_t index = slot.sample(i);
+      const std::string_view path = arena_.index().path(index);
       channel_.progress_ns.store(monotonic_ns(), std::memory_order_relaxed);
       channel_.current_sample.store(index, std::memory_order_relaxed);
-      const Status s = pipeline_.run(arena_.index().path(index), task.epoch, index, slot.pixels + written * stride);
+      const Status s = pipeline_.run(path, task.epoch, index, pixels + slot.written() * stride);
       channel_.current_sample.store(kNoSample, std::memory_order_relaxed);
       if (s.ok()) {
-        // Compaction only ever moves a sample to an earlier position (written <= i).
-        slot.sample_indices[written] = index;
-        slot.labels[written] = label;
-        ++written;
+        slot.keep(i);
         continue;
       }
-      log_->debug("worker {}: {}", who_.id, s.message());
-      if (skipped++ == 0) record_error(slot, s);
-      if (!skip) return TaskOutcome::kFailed;
-      bad_.push_back(index);
+      log_->debug("worker {}: {}", who_.id, s.about(path).message());
+      slot.skip(i, s.message());  // the orchestrator reports it, with the path
+      if (control_.on_error != OnError::kSkip) return TaskOutcome::kFailed;
     }
-    // Skipped indices go after the written ones, so the orchestrator can name them.
-    for (std::uint32_t k = 0; k < bad_.size(); ++k) slot.sample_indices[written + k] = bad_[k];
-    bad_.clear();
-    slot.header->count = written;
     return TaskOutcome::kDone;
   }
-
-  static void record_error(const SlotView& slot, const Status& s) {
-    const std::size_t n = std::min(s.message().size(), kErrorBytes - 1);
-    std::memcpy(slot.header->error, s.message().data(), n);
-    slot.header->error[n] = '\0';
-  }
-
-
 
   void complete(const Task& task, TaskOutcome outcome) {
     const Completion c{task.generation, task.batch_id, task.slot, outcome};
@@ -122,7 +103,6 @@ class Worker {
   WorkerChannel& channel_;
   WorkerIdentity who_;
   SamplePipeline pipeline_;
-  std::vector<std::uint64_t> bad_;  // reused: indices skipped in the current task
   std::shared_ptr<spdlog::logger> log_;
 };
 

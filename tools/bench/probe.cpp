@@ -144,7 +144,7 @@ void measure(const DatasetIndex& index, const std::vector<std::uint64_t>& files,
     if (s.ok()) {
       ++run.decoded;
     } else if (run.failed++ == 0) {
-      run.first_error = s.message();
+      run.first_error = s.about(index.path(i)).message();
     }
     progress.update(k + 1);
   }

@@ -1,0 +1,62 @@
+// SlotContents: filling a slot, compacting it as samples are decoded, reading it back.
+#include "transport/slot_contents.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace forkfeed {
+
+std::uint32_t SlotContents::prepare(std::span<const std::uint64_t> samples, const DatasetIndex& index,
+                                    const std::unordered_map<std::uint64_t, std::string>& known_bad) const {
+  SlotHeader& h = *view_.header;
+  h.requested = static_cast<std::uint32_t>(samples.size());
+  h.written = 0;
+  h.skipped = 0;
+  std::uint32_t decode = 0;
+  for (const std::uint64_t sample : samples) {
+    if (const auto bad = known_bad.find(sample); bad != known_bad.end()) {
+      note(sample, bad->second);
+    } else {
+      view_.sample_indices[decode] = sample;
+      view_.labels[decode] = index.label(sample);
+      ++decode;
+    }
+  }
+  return decode;
+}
+
+void SlotContents::keep(std::uint32_t i) const {
+  SlotHeader& h = *view_.header;
+  // Compaction only ever moves a sample to an earlier position (written <= i).
+  view_.sample_indices[h.written] = view_.sample_indices[i];
+  view_.labels[h.written] = view_.labels[i];
+  ++h.written;
+}
+
+void SlotContents::skip(std::uint32_t i, std::string_view reason) const {
+  note(view_.sample_indices[i], reason);
+}
+
+void SlotContents::note(std::uint64_t sample, std::string_view reason) const {
+  SlotHeader& h = *view_.header;
+  if (h.skipped >= capacity_) return;  // cannot happen: each sample is kept or skipped once
+  SkipNote& n = view_.skips[h.skipped];
+  n.index = sample;
+  const std::size_t length = std::min(reason.size(), kReasonBytes - 1);
+  std::memcpy(n.reason, reason.data(), length);
+  n.reason[length] = '\0';
+  ++h.skipped;
+}
+
+std::string_view SlotContents::skip_reason(std::uint32_t k) const {
+  const char* reason = view_.skips[k].reason;
+  return {reason, ::strnlen(reason, kReasonBytes)};
+}
+
+bool SlotContents::complete() const {
+  const SlotHeader& h = *view_.header;
+  return h.requested <= capacity_ && h.written <= h.requested && h.skipped <= h.requested - h.written &&
+         h.written + h.skipped == h.requested;
+}
+
+}  // namespace forkfeed

@@ -1,0 +1,63 @@
+// SlotContents: the one owner of a batch slot's bookkeeping — which samples a batch asks
+// for, which were written and where, which were skipped and why. The orchestrator fills
+// a slot and reads it back; the worker decodes it; both go through this type only, so
+// the layout rule lives here and nowhere else (invariant 1: a label is never separated
+// from its sample, and no skip goes unreported).
+//
+// In the slot, after a task is done:
+//   indices[0, written), labels[0, written)  the decoded samples, in pixel order
+//   skips[0, skipped)                        the samples left out, with the reason
+// and written + skipped == requested. Skip notes have their own array: a skip can never
+// land on an index or a label, whatever a cancelled task left behind.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "forkfeed/dataset.h"
+#include "transport/arena.h"
+
+namespace forkfeed {
+
+class SlotContents {
+ public:
+  SlotContents(const Arena& arena, std::uint32_t slot)
+      : view_(arena.slot(slot)), capacity_(arena.control().slots.batch_size) {}
+
+  // --- Orchestrator, before a task is issued (again, after a worker died mid-task).
+  // The batch is `samples`. Those in `known_bad` are noted as skipped with the reason
+  // given there; the others go first in the index and label arrays, and their count,
+  // returned, is what the worker decodes.
+  // REQUIRES: samples.size() <= the slot's batch size.
+  std::uint32_t prepare(std::span<const std::uint64_t> samples, const DatasetIndex& index,
+                        const std::unordered_map<std::uint64_t, std::string>& known_bad) const;
+
+  // --- Worker, for each i < the task's count, in order.
+  std::uint64_t sample(std::uint32_t i) const { return view_.sample_indices[i]; }
+  // Sample i was decoded into pixel position written().
+  void keep(std::uint32_t i) const;
+  // Sample i was not decoded, because `reason`.
+  void skip(std::uint32_t i, std::string_view reason) const;
+  // Where the next decoded sample's pixels go.
+  std::uint32_t written() const { return view_.header->written; }
+
+  // --- Orchestrator, after the task.
+  std::uint32_t skipped() const { return view_.header->skipped; }
+  std::uint64_t skipped_index(std::uint32_t k) const { return view_.skips[k].index; }
+  std::string_view skip_reason(std::uint32_t k) const;
+  // Every sample of the batch is accounted for, as written or as skipped.
+  bool complete() const;
+
+  const SlotView& view() const { return view_; }
+
+ private:
+  void note(std::uint64_t sample, std::string_view reason) const;
+
+  SlotView view_;
+  std::uint32_t capacity_;
+};
+
+}  // namespace forkfeed
