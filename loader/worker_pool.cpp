@@ -40,7 +40,9 @@ WorkerPool::Events WorkerPool::wait(std::chrono::milliseconds timeout) {
   std::vector<pollfd> fds;
   fds.reserve(workers_.size() + 1);
   fds.push_back({completions_.get(), POLLIN, 0});
-  for (const ChildProcess& w : workers_) fds.push_back({w.pidfd(), POLLIN, 0});
+  // The pidfd of a reaped worker stays readable: its death was reported by the wait()
+  // that reaped it, and is not reported again (poll() skips a negative fd).
+  for (const ChildProcess& w : workers_) fds.push_back({w.reaped() ? -1 : w.pidfd(), POLLIN, 0});
   Events events;
   if (::poll(fds.data(), fds.size(), static_cast<int>(timeout.count())) <= 0) return events;  // timeout or EINTR
   if (fds[0].revents & POLLIN) {

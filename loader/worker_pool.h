@@ -26,7 +26,7 @@ class WorkerPool {
 
   struct Events {
     bool completions = false;            // some worker pushed a completion
-    std::vector<std::uint32_t> exited;   // workers that exited (reaped)
+    std::vector<std::uint32_t> exited;   // workers that exited (reaped), each reported once
   };
   // Sleeps until a worker completes a task or exits, at most `timeout`.
   Events wait(std::chrono::milliseconds timeout);
