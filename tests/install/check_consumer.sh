@@ -44,6 +44,19 @@ echo "== run the installed forkfeed-bench, spawning the installed forkfeed-worke
   --max-worker-restarts 0 --json > "$tmp/bench.json"
 grep -q '"worker_restarts":0' "$tmp/bench.json" || { cat "$tmp/bench.json"; exit 1; }
 
+echo "== a forkfeed-worker that cannot find libforkfeed fails the run at once, saying why"
+mkdir -p "$tmp/moved/bin"
+cp "$prefix/bin/forkfeed-worker" "$tmp/moved/bin/"  # its $ORIGIN/../lib has no libforkfeed
+if FORKFEED_WORKER=$tmp/moved/bin/forkfeed-worker "$prefix/bin/forkfeed-bench" --data "$tmp/data" --workers 2 \
+     --batch 8 --size 32 --start-method spawn 2> "$tmp/unstartable.err"; then
+  echo "forkfeed-bench succeeded with a forkfeed-worker that cannot start" >&2
+  exit 1
+fi
+for expected in "forkfeed-bench: worker" "could not start: $tmp/moved/bin/forkfeed-worker exited with code 127" \
+                "libforkfeed.so.0"; do
+  grep -qF "$expected" "$tmp/unstartable.err" || { cat "$tmp/unstartable.err"; echo "missing: $expected" >&2; exit 1; }
+done
+
 # A sanitized libforkfeed needs the sanitizer runtimes first in the executable, so the
 # consumer is built the same way; the build type follows the installed build's.
 consumer_args=(-DCMAKE_PREFIX_PATH="$prefix")
