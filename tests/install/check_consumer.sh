@@ -71,8 +71,9 @@ echo "== configure and build the consumer against the installed package"
 cmake -S "$consumer_src" -B "$tmp/consumer" -G Ninja "${consumer_args[@]}"
 cmake --build "$tmp/consumer"
 
-echo "== run the consumer"
+echo "== run the consumer, then again with workers it spawns"
 "$tmp/consumer/consumer"
+"$tmp/consumer/consumer" --spawn "$tmp/data" 24
 
 echo "== start the installed forkfeedd and read a pass through it with the consumer"
 socket=$tmp/forkfeed.sock
