@@ -50,6 +50,8 @@ class ChildProcess {
   int pidfd() const { return pidfd_.get(); }
   // Reaps the child if it has exited; never blocks.
   std::optional<ExitInfo> poll();
+  // True once poll(), wait_for() or kill_and_reap() has reaped it.
+  bool reaped() const { return exit_.has_value(); }
   // Waits up to `timeout` for the child to exit.
   std::optional<ExitInfo> wait_for(std::chrono::milliseconds timeout);
   // SIGKILL unless already reaped, then reap.

@@ -299,6 +299,7 @@ class Loader::Impl {
   // tasks again (those of the current pass; the slots of stale ones go back).
   void replace_worker(std::uint32_t w) {
     const ExitInfo exit = workers_->exit_info(w);
+    const Status start_failure = workers_->start_failure(w);  // reads its channel: before it is rebuilt
     // The file is to blame if the worker crashed decoding it — not if it was killed (the
     // OOM killer, an operator, task_timeout: a stopped or starved worker) in the middle.
     const std::uint64_t culprit = exit.crashed() ? arena_->channel(w).current_sample.load() : kNoSample;
@@ -309,7 +310,9 @@ class Loader::Impl {
     new (&arena_->channel(w)) WorkerChannel();
     const std::string who = "worker " + std::to_string(w) + " (pid " + std::to_string(workers_->pid(w)) + ") " +
                             (timed_out ? "was killed after task_timeout" : exit.describe());
-    if (++stats_.worker_restarts > options_.max_worker_restarts) {
+    if (!start_failure.ok()) {
+      broken_ = start_failure;
+    } else if (++stats_.worker_restarts > options_.max_worker_restarts) {
       broken_ = Status::WorkerDied(who + "; that is " + std::to_string(stats_.worker_restarts) +
                                    " worker deaths, over max_worker_restarts " +
                                    std::to_string(options_.max_worker_restarts) +

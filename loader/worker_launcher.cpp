@@ -19,11 +19,26 @@ namespace {
 class ForkLauncher final : public WorkerLauncher {
  public:
   StartMethod method() const override { return StartMethod::kFork; }
-  Result<ChildProcess> launch(const Arena& arena, const WorkerIdentity& who) override {
+  Result<LaunchedWorker> launch(const Arena& arena, const WorkerIdentity& who) override {
     const int keep[] = {who.completion_fd};
-    return ChildProcess::fork([&arena, who] { return run_worker(arena, who); }, keep);
+    auto child = ChildProcess::fork([&arena, who] { return run_worker(arena, who); }, keep);
+    if (!child.ok()) return child.status();
+    return LaunchedWorker{std::move(child).value(), {}, {}};
   }
 };
+
+// A close-on-exec duplicate of `fd` above 9, so that no dup2 onto the spawned worker's
+// fds 2 to 5 meets its own source (dup2 of an fd onto itself would keep its
+// close-on-exec flag) or one overwritten by an earlier dup2.
+UniqueFd duplicate_above_9(int fd) { return UniqueFd(::fcntl(fd, F_DUPFD_CLOEXEC, 10)); }
+
+// This process's stderr for a spawned worker, or /dev/null if it has none.
+UniqueFd loader_stderr() {
+  UniqueFd fd = duplicate_above_9(STDERR_FILENO);
+  if (fd.valid()) return fd;
+  const UniqueFd null(::open("/dev/null", O_WRONLY | O_CLOEXEC));
+  return null.valid() ? duplicate_above_9(null.get()) : UniqueFd();
+}
 
 Result<std::string> find_worker_executable() {
   namespace fs = std::filesystem;
@@ -54,23 +69,36 @@ class SpawnLauncher final : public WorkerLauncher {
  public:
   StartMethod method() const override { return StartMethod::kSpawn; }
 
-  Result<ChildProcess> launch(const Arena& arena, const WorkerIdentity& who) override {
+  Result<LaunchedWorker> launch(const Arena& arena, const WorkerIdentity& who) override {
     if (path_.empty()) {
       auto found = find_worker_executable();
       if (!found.ok()) return found.status();
       path_ = std::move(found).value();
     }
-    // Duplicates above 9, so dup2 onto 3 and 4 never meets its own source (dup2 of an
-    // fd onto itself would keep its close-on-exec flag).
-    UniqueFd arena_fd(::fcntl(arena.fd(), F_DUPFD_CLOEXEC, 10));
-    UniqueFd completion_fd(::fcntl(who.completion_fd, F_DUPFD_CLOEXEC, 10));
-    if (!arena_fd.valid() || !completion_fd.valid()) return Status::FromErrno("dup of the arena fds", errno);
+    UniqueFd arena_fd = duplicate_above_9(arena.fd());
+    UniqueFd completion_fd = duplicate_above_9(who.completion_fd);
+    UniqueFd stderr_fd = loader_stderr();
+    if (!arena_fd.valid() || !completion_fd.valid() || !stderr_fd.valid()) {
+      return Status::FromErrno("dup of the fds for a spawned worker", errno);
+    }
+    // Until it has started, the worker writes to a pipe: if it cannot start (a missing
+    // library, a bad interpreter), what it said is there to name in the error.
+    int ends[2];
+    if (::pipe2(ends, O_CLOEXEC) != 0) return Status::FromErrno("pipe for a spawned worker's stderr", errno);
+    UniqueFd startup_stderr(ends[0]);
+    const UniqueFd startup_write_end = duplicate_above_9(ends[1]);
+    ::close(ends[1]);
+    if (!startup_write_end.valid()) return Status::FromErrno("dup of a spawned worker's stderr pipe", errno);
+    // Read only after the worker exited: it must never block this process.
+    ::fcntl(startup_stderr.get(), F_SETFL, O_NONBLOCK);
 
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, arena_fd.get(), kSpawnArenaFd);
     posix_spawn_file_actions_adddup2(&actions, completion_fd.get(), kSpawnCompletionFd);
-    posix_spawn_file_actions_addclosefrom_np(&actions, kSpawnCompletionFd + 1);
+    posix_spawn_file_actions_adddup2(&actions, stderr_fd.get(), kSpawnStderrFd);
+    posix_spawn_file_actions_adddup2(&actions, startup_write_end.get(), STDERR_FILENO);
+    posix_spawn_file_actions_addclosefrom_np(&actions, kSpawnStderrFd + 1);
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);
     sigset_t all, none;
@@ -92,8 +120,10 @@ class SpawnLauncher final : public WorkerLauncher {
     const int err = ::posix_spawn(&pid, path_.c_str(), &actions, &attr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attr);
-    if (err != 0) return Status::FromErrno("posix_spawn of " + path_, err);
-    return ChildProcess::adopt(pid);
+    if (err != 0) return Status::FromErrno("posix_spawn of the worker executable " + path_, err);
+    auto child = ChildProcess::adopt(pid);
+    if (!child.ok()) return child.status();
+    return LaunchedWorker{std::move(child).value(), path_, std::move(startup_stderr)};
   }
 
  private:

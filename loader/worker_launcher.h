@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "loader/child_process.h"
 #include "transport/arena.h"
@@ -10,12 +11,23 @@
 
 namespace forkfeed {
 
+// A started worker process.
+struct LaunchedWorker {
+  ChildProcess process;
+  // A spawned worker's executable; empty for a forked one.
+  std::string executable;
+  // A spawned worker writes to this pipe until it has started, then to this process's
+  // stderr (kSpawnStderrFd): the read end holds what it said if it could not start.
+  // Not valid for a forked worker.
+  UniqueFd startup_stderr;
+};
+
 class WorkerLauncher {
  public:
   virtual ~WorkerLauncher() = default;
   virtual StartMethod method() const = 0;
   // Starts worker `who.id` on `arena`.
-  virtual Result<ChildProcess> launch(const Arena& arena, const WorkerIdentity& who) = 0;
+  virtual Result<LaunchedWorker> launch(const Arena& arena, const WorkerIdentity& who) = 0;
 };
 
 // The child inherits the arena mapping and runs the worker loop directly.
@@ -27,5 +39,8 @@ std::unique_ptr<WorkerLauncher> make_spawn_launcher();
 // The fds a spawned worker finds its arena and completion eventfd at.
 inline constexpr int kSpawnArenaFd = 3;
 inline constexpr int kSpawnCompletionFd = 4;
+// This process's stderr, which a spawned worker makes its own once it has started
+// (until then its stderr is LaunchedWorker::startup_stderr).
+inline constexpr int kSpawnStderrFd = 5;
 
 }  // namespace forkfeed

@@ -26,13 +26,19 @@ class WorkerPool {
 
   struct Events {
     bool completions = false;            // some worker pushed a completion
-    std::vector<std::uint32_t> exited;   // workers that exited (reaped)
+    std::vector<std::uint32_t> exited;   // workers that exited (reaped), each reported once
   };
   // Sleeps until a worker completes a task or exits, at most `timeout`.
   Events wait(std::chrono::milliseconds timeout);
   // How worker `id` ended. REQUIRES: it was reported in Events::exited.
   ExitInfo exit_info(std::uint32_t id);
-  pid_t pid(std::uint32_t id) const { return workers_[id].pid(); }
+  // Why worker `id` could not start at all, or Ok if it could. A spawned worker that
+  // exited 127 or 126 (its executable or libraries could not be run) before its first
+  // heartbeat would fail the same way again: the error names the executable and the last
+  // line it wrote to stderr. Passes what it wrote before starting on to this process's
+  // stderr. REQUIRES: it was reported in Events::exited, and its channel not rebuilt yet.
+  Status start_failure(std::uint32_t id);
+  pid_t pid(std::uint32_t id) const { return workers_[id].process.pid(); }
   // Starts a replacement for worker `id`, whose channel the caller has rebuilt.
   Status replace(std::uint32_t id);
   // SIGKILLs worker `id`; its death is then reported by wait() like any other.
@@ -43,14 +49,14 @@ class WorkerPool {
   StartMethod start_method() const { return first_->method(); }
 
  private:
-  Result<ChildProcess> launch(WorkerLauncher& launcher, std::uint32_t id);
+  Result<LaunchedWorker> launch(WorkerLauncher& launcher, std::uint32_t id);
 
   std::shared_ptr<Arena> arena_;
   std::unique_ptr<WorkerLauncher> first_;
   std::unique_ptr<WorkerLauncher> replacement_;
   int log_level_;
   UniqueFd completions_;  // eventfd, written by workers
-  std::vector<ChildProcess> workers_;
+  std::vector<LaunchedWorker> workers_;
 };
 
 }  // namespace forkfeed

@@ -438,6 +438,110 @@ TEST_F(WorkerDeathTest, WorkGoesToWorkersThatAreUpNotToAReplacementStillStarting
   EXPECT_EQ(loader.stats().worker_restarts, 1u);
 }
 
+// A worker that cannot start at all (its libraries missing: the dynamic loader exits
+// 127 before the worker's first heartbeat) would fail the same way every time, so it is
+// not restarted: the loader fails at once, naming the executable and the last line it
+// wrote to stderr.
+constexpr const char* kCannotStartLine =
+    "error while loading shared libraries: libforkfeed.so.0: cannot open shared object file";
+
+// A worker script that counts its runs in `runs` and cannot start.
+std::string cannot_start_script(const std::string& runs) {
+  return "echo run >> '" + runs + "'\necho 'an earlier line' >&2\necho \"$0: " + kCannotStartLine +
+         "\" >&2\nexit 127\n";
+}
+
+std::size_t lines_in(const std::string& path) {
+  std::ifstream in(path);
+  std::size_t n = 0;
+  for (std::string line; std::getline(in, line);) ++n;
+  return n;
+}
+
+// The first error of open() or of the next() calls after it, reading at most `calls` batches.
+Status first_failure(const LoaderOptions& o, int calls) {
+  auto opened = Loader::open(o);
+  if (!opened.ok()) return opened.status();
+  for (int i = 0; i < calls; ++i) {
+    auto b = (*opened)->next();
+    if (!b.ok()) return b.status();
+  }
+  return Status::Ok();
+}
+
+TEST_F(WorkerDeathTest, AWorkerThatCannotStartFailsTheLoaderAtOnceWithItsStderr) {
+  testing::HangGuard guard(60, "WorkerDeathTest.AWorkerThatCannotStart");
+  testing::TempDir bin;
+  const std::string runs = bin.path() + "/runs";
+  const WorkerOverride broken(bin, "broken-forkfeed-worker", cannot_start_script(runs));
+  ASSERT_TRUE(broken.ok());
+  LoaderOptions o = options(2);
+  o.start_method = StartMethod::kSpawn;
+  const Status failure = first_failure(o, 3 * static_cast<int>(kBatches));
+  ASSERT_FALSE(failure.ok()) << "a loader whose workers cannot start read 3 epochs";
+  EXPECT_EQ(failure.code(), Status::Code::kWorkerDied) << failure.message();
+  EXPECT_NE(failure.message().find(bin.path() + "/broken-forkfeed-worker"), std::string::npos) << failure.message();
+  EXPECT_NE(failure.message().find(kCannotStartLine), std::string::npos) << failure.message();
+  EXPECT_EQ(failure.message().find("an earlier line"), std::string::npos) << "the last line only: " << failure.message();
+  EXPECT_LE(lines_in(runs), 2u) << "a worker that cannot start was restarted";
+}
+
+// The same for a replacement: the first workers were forked, the one that replaces a dead
+// one is spawned and cannot start.
+TEST_F(WorkerDeathTest, AReplacementThatCannotStartFailsTheLoaderAtOnce) {
+  testing::HangGuard guard(60, "WorkerDeathTest.AReplacementThatCannotStart");
+  LoaderOptions o = options(2);
+  o.start_method = StartMethod::kFork;
+  auto opened = Loader::open(o);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  Loader& loader = **opened;
+  Batches run = testing::read_batches(loader, 1);
+  testing::TempDir bin;
+  const std::string runs = bin.path() + "/runs";
+  const WorkerOverride broken(bin, "broken-forkfeed-worker", cannot_start_script(runs));
+  ASSERT_TRUE(broken.ok());
+  std::mt19937 rng(11);
+  const pid_t victim = pick_worker(rng, {});
+  ASSERT_GT(victim, 0);
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  ASSERT_TRUE(testing::eventually([&] { return !testing::alive(victim); }, std::chrono::seconds(10)));
+  // This call sees the death and spawns the replacement; once that has run and exited,
+  // the next calls see its death too.
+  auto first = loader.next();
+  Status failure = first.ok() ? Status::Ok() : first.status();
+  ASSERT_TRUE(testing::eventually([&] { return lines_in(runs) == 1 && testing::live_children().size() == 1; },
+                                  std::chrono::seconds(20)));
+  for (int calls = 0; calls < 3 * static_cast<int>(kBatches) && failure.ok(); ++calls) {
+    auto b = loader.next();
+    if (!b.ok()) failure = b.status();
+  }
+  ASSERT_FALSE(failure.ok()) << "the replacement that cannot start went unnoticed for 3 epochs";
+  EXPECT_EQ(failure.code(), Status::Code::kWorkerDied) << failure.message();
+  EXPECT_NE(failure.message().find(bin.path() + "/broken-forkfeed-worker"), std::string::npos) << failure.message();
+  EXPECT_NE(failure.message().find(kCannotStartLine), std::string::npos) << failure.message();
+  EXPECT_EQ(lines_in(runs), 1u) << "a replacement that cannot start was replaced again";
+  EXPECT_EQ(loader.stats().worker_restarts, 1u) << failure.message();
+}
+
+// An executable that cannot even be executed (here its interpreter is missing) fails
+// Loader::open, naming it.
+TEST_F(WorkerDeathTest, AWorkerThatCannotBeExecutedFailsOpen) {
+  testing::TempDir bin;
+  const std::string path = bin.path() + "/unrunnable-forkfeed-worker";
+  {
+    std::ofstream script(path);
+    script << "#!/nonexistent/interpreter\n";
+  }
+  ASSERT_EQ(::chmod(path.c_str(), 0755), 0);
+  ASSERT_EQ(::setenv("FORKFEED_WORKER", path.c_str(), 1), 0);
+  LoaderOptions o = options(2);
+  o.start_method = StartMethod::kSpawn;
+  auto opened = Loader::open(o);
+  ::unsetenv("FORKFEED_WORKER");
+  ASSERT_FALSE(opened.ok());
+  EXPECT_NE(opened.status().message().find(path), std::string::npos) << opened.status().message();
+}
+
 // Past max_worker_restarts: the batches completed before are delivered, in order, then
 // next() fails with kWorkerDied naming the option, and keeps failing; nothing hangs.
 TEST_F(WorkerDeathTest, PastMaxWorkerRestartsNextFailsAfterDeliveringWhatWasDone) {

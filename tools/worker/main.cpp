@@ -1,5 +1,6 @@
 // forkfeed-worker: a decode worker started by a forkfeed loader with the spawn start
-// method. It finds the loader's arena at fd 3 and its completion eventfd at fd 4.
+// method. It finds the loader's arena at fd 3, its completion eventfd at fd 4, and the
+// loader's stderr at fd 5 (its own fd 2 is a pipe the loader reads if it cannot start).
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -13,7 +14,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "forkfeed-worker: one decode worker of a forkfeed loader, started by the loader itself with "
       "start_method=spawn (and for every replacement of a dead worker). It is not meant to be run by hand: "
-      "it expects the loader's shared memory arena at fd 3 and its completion eventfd at fd 4."};
+      "it expects the loader's shared memory arena at fd 3, its completion eventfd at fd 4 and its stderr at fd 5."};
   std::uint32_t id = 0;
   pid_t parent = 0;
   int log_level = 2;
@@ -36,5 +37,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "forkfeed-worker: worker id %u is out of range\n", id);
     return 1;
   }
+  // Started: from here on it logs to the loader's stderr, not to the pipe that only
+  // tells the loader why a worker could not start.
+  ::dup2(forkfeed::kSpawnStderrFd, STDERR_FILENO);
+  ::close(forkfeed::kSpawnStderrFd);
   return forkfeed::run_worker(**arena, forkfeed::WorkerIdentity{id, parent, log_level, forkfeed::kSpawnCompletionFd});
 }
