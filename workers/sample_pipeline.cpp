@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <string>
 
+#include "transport/printable.h"
 #include "transport/unique_fd.h"
 
 namespace forkfeed {
@@ -65,16 +66,16 @@ Status SamplePipeline::run(std::string_view path_view, std::uint64_t epoch, std:
                            std::byte* out) {
   const std::string path(path_view);
   Status s = read_file(path);
-  if (!s.ok()) return s.about(path);
+  if (!s.ok()) return s.about(printable(path));
   KeyedRng rng({spec_.seed, epoch, index});
   const FileBytes file(file_.data(), file_size_);
   // OpenCV reports failures (including allocation) by throwing; none may escape a worker.
   try {
     s = path_ == DecodePath::kFused ? decode_fused(file, rng, out) : decode_reference(file, rng, out);
   } catch (const std::exception& e) {
-    s = Status::BadData(std::string("cannot decode or transform image: ") + e.what());
+    s = Status::BadData("cannot decode or transform image: " + printable(e.what()));
   }
-  return s.ok() ? s : s.about(path);
+  return s.ok() ? s : s.about(printable(path));
 }
 
 }  // namespace forkfeed
