@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <filesystem>
@@ -115,9 +116,17 @@ class Loader::Impl {
         return Status::ResourceExhausted("every batch slot is held by a Batch the caller has not released; "
                                          "release batches sooner or raise prefetch");
       }
+      // Checked only where next() would wait: a worker that is stopped (SIGSTOP) or
+      // stuck must not hold up a Ctrl-C. The signal also cuts the wait's poll() short.
+      if (interrupted_.exchange(false, std::memory_order_relaxed)) {
+        return Status::IoError("interrupted while waiting for batch " + std::to_string(delivered_) +
+                               " (Loader::interrupt); the pass is unchanged and next() goes on with it");
+      }
       handle_events(kEventWait);
     }
   }
+
+  void interrupt() { interrupted_.store(true, std::memory_order_relaxed); }
 
   void set_epoch(std::uint64_t epoch) {
     if (epoch != epoch_ || delivered_ > 0 || pass_over_) begin_pass(epoch, 0);
@@ -409,6 +418,9 @@ class Loader::Impl {
   Status broken_;
   bool broken_reported_ = false;
   LoaderStats stats_;
+  // Set by interrupt(), perhaps from a signal handler: lock-free, so async-signal-safe.
+  std::atomic<bool> interrupted_ = false;
+  static_assert(std::atomic<bool>::is_always_lock_free);
 };
 
 Result<std::unique_ptr<Loader>> Loader::open(const LoaderOptions& options) { return open(options, {}); }
@@ -445,6 +457,7 @@ Loader::Loader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Loader::~Loader() = default;
 
 Result<std::optional<Batch>> Loader::next() { return impl_->next(); }
+void Loader::interrupt() { impl_->interrupt(); }
 void Loader::set_epoch(std::uint64_t epoch) { impl_->set_epoch(epoch); }
 void Loader::reset() { impl_->reset(); }
 std::string Loader::state() const { return impl_->state(); }
