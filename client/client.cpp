@@ -49,6 +49,7 @@ class Client::Impl {
     samples_per_epoch_ = reply.at("samples_per_epoch").get<std::uint64_t>();
     slots_ = reply.at("slots").get<std::uint32_t>();
     workers_ = reply.at("workers").get<std::uint32_t>();
+    classes_ = reply.value("classes", std::uint64_t{0});  // an older forkfeedd does not say
     size_ = reply.at("size").get<std::uint32_t>();
     dtype_ = parse_dtype(reply.at("dtype").get<std::string>()).value_or(DType::kUint8);
   }
@@ -156,6 +157,7 @@ class Client::Impl {
   std::uint64_t samples_per_epoch() const { return samples_per_epoch_; }
   std::uint64_t dataset_size() const { return key_.dataset_size; }
   std::uint32_t workers() const { return workers_; }
+  std::uint64_t classes() const { return classes_; }
 
  private:
   bool pass_complete() const { return pass_over_ || position_ == batches_per_epoch_; }
@@ -247,6 +249,7 @@ class Client::Impl {
   std::uint64_t samples_per_epoch_ = 0;
   std::uint32_t slots_ = 0;
   std::uint32_t workers_ = 0;
+  std::uint64_t classes_ = 0;
   std::uint32_t size_ = 0;
   DType dtype_ = DType::kUint8;
 
@@ -314,6 +317,7 @@ std::uint64_t Client::batches_per_epoch() const { return impl_->batches_per_epoc
 std::uint64_t Client::samples_per_epoch() const { return impl_->samples_per_epoch(); }
 std::uint64_t Client::dataset_size() const { return impl_->dataset_size(); }
 std::uint32_t Client::workers() const { return impl_->workers(); }
+std::uint64_t Client::classes() const { return impl_->classes(); }
 Result<LoaderStats> Client::stats() { return impl_->stats(); }
 
 Client::Iterator Client::begin() {

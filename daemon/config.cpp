@@ -8,12 +8,13 @@
 #include <set>
 
 #include "protocol/stream_request.h"
+#include "transport/printable.h"
 
 namespace forkfeed {
 namespace {
 
 Status bad_key(const std::string& path, const std::string& key, const std::string& what) {
-  return Status::InvalidArgument("config " + path + ": " + key + ": " + what);
+  return Status::InvalidArgument("config " + printable(path) + ": " + printable(key) + ": " + what);
 }
 
 // A YAML scalar as JSON: integers stay integers, true/false booleans, the rest strings.
@@ -71,7 +72,7 @@ Result<std::uint64_t> parse_bytes(std::string_view text) {
 Status add_dataset_flag(std::string_view flag, DaemonConfig& config) {
   const std::size_t eq = flag.find('=');
   if (eq == std::string_view::npos || eq == 0 || eq + 1 == flag.size()) {
-    return Status::InvalidArgument("--dataset '" + std::string(flag) +
+    return Status::InvalidArgument("--dataset '" + printable(flag) +
                                    "': use NAME=PATH (a folder or a manifest)");
   }
   const std::string name(flag.substr(0, eq)), path(flag.substr(eq + 1));
@@ -88,12 +89,13 @@ Status load_config_file(const std::string& path, DaemonConfig& config) {
   try {
     root = YAML::LoadFile(path);
   } catch (const YAML::BadFile&) {
-    return Status::NotFound("cannot read config file " + path);
+    return Status::NotFound("cannot read config file " + printable(path));
   } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument("config " + path + " is not valid YAML: " + e.what());
+    return Status::InvalidArgument("config " + printable(path) + " is not valid YAML: " + e.what());
   }
   if (root.IsNull()) return Status::Ok();
-  if (!root.IsMap()) return Status::InvalidArgument("config " + path + ": the top level must be a mapping");
+  if (!root.IsMap())
+    return Status::InvalidArgument("config " + printable(path) + ": the top level must be a mapping");
   try {
     for (const auto& entry : root) {
       const std::string key = entry.first.as<std::string>();
@@ -167,7 +169,7 @@ Status load_config_file(const std::string& path, DaemonConfig& config) {
       }
     }
   } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument("config " + path + ": " + e.what());
+    return Status::InvalidArgument("config " + printable(path) + ": " + e.what());
   }
   return Status::Ok();
 }
@@ -178,7 +180,7 @@ Status validate(const DaemonConfig& config) {
     const std::string& p = source.image_folder.empty() ? source.manifest : source.image_folder;
     std::error_code ec;
     if (!std::filesystem::exists(p, ec)) {
-      return Status::NotFound("dataset '" + name + "': " + p + " does not exist");
+      return Status::NotFound("dataset '" + printable(name) + "': " + printable(p) + " does not exist");
     }
   }
   return Status::Ok();

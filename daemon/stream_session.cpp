@@ -13,6 +13,7 @@
 
 #include "loader/slot_count.h"
 #include "protocol/stream_request.h"
+#include "transport/printable.h"
 
 namespace forkfeed {
 namespace {
@@ -140,8 +141,8 @@ json StreamSession::open_stream(const json& body, std::vector<UniqueFd>& fds) {
   if (!name.empty()) {
     const auto it = config.datasets.find(name);
     if (it == config.datasets.end()) {
-      return error_reply(Status::NotFound("forkfeedd has no dataset named '" + name + "'; it knows " +
-                                          known_datasets(config)));
+      return error_reply(Status::NotFound("forkfeedd has no dataset named '" + printable(name) +
+                                          "'; it knows " + known_datasets(config)));
     }
     if (!options.image_folder.empty() || !options.manifest.empty()) {
       return error_reply(Status::InvalidArgument("give a dataset name or a path, not both"));
@@ -216,6 +217,7 @@ json StreamSession::open_stream(const json& body, std::vector<UniqueFd>& fds) {
                        {"samples_per_epoch", loader_->samples_per_epoch()},
                        {"slots", lent_->capacity()},
                        {"workers", options.workers},
+                       {"classes", loader_->dataset().classes().size()},
                        {"size", options.size},
                        {"dtype", std::string(to_string(options.dtype))},
                        {"arena_bytes", memory.size},

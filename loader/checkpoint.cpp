@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "transport/printable.h"
+
 namespace forkfeed {
 namespace {
 
@@ -56,7 +58,7 @@ Status not_a_state(std::string_view why) {
 std::string quote_start(std::string_view text) {
   constexpr std::size_t kMaxShown = 40;
   std::string q = "'";
-  for (const char c : text.substr(0, kMaxShown)) q += (c >= ' ' && c <= '~') ? c : '?';
+  q += printable(text.substr(0, kMaxShown));
   q += text.size() > kMaxShown ? "...'" : "'";
   return q;
 }
@@ -125,7 +127,8 @@ Result<Checkpoint> parse(std::string_view state) {
   try {
     doc = nlohmann::json::parse(state.begin(), state.end());
   } catch (const nlohmann::json::parse_error& e) {
-    return not_a_state("not JSON (" + without_exception_id(e.what()) + ") in " + quote_start(state));
+    return not_a_state("not JSON (" + printable(without_exception_id(e.what())) + ") in " +
+                       quote_start(state));
   }
   if (!doc.is_object()) return not_a_state("expected a JSON object, got " + quote_start(state));
   if (Status s = check_version(doc); !s.ok()) return s;

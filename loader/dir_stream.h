@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "forkfeed/status.h"
+#include "transport/printable.h"
 #include "transport/unique_fd.h"
 
 namespace forkfeed {
@@ -29,11 +30,12 @@ class DirStream {
  public:
   static Result<DirStream> open(const std::string& path) {
     UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!fd.valid()) return Status::FromErrno("cannot open directory " + path, errno);
+    if (!fd.valid()) return Status::FromErrno("cannot open directory " + printable(path), errno);
     struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) return Status::FromErrno("cannot stat directory " + path, errno);
+    if (::fstat(fd.get(), &st) != 0)
+      return Status::FromErrno("cannot stat directory " + printable(path), errno);
     DIR* dir = ::fdopendir(fd.get());
-    if (dir == nullptr) return Status::FromErrno("cannot read directory " + path, errno);
+    if (dir == nullptr) return Status::FromErrno("cannot read directory " + printable(path), errno);
     fd.release();  // the DIR owns it now
     return DirStream(dir, DirId{st.st_dev, st.st_ino});
   }
@@ -49,7 +51,7 @@ class DirStream {
       errno = 0;
       const dirent* e = ::readdir(dir_.get());
       if (e == nullptr) {
-        if (errno != 0) return Status::FromErrno("cannot read directory " + path, errno);
+        if (errno != 0) return Status::FromErrno("cannot read directory " + printable(path), errno);
         return Status::Ok();
       }
       const std::string_view name(e->d_name);

@@ -15,6 +15,7 @@
 #include "forkfeed/dataset.h"
 #include "loader/dataset_index_builder.h"
 #include "loader/dir_stream.h"
+#include "transport/printable.h"
 
 namespace forkfeed {
 namespace {
@@ -124,13 +125,13 @@ Result<DatasetIndex> DatasetIndex::from_image_folder(const std::string& root) {
   struct stat st {};
   if (::stat(root.c_str(), &st) != 0) {
     if (errno == ENOENT || errno == ENOTDIR) {
-      return Status::NotFound("ImageFolder root not found: " + root + "; " + std::string(kLayout));
+      return Status::NotFound("ImageFolder root not found: " + printable(root) + "; " + std::string(kLayout));
     }
-    return Status::FromErrno("cannot access ImageFolder root " + root, errno);
+    return Status::FromErrno("cannot access ImageFolder root " + printable(root), errno);
   }
   if (!S_ISDIR(st.st_mode)) {
-    return Status::NotFound("ImageFolder root is not a directory: " + root + "; " + std::string(kLayout) +
-                            " (to list files explicitly, use a manifest)");
+    return Status::NotFound("ImageFolder root is not a directory: " + printable(root) + "; " +
+                            std::string(kLayout) + " (to list files explicitly, use a manifest)");
   }
 
   // find_classes: the root's entries whose is_dir() is true, sorted. Hidden folders
@@ -144,7 +145,8 @@ Result<DatasetIndex> DatasetIndex::from_image_folder(const std::string& root) {
     });
     if (!listed.ok()) return listed;
   }
-  if (classes.empty()) return Status::NotFound("no class folders in " + root + "; " + std::string(kLayout));
+  if (classes.empty())
+    return Status::NotFound("no class folders in " + printable(root) + "; " + std::string(kLayout));
   std::sort(classes.begin(), classes.end());  // bytes as unsigned: Python's str order for UTF-8
 
   DatasetIndexBuilder builder;
@@ -157,8 +159,9 @@ Result<DatasetIndex> DatasetIndex::from_image_folder(const std::string& root) {
     walk.emit(builder, static_cast<std::int64_t>(label));
   }
   if (builder.size() == 0) {
-    return Status::NotFound("no images found under " + root + " (looked for " + std::string(kExtensionList) +
-                            " in " + std::to_string(classes.size()) + " class folders)");
+    return Status::NotFound("no images found under " + printable(root) + " (looked for " +
+                            std::string(kExtensionList) + " in " + std::to_string(classes.size()) +
+                            " class folders)");
   }
   builder.set_classes(std::move(classes));
   return std::move(builder).finish();

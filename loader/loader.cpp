@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <filesystem>
@@ -27,6 +28,7 @@
 #include "transport/futex.h"
 #include "transport/monotonic_clock.h"
 #include "transport/pinned_memory.h"
+#include "transport/printable.h"
 #include "transport/slot_contents.h"
 #include "workers/transform.h"
 
@@ -115,9 +117,17 @@ class Loader::Impl {
         return Status::ResourceExhausted("every batch slot is held by a Batch the caller has not released; "
                                          "release batches sooner or raise prefetch");
       }
+      // Checked only where next() would wait: a worker that is stopped (SIGSTOP) or
+      // stuck must not hold up a Ctrl-C. The signal also cuts the wait's poll() short.
+      if (interrupted_.exchange(false, std::memory_order_relaxed)) {
+        return Status::IoError("interrupted while waiting for batch " + std::to_string(delivered_) +
+                               " (Loader::interrupt); the pass is unchanged and next() goes on with it");
+      }
       handle_events(kEventWait);
     }
   }
+
+  void interrupt() { interrupted_.store(true, std::memory_order_relaxed); }
 
   void set_epoch(std::uint64_t epoch) {
     if (epoch != epoch_ || delivered_ > 0 || pass_over_) begin_pass(epoch, 0);
@@ -323,7 +333,7 @@ class Loader::Impl {
       log_->warn("{}; replaced it and re-issued its {} unfinished batch(es)", who, unfinished.size());
     }
     if (culprit != kNoSample) {
-      const std::string path(index_.path(culprit));
+      const std::string path = printable(index_.path(culprit));
       log_->error("{} died while decoding {}; it is treated as a bad file from now on", who, path);
       poisoned_.emplace(culprit, "a worker died decoding it (" + exit.describe() + ")");
     }
@@ -343,8 +353,8 @@ class Loader::Impl {
     // breaks the layout rule, which would be a bug of ours, never bad data.
     if (c.outcome == TaskOutcome::kFailed && slot.skipped() > 0) {
       const std::uint32_t culprit = slot.skipped() - 1;
-      Status s = Status::BadData(std::string(slot.skip_reason(culprit)))
-                     .about(std::string(index_.path(slot.skipped_index(culprit))) +
+      Status s = Status::BadData(printable(slot.skip_reason(culprit)))
+                     .about(printable(index_.path(slot.skipped_index(culprit))) +
                             " (on_error=fail; use skip to leave such files out)");
       slots_->give_back(c.slot);
       return s;
@@ -374,7 +384,9 @@ class Loader::Impl {
     for (std::uint32_t k = 0; k < slot.skipped(); ++k) {
       ++stats_.skipped_samples;
       const std::uint64_t sample = slot.skipped_index(k);
-      if (logged_bad_.insert(sample).second) log_->warn("skipped {}: {}", index_.path(sample), slot.skip_reason(k));
+      if (logged_bad_.insert(sample).second) {
+        log_->warn("skipped {}: {}", printable(index_.path(sample)), printable(slot.skip_reason(k)));
+      }
     }
   }
 
@@ -408,6 +420,9 @@ class Loader::Impl {
   Status broken_;
   bool broken_reported_ = false;
   LoaderStats stats_;
+  // Set by interrupt(), perhaps from a signal handler: lock-free, so async-signal-safe.
+  std::atomic<bool> interrupted_ = false;
+  static_assert(std::atomic<bool>::is_always_lock_free);
 };
 
 Result<std::unique_ptr<Loader>> Loader::open(const LoaderOptions& options) { return open(options, {}); }
@@ -444,6 +459,7 @@ Loader::Loader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Loader::~Loader() = default;
 
 Result<std::optional<Batch>> Loader::next() { return impl_->next(); }
+void Loader::interrupt() { impl_->interrupt(); }
 void Loader::set_epoch(std::uint64_t epoch) { impl_->set_epoch(epoch); }
 void Loader::reset() { impl_->reset(); }
 std::string Loader::state() const { return impl_->state(); }

@@ -17,6 +17,7 @@
 
 #include "forkfeed/dataset.h"
 #include "loader/dataset_index_builder.h"
+#include "transport/printable.h"
 #include "transport/unique_fd.h"
 
 namespace forkfeed {
@@ -25,9 +26,9 @@ namespace {
 // Reads a whole file straight into one string (a 1.28M-line manifest is ~60 MB).
 Result<std::string> read_manifest(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return Status::FromErrno("cannot open manifest " + path, errno);
+  if (!fd.valid()) return Status::FromErrno("cannot open manifest " + printable(path), errno);
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return Status::FromErrno("cannot stat manifest " + path, errno);
+  if (::fstat(fd.get(), &st) != 0) return Status::FromErrno("cannot stat manifest " + printable(path), errno);
   // st_size is only a hint (a pipe says 0); one spare byte lets the read that sees EOF
   // happen without growing.
   std::string text(static_cast<std::size_t>(std::max<off_t>(st.st_size, 0)) + 1, '\0');
@@ -36,7 +37,7 @@ Result<std::string> read_manifest(const std::string& path) {
     if (used == text.size()) text.resize(text.size() * 2);
     const ssize_t n = ::read(fd.get(), text.data() + used, text.size() - used);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::FromErrno("cannot read manifest " + path, errno);
+    if (n < 0) return Status::FromErrno("cannot read manifest " + printable(path), errno);
     if (n == 0) break;
     used += static_cast<std::size_t>(n);
   }
@@ -45,17 +46,12 @@ Result<std::string> read_manifest(const std::string& path) {
 }
 
 // A manifest line quoted for an error: tabs made visible (the usual mistake is spaces
-// where the tab should be) and cut short, in case a binary file was passed by mistake.
+// where the tab should be), every control byte escaped, and cut short, in case a binary
+// file was passed by mistake.
 std::string quote(std::string_view line) {
   constexpr std::size_t kMaxShown = 100;
   std::string q = "'";
-  for (char c : line.substr(0, kMaxShown)) {
-    if (c == '\t') {
-      q += "\\t";
-    } else {
-      q += c;
-    }
-  }
+  q += printable(line.substr(0, kMaxShown));
   q += line.size() > kMaxShown ? "...'" : "'";
   return q;
 }
@@ -99,7 +95,7 @@ Result<DatasetIndex> DatasetIndex::from_manifest(const std::string& manifest) {
     if (line.find_first_not_of(" \t") == std::string_view::npos || line.starts_with('#')) continue;
 
     auto bad = [&](std::string what) {
-      return Status::BadData(manifest + ":" + std::to_string(line_no) + ": " + what);
+      return Status::BadData(printable(manifest) + ":" + std::to_string(line_no) + ": " + what);
     };
     // The last tab separates the label, so a path may itself contain tabs.
     const std::size_t tab = line.rfind('\t');
@@ -110,10 +106,13 @@ Result<DatasetIndex> DatasetIndex::from_manifest(const std::string& manifest) {
       return bad("label must be a non-negative integer, got " + quote(line.substr(tab + 1)) + " in " +
                  quote(line));
     }
+    // open() would stop at the NUL and read another file than the line names.
+    if (line.substr(0, tab).find('\0') != std::string_view::npos)
+      return bad("a path cannot hold a NUL byte, got " + quote(line));
     builder.add(folder, line.substr(0, tab), *label);
   }
   if (builder.size() == 0) {
-    return Status::BadData(manifest +
+    return Status::BadData(printable(manifest) +
                            ": no samples; expected one 'path<TAB>label' per line "
                            "(blank lines and lines starting with '#' are skipped)");
   }

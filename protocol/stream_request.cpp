@@ -5,6 +5,8 @@
 #include <limits>
 #include <set>
 
+#include "transport/printable.h"
+
 namespace forkfeed {
 namespace {
 
@@ -140,7 +142,7 @@ Result<StreamRequest> parse_stream_request(const json& body) {
                                               "state"};
   for (const auto& [key, value] : body.items()) {
     if (!known.contains(key))
-      return bad("unknown field '" + key + "'; is the client of another forkfeed version?");
+      return bad("unknown field '" + printable(key) + "'; is the client of another forkfeed version?");
   }
   StreamRequest r;
   LoaderOptions& o = r.stream.loader;
@@ -201,17 +203,17 @@ Result<StreamRequest> parse_stream_request(const json& body) {
   }
   if (!transform.empty()) {
     auto t = parse_transform(transform);
-    if (!t) return bad("unknown transform '" + transform + "'; use train or eval");
+    if (!t) return bad("unknown transform '" + printable(transform) + "'; use train or eval");
     o.transform = *t;
   }
   if (!dtype.empty()) {
     auto d = parse_dtype(dtype);
-    if (!d) return bad("unknown dtype '" + dtype + "'; use uint8 or float32");
+    if (!d) return bad("unknown dtype '" + printable(dtype) + "'; use uint8 or float32");
     o.dtype = *d;
   }
   if (!on_error.empty()) {
     auto e = parse_on_error(on_error);
-    if (!e) return bad("unknown on_error '" + on_error + "'; use fail or skip");
+    if (!e) return bad("unknown on_error '" + printable(on_error) + "'; use fail or skip");
     o.on_error = *e;
   }
   return r;

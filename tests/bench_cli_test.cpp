@@ -497,5 +497,84 @@ TEST_F(BenchCliTest, KilledWorkerIsReplacedAndCounted) {
   }
 }
 
+// CLI11 alone saturates 64-bit values (2^64 became 2^64 - 1) and wraps negative ones;
+// every integer flag refuses both, naming itself and its range, as a bad argument.
+TEST_F(BenchCliTest, IntegerFlagsRefuseOverflowAndNegativeValues) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"--seed", "18446744073709551616"},
+                                               {"--seed", "-1"},
+                                               {"--workers", "4294967296"},
+                                               {"--stop-after-batches", "99999999999999999999"},
+                                               {"--pin-memory-device", "-9223372036854775809"},
+                                               {"--task-timeout", "1e3"}}) {
+    std::vector<std::string> full = {"--data", root(), "--workers", "1", "--batch", "8", "--size", "16"};
+    full.insert(full.end(), args.begin(), args.end());
+    const Outcome o = run_bench(dir_.path(), full);
+    EXPECT_TRUE(o.exited && o.code == 2) << args[0] << " " << args[1] << ": " << describe(o);
+    EXPECT_EQ(lines_of(o.err).size(), 1u) << describe(o);
+    EXPECT_NE(o.err.find(args[0]), std::string::npos) << describe(o);
+    EXPECT_NE(o.err.find(args[0] == "--seed" && args[1] == "-1" ? "negative" : "must be an integer from"),
+              std::string::npos)
+        << describe(o);
+  }
+}
+
+// --help promises 2 for bad arguments, whichever check catches them: CLI11's parser
+// (its own codes are 104 to 114) or the loader's validation of the values together.
+TEST_F(BenchCliTest, BadArgumentsExitWithTheDocumentedCode) {
+  const Outcome help = run_bench(dir_.path(), {"--help"});
+  ASSERT_NE(help.out.find("2 bad arguments"), std::string::npos) << describe(help);
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"--bogus-flag"},
+                                               {"--data", root(), "--workers", "two"},
+                                               {"--data", root(), "--epochs", "0"},
+                                               {"--data", root(), "--transform", "bogus"},
+                                               {"--workers", "1"},
+                                               {"--data", root(), "--batch", "0"},
+                                               {"--data", root(), "--rank", "2", "--world-size", "2"},
+                                               {"--data", root(), "--size", "5"},
+                                               {"--data", root(), "--probe", "--size", "5"}}) {
+    const Outcome o = run_bench(dir_.path(), args);
+    std::string shown;
+    for (const std::string& a : args) shown += a + " ";
+    EXPECT_TRUE(o.exited && o.code == 2) << shown << ": " << describe(o);
+    EXPECT_EQ(lines_of(o.err).size(), 1u) << shown << ": " << describe(o);
+  }
+}
+
+// One Ctrl-C ends the run with its summary even while the only worker is stopped
+// (SIGSTOP), so the batch being waited for never comes.
+TEST_F(BenchCliTest, OneCtrlCStopsTheRunWhileAWorkerIsStopped) {
+  testing::StartedCommand bench =
+      start_bench(dir_.path(), {"--data", root(), "--workers", "1", "--batch", "4", "--size", "16",
+                                "--epochs", "1000000", "--start-method", "fork", "--json"});
+  ASSERT_GT(bench.pid, 0);
+  std::vector<pid_t> workers;
+  ASSERT_TRUE(testing::eventually(
+      [&] {
+        workers = testing::children_of(bench.pid);
+        return !workers.empty();
+      },
+      std::chrono::seconds(60)))
+      << "forkfeed-bench started no worker";
+  const pid_t worker = workers.front();
+  ASSERT_EQ(::kill(worker, SIGSTOP), 0) << std::strerror(errno);
+  EXPECT_TRUE(
+      testing::eventually([&] { return testing::process_state(worker) == 'T'; }, std::chrono::seconds(30)));
+  // Time to use up the batches already decoded, so that it waits on the stopped worker.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_EQ(::kill(bench.pid, SIGINT), 0) << std::strerror(errno);
+  const Outcome o = testing::wait_command(bench, std::chrono::seconds(60));
+  if (testing::alive(worker)) {  // not left stopped behind, whatever happened
+    ::kill(worker, SIGKILL);
+    ::kill(worker, SIGCONT);
+  }
+  ASSERT_TRUE(o.exited) << describe(o);
+  EXPECT_EQ(o.code, 130) << describe(o);
+  const std::vector<std::string> out = lines_of(o.out);
+  ASSERT_FALSE(out.empty()) << describe(o);
+  const nlohmann::json j = nlohmann::json::parse(out.back(), nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(j.is_object()) << describe(o);
+  EXPECT_TRUE(j.contains("images")) << describe(o);
+}
+
 }  // namespace
 }  // namespace forkfeed

@@ -52,6 +52,7 @@ TEST(BenchDaemonTest, RunsThroughTheDaemonInTheLoadersOrder) {
   ASSERT_TRUE(report.is_object()) << served.stdout_text;
   EXPECT_EQ(report["images"].get<std::uint64_t>(), 28u);
   EXPECT_EQ(report["epochs"].get<std::uint64_t>(), 2u);
+  EXPECT_EQ(report.value("classes", 0u), 2u) << "the Client knows the dataset's classes, as a Loader does";
   EXPECT_GT(report["images_per_s"].get<double>(), 0.0);
   EXPECT_EQ(slurp(dir.path() + "/served.tsv"), slurp(dir.path() + "/local.tsv"));
 

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <string>
 
+#include "transport/printable.h"
 #include "transport/unique_fd.h"
 
 namespace forkfeed {
@@ -72,7 +73,7 @@ Status SamplePipeline::run(std::string_view path_view, std::uint64_t epoch, std:
   try {
     s = path_ == DecodePath::kFused ? decode_fused(file, rng, out) : decode_reference(file, rng, out);
   } catch (const std::exception& e) {
-    s = Status::BadData(std::string("cannot decode or transform image: ") + e.what());
+    s = Status::BadData("cannot decode or transform image: " + printable(e.what()));
   }
   return s;
 }

@@ -13,6 +13,7 @@
 
 #include "transport/futex.h"
 #include "transport/monotonic_clock.h"
+#include "transport/printable.h"
 #include "transport/slot_contents.h"
 #include "workers/sample_pipeline.h"
 
@@ -79,7 +80,7 @@ class Worker {
         slot.keep(i);
         continue;
       }
-      log_->debug("worker {}: {}", who_.id, s.about(path).message());
+      log_->debug("worker {}: {}", who_.id, s.about(printable(path)).message());
       slot.skip(i, s.message());  // the orchestrator reports it, with the path
       if (control_.on_error != OnError::kSkip) return TaskOutcome::kFailed;
     }

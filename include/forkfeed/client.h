@@ -69,6 +69,8 @@ class Client {
   std::uint64_t dataset_size() const;
   // Workers the daemon runs for this stream.
   std::uint32_t workers() const;
+  // Classes of the dataset: its ImageFolder's class folders; 0 for a manifest.
+  std::uint64_t classes() const;
   // The stream's loader stats, asked from the daemon.
   Result<LoaderStats> stats();
 

@@ -52,6 +52,10 @@ class Loader {
   // file, and the pass goes on with the batch after it. A dead worker is replaced and its
   // batches re-issued; past max_worker_restarts the error stays: recreate the Loader.
   Result<std::optional<Batch>> next();
+  // Makes the next() that waits for a batch, the one in progress or a later one, return
+  // an error at once instead, leaving the pass as it was. Async-signal-safe: a SIGINT
+  // handler calls it, so that a worker that is stopped or stuck does not hold up Ctrl-C.
+  void interrupt();
 
   // Starts a new pass over `epoch`: batches prefetched for the old pass are discarded.
   void set_epoch(std::uint64_t epoch);

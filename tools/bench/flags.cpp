@@ -6,6 +6,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include "tools/cli/exit_status.h"
+#include "tools/cli/integer_flag.h"
+#include "transport/printable.h"
+
 namespace forkfeed::bench {
 
 std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
@@ -41,12 +45,8 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
       "  forkfeed-bench --data /tmp/imgs --probe --probe-limit 500 --transform eval\n\n"
       "The dump has one line per delivered sample: epoch<TAB>batch<TAB>sample_index<TAB>label.\n"
       "Exit status: 0 done (or stopped by --stop-after-batches), 1 bad data, bad state or\n"
-      "loader error, 130 interrupted, other: bad arguments.");
+      "loader error, 2 bad arguments, 130 interrupted.");
 
-  // Counts are unsigned; without this, "-5" would wrap around silently for 64-bit ones.
-  const CLI::Validator not_negative(
-      [](std::string& v) { return v.starts_with('-') ? "must not be negative: " + v : std::string(); }, "",
-      "NOT_NEGATIVE");
   LoaderOptions& o = flags.options;
   std::string transform = "train";
   std::string dtype = "uint8";
@@ -59,27 +59,33 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
   auto* manifest = app.add_option("--manifest", o.manifest, "Text file of 'relative/path<TAB>label' lines")
                        ->type_name("FILE");
   data->excludes(manifest);
-  app.add_option("--workers", o.workers, "Decode worker processes")->type_name("N")->check(not_negative);
-  app.add_option("--batch", o.batch_size, "Samples per batch")->type_name("B")->check(not_negative);
+  app.add_option("--workers", o.workers, "Decode worker processes")
+      ->type_name("N")
+      ->check(cli::integer_of(o.workers));
+  app.add_option("--batch", o.batch_size, "Samples per batch")
+      ->type_name("B")
+      ->check(cli::integer_of(o.batch_size));
   app.add_option("--epochs", flags.epochs, "Epochs in the whole schedule, a resumed run included")
       ->type_name("E")
-      ->check(not_negative)
+      ->check(cli::integer_of(flags.epochs))
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000'000}));
   app.add_option("--transform", transform, "train: random resized crop + flip; eval: resize + center crop")
       ->check(CLI::IsMember({"train", "eval"}));
-  app.add_option("--size", o.size, "Output height and width in pixels")->type_name("S")->check(not_negative);
+  app.add_option("--size", o.size, "Output height and width in pixels")
+      ->type_name("S")
+      ->check(cli::integer_of(o.size));
   app.add_option("--dtype", dtype, "uint8 NHWC, or float32 NCHW normalised")
       ->check(CLI::IsMember({"uint8", "float32"}));
   app.add_option("--seed", o.seed, "Seed of the shuffle and of the random crops")
       ->type_name("X")
-      ->check(not_negative);
-  app.add_option("--rank", o.rank, "This process's rank")->type_name("R")->check(not_negative);
+      ->check(cli::integer_of(o.seed));
+  app.add_option("--rank", o.rank, "This process's rank")->type_name("R")->check(cli::integer_of(o.rank));
   app.add_option("--world-size", o.world_size, "Number of ranks sharing the dataset")
       ->type_name("W")
-      ->check(not_negative);
+      ->check(cli::integer_of(o.world_size));
   app.add_option("--prefetch", o.prefetch, "Batches in flight per worker")
       ->type_name("P")
-      ->check(not_negative);
+      ->check(cli::integer_of(o.prefetch));
   app.add_flag("--drop-last", o.drop_last, "Drop the last partial batch and the rank remainder");
   app.add_flag("--no-shuffle", no_shuffle, "Deliver samples in index order");
   app.add_option("--on-error", on_error, "A file that cannot be decoded: fail the run, or skip the sample")
@@ -100,19 +106,20 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
                  "(default: all)")
       ->type_name("N")
       ->default_str("")  // 0 means "every file", which is no value to show
-      ->check(not_negative)
+      ->check(cli::integer_of(flags.probe_limit))
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000'000'000}).description(""))
       ->needs(probe);
   app.add_option("--max-worker-restarts", o.max_worker_restarts, "Worker deaths survived before failing")
       ->type_name("N")
-      ->check(not_negative);
+      ->check(cli::integer_of(o.max_worker_restarts));
   app.add_option("--task-timeout", o.task_timeout_ms, "Kill a worker busy on one sample this long; 0: never")
       ->type_name("MS")
-      ->check(not_negative);
+      ->check(cli::integer_of(o.task_timeout_ms));
   app.add_option("--pin-memory-device", o.pin_memory_device,
                  "Page-lock the batch slots for this CUDA device (falls back to ordinary memory "
                  "without CUDA); -1: off")
       ->type_name("N")
+      ->check(cli::integer_of(o.pin_memory_device))
       ->check(CLI::Range(-1, std::numeric_limits<std::int32_t>::max()));
   app.add_option("--resume", flags.resume_path, "Continue from a state saved by --save-state")
       ->type_name("FILE");
@@ -123,7 +130,7 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
                  "End the run once it delivered K batches, across epochs (default: run the schedule)")
       ->type_name("K")
       ->default_str("")  // 0 means "no limit", which is no value to show
-      ->check(not_negative)
+      ->check(cli::integer_of(flags.stop_after_batches))
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000'000'000}).description(""));
   app.add_option("--log-level", o.log_level, "Log level (default: $FORKFEED_LOG_LEVEL, else info)")
       ->type_name("LEVEL")
@@ -140,7 +147,7 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
     app.parse(argc, argv);
     if (data->count() + manifest->count() == 0 && !flags.fork_report) throw CLI::RequiredError("--data DIR or --manifest FILE");
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return cli::parse_exit(app, e);
   }
   // The IsMember checks above admit only names these parsers know.
   const std::optional<TransformKind> kind = parse_transform(transform);
@@ -152,7 +159,7 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
     std::fprintf(stderr,
                  "forkfeed-bench: unknown --transform %s, --dtype %s, --on-error %s or --start-method %s\n",
                  transform.c_str(), dtype.c_str(), on_error.c_str(), start_method.c_str());
-    return static_cast<int>(CLI::ExitCodes::ValidationError);
+    return cli::kExitBadArguments;
   }
   o.transform = *kind;
   o.dtype = *type;
@@ -160,6 +167,12 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
   o.start_method = *method;
   o.fork_hazard = *hazard_policy;
   o.shuffle = !no_shuffle;
+  // Values that are each fine but not together (--rank 3 --world-size 2) are bad
+  // arguments too, caught here rather than as a loader error.
+  if (const Status s = validate(o); !s.ok() && !flags.fork_report) {
+    std::fprintf(stderr, "forkfeed-bench: %s (see --help)\n", printable(s.message()).c_str());
+    return cli::kExitBadArguments;
+  }
   return std::nullopt;
 }
 

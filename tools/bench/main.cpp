@@ -3,6 +3,7 @@
 // exact resume can be checked from outside.
 #include <signal.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -19,19 +20,25 @@
 #include "tools/bench/progress_line.h"
 #include "tools/bench/report.h"
 #include "tools/bench/state_file.h"
+#include "tools/cli/exit_status.h"
+#include "transport/printable.h"
 
 namespace forkfeed::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int kExitInterrupted = 130;  // 128 + SIGINT, as shells report it
-
 volatile std::sig_atomic_t g_interrupted = 0;
+// The running in-process Loader, if any: Ctrl-C interrupts its wait for a batch, which a
+// stopped (SIGSTOP) or stuck worker would otherwise make endless.
+std::atomic<Loader*> g_loader = nullptr;
 // Stores what the page touches read, so the compiler cannot drop the reads.
 volatile std::uint64_t g_touch_sink = 0;
 
-void on_sigint(int) { g_interrupted = 1; }
+void on_sigint(int) {
+  g_interrupted = 1;
+  if (Loader* loader = g_loader.load()) loader->interrupt();
+}
 
 // The first Ctrl-C lets the current batch finish; SA_RESETHAND makes a second one fatal.
 // Installed before the workers are forked, so a forked worker survives the terminal's
@@ -49,8 +56,8 @@ double seconds_since(Clock::time_point start) {
 }
 
 int fail(const std::string& message) {
-  std::fprintf(stderr, "forkfeed-bench: %s\n", message.c_str());
-  return 1;
+  std::fprintf(stderr, "forkfeed-bench: %s\n", printable(message).c_str());
+  return cli::kExitFailed;
 }
 
 // The --dump-indices file, written through stdio's buffer.
@@ -184,6 +191,7 @@ int run(const BenchFlags& flags) {
     std::unique_ptr<Client> client = std::move(opened).value();
     report.startup_s = seconds_since(open_start);
     report.dataset_size = client->dataset_size();
+    report.classes = client->classes();
     report.start_epoch = client->epoch();
     status = run_passes(*client, flags, dump, report);
     if (auto stats = client->stats(); stats.ok()) report.stats = *stats;
@@ -197,7 +205,9 @@ int run(const BenchFlags& flags) {
     report.dataset_size = loader->dataset().size();
     report.classes = loader->dataset().classes().size();
     report.start_epoch = loader->epoch();
+    g_loader = loader.get();
     status = run_passes(*loader, flags, dump, report);
+    g_loader = nullptr;
     report.stats = loader->stats();
     state = loader->state();
     loader.reset();  // stops and reaps the workers before anything is reported
@@ -217,7 +227,7 @@ int run(const BenchFlags& flags) {
   } else {
     print_human(report, stdout);
   }
-  return report.interrupted ? kExitInterrupted : 0;
+  return report.interrupted ? cli::kExitInterrupted : cli::kExitOk;
 }
 
 }  // namespace

@@ -14,8 +14,12 @@
 #include <nlohmann/json.hpp>
 
 #include "forkfeed/dataset.h"
+#include "loader/logging.h"
 #include "loader/transform_spec.h"
+#include "tools/cli/exit_status.h"
+#include "transport/printable.h"
 #include "transport/unique_fd.h"
+#include "workers/opencv_logging.h"
 #include "workers/sample_pipeline.h"
 #include "workers/transform.h"
 
@@ -144,7 +148,7 @@ void measure(const DatasetIndex& index, const std::vector<std::uint64_t>& files,
     if (s.ok()) {
       ++run.decoded;
     } else if (run.failed++ == 0) {
-      run.first_error = s.about(index.path(i)).message();
+      run.first_error = s.about(printable(index.path(i))).message();
     }
     progress.update(k + 1);
   }
@@ -189,14 +193,14 @@ void print_path(const PathRun& run, std::FILE* out) {
       run.name, run.images_per_s(), run.images_per_cpu_s(), static_cast<unsigned long long>(run.decoded),
       static_cast<unsigned long long>(run.failed), run.wall_s);
   if (!run.first_error.empty())
-    std::fprintf(out, "%-12s %s\n", "", ("first failure: " + run.first_error).c_str());
+    std::fprintf(out, "%-12s %s\n", "", ("first failure: " + printable(run.first_error)).c_str());
 }
 
 void print_human(const ProbeReport& r, std::FILE* out) {
   const LoaderOptions& o = r.options;
-  const std::string source = o.manifest.empty()
-                                 ? ", " + std::to_string(r.classes) + " classes (" + o.image_folder + ")"
-                                 : " (manifest " + o.manifest + ")";
+  const std::string source =
+      o.manifest.empty() ? ", " + std::to_string(r.classes) + " classes (" + printable(o.image_folder) + ")"
+                         : " (manifest " + printable(o.manifest) + ")";
   std::fprintf(out, "%-12s %llu images%s\n", "dataset", static_cast<unsigned long long>(r.dataset_size),
                source.c_str());
   std::fprintf(out, "%-12s %zu files, %.1f MB, read once in %.3f s to warm the page cache\n", "probed",
@@ -211,15 +215,16 @@ void print_human(const ProbeReport& r, std::FILE* out) {
 }
 
 int fail(const std::string& message) {
-  std::fprintf(stderr, "forkfeed-bench: %s\n", message.c_str());
-  return 1;
+  std::fprintf(stderr, "forkfeed-bench: %s\n", printable(message).c_str());
+  return cli::kExitFailed;
 }
 
 }  // namespace
 
 int run_probe(const BenchFlags& flags) {
   const LoaderOptions& o = flags.options;
-  if (Status s = validate(o); !s.ok()) return fail(s.message());
+  if (Status s = set_log_level(o.log_level); !s.ok()) return fail(s.message());
+  follow_log_level_in_opencv(loader_logger()->level());
   Result<DatasetIndex> index = o.manifest.empty() ? DatasetIndex::from_image_folder(o.image_folder)
                                                   : DatasetIndex::from_manifest(o.manifest);
   if (!index.ok()) return fail(index.status().message());

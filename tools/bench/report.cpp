@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "transport/printable.h"
+
 namespace forkfeed::bench {
 namespace {
 
@@ -81,8 +83,8 @@ void print_human(const RunReport& r, std::FILE* out) {
   line(
       out, "skipped",
       format("%llu (on error %s)", ull(r.stats.skipped_samples), std::string(to_string(o.on_error)).c_str()));
-  if (!r.resumed_from.empty()) line(out, "resumed", "from " + r.resumed_from);
-  if (!r.saved_state.empty()) line(out, "state", "saved to " + r.saved_state);
+  if (!r.resumed_from.empty()) line(out, "resumed", "from " + printable(r.resumed_from));
+  if (!r.saved_state.empty()) line(out, "state", "saved to " + printable(r.saved_state));
   std::fflush(out);
 }
 

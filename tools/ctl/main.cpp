@@ -6,6 +6,8 @@
 
 #include "client/daemon_connection.h"
 #include "forkfeed/client.h"
+#include "tools/cli/exit_status.h"
+#include "transport/printable.h"
 
 int main(int argc, char** argv) {
   CLI::App app("forkfeed-ctl: talks to a running forkfeedd.", "forkfeed-ctl");
@@ -18,17 +20,22 @@ int main(int argc, char** argv) {
   auto* stats = app.add_subcommand("stats", "Print the daemon's stats as JSON");
   stats->add_flag("--pretty", pretty, "Indent the JSON");
   app.require_subcommand(1);
-  CLI11_PARSE(app, argc, argv);
+  app.footer("Exit status: 0 done, 1 the daemon could not be reached or answered an error, 2 bad arguments.");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return forkfeed::cli::parse_exit(app, e);
+  }
 
   auto connection = forkfeed::DaemonConnection::connect(socket);
   if (!connection.ok()) {
-    std::fprintf(stderr, "forkfeed-ctl: %s\n", connection.status().message().c_str());
-    return 1;
+    std::fprintf(stderr, "forkfeed-ctl: %s\n", forkfeed::printable(connection.status().message()).c_str());
+    return forkfeed::cli::kExitFailed;
   }
   auto reply = connection->request(forkfeed::MessageType::kStats, nlohmann::json::object());
   if (!reply.ok()) {
-    std::fprintf(stderr, "forkfeed-ctl: %s\n", reply.status().message().c_str());
-    return 1;
+    std::fprintf(stderr, "forkfeed-ctl: %s\n", forkfeed::printable(reply.status().message()).c_str());
+    return forkfeed::cli::kExitFailed;
   }
   reply->body.erase("ok");
   std::printf("%s\n", reply->body.dump(pretty ? 2 : -1).c_str());

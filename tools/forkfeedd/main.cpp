@@ -10,12 +10,17 @@
 
 #include "daemon/config.h"
 #include "daemon/server.h"
+#include "tools/cli/exit_status.h"
+#include "tools/cli/integer_flag.h"
+#include "transport/printable.h"
 
 namespace {
 
-int fail(const std::string& message) {
-  std::fprintf(stderr, "forkfeedd: %s\n", message.c_str());
-  return 2;
+// Prints `message`; returns `code`: kExitBadArguments for flags and config, kExitFailed
+// when the daemon could not serve.
+int fail(const std::string& message, int code = forkfeed::cli::kExitBadArguments) {
+  std::fprintf(stderr, "forkfeedd: %s\n", forkfeed::printable(message).c_str());
+  return code;
 }
 
 }  // namespace
@@ -29,6 +34,9 @@ int main(int argc, char** argv) {
       "the daemon: every stream is closed, every worker reaped, the socket removed.\n",
       "forkfeedd");
   app.get_formatter()->column_width(34);
+  app.footer(
+      "Exit status: 0 stopped by SIGTERM or SIGINT, 1 could not serve (the socket is taken, say),\n"
+      "2 bad arguments or config.");
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     return "forkfeedd: " + std::string(e.what()) + " (see --help)\n";
   });
@@ -46,10 +54,13 @@ int main(int argc, char** argv) {
                  "A dataset clients may open by name: NAME=DIR (ImageFolder) or NAME=FILE "
                  "(manifest); repeatable")
       ->type_name("NAME=PATH");
-  app.add_option("--max-streams", max_streams, "Streams served at once");
-  app.add_option("--max-workers", max_workers, "Workers of all streams together [default: the CPU count]");
+  app.add_option("--max-streams", max_streams, "Streams served at once")
+      ->check(forkfeed::cli::integer_of(max_streams));
+  app.add_option("--max-workers", max_workers, "Workers of all streams together [default: the CPU count]")
+      ->check(forkfeed::cli::integer_of(max_workers));
   app.add_option("--max-stream-workers", max_stream_workers,
-                 "Workers of one stream [default: no cap but the fair share, max-workers / (streams + 1)]");
+                 "Workers of one stream [default: no cap but the fair share, max-workers / (streams + 1)]")
+      ->check(forkfeed::cli::integer_of(max_stream_workers));
   app.add_option("--max-arena-bytes", max_arena,
                  "Batch slot memory of all streams, e.g. 64G [default: half of RAM]")
       ->type_name("BYTES");
@@ -58,9 +69,14 @@ int main(int argc, char** argv) {
                  "--max-arena-bytes]")
       ->type_name("BYTES");
   app.add_option("--allow-uid", allow_uids, "Another user that may connect (named datasets only); repeatable")
-      ->type_name("UID");
+      ->type_name("UID")
+      ->check(forkfeed::cli::integer_of(allow_uids));
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off [default: info]");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return forkfeed::cli::parse_exit(app, e);
+  }
 
   forkfeed::DaemonConfig config;
   if (!config_path.empty()) {
@@ -101,7 +117,7 @@ int main(int argc, char** argv) {
   ::signal(SIGPIPE, SIG_IGN);
 
   auto server = forkfeed::Server::start(std::move(config));
-  if (!server.ok()) return fail(server.status().message());
-  if (auto s = (*server)->run(); !s.ok()) return fail(s.message());
-  return 0;
+  if (!server.ok()) return fail(server.status().message(), forkfeed::cli::kExitFailed);
+  if (auto s = (*server)->run(); !s.ok()) return fail(s.message(), forkfeed::cli::kExitFailed);
+  return forkfeed::cli::kExitOk;
 }

@@ -11,7 +11,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include "tools/cli/exit_status.h"
+#include "tools/cli/integer_flag.h"
 #include "tools/mkdata/synthetic_images.h"
+#include "transport/printable.h"
 
 namespace {
 
@@ -30,7 +33,8 @@ constexpr const char* kDescription =
 constexpr const char* kExample =
     "Example:\n"
     "  forkfeed-mkdata --out /tmp/imgs --images 2000 --classes 20 --seed 7\n"
-    "writes 100 images into each of /tmp/imgs/class_000 ... /tmp/imgs/class_019.";
+    "writes 100 images into each of /tmp/imgs/class_000 ... /tmp/imgs/class_019.\n\n"
+    "Exit status: 0 done, 1 a file could not be written, 2 bad arguments.";
 
 // Total size of the regular files under `root`; 0 if it cannot be listed (the summary
 // line is informative only).
@@ -57,22 +61,30 @@ int main(int argc, char** argv) {
       ->required()
       ->type_name("DIR");
   app.add_option("--images", spec.images, "Number of images in total, spread evenly over the classes")
-      ->capture_default_str();
-  app.add_option("--classes", spec.classes, "Number of class folders")->capture_default_str();
+      ->capture_default_str()
+      ->check(forkfeed::cli::integer_of(spec.images));
+  app.add_option("--classes", spec.classes, "Number of class folders")
+      ->capture_default_str()
+      ->check(forkfeed::cli::integer_of(spec.classes));
   app.add_option("--seed", spec.seed, "Seed; the same seed and options give the same files")
-      ->capture_default_str();
-  app.add_option("--min-side", spec.min_side, "Smallest shorter side, in pixels")->capture_default_str();
-  app.add_option("--max-side", spec.max_side, "Largest shorter side, in pixels")->capture_default_str();
+      ->capture_default_str()
+      ->check(forkfeed::cli::integer_of(spec.seed));
+  app.add_option("--min-side", spec.min_side, "Smallest shorter side, in pixels")
+      ->capture_default_str()
+      ->check(forkfeed::cli::integer_of(spec.min_side));
+  app.add_option("--max-side", spec.max_side, "Largest shorter side, in pixels")
+      ->capture_default_str()
+      ->check(forkfeed::cli::integer_of(spec.max_side));
   app.add_option("--special-every", spec.special_every,
                  "One image in N is a grayscale JPEG, one a progressive JPEG, one a PNG; 0: all baseline "
                  "colour JPEGs, like a folder of photographs")
       ->type_name("N")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(forkfeed::cli::integer_of(spec.special_every));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // app.exit prints help, or the parse error with a hint to --help; usage errors exit 2.
-    return app.exit(e) == 0 ? 0 : 2;
+    return forkfeed::cli::parse_exit(app, e);
   }
 
   // A carriage-return progress line is noise in a log file, so only on a terminal.
@@ -89,8 +101,8 @@ int main(int argc, char** argv) {
                                                 : forkfeed::write_synthetic_dataset(spec);
   if (show_progress) std::fputs("\r\033[K", stderr);  // clear the progress line
   if (!status.ok()) {
-    std::fprintf(stderr, "forkfeed-mkdata: %s\n", status.message().c_str());
-    return 1;
+    std::fprintf(stderr, "forkfeed-mkdata: %s\n", forkfeed::printable(status.message()).c_str());
+    return forkfeed::cli::kExitFailed;
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double megabytes = static_cast<double>(tree_bytes(spec.out)) / 1e6;

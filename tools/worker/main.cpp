@@ -1,45 +1,104 @@
 // forkfeed-worker: a decode worker started by a forkfeed loader with the spawn start
 // method. It finds the loader's arena at fd 3, its completion eventfd at fd 4, and the
 // loader's stderr at fd 5 (its own fd 2 is a pipe the loader reads if it cannot start).
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <array>
 #include <cstdio>
+#include <string>
 
 #include "loader/worker_launcher.h"
+#include "tools/cli/exit_status.h"
+#include "tools/cli/integer_flag.h"
+#include "transport/printable.h"
+#include "workers/opencv_logging.h"
+
+namespace {
+
+constexpr const char* kStartedByLoader =
+    "forkfeed-worker is started by a forkfeed loader (start_method=spawn), not by hand";
+
+int refuse(const std::string& why) {
+  std::fprintf(stderr, "forkfeed-worker: %s; %s\n", forkfeed::printable(why).c_str(), kStartedByLoader);
+  return forkfeed::cli::kExitBadArguments;
+}
+
+// What `fd` refers to, as /proc shows it ("anon_inode:[eventfd]", "/memfd:... (deleted)");
+// empty when it is not open.
+std::string fd_target(int fd) {
+  std::array<char, 256> target{};
+  const std::string link = "/proc/self/fd/" + std::to_string(fd);
+  const ssize_t n = ::readlink(link.c_str(), target.data(), target.size() - 1);
+  return n > 0 ? std::string(target.data(), static_cast<std::size_t>(n)) : std::string();
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
       "forkfeed-worker: one decode worker of a forkfeed loader, started by the loader itself with "
       "start_method=spawn (and for every replacement of a dead worker). It is not meant to be run by hand: "
       "it expects the loader's shared memory arena at fd 3, its completion eventfd at fd 4 and its stderr at fd 5."};
+  app.footer("Exit status: 0 stopped by the loader, 1 the loader is gone or failed, 2 bad arguments or fds.");
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return "forkfeed-worker: " + std::string(e.what()) + " (see --help)\n";
+  });
   std::uint32_t id = 0;
   pid_t parent = 0;
   int log_level = 2;
   int die_with_parent = 1;
-  app.add_option("--worker-id", id, "Which of the loader's workers this is")->required();
-  app.add_option("--parent-pid", parent, "The loader's pid: the worker exits when it is gone")->required();
-  app.add_option("--log-level", log_level, "spdlog level number (0 trace .. 6 off)");
-  app.add_option("--die-with-parent", die_with_parent, "1: PR_SET_PDEATHSIG (spawned from the main thread)");
-  CLI11_PARSE(app, argc, argv);
+  app.add_option("--worker-id", id, "Which of the loader's workers this is")
+      ->required()
+      ->check(forkfeed::cli::integer_of(id));
+  app.add_option("--parent-pid", parent, "The loader's pid: the worker exits when it is gone")
+      ->required()
+      ->check(forkfeed::cli::integer_of(parent));
+  app.add_option("--log-level", log_level, "spdlog level number (0 trace .. 6 off)")
+      ->check(forkfeed::cli::integer_of(log_level))
+      ->check(CLI::Range(0, 6));
+  app.add_option("--die-with-parent", die_with_parent, "1: PR_SET_PDEATHSIG (spawned from the main thread)")
+      ->check(forkfeed::cli::integer_of(die_with_parent));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return forkfeed::cli::parse_exit(app, e);
+  }
 
   if (die_with_parent != 0) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) return 1;
+  if (::getppid() != parent) {
+    std::fprintf(stderr, "forkfeed-worker: the loader, pid %d, is not this process's parent (pid %d); %s\n",
+                 static_cast<int>(parent), static_cast<int>(::getppid()), kStartedByLoader);
+    return forkfeed::cli::kExitFailed;
+  }
   ::signal(SIGINT, SIG_IGN);  // Ctrl-C reaches the whole group; the loader decides
+  if (::fcntl(forkfeed::kSpawnArenaFd, F_GETFD) == -1) {
+    return refuse("fd " + std::to_string(forkfeed::kSpawnArenaFd) +
+                  " is not open; it must be the loader's shared memory arena");
+  }
+  if (fd_target(forkfeed::kSpawnCompletionFd) != "anon_inode:[eventfd]") {
+    const std::string target = fd_target(forkfeed::kSpawnCompletionFd);
+    return refuse("fd " + std::to_string(forkfeed::kSpawnCompletionFd) + " is " +
+                  (target.empty() ? "not open" : "not an eventfd but " + target) +
+                  "; it must be the loader's completion eventfd");
+  }
   auto arena = forkfeed::Arena::attach(forkfeed::UniqueFd(forkfeed::kSpawnArenaFd));
   if (!arena.ok()) {
-    std::fprintf(stderr, "forkfeed-worker: %s\n", arena.status().message().c_str());
-    return 1;
+    return refuse("fd " + std::to_string(forkfeed::kSpawnArenaFd) + " is not the loader's arena (" +
+                  arena.status().message() + ")");
   }
   if (id >= (*arena)->control().num_workers) {
-    std::fprintf(stderr, "forkfeed-worker: worker id %u is out of range\n", id);
-    return 1;
+    return refuse("--worker-id " + std::to_string(id) + " is out of range: the loader has " +
+                  std::to_string((*arena)->control().num_workers) + " workers");
   }
+  forkfeed::follow_log_level_in_opencv(log_level);
   // Started: from here on it logs to the loader's stderr, not to the pipe that only
   // tells the loader why a worker could not start.
   ::dup2(forkfeed::kSpawnStderrFd, STDERR_FILENO);
   ::close(forkfeed::kSpawnStderrFd);
-  return forkfeed::run_worker(**arena, forkfeed::WorkerIdentity{id, parent, log_level, forkfeed::kSpawnCompletionFd});
+  return forkfeed::run_worker(**arena,
+                              forkfeed::WorkerIdentity{id, parent, log_level, forkfeed::kSpawnCompletionFd});
 }

@@ -1,0 +1,17 @@
+// printable(): user data (paths, manifest lines, names from a request) made safe to
+// quote in a message. A file name may hold ESC or BEL, which a terminal obeys, or a
+// manifest line a NUL, which cuts a C string; quoted through this they read as text.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace forkfeed {
+
+// `text` with every control byte written as an escape: \t \n \r \a \b \f \v \e, else
+// \xNN (NUL is \x00); C1 controls (U+0080..U+009F) as \u0080..\u009f; bytes that are
+// not valid UTF-8 as \xNN. Everything else, valid UTF-8 and backslashes included, is
+// kept, so printable(printable(s)) == printable(s).
+std::string printable(std::string_view text);
+
+}  // namespace forkfeed
