@@ -4,6 +4,7 @@
 // take effect. Only the daemon's user, and uids it allows, may connect. Connections
 // that never speak are closed after a deadline and cannot lock anyone out.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -14,6 +15,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "client/daemon_connection.h"
 #include "forkfeed/client.h"
 #include "protocol/frame.h"
 #include "tests/testing/command.h"
@@ -250,6 +252,22 @@ TEST_F(DaemonLimitsTest, SilentConnectionsAreClosedAfterTheHandshakeDeadline) {
   ASSERT_TRUE(client.ok()) << client.status().message();
 }
 
+// A client whose connection the daemon closed learns the daemon's reason from its next
+// request.
+TEST_F(DaemonLimitsTest, AClosedConnectionReportsTheDaemonsReason) {
+  testing::HangGuard guard(90, "DaemonLimitsTest.ClosedReason");
+  testing::DaemonProcess daemon(socket_path("reason"), {"--handshake-timeout-ms", "200"});
+  auto connection = DaemonConnection::connect(daemon.socket());
+  ASSERT_TRUE(connection.ok()) << connection.status().message();
+  // Idle past the deadline, until the daemon closes the connection.
+  pollfd p{connection->fd(), POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 20000), 1) << "the daemon did not close an idle connection";
+  auto reply = connection->request(MessageType::kStats, nlohmann::json::object());
+  ASSERT_FALSE(reply.ok());
+  EXPECT_NE(reply.status().message().find("handshake_timeout_ms"), std::string::npos)
+      << reply.status().message();
+}
+
 // Run as root only: a child that becomes another user is refused, unless allowed — and
 // then it may open named datasets only.
 TEST_F(DaemonLimitsTest, OtherUsersAreRefusedUnlessAllowed) {
@@ -264,7 +282,15 @@ TEST_F(DaemonLimitsTest, OtherUsersAreRefusedUnlessAllowed) {
       if (::setresgid(kNobody, kNobody, kNobody) != 0 || ::setresuid(kNobody, kNobody, kNobody) != 0)
         ::_exit(9);
       auto client = Client::connect(socket, o);
-      if (!client.ok()) ::_exit(1);
+      if (!client.ok()) {
+        // Refused by the socket's mode, or with the daemon's reason whatever the timing.
+        const std::string& why = client.status().message();
+        ::_exit(why.find("Permission denied") != std::string::npos ||
+                        why.find("allow_uids") != std::string::npos ||
+                        why.find("named in forkfeedd") != std::string::npos
+                    ? 1
+                    : 3);
+      }
       auto batch = (*client)->next();
       ::_exit(batch.ok() ? 0 : 2);
     }
@@ -277,6 +303,10 @@ TEST_F(DaemonLimitsTest, OtherUsersAreRefusedUnlessAllowed) {
   {
     testing::DaemonProcess daemon(socket, {"--dataset", "tiny=" + root_});
     EXPECT_EQ(as_nobody(named), 1) << "another user was served";
+  }
+  {  // the socket lets others connect (another uid is allowed): the daemon refuses, saying why
+    testing::DaemonProcess daemon(socket, {"--dataset", "tiny=" + root_, "--allow-uid", "12345"});
+    EXPECT_EQ(as_nobody(named), 1) << "another user was served, or not told why";
   }
   {
     testing::DaemonProcess daemon(socket,
