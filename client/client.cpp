@@ -277,7 +277,7 @@ Result<std::unique_ptr<Client>> Client::connect(const std::string& socket_path, 
   StreamRequest request{options, std::string(state)};
   request.stream.loader.image_folder = absolute(options.loader.image_folder);
   request.stream.loader.manifest = absolute(options.loader.manifest);
-  auto connection = DaemonConnection::connect(socket_path);
+  auto connection = DaemonConnection::connect(socket_path, options.connect_timeout);
   if (!connection.ok()) return connection.status();
   auto reply = connection->request(MessageType::kOpenStream, to_json(request));
   if (!reply.ok()) return reply.status();

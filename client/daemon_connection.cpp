@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -12,7 +13,41 @@
 
 namespace forkfeed {
 
-Result<DaemonConnection> DaemonConnection::connect(const std::string& socket_path) {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How long a client whose write failed waits for the daemon's reason: the daemon sends
+// it right after it stops reading.
+constexpr int kReasonWaitMs = 2000;
+
+// SO_RCVTIMEO and SO_SNDTIMEO (which connect() also obeys); zero: none.
+void set_timeouts(int socket, std::chrono::milliseconds timeout) {
+  const timeval tv{static_cast<time_t>(timeout.count() / 1000),
+                   static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
+  ::setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+// The reason in a notice frame; nullopt for other frames.
+std::optional<std::string> notice_reason(const Frame& frame) {
+  if (frame.type != static_cast<std::uint16_t>(MessageType::kNotice)) return std::nullopt;
+  const auto body = nlohmann::json::parse(frame.payload, nullptr, false);
+  if (body.is_object() && body.contains("error") && body["error"].is_string()) {
+    return body["error"].get<std::string>();
+  }
+  return std::string("it sent a notice");
+}
+
+bool timed_out(const Status& s) {
+  const std::string& m = s.message();
+  return m.starts_with("timed out") || m.find("did not arrive in time") != std::string::npos;
+}
+
+}  // namespace
+
+Result<DaemonConnection> DaemonConnection::connect(const std::string& socket_path,
+                                                   std::chrono::milliseconds timeout) {
   sockaddr_un addr{};
   if (socket_path.empty() || socket_path.size() >= sizeof addr.sun_path) {
     return Status::InvalidArgument("forkfeedd socket path '" + socket_path + "' is empty or longer than " +
@@ -22,13 +57,54 @@ Result<DaemonConnection> DaemonConnection::connect(const std::string& socket_pat
   if (!fd.valid()) return Status::FromErrno("socket for forkfeedd", errno);
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, socket_path.c_str(), socket_path.size());
+  const auto no_answer = [&](const std::string& what) {
+    return Status::IoError(
+        "forkfeedd at " + socket_path + " did not " + what + " within " + std::to_string(timeout.count()) +
+        " ms: is forkfeedd running and responsive? (`forkfeed-ctl --socket " + socket_path +
+        " stats` asks it; a daemon that is only busy needs a longer timeout)");
+  };
+  const auto refused = [&](const std::string& why) {
+    return Status::IoError("forkfeedd at " + socket_path + " refused the connection: " + why);
+  };
+  const Clock::time_point deadline = Clock::now() + timeout;
+  const auto time_left = [&] {
+    return std::max(std::chrono::milliseconds(1),
+                    std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+  };
+  set_timeouts(fd.get(), time_left());  // a daemon that accepts nothing fills its backlog: connect() waits
   if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
     const int err = errno;
+    if (err == EAGAIN || err == EINPROGRESS) return no_answer("take the connection");
     return Status::FromErrno("cannot connect to forkfeedd at " + socket_path +
                                  " (is it running? start it with: forkfeedd --socket " + socket_path + ")",
                              err);
   }
-  return DaemonConnection(std::move(fd), socket_path);
+  DaemonConnection connection(std::move(fd), socket_path);
+  // The hello: proves that a daemon answers before anyone waits on it without a timeout.
+  set_timeouts(connection.fd(), time_left());
+  if (Status s = send_frame(connection.fd(), MessageType::kHello, "{}"); !s.ok()) {
+    if (auto why = connection.reason_after_failed_write()) return refused(*why);
+    return timed_out(s) ? no_answer("take the handshake") : refused(s.message());
+  }
+  set_timeouts(connection.fd(), time_left());
+  auto frame = recv_frame(connection.fd(), false);
+  if (!frame.ok()) {
+    if (timed_out(frame.status())) return no_answer("answer the handshake");
+    return refused(frame.status().message().starts_with("connection closed")
+                       ? "it closed the connection without a reason"
+                       : frame.status().message());
+  }
+  if (auto why = notice_reason(*frame)) return refused(*why);
+  const auto body = nlohmann::json::parse(frame->payload, nullptr, false);
+  const bool welcomed = frame->type == static_cast<std::uint16_t>(MessageType::kReply) && body.is_object() &&
+                        body.contains("ok") && body["ok"].is_boolean() && body["ok"].get<bool>();
+  if (!welcomed) {
+    return Status::InvalidArgument("forkfeedd at " + socket_path + " did not take this client's hello (" +
+                                   frame->payload.substr(0, 200) +
+                                   "); use forkfeed and forkfeedd of one release");
+  }
+  set_timeouts(connection.fd(), std::chrono::milliseconds(0));
+  return connection;
 }
 
 Status DaemonConnection::lose(const std::string& why) {
@@ -46,14 +122,16 @@ Status DaemonConnection::read_unasked() {
     const bool closed = frame.status().message().starts_with("connection closed");
     return lose(closed ? "the daemon closed it (stopped or crashed)" : frame.status().message());
   }
-  if (frame->type == static_cast<std::uint16_t>(MessageType::kNotice)) {
-    const auto body = nlohmann::json::parse(frame->payload, nullptr, false);
-    std::string why = "it sent a notice";
-    if (body.is_object() && body.contains("error") && body["error"].is_string())
-      why = body["error"].get<std::string>();
-    return lose(why);
-  }
+  if (auto why = notice_reason(*frame)) return lose(*why);
   return lose("it sent a message nobody asked for (type " + std::to_string(frame->type) + ")");
+}
+
+std::optional<std::string> DaemonConnection::reason_after_failed_write() {
+  pollfd p{socket_.get(), POLLIN, 0};
+  if (::poll(&p, 1, kReasonWaitMs) != 1) return std::nullopt;
+  set_timeouts(socket_.get(), std::chrono::milliseconds(kReasonWaitMs));  // the connection is over anyway
+  auto frame = recv_frame(socket_.get(), false);
+  return frame.ok() ? notice_reason(*frame) : std::nullopt;
 }
 
 Status DaemonConnection::check() {
@@ -66,18 +144,16 @@ Status DaemonConnection::check() {
 
 Result<DaemonConnection::Reply> DaemonConnection::request(MessageType type, const nlohmann::json& body) {
   if (Status s = check(); !s.ok()) return s;
-  if (Status s = send_frame(socket_.get(), type, body.dump()); !s.ok()) return lose(s.message());
+  if (Status s = send_frame(socket_.get(), type, body.dump()); !s.ok()) {
+    if (auto why = reason_after_failed_write()) return lose(*why);
+    return lose(s.message());
+  }
   auto frame = recv_frame(socket_.get(), true);
   if (!frame.ok()) {
     const bool closed = frame.status().message().starts_with("connection closed");
     return lose(closed ? "the daemon closed it (stopped or crashed)" : frame.status().message());
   }
-  if (frame->type == static_cast<std::uint16_t>(MessageType::kNotice)) {
-    const auto notice = nlohmann::json::parse(frame->payload, nullptr, false);
-    return lose(notice.is_object() && notice.contains("error") && notice["error"].is_string()
-                    ? notice["error"].get<std::string>()
-                    : std::string("it sent a notice"));
-  }
+  if (auto why = notice_reason(*frame)) return lose(*why);
   if (frame->type != static_cast<std::uint16_t>(MessageType::kReply)) {
     return lose("it answered with message type " + std::to_string(frame->type));
   }

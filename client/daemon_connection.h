@@ -2,10 +2,13 @@
 // its reply at a time, and noticing that the daemon went away.
 #pragma once
 
+#include <chrono>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "forkfeed/client.h"
 #include "forkfeed/status.h"
 #include "protocol/frame.h"
 #include "transport/unique_fd.h"
@@ -14,7 +17,11 @@ namespace forkfeed {
 
 class DaemonConnection {
  public:
-  static Result<DaemonConnection> connect(const std::string& socket_path);
+  // Connects and says hello. Fails within `timeout` (roughly) with an error naming the
+  // socket when nothing answers, and with the daemon's reason when it refuses.
+  // Requests after the hello have no timeout.
+  static Result<DaemonConnection> connect(const std::string& socket_path,
+                                          std::chrono::milliseconds timeout = kDefaultConnectTimeout);
 
   struct Reply {
     nlohmann::json body;
@@ -38,6 +45,9 @@ class DaemonConnection {
   Status lose(const std::string& why);
   // Reads what the daemon sent unasked: a notice, or the end of the connection.
   Status read_unasked();
+  // After a write failed: the reason the daemon sends when it stops reading to close the
+  // connection, if it comes soon.
+  std::optional<std::string> reason_after_failed_write();
 
   UniqueFd socket_;
   std::string path_;

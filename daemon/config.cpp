@@ -152,6 +152,10 @@ Status load_config_file(const std::string& path, DaemonConfig& config) {
             config.limits.max_workers = l.second.as<std::uint32_t>();
           } else if (name == "max_stream_workers") {
             config.limits.max_stream_workers = l.second.as<std::uint32_t>();
+          } else if (name == "max_pending_connections") {
+            config.handshake.max_pending_connections = l.second.as<std::uint32_t>();
+          } else if (name == "handshake_timeout_ms") {
+            config.handshake.timeout = std::chrono::milliseconds(l.second.as<std::uint32_t>());
           } else if (name == "max_arena_bytes" || name == "max_stream_arena_bytes") {
             auto bytes = parse_bytes(l.second.as<std::string>());
             if (!bytes.ok()) return bad_key(path, "limits." + name, bytes.status().message());
@@ -160,8 +164,8 @@ Status load_config_file(const std::string& path, DaemonConfig& config) {
           } else {
             return bad_key(
                 path, "limits." + name,
-                "unknown limit; use max_streams, max_workers, max_stream_workers, max_arena_bytes or "
-                "max_stream_arena_bytes");
+                "unknown limit; use max_streams, max_workers, max_stream_workers, max_arena_bytes, "
+                "max_stream_arena_bytes, max_pending_connections or handshake_timeout_ms");
           }
         }
       } else {
@@ -176,6 +180,12 @@ Status load_config_file(const std::string& path, DaemonConfig& config) {
 
 Status validate(const DaemonConfig& config) {
   if (config.limits.max_streams == 0) return Status::InvalidArgument("max_streams must be at least 1");
+  if (config.handshake.max_pending_connections == 0) {
+    return Status::InvalidArgument("max_pending_connections must be at least 1, or no client could connect");
+  }
+  if (config.handshake.timeout.count() <= 0) {
+    return Status::InvalidArgument("handshake_timeout_ms must be at least 1");
+  }
   for (const auto& [name, source] : config.datasets) {
     const std::string& p = source.image_folder.empty() ? source.manifest : source.image_folder;
     std::error_code ec;

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -22,6 +23,14 @@ struct DatasetSource {
   std::string manifest;
 };
 
+// Connections that have not opened a stream (clients before their open_stream,
+// forkfeed-ctl, sockets that never speak): at most max_pending_connections at once, apart
+// from max_streams, and each closed when it sends no complete request for `timeout`.
+struct HandshakeLimits {
+  std::uint32_t max_pending_connections = 64;
+  std::chrono::milliseconds timeout{5000};
+};
+
 struct DaemonConfig {
   std::string socket_path;  // empty: default_socket_path()
   std::map<std::string, DatasetSource> datasets;
@@ -29,6 +38,7 @@ struct DaemonConfig {
   // prefetch, on_error ...), as in the request.
   nlohmann::json defaults = nlohmann::json::object();
   Limits limits;
+  HandshakeLimits handshake;
   // Users besides the daemon's own that may connect; they may open named datasets only.
   std::vector<uid_t> allow_uids;
   std::string log_level = "info";

@@ -16,10 +16,6 @@
 namespace forkfeed {
 namespace {
 
-// Connections beyond max_streams that may be open at once (forkfeed-ctl, clients being
-// refused): bounds the threads a flood of connections can cost.
-constexpr std::size_t kSpareConnections = 16;
-
 std::uint64_t resident_bytes() {
   std::ifstream statm("/proc/self/statm");
   std::uint64_t size = 0, resident = 0;
@@ -85,6 +81,7 @@ Status Server::run() {
       break;
     }
     if (fds[0].revents != 0) accept_all();
+    expire_handshakes();
     reap(false);
   }
   // Stop accepting first, so nobody connects to a daemon that is going away.
@@ -113,14 +110,37 @@ void Server::accept_all() {
       continue;
     }
     std::lock_guard lock(mu_);
-    if (sessions_.size() >= config_.limits.max_streams + kSpareConnections) {
-      refuse(*peer, "forkfeedd has too many connections open (" + std::to_string(sessions_.size()) +
-                        "); close some or raise --max-streams");
+    if (!make_room_for_handshake()) {
+      refuse(*peer, "forkfeedd is answering the first requests of " +
+                        std::to_string(config_.handshake.max_pending_connections) +
+                        " connections (max_pending_connections); try again in a moment or raise "
+                        "--max-pending-connections");
       continue;
     }
     const SessionContext context{&config_, &admission_, stop_.get(), [this] { return stats(); }};
     sessions_.push_back(std::make_unique<StreamSession>(next_id_++, std::move(peer).value(), context));
   }
+}
+
+bool Server::make_room_for_handshake() {
+  std::size_t pending = 0;
+  for (const auto& session : sessions_) pending += session->handshake().pending() ? 1 : 0;
+  if (pending < config_.handshake.max_pending_connections) return true;
+  // Full: the oldest silent connection goes, not the new one. Refusing new connections
+  // would let anyone who keeps max_pending_connections silent sockets open lock every
+  // client and forkfeed-ctl out; this way a client that sends its request right after
+  // connecting is served unless that many connections arrive in between. Connections
+  // answering a request (an open_stream building its loader) are never cut short.
+  for (const auto& session : sessions_) {
+    if (session->handshake().crowd_out()) return true;
+  }
+  return false;
+}
+
+void Server::expire_handshakes() {
+  const auto now = Handshake::Clock::now();
+  std::lock_guard lock(mu_);
+  for (const auto& session : sessions_) (void)session->handshake().time_out(now, config_.handshake.timeout);
 }
 
 void Server::reap(bool all) {
@@ -143,11 +163,13 @@ nlohmann::json Server::stats() const {
   const Admission::Totals used = admission_.totals();
   const Limits& limits = admission_.limits();
   nlohmann::json streams = nlohmann::json::array();
+  std::size_t pending = 0;
   {
     std::lock_guard lock(mu_);
     for (const auto& session : sessions_) {
       nlohmann::json s = session->stats();
       if (!s.is_null()) streams.push_back(std::move(s));
+      pending += session->handshake().pending() ? 1 : 0;
     }
   }
   const double uptime = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
@@ -159,12 +181,15 @@ nlohmann::json Server::stats() const {
                           {"streams", used.streams},
                           {"workers", used.workers},
                           {"arena_bytes", used.arena_bytes},
+                          {"pending_connections", pending},
                           {"limits",
                            {{"max_streams", limits.max_streams},
                             {"max_workers", limits.max_workers},
                             {"max_stream_workers", limits.max_stream_workers},
                             {"max_arena_bytes", limits.max_arena_bytes},
-                            {"max_stream_arena_bytes", limits.max_stream_arena_bytes}}}}},
+                            {"max_stream_arena_bytes", limits.max_stream_arena_bytes},
+                            {"max_pending_connections", config_.handshake.max_pending_connections},
+                            {"handshake_timeout_ms", config_.handshake.timeout.count()}}}}},
                         {"streams", streams}};
 }
 

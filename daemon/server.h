@@ -1,5 +1,6 @@
 // Server: forkfeedd's main loop. It accepts connections on the Listener (checking each
-// peer's uid), gives each its StreamSession, reaps the sessions that ended, answers
+// peer's uid), gives each its StreamSession, bounds and times out the connections that
+// have not opened a stream (see Handshake), reaps the sessions that ended, answers
 // daemon-wide stats, and on SIGTERM or SIGINT stops accepting, ends every session
 // (reaping every worker), removes the socket and returns.
 #pragma once
@@ -32,6 +33,11 @@ class Server {
  private:
   Server(DaemonConfig config, Listener listener, UniqueFd signals, UniqueFd stop);
   void accept_all();
+  // Keeps the connections without a stream under max_pending_connections for one more,
+  // crowding out the oldest silent one if need be. False: no room. REQUIRES: mu_ held.
+  bool make_room_for_handshake();
+  // Ends the handshakes that waited handshake_timeout_ms for a request.
+  void expire_handshakes();
   void reap(bool all);
   nlohmann::json stats() const;
 

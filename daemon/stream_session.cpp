@@ -39,7 +39,11 @@ std::string known_datasets(const DaemonConfig& config) {
 }  // namespace
 
 StreamSession::StreamSession(std::uint64_t id, Listener::Peer peer, const SessionContext& context)
-    : id_(id), peer_(std::move(peer)), context_(context), thread_([this] { run(); }) {}
+    : id_(id),
+      peer_(std::move(peer)),
+      context_(context),
+      handshake_(peer_.socket.get(), Handshake::Clock::now()),
+      thread_([this] { run(); }) {}
 
 StreamSession::~StreamSession() {
   if (thread_.joinable()) thread_.join();
@@ -80,12 +84,15 @@ void StreamSession::run() {
     if (produce_now) produce();
   }
   teardown();
+  handshake_.closing();  // before the socket goes: the server must not touch it after
   peer_.socket.reset();  // the client sees the end now, not when the server reaps this session
   finished_.store(true, std::memory_order_release);
 }
 
 bool StreamSession::handle_request() {
   auto frame = recv_frame(peer_.socket.get(), false);
+  // Whatever the read gave, once the server ended the handshake (which cut it short).
+  if (!handshake_.begin_request()) return refuse_ended_handshake();
   if (!frame.ok()) {
     // A frame that breaks the protocol gets a reason; either way the byte stream is lost.
     if (frame.status().code() == Status::Code::kInvalidArgument) (void)reply(error_reply(frame.status()));
@@ -114,6 +121,9 @@ bool StreamSession::handle_request() {
         if (loader_) publish_stats();
         answer = ok_reply(loader_ ? stats() : context_.daemon_stats());
         break;
+      case MessageType::kHello:
+        answer = ok_reply(json{{"protocol", kProtocolVersion}});
+        break;
       case MessageType::kClose:
         (void)reply(ok_reply());
         return false;
@@ -127,7 +137,29 @@ bool StreamSession::handle_request() {
   }
   std::vector<int> raw;
   for (const UniqueFd& fd : fds) raw.push_back(fd.get());
-  return reply(answer, raw).ok();
+  const bool sent = reply(answer, raw).ok();
+  handshake_.end_request(loader_ != nullptr);
+  return sent;
+}
+
+bool StreamSession::refuse_ended_handshake() {
+  const HandshakeLimits& limits = context_.config->handshake;
+  const std::string why =
+      handshake_.ended() == Handshake::End::kTimedOut
+          ? "forkfeedd closed this connection: no complete request within " +
+                std::to_string(limits.timeout.count()) +
+                " ms (handshake_timeout_ms) of connecting or of its last reply; send requests at once, "
+                "or open a stream"
+          : "forkfeedd closed this connection to make room for a new one: it had sent no request, and "
+            "forkfeedd keeps at most " +
+                std::to_string(limits.max_pending_connections) +
+                " connections without a stream (max_pending_connections); send requests at once";
+  spdlog::info("connection {} (pid {}): {}", id_, peer_.pid, why);
+  // Without blocking: a peer that reads nothing must not hold this thread.
+  const int flags = ::fcntl(peer_.socket.get(), F_GETFL);
+  ::fcntl(peer_.socket.get(), F_SETFL, flags | O_NONBLOCK);
+  (void)send_frame(peer_.socket.get(), MessageType::kNotice, json{{"error", why}}.dump());
+  return false;
 }
 
 json StreamSession::open_stream(const json& body, std::vector<UniqueFd>& fds) {

@@ -20,6 +20,7 @@
 
 #include "daemon/admission.h"
 #include "daemon/config.h"
+#include "daemon/handshake.h"
 #include "daemon/lent_batches.h"
 #include "daemon/listener.h"
 #include "forkfeed/loader.h"
@@ -49,11 +50,15 @@ class StreamSession {
   bool finished() const { return finished_.load(std::memory_order_acquire); }
   // The stream's stats, or null when no stream is open. Any thread.
   nlohmann::json stats() const;
+  // The connection's phase before its stream; the server's to time out or crowd out.
+  Handshake& handshake() { return handshake_; }
 
  private:
   void run();
   // Reads and answers one request; false: close the connection.
   bool handle_request();
+  // Tells the client why the server ended its handshake; false: close the connection.
+  bool refuse_ended_handshake();
   Status reply(const nlohmann::json& body, std::span<const int> fds = {});
   nlohmann::json open_stream(const nlohmann::json& body, std::vector<UniqueFd>& fds);
   nlohmann::json seek(const nlohmann::json& body);
@@ -66,6 +71,7 @@ class StreamSession {
   const std::uint64_t id_;
   Listener::Peer peer_;
   SessionContext context_;
+  Handshake handshake_;  // after peer_: it uses the socket
   std::atomic<bool> finished_{false};
   std::uint32_t protocol_errors_ = 0;
 

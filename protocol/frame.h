@@ -24,6 +24,7 @@ enum class MessageType : std::uint16_t {
   kSeek = 2,        // client: start a pass at {"epoch", "position"}
   kStats = 3,       // client or forkfeed-ctl: the stream's or the daemon's stats
   kClose = 4,       // client: close the stream and the connection
+  kHello = 5,       // client, first: proves the daemon answers; the reply is {"protocol": N}
   kReply = 100,     // daemon: {"ok":true,...} or {"ok":false,"code":...,"error":...}
   kNotice = 101,    // daemon, unasked: {"error":...}, why it closes the connection now
 };

@@ -1,16 +1,24 @@
 // forkfeedd's limits and configuration: streams, workers and arena bytes never exceed
 // the limits (a request over one gets an error naming it), workers are shared fairly at
 // admission, forkfeed-ctl stats reports every stream, and the YAML config and its flags
-// take effect. Only the daemon's user, and uids it allows, may connect.
+// take effect. Only the daemon's user, and uids it allows, may connect. Connections
+// that never speak are closed after a deadline and cannot lock anyone out.
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "client/daemon_connection.h"
 #include "forkfeed/client.h"
+#include "protocol/frame.h"
+#include "tests/testing/command.h"
 #include "tests/testing/daemon_process.h"
 #include "tests/testing/temp_dataset.h"
 
@@ -24,6 +32,32 @@ class DaemonLimitsTest : public testing::DaemonSuite<DaemonLimitsTest> {
   static LoaderOptions options(std::uint32_t workers = 1) { return stream_options(workers, 3); }
 
 };
+
+// A connection to `path` that never sends anything; invalid if the connect failed.
+UniqueFd silent_connection(const std::string& path) {
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strcpy(addr.sun_path, path.c_str());
+  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) return UniqueFd();
+  return fd;
+}
+
+// The reason in the notice the daemon sends on `fd` before closing it (waiting up to
+// 20 s for it), or what came instead.
+std::string closing_notice(int fd) {
+  const timeval timeout{20, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  auto frame = recv_frame(fd, false);
+  if (!frame.ok()) return "no notice: " + frame.status().message();
+  if (frame->type != static_cast<std::uint16_t>(MessageType::kNotice)) {
+    return "not a notice but message type " + std::to_string(frame->type);
+  }
+  const auto body = nlohmann::json::parse(frame->payload, nullptr, false);
+  if (!body.is_object() || !body.contains("error") || !body["error"].is_string())
+    return "a notice without a reason";
+  return body["error"].get<std::string>();
+}
 
 void expect_refused(const Result<std::unique_ptr<Client>>& client, const std::string& limit) {
   ASSERT_FALSE(client.ok()) << "admitted over " << limit;
@@ -171,6 +205,69 @@ TEST_F(DaemonLimitsTest, YamlConfigAndFlagsTakeEffect) {
   }
 }
 
+// More connections that never speak than streams and spare places together: the oldest
+// make room, each told why, and a client and forkfeed-ctl are served as ever.
+TEST_F(DaemonLimitsTest, SilentConnectionsLockNobodyOut) {
+  testing::HangGuard guard(120, "DaemonLimitsTest.SilentConnections");
+  // Default limits (64 streams, 64 connections without a stream); a deadline long
+  // enough that only the budget closes the silent connections here.
+  testing::DaemonProcess daemon(socket_path("silent"),
+                                {"--max-workers", "8", "--handshake-timeout-ms", "120000"});
+  std::vector<UniqueFd> silent;
+  for (int i = 0; i < 64 + 32; ++i) {
+    silent.push_back(silent_connection(daemon.socket()));
+    ASSERT_TRUE(silent.back().valid()) << "connection " << i;
+  }
+  auto client = Client::connect(daemon.socket(), options());
+  ASSERT_TRUE(client.ok()) << client.status().message();
+  EXPECT_EQ(testing::read_batches(**client, 2).size(), 2u);
+  const auto ctl = testing::run_command(
+      {std::string(FORKFEED_BIN_DIR) + "/forkfeed-ctl", "--socket", daemon.socket(), "stats"}, dir_->path(),
+      std::chrono::seconds(60));
+  EXPECT_TRUE(ctl.exited && ctl.code == 0) << ctl.describe();
+  EXPECT_NE(ctl.out.find("\"streams\":1"), std::string::npos) << ctl.out;
+  const std::string why = closing_notice(silent.front().get());
+  EXPECT_NE(why.find("max_pending_connections"), std::string::npos) << why;
+}
+
+// A connection that sends nothing, or half a header, is closed after the handshake
+// deadline with a notice naming it.
+TEST_F(DaemonLimitsTest, SilentConnectionsAreClosedAfterTheHandshakeDeadline) {
+  testing::HangGuard guard(90, "DaemonLimitsTest.HandshakeDeadline");
+  testing::DaemonProcess daemon(socket_path("deadline"), {"--handshake-timeout-ms", "200"});
+  UniqueFd silent = silent_connection(daemon.socket());
+  UniqueFd partial = silent_connection(daemon.socket());
+  ASSERT_TRUE(silent.valid() && partial.valid());
+  const FrameHeader half{kFrameMagic, kProtocolVersion, 0, 0, 0};
+  ASSERT_EQ(::send(partial.get(), &half, sizeof half / 2, MSG_NOSIGNAL),
+            static_cast<ssize_t>(sizeof half / 2));
+  for (int fd : {silent.get(), partial.get()}) {
+    const std::string why = closing_notice(fd);
+    EXPECT_NE(why.find("handshake_timeout_ms"), std::string::npos) << why;
+    char byte = 0;
+    EXPECT_EQ(::recv(fd, &byte, 1, 0), 0) << "still open after the notice";
+  }
+  // The daemon still serves.
+  auto client = Client::connect(daemon.socket(), options());
+  ASSERT_TRUE(client.ok()) << client.status().message();
+}
+
+// A client whose connection the daemon closed learns the daemon's reason from its next
+// request.
+TEST_F(DaemonLimitsTest, AClosedConnectionReportsTheDaemonsReason) {
+  testing::HangGuard guard(90, "DaemonLimitsTest.ClosedReason");
+  testing::DaemonProcess daemon(socket_path("reason"), {"--handshake-timeout-ms", "200"});
+  auto connection = DaemonConnection::connect(daemon.socket());
+  ASSERT_TRUE(connection.ok()) << connection.status().message();
+  // Idle past the deadline, until the daemon closes the connection.
+  pollfd p{connection->fd(), POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 20000), 1) << "the daemon did not close an idle connection";
+  auto reply = connection->request(MessageType::kStats, nlohmann::json::object());
+  ASSERT_FALSE(reply.ok());
+  EXPECT_NE(reply.status().message().find("handshake_timeout_ms"), std::string::npos)
+      << reply.status().message();
+}
+
 // Run as root only: a child that becomes another user is refused, unless allowed — and
 // then it may open named datasets only.
 TEST_F(DaemonLimitsTest, OtherUsersAreRefusedUnlessAllowed) {
@@ -185,7 +282,15 @@ TEST_F(DaemonLimitsTest, OtherUsersAreRefusedUnlessAllowed) {
       if (::setresgid(kNobody, kNobody, kNobody) != 0 || ::setresuid(kNobody, kNobody, kNobody) != 0)
         ::_exit(9);
       auto client = Client::connect(socket, o);
-      if (!client.ok()) ::_exit(1);
+      if (!client.ok()) {
+        // Refused by the socket's mode, or with the daemon's reason whatever the timing.
+        const std::string& why = client.status().message();
+        ::_exit(why.find("Permission denied") != std::string::npos ||
+                        why.find("allow_uids") != std::string::npos ||
+                        why.find("named in forkfeedd") != std::string::npos
+                    ? 1
+                    : 3);
+      }
       auto batch = (*client)->next();
       ::_exit(batch.ok() ? 0 : 2);
     }
@@ -198,6 +303,10 @@ TEST_F(DaemonLimitsTest, OtherUsersAreRefusedUnlessAllowed) {
   {
     testing::DaemonProcess daemon(socket, {"--dataset", "tiny=" + root_});
     EXPECT_EQ(as_nobody(named), 1) << "another user was served";
+  }
+  {  // the socket lets others connect (another uid is allowed): the daemon refuses, saying why
+    testing::DaemonProcess daemon(socket, {"--dataset", "tiny=" + root_, "--allow-uid", "12345"});
+    EXPECT_EQ(as_nobody(named), 1) << "another user was served, or not told why";
   }
   {
     testing::DaemonProcess daemon(socket,

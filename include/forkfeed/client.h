@@ -10,6 +10,7 @@
 // connect again with the last state() to continue exactly.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -28,6 +29,10 @@ namespace forkfeed {
 // unless told otherwise.
 std::string default_socket_path();
 
+// How long connecting waits for forkfeedd to take the connection and answer the
+// handshake (not for the stream to open: a large dataset may take longer to index).
+inline constexpr std::chrono::milliseconds kDefaultConnectTimeout = std::chrono::seconds(10);
+
 // What a stream reads and how. The daemon decides the worker count (at most
 // loader.workers, within its fair share) and always spawns its workers; log_level is
 // the daemon's. Relative paths are taken from this process's working directory.
@@ -35,6 +40,8 @@ struct StreamOptions {
   LoaderOptions loader;
   // A dataset named in forkfeedd's config, instead of loader.image_folder / manifest.
   std::string dataset;
+  // connect() fails with an error saying so when the daemon does not answer in time.
+  std::chrono::milliseconds connect_timeout = kDefaultConnectTimeout;
 };
 
 class Client {

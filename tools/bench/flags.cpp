@@ -142,6 +142,12 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
                  "Read through the forkfeedd listening on SOCKET (forkfeed::Client) instead of an "
                  "in-process Loader")
       ->type_name("SOCKET");
+  double connect_timeout_s = std::chrono::duration<double>(flags.connect_timeout).count();
+  app.add_option("--connect-timeout", connect_timeout_s,
+                 "With --daemon: seconds to wait for forkfeedd to answer before giving up")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber)
+      ->type_name("SECONDS");
 
   try {
     app.parse(argc, argv);
@@ -149,6 +155,8 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
   } catch (const CLI::ParseError& e) {
     return cli::parse_exit(app, e);
   }
+  flags.connect_timeout =
+      std::chrono::ceil<std::chrono::milliseconds>(std::chrono::duration<double>(connect_timeout_s));
   // The IsMember checks above admit only names these parsers know.
   const std::optional<TransformKind> kind = parse_transform(transform);
   const std::optional<DType> type = parse_dtype(dtype);

@@ -1,10 +1,12 @@
 // BenchFlags: forkfeed-bench's command line, parsed into loader options and run settings.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
 
+#include "forkfeed/client.h"
 #include "forkfeed/options.h"
 
 namespace forkfeed::bench {
@@ -20,6 +22,7 @@ struct BenchFlags {
   std::uint64_t probe_limit = 0;         // 0: probe every file
   std::string dump_path;                 // empty: no --dump-indices
   std::string daemon_socket;             // empty: an in-process Loader; else through forkfeedd
+  std::chrono::milliseconds connect_timeout = kDefaultConnectTimeout;  // for forkfeedd's answer
   std::string resume_path;               // empty: start from the beginning
   std::string save_state_path;           // empty: save no state
   std::uint64_t stop_after_batches = 0;  // 0: run the whole schedule

@@ -162,10 +162,11 @@ Result<std::unique_ptr<Loader>> open_loader(const BenchFlags& flags) {
 
 // A stream on the forkfeedd at --daemon, from the --resume state if there is one.
 Result<std::unique_ptr<Client>> open_client(const BenchFlags& flags) {
-  if (flags.resume_path.empty()) return Client::connect(flags.daemon_socket, flags.options);
+  const StreamOptions options{flags.options, {}, flags.connect_timeout};
+  if (flags.resume_path.empty()) return Client::connect(flags.daemon_socket, options);
   Result<std::string> state = read_state_file(flags.resume_path);
   if (!state.ok()) return state.status();
-  return Client::connect(flags.daemon_socket, flags.options, *state);
+  return Client::connect(flags.daemon_socket, options, *state);
 }
 
 int run(const BenchFlags& flags) {

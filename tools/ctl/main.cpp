@@ -2,6 +2,7 @@
 // daemon's stats as one JSON object: per stream images/s, delivered, skipped, queue
 // depth and worker restarts; the daemon's uptime, memory and limits.
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
 
 #include "client/daemon_connection.h"
@@ -16,7 +17,12 @@ int main(int argc, char** argv) {
   });
   std::string socket = forkfeed::default_socket_path();
   bool pretty = false;
+  double timeout_s = std::chrono::duration<double>(forkfeed::kDefaultConnectTimeout).count();
   app.add_option("--socket", socket, "forkfeedd's socket")->capture_default_str()->type_name("PATH");
+  app.add_option("--timeout", timeout_s, "Seconds to wait for the daemon to answer")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber)
+      ->type_name("SECONDS");
   auto* stats = app.add_subcommand("stats", "Print the daemon's stats as JSON");
   stats->add_flag("--pretty", pretty, "Indent the JSON");
   app.require_subcommand(1);
@@ -27,7 +33,8 @@ int main(int argc, char** argv) {
     return forkfeed::cli::parse_exit(app, e);
   }
 
-  auto connection = forkfeed::DaemonConnection::connect(socket);
+  auto connection = forkfeed::DaemonConnection::connect(
+      socket, std::chrono::ceil<std::chrono::milliseconds>(std::chrono::duration<double>(timeout_s)));
   if (!connection.ok()) {
     std::fprintf(stderr, "forkfeed-ctl: %s\n", forkfeed::printable(connection.status().message()).c_str());
     return forkfeed::cli::kExitFailed;

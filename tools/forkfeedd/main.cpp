@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
     return "forkfeedd: " + std::string(e.what()) + " (see --help)\n";
   });
   std::string config_path, socket, log_level, max_arena, max_stream_arena;
-  std::optional<std::uint32_t> max_streams, max_workers, max_stream_workers;
+  std::optional<std::uint32_t> max_streams, max_workers, max_stream_workers, max_pending, handshake_ms;
   std::vector<std::string> datasets;
   std::vector<uid_t> allow_uids;
   app.add_option("--config", config_path, "YAML config (see config/forkfeedd.yaml); flags override it")
@@ -68,6 +68,13 @@ int main(int argc, char** argv) {
                  "Batch slot memory of one stream [default: "
                  "--max-arena-bytes]")
       ->type_name("BYTES");
+  app.add_option("--max-pending-connections", max_pending,
+                 "Connections without a stream (before open_stream, forkfeed-ctl) at once; the oldest "
+                 "silent one makes room for a new one [default: 64]");
+  app.add_option("--handshake-timeout-ms", handshake_ms,
+                 "A connection without a stream is closed when it sends no request for this long "
+                 "[default: 5000]")
+      ->type_name("MS");
   app.add_option("--allow-uid", allow_uids, "Another user that may connect (named datasets only); repeatable")
       ->type_name("UID")
       ->check(forkfeed::cli::integer_of(allow_uids));
@@ -89,6 +96,8 @@ int main(int argc, char** argv) {
   if (max_streams) config.limits.max_streams = *max_streams;
   if (max_workers) config.limits.max_workers = *max_workers;
   if (max_stream_workers) config.limits.max_stream_workers = *max_stream_workers;
+  if (max_pending) config.handshake.max_pending_connections = *max_pending;
+  if (handshake_ms) config.handshake.timeout = std::chrono::milliseconds(*handshake_ms);
   for (auto [text, field] : {std::pair{&max_arena, &config.limits.max_arena_bytes},
                              std::pair{&max_stream_arena, &config.limits.max_stream_arena_bytes}}) {
     if (text->empty()) continue;
