@@ -146,7 +146,7 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
   app.add_option("--connect-timeout", connect_timeout_s,
                  "With --daemon: seconds to wait for forkfeedd to answer before giving up")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(0.001, 86400.0))  // a day at most: beyond, the milliseconds would overflow
       ->type_name("SECONDS");
 
   try {

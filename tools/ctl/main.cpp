@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
   app.add_option("--socket", socket, "forkfeedd's socket")->capture_default_str()->type_name("PATH");
   app.add_option("--timeout", timeout_s, "Seconds to wait for the daemon to answer")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(0.001, 86400.0))  // a day at most: beyond, the milliseconds would overflow
       ->type_name("SECONDS");
   auto* stats = app.add_subcommand("stats", "Print the daemon's stats as JSON");
   stats->add_flag("--pretty", pretty, "Indent the JSON");
