@@ -117,7 +117,9 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
   app.add_option("--resume", flags.resume_path, "Continue from a state saved by --save-state")
       ->type_name("FILE");
   app.add_option("--save-state", flags.save_state_path,
-                 "Write the loader's state to FILE (through FILE.tmp) when the run ends")
+                 "Write the loader's state to FILE (through FILE.tmp) when the run ends; FILE must be "
+                 "a regular file or not exist (a FIFO, device or symbolic link is refused: name the "
+                 "link's target instead)")
       ->type_name("FILE");
   app.add_option("--stop-after-batches", flags.stop_after_batches,
                  "End the run once it delivered K batches, across epochs (default: run the schedule)")
