@@ -1,7 +1,7 @@
 // Files a user names (a manifest, a --resume or --save-state file, a daemon config) may
 // be anything: a FIFO, a device, a directory, a symbolic link. The tools refuse what is
 // not a regular file at once, naming what it is, instead of blocking in open(), reading
-// without end or replacing a device.
+// without end or replacing a device; and an image file over --max-file-bytes is bad data.
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -136,6 +136,18 @@ TEST_F(UserFilesTest, DevZeroAsManifestIsRefusedPromptly) {
 TEST_F(UserFilesTest, ResumeFromAFifoIsRefusedPromptly) {
   const std::string pipe = fifo("state.json");
   expect_refused(bench({"--data", root_, "--resume", pipe}), "forkfeed-bench", pipe, "is a FIFO");
+}
+
+TEST_F(UserFilesTest, MaxFileBytesFlagRefusesLargerImages) {
+  const Outcome help = testing::run_command(
+      {std::string(FORKFEED_BIN_DIR) + "/forkfeed-bench", "--help"}, out_.path(), kPrompt);
+  EXPECT_NE(help.out.find("--max-file-bytes"), std::string::npos) << help.describe();
+  // Every image of the dataset is larger than 100 bytes.
+  const Outcome o = bench({"--data", root_, "--max-file-bytes", "100", "--on-error", "fail"});
+  ASSERT_TRUE(o.exited) << o.describe();
+  EXPECT_EQ(o.code, 1) << o.describe();
+  EXPECT_NE(o.err.find("max_file_bytes 100"), std::string::npos) << o.describe();
+  EXPECT_NE(o.err.find(root_), std::string::npos) << "the file is not named: " << o.describe();
 }
 
 TEST_F(UserFilesTest, DaemonConfigThatIsADirectoryIsAnError) {

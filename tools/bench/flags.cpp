@@ -109,6 +109,10 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
   app.add_option("--task-timeout", o.task_timeout_ms, "Kill a worker busy on one sample this long; 0: never")
       ->type_name("MS")
       ->check(not_negative);
+  app.add_option("--max-file-bytes", o.max_file_bytes,
+                 "Refuse image files larger than this, before reading them, as bad data (--on-error)")
+      ->type_name("BYTES")
+      ->check(not_negative);
   app.add_option("--pin-memory-device", o.pin_memory_device,
                  "Page-lock the batch slots for this CUDA device (falls back to ordinary memory "
                  "without CUDA); -1: off")
