@@ -76,7 +76,8 @@ Result<DatasetIndex> DatasetIndex::from_manifest(const std::string& manifest) {
     ++line_no;
     if (line.size() > kMaxLineBytes) {
       return Status::BadData(manifest + ":" + std::to_string(line_no) + ": line is over " +
-                             std::to_string(kMaxLineBytes) + " bytes; is this a manifest of 'path<TAB>label' lines?");
+                             std::to_string(kMaxLineBytes) +
+                             " bytes; is this a manifest of 'path<TAB>label' lines?");
     }
     if (line.ends_with('\r')) line.remove_suffix(1);
     if (line.find_first_not_of(" \t") == std::string_view::npos || line.starts_with('#')) continue;

@@ -268,8 +268,8 @@ TEST(Manifest, FifoAndDirectoryAreRefusedNamingWhatTheyAre) {
   ScratchDir dir;
   const std::string fifo = dir.path() + "/list.tsv";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
-  for (const auto& [path, what] : {std::pair<std::string, std::string>{fifo, "is a FIFO"},
-                                   {dir.path(), "is a directory"}}) {
+  for (const auto& [path, what] :
+       {std::pair<std::string, std::string>{fifo, "is a FIFO"}, {dir.path(), "is a directory"}}) {
     Result<DatasetIndex> index = DatasetIndex::from_manifest(path);
     ASSERT_FALSE(index.ok()) << path;
     EXPECT_NE(index.status().message().find(path), std::string::npos) << index.status().message();

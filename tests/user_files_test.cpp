@@ -56,7 +56,8 @@ class UserFilesTest : public testing::DaemonSuite<UserFilesTest> {
 
   Outcome bench(std::vector<std::string> args, std::chrono::seconds timeout = kPrompt) {
     args.insert(args.begin(), std::string(FORKFEED_BIN_DIR) + "/forkfeed-bench");
-    for (const char* a : {"--epochs", "1", "--batch", "4", "--size", "16", "--workers", "1", "--log-level", "warn"})
+    for (const char* a :
+         {"--epochs", "1", "--batch", "4", "--size", "16", "--workers", "1", "--log-level", "warn"})
       args.emplace_back(a);
     return testing::run_command(args, out_.path(), timeout);
   }
@@ -139,8 +140,8 @@ TEST_F(UserFilesTest, ResumeFromAFifoIsRefusedPromptly) {
 }
 
 TEST_F(UserFilesTest, MaxFileBytesFlagRefusesLargerImages) {
-  const Outcome help = testing::run_command(
-      {std::string(FORKFEED_BIN_DIR) + "/forkfeed-bench", "--help"}, out_.path(), kPrompt);
+  const Outcome help = testing::run_command({std::string(FORKFEED_BIN_DIR) + "/forkfeed-bench", "--help"},
+                                            out_.path(), kPrompt);
   EXPECT_NE(help.out.find("--max-file-bytes"), std::string::npos) << help.describe();
   // Every image of the dataset is larger than 100 bytes.
   const Outcome o = bench({"--data", root_, "--max-file-bytes", "100", "--on-error", "fail"});

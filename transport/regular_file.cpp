@@ -61,7 +61,8 @@ Status write_all(int fd, std::string_view bytes, const std::string& path) {
 Status check_target(const std::string& path, std::string_view what) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {
-    return errno == ENOENT ? Status::Ok() : Status::FromErrno("cannot stat " + std::string(what) + " " + path, errno);
+    return errno == ENOENT ? Status::Ok()
+                           : Status::FromErrno("cannot stat " + std::string(what) + " " + path, errno);
   }
   if (!S_ISREG(st.st_mode)) return Status::InvalidArgument(not_regular(what, path, st.st_mode));
   return Status::Ok();
@@ -69,7 +70,8 @@ Status check_target(const std::string& path, std::string_view what) {
 
 }  // namespace
 
-Result<RegularFile> open_regular_file(const std::string& path, std::string_view what, const SizeLimit& limit) {
+Result<RegularFile> open_regular_file(const std::string& path, std::string_view what,
+                                      const SizeLimit& limit) {
   const std::string named = std::string(what) + " " + path;
   RegularFile file;
   file.fd = UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
@@ -82,7 +84,8 @@ Result<RegularFile> open_regular_file(const std::string& path, std::string_view 
   return file;
 }
 
-Result<std::string> read_regular_file(const std::string& path, std::string_view what, const SizeLimit& limit) {
+Result<std::string> read_regular_file(const std::string& path, std::string_view what,
+                                      const SizeLimit& limit) {
   Result<RegularFile> file = open_regular_file(path, what, limit);
   if (!file.ok()) return file.status();
   // st_size is only a hint (a file may grow, /proc says 0); one spare byte lets the read
@@ -110,7 +113,8 @@ Status check_replaceable(const std::string& path, std::string_view what) {
   std::filesystem::path folder = std::filesystem::path(path).parent_path();
   if (folder.empty()) folder = ".";
   if (::access(folder.c_str(), W_OK) != 0) {
-    return Status::FromErrno("cannot write " + std::string(what) + " " + path + " in " + folder.string(), errno);
+    return Status::FromErrno("cannot write " + std::string(what) + " " + path + " in " + folder.string(),
+                             errno);
   }
   return Status::Ok();
 }

@@ -24,7 +24,9 @@ Result<std::string> read_state_file(const std::string& path) {
   return std::move(state);
 }
 
-Status check_state_destination(const std::string& path) { return check_replaceable(path, "--save-state file"); }
+Status check_state_destination(const std::string& path) {
+  return check_replaceable(path, "--save-state file");
+}
 
 Status write_state_file(const std::string& path, std::string_view state) {
   return replace_regular_file(path, std::string(state) + "\n", "--save-state file");
