@@ -9,6 +9,7 @@
 
 #include "protocol/stream_request.h"
 #include "transport/printable.h"
+#include "transport/regular_file.h"
 
 namespace forkfeed {
 namespace {
@@ -85,11 +86,14 @@ Status add_dataset_flag(std::string_view flag, DaemonConfig& config) {
 }
 
 Status load_config_file(const std::string& path, DaemonConfig& config) {
+  // Read here, not by YAML::LoadFile: a directory made it throw what it does not catch,
+  // and a FIFO blocked it.
+  constexpr SizeLimit kConfigLimit{1 << 20, "the limit of", "a forkfeedd config is a few KiB"};
+  Result<std::string> text = read_regular_file(path, "config file", kConfigLimit);
+  if (!text.ok()) return text.status();
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    return Status::NotFound("cannot read config file " + printable(path));
+    root = YAML::Load(*text);
   } catch (const YAML::Exception& e) {
     return Status::InvalidArgument("config " + printable(path) + " is not valid YAML: " + e.what());
   }

@@ -1,12 +1,6 @@
 // DatasetIndex::from_manifest: parses a "path<TAB>label" file, one sample a line, and
 // names the file and line of anything it cannot use.
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <sys/types.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <cstdint>
 #include <optional>
@@ -18,32 +12,17 @@
 #include "forkfeed/dataset.h"
 #include "loader/dataset_index_builder.h"
 #include "transport/printable.h"
-#include "transport/unique_fd.h"
+#include "transport/regular_file.h"
 
 namespace forkfeed {
 namespace {
 
-// Reads a whole file straight into one string (a 1.28M-line manifest is ~60 MB).
-Result<std::string> read_manifest(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return Status::FromErrno("cannot open manifest " + printable(path), errno);
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return Status::FromErrno("cannot stat manifest " + printable(path), errno);
-  // st_size is only a hint (a pipe says 0); one spare byte lets the read that sees EOF
-  // happen without growing.
-  std::string text(static_cast<std::size_t>(std::max<off_t>(st.st_size, 0)) + 1, '\0');
-  std::size_t used = 0;
-  for (;;) {
-    if (used == text.size()) text.resize(text.size() * 2);
-    const ssize_t n = ::read(fd.get(), text.data() + used, text.size() - used);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::FromErrno("cannot read manifest " + printable(path), errno);
-    if (n == 0) break;
-    used += static_cast<std::size_t>(n);
-  }
-  text.resize(used);
-  return text;
-}
+// A 1.28M-line manifest is ~60 MB; 4 GiB is tens of millions of samples, more than one
+// loader indexes. The bound keeps a wrong file from filling memory.
+constexpr SizeLimit kManifestLimit{std::uint64_t{4} << 30, "the manifest limit of",
+                                   "split the dataset, or check that this is a manifest"};
+// No path is this long (PATH_MAX is 4096): a longer line is a binary file passed by mistake.
+constexpr std::size_t kMaxLineBytes = 65536;
 
 // A manifest line quoted for an error: tabs made visible (the usual mistake is spaces
 // where the tab should be), every control byte escaped, and cut short, in case a binary
@@ -71,7 +50,7 @@ std::optional<std::int64_t> parse_label(std::string_view text) {
 }  // namespace
 
 Result<DatasetIndex> DatasetIndex::from_manifest(const std::string& manifest) {
-  Result<std::string> read = read_manifest(manifest);
+  Result<std::string> read = read_regular_file(manifest, "manifest", kManifestLimit);
   if (!read.ok()) return read.status();
   std::string_view text = read.value();
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // BOM from Windows editors
@@ -91,6 +70,11 @@ Result<DatasetIndex> DatasetIndex::from_manifest(const std::string& manifest) {
     std::string_view line = text.substr(0, nl);
     text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
     ++line_no;
+    if (line.size() > kMaxLineBytes) {
+      return Status::BadData(manifest + ":" + std::to_string(line_no) + ": line is over " +
+                             std::to_string(kMaxLineBytes) +
+                             " bytes; is this a manifest of 'path<TAB>label' lines?");
+    }
     if (line.ends_with('\r')) line.remove_suffix(1);
     if (line.find_first_not_of(" \t") == std::string_view::npos || line.starts_with('#')) continue;
 

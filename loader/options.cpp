@@ -38,6 +38,7 @@ Status validate(const LoaderOptions& o) {
     if (!(s > 0.0f)) return bad("every normalisation std must be > 0");
   }
   if (o.max_pixels == 0) return bad("max_pixels must be at least 1");
+  if (o.max_file_bytes == 0) return bad("max_file_bytes must be at least 1");
   if (o.pin_memory_device < -1) {
     return bad("pin_memory_device must be a CUDA device ordinal, or -1 for off; got " +
                std::to_string(o.pin_memory_device));

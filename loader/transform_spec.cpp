@@ -14,6 +14,7 @@ TransformSpec transform_spec(const LoaderOptions& o) {
   std::copy(o.std.begin(), o.std.end(), t.std);
   t.seed = o.seed;
   t.max_pixels = o.max_pixels;
+  t.max_file_bytes = o.max_file_bytes;
   return t;
 }
 

@@ -113,6 +113,7 @@ json to_json(const StreamRequest& r) {
               {"max_worker_restarts", o.max_worker_restarts},
               {"task_timeout_ms", o.task_timeout_ms},
               {"max_pixels", o.max_pixels},
+              {"max_file_bytes", o.max_file_bytes},
               {"state", r.state}};
 }
 
@@ -139,6 +140,7 @@ Result<StreamRequest> parse_stream_request(const json& body) {
                                               "max_worker_restarts",
                                               "task_timeout_ms",
                                               "max_pixels",
+                                              "max_file_bytes",
                                               "state"};
   for (const auto& [key, value] : body.items()) {
     if (!known.contains(key))
@@ -198,6 +200,7 @@ Result<StreamRequest> parse_stream_request(const json& body) {
                    uint("max_worker_restarts", u32, o.max_worker_restarts),
                    uint("task_timeout_ms", u32, o.task_timeout_ms),
                    uint("max_pixels", u64, o.max_pixels),
+                   uint("max_file_bytes", u64, o.max_file_bytes),
                    str("state", r.state)}) {
     if (!s.ok()) return s;
   }

@@ -305,6 +305,78 @@ TEST(BadFilesSpawnTest, SpawnDeliversBitIdenticalBatchesToFork) {
   EXPECT_TRUE(testing::children_of(::getpid()).empty());
 }
 
+// max_file_bytes: a file over it is bad data, refused before it is read (a worker would
+// hold all of it): skipped and counted, or an error naming the file and the limit. The
+// large file is a good JPEG with a sparse tail of zeros, which decoders ignore.
+class MaxFileBytesTest : public ::testing::Test {
+ protected:
+  static constexpr std::uint64_t kLimit = 256 << 10;  // every image here is a few KiB
+
+  void SetUp() override {
+    root_ = testing::make_image_folder(dir_.path(), 8, 2, 4, 24, 40);
+    for (const auto& entry : std::filesystem::directory_iterator(root_ + "/class_001")) {
+      if (big_.empty() || entry.path().string() < big_) big_ = entry.path().string();
+    }
+    ASSERT_FALSE(big_.empty());
+    std::filesystem::resize_file(big_, 4 * kLimit);
+  }
+  LoaderOptions options(OnError on_error, std::uint64_t max_file_bytes) const {
+    LoaderOptions o;
+    o.image_folder = root_;
+    o.workers = 1;
+    o.batch_size = 4;
+    o.size = kSize;
+    o.on_error = on_error;
+    o.max_file_bytes = max_file_bytes;
+    o.log_level = "off";
+    return o;
+  }
+  testing::TempDir dir_;
+  std::string root_;
+  std::string big_;
+};
+
+TEST_F(MaxFileBytesTest, SkipLeavesOutOnlyTheFileOverTheLimit) {
+  testing::HangGuard guard(60, "MaxFileBytesTest.Skip");
+  for (const std::uint64_t limit : {4 * kLimit, kLimit}) {
+    SCOPED_TRACE("max_file_bytes " + std::to_string(limit));
+    auto loader = Loader::open(options(OnError::kSkip, limit));
+    ASSERT_TRUE(loader.ok()) << loader.status().message();
+    const Batches pass = testing::read_pass(**loader);
+    const bool over = limit < 4 * kLimit;
+    EXPECT_EQ((*loader)->stats().skipped_samples, over ? 1u : 0u) << "the large file is otherwise good";
+    EXPECT_EQ(testing::indices_of(pass).size(), over ? 7u : 8u);
+  }
+}
+
+TEST_F(MaxFileBytesTest, FailNamesTheFileAndTheLimit) {
+  testing::HangGuard guard(60, "MaxFileBytesTest.Fail");
+  auto loader = Loader::open(options(OnError::kFail, kLimit));
+  ASSERT_TRUE(loader.ok()) << loader.status().message();
+  std::vector<std::string> errors;
+  for (int calls = 0; calls < 10; ++calls) {
+    auto b = (*loader)->next();
+    if (!b.ok()) {
+      EXPECT_EQ(b.status().code(), Status::Code::kBadData);
+      errors.push_back(b.status().message());
+    } else if (!b->has_value()) {
+      break;
+    }
+  }
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find(big_), std::string::npos) << errors[0];
+  EXPECT_NE(errors[0].find("max_file_bytes " + std::to_string(kLimit)), std::string::npos) << errors[0];
+}
+
+TEST(MaxFileBytesOption, ZeroIsRefused) {
+  LoaderOptions o;
+  o.image_folder = "/nowhere";
+  o.max_file_bytes = 0;
+  const Status s = validate(o);
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << s.message();
+  EXPECT_NE(s.message().find("max_file_bytes"), std::string::npos) << s.message();
+}
+
 class BadFilesMisuseTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -3,6 +3,7 @@
 // manifest parses with errors that name the file and line.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "forkfeed/dataset.h"
+#include "tests/testing/processes.h"
 
 namespace forkfeed {
 namespace {
@@ -244,6 +246,35 @@ TEST(Manifest, WithoutSamplesIsAnError) {
   ASSERT_FALSE(index.ok());
   EXPECT_EQ(index.status().code(), Status::Code::kBadData);
   EXPECT_NE(index.status().message().find("no samples"), std::string::npos) << index.status().message();
+}
+
+// A manifest names files, one a line: a line longer than any path is a file passed by
+// mistake, refused naming the line and the limit.
+TEST(Manifest, OverlongLineIsRefusedNamingTheLimit) {
+  ScratchDir dir;
+  const std::string manifest = dir.path() + "/list.tsv";
+  write_file(manifest, "a.jpg\t0\n" + std::string(100'000, 'x') + "\t1\n");
+  Result<DatasetIndex> index = DatasetIndex::from_manifest(manifest);
+  ASSERT_FALSE(index.ok());
+  EXPECT_EQ(index.status().code(), Status::Code::kBadData);
+  EXPECT_EQ(index.status().message().rfind(manifest + ":2: ", 0), 0u) << index.status().message();
+  EXPECT_NE(index.status().message().find("65536"), std::string::npos) << index.status().message();
+}
+
+// Not a regular file: refused at once, naming what it is, instead of blocking in open()
+// (a FIFO). forkfeed-bench's tests cover a character device (/dev/zero).
+TEST(Manifest, FifoAndDirectoryAreRefusedNamingWhatTheyAre) {
+  testing::HangGuard guard(60, "Manifest.FifoAndDirectory");
+  ScratchDir dir;
+  const std::string fifo = dir.path() + "/list.tsv";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  for (const auto& [path, what] :
+       {std::pair<std::string, std::string>{fifo, "is a FIFO"}, {dir.path(), "is a directory"}}) {
+    Result<DatasetIndex> index = DatasetIndex::from_manifest(path);
+    ASSERT_FALSE(index.ok()) << path;
+    EXPECT_NE(index.status().message().find(path), std::string::npos) << index.status().message();
+    EXPECT_NE(index.status().message().find(what), std::string::npos) << index.status().message();
+  }
 }
 
 }  // namespace

@@ -53,6 +53,7 @@ TransformSpec spec(TransformKind kind, std::uint32_t size) {
   t.size = size;
   t.seed = 11;
   t.max_pixels = kNoLimit;
+  t.max_file_bytes = kNoLimit;
   return t;
 }
 

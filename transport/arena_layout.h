@@ -76,6 +76,7 @@ struct TransformSpec {
   float std[3];
   std::uint64_t seed;
   std::uint64_t max_pixels;
+  std::uint64_t max_file_bytes;
 };
 
 // Placement of the batch slots in the arena.

@@ -1,26 +1,28 @@
 // SamplePipeline: read with pread into a reused buffer, decode, transform into the slot.
 #include "workers/sample_pipeline.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <string>
 
 #include "transport/printable.h"
-#include "transport/unique_fd.h"
+#include "transport/regular_file.h"
 
 namespace forkfeed {
 
 Status SamplePipeline::read_file(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  // O_NONBLOCK: a FIFO in the dataset must be refused below, not wait for a writer.
-  if (!fd.valid()) return Status::FromErrno("cannot open", errno);
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return Status::FromErrno("cannot stat", errno);
-  if (!S_ISREG(st.st_mode)) return Status::BadData("not a regular file");
-  const auto want = static_cast<std::size_t>(st.st_size);
+  // Refused before a byte is read: a FIFO named x.jpg, or a file the worker would have to
+  // hold whole that is larger than any image (on_error decides what the batch does).
+  const SizeLimit limit{spec_.max_file_bytes, "max_file_bytes",
+                        "raise max_file_bytes (--max-file-bytes) or leave the file out"};
+  Result<RegularFile> file = open_regular_file(path, "", limit);  // errors say why, callers say which file
+  if (!file.ok()) {
+    const Status& s = file.status();
+    return s.code() == Status::Code::kInvalidArgument ? Status::BadData(s.message()) : s;
+  }
+  const UniqueFd& fd = file->fd;
+  const auto want = static_cast<std::size_t>(file->size);
   if (file_.size() < want) file_.resize(want);
   std::size_t done = 0;
   while (done < want) {
@@ -65,6 +67,7 @@ Status SamplePipeline::decode_reference(FileBytes file, KeyedRng& rng, std::byte
 Status SamplePipeline::run(std::string_view path_view, std::uint64_t epoch, std::uint64_t index,
                            std::byte* out) {
   const std::string path(path_view);
+  // Its errors name the file.
   Status s = read_file(path);
   if (!s.ok()) return s;
   KeyedRng rng({spec_.seed, epoch, index});

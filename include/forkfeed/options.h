@@ -79,6 +79,10 @@ struct LoaderOptions {
 
   // Images with more pixels than this are refused as bad data.
   std::uint64_t max_pixels = 89'478'485;  // PIL's decompression-bomb limit
+  // Image files larger than this are refused as bad data before they are read: a worker
+  // holds a whole file in memory. 256 MiB is an uncompressed 8-bit RGB image of
+  // max_pixels (3 x 89.5M bytes); no compressed training image comes near it.
+  std::uint64_t max_file_bytes = std::uint64_t{256} << 20;
   // spdlog level name ("trace" .. "off"); empty: $FORKFEED_LOG_LEVEL, else "info".
   std::string log_level;
 };

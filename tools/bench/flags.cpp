@@ -115,6 +115,10 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
   app.add_option("--task-timeout", o.task_timeout_ms, "Kill a worker busy on one sample this long; 0: never")
       ->type_name("MS")
       ->check(cli::integer_of(o.task_timeout_ms));
+  app.add_option("--max-file-bytes", o.max_file_bytes,
+                 "Refuse image files larger than this, before reading them, as bad data (--on-error)")
+      ->type_name("BYTES")
+      ->check(cli::integer_of(o.max_file_bytes));
   app.add_option("--pin-memory-device", o.pin_memory_device,
                  "Page-lock the batch slots for this CUDA device (falls back to ordinary memory "
                  "without CUDA); -1: off")
@@ -124,7 +128,9 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
   app.add_option("--resume", flags.resume_path, "Continue from a state saved by --save-state")
       ->type_name("FILE");
   app.add_option("--save-state", flags.save_state_path,
-                 "Write the loader's state to FILE (through FILE.tmp) when the run ends")
+                 "Write the loader's state to FILE (through FILE.tmp) when the run ends; FILE must be "
+                 "a regular file or not exist (a FIFO, device or symbolic link is refused: name the "
+                 "link's target instead)")
       ->type_name("FILE");
   app.add_option("--stop-after-batches", flags.stop_after_batches,
                  "End the run once it delivered K batches, across epochs (default: run the schedule)")

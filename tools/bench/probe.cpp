@@ -2,7 +2,6 @@
 // the same files, with the same per-sample crops, into one reused sample buffer.
 #include "tools/bench/probe.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -18,7 +17,7 @@
 #include "loader/transform_spec.h"
 #include "tools/cli/exit_status.h"
 #include "transport/printable.h"
-#include "transport/unique_fd.h"
+#include "transport/regular_file.h"
 #include "workers/opencv_logging.h"
 #include "workers/sample_pipeline.h"
 #include "workers/transform.h"
@@ -116,16 +115,18 @@ std::vector<std::uint64_t> files_to_probe(std::uint64_t size, std::uint64_t limi
 }
 
 // Reads every file once so that both timed passes find it in the page cache. Errors are
-// left to the timed passes, which count them.
-void warm_page_cache(const DatasetIndex& index, ProbeReport& report, ProbeProgress& progress) {
+// left to the timed passes, which count them; so are files the workers would refuse
+// unread (a FIFO, /dev/zero, a file over max_file_bytes).
+void warm_page_cache(const DatasetIndex& index, std::uint64_t max_file_bytes, ProbeReport& report,
+                     ProbeProgress& progress) {
   std::vector<char> buffer(1 << 20);
   progress.start("reading", report.files.size());
   const auto start = Clock::now();
   for (std::size_t k = 0; k < report.files.size(); ++k) {
     const std::string path(index.path(report.files[k]));
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-    if (!fd.valid()) continue;
-    for (ssize_t n; (n = ::read(fd.get(), buffer.data(), buffer.size())) > 0;) {
+    Result<RegularFile> file = open_regular_file(path, "image file", {max_file_bytes, "max_file_bytes", ""});
+    if (!file.ok()) continue;
+    for (ssize_t n; (n = ::read(file->fd.get(), buffer.data(), buffer.size())) > 0;) {
       report.bytes += static_cast<std::uint64_t>(n);
     }
     progress.update(k + 1);
@@ -239,7 +240,7 @@ int run_probe(const BenchFlags& flags) {
   const TransformSpec spec = transform_spec(o);
   {
     ProbeProgress progress;
-    warm_page_cache(*index, report, progress);
+    warm_page_cache(*index, o.max_file_bytes, report, progress);
     measure(*index, report.files, spec, DecodePath::kOpenCv, o.epoch, report.opencv, progress);
     measure(*index, report.files, spec, DecodePath::kFused, o.epoch, report.fused, progress);
   }

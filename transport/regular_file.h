@@ -1,0 +1,50 @@
+// Files a user names (a manifest, a state, a config, an image) may be anything: a FIFO
+// whose open() waits for a writer, /dev/zero that never ends, a directory, a device.
+// These are the one place that makes sure such a path is a regular file of bounded size
+// before it is read, and that a file is replaced only when it is a regular file.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "forkfeed/status.h"
+#include "transport/unique_fd.h"
+
+namespace forkfeed {
+
+// A bound on the bytes read, named in the refusal: "<what> <path> is N bytes > <name>
+// <bytes>: <remedy>".
+struct SizeLimit {
+  std::uint64_t bytes;
+  std::string_view name;    // "max_file_bytes", "the limit"
+  std::string_view remedy;  // what to do; may be empty
+};
+
+struct RegularFile {
+  UniqueFd fd;
+  std::uint64_t size = 0;  // at open
+};
+
+// Opens `path` read-only without blocking (O_NONBLOCK: a FIFO does not wait for a
+// writer) and refuses anything but a regular file, or one over `limit`, with
+// InvalidArgument. Messages start with "<what> <path>", e.g. "manifest /data/x.tsv is a
+// FIFO, not a regular file: ...". `what` is the role of the file ("--resume file"); an
+// empty one makes them start with "the file", for callers that name the file themselves.
+Result<RegularFile> open_regular_file(const std::string& path, std::string_view what, const SizeLimit& limit);
+
+// The whole of `path`, checked as open_regular_file() does; a file that grows past
+// `limit` while it is read is refused too, so memory stays bounded.
+Result<std::string> read_regular_file(const std::string& path, std::string_view what, const SizeLimit& limit);
+
+// Replaces `path` with `bytes`: writes `path`.tmp, syncs it and renames it over `path`, so
+// a crash leaves the old file or the new one, never half of one. A `path` that exists and
+// is not a regular file is refused (InvalidArgument), a symbolic link included: renaming
+// would replace the link, not the file it points to, so the caller should name that file.
+Status replace_regular_file(const std::string& path, std::string_view bytes, std::string_view what);
+
+// Ok iff `path` does not exist or is a regular file (not a symbolic link), and its folder
+// is writable: what replace_regular_file() needs, checked before long work.
+Status check_replaceable(const std::string& path, std::string_view what);
+
+}  // namespace forkfeed
