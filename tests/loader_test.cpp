@@ -258,8 +258,8 @@ TEST_F(LoaderTest, StrangeFilesAreErrorsNamingThemNotHangsOrDeaths) {
     ++delivered;
   }
   ASSERT_EQ(errors.size(), 3u);
-  EXPECT_NE(errors[0].find(root + "/class_000/a_fifo.jpg is a FIFO, not a regular file"), std::string::npos)
-      << errors[0];
+  EXPECT_NE(errors[0].find("is a FIFO, not a regular file"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[0].find(": " + root + "/class_000/a_fifo.jpg"), std::string::npos) << errors[0];
   EXPECT_NE(errors[1].find("b_strip.png"), std::string::npos) << errors[1];
   EXPECT_NE(errors[1].find("max_pixels"), std::string::npos) << errors[1];
   EXPECT_NE(errors[2].find("empty file"), std::string::npos) << errors[2];
