@@ -7,9 +7,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 
-#include <cstring>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -25,12 +23,11 @@ namespace {
 
 using json = nlohmann::json;
 
+// A raw connection whose reads give up after 10 s: a daemon that never answers fails the
+// test instead of hanging it.
 UniqueFd connect_to(const std::string& path) {
-  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strcpy(addr.sun_path, path.c_str());
-  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) return UniqueFd();
+  UniqueFd fd = testing::connect_unix(path);
+  if (!fd.valid()) return fd;
   const timeval timeout{10, 0};
   ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
   return fd;

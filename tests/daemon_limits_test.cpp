@@ -6,12 +6,10 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -30,18 +28,7 @@ class DaemonLimitsTest : public testing::DaemonSuite<DaemonLimitsTest> {
   static void SetUpTestSuite() { make_dataset(12, 2, 6, 40, 70); }
 
   static LoaderOptions options(std::uint32_t workers = 1) { return stream_options(workers, 3); }
-
 };
-
-// A connection to `path` that never sends anything; invalid if the connect failed.
-UniqueFd silent_connection(const std::string& path) {
-  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strcpy(addr.sun_path, path.c_str());
-  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) return UniqueFd();
-  return fd;
-}
 
 // The reason in the notice the daemon sends on `fd` before closing it (waiting up to
 // 20 s for it), or what came instead.
@@ -215,7 +202,7 @@ TEST_F(DaemonLimitsTest, SilentConnectionsLockNobodyOut) {
                                 {"--max-workers", "8", "--handshake-timeout-ms", "120000"});
   std::vector<UniqueFd> silent;
   for (int i = 0; i < 64 + 32; ++i) {
-    silent.push_back(silent_connection(daemon.socket()));
+    silent.push_back(testing::connect_unix(daemon.socket()));
     ASSERT_TRUE(silent.back().valid()) << "connection " << i;
   }
   auto client = Client::connect(daemon.socket(), options());
@@ -235,8 +222,8 @@ TEST_F(DaemonLimitsTest, SilentConnectionsLockNobodyOut) {
 TEST_F(DaemonLimitsTest, SilentConnectionsAreClosedAfterTheHandshakeDeadline) {
   testing::HangGuard guard(90, "DaemonLimitsTest.HandshakeDeadline");
   testing::DaemonProcess daemon(socket_path("deadline"), {"--handshake-timeout-ms", "200"});
-  UniqueFd silent = silent_connection(daemon.socket());
-  UniqueFd partial = silent_connection(daemon.socket());
+  UniqueFd silent = testing::connect_unix(daemon.socket());
+  UniqueFd partial = testing::connect_unix(daemon.socket());
   ASSERT_TRUE(silent.valid() && partial.valid());
   const FrameHeader half{kFrameMagic, kProtocolVersion, 0, 0, 0};
   ASSERT_EQ(::send(partial.get(), &half, sizeof half / 2, MSG_NOSIGNAL),

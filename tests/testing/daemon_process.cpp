@@ -19,14 +19,17 @@ extern char** environ;
 
 namespace forkfeed::testing {
 
-bool connectable(const std::string& socket) {
+UniqueFd connect_unix(const std::string& socket) {
   sockaddr_un addr{};
-  if (socket.size() >= sizeof addr.sun_path) return false;
+  if (socket.size() >= sizeof addr.sun_path) return UniqueFd();
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, socket.c_str(), socket.size());
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  return ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
+  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) return UniqueFd();
+  return fd;
 }
+
+bool connectable(const std::string& socket) { return connect_unix(socket).valid(); }
 
 DaemonProcess::DaemonProcess(const std::string& socket, const std::vector<std::string>& args, bool wait)
     : socket_(socket) {

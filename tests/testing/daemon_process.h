@@ -16,6 +16,7 @@
 #include "forkfeed/loader.h"
 #include "tests/testing/processes.h"
 #include "tests/testing/temp_dataset.h"
+#include "transport/unique_fd.h"
 
 namespace forkfeed::testing {
 
@@ -76,6 +77,9 @@ class DaemonSuite : public ::testing::Test {
   static inline std::string root_;
 };
 
+// A raw connection to the Unix socket `socket`, speaking nothing yet; invalid if the
+// connect failed.
+UniqueFd connect_unix(const std::string& socket);
 // True if a connection to `socket` succeeds now.
 bool connectable(const std::string& socket);
 
