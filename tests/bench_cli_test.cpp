@@ -543,9 +543,10 @@ TEST_F(BenchCliTest, BadArgumentsExitWithTheDocumentedCode) {
 // One Ctrl-C ends the run with its summary even while the only worker is stopped
 // (SIGSTOP), so the batch being waited for never comes.
 TEST_F(BenchCliTest, OneCtrlCStopsTheRunWhileAWorkerIsStopped) {
+  const std::string state = dir_.path() + "/ctrl_c_state.json";
   testing::StartedCommand bench =
       start_bench(dir_.path(), {"--data", root(), "--workers", "1", "--batch", "4", "--size", "16",
-                                "--epochs", "1000000", "--start-method", "fork", "--json"});
+                                "--epochs", "1000000", "--start-method", "fork", "--json", "--save-state", state});
   ASSERT_GT(bench.pid, 0);
   std::vector<pid_t> workers;
   ASSERT_TRUE(testing::eventually(
@@ -574,6 +575,10 @@ TEST_F(BenchCliTest, OneCtrlCStopsTheRunWhileAWorkerIsStopped) {
   const nlohmann::json j = nlohmann::json::parse(out.back(), nullptr, /*allow_exceptions=*/false);
   ASSERT_TRUE(j.is_object()) << describe(o);
   EXPECT_TRUE(j.contains("images")) << describe(o);
+  // The interrupted wait changed nothing: the state is saved, as after any clean stop.
+  std::ifstream saved(state);
+  const nlohmann::json s = nlohmann::json::parse(saved, nullptr, /*allow_exceptions=*/false);
+  EXPECT_TRUE(s.is_object() && s.contains("position")) << "no state saved at " << state << "; " << describe(o);
 }
 
 }  // namespace

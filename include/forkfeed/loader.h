@@ -53,7 +53,8 @@ class Loader {
   // batches re-issued; past max_worker_restarts the error stays: recreate the Loader.
   Result<std::optional<Batch>> next();
   // Makes the next() that waits for a batch, the one in progress or a later one, return
-  // an error at once instead, leaving the pass as it was. Async-signal-safe: a SIGINT
+  // Status::Code::kCancelled at once instead, leaving the pass (and state()) as it was.
+  // A new pass (reset, set_epoch, load_state) forgets an interrupt no wait has taken. Async-signal-safe: a SIGINT
   // handler calls it, so that a worker that is stopped or stuck does not hold up Ctrl-C.
   void interrupt();
 

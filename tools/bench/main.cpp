@@ -214,10 +214,12 @@ int run(const BenchFlags& flags) {
     loader.reset();  // stops and reaps the workers before anything is reported
   }
   // A Ctrl-C from the terminal reaches the whole process group; an error that follows
-  // it is part of stopping, not a result. But the state after a failed batch is past it.
-  if (!status.ok() && !report.interrupted) return fail(status.message());
+  // it is part of stopping, not a result. A wait it cut short changed nothing, so the
+  // state is exact; the state after a failed batch is past it.
+  const bool stopped_cleanly = status.ok() || status.code() == Status::Code::kCancelled;
+  if (!stopped_cleanly && !report.interrupted) return fail(status.message());
   if (Status s = dump.close(); !s.ok()) return fail(s.message());
-  if (!flags.save_state_path.empty() && status.ok()) {
+  if (!flags.save_state_path.empty() && stopped_cleanly) {
     if (Status s = write_state_file(flags.save_state_path, state); !s.ok()) return fail(s.message());
     report.saved_state = flags.save_state_path;
   }
