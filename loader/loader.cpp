@@ -120,7 +120,7 @@ class Loader::Impl {
       // Checked only where next() would wait: a worker that is stopped (SIGSTOP) or
       // stuck must not hold up a Ctrl-C. The signal also cuts the wait's poll() short.
       if (interrupted_.exchange(false, std::memory_order_relaxed)) {
-        return Status::IoError("interrupted while waiting for batch " + std::to_string(delivered_) +
+        return Status::Cancelled("interrupted while waiting for batch " + std::to_string(delivered_) +
                                " (Loader::interrupt); the pass is unchanged and next() goes on with it");
       }
       handle_events(kEventWait);
@@ -199,6 +199,7 @@ class Loader::Impl {
     order_ = sampler_.epoch_order(epoch);
     issued_ = delivered_ = position;
     pass_over_ = false;
+    interrupted_.store(false, std::memory_order_relaxed);  // an interrupt is for the pass it cut short
     for (const auto& [id, c] : ready_) slots_->give_back(c.slot);
     ready_.clear();
   }
