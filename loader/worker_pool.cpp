@@ -10,6 +10,7 @@
 #include <string>
 
 #include "transport/futex.h"
+#include "transport/printable.h"
 
 namespace forkfeed {
 namespace {
@@ -85,10 +86,16 @@ Status WorkerPool::start_failure(std::uint32_t id) {
   const std::string last_line = forward_startup_stderr(w.startup_stderr.get());
   w.startup_stderr.reset();
   const ExitInfo exit = exit_info(id);
-  const bool could_not_run = exit.signal == 0 && (exit.code == 127 || exit.code == 126);
+  // Before its first heartbeat: 127 and 126, the exec or the dynamic loader failed; 2,
+  // forkfeed-worker refused what it was given (another version's arena, a wrong fd). Each
+  // would fail the same way again. (A 127 from a loader that could not map a library
+  // under memory pressure is taken as permanent too: the message says what to check.)
+  const bool could_not_run = exit.signal == 0 && (exit.code == 127 || exit.code == 126 || exit.code == 2);
   if (!could_not_run || arena_->channel(id).progress_ns.load() != 0) return Status::Ok();
-  return Status::WorkerDied("worker " + std::to_string(id) + " could not start: " + w.executable + " " +
-                            exit.describe() + (last_line.empty() ? "" : " (\"" + last_line + "\")") +
+  constexpr std::size_t kShown = 300;  // a line, not a log
+  const std::string said = printable(last_line.substr(0, kShown)) + (last_line.size() > kShown ? "..." : "");
+  return Status::WorkerDied("worker " + std::to_string(id) + " could not start: " + printable(w.executable) + " " +
+                            exit.describe() + (said.empty() ? "" : " (\"" + said + "\")") +
                             "; not restarted, since it would fail the same way: check that it can run (its libraries "
                             "are found, it is executable), or set FORKFEED_WORKER to a forkfeed-worker that can");
 }

@@ -446,9 +446,9 @@ constexpr const char* kCannotStartLine =
     "error while loading shared libraries: libforkfeed.so.0: cannot open shared object file";
 
 // A worker script that counts its runs in `runs` and cannot start.
-std::string cannot_start_script(const std::string& runs) {
+std::string cannot_start_script(const std::string& runs, int exit_code = 127) {
   return "echo run >> '" + runs + "'\necho 'an earlier line' >&2\necho \"$0: " + kCannotStartLine +
-         "\" >&2\nexit 127\n";
+         "\" >&2\nexit " + std::to_string(exit_code) + "\n";
 }
 
 std::size_t lines_in(const std::string& path) {
@@ -484,6 +484,24 @@ TEST_F(WorkerDeathTest, AWorkerThatCannotStartFailsTheLoaderAtOnceWithItsStderr)
   EXPECT_NE(failure.message().find(kCannotStartLine), std::string::npos) << failure.message();
   EXPECT_EQ(failure.message().find("an earlier line"), std::string::npos) << "the last line only: " << failure.message();
   EXPECT_LE(lines_in(runs), 2u) << "a worker that cannot start was restarted";
+}
+
+// forkfeed-worker refuses what it was given with exit status 2 (an arena of another
+// forkfeed build, a wrong fd): that would fail the same way again, too.
+TEST_F(WorkerDeathTest, AWorkerThatRefusesWhatItWasGivenFailsTheLoaderAtOnce) {
+  testing::HangGuard guard(60, "WorkerDeathTest.AWorkerThatRefuses");
+  testing::TempDir bin;
+  const std::string runs = bin.path() + "/runs";
+  const WorkerOverride refusing(bin, "refusing-forkfeed-worker", cannot_start_script(runs, 2));
+  ASSERT_TRUE(refusing.ok());
+  LoaderOptions o = options(2);
+  o.start_method = StartMethod::kSpawn;
+  const Status failure = first_failure(o, 3 * static_cast<int>(kBatches));
+  ASSERT_FALSE(failure.ok()) << "a loader whose workers refuse to start read 3 epochs";
+  EXPECT_EQ(failure.code(), Status::Code::kWorkerDied) << failure.message();
+  EXPECT_NE(failure.message().find("could not start"), std::string::npos) << failure.message();
+  EXPECT_NE(failure.message().find(kCannotStartLine), std::string::npos) << failure.message();
+  EXPECT_LE(lines_in(runs), 2u) << "a worker that refuses to start was restarted";
 }
 
 // The same for a replacement: the first workers were forked, the one that replaces a dead

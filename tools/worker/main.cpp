@@ -15,12 +15,12 @@
 #include "tools/cli/exit_status.h"
 #include "tools/cli/integer_flag.h"
 #include "transport/printable.h"
-#include "workers/opencv_logging.h"
 
 namespace {
 
 constexpr const char* kStartedByLoader =
-    "forkfeed-worker is started by a forkfeed loader (start_method=spawn), not by hand";
+    "forkfeed-worker is started by a forkfeed loader (start_method=spawn), not by hand; if a loader did "
+    "start it, the two come from different forkfeed builds (check FORKFEED_WORKER)";
 
 int refuse(const std::string& why) {
   std::fprintf(stderr, "forkfeed-worker: %s; %s\n", forkfeed::printable(why).c_str(), kStartedByLoader);
@@ -94,7 +94,6 @@ int main(int argc, char** argv) {
     return refuse("--worker-id " + std::to_string(id) + " is out of range: the loader has " +
                   std::to_string((*arena)->control().num_workers) + " workers");
   }
-  forkfeed::follow_log_level_in_opencv(log_level);
   // Started: from here on it logs to the loader's stderr, not to the pipe that only
   // tells the loader why a worker could not start.
   ::dup2(forkfeed::kSpawnStderrFd, STDERR_FILENO);
