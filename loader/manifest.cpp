@@ -71,7 +71,7 @@ Result<DatasetIndex> DatasetIndex::from_manifest(const std::string& manifest) {
     text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
     ++line_no;
     if (line.size() > kMaxLineBytes) {
-      return Status::BadData(manifest + ":" + std::to_string(line_no) + ": line is over " +
+      return Status::BadData(printable(manifest) + ":" + std::to_string(line_no) + ": line is over " +
                              std::to_string(kMaxLineBytes) +
                              " bytes; is this a manifest of 'path<TAB>label' lines?");
     }

@@ -13,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "workers/opencv_logging.h"
 
 namespace forkfeed {
 namespace {
@@ -23,12 +22,7 @@ class ForkLauncher final : public WorkerLauncher {
   StartMethod method() const override { return StartMethod::kFork; }
   Result<LaunchedWorker> launch(const Arena& arena, const WorkerIdentity& who) override {
     const int keep[] = {who.completion_fd};
-    auto child = ChildProcess::fork(
-        [&arena, who] {
-          follow_log_level_in_opencv(who.log_level);
-          return run_worker(arena, who);
-        },
-        keep);
+    auto child = ChildProcess::fork([&arena, who] { return run_worker(arena, who); }, keep);
     if (!child.ok()) return child.status();
     return LaunchedWorker{std::move(child).value(), {}, {}};
   }

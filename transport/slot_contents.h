@@ -25,7 +25,9 @@ namespace forkfeed {
 class SlotContents {
  public:
   SlotContents(const Arena& arena, std::uint32_t slot)
-      : view_(arena.slot(slot)), capacity_(arena.control().slots.batch_size) {}
+      : view_(arena.slot(slot)),
+        capacity_(arena.control().slots.batch_size),
+        sample_bytes_(arena.control().slots.sample_bytes) {}
 
   // --- Orchestrator, before a task is issued (again, after a worker died mid-task).
   // The batch is `samples`. Those in `known_bad` are noted as skipped with the reason
@@ -41,7 +43,9 @@ class SlotContents {
   void keep(std::uint32_t i) const;
   // Sample i was not decoded, because `reason`.
   void skip(std::uint32_t i, std::string_view reason) const;
-  // Where the next decoded sample's pixels go.
+  // Where the next decoded sample's pixels go: right after those of the samples kept.
+  std::byte* next_pixels() const { return view_.pixels + view_.header->written * sample_bytes_; }
+  // Samples decoded into the pixels so far.
   std::uint32_t written() const { return view_.header->written; }
 
   // --- Orchestrator, after the task.
@@ -58,6 +62,7 @@ class SlotContents {
 
   SlotView view_;
   std::uint32_t capacity_;
+  std::uint64_t sample_bytes_;
 };
 
 }  // namespace forkfeed

@@ -15,7 +15,8 @@ Status SamplePipeline::read_file(const std::string& path) {
   // Refused before a byte is read: a FIFO named x.jpg, or a file the worker would have to
   // hold whole that is larger than any image (on_error decides what the batch does).
   const SizeLimit limit{spec_.max_file_bytes, "max_file_bytes",
-                        "raise max_file_bytes (--max-file-bytes) or leave the file out"};
+                        "raise LoaderOptions::max_file_bytes (forkfeed-bench --max-file-bytes) or leave the file "
+                        "out of the dataset"};
   Result<RegularFile> file = open_regular_file(path, "", limit);  // errors say why, callers say which file
   if (!file.ok()) {
     const Status& s = file.status();
@@ -23,6 +24,11 @@ Status SamplePipeline::read_file(const std::string& path) {
   }
   const UniqueFd& fd = file->fd;
   const auto want = static_cast<std::size_t>(file->size);
+  // The buffer grows to the largest file, but one outsized file (up to max_file_bytes)
+  // must not stay held by every worker for the whole run: past kKeptFileBytes it is
+  // given back as soon as a typical file comes.
+  constexpr std::size_t kKeptFileBytes = std::size_t{16} << 20;
+  if (file_.size() > kKeptFileBytes && want <= kKeptFileBytes) std::vector<std::byte>().swap(file_);
   if (file_.size() < want) file_.resize(want);
   std::size_t done = 0;
   while (done < want) {

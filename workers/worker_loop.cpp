@@ -15,6 +15,7 @@
 #include "transport/monotonic_clock.h"
 #include "transport/printable.h"
 #include "transport/slot_contents.h"
+#include "workers/opencv_logging.h"
 #include "workers/sample_pipeline.h"
 
 namespace forkfeed {
@@ -37,6 +38,7 @@ class Worker {
     // One worker is one core: OpenCV's own thread pool would oversubscribe the
     // machine (and its threads do not survive fork anyway).
     cv::setNumThreads(1);
+    follow_log_level_in_opencv(who.log_level);
   }
 
   int run() {
@@ -65,8 +67,6 @@ class Worker {
 
   TaskOutcome execute(const Task& task) {
     const SlotContents slot(arena_, task.slot);
-    std::byte* const pixels = slot.view().pixels;
-    const std::uint64_t stride = control_.slots.sample_bytes;
     for (std::uint32_t i = 0; i < task.count; ++i) {
       // Checked between samples: a reset cancels the rest of a stale batch.
       if (stale(task) || stopping() || orphaned()) return TaskOutcome::kCancelled;
@@ -74,7 +74,7 @@ class Worker {
       const std::string_view path = arena_.index().path(index);
       channel_.progress_ns.store(monotonic_ns(), std::memory_order_relaxed);
       channel_.current_sample.store(index, std::memory_order_relaxed);
-      const Status s = pipeline_.run(path, task.epoch, index, pixels + slot.written() * stride);
+      const Status s = pipeline_.run(path, task.epoch, index, slot.next_pixels());
       channel_.current_sample.store(kNoSample, std::memory_order_relaxed);
       if (s.ok()) {
         slot.keep(i);

@@ -45,6 +45,10 @@ echo "== run the installed forkfeed-bench, spawning the installed forkfeed-worke
 grep -q '"worker_restarts":0' "$tmp/bench.json" || { cat "$tmp/bench.json"; exit 1; }
 
 echo "== a forkfeed-worker that cannot find libforkfeed fails the run at once, saying why"
+if ldconfig -p 2>/dev/null | grep -q 'libforkfeed\.so'; then
+  # A libforkfeed installed system-wide would be found without the run path.
+  echo "skipped: ldconfig knows a libforkfeed, so a moved forkfeed-worker would still start"
+else
 mkdir -p "$tmp/moved/bin"
 cp "$prefix/bin/forkfeed-worker" "$tmp/moved/bin/"  # its $ORIGIN/../lib has no libforkfeed
 if FORKFEED_WORKER=$tmp/moved/bin/forkfeed-worker "$prefix/bin/forkfeed-bench" --data "$tmp/data" --workers 2 \
@@ -56,6 +60,7 @@ for expected in "forkfeed-bench: worker" "could not start: $tmp/moved/bin/forkfe
                 "libforkfeed.so.0"; do
   grep -qF "$expected" "$tmp/unstartable.err" || { cat "$tmp/unstartable.err"; echo "missing: $expected" >&2; exit 1; }
 done
+fi
 
 # A sanitized libforkfeed needs the sanitizer runtimes first in the executable, so the
 # consumer is built the same way; the build type follows the installed build's.
