@@ -21,6 +21,7 @@ class Status {
     kWorkerDied,       // a worker process exited while work was in flight
     kResourceExhausted,
     kInternal,
+    kDeadlineExceeded,  // a wait ran past its deadline (last: the codes before keep their numbers)
   };
 
   Status() = default;
@@ -32,6 +33,7 @@ class Status {
   static Status WorkerDied(std::string msg) { return {Code::kWorkerDied, std::move(msg)}; }
   static Status ResourceExhausted(std::string msg) { return {Code::kResourceExhausted, std::move(msg)}; }
   static Status Internal(std::string msg) { return {Code::kInternal, std::move(msg)}; }
+  static Status DeadlineExceeded(std::string msg) { return {Code::kDeadlineExceeded, std::move(msg)}; }
   // The one place where errno becomes a Status: "<context>: <strerror(err)>".
   // ENOENT maps to kNotFound, everything else to kIoError.
   static Status FromErrno(std::string_view context, int err);
