@@ -39,7 +39,7 @@ CLI::Option* add_seconds_flag(CLI::App& app, const std::string& name, std::chron
             out = std::chrono::ceil<std::chrono::milliseconds>(std::chrono::duration<double>(seconds));
           },
           description)
-      ->check(CLI::Validator(check_seconds, "SECONDS", "seconds"))
+      ->check(CLI::Validator(check_seconds, "", "seconds"))
       ->default_str(shown.str())
       ->type_name("SECONDS");
 }
