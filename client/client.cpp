@@ -237,6 +237,8 @@ class Client::Impl {
         return Status::WorkerDied(message);
       case Status::Code::kResourceExhausted:
         return Status::ResourceExhausted(message);
+      case Status::Code::kDeadlineExceeded:
+        return Status::DeadlineExceeded(message);
       default:
         return Status::Internal(message);
     }

@@ -39,15 +39,13 @@ std::optional<std::string> notice_reason(const Frame& frame) {
   return std::string("it sent a notice");
 }
 
-bool timed_out(const Status& s) {
-  const std::string& m = s.message();
-  return m.starts_with("timed out") || m.find("did not arrive in time") != std::string::npos;
-}
+bool timed_out(const Status& s) { return s.code() == Status::Code::kDeadlineExceeded; }
 
 }  // namespace
 
 Result<DaemonConnection> DaemonConnection::connect(const std::string& socket_path,
-                                                   std::chrono::milliseconds timeout) {
+                                                   std::chrono::milliseconds timeout,
+                                                   RequestTimeout requests) {
   sockaddr_un addr{};
   if (socket_path.empty() || socket_path.size() >= sizeof addr.sun_path) {
     return Status::InvalidArgument("forkfeedd socket path '" + socket_path + "' is empty or longer than " +
@@ -95,15 +93,19 @@ Result<DaemonConnection> DaemonConnection::connect(const std::string& socket_pat
                        : frame.status().message());
   }
   if (auto why = notice_reason(*frame)) return refused(*why);
+  // Any well-formed reply means a daemon answered: one from before the hello answers it
+  // with an error ("unknown message type"), and the protocol version is the same.
   const auto body = nlohmann::json::parse(frame->payload, nullptr, false);
-  const bool welcomed = frame->type == static_cast<std::uint16_t>(MessageType::kReply) && body.is_object() &&
-                        body.contains("ok") && body["ok"].is_boolean() && body["ok"].get<bool>();
-  if (!welcomed) {
+  const bool answered = frame->type == static_cast<std::uint16_t>(MessageType::kReply) && body.is_object() &&
+                        body.contains("ok") && body["ok"].is_boolean();
+  if (!answered) {
     return Status::InvalidArgument("forkfeedd at " + socket_path + " did not take this client's hello (" +
                                    frame->payload.substr(0, 200) +
                                    "); use forkfeed and forkfeedd of one release");
   }
-  set_timeouts(connection.fd(), std::chrono::milliseconds(0));
+  const bool keep = requests == RequestTimeout::kSameAsConnect;
+  connection.request_timeout_ = keep ? timeout : std::chrono::milliseconds(0);
+  set_timeouts(connection.fd(), connection.request_timeout_);
   return connection;
 }
 
@@ -150,6 +152,9 @@ Result<DaemonConnection::Reply> DaemonConnection::request(MessageType type, cons
   }
   auto frame = recv_frame(socket_.get(), true);
   if (!frame.ok()) {
+    if (timed_out(frame.status())) {
+      return lose("it did not answer within " + std::to_string(request_timeout_.count()) + " ms");
+    }
     const bool closed = frame.status().message().starts_with("connection closed");
     return lose(closed ? "the daemon closed it (stopped or crashed)" : frame.status().message());
   }

@@ -17,11 +17,14 @@ namespace forkfeed {
 
 class DaemonConnection {
  public:
+  // Whether requests after the hello wait at most the connect timeout each (forkfeed-ctl)
+  // or as long as it takes (a stream: open_stream builds a loader).
+  enum class RequestTimeout { kNone, kSameAsConnect };
   // Connects and says hello. Fails within `timeout` (roughly) with an error naming the
   // socket when nothing answers, and with the daemon's reason when it refuses.
-  // Requests after the hello have no timeout.
   static Result<DaemonConnection> connect(const std::string& socket_path,
-                                          std::chrono::milliseconds timeout = kDefaultConnectTimeout);
+                                          std::chrono::milliseconds timeout = kDefaultConnectTimeout,
+                                          RequestTimeout requests = RequestTimeout::kNone);
 
   struct Reply {
     nlohmann::json body;
@@ -52,6 +55,7 @@ class DaemonConnection {
   UniqueFd socket_;
   std::string path_;
   Status lost_;
+  std::chrono::milliseconds request_timeout_{0};  // zero: none
 };
 
 }  // namespace forkfeed

@@ -25,9 +25,11 @@ struct DatasetSource {
 
 // Connections that have not opened a stream (clients before their open_stream,
 // forkfeed-ctl, sockets that never speak): at most max_pending_connections at once, apart
-// from max_streams, and each closed when it sends no complete request for `timeout`.
+// from max_streams, and each closed when it has opened no stream `timeout` after accept
+// (replies do not extend it; only an open_stream building its loader is left alone).
+// 256: a burst of hundreds of ranks on a big node; each costs one thread while pending.
 struct HandshakeLimits {
-  std::uint32_t max_pending_connections = 64;
+  std::uint32_t max_pending_connections = 256;
   std::chrono::milliseconds timeout{5000};
 };
 

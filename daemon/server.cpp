@@ -23,6 +23,14 @@ std::uint64_t resident_bytes() {
   return resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
 }
 
+// Connections accepted per poll round: past it the server expires handshakes and reaps
+// ended sessions before accepting more, so a connect flood cannot outrun the cleanup.
+constexpr int kAcceptsPerRound = 32;
+// A connection is crowded out only once it has been silent this long (since accept or its
+// last reply): a burst of ranks connecting together must not cut each other's hello
+// before it is read. Past the budget with nobody that silent, the newcomer is refused.
+constexpr auto kMinSilenceBeforeCrowdOut = std::chrono::seconds(1);
+
 void refuse(Listener::Peer& peer, const std::string& why) {
   spdlog::warn("refused a connection from pid {} (uid {}): {}", peer.pid, peer.uid, why);
   const nlohmann::json notice = {{"error", why}};
@@ -80,7 +88,7 @@ Status Server::run() {
                        : "a signal");
       break;
     }
-    if (fds[0].revents != 0) accept_all();
+    if (fds[0].revents != 0) accept_some();
     expire_handshakes();
     reap(false);
   }
@@ -93,8 +101,14 @@ Status Server::run() {
   return Status::Ok();
 }
 
-void Server::accept_all() {
-  while (true) {
+std::size_t Server::max_sessions() const {
+  // Streams, connections without one, and those that ended but are not reaped yet (at
+  // most a round's accepts beyond the others): every one holds a thread until reaped.
+  return admission_.limits().max_streams + config_.handshake.max_pending_connections + kAcceptsPerRound;
+}
+
+void Server::accept_some() {
+  for (int i = 0; i < kAcceptsPerRound; ++i) {
     auto peer = listener_.accept();
     if (!peer.ok()) {
       spdlog::warn("{}", peer.status().message());  // EMFILE, say: try again at the next poll
@@ -110,11 +124,17 @@ void Server::accept_all() {
       continue;
     }
     std::lock_guard lock(mu_);
+    if (sessions_.size() >= max_sessions()) {
+      refuse(*peer, "forkfeedd holds " + std::to_string(sessions_.size()) +
+                        " connections, its most (max_streams + max_pending_connections + " +
+                        std::to_string(kAcceptsPerRound) + "); try again in a moment");
+      continue;
+    }
     if (!make_room_for_handshake()) {
       refuse(*peer, "forkfeedd is answering the first requests of " +
                         std::to_string(config_.handshake.max_pending_connections) +
-                        " connections (max_pending_connections); try again in a moment or raise "
-                        "--max-pending-connections");
+                        " connections (max_pending_connections), none silent for long; try again in a "
+                        "moment or raise --max-pending-connections");
       continue;
     }
     const SessionContext context{&config_, &admission_, stop_.get(), [this] { return stats(); }};
@@ -126,13 +146,14 @@ bool Server::make_room_for_handshake() {
   std::size_t pending = 0;
   for (const auto& session : sessions_) pending += session->handshake().pending() ? 1 : 0;
   if (pending < config_.handshake.max_pending_connections) return true;
-  // Full: the oldest silent connection goes, not the new one. Refusing new connections
-  // would let anyone who keeps max_pending_connections silent sockets open lock every
-  // client and forkfeed-ctl out; this way a client that sends its request right after
-  // connecting is served unless that many connections arrive in between. Connections
-  // answering a request (an open_stream building its loader) are never cut short.
+  // Full: the oldest connection silent for kMinSilenceBeforeCrowdOut goes, not the new
+  // one. Refusing new connections would let anyone who keeps max_pending_connections
+  // silent sockets open lock every client and forkfeed-ctl out; the minimum silence keeps
+  // a burst of clients that connect together from cutting each other before their hello
+  // is read. Connections answering a request are never crowded out.
+  const auto now = Handshake::Clock::now();
   for (const auto& session : sessions_) {
-    if (session->handshake().crowd_out()) return true;
+    if (session->handshake().crowd_out(now, kMinSilenceBeforeCrowdOut)) return true;
   }
   return false;
 }

@@ -32,11 +32,17 @@ class Server {
 
  private:
   Server(DaemonConfig config, Listener listener, UniqueFd signals, UniqueFd stop);
-  void accept_all();
+  // Accepts at most a bounded number of connections, so that expiring and reaping run
+  // between rounds of a connect flood.
+  void accept_some();
+  // The most sessions held at once, ended-but-unreaped ones included.
+  std::size_t max_sessions() const;
   // Keeps the connections without a stream under max_pending_connections for one more,
-  // crowding out the oldest silent one if need be. False: no room. REQUIRES: mu_ held.
+  // crowding out the oldest one silent long enough if need be. False: no room.
+  // REQUIRES: mu_ held.
   bool make_room_for_handshake();
-  // Ends the handshakes that waited handshake_timeout_ms for a request.
+  // Ends the handshakes of connections that opened no stream within handshake_timeout_ms
+  // of accept, unless an open_stream is building its loader.
   void expire_handshakes();
   void reap(bool all);
   nlohmann::json stats() const;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 
 #include "loader/slot_count.h"
 #include "protocol/stream_request.h"
@@ -42,8 +43,21 @@ StreamSession::StreamSession(std::uint64_t id, Listener::Peer peer, const Sessio
     : id_(id),
       peer_(std::move(peer)),
       context_(context),
-      handshake_(peer_.socket.get(), Handshake::Clock::now()),
-      thread_([this] { run(); }) {}
+      handshake_(peer_.socket.get(), Handshake::Clock::now()) {
+  try {
+    thread_ = std::thread([this] { run(); });
+  } catch (const std::system_error& e) {
+    // Out of threads (a connect flood, a low ulimit): refuse this one connection rather
+    // than let the exception end the daemon.
+    const std::string why = std::string("forkfeedd cannot start a thread for this connection (") + e.what() +
+                            "); try again in a moment";
+    spdlog::warn("refused a connection from pid {} (uid {}): {}", peer_.pid, peer_.uid, why);
+    (void)send_frame(peer_.socket.get(), MessageType::kNotice, json{{"error", why}}.dump());
+    handshake_.closing();
+    peer_.socket.reset();
+    finished_.store(true, std::memory_order_release);
+  }
+}
 
 StreamSession::~StreamSession() {
   if (thread_.joinable()) thread_.join();
@@ -109,10 +123,13 @@ bool StreamSession::handle_request() {
   } else {
     switch (static_cast<MessageType>(frame->type)) {
       case MessageType::kOpenStream:
-        answer =
-            loader_ ? error_reply(Status::InvalidArgument(
-                          "a stream is already open on this connection; open another connection for another"))
-                    : open_stream(body, fds);
+        if (loader_) {
+          answer = error_reply(Status::InvalidArgument(
+              "a stream is already open on this connection; open another connection for another"));
+        } else {
+          if (!handshake_.begin_opening()) return refuse_ended_handshake();
+          answer = open_stream(body, fds);
+        }
         break;
       case MessageType::kSeek:
         answer = loader_ ? seek(body) : error_reply(Status::InvalidArgument("open a stream before seeking"));
@@ -138,7 +155,9 @@ bool StreamSession::handle_request() {
   std::vector<int> raw;
   for (const UniqueFd& fd : fds) raw.push_back(fd.get());
   const bool sent = reply(answer, raw).ok();
-  handshake_.end_request(loader_ != nullptr);
+  // The server may have ended the handshake while the reply was being sent (to a peer
+  // that reads slowly, past the deadline): then the connection goes.
+  if (!handshake_.end_request(loader_ != nullptr)) return refuse_ended_handshake();
   return sent;
 }
 
@@ -148,7 +167,7 @@ bool StreamSession::refuse_ended_handshake() {
       handshake_.ended() == Handshake::End::kTimedOut
           ? "forkfeedd closed this connection: no complete request within " +
                 std::to_string(limits.timeout.count()) +
-                " ms (handshake_timeout_ms) of connecting or of its last reply; send requests at once, "
+                " ms (handshake_timeout_ms) of connecting, replies included; send requests at once, "
                 "or open a stream"
           : "forkfeedd closed this connection to make room for a new one: it had sent no request, and "
             "forkfeedd keeps at most " +

@@ -40,7 +40,8 @@ struct SessionContext {
 
 class StreamSession {
  public:
-  // Starts the session's thread.
+  // Starts the session's thread. When no thread can be started the connection is
+  // refused with a notice and the session is finished() at once.
   StreamSession(std::uint64_t id, Listener::Peer peer, const SessionContext& context);
   // Joins the thread; it ends once the client is gone or the daemon stops.
   ~StreamSession();
@@ -91,7 +92,7 @@ class StreamSession {
   std::chrono::steady_clock::time_point opened_;
   std::uint64_t delivered_batches_ = 0, delivered_samples_ = 0;
 
-  std::thread thread_;  // last: starts once everything above exists
+  std::thread thread_;  // started in the constructor's body, once everything above exists
 };
 
 }  // namespace forkfeed

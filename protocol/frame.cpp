@@ -25,9 +25,9 @@ Status read_exactly(int socket, char* out, std::size_t length, bool accept_fds, 
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        return Status::IoError(at_frame_start && got == 0
-                                   ? "timed out waiting for a message"
-                                   : "truncated message: the rest did not arrive in time");
+        return Status::DeadlineExceeded(at_frame_start && got == 0
+                                            ? "timed out waiting for a message"
+                                            : "truncated message: the rest did not arrive in time");
       }
       return Status::FromErrno("reading from the forkfeedd socket", errno);
     }
@@ -80,7 +80,7 @@ Status send_frame(int socket, MessageType type, std::string_view payload, std::s
     const ssize_t n = ::sendmsg(socket, &msg, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return Status::IoError("timed out sending a message");
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return Status::DeadlineExceeded("timed out sending a message");
       return Status::FromErrno("writing to the forkfeedd socket", errno);
     }
     sent += static_cast<std::size_t>(n);

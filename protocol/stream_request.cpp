@@ -12,7 +12,7 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr std::array<std::pair<Status::Code, const char*>, 8> kCodes = {{
+constexpr std::array<std::pair<Status::Code, const char*>, 9> kCodes = {{
     {Status::Code::kOk, "ok"},
     {Status::Code::kInvalidArgument, "invalid_argument"},
     {Status::Code::kNotFound, "not_found"},
@@ -21,6 +21,7 @@ constexpr std::array<std::pair<Status::Code, const char*>, 8> kCodes = {{
     {Status::Code::kWorkerDied, "worker_died"},
     {Status::Code::kResourceExhausted, "resource_exhausted"},
     {Status::Code::kInternal, "internal"},
+    {Status::Code::kDeadlineExceeded, "deadline_exceeded"},
 }};
 
 const char* code_name(Status::Code code) {
@@ -46,6 +47,8 @@ Status make_status(std::string_view code, std::string message) {
         return Status::WorkerDied(std::move(message));
       case Status::Code::kResourceExhausted:
         return Status::ResourceExhausted(std::move(message));
+      case Status::Code::kDeadlineExceeded:
+        return Status::DeadlineExceeded(std::move(message));
       default:
         break;
     }

@@ -167,7 +167,10 @@ TEST_F(BenchCliTest, MalformedNumbersAreErrors) {
   for (const std::vector<std::string>& args : {std::vector<std::string>{"--batch", "-1"},
                                                {"--workers", "two"},
                                                {"--epochs", "0"},
-                                               {"--seed", "-5"}}) {
+                                               {"--seed", "-5"},
+                                               {"--connect-timeout", "nan"},
+                                               {"--connect-timeout", "-inf"},
+                                               {"--connect-timeout", "0.0001"}}) {
     std::vector<std::string> full = {"--data", root()};
     full.insert(full.end(), args.begin(), args.end());
     const Outcome o = run_bench(dir_.path(), full);

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 
 #include <atomic>
+#include <functional>
 #include <future>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -122,6 +123,60 @@ TEST(DaemonConnectionTest, ARefusedRequestReportsTheDaemonsReasonNotBrokenPipe) 
   EXPECT_NE(reply.status().message().find(RefusingDaemon::kReason), std::string::npos)
       << reply.status().message();
   EXPECT_EQ(reply.status().message().find("Broken pipe"), std::string::npos) << reply.status().message();
+}
+
+// Serves one connection on `listener` with `serve`, on a thread of its own.
+std::thread serve_one(Listener& listener, std::function<void(int)> serve) {
+  return std::thread([&listener, serve = std::move(serve)] {
+    for (int i = 0; i < 2000; ++i) {
+      auto peer = listener.accept();
+      if (peer.ok() && peer->socket.valid()) return serve(peer->socket.get());
+      std::this_thread::sleep_for(10ms);
+    }
+  });
+}
+
+// A daemon from before the hello answers it with an error reply; that still is an answer.
+TEST(DaemonConnectionTest, AnErrorReplyToTheHelloIsAnAnswer) {
+  testing::HangGuard guard(60, "DaemonConnectionTest.OldDaemon");
+  testing::TempDir dir;
+  const std::string socket = dir.path() + "/old.sock";
+  auto listener = Listener::bind(socket, false);
+  ASSERT_TRUE(listener.ok()) << listener.status().message();
+  std::thread daemon = serve_one(*listener, [](int fd) {
+    if (!recv_frame(fd, false).ok()) return;
+    (void)send_frame(fd, MessageType::kReply,
+                     R"({"ok":false,"code":"invalid_argument","error":"unknown message type 5"})");
+    (void)recv_frame(fd, false);  // until the client closes
+  });
+  {
+    auto connection = DaemonConnection::connect(socket, 20s);
+    EXPECT_TRUE(connection.ok()) << connection.status().message();
+  }
+  daemon.join();
+}
+
+// forkfeed-ctl's --timeout bounds its stats request too, not only the hello.
+TEST(DaemonConnectionTest, CtlTimesOutOnAnUnansweredRequest) {
+  testing::HangGuard guard(60, "DaemonConnectionTest.CtlRequest");
+  testing::TempDir dir;
+  const std::string socket = dir.path() + "/slow.sock";
+  auto listener = Listener::bind(socket, false);
+  ASSERT_TRUE(listener.ok()) << listener.status().message();
+  std::thread daemon = serve_one(*listener, [](int fd) {
+    if (!recv_frame(fd, false).ok()) return;
+    (void)send_frame(fd, MessageType::kReply, R"({"ok":true,"protocol":1})");
+    (void)recv_frame(fd, false);  // the stats request: never answered
+    (void)recv_frame(fd, false);  // until the client closes
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const auto ctl = testing::run_command(
+      {std::string(FORKFEED_BIN_DIR) + "/forkfeed-ctl", "--socket", socket, "--timeout", "0.3", "stats"},
+      dir.path(), std::chrono::seconds(30));
+  EXPECT_TRUE(ctl.exited && ctl.code == 1) << ctl.describe();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10)) << ctl.describe();
+  EXPECT_NE(ctl.err.find("did not answer"), std::string::npos) << ctl.err;
+  daemon.join();
 }
 
 }  // namespace

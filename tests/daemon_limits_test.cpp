@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "client/daemon_connection.h"
@@ -196,14 +197,15 @@ TEST_F(DaemonLimitsTest, YamlConfigAndFlagsTakeEffect) {
 // make room, each told why, and a client and forkfeed-ctl are served as ever.
 TEST_F(DaemonLimitsTest, SilentConnectionsLockNobodyOut) {
   testing::HangGuard guard(120, "DaemonLimitsTest.SilentConnections");
-  // Default limits (64 streams, 64 connections without a stream); a deadline long
-  // enough that only the budget closes the silent connections here.
-  testing::DaemonProcess daemon(socket_path("silent"),
-                                {"--max-workers", "8", "--handshake-timeout-ms", "120000"});
+  // 64 connections without a stream; a deadline long enough that only the budget
+  // closes the silent connections here.
+  testing::DaemonProcess daemon(socket_path("silent"), {"--max-workers", "8", "--max-pending-connections", "64",
+                                                        "--handshake-timeout-ms", "120000"});
   std::vector<UniqueFd> silent;
   for (int i = 0; i < 64 + 32; ++i) {
     silent.push_back(testing::connect_unix(daemon.socket()));
     ASSERT_TRUE(silent.back().valid()) << "connection " << i;
+    if (i == 63) std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // silent long enough to go
   }
   auto client = Client::connect(daemon.socket(), options());
   ASSERT_TRUE(client.ok()) << client.status().message();
@@ -215,6 +217,48 @@ TEST_F(DaemonLimitsTest, SilentConnectionsLockNobodyOut) {
   EXPECT_NE(ctl.out.find("\"streams\":1"), std::string::npos) << ctl.out;
   const std::string why = closing_notice(silent.front().get());
   EXPECT_NE(why.find("max_pending_connections"), std::string::npos) << why;
+}
+
+// A burst: with the budget full of connections that just arrived, the newcomer is
+// refused with a notice rather than one of them cut before its hello is read.
+TEST_F(DaemonLimitsTest, ABurstIsNotCrowdedOutByItself) {
+  testing::HangGuard guard(60, "DaemonLimitsTest.Burst");
+  testing::DaemonProcess daemon(socket_path("burst"),
+                                {"--max-pending-connections", "2", "--handshake-timeout-ms", "120000"});
+  // The readiness probe's connection must be gone before the budget of two is counted.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  UniqueFd first = testing::connect_unix(daemon.socket());
+  UniqueFd second = testing::connect_unix(daemon.socket());
+  UniqueFd third = testing::connect_unix(daemon.socket());
+  ASSERT_TRUE(first.valid() && second.valid() && third.valid());
+  const std::string why = closing_notice(third.get());
+  EXPECT_NE(why.find("max_pending_connections"), std::string::npos) << why;
+  for (int fd : {first.get(), second.get()}) {
+    ASSERT_TRUE(send_frame(fd, MessageType::kHello, "{}").ok());
+    auto reply = recv_frame(fd, false);
+    ASSERT_TRUE(reply.ok()) << reply.status().message();
+    EXPECT_EQ(reply->type, static_cast<std::uint16_t>(MessageType::kReply));
+  }
+}
+
+// Requests answered do not extend the deadline: a connection that keeps asking without
+// opening a stream is closed handshake_timeout_ms after it connected.
+TEST_F(DaemonLimitsTest, ChattyConnectionsWithoutAStreamAreClosedAtTheDeadline) {
+  testing::HangGuard guard(60, "DaemonLimitsTest.Chatty");
+  testing::DaemonProcess daemon(socket_path("chatty"), {"--handshake-timeout-ms", "500"});
+  UniqueFd chatty = testing::connect_unix(daemon.socket());
+  ASSERT_TRUE(chatty.valid());
+  const timeval timeout{5, 0};
+  ::setsockopt(chatty.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  const auto start = std::chrono::steady_clock::now();
+  bool closed = false;
+  while (!closed && std::chrono::steady_clock::now() - start < std::chrono::seconds(10)) {
+    if (!send_frame(chatty.get(), MessageType::kHello, "{}").ok()) break;
+    auto frame = recv_frame(chatty.get(), false);
+    closed = !frame.ok() || frame->type == static_cast<std::uint16_t>(MessageType::kNotice);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3)) << "kept its place by asking";
 }
 
 // A connection that sends nothing, or half a header, is closed after the handshake

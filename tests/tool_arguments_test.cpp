@@ -69,7 +69,10 @@ TEST(ToolArguments, DaemonRefusesOverflowAndBadArgumentsWithoutServing) {
 
 TEST(ToolArguments, CtlBadArgumentsExitTwo) {
   testing::TempDir dir;
-  for (const std::vector<std::string>& args : {std::vector<std::string>{}, {"bogus"}, {"stats", "--bogus"}}) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{}, {"bogus"}, {"stats", "--bogus"}, {"--timeout", "nan", "stats"},
+        {"--timeout", "inf", "stats"}, {"--timeout", "0", "stats"}, {"--timeout", "86401", "stats"},
+        {"--timeout", "1e400", "stats"}}) {
     const testing::CommandOutcome o = run_tool("forkfeed-ctl", args, dir.path());
     EXPECT_TRUE(o.exited && o.code == 2) << joined(args) << ": " << o.describe();
   }

@@ -21,7 +21,9 @@ class Status {
     kWorkerDied,       // a worker process exited while work was in flight
     kResourceExhausted,
     kInternal,
-    kCancelled,  // the caller interrupted a wait (Loader::interrupt); nothing changed
+    // New codes go last: the codes before keep their numbers, which cross the wire.
+    kDeadlineExceeded,  // a wait ran past its deadline
+    kCancelled,         // the caller interrupted a wait (Loader::interrupt); nothing changed
   };
 
   Status() = default;
@@ -33,6 +35,7 @@ class Status {
   static Status WorkerDied(std::string msg) { return {Code::kWorkerDied, std::move(msg)}; }
   static Status ResourceExhausted(std::string msg) { return {Code::kResourceExhausted, std::move(msg)}; }
   static Status Internal(std::string msg) { return {Code::kInternal, std::move(msg)}; }
+  static Status DeadlineExceeded(std::string msg) { return {Code::kDeadlineExceeded, std::move(msg)}; }
   static Status Cancelled(std::string msg) { return {Code::kCancelled, std::move(msg)}; }
   // The one place where errno becomes a Status: "<context>: <strerror(err)>".
   // ENOENT maps to kNotFound, everything else to kIoError.

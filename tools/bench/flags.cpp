@@ -8,6 +8,7 @@
 
 #include "tools/cli/exit_status.h"
 #include "tools/cli/integer_flag.h"
+#include "tools/cli/seconds_flag.h"
 #include "transport/printable.h"
 
 namespace forkfeed::bench {
@@ -148,12 +149,8 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
                  "Read through the forkfeedd listening on SOCKET (forkfeed::Client) instead of an "
                  "in-process Loader")
       ->type_name("SOCKET");
-  double connect_timeout_s = std::chrono::duration<double>(flags.connect_timeout).count();
-  app.add_option("--connect-timeout", connect_timeout_s,
-                 "With --daemon: seconds to wait for forkfeedd to answer before giving up")
-      ->capture_default_str()
-      ->check(CLI::Range(0.001, 86400.0))  // a day at most: beyond, the milliseconds would overflow
-      ->type_name("SECONDS");
+  cli::add_seconds_flag(app, "--connect-timeout", flags.connect_timeout,
+                        "With --daemon: seconds to wait for forkfeedd to answer before giving up");
 
   try {
     app.parse(argc, argv);
@@ -161,8 +158,6 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
   } catch (const CLI::ParseError& e) {
     return cli::parse_exit(app, e);
   }
-  flags.connect_timeout =
-      std::chrono::ceil<std::chrono::milliseconds>(std::chrono::duration<double>(connect_timeout_s));
   // The IsMember checks above admit only names these parsers know.
   const std::optional<TransformKind> kind = parse_transform(transform);
   const std::optional<DType> type = parse_dtype(dtype);

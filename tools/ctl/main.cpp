@@ -8,6 +8,7 @@
 #include "client/daemon_connection.h"
 #include "forkfeed/client.h"
 #include "tools/cli/exit_status.h"
+#include "tools/cli/seconds_flag.h"
 #include "transport/printable.h"
 
 int main(int argc, char** argv) {
@@ -17,12 +18,10 @@ int main(int argc, char** argv) {
   });
   std::string socket = forkfeed::default_socket_path();
   bool pretty = false;
-  double timeout_s = std::chrono::duration<double>(forkfeed::kDefaultConnectTimeout).count();
+  std::chrono::milliseconds timeout = forkfeed::kDefaultConnectTimeout;
   app.add_option("--socket", socket, "forkfeedd's socket")->capture_default_str()->type_name("PATH");
-  app.add_option("--timeout", timeout_s, "Seconds to wait for the daemon to answer")
-      ->capture_default_str()
-      ->check(CLI::Range(0.001, 86400.0))  // a day at most: beyond, the milliseconds would overflow
-      ->type_name("SECONDS");
+  forkfeed::cli::add_seconds_flag(app, "--timeout", timeout,
+                                  "Seconds to wait for the daemon to answer, the hello and each request");
   auto* stats = app.add_subcommand("stats", "Print the daemon's stats as JSON");
   stats->add_flag("--pretty", pretty, "Indent the JSON");
   app.require_subcommand(1);
@@ -34,7 +33,7 @@ int main(int argc, char** argv) {
   }
 
   auto connection = forkfeed::DaemonConnection::connect(
-      socket, std::chrono::ceil<std::chrono::milliseconds>(std::chrono::duration<double>(timeout_s)));
+      socket, timeout, forkfeed::DaemonConnection::RequestTimeout::kSameAsConnect);
   if (!connection.ok()) {
     std::fprintf(stderr, "forkfeed-ctl: %s\n", forkfeed::printable(connection.status().message()).c_str());
     return forkfeed::cli::kExitFailed;

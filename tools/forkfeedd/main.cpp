@@ -70,11 +70,11 @@ int main(int argc, char** argv) {
       ->type_name("BYTES");
   app.add_option("--max-pending-connections", max_pending,
                  "Connections without a stream (before open_stream, forkfeed-ctl) at once; the oldest "
-                 "silent one makes room for a new one [default: 64]")
+                 "one silent for a second makes room for a new one [default: 256]")
       ->check(forkfeed::cli::integer_of(max_pending));
   app.add_option("--handshake-timeout-ms", handshake_ms,
-                 "A connection without a stream is closed when it sends no request for this long "
-                 "[default: 5000]")
+                 "A connection that has not opened a stream this long after connecting is closed, "
+                 "replies or not [default: 5000]")
       ->type_name("MS")
       ->check(forkfeed::cli::integer_of(handshake_ms));
   app.add_option("--allow-uid", allow_uids, "Another user that may connect (named datasets only); repeatable")
