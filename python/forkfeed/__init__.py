@@ -76,6 +76,8 @@ class Loader:
     type) naming the option.
     """
 
+    _impl: Optional[_forkfeed.Loader] = None  # None until opened, e.g. if __init__ raised
+
     def __init__(
         self,
         root: Optional[os.PathLike | str] = None,
@@ -106,7 +108,6 @@ class Loader:
         log_level: Optional[str] = None,
         output: str = "torch",
     ) -> None:
-        self._impl: Optional[_forkfeed.Loader] = None
         if output not in ("torch", "numpy"):
             raise ValueError(f"output must be one of 'torch', 'numpy', got {output!r}")
         self._numpy = output == "numpy"
