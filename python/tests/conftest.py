@@ -42,9 +42,9 @@ def labels(dataset) -> list:
     return image_folder_labels(dataset)
 
 
-def run_python(code: str, env_update=None, timeout=120) -> subprocess.CompletedProcess:
-    """Runs `code` in a fresh /usr/bin/python3 (sys.executable) with this PYTHONPATH."""
-    env = dict(os.environ)
-    env.update(env_update or {})
+def run_python(code: str, env=None, timeout=120) -> subprocess.CompletedProcess:
+    """Runs `code` in a fresh interpreter (this one: /usr/bin/python3 under ctest) with
+    `env`, by default this process's environment (and so its PYTHONPATH)."""
+    env = dict(os.environ) if env is None else env
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           timeout=timeout)
