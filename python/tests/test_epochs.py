@@ -1,11 +1,14 @@
 """Every sample exactly once per epoch, with its label, whatever the worker count and
 batch size; len(); rank and world size defaults."""
 
+import os
+
 import numpy as np
 import pytest
 import torch
 
 import forkfeed
+from conftest import run_python
 
 
 def one_pass(loader):
@@ -62,3 +65,19 @@ def test_rank_and_world_size_from_environment(dataset, labels, monkeypatch):
             shards.append(set(one_pass(loader)[0]))
     assert not shards[0] & shards[1]
     assert len(shards[0]) == len(shards[1]) == 24  # 25 per rank, less the partial batch
+
+
+def test_rank_and_world_size_from_torch_distributed_first(dataset, tmp_path):
+    code = f"""
+import torch.distributed as dist
+import forkfeed
+dist.init_process_group("gloo", init_method="file://{tmp_path}/rendezvous", rank=0, world_size=1)
+with forkfeed.Loader({str(dataset)!r}, batch_size=8, workers=1, size=16, output="numpy") as loader:
+    order = loader.state_dict()["order"]
+    print(order["rank"], order["world_size"])
+dist.destroy_process_group()
+"""
+    # The environment says otherwise; an initialised torch.distributed wins.
+    result = run_python(code, env=dict(os.environ, RANK="1", WORLD_SIZE="3"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0", "1"]
