@@ -30,7 +30,9 @@ class PyLoader {
     loader_ = std::move(opened).value();
   }
 
-  // Runs f(loader) under the mutex, with the GIL released; raises if closed.
+  // Runs f(loader) under the mutex, with the GIL released; raises if closed. Defined
+  // before its callers, which deduce its return type.
+ private:
   template <typename F>
   auto locked(F&& f) {
     if (loader_ == nullptr) raise(Status::InvalidArgument("the loader is closed"));
@@ -39,6 +41,8 @@ class PyLoader {
     std::lock_guard lock(mu_);
     return f(*loader);
   }
+
+ public:
 
   // (images, labels, sample_indices, epoch, index), or None once the pass is over.
   py::object next(bool numpy) {
