@@ -71,3 +71,18 @@ def test_docstrings_on_public_names():
     for name in dir(forkfeed.Loader):
         if not name.startswith("_"):
             assert getattr(forkfeed.Loader, name).__doc__, name
+
+
+def test_stub_matches_the_package():
+    import ast
+    import inspect
+    import pathlib
+
+    stub = ast.parse((pathlib.Path(forkfeed.__file__).parent / "__init__.pyi").read_text())
+    loader = next(n for n in stub.body if isinstance(n, ast.ClassDef) and n.name == "Loader")
+    init = next(n for n in loader.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+    stub_args = [a.arg for a in init.args.args + init.args.kwonlyargs]
+    assert stub_args == list(inspect.signature(forkfeed.Loader.__init__).parameters)
+    stub_names = {n.name for n in loader.body if isinstance(n, ast.FunctionDef)}
+    public = {n for n in vars(forkfeed.Loader) if not n.startswith("_") or n in ("__iter__", "__len__")}
+    assert public <= stub_names
