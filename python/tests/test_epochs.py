@@ -2,13 +2,14 @@
 batch size; len(); rank and world size defaults."""
 
 import os
+import subprocess
 
 import numpy as np
 import pytest
 import torch
 
 import forkfeed
-from conftest import run_python
+from conftest import BIN_DIR, run_python
 
 
 def one_pass(loader):
@@ -81,3 +82,18 @@ dist.destroy_process_group()
     result = run_python(code, env=dict(os.environ, RANK="1", WORLD_SIZE="3"))
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["0", "1"]
+
+
+def test_same_order_as_the_cpp_loader(dataset, labels, tmp_path):
+    dump = tmp_path / "order.tsv"
+    subprocess.run([str(BIN_DIR / "forkfeed-bench"), "--data", str(dataset), "--batch", "7",
+                    "--workers", "2", "--size", "16", "--seed", "9", "--epochs", "2",
+                    "--dump-indices", str(dump), "--log-level", "warn"],
+                   check=True, stdout=subprocess.DEVNULL)
+    expected = [tuple(int(x) for x in line.split("\t")) for line in dump.read_text().splitlines()]
+    got = []
+    with forkfeed.Loader(dataset, batch_size=7, workers=3, size=16, seed=9) as loader:
+        for _ in range(2):
+            while (batch := loader.next_batch()) is not None:
+                got += [(batch.epoch, batch.index, i, labels[i]) for i in batch.indices]
+    assert got == expected
