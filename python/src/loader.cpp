@@ -10,6 +10,7 @@
 #include "forkfeed/loader.h"
 #include "python/src/batch_views.h"
 #include "python/src/bindings.h"
+#include "python/src/sigint.h"
 
 namespace forkfeed::python {
 namespace {
@@ -45,8 +46,9 @@ class PyLoader {
  public:
 
   // (images, labels, sample_indices, epoch, index), or None once the pass is over.
+  // Ctrl-C while waiting raises KeyboardInterrupt (see sigint.h).
   py::object next(bool numpy) {
-    Result<std::optional<Batch>> next = locked([](Loader& l) { return l.next(); });
+    Result<std::optional<Batch>> next = wait_for_batch();
     if (!next.ok()) raise(next.status());
     if (!next->has_value()) return py::none();
     Batch batch = std::move(**next);
@@ -109,6 +111,31 @@ class PyLoader {
   bool closed() const { return loader_ == nullptr; }
 
  private:
+  // Loader::next(), watching for SIGINT. Loader::interrupt() makes the next wait, in
+  // this call or a later one, return an IoError: one caused by our handler is retried
+  // when Python's handler did not raise (a handler that ignores Ctrl-C).
+  Result<std::optional<Batch>> wait_for_batch() {
+    for (;;) {
+      if (loader_ == nullptr) raise(Status::InvalidArgument("the loader is closed"));
+      Result<std::optional<Batch>> next = Status::Internal("not run");
+      bool fired = false;
+      {
+        SigintWatch watch(*loader_);
+        next = locked([](Loader& l) { return l.next(); });
+        fired = watch.fired();
+      }
+      if (fired && PyErr_CheckSignals() != 0) throw py::error_already_set();  // KeyboardInterrupt
+      const bool interrupted = !next.ok() && next.status().code() == Status::Code::kIoError;
+      if (interrupted && (fired || pending_interrupt_)) {
+        pending_interrupt_ = false;
+        continue;
+      }
+      if (fired) pending_interrupt_ = true;  // set in the Loader, not yet consumed by a wait
+      return next;
+    }
+  }
+
+  bool pending_interrupt_ = false;
   std::mutex mu_;
   std::shared_ptr<Loader> loader_;
 };
