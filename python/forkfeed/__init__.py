@@ -73,7 +73,8 @@ class Loader:
     with no copy. The slot goes back to the pool when the last view dies; holding
     more than ``workers * prefetch + 1`` batches makes the next step raise
     ``forkfeed.Error``. Bad options raise ValueError (or TypeError for a wrong
-    type) naming the option.
+    type) naming the option. Ctrl-C while waiting for a batch raises
+    KeyboardInterrupt at once, and the loader stays usable.
     """
 
     _impl: Optional[_forkfeed.Loader] = None  # None until opened, e.g. if __init__ raised
