@@ -18,9 +18,9 @@ import os
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from forkfeed import _forkfeed
-from forkfeed._forkfeed import BadDataError, Error, WorkerDiedError
+from forkfeed._forkfeed import BadDataError, Error, WorkerDiedError, fork_report
 
-__all__ = ["Loader", "Batch", "Error", "BadDataError", "WorkerDiedError"]
+__all__ = ["Loader", "Batch", "Error", "BadDataError", "WorkerDiedError", "fork_report"]
 
 
 class Batch(NamedTuple):

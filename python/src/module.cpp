@@ -6,4 +6,5 @@ PYBIND11_MODULE(_forkfeed, m) {
   m.doc() = "forkfeed's C++ Loader; use the forkfeed package, which wraps it.";
   forkfeed::python::register_errors(m);
   forkfeed::python::register_loader(m);
+  forkfeed::python::register_fork_report(m);
 }

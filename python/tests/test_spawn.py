@@ -44,3 +44,23 @@ with forkfeed.Loader({str(dataset)!r}, batch_size=8, workers=1, size=16, output=
     result = run_python(code)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "fork"
+
+
+def test_fork_report_sees_a_thread():
+    code = """
+import json, threading, forkfeed
+clean = forkfeed.fork_report()
+stop = threading.Event()
+helper = threading.Thread(target=stop.wait)
+helper.start()
+busy = forkfeed.fork_report()
+stop.set()
+helper.join()
+print(json.dumps([clean, busy]))
+"""
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr
+    clean, busy = json.loads(result.stdout)
+    assert not clean["hazardous"] and clean["summary"] == "no fork hazard"
+    assert busy["hazardous"] and busy["threads"] >= 2 and "thread" in busy["summary"]
+    assert busy["description"]
