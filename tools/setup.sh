@@ -9,6 +9,8 @@ packages=(
   libibverbs-dev ibverbs-providers libjpeg62-turbo-dev
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev
   python3  # tools/compare.sh's memory sampler and report, and its test
+  # The Python package (python/) and its tests, for /usr/bin/python3.
+  python3-dev python3-pybind11 python3-numpy python3-pytest python3-torch
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then

@@ -1,0 +1,66 @@
+# Type stub for the forkfeed package (docstrings live in __init__.py).
+import os
+from typing import Any, Dict, Iterator, List, Literal, NamedTuple, Optional, Sequence, Tuple
+
+class Error(RuntimeError): ...
+class BadDataError(Error): ...
+class WorkerDiedError(Error): ...
+
+def fork_report() -> Dict[str, Any]: ...
+
+class Batch(NamedTuple):
+    images: Any
+    labels: Any
+    indices: List[int]
+    epoch: int
+    index: int
+
+class Loader:
+    def __init__(
+        self,
+        root: Optional[os.PathLike[str] | str] = None,
+        *,
+        manifest: Optional[os.PathLike[str] | str] = None,
+        batch_size: Optional[int] = None,
+        workers: Optional[int] = None,
+        prefetch: Optional[int] = None,
+        transform: Optional[Literal["train", "eval"]] = None,
+        size: Optional[int] = None,
+        dtype: Optional[Literal["uint8", "float32"]] = None,
+        mean: Optional[Sequence[float]] = None,
+        std: Optional[Sequence[float]] = None,
+        seed: Optional[int] = None,
+        epoch: Optional[int] = None,
+        rank: Optional[int] = None,
+        world_size: Optional[int] = None,
+        shuffle: Optional[bool] = None,
+        drop_last: Optional[bool] = None,
+        on_error: Optional[Literal["fail", "skip"]] = None,
+        start_method: Optional[Literal["auto", "fork", "spawn"]] = None,
+        fork_hazard: Optional[Literal["warn", "error", "ignore"]] = None,
+        max_worker_restarts: Optional[int] = None,
+        task_timeout: Optional[float] = None,
+        pin_memory_device: Optional[int] = None,
+        max_pixels: Optional[int] = None,
+        max_file_bytes: Optional[int] = None,
+        log_level: Optional[str] = None,
+        output: Literal["torch", "numpy"] = "torch",
+    ) -> None: ...
+    def __iter__(self) -> Iterator[Tuple[Any, Any]]: ...
+    def next_batch(self) -> Optional[Batch]: ...
+    def __len__(self) -> int: ...
+    @property
+    def epoch(self) -> int: ...
+    def set_epoch(self, epoch: int) -> None: ...
+    def reset(self) -> None: ...
+    def state_dict(self) -> Dict[str, Any]: ...
+    def load_state_dict(self, state_dict: Dict[str, Any]) -> None: ...
+    @property
+    def classes(self) -> List[str]: ...
+    def stats(self) -> Dict[str, Any]: ...
+    def shared_memory(self) -> Tuple[int, int]: ...
+    def close(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+    def __enter__(self) -> Loader: ...
+    def __exit__(self, *exc_info: object) -> None: ...

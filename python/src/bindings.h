@@ -1,0 +1,32 @@
+// What each source file of the _forkfeed extension adds to the module.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include "forkfeed/options.h"
+#include "forkfeed/status.h"
+
+namespace forkfeed::python {
+
+namespace py = pybind11;
+
+// errors.cpp: forkfeed.Error (a RuntimeError) and its subclasses BadDataError and
+// WorkerDiedError.
+void register_errors(py::module_& m);
+// Raises `status` as a Python exception: InvalidArgument -> ValueError, NotFound ->
+// FileNotFoundError, IoError -> OSError, BadData -> BadDataError, WorkerDied ->
+// WorkerDiedError, anything else -> forkfeed.Error; the message is the C++ one.
+// REQUIRES: !status.ok() and the GIL held.
+[[noreturn]] void raise(const Status& status);
+
+// options.cpp: LoaderOptions from a dict of the C++ option names; a wrong type or value
+// raises TypeError or ValueError naming the option, an unknown name raises TypeError.
+LoaderOptions loader_options_from_dict(const py::dict& options);
+
+// loader.cpp: the Loader class the Python package wraps.
+void register_loader(py::module_& m);
+
+// fork_report.cpp: fork_report(), ForkSafety::assess() as a dict.
+void register_fork_report(py::module_& m);
+
+}  // namespace forkfeed::python

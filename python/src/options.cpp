@@ -1,0 +1,133 @@
+// LoaderOptions from Python values: every check names the option it is about. The
+// enum names are the C++ ones (parse_* and to_string in forkfeed/options.h).
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "python/src/bindings.h"
+
+namespace forkfeed::python {
+namespace {
+
+[[noreturn]] void bad_value(const std::string& name, const std::string& what, py::handle got) {
+  raise(Status::InvalidArgument(name + " must be " + what + ", got " + py::repr(got).cast<std::string>()));
+}
+
+[[noreturn]] void bad_type(const std::string& name, const std::string& what, py::handle got) {
+  throw py::type_error(name + " must be " + what + ", got " + py::repr(got).cast<std::string>() + " (" +
+                       py::str(py::type::handle_of(got).attr("__name__")).cast<std::string>() + ")");
+}
+
+// An int (not a bool) in [lo, hi].
+template <typename T>
+T integer(const std::string& name, py::handle value) {
+  constexpr long long lo = static_cast<long long>(std::numeric_limits<T>::min());
+  const std::string range = "an integer in [" + std::to_string(lo) + ", " +
+                            std::to_string(std::numeric_limits<T>::max()) + "]";
+  if (PyBool_Check(value.ptr()) || !PyLong_Check(value.ptr())) bad_type(name, range, value);
+  if (py::int_(lo) > value || value > py::int_(std::numeric_limits<T>::max())) bad_value(name, range, value);
+  if constexpr (std::is_signed_v<T>) {
+    return static_cast<T>(value.cast<long long>());
+  } else {
+    return static_cast<T>(value.cast<unsigned long long>());
+  }
+}
+
+bool boolean(const std::string& name, py::handle value) {
+  if (!PyBool_Check(value.ptr())) bad_type(name, "True or False", value);
+  return value.cast<bool>();
+}
+
+std::string string(const std::string& name, py::handle value) {
+  if (!PyUnicode_Check(value.ptr())) bad_type(name, "a str", value);
+  return value.cast<std::string>();
+}
+
+std::array<float, 3> three_floats(const std::string& name, py::handle value) {
+  const std::string what = "a sequence of 3 numbers (R, G, B)";
+  if (PyUnicode_Check(value.ptr()) || !PySequence_Check(value.ptr())) bad_type(name, what, value);
+  py::sequence seq = py::reinterpret_borrow<py::sequence>(value);
+  if (seq.size() != 3) bad_value(name, what, value);
+  std::array<float, 3> out{};
+  for (std::size_t i = 0; i < 3; ++i) {
+    py::object item = seq[i];
+    if (PyBool_Check(item.ptr()) || !(PyFloat_Check(item.ptr()) || PyLong_Check(item.ptr()))) {
+      bad_type(name, what, value);
+    }
+    out[i] = item.cast<float>();
+  }
+  return out;
+}
+
+// One of the enum's C++ names: parse(name) accepts it, to_string(e) lists them.
+template <typename E, std::size_t N>
+E enumerated(const std::string& name, py::handle value, std::optional<E> (*parse)(std::string_view),
+             const std::array<E, N>& all) {
+  std::string names;
+  for (E e : all) names += (names.empty() ? "'" : ", '") + std::string(to_string(e)) + "'";
+  const std::string what = "one of " + names;
+  if (!PyUnicode_Check(value.ptr())) bad_type(name, what, value);
+  const std::optional<E> parsed = parse(value.cast<std::string>());
+  if (!parsed) bad_value(name, what, value);
+  return *parsed;
+}
+
+// Seconds (a float, like every timeout in Python) to LoaderOptions::task_timeout_ms.
+std::uint32_t timeout_ms(const std::string& name, py::handle value) {
+  const std::string what = "a number of seconds in [0, 4294967] (0: never)";
+  if (PyBool_Check(value.ptr()) || !(PyFloat_Check(value.ptr()) || PyLong_Check(value.ptr()))) {
+    bad_type(name, what, value);
+  }
+  const double seconds = value.cast<double>();
+  if (!(seconds >= 0 && seconds <= 4294967.0)) bad_value(name, what, value);
+  return static_cast<std::uint32_t>(std::llround(seconds * 1000));
+}
+
+}  // namespace
+
+LoaderOptions loader_options_from_dict(const py::dict& options) {
+  LoaderOptions o;
+  for (auto [key, value] : options) {
+    const std::string name = py::str(key).cast<std::string>();
+    if (name == "root") o.image_folder = string(name, value);
+    else if (name == "manifest") o.manifest = string(name, value);
+    else if (name == "batch_size") o.batch_size = integer<std::uint32_t>(name, value);
+    else if (name == "workers") o.workers = integer<std::uint32_t>(name, value);
+    else if (name == "prefetch") o.prefetch = integer<std::uint32_t>(name, value);
+    else if (name == "transform")
+      o.transform = enumerated(name, value, &parse_transform,
+                               std::array{TransformKind::kTrain, TransformKind::kEval});
+    else if (name == "size") o.size = integer<std::uint32_t>(name, value);
+    else if (name == "dtype") o.dtype = enumerated(name, value, &parse_dtype, std::array{DType::kUint8, DType::kFloat32});
+    else if (name == "mean") o.mean = three_floats(name, value);
+    else if (name == "std") o.std = three_floats(name, value);
+    else if (name == "seed") o.seed = integer<std::uint64_t>(name, value);
+    else if (name == "epoch") o.epoch = integer<std::uint64_t>(name, value);
+    else if (name == "rank") o.rank = integer<std::uint32_t>(name, value);
+    else if (name == "world_size") o.world_size = integer<std::uint32_t>(name, value);
+    else if (name == "shuffle") o.shuffle = boolean(name, value);
+    else if (name == "drop_last") o.drop_last = boolean(name, value);
+    else if (name == "on_error")
+      o.on_error = enumerated(name, value, &parse_on_error, std::array{OnError::kFail, OnError::kSkip});
+    else if (name == "start_method")
+      o.start_method = enumerated(name, value, &parse_start_method,
+                                  std::array{StartMethod::kAuto, StartMethod::kFork, StartMethod::kSpawn});
+    else if (name == "fork_hazard")
+      o.fork_hazard = enumerated(name, value, &parse_fork_hazard,
+                                 std::array{ForkHazardPolicy::kWarn, ForkHazardPolicy::kError, ForkHazardPolicy::kIgnore});
+    else if (name == "max_worker_restarts") o.max_worker_restarts = integer<std::uint32_t>(name, value);
+    else if (name == "task_timeout") o.task_timeout_ms = timeout_ms(name, value);
+    else if (name == "pin_memory_device") o.pin_memory_device = integer<std::int32_t>(name, value);
+    else if (name == "max_pixels") o.max_pixels = integer<std::uint64_t>(name, value);
+    else if (name == "max_file_bytes") o.max_file_bytes = integer<std::uint64_t>(name, value);
+    else if (name == "log_level") o.log_level = string(name, value);
+    else throw py::type_error("Loader() got an unexpected keyword argument '" + name + "'");
+  }
+  return o;
+}
+
+}  // namespace forkfeed::python

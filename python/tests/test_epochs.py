@@ -1,0 +1,99 @@
+"""Every sample exactly once per epoch, with its label, whatever the worker count and
+batch size; len(); rank and world size defaults."""
+
+import os
+import subprocess
+
+import numpy as np
+import pytest
+import torch
+
+import forkfeed
+from conftest import BIN_DIR, run_python
+
+
+def one_pass(loader):
+    indices, labels = [], []
+    while (batch := loader.next_batch()) is not None:
+        assert batch.images.shape[0] == batch.labels.shape[0] == len(batch.indices)
+        indices += batch.indices
+        labels += [int(x) for x in batch.labels]
+    return indices, labels
+
+
+@pytest.mark.parametrize("workers,batch_size", [(1, 7), (2, 8), (3, 16)])
+def test_each_sample_once_per_epoch_with_its_label(dataset, labels, workers, batch_size):
+    with forkfeed.Loader(dataset, batch_size=batch_size, workers=workers, size=16, seed=5) as loader:
+        assert len(loader) == -(-len(labels) // batch_size)
+        passes = []
+        for epoch in range(2):
+            indices, got = one_pass(loader)
+            assert sorted(indices) == list(range(len(labels))), f"epoch {epoch}"
+            assert got == [labels[i] for i in indices]
+            passes.append(indices)
+        assert passes[0] != passes[1], "shuffle changes the order between epochs"
+
+
+def test_iteration_yields_torch_tensors(dataset, labels):
+    with forkfeed.Loader(dataset, batch_size=8, workers=2, size=16, dtype="float32") as loader:
+        seen = 0
+        for images, batch_labels in loader:
+            assert isinstance(images, torch.Tensor) and images.dtype == torch.float32
+            assert images.shape[1:] == (3, 16, 16)  # NCHW
+            assert batch_labels.dtype == torch.int64
+            seen += images.shape[0]
+        assert seen == len(labels)
+        assert loader.classes == [f"class_{c:03d}" for c in range(4)]
+        assert loader.stats()["delivered_samples"] == len(labels)
+
+
+def test_numpy_output(dataset, labels):
+    with forkfeed.Loader(dataset, batch_size=8, workers=1, size=16, output="numpy", shuffle=False) as loader:
+        batch = loader.next_batch()
+        assert isinstance(batch.images, np.ndarray) and batch.images.dtype == np.uint8
+        assert batch.images.shape == (8, 16, 16, 3)  # NHWC
+        assert batch.indices == list(range(8))
+        assert batch.labels.tolist() == labels[:8]
+
+
+def test_rank_and_world_size_from_environment(dataset, labels, monkeypatch):
+    shards = []
+    for rank in range(2):
+        monkeypatch.setenv("RANK", str(rank))
+        monkeypatch.setenv("WORLD_SIZE", "2")
+        with forkfeed.Loader(dataset, batch_size=8, workers=1, size=16, drop_last=True) as loader:
+            assert loader.state_dict()["order"]["rank"] == rank
+            shards.append(set(one_pass(loader)[0]))
+    assert not shards[0] & shards[1]
+    assert len(shards[0]) == len(shards[1]) == 24  # 25 per rank, less the partial batch
+
+
+def test_rank_and_world_size_from_torch_distributed_first(dataset, tmp_path):
+    code = f"""
+import torch.distributed as dist
+import forkfeed
+dist.init_process_group("gloo", init_method="file://{tmp_path}/rendezvous", rank=0, world_size=1)
+with forkfeed.Loader({str(dataset)!r}, batch_size=8, workers=1, size=16, output="numpy") as loader:
+    order = loader.state_dict()["order"]
+    print(order["rank"], order["world_size"])
+dist.destroy_process_group()
+"""
+    # The environment says otherwise; an initialised torch.distributed wins.
+    result = run_python(code, env=dict(os.environ, RANK="1", WORLD_SIZE="3"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0", "1"]
+
+
+def test_same_order_as_the_cpp_loader(dataset, labels, tmp_path):
+    dump = tmp_path / "order.tsv"
+    subprocess.run([str(BIN_DIR / "forkfeed-bench"), "--data", str(dataset), "--batch", "7",
+                    "--workers", "2", "--size", "16", "--seed", "9", "--epochs", "2",
+                    "--dump-indices", str(dump), "--log-level", "warn"],
+                   check=True, stdout=subprocess.DEVNULL)
+    expected = [tuple(int(x) for x in line.split("\t")) for line in dump.read_text().splitlines()]
+    got = []
+    with forkfeed.Loader(dataset, batch_size=7, workers=3, size=16, seed=9) as loader:
+        for _ in range(2):
+            while (batch := loader.next_batch()) is not None:
+                got += [(batch.epoch, batch.index, i, labels[i]) for i in batch.indices]
+    assert got == expected

@@ -1,0 +1,79 @@
+"""state_dict() is a plain dict that json, pickle and torch.save keep, and resuming from
+it, with another worker count or in another process, continues exactly."""
+
+import hashlib
+import io
+import json
+import pickle
+
+import pytest
+import torch
+
+import forkfeed
+from conftest import run_python
+
+OPTIONS = dict(batch_size=7, size=16, seed=11, dtype="uint8")
+
+
+def take(loader, n):
+    """The next n batches as (dataset indices, pixel digest) pairs."""
+    out = []
+    for _ in range(n):
+        batch = loader.next_batch()
+        if batch is None:
+            batch = loader.next_batch()  # the end of a pass; the next call starts the next
+        out.append((batch.epoch, batch.indices, hashlib.sha1(batch.images.numpy().tobytes()).hexdigest()))
+    return out
+
+
+@pytest.mark.parametrize("stop", [3, 8])  # mid-epoch; right after the last batch (8 per epoch)
+def test_resume_with_another_worker_count(dataset, stop):
+    with forkfeed.Loader(dataset, workers=1, **OPTIONS) as loader:
+        whole = take(loader, 12)
+    with forkfeed.Loader(dataset, workers=1, **OPTIONS) as loader:
+        first = take(loader, stop)
+        state = loader.state_dict()
+    for encode, decode in [(json.dumps, json.loads), (pickle.dumps, pickle.loads),
+                           (_torch_save, lambda b: torch.load(io.BytesIO(b)))]:
+        restored = decode(encode(state))
+        assert restored == state
+        with forkfeed.Loader(dataset, workers=3, **OPTIONS) as resumed:
+            resumed.load_state_dict(restored)
+            assert first + take(resumed, 12 - stop) == whole
+
+
+def _torch_save(state):
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    return buffer.getvalue()
+
+
+def test_resume_in_another_process(dataset):
+    with forkfeed.Loader(dataset, workers=2, **OPTIONS) as loader:
+        whole = take(loader, 6)
+    with forkfeed.Loader(dataset, workers=2, **OPTIONS) as loader:
+        first = take(loader, 2)
+        state = loader.state_dict()
+    code = f"""
+import json, forkfeed, hashlib
+loader = forkfeed.Loader({str(dataset)!r}, workers=1, **{OPTIONS!r})
+loader.load_state_dict(json.loads({json.dumps(state)!r}))
+out = []
+for _ in range(4):
+    b = loader.next_batch()
+    out.append([b.epoch, b.indices, hashlib.sha1(b.images.numpy().tobytes()).hexdigest()])
+print(json.dumps(out))
+"""
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr
+    rest = [tuple(x) for x in json.loads(result.stdout)]
+    assert first + rest == whole
+
+
+def test_state_from_other_order_is_refused(dataset):
+    with forkfeed.Loader(dataset, workers=1, **OPTIONS) as loader:
+        state = loader.state_dict()
+    with forkfeed.Loader(dataset, workers=1, **dict(OPTIONS, batch_size=5)) as other:
+        with pytest.raises(ValueError, match="batch"):
+            other.load_state_dict(state)
+        assert other.epoch == 0
