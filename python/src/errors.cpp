@@ -41,9 +41,11 @@ void raise(const Status& status) {
     case Status::Code::kIoError: type = PyExc_OSError; break;
     case Status::Code::kBadData: type = bad_data_type; break;
     case Status::Code::kWorkerDied: type = worker_died_type; break;
+    case Status::Code::kDeadlineExceeded: type = PyExc_TimeoutError; break;
     case Status::Code::kOk:
     case Status::Code::kResourceExhausted:
-    case Status::Code::kInternal: break;
+    case Status::Code::kInternal:
+    case Status::Code::kCancelled: break;
   }
   PyErr_SetString(type, status.message().c_str());
   throw py::error_already_set();

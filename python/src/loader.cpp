@@ -112,7 +112,7 @@ class PyLoader {
 
  private:
   // Loader::next(), watching for SIGINT. Loader::interrupt() makes the next wait, in
-  // this call or a later one, return an IoError: one caused by our handler is retried
+  // this call or a later one, return kCancelled: one caused by our handler is retried
   // when Python's handler did not raise (a handler that ignores Ctrl-C).
   Result<std::optional<Batch>> wait_for_batch() {
     for (;;) {
@@ -125,7 +125,7 @@ class PyLoader {
         fired = watch.fired();
       }
       if (fired && PyErr_CheckSignals() != 0) throw py::error_already_set();  // KeyboardInterrupt
-      const bool interrupted = !next.ok() && next.status().code() == Status::Code::kIoError;
+      const bool interrupted = !next.ok() && next.status().code() == Status::Code::kCancelled;
       if (interrupted && (fired || pending_interrupt_)) {
         pending_interrupt_ = false;
         continue;
