@@ -142,10 +142,14 @@ void Server::accept_some() {
   }
 }
 
-bool Server::make_room_for_handshake() {
+std::size_t Server::pending_connections() const {
   std::size_t pending = 0;
   for (const auto& session : sessions_) pending += session->handshake().pending() ? 1 : 0;
-  if (pending < config_.handshake.max_pending_connections) return true;
+  return pending;
+}
+
+bool Server::make_room_for_handshake() {
+  if (pending_connections() < config_.handshake.max_pending_connections) return true;
   // Full: the oldest connection silent for kMinSilenceBeforeCrowdOut goes, not the new
   // one. Refusing new connections would let anyone who keeps max_pending_connections
   // silent sockets open lock every client and forkfeed-ctl out; the minimum silence keeps
@@ -190,8 +194,8 @@ nlohmann::json Server::stats() const {
     for (const auto& session : sessions_) {
       nlohmann::json s = session->stats();
       if (!s.is_null()) streams.push_back(std::move(s));
-      pending += session->handshake().pending() ? 1 : 0;
     }
+    pending = pending_connections();
   }
   const double uptime = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   return nlohmann::json{{"daemon",

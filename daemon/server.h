@@ -41,6 +41,8 @@ class Server {
   // crowding out the oldest one silent long enough if need be. False: no room.
   // REQUIRES: mu_ held.
   bool make_room_for_handshake();
+  // Connections without a stream, waiting for or answering a request. REQUIRES: mu_ held.
+  std::size_t pending_connections() const;
   // Ends the handshakes of connections that opened no stream within handshake_timeout_ms
   // of accept, unless an open_stream is building its loader.
   void expire_handshakes();
