@@ -1,7 +1,8 @@
 """The package delivers what the C++ Loader delivers: the same samples in the same
 batches, the same labels and the same bytes, for both transforms and both dtypes; and
-ranks of a torch.distributed job read disjoint shards that cover the dataset."""
+the ranks of a torchrun job spawn their workers and read disjoint shards that cover the dataset."""
 
+import json
 import os
 import pathlib
 import subprocess
@@ -54,37 +55,44 @@ def test_same_batches_labels_and_pixels_as_the_cpp_loader(dataset, tmp_path, tra
         assert g[4] == e[4], f"pixels of batch {e[1]} of epoch {e[0]} differ"
 
 
-def test_torch_distributed_ranks_read_disjoint_shards_that_cover_the_data(dataset, labels, tmp_path):
-    code = f"""
-import os, sys
+def test_torchrun_ranks_spawn_and_read_disjoint_shards_that_cover_the_data(dataset, labels, tmp_path):
+    # Each rank of `torchrun --nproc_per_node 2` joins a gloo group (whose threads make
+    # it a hazardous parent) and takes rank and world size from torch.distributed.
+    script = tmp_path / "rank.py"
+    script.write_text(f"""
+import json, os
 import torch.distributed as dist
 import forkfeed
-rank = int(sys.argv[1])
-dist.init_process_group("gloo", init_method="file://{tmp_path}/rendezvous", rank=rank, world_size=2)
+dist.init_process_group("gloo")
+rows = []
 with forkfeed.Loader({str(dataset)!r}, batch_size=6, workers=1, size=16, seed=4,
                      output="numpy") as loader:
     for epoch in range(2):
         loader.set_epoch(epoch)
         while (batch := loader.next_batch()) is not None:
-            for i, label in zip(batch.indices, batch.labels):
-                print(epoch, i, int(label))
+            rows += [(epoch, i, int(label)) for i, label in zip(batch.indices, batch.labels)]
+    start_method = loader.stats()["start_method"]
+with open({str(tmp_path)!r} + f"/rank{{dist.get_rank()}}.json", "w") as out:
+    json.dump({{"start_method": start_method, "rows": rows}}, out)
 dist.barrier()
 dist.destroy_process_group()
-"""
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE")}
-    ranks = [subprocess.Popen([sys.executable, "-c", code, str(rank)], env=env, text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for rank in range(2)]
-    outputs = [p.communicate(timeout=120) for p in ranks]
-    for p, (_, err) in zip(ranks, outputs):
-        assert p.returncode == 0, err
+""")
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "FORKFEED_WORKER")}
+    # --redirects/--tee 1: Debian's torch 1.13 cannot parse their default "0" on Python
+    # 3.11 (Std.from_str iterates an IntFlag, which no longer yields its zero member).
+    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                             "--nproc_per_node", "2", "--redirects", "1", "--tee", "1", str(script)],
+                            env=env, capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0, result.stderr
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+    assert [r["start_method"] for r in ranks] == ["spawn", "spawn"]
     for epoch in range(2):
         shards = []
-        for out, _ in outputs:
-            rows = [tuple(int(x) for x in line.split()) for line in out.splitlines()]
-            shard = [(i, label) for e, i, label in rows if e == epoch]
+        for r in ranks:
+            shard = [(i, label) for e, i, label in r["rows"] if e == epoch]
             assert all(label == labels[i] for i, label in shard)
             shards.append([i for i, _ in shard])
-        # 50 samples over 2 ranks: 25 each, no padding needed; none on both ranks.
+        # 50 samples over 2 ranks: 25 each, none on both ranks.
         assert len(shards[0]) == len(shards[1]) == 25
         assert not set(shards[0]) & set(shards[1])
         assert sorted(shards[0] + shards[1]) == list(range(50))
