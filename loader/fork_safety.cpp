@@ -9,7 +9,7 @@
 #include <cstring>
 #include <utility>
 
-#include "loader/cuda_probe.h"
+#include "cuda/driver.h"
 #include "loader/process_view.h"
 
 namespace forkfeed {

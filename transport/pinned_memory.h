@@ -7,20 +7,10 @@
 #include <memory>
 #include <span>
 #include <string>
-#include <vector>
+
+#include "cuda/runtime.h"
 
 namespace forkfeed {
-
-struct CudaRuntime;  // the entry points of a loaded libcudart; see pinned_memory.cpp
-
-// Where CUDA is looked for.
-struct CudaLibraries {
-  std::vector<std::string> runtimes;  // libcudart names or paths, tried in order
-  std::string driver;                 // libcuda, consulted only if already loaded
-
-  // $FORKFEED_CUDART if set, else the usual libcudart sonames; the driver libcuda.so.1.
-  static CudaLibraries from_environment();
-};
 
 class PinnedRegistration {
  public:
@@ -29,7 +19,7 @@ class PinnedRegistration {
   // summary() says why. Device discipline: |device| is made current before the
   // registration (and before the unregistration), device 0 is never touched unless it
   // is |device|, and the caller's previous device is made current again afterwards only
-  // if it has a primary context (on CUDA >= 12 selecting a device creates one).
+  // if it has a primary context (see cuda/device_scope.h).
   // REQUIRES: device >= 0; |region| outlives the result.
   static PinnedRegistration pin(std::span<std::byte> region, int device,
                                 const CudaLibraries& libraries = CudaLibraries::from_environment());

@@ -1,4 +1,4 @@
-// A test double of libcudart (and of the two libcuda calls forkfeed makes), loaded
+// A test double of libcudart (and of the three libcuda calls forkfeed makes), loaded
 // through the same dlopen seam as the real one. It models what matters for device
 // discipline: a device gets a primary context on its first cudaSetDevice (as on CUDA
 // >= 12), and a registration with no device current initialises device 0.
@@ -157,6 +157,11 @@ const char* cudaGetErrorString(int error) {
 }
 
 // libcuda's side: a device ordinal is its handle.
+int cuDeviceGetCount(int* count) {
+  *count = device_count();
+  return kSuccess;
+}
+
 int cuDeviceGet(int* device, int ordinal) {
   *device = ordinal;
   return ordinal >= 0 && ordinal < device_count() ? kSuccess : kInvalidDevice;

@@ -1,5 +1,6 @@
-// CudaProbe: whether this process already uses CUDA, asked of the driver only if
-// something else loaded it, and never initialising it.
+// The CUDA driver (libcuda), asked only if something else already loaded it: nothing
+// here loads it, initialises it or creates a context. Used by the fork-safety probe
+// (does this process use CUDA?) and by DeviceScope (may a device be made current again?).
 #pragma once
 
 #include <string>
@@ -17,5 +18,9 @@ struct CudaUse {
 // asks it which devices have an active primary context. Never calls cuInit: a driver
 // that is loaded but not initialised holds no context.
 CudaUse probe_cuda(const std::string& driver);
+
+// Whether device |ordinal| has an active primary context. False when |driver| is not
+// loaded (then no context exists anywhere) and when the driver cannot say.
+bool has_primary_context(const std::string& driver, int ordinal);
 
 }  // namespace forkfeed

@@ -1,0 +1,20 @@
+#include "cuda/device_scope.h"
+
+#include "cuda/driver.h"
+
+namespace forkfeed {
+
+DeviceScope::DeviceScope(const CudaRuntime& rt, int device) : rt_(rt) {
+  int previous = -1;
+  if (rt.get_device(&previous) == kCudaSuccess && previous != device && previous >= 0 &&
+      has_primary_context(rt.driver, previous)) {
+    restore_ = previous;
+  }
+  rc_ = rt.set_device(device);
+}
+
+DeviceScope::~DeviceScope() {
+  if (rc_ == kCudaSuccess && restore_ >= 0) (void)rt_.set_device(restore_);
+}
+
+}  // namespace forkfeed
