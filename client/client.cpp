@@ -90,7 +90,7 @@ class Client::Impl {
           epoch_ = d->epoch;
           position_ = d->index;
           pass_over_ = false;
-          Status s = status_of(d->code, d->message);
+          Status s = Status::FromCode(static_cast<Status::Code>(d->code), d->message);
           if (d->fatal != 0) {
             broken_ = s;
             broken_reported_ = true;
@@ -221,27 +221,6 @@ class Client::Impl {
                               d.index};
     return std::optional<Batch>(
         BatchFactory::make(parts, std::make_unique<ReturnLease>(stream_, d.handle, d.tag)));
-  }
-
-  static Status status_of(std::uint32_t code, const char* message) {
-    switch (static_cast<Status::Code>(code)) {
-      case Status::Code::kInvalidArgument:
-        return Status::InvalidArgument(message);
-      case Status::Code::kNotFound:
-        return Status::NotFound(message);
-      case Status::Code::kIoError:
-        return Status::IoError(message);
-      case Status::Code::kBadData:
-        return Status::BadData(message);
-      case Status::Code::kWorkerDied:
-        return Status::WorkerDied(message);
-      case Status::Code::kResourceExhausted:
-        return Status::ResourceExhausted(message);
-      case Status::Code::kDeadlineExceeded:
-        return Status::DeadlineExceeded(message);
-      default:
-        return Status::Internal(message);
-    }
   }
 
   DaemonConnection connection_;

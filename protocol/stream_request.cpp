@@ -12,50 +12,6 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr std::array<std::pair<Status::Code, const char*>, 9> kCodes = {{
-    {Status::Code::kOk, "ok"},
-    {Status::Code::kInvalidArgument, "invalid_argument"},
-    {Status::Code::kNotFound, "not_found"},
-    {Status::Code::kIoError, "io_error"},
-    {Status::Code::kBadData, "bad_data"},
-    {Status::Code::kWorkerDied, "worker_died"},
-    {Status::Code::kResourceExhausted, "resource_exhausted"},
-    {Status::Code::kInternal, "internal"},
-    {Status::Code::kDeadlineExceeded, "deadline_exceeded"},
-}};
-
-const char* code_name(Status::Code code) {
-  for (const auto& [c, name] : kCodes) {
-    if (c == code) return name;
-  }
-  return "internal";
-}
-
-Status make_status(std::string_view code, std::string message) {
-  for (const auto& [c, name] : kCodes) {
-    if (code != name) continue;
-    switch (c) {
-      case Status::Code::kInvalidArgument:
-        return Status::InvalidArgument(std::move(message));
-      case Status::Code::kNotFound:
-        return Status::NotFound(std::move(message));
-      case Status::Code::kIoError:
-        return Status::IoError(std::move(message));
-      case Status::Code::kBadData:
-        return Status::BadData(std::move(message));
-      case Status::Code::kWorkerDied:
-        return Status::WorkerDied(std::move(message));
-      case Status::Code::kResourceExhausted:
-        return Status::ResourceExhausted(std::move(message));
-      case Status::Code::kDeadlineExceeded:
-        return Status::DeadlineExceeded(std::move(message));
-      default:
-        break;
-    }
-  }
-  return Status::Internal(std::move(message));
-}
-
 Status bad(const std::string& what) { return Status::InvalidArgument("bad open_stream request: " + what); }
 
 Result<std::string> get_string(const json& body, const char* key) {
@@ -254,7 +210,7 @@ Result<OrderKey> parse_order_key(const json& body) {
 }
 
 json error_reply(const Status& status) {
-  return json{{"ok", false}, {"code", code_name(status.code())}, {"error", status.message()}};
+  return json{{"ok", false}, {"code", Status::CodeName(status.code())}, {"error", status.message()}};
 }
 
 Status reply_status(const json& reply) {
@@ -263,7 +219,7 @@ Status reply_status(const json& reply) {
   }
   if (reply["ok"].get<bool>()) return Status::Ok();
   const std::string code = reply.value("code", std::string("internal"));
-  return make_status(code, reply.value("error", std::string("forkfeedd refused the request")));
+  return Status::FromCode(Status::CodeNamed(code), reply.value("error", std::string("forkfeedd refused the request")));
 }
 
 }  // namespace forkfeed

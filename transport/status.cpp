@@ -1,7 +1,10 @@
-// Status::FromErrno: the one place where errno becomes an error value.
+// Status::FromErrno: the one place where errno becomes an error value; the table of
+// code names, the one place where a code becomes a word and back.
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "forkfeed/status.h"
 
@@ -12,6 +15,44 @@ Status Status::FromErrno(std::string_view context, int err) {
   msg += ": ";
   msg += std::strerror(err);
   return err == ENOENT ? NotFound(std::move(msg)) : IoError(std::move(msg));
+}
+
+namespace {
+
+constexpr std::array<std::pair<Status::Code, std::string_view>, 10> kCodeNames = {{
+    {Status::Code::kOk, "ok"},
+    {Status::Code::kInvalidArgument, "invalid_argument"},
+    {Status::Code::kNotFound, "not_found"},
+    {Status::Code::kIoError, "io_error"},
+    {Status::Code::kBadData, "bad_data"},
+    {Status::Code::kWorkerDied, "worker_died"},
+    {Status::Code::kResourceExhausted, "resource_exhausted"},
+    {Status::Code::kInternal, "internal"},
+    {Status::Code::kDeadlineExceeded, "deadline_exceeded"},
+    {Status::Code::kCancelled, "cancelled"},
+}};
+
+}  // namespace
+
+Status Status::FromCode(Code code, std::string msg) {
+  for (const auto& [c, name] : kCodeNames) {
+    if (c == code && c != Code::kOk) return Status(c, std::move(msg));
+  }
+  return Internal(std::move(msg));
+}
+
+std::string_view Status::CodeName(Code code) {
+  for (const auto& [c, name] : kCodeNames) {
+    if (c == code) return name;
+  }
+  return "internal";
+}
+
+Status::Code Status::CodeNamed(std::string_view name) {
+  for (const auto& [c, n] : kCodeNames) {
+    if (n == name) return c;
+  }
+  return Code::kInternal;
 }
 
 }  // namespace forkfeed

@@ -40,6 +40,13 @@ class Status {
   // The one place where errno becomes a Status: "<context>: <strerror(err)>".
   // ENOENT maps to kNotFound, everything else to kIoError.
   static Status FromErrno(std::string_view context, int err);
+  // The error |code| with |msg|, for codes that crossed a process boundary: one that is
+  // kOk or no Code at all becomes kInternal, so an error never turns into success.
+  static Status FromCode(Code code, std::string msg);
+  // A code's name on the wire and in logs ("invalid_argument", ...); "internal" for a
+  // number that is no Code. CodeNamed is its inverse, kInternal for an unknown name.
+  static std::string_view CodeName(Code code);
+  static Code CodeNamed(std::string_view name);
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }
