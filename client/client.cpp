@@ -41,7 +41,8 @@ bool inside(std::uint64_t offset, std::uint64_t bytes, std::uint64_t size) {
 
 class Client::Impl {
  public:
-  Impl(DaemonConnection connection, std::shared_ptr<ClientStream> stream, UniqueFd interrupt, const json& reply)
+  Impl(DaemonConnection connection, std::shared_ptr<ClientStream> stream, UniqueFd interrupt,
+       const json& reply)
       : connection_(std::move(connection)), stream_(std::move(stream)), interrupt_(std::move(interrupt)) {
     key_ = parse_order_key(reply.at("order")).value();
     pass_ = reply.at("pass").get<std::uint64_t>();
@@ -201,9 +202,10 @@ class Client::Impl {
     }
     if (p[1].revents != 0) return connection_.check();
     if (p[2].revents != 0 && take_interrupt()) {
-      return Status::Cancelled("interrupted while waiting for batch " + std::to_string(position_) + " of epoch " +
-                               std::to_string(epoch_) +
-                               " from forkfeedd (Client::interrupt); the pass is unchanged and next() goes on with it");
+      return Status::Cancelled(
+          "interrupted while waiting for batch " + std::to_string(position_) + " of epoch " +
+          std::to_string(epoch_) +
+          " from forkfeedd (Client::interrupt); the pass is unchanged and next() goes on with it");
     }
     ConsumerChannel::clear(delivered);
     return Status::Ok();
