@@ -74,22 +74,27 @@ def test_state_dict_resumes_across_client_and_loader(dataset, daemon):
 def test_the_daemon_killed_while_waiting_is_an_error_within_a_second(dataset, daemon):
     with forkfeed.Client(dataset, socket=daemon.socket, workers=1, prefetch=1, **OPTIONS) as client:
         assert client.next_batch() is not None
-        for pid in daemon.workers():
-            os.kill(pid, signal.SIGSTOP)  # the client runs out of batches and waits
+        workers = daemon.workers()
         killed = []
 
         def kill():
             killed.append(time.monotonic())
             daemon.process.kill()
 
-        threading.Timer(0.5, kill).start()
-        # The daemon's death is a lost connection: an OSError, as every I/O failure is.
-        with pytest.raises(OSError, match="lost the connection to forkfeedd"):
-            for _ in range(IMAGES):
+        try:
+            for pid in workers:
+                os.kill(pid, signal.SIGSTOP)  # the client runs out of batches and waits
+            threading.Timer(0.5, kill).start()
+            # The daemon's death is a lost connection: an OSError, as every I/O failure is.
+            with pytest.raises(OSError, match="lost the connection to forkfeedd"):
+                for _ in range(IMAGES):
+                    client.next_batch()
+            assert killed and time.monotonic() - killed[0] < 1.0
+            with pytest.raises(OSError, match="forkfeedd"):  # and it stays an error
                 client.next_batch()
-        assert killed and time.monotonic() - killed[0] < 1.0
-        with pytest.raises(OSError, match="forkfeedd"):  # and it stays an error
-            client.next_batch()
+        finally:
+            for pid in workers:  # a stopped worker cannot see that its daemon is gone, and exit
+                os.kill(pid, signal.SIGCONT)
 
 
 def test_ctrl_c_while_waiting_raises_keyboard_interrupt_and_the_stream_goes_on(dataset, daemon):
