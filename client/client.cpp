@@ -7,6 +7,7 @@
 #include "forkfeed/client.h"
 
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -18,6 +19,7 @@
 #include "loader/batch_factory.h"
 #include "loader/checkpoint.h"
 #include "protocol/stream_request.h"
+#include "transport/unique_fd.h"
 
 namespace forkfeed {
 namespace {
@@ -39,8 +41,9 @@ bool inside(std::uint64_t offset, std::uint64_t bytes, std::uint64_t size) {
 
 class Client::Impl {
  public:
-  Impl(DaemonConnection connection, std::shared_ptr<ClientStream> stream, const json& reply)
-      : connection_(std::move(connection)), stream_(std::move(stream)) {
+  Impl(DaemonConnection connection, std::shared_ptr<ClientStream> stream, UniqueFd interrupt,
+       const json& reply)
+      : connection_(std::move(connection)), stream_(std::move(stream)), interrupt_(std::move(interrupt)) {
     key_ = parse_order_key(reply.at("order")).value();
     pass_ = reply.at("pass").get<std::uint64_t>();
     epoch_ = reply.at("epoch").get<std::uint64_t>();
@@ -101,6 +104,13 @@ class Client::Impl {
       return Status::Internal("forkfeedd sent a delivery of unknown kind " +
                               std::to_string(static_cast<std::uint32_t>(d->kind)));
     }
+  }
+
+  // write() is async-signal-safe; the eventfd wakes a poll in progress, and a later
+  // one finds it readable.
+  void interrupt() {
+    const std::uint64_t one = 1;
+    (void)!::write(interrupt_.get(), &one, sizeof one);
   }
 
   Status set_epoch(std::uint64_t epoch) {
@@ -175,22 +185,36 @@ class Client::Impl {
     if (!pass.ok())
       return Status::Internal("forkfeedd sent a malformed seek reply: " + pass.status().message());
     pass_ = *pass;
+    (void)take_interrupt();  // an interrupt is for the pass it cut short
     epoch_ = epoch;
     position_ = position;
     pass_over_ = false;
     return Status::Ok();
   }
 
-  // Sleeps until the daemon pushed a delivery or the connection ended.
+  // Sleeps until the daemon pushed a delivery, the connection ended or interrupt() was
+  // called. Only here, where next() would wait: a prefetched batch is never refused.
   Status wait_for_delivery() {
     const int delivered = stream_->channel().delivered_fd();
-    pollfd p[2] = {{delivered, POLLIN, 0}, {connection_.fd(), POLLIN, 0}};
-    while (::poll(p, 2, -1) < 0) {
+    pollfd p[3] = {{delivered, POLLIN, 0}, {connection_.fd(), POLLIN, 0}, {interrupt_.get(), POLLIN, 0}};
+    while (::poll(p, 3, -1) < 0) {
       if (errno != EINTR) return Status::FromErrno("poll for forkfeedd deliveries", errno);
     }
     if (p[1].revents != 0) return connection_.check();
+    if (p[2].revents != 0 && take_interrupt()) {
+      return Status::Cancelled(
+          "interrupted while waiting for batch " + std::to_string(position_) + " of epoch " +
+          std::to_string(epoch_) +
+          " from forkfeedd (Client::interrupt); the pass is unchanged and next() goes on with it");
+    }
     ConsumerChannel::clear(delivered);
     return Status::Ok();
+  }
+
+  // Whether an interrupt was pending; clears it.
+  bool take_interrupt() {
+    std::uint64_t count = 0;
+    return ::read(interrupt_.get(), &count, sizeof count) == static_cast<ssize_t>(sizeof count);
   }
 
   Result<std::optional<Batch>> batch(const Delivery& d) {
@@ -225,6 +249,7 @@ class Client::Impl {
 
   DaemonConnection connection_;
   std::shared_ptr<ClientStream> stream_;
+  UniqueFd interrupt_;  // a non-blocking eventfd, readable while an interrupt is pending
   OrderKey key_;
   std::uint64_t batches_per_epoch_ = 0;
   std::uint64_t samples_per_epoch_ = 0;
@@ -258,6 +283,8 @@ Result<std::unique_ptr<Client>> Client::connect(const std::string& socket_path, 
   StreamRequest request{options, std::string(state)};
   request.stream.loader.image_folder = absolute(options.loader.image_folder);
   request.stream.loader.manifest = absolute(options.loader.manifest);
+  UniqueFd interrupt(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!interrupt.valid()) return Status::FromErrno("eventfd for Client::interrupt", errno);
   auto connection = DaemonConnection::connect(socket_path, options.connect_timeout);
   if (!connection.ok()) return connection.status();
   auto reply = connection->request(MessageType::kOpenStream, to_json(request));
@@ -276,7 +303,8 @@ Result<std::unique_ptr<Client>> Client::connect(const std::string& socket_path, 
         ConsumerChannel::attach(std::move(reply->fds[1]), std::move(reply->fds[2]), std::move(reply->fds[3]));
     if (!channel.ok()) return channel.status();
     auto stream = std::make_shared<ClientStream>(std::move(arena).value(), std::move(channel).value());
-    auto impl = std::make_unique<Impl>(std::move(connection).value(), std::move(stream), reply->body);
+    auto impl = std::make_unique<Impl>(std::move(connection).value(), std::move(stream), std::move(interrupt),
+                                       reply->body);
     return std::unique_ptr<Client>(new Client(std::move(impl)));
   } catch (const json::exception& e) {
     return Status::Internal(std::string("forkfeedd sent a malformed open_stream reply: ") + e.what());
@@ -289,6 +317,7 @@ Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Client::~Client() = default;
 
 Result<std::optional<Batch>> Client::next() { return impl_->next(); }
+void Client::interrupt() { impl_->interrupt(); }
 Status Client::set_epoch(std::uint64_t epoch) { return impl_->set_epoch(epoch); }
 Status Client::reset() { return impl_->reset(); }
 std::string Client::state() const { return impl_->state(); }

@@ -1,11 +1,16 @@
 // forkfeed::Client through forkfeedd: the same batches, order, pixels, state() and
 // reset semantics as an in-process Loader with the same options; four ranks served at
-// once each get their share exactly once; resume through state() across the socket.
+// once each get their share exactly once; resume through state() across the socket;
+// interrupt() ends a wait on a stuck stream.
 #include <gtest/gtest.h>
+#include <signal.h>
 
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "forkfeed/client.h"
 #include "forkfeed/loader.h"
@@ -233,6 +238,46 @@ TEST_F(ClientStreamTest, HoldingEverySlotIsAnErrorAndBatchesOutliveTheClient) {
   held.push_back(std::move(**b));
   client.reset();
   EXPECT_TRUE(BatchRecord(held[0]) == before);
+}
+
+// With the daemon's workers stopped, next() waits for ever; interrupt() from another
+// thread ends that wait at once with kCancelled, and once the workers go on the pass
+// continues where it was: exactly the batches of an undisturbed Loader.
+TEST_F(ClientStreamTest, InterruptEndsAWaitAndThePassGoesOn) {
+  testing::HangGuard guard(30, "ClientStreamTest.Interrupt");
+  LoaderOptions o = options();
+  o.batch_size = 2;  // 12 batches, more than the stream's slots: some must wait
+  o.prefetch = 1;
+  auto client = connect(o);
+  ASSERT_TRUE(client);
+  const std::vector<pid_t> workers = testing::children_of(daemon_->pid());
+  ASSERT_FALSE(workers.empty());
+  for (pid_t pid : workers) ::kill(pid, SIGSTOP);
+
+  using Clock = std::chrono::steady_clock;
+  std::atomic<Clock::time_point::rep> sent{0};
+  std::thread interrupter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // next() is waiting by then
+    sent = Clock::now().time_since_epoch().count();
+    client->interrupt();
+  });
+  Batches run;
+  Result<std::optional<Batch>> next = Status::Internal("not run");
+  while ((next = client->next()).ok() && next->has_value()) run.emplace_back(**next);
+  const auto returned = Clock::now();
+  interrupter.join();
+  for (pid_t pid : workers) ::kill(pid, SIGCONT);
+  ASSERT_FALSE(next.ok()) << "the pass ended with the workers stopped";
+  EXPECT_EQ(next.status().code(), Status::Code::kCancelled) << next.status().message();
+  EXPECT_NE(next.status().message().find("Client::interrupt"), std::string::npos) << next.status().message();
+  EXPECT_LT(returned - Clock::time_point(Clock::duration(sent.load())), std::chrono::seconds(1));
+  EXPECT_LT(run.size(), 12u);
+
+  const Batches rest = testing::read_pass(*client);
+  run.insert(run.end(), rest.begin(), rest.end());
+  auto loader = open_loader(o);
+  ASSERT_TRUE(loader);
+  EXPECT_EQ(testing::first_difference(run, testing::read_pass(*loader)), "");
 }
 
 TEST_F(ClientStreamTest, BadRequestsGetClearErrors) {

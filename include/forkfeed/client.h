@@ -60,6 +60,11 @@ class Client {
 
   // As Loader::next(). Also fails once the daemon is gone.
   Result<std::optional<Batch>> next();
+  // As Loader::interrupt(): the next() that waits for the daemon, the one in progress or
+  // a later one, returns Status::Code::kCancelled at once instead, leaving the pass (and
+  // state()) as it was; a new pass forgets an interrupt no wait has taken.
+  // Async-signal-safe, so that a SIGINT handler can end a wait on a stuck stream.
+  void interrupt();
 
   // As Loader's. They talk to the daemon and so may fail; an error also comes back
   // from the next next().

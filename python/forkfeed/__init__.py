@@ -7,8 +7,10 @@
         for images, labels in loader:   # tensors whose memory is the batch slot
             ...
 
-The package binds the C++ ``forkfeed::Loader``: options, order, resume and errors are
-the C++ ones. Python adds only the defaults of ``rank`` and ``world_size``.
+The package binds the C++ ``forkfeed::Loader``, and ``forkfeed::Client`` for a stream
+served by the forkfeedd daemon (``forkfeed.Client``, the same API): options, order,
+resume and errors are the C++ ones. Python adds only the defaults of ``rank`` and
+``world_size``.
 """
 
 from __future__ import annotations
@@ -18,13 +20,14 @@ import os
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from forkfeed import _forkfeed
-from forkfeed._forkfeed import BadDataError, Error, WorkerDiedError, fork_report
+from forkfeed._forkfeed import BadDataError, Error, WorkerDiedError, default_socket_path, fork_report
 
-__all__ = ["Loader", "Batch", "Error", "BadDataError", "WorkerDiedError", "fork_report"]
+__all__ = ["Loader", "Client", "Batch", "Error", "BadDataError", "WorkerDiedError", "fork_report",
+           "default_socket_path"]
 
 
 class Batch(NamedTuple):
-    """One batch, as ``Loader.next_batch()`` returns it.
+    """One batch, as ``Loader.next_batch()`` and ``Client.next_batch()`` return it.
 
     ``images`` and ``labels`` are views of the batch's slot in shared memory (torch
     tensors, or numpy arrays with ``output="numpy"``); the slot returns to the loader
@@ -57,81 +60,41 @@ def _default_rank_and_world_size() -> Tuple[int, int]:
                          "(or pass rank= and world_size=)") from None
 
 
-class Loader:
-    """Batches of decoded, transformed images from an ImageFolder tree or a manifest.
+# The LoaderOptions keywords of Loader() and Client(), by their C++ names.
+_OPTION_NAMES = (
+    "root", "manifest", "batch_size", "workers", "prefetch", "transform", "size", "dtype", "mean", "std",
+    "seed", "epoch", "rank", "world_size", "shuffle", "drop_last", "on_error", "start_method",
+    "fork_hazard", "max_worker_restarts", "task_timeout", "pin_memory_device", "max_pixels",
+    "max_file_bytes", "log_level",
+)
 
-    Every keyword is the ``forkfeed::LoaderOptions`` field of that name (see
-    include/forkfeed/options.h); ``None`` leaves the C++ default. Exactly one of
-    ``root`` (an ImageFolder directory) and ``manifest`` (a file of
-    "path<TAB>label" lines). ``task_timeout`` is in seconds (0: never).
-    ``rank``/``world_size`` default to torch.distributed's when it is initialised,
-    else to $RANK/$WORLD_SIZE, else 0/1. ``output`` chooses torch tensors (the
-    default) or numpy arrays.
 
-    Iterating gives one pass (epoch) of ``(images, labels)``: images uint8 NHWC or
-    float32 NCHW, labels int64; both are views of the batch slot in shared memory,
-    with no copy. The slot goes back to the pool when the last view dies; holding
-    more than ``workers * prefetch + 1`` batches makes the next step raise
-    ``forkfeed.Error``. Bad options raise ValueError (or TypeError for a wrong
-    type) naming the option. Ctrl-C while waiting for a batch raises
-    KeyboardInterrupt at once, and the loader stays usable.
-    """
+class _Pass:
+    """What Loader and Client share: a pass (epoch) of batches from a C++ source, its
+    order, resume and lifetime. Subclasses open ``_impl`` in ``__init__``."""
 
-    _impl: Optional[_forkfeed.Loader] = None  # None until opened, e.g. if __init__ raised
+    _impl: Any = None  # None until opened, e.g. if __init__ raised
+    _kind = "loader"  # names it in errors
 
-    def __init__(
-        self,
-        root: Optional[os.PathLike | str] = None,
-        *,
-        manifest: Optional[os.PathLike | str] = None,
-        batch_size: Optional[int] = None,
-        workers: Optional[int] = None,
-        prefetch: Optional[int] = None,
-        transform: Optional[str] = None,
-        size: Optional[int] = None,
-        dtype: Optional[str] = None,
-        mean: Optional[Sequence[float]] = None,
-        std: Optional[Sequence[float]] = None,
-        seed: Optional[int] = None,
-        epoch: Optional[int] = None,
-        rank: Optional[int] = None,
-        world_size: Optional[int] = None,
-        shuffle: Optional[bool] = None,
-        drop_last: Optional[bool] = None,
-        on_error: Optional[str] = None,
-        start_method: Optional[str] = None,
-        fork_hazard: Optional[str] = None,
-        max_worker_restarts: Optional[int] = None,
-        task_timeout: Optional[float] = None,
-        pin_memory_device: Optional[int] = None,
-        max_pixels: Optional[int] = None,
-        max_file_bytes: Optional[int] = None,
-        log_level: Optional[str] = None,
-        output: str = "torch",
-    ) -> None:
+    def _options_from(self, arguments: Dict[str, Any]) -> Dict[str, Any]:
+        """The options dict the C++ side takes, from an ``__init__``'s arguments: paths
+        as str, rank and world_size defaulted, ``None`` left out; sets the output kind."""
+        output = arguments["output"]
         if output not in ("torch", "numpy"):
             raise ValueError(f"output must be one of 'torch', 'numpy', got {output!r}")
         self._numpy = output == "numpy"
         if not self._numpy:
             import torch.utils.dlpack  # noqa: F401 (fails here, not at the first batch)
-        if rank is None or world_size is None:
+        options = {name: arguments[name] for name in _OPTION_NAMES}
+        if options["rank"] is None or options["world_size"] is None:
             default_rank, default_world_size = _default_rank_and_world_size()
-            rank = default_rank if rank is None else rank
-            world_size = default_world_size if world_size is None else world_size
-        options = {
-            "root": None if root is None else os.fspath(root),
-            "manifest": None if manifest is None else os.fspath(manifest),
-            "batch_size": batch_size, "workers": workers, "prefetch": prefetch,
-            "transform": transform, "size": size, "dtype": dtype, "mean": mean, "std": std,
-            "seed": seed, "epoch": epoch, "rank": rank, "world_size": world_size,
-            "shuffle": shuffle, "drop_last": drop_last, "on_error": on_error,
-            "start_method": start_method, "fork_hazard": fork_hazard,
-            "max_worker_restarts": max_worker_restarts, "task_timeout": task_timeout,
-            "pin_memory_device": pin_memory_device, "max_pixels": max_pixels,
-            "max_file_bytes": max_file_bytes, "log_level": log_level,
-        }
+            options["rank"] = default_rank if options["rank"] is None else options["rank"]
+            options["world_size"] = default_world_size if options["world_size"] is None else options["world_size"]
+        for path in ("root", "manifest"):
+            if options[path] is not None:
+                options[path] = os.fspath(options[path])
         self._options = {k: v for k, v in options.items() if v is not None}
-        self._impl = _forkfeed.Loader(self._options)
+        return self._options
 
     # Iteration ------------------------------------------------------------------------
 
@@ -180,18 +143,102 @@ class Loader:
         self._open().reset()
 
     def state_dict(self) -> Dict[str, Any]:
-        """Where the loader stands, as a plain dict (json, pickle and torch.save take
-        it). A new Loader with the same order options, any worker count, resumes from
-        it exactly with load_state_dict()."""
+        """Where the pass stands, as a plain dict (json, pickle and torch.save take it).
+        A new Loader or Client with the same order options, any worker count, resumes
+        from it exactly with load_state_dict()."""
         return json.loads(self._open().state())
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
-        """Resumes from a state_dict(). One from another dataset or from options that
-        change the order raises ValueError naming the difference; the loader is then
-        unchanged."""
+        """Resumes from a state_dict() of a Loader or a Client. One from another dataset
+        or from options that change the order raises ValueError naming the difference;
+        the pass is then unchanged."""
         self._open().load_state(json.dumps(state_dict))
 
-    # What it is -----------------------------------------------------------------------
+    # Lifetime -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stops the workers (a Loader) or closes the stream (a Client) and unmaps the
+        arena. Batches still held stay valid and unchanged until their last view dies.
+        Idempotent."""
+        if self._impl is not None:
+            self._impl.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether close() was called."""
+        return self._impl is None or self._impl.closed
+
+    def __enter__(self) -> "_Pass":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"epoch={self.epoch}"
+        return f"forkfeed.{type(self).__name__}({self._options!r}, {state})"
+
+    def _open(self) -> Any:
+        if self._impl is None:
+            raise Error(f"the {self._kind} failed to open")
+        return self._impl
+
+
+class Loader(_Pass):
+    """Batches of decoded, transformed images from an ImageFolder tree or a manifest.
+
+    Every keyword is the ``forkfeed::LoaderOptions`` field of that name (see
+    include/forkfeed/options.h); ``None`` leaves the C++ default. Exactly one of
+    ``root`` (an ImageFolder directory) and ``manifest`` (a file of
+    "path<TAB>label" lines). ``task_timeout`` is in seconds (0: never).
+    ``rank``/``world_size`` default to torch.distributed's when it is initialised,
+    else to $RANK/$WORLD_SIZE, else 0/1. ``output`` chooses torch tensors (the
+    default) or numpy arrays.
+
+    Iterating gives one pass (epoch) of ``(images, labels)``: images uint8 NHWC or
+    float32 NCHW, labels int64; both are views of the batch slot in shared memory,
+    with no copy. The slot goes back to the pool when the last view dies; holding
+    more than ``workers * prefetch + 1`` batches makes the next step raise
+    ``forkfeed.Error``. Bad options raise ValueError (or TypeError for a wrong
+    type) naming the option. Ctrl-C while waiting for a batch raises
+    KeyboardInterrupt at once, and the loader stays usable.
+    """
+
+    def __init__(
+        self,
+        root: Optional[os.PathLike | str] = None,
+        *,
+        manifest: Optional[os.PathLike | str] = None,
+        batch_size: Optional[int] = None,
+        workers: Optional[int] = None,
+        prefetch: Optional[int] = None,
+        transform: Optional[str] = None,
+        size: Optional[int] = None,
+        dtype: Optional[str] = None,
+        mean: Optional[Sequence[float]] = None,
+        std: Optional[Sequence[float]] = None,
+        seed: Optional[int] = None,
+        epoch: Optional[int] = None,
+        rank: Optional[int] = None,
+        world_size: Optional[int] = None,
+        shuffle: Optional[bool] = None,
+        drop_last: Optional[bool] = None,
+        on_error: Optional[str] = None,
+        start_method: Optional[str] = None,
+        fork_hazard: Optional[str] = None,
+        max_worker_restarts: Optional[int] = None,
+        task_timeout: Optional[float] = None,
+        pin_memory_device: Optional[int] = None,
+        max_pixels: Optional[int] = None,
+        max_file_bytes: Optional[int] = None,
+        log_level: Optional[str] = None,
+        output: str = "torch",
+    ) -> None:
+        options = self._options_from(locals())
+        self._impl = _forkfeed.Loader(options)
 
     @property
     def classes(self) -> List[str]:
@@ -209,33 +256,74 @@ class Loader:
         images and labels lie inside it."""
         return self._open().shared_memory()
 
-    # Lifetime -------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """Stops and reaps the workers and unmaps the arena. Batches still held stay
-        valid and unchanged until their last view dies. Idempotent."""
-        if self._impl is not None:
-            self._impl.close()
+class Client(_Pass):
+    """A Loader run by the forkfeedd daemon: this process forks nothing and reads the
+    daemon's batches in place, through shared memory.
+
+    The same keywords, iteration, order, state_dict and errors as ``Loader`` — a state
+    from either resumes the other — plus ``socket`` (forkfeedd's Unix socket, default
+    ``default_socket_path()``), ``dataset`` (a dataset named in forkfeedd's config,
+    instead of ``root``/``manifest``) and ``connect_timeout`` (seconds to wait for the
+    daemon to answer, default 10). The daemon decides the worker count (at most
+    ``workers``) and always spawns its workers; ``pin_memory_device`` is not supported.
+    If the daemon goes away, the next call raises an error saying so, never hangs:
+    create a Client again from the last state_dict() to continue exactly. Ctrl-C while
+    waiting for a batch raises KeyboardInterrupt at once, and the stream stays usable.
+    """
+
+    _kind = "client"
+
+    def __init__(
+        self,
+        root: Optional[os.PathLike | str] = None,
+        *,
+        manifest: Optional[os.PathLike | str] = None,
+        dataset: Optional[str] = None,
+        socket: Optional[os.PathLike | str] = None,
+        connect_timeout: Optional[float] = None,
+        batch_size: Optional[int] = None,
+        workers: Optional[int] = None,
+        prefetch: Optional[int] = None,
+        transform: Optional[str] = None,
+        size: Optional[int] = None,
+        dtype: Optional[str] = None,
+        mean: Optional[Sequence[float]] = None,
+        std: Optional[Sequence[float]] = None,
+        seed: Optional[int] = None,
+        epoch: Optional[int] = None,
+        rank: Optional[int] = None,
+        world_size: Optional[int] = None,
+        shuffle: Optional[bool] = None,
+        drop_last: Optional[bool] = None,
+        on_error: Optional[str] = None,
+        start_method: Optional[str] = None,
+        fork_hazard: Optional[str] = None,
+        max_worker_restarts: Optional[int] = None,
+        task_timeout: Optional[float] = None,
+        pin_memory_device: Optional[int] = None,
+        max_pixels: Optional[int] = None,
+        max_file_bytes: Optional[int] = None,
+        log_level: Optional[str] = None,
+        output: str = "torch",
+    ) -> None:
+        options = self._options_from(locals())
+        self._impl = _forkfeed.Client(options, socket=None if socket is None else os.fspath(socket),
+                                      dataset=dataset, connect_timeout=connect_timeout)
 
     @property
-    def closed(self) -> bool:
-        """Whether close() was called."""
-        return self._impl is None or self._impl.closed
+    def classes(self) -> int:
+        """Number of ImageFolder classes; 0 for a manifest. (forkfeedd sends the count,
+        not the names: a Loader over the same folder has them.)"""
+        return self._open().classes()
 
-    def __enter__(self) -> "Loader":
-        return self
+    @property
+    def workers(self) -> int:
+        """Workers forkfeedd runs for this stream (at most the ``workers`` asked for)."""
+        return self._open().workers()
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        state = "closed" if self.closed else f"epoch={self.epoch}"
-        return f"forkfeed.Loader({self._options!r}, {state})"
-
-    def _open(self) -> "_forkfeed.Loader":
-        if self._impl is None:
-            raise Error("the loader failed to open")
-        return self._impl
+    def stats(self) -> Dict[str, Any]:
+        """The stream's counters, asked from forkfeedd: delivered batches and samples,
+        skipped samples, worker restarts, the arena's size and slots (as Loader.stats();
+        the workers always "spawn"). Raises if the daemon is gone."""
+        return self._open().stats()

@@ -26,6 +26,9 @@ LoaderOptions loader_options_from_dict(const py::dict& options);
 // loader.cpp: the Loader class the Python package wraps.
 void register_loader(py::module_& m);
 
+// client.cpp: the Client class the Python package wraps, and default_socket_path().
+void register_client(py::module_& m);
+
 // fork_report.cpp: fork_report(), ForkSafety::assess() as a dict.
 void register_fork_report(py::module_& m);
 

@@ -11,13 +11,13 @@ namespace forkfeed::python {
 namespace {
 
 // One watch at a time: only the main thread installs one.
-std::atomic<Loader*> g_loader = nullptr;
+std::atomic<const SigintWatch::Target*> g_target = nullptr;
 std::atomic<bool> g_fired = false;
 struct sigaction g_previous {};
 
 void on_sigint(int sig, siginfo_t* info, void* context) {
   g_fired.store(true);
-  if (Loader* loader = g_loader.load()) loader->interrupt();
+  if (const SigintWatch::Target* target = g_target.load()) target->interrupt(target->object);
   if ((g_previous.sa_flags & SA_SIGINFO) != 0) {
     if (g_previous.sa_sigaction != nullptr) g_previous.sa_sigaction(sig, info, context);
   } else if (g_previous.sa_handler != SIG_DFL && g_previous.sa_handler != SIG_IGN) {
@@ -33,7 +33,7 @@ bool on_main_thread() {
 
 }  // namespace
 
-SigintWatch::SigintWatch(Loader& loader) {
+SigintWatch::SigintWatch(Target target) : target_(target) {
   if (!on_main_thread()) return;
   struct sigaction current {};
   if (sigaction(SIGINT, nullptr, &current) != 0) return;
@@ -42,19 +42,19 @@ SigintWatch::SigintWatch(Loader& loader) {
   if (!is_function) return;
   g_previous = current;
   g_fired.store(false);
-  g_loader.store(&loader);
+  g_target.store(&target_);
   struct sigaction ours {};
   ours.sa_sigaction = &on_sigint;
   ours.sa_flags = SA_SIGINFO | SA_ONSTACK;
   sigemptyset(&ours.sa_mask);
   installed_ = sigaction(SIGINT, &ours, nullptr) == 0;
-  if (!installed_) g_loader.store(nullptr);
+  if (!installed_) g_target.store(nullptr);
 }
 
 SigintWatch::~SigintWatch() {
   if (!installed_) return;
   sigaction(SIGINT, &g_previous, nullptr);
-  g_loader.store(nullptr);
+  g_target.store(nullptr);
 }
 
 bool SigintWatch::fired() const { return installed_ && g_fired.load(); }

@@ -1,10 +1,14 @@
 """Fixtures for the forkfeed package's tests: a small ImageFolder dataset made with
-forkfeed-mkdata, and what its labels are."""
+forkfeed-mkdata, what its labels are, a forkfeedd of a test's own, and a script that
+presses Ctrl-C while a Loader or Client waits for a batch."""
 
+import json
 import os
 import pathlib
+import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -48,3 +52,93 @@ def run_python(code: str, env=None, timeout=120) -> subprocess.CompletedProcess:
     env = dict(os.environ) if env is None else env
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           timeout=timeout)
+
+
+class Daemon:
+    """A forkfeedd run by a test on its own socket, serving `dataset` also by the name
+    "tiny"; stop() ends and reaps it (and so its workers)."""
+
+    def __init__(self, socket_path: pathlib.Path, dataset: pathlib.Path):
+        self.socket = str(socket_path)
+        self.process = subprocess.Popen(
+            [str(BIN_DIR / "forkfeedd"), "--socket", self.socket, "--log-level", "warn",
+             "--max-workers", "16", "--dataset", f"tiny={dataset}"])
+        deadline = time.monotonic() + 20
+        while not self._accepts():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"forkfeedd did not start listening on {self.socket}")
+            time.sleep(0.02)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def workers(self) -> list:
+        """Pids of the daemon's children (its decode workers), whichever thread started them."""
+        return [int(p) for task in pathlib.Path(f"/proc/{self.pid}/task").iterdir()
+                for p in (task / "children").read_text().split()]
+
+    def stop(self) -> None:
+        """SIGTERM (it reaps its workers), then SIGKILL if it takes over 10 s; reaped either way."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        self.process.wait()
+
+    def _accepts(self) -> bool:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            try:
+                s.connect(self.socket)
+                return True
+            except OSError:
+                return False
+
+
+@pytest.fixture
+def daemon(tmp_path, dataset):
+    d = Daemon(tmp_path / "forkfeedd.sock", dataset)
+    yield d
+    d.stop()
+
+
+# A script for run_python(): `open` makes `loader` (a Loader or a Client) and `workers`,
+# the pids of its decode workers, which are then stopped (SIGSTOP) so that next_batch()
+# waits for ever; 0.5 s later the script sends itself SIGINT. `setup` runs before the
+# wait, `after` after it, before close(). It prints {"outcome": ..., "took": seconds from
+# the SIGINT to the outcome}.
+CTRL_C_WHILE_WAITING = """
+import json, os, signal, threading, time, forkfeed
+{open}
+for pid in workers:
+    os.kill(pid, signal.SIGSTOP)  # no batch comes any more: next() waits for ever
+{setup}
+sent = []
+def ctrl_c():
+    sent.append(time.monotonic())
+    os.kill(os.getpid(), signal.SIGINT)
+threading.Timer(0.5, ctrl_c).start()
+outcome = "no batch was missing"
+try:
+    for _ in range(10):
+        batch = loader.next_batch()
+except KeyboardInterrupt:
+    outcome = "KeyboardInterrupt"
+except Exception as e:
+    outcome = repr(e)
+took = time.monotonic() - sent[0] if sent else None
+{after}
+loader.close()
+print(json.dumps({{"outcome": outcome, "took": took}}))
+"""
+
+
+def run_ctrl_c(open: str, setup: str = "", after: str = "") -> dict:
+    """Runs CTRL_C_WHILE_WAITING in a fresh interpreter; fails the test unless it exits
+    cleanly; what it printed."""
+    result = run_python(CTRL_C_WHILE_WAITING.format(open=open, setup=setup, after=after), timeout=60)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.splitlines()[-1])

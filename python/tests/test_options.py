@@ -68,9 +68,10 @@ def test_closed_loader(dataset):
 def test_docstrings_on_public_names():
     for name in forkfeed.__all__:
         assert getattr(forkfeed, name).__doc__, name
-    for name in dir(forkfeed.Loader):
-        if not name.startswith("_"):
-            assert getattr(forkfeed.Loader, name).__doc__, name
+    for cls in (forkfeed.Loader, forkfeed.Client):
+        for name in dir(cls):
+            if not name.startswith("_"):
+                assert getattr(cls, name).__doc__, f"{cls.__name__}.{name}"
 
 
 def test_stub_matches_the_package():
@@ -79,10 +80,18 @@ def test_stub_matches_the_package():
     import pathlib
 
     stub = ast.parse((pathlib.Path(forkfeed.__file__).parent / "__init__.pyi").read_text())
-    loader = next(n for n in stub.body if isinstance(n, ast.ClassDef) and n.name == "Loader")
-    init = next(n for n in loader.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
-    stub_args = [a.arg for a in init.args.args + init.args.kwonlyargs]
-    assert stub_args == list(inspect.signature(forkfeed.Loader.__init__).parameters)
-    stub_names = {n.name for n in loader.body if isinstance(n, ast.FunctionDef)}
-    public = {n for n in vars(forkfeed.Loader) if not n.startswith("_") or n in ("__iter__", "__len__")}
-    assert public <= stub_names
+    classes = {n.name: n for n in stub.body if isinstance(n, ast.ClassDef)}
+
+    def stub_names(name):  # methods of the stub's class `name` and of its stub bases
+        c = classes[name]
+        own = {n.name for n in c.body if isinstance(n, ast.FunctionDef)}
+        return own.union(*(stub_names(b.id) for b in c.bases if b.id in classes))
+
+    for cls in (forkfeed.Loader, forkfeed.Client):
+        init = next(n for n in classes[cls.__name__].body
+                    if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+        stub_args = [a.arg for a in init.args.args + init.args.kwonlyargs]
+        assert stub_args == list(inspect.signature(cls.__init__).parameters), cls.__name__
+        public = {n for c in cls.__mro__[:-1] for n in vars(c)
+                  if not n.startswith("_") or n in ("__iter__", "__len__")}
+        assert public <= stub_names(cls.__name__), cls.__name__

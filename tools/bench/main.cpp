@@ -29,15 +29,17 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 volatile std::sig_atomic_t g_interrupted = 0;
-// The running in-process Loader, if any: Ctrl-C interrupts its wait for a batch, which a
-// stopped (SIGSTOP) or stuck worker would otherwise make endless.
+// The running in-process Loader or forkfeedd stream, if any: Ctrl-C interrupts its wait
+// for a batch, which a stopped (SIGSTOP) or stuck worker would otherwise make endless.
 std::atomic<Loader*> g_loader = nullptr;
+std::atomic<Client*> g_client = nullptr;
 // Stores what the page touches read, so the compiler cannot drop the reads.
 volatile std::uint64_t g_touch_sink = 0;
 
 void on_sigint(int) {
   g_interrupted = 1;
   if (Loader* loader = g_loader.load()) loader->interrupt();
+  if (Client* client = g_client.load()) client->interrupt();
 }
 
 // The first Ctrl-C lets the current batch finish; SA_RESETHAND makes a second one fatal.
@@ -194,7 +196,9 @@ int run(const BenchFlags& flags) {
     report.dataset_size = client->dataset_size();
     report.classes = client->classes();
     report.start_epoch = client->epoch();
+    g_client = client.get();
     status = run_passes(*client, flags, dump, report);
+    g_client = nullptr;
     if (auto stats = client->stats(); stats.ok()) report.stats = *stats;
     report.options.workers = client->workers();
     state = client->state();

@@ -1,0 +1,178 @@
+// PyPass<Source>: what _forkfeed.Loader and _forkfeed.Client share — a forkfeed::Loader
+// or forkfeed::Client behind a mutex, with the GIL released wherever it may wait, Ctrl-C
+// while waiting for a batch, and batches as zero-copy views. def_pass() binds it.
+#pragma once
+
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "forkfeed/loader.h"
+#include "python/src/batch_views.h"
+#include "python/src/bindings.h"
+#include "python/src/sigint.h"
+
+namespace forkfeed::python {
+
+// The Source is used by one thread at a time: the mutex is taken with the GIL released,
+// so a thread waiting for a batch holds up only others that use this source. source_
+// itself changes only with the GIL held (in close()). `kind` names it in errors.
+template <typename Source>
+class PyPass {
+ public:
+  PyPass(std::unique_ptr<Source> source, const char* kind) : source_(std::move(source)), kind_(kind) {}
+
+  // (images, labels, sample_indices, epoch, index), or None once the pass is over.
+  // Ctrl-C while waiting raises KeyboardInterrupt (see sigint.h).
+  py::object next(bool numpy) {
+    Result<std::optional<Batch>> next = wait_for_batch();
+    if (!next.ok()) raise(next.status());
+    if (!next->has_value()) return py::none();
+    Batch batch = std::move(**next);
+    py::list indices;
+    for (std::uint64_t i : batch.sample_indices()) indices.append(i);
+    const std::uint64_t epoch = batch.epoch();
+    const std::uint64_t index = batch.index();
+    BatchViews views = numpy ? numpy_views(std::move(batch)) : dlpack_views(std::move(batch));
+    return py::make_tuple(views.images, views.labels, indices, epoch, index);
+  }
+
+  void set_epoch(std::uint64_t epoch) {
+    check(locked([&](Source& s) { return as_status([&] { return s.set_epoch(epoch); }); }));
+  }
+  void reset() {
+    check(locked([](Source& s) { return as_status([&] { return s.reset(); }); }));
+  }
+  std::string state() {
+    return locked([](Source& s) { return s.state(); });
+  }
+  void load_state(const std::string& state) {
+    check(locked([&](Source& s) { return s.load_state(state); }));
+  }
+  std::uint64_t epoch() {
+    return locked([](Source& s) { return s.epoch(); });
+  }
+  std::uint64_t batches_per_epoch() {
+    return locked([](Source& s) { return s.batches_per_epoch(); });
+  }
+  std::uint64_t samples_per_epoch() {
+    return locked([](Source& s) { return s.samples_per_epoch(); });
+  }
+
+  // Lets a next() waiting on another thread return an error at once.
+  void interrupt() {
+    if (source_ != nullptr) source_->interrupt();
+  }
+
+  // Destroys the source (stops the workers, or closes the stream); batches still held
+  // stay valid. Idempotent.
+  void close() {
+    std::shared_ptr<Source> doomed = std::move(source_);
+    py::gil_scoped_release nogil;
+    {
+      std::lock_guard lock(mu_);  // waits for a call in progress on another thread
+    }
+    doomed.reset();
+  }
+
+  bool closed() const { return source_ == nullptr; }
+
+ protected:
+  // Runs f(source) under the mutex, with the GIL released; raises if closed.
+  template <typename F>
+  auto locked(F&& f) {
+    std::shared_ptr<Source> source = open_source();
+    py::gil_scoped_release nogil;
+    std::lock_guard lock(mu_);
+    return f(*source);
+  }
+
+  // LoaderStats as the dict Loader.stats() and Client.stats() return.
+  static py::dict stats_dict(const LoaderStats& s) {
+    py::dict d;
+    d["delivered_batches"] = s.delivered_batches;
+    d["delivered_samples"] = s.delivered_samples;
+    d["skipped_samples"] = s.skipped_samples;
+    d["worker_restarts"] = s.worker_restarts;
+    d["start_method"] = std::string(to_string(s.start_method));
+    d["arena_bytes"] = s.arena_bytes;
+    d["slots"] = s.slots;
+    d["pinned"] = s.pinned;
+    return d;
+  }
+
+  static void check(const Status& status) {
+    if (!status.ok()) raise(status);
+  }
+
+ private:
+  std::shared_ptr<Source> open_source() const {
+    if (source_ == nullptr) raise(Status::InvalidArgument(std::string("the ") + kind_ + " is closed"));
+    return source_;
+  }
+
+  // Loader's set_epoch() and reset() cannot fail; Client's talk to forkfeedd and can.
+  template <typename F>
+  static Status as_status(F&& f) {
+    if constexpr (std::is_void_v<std::invoke_result_t<F>>) {
+      f();
+      return Status::Ok();
+    } else {
+      return f();
+    }
+  }
+
+  // Source::next(), watching for SIGINT. Source::interrupt() makes the next wait, in
+  // this call or a later one, return kCancelled: one caused by our handler is retried
+  // when Python's handler did not raise (a handler that ignores Ctrl-C).
+  Result<std::optional<Batch>> wait_for_batch() {
+    for (;;) {
+      std::shared_ptr<Source> source = open_source();
+      Result<std::optional<Batch>> next = Status::Internal("not run");
+      bool fired = false;
+      {
+        SigintWatch watch(SigintWatch::target(*source));
+        next = locked([](Source& s) { return s.next(); });
+        fired = watch.fired();
+      }
+      if (fired && PyErr_CheckSignals() != 0) throw py::error_already_set();  // KeyboardInterrupt
+      const bool interrupted = !next.ok() && next.status().code() == Status::Code::kCancelled;
+      if (interrupted && (fired || pending_interrupt_)) {
+        pending_interrupt_ = false;
+        continue;
+      }
+      if (fired) pending_interrupt_ = true;  // set in the source, not yet consumed by a wait
+      return next;
+    }
+  }
+
+  bool pending_interrupt_ = false;
+  std::mutex mu_;
+  std::shared_ptr<Source> source_;
+  const char* kind_;
+};
+
+// Binds the methods PyPass gives `Py` (a PyLoader or PyClient) to `c`.
+template <typename Py>
+void def_pass(py::class_<Py>& c) {
+  c.def("next", &Py::next, py::arg("numpy"),
+        "(images, labels, sample_indices, epoch, index) of the next batch, or None at the end "
+        "of the pass. images and labels are DLPack capsules, or numpy arrays if `numpy`.")
+      .def("set_epoch", &Py::set_epoch, py::arg("epoch"), "Starts a new pass over `epoch`.")
+      .def("reset", &Py::reset, "Starts a fresh pass (see forkfeed::Loader::reset).")
+      .def("state", &Py::state, "Where the pass stands, as JSON.")
+      .def("load_state", &Py::load_state, py::arg("state"), "Resumes from a state() JSON.")
+      .def("epoch", &Py::epoch, "The epoch of the current pass.")
+      .def("batches_per_epoch", &Py::batches_per_epoch, "Batches in one pass of this rank.")
+      .def("samples_per_epoch", &Py::samples_per_epoch, "Samples in one pass of this rank.")
+      .def("interrupt", &Py::interrupt, "Makes a waiting next() return an error at once.")
+      .def("close", &Py::close, "Stops the workers or closes the stream; batches still held stay valid.")
+      .def_property_readonly("closed", &Py::closed, "Whether close() was called.");
+}
+
+}  // namespace forkfeed::python

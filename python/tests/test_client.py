@@ -1,0 +1,133 @@
+"""forkfeed.Client, a stream on a forkfeedd of the test's own: the same batches and
+states as a Loader with the same options, an error within a second when the daemon
+dies, and Ctrl-C while waiting raises KeyboardInterrupt promptly."""
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+import forkfeed
+from conftest import IMAGES, run_ctrl_c
+
+OPTIONS = dict(batch_size=4, size=16, seed=7, shuffle=True, output="numpy")
+
+
+def run(source, epochs=2):
+    """(epoch, index, indices, labels) of every batch of `epochs` passes."""
+    out = []
+    for epoch in range(epochs):
+        source.set_epoch(epoch)
+        while (b := source.next_batch()) is not None:
+            out.append((b.epoch, b.index, list(b.indices), b.labels.tolist()))
+    return out
+
+
+@pytest.mark.parametrize("world_size", [1, 2])
+def test_same_batches_as_a_loader_exactly_once_per_epoch(dataset, labels, daemon, world_size):
+    covered = {0: [], 1: []}
+    for rank in range(world_size):
+        options = dict(OPTIONS, rank=rank, world_size=world_size)
+        with forkfeed.Client(dataset, socket=daemon.socket, workers=2, **options) as client, \
+                forkfeed.Loader(dataset, workers=1, **options) as loader:
+            assert len(client) == len(loader)
+            assert client.classes == len(loader.classes)
+            got = run(client)
+            assert got == run(loader)
+        for epoch, _, indices, batch_labels in got:
+            covered[epoch] += indices
+            assert batch_labels == [labels[i] for i in indices]
+    for epoch, indices in covered.items():
+        assert sorted(indices) == list(range(IMAGES)), f"epoch {epoch}"
+
+
+def test_torch_tensors_and_the_named_dataset(dataset, daemon):
+    import torch
+
+    with forkfeed.Client(dataset="tiny", socket=daemon.socket, batch_size=4, size=16) as client:
+        images, labels = next(iter(client))
+        assert isinstance(images, torch.Tensor) and images.shape == (4, 16, 16, 3)
+        assert labels.dtype == torch.int64
+        assert client.stats()["delivered_batches"] >= 1
+        assert 1 <= client.workers
+
+
+def test_state_dict_resumes_across_client_and_loader(dataset, daemon):
+    with forkfeed.Loader(dataset, workers=1, **OPTIONS) as reference:
+        expected = run(reference, epochs=1)
+    with forkfeed.Client(dataset, socket=daemon.socket, **OPTIONS) as client:
+        got = [client.next_batch().indices for _ in range(3)]
+        state = client.state_dict()
+    with forkfeed.Loader(dataset, workers=1, **OPTIONS) as loader:
+        loader.load_state_dict(state)
+        got += [loader.next_batch().indices for _ in range(3)]
+        state = loader.state_dict()
+    with forkfeed.Client(dataset, socket=daemon.socket, **OPTIONS) as client:
+        client.load_state_dict(state)
+        while (b := client.next_batch()) is not None:
+            got.append(b.indices)
+    assert got == [indices for _, _, indices, _ in expected]
+
+
+def test_the_daemon_killed_while_waiting_is_an_error_within_a_second(dataset, daemon):
+    with forkfeed.Client(dataset, socket=daemon.socket, workers=1, prefetch=1, **OPTIONS) as client:
+        assert client.next_batch() is not None
+        workers = daemon.workers()
+        killed = []
+
+        def kill():
+            killed.append(time.monotonic())
+            daemon.process.kill()
+
+        try:
+            for pid in workers:
+                os.kill(pid, signal.SIGSTOP)  # the client runs out of batches and waits
+            threading.Timer(0.5, kill).start()
+            # The daemon's death is a lost connection: an OSError, as every I/O failure is.
+            with pytest.raises(OSError, match="lost the connection to forkfeedd"):
+                for _ in range(IMAGES):
+                    client.next_batch()
+            assert killed and time.monotonic() - killed[0] < 1.0
+            with pytest.raises(OSError, match="forkfeedd"):  # and it stays an error
+                client.next_batch()
+        finally:
+            for pid in workers:  # a stopped worker cannot see that its daemon is gone, and exit
+                os.kill(pid, signal.SIGCONT)
+
+
+def test_ctrl_c_while_waiting_raises_keyboard_interrupt_and_the_stream_goes_on(dataset, daemon):
+    open_client = f"""
+loader = forkfeed.Client({str(dataset)!r}, socket={daemon.socket!r}, batch_size=8, workers=1, prefetch=1,
+                         size=16, output="numpy")
+workers = [int(p) for task in os.listdir("/proc/{daemon.pid}/task")
+           for p in open(f"/proc/{daemon.pid}/task/{{task}}/children").read().split()]
+"""
+    # The daemon answers close() only once its workers go on: resume them first.
+    after = """
+for pid in workers:
+    os.kill(pid, signal.SIGCONT)
+seen = 0
+while (b := loader.next_batch()) is not None:
+    seen += len(b.indices)
+assert seen > 0
+"""
+    out = run_ctrl_c(open_client, after=after)
+    assert out["outcome"] == "KeyboardInterrupt"
+    assert out["took"] < 1.0
+
+
+def test_bad_requests_name_what_is_wrong(dataset, daemon, tmp_path):
+    with pytest.raises(FileNotFoundError, match="'no-such-set'"):
+        forkfeed.Client(dataset="no-such-set", socket=daemon.socket, output="numpy")
+    with pytest.raises(OSError, match="nobody.sock"):
+        forkfeed.Client(dataset, socket=tmp_path / "nobody.sock", connect_timeout=1, output="numpy")
+    with pytest.raises(ValueError, match="connect_timeout"):
+        forkfeed.Client(dataset, socket=daemon.socket, connect_timeout=0, output="numpy")
+    with pytest.raises(ValueError, match="pin_memory_device"):
+        forkfeed.Client(dataset, socket=daemon.socket, pin_memory_device=0, output="numpy")
+    client = forkfeed.Client(dataset, socket=daemon.socket, output="numpy")
+    client.close()
+    with pytest.raises(ValueError, match="the client is closed"):
+        client.next_batch()
