@@ -50,7 +50,12 @@ Result<std::string> find_worker_executable() {
   std::vector<fs::path> candidates;
   Dl_info info{};
   if (::dladdr(reinterpret_cast<void*>(&make_spawn_launcher), &info) != 0 && info.dli_fname != nullptr) {
-    const fs::path lib_dir = fs::absolute(info.dli_fname).parent_path();
+    // The name the dynamic linker used: through a run path like the Python extension's
+    // $ORIGIN/../../.., so its ".." must be resolved before parent_path() means "up".
+    std::error_code ec;
+    fs::path lib = fs::canonical(info.dli_fname, ec);
+    if (ec) lib = fs::absolute(info.dli_fname);
+    const fs::path lib_dir = lib.parent_path();
     candidates.push_back(lib_dir.parent_path() / "bin" / "forkfeed-worker");
     candidates.push_back(lib_dir / "forkfeed-worker");
   }

@@ -2,20 +2,25 @@
 # install_consumer test: installs forkfeed from BUILD_DIR into a temporary prefix, runs
 # the installed tools from there (forkfeed-bench spawning forkfeed-worker, forkfeedd),
 # then builds and runs a separate project that uses it through find_package(forkfeed),
-# in process and through the installed daemon.
-# usage: check_consumer.sh BUILD_DIR CONSUMER_SOURCE_DIR
+# in process and through the installed daemon. With --python, it then moves the prefix
+# and imports the installed Python package from there (check_python_package.py).
+# usage: check_consumer.sh BUILD_DIR CONSUMER_SOURCE_DIR [--python PYTHON SITE_DIR]
+#   SITE_DIR: where the package is installed, relative to the prefix
 set -euo pipefail
 
-if [[ $# -ne 2 ]]; then
-  echo "usage: check_consumer.sh BUILD_DIR CONSUMER_SOURCE_DIR" >&2
+if [[ $# -ne 2 && ! ($# -eq 5 && "$3" == --python) ]]; then
+  echo "usage: check_consumer.sh BUILD_DIR CONSUMER_SOURCE_DIR [--python PYTHON SITE_DIR]" >&2
   exit 2
 fi
 build_dir=$1
 consumer_src=$2
+python=${4:-}
+site_dir=${5:-}
+script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 # Only what was installed may be found: the executables' own run path, and
 # forkfeed-worker next to the installed libforkfeed.
-unset LD_LIBRARY_PATH FORKFEED_WORKER
+unset LD_LIBRARY_PATH FORKFEED_WORKER FORKFEED_BIN_DIR
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/forkfeed-consumer.XXXXXX")
 daemon_pid=
@@ -94,4 +99,14 @@ done
 kill -TERM "$daemon_pid"
 wait "$daemon_pid"
 daemon_pid=
+
+if [[ -n "$python" ]]; then
+  # Moved, so that only run paths relative to the installed files can work.
+  echo "== move the prefix, then import the installed Python package from there"
+  mv "$prefix" "$tmp/moved-prefix"
+  mkdir "$tmp/elsewhere"
+  (cd "$tmp/elsewhere" &&
+   PYTHONPATH="$tmp/moved-prefix/$site_dir" "$python" -s "$script_dir/check_python_package.py" \
+     "$tmp/moved-prefix" "$tmp/data" 24)
+fi
 echo "install_consumer: ok"
