@@ -11,6 +11,7 @@ packages=(
   python3  # tools/compare.sh's memory sampler and report, and its test
   # The Python package (python/) and its tests, for /usr/bin/python3.
   python3-dev python3-pybind11 python3-numpy python3-pytest python3-torch
+  python3-torchvision  # examples/train_imagenet.py (ResNet-18) and its test
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
