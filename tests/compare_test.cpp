@@ -126,6 +126,10 @@ TEST_F(CompareTest, ImagesLimitsBothTheProbeAndTheLoader) {
   EXPECT_EQ(j["probe"]["probed"], 16) << j;
   EXPECT_EQ(j["forkfeed"]["images"], 16) << j;
   EXPECT_EQ(j["forkfeed"]["batches"], 2) << j;
+  if (python_package_built()) {
+    EXPECT_EQ(j["python"]["images"], 16) << j;
+    EXPECT_EQ(j["python"]["batches"], 2) << j;
+  }
 }
 
 TEST_F(CompareTest, TableNamesTheRatiosAndWhyTorchIsMissing) {
