@@ -1,7 +1,8 @@
-// tools/compare.sh from the outside, without its PyTorch column (CI never installs
-// torch): one run on a tiny dataset gives every figure of the table in its --json object.
+// tools/compare.sh from the outside, without its PyTorch row (CI never installs
+// torchvision): one run on a tiny dataset gives every figure of the table in its --json object.
 #include <unistd.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,32 @@ class CompareTest : public ::testing::Test {
 
 double number(const nlohmann::json& j) { return j.is_number() ? j.get<double>() : -1.0; }
 
+// Whether the build made the forkfeed Python package next to the binaries, which
+// compare.sh's "forkfeed from Python" row runs (not in sanitizer builds, nor with
+// -DFORKFEED_PYTHON=OFF).
+bool python_package_built() {
+  return std::filesystem::exists(std::string(FORKFEED_BIN_DIR) + "/../python/forkfeed/__init__.py");
+}
+
+// The "forkfeed from Python" row of one --json object: every figure, or why it is empty.
+void expect_python_row(const nlohmann::json& j, std::uint32_t images) {
+  if (!python_package_built()) {
+    EXPECT_TRUE(j["python"].is_null()) << j;
+    EXPECT_TRUE(j["python_skipped"].is_string()) << j;
+    return;
+  }
+  const nlohmann::json& py = j["python"];
+  EXPECT_EQ(py["images"], images) << j;
+  EXPECT_EQ(py["dtype"], j["settings"]["dtype"]) << j;
+  EXPECT_GT(number(py["images_per_s"]), 0.0) << j;
+  EXPECT_GT(number(py["peak_pss_bytes"]), 0.0) << j;
+  EXPECT_GT(number(py["images_per_cpu_s"]), 0.0) << j;
+  EXPECT_GE(number(py["wait_p99_ms"]), number(py["wait_p50_ms"])) << j;
+  EXPECT_GT(number(j["ratios"]["python_over_forkfeed"]), 0.0) << j;
+  EXPECT_TRUE(j["ratios"]["python_over_torch"].is_null()) << j;
+  EXPECT_TRUE(j["python_skipped"].is_null()) << j;
+}
+
 TEST_F(CompareTest, JsonHoldsEveryFigureWithoutTorch) {
   const testing::CommandOutcome o = compare({"--no-torch", "--json", "--data", root_, "--epochs", "1",
                                              "--batch", "8", "--size", "32", "--workers", "2"});
@@ -65,6 +92,30 @@ TEST_F(CompareTest, JsonHoldsEveryFigureWithoutTorch) {
   EXPECT_GT(number(j["ratios"]["fused_over_opencv_per_cpu_s"]), 0.0) << j;
   EXPECT_GT(number(j["ratios"]["forkfeed_over_n_fused"]), 0.0) << j;
   EXPECT_TRUE(j["ratios"]["forkfeed_over_torch"].is_null()) << j;
+  expect_python_row(j, kImages);
+}
+
+TEST_F(CompareTest, DtypeBothMeasuresEachDtype) {
+  const testing::CommandOutcome o = compare({"--no-torch", "--json", "--data", root_, "--epochs", "1",
+                                             "--batch", "8", "--size", "32", "--dtype", "both"});
+  ASSERT_TRUE(o.exited && o.code == 0) << o.describe();
+  const nlohmann::json j = nlohmann::json::parse(o.out);
+  for (const char* dtype : {"uint8", "float32"}) {
+    const nlohmann::json& r = j[dtype];
+    EXPECT_EQ(r["settings"]["dtype"], dtype) << j;
+    EXPECT_EQ(r["forkfeed"]["images"], kImages) << j;
+    expect_python_row(r, kImages);
+  }
+  EXPECT_EQ(j["float32"]["arena_slot_bytes"], 4 * j["uint8"]["arena_slot_bytes"].get<double>()) << j;
+}
+
+TEST_F(CompareTest, NoPythonSkipsThatRow) {
+  const testing::CommandOutcome o = compare({"--no-torch", "--no-python", "--json", "--data", root_, "--epochs",
+                                             "1", "--batch", "8", "--size", "32"});
+  ASSERT_TRUE(o.exited && o.code == 0) << o.describe();
+  const nlohmann::json j = nlohmann::json::parse(o.out);
+  EXPECT_TRUE(j["python"].is_null()) << j;
+  EXPECT_EQ(j["python_skipped"], "--no-python") << j;
 }
 
 TEST_F(CompareTest, ImagesLimitsBothTheProbeAndTheLoader) {
@@ -75,6 +126,10 @@ TEST_F(CompareTest, ImagesLimitsBothTheProbeAndTheLoader) {
   EXPECT_EQ(j["probe"]["probed"], 16) << j;
   EXPECT_EQ(j["forkfeed"]["images"], 16) << j;
   EXPECT_EQ(j["forkfeed"]["batches"], 2) << j;
+  if (python_package_built()) {
+    EXPECT_EQ(j["python"]["images"], 16) << j;
+    EXPECT_EQ(j["python"]["batches"], 2) << j;
+  }
 }
 
 TEST_F(CompareTest, TableNamesTheRatiosAndWhyTorchIsMissing) {
@@ -82,8 +137,14 @@ TEST_F(CompareTest, TableNamesTheRatiosAndWhyTorchIsMissing) {
       compare({"--no-torch", "--data", root_, "--epochs", "1", "--batch", "8", "--size", "32"});
   ASSERT_TRUE(o.exited && o.code == 0) << o.describe();
   for (const char* text : {"images/s", "peak PSS", "wait p99", "forkfeed / PyTorch", "fused / OpenCV",
-                           "single-core fused", "forkfeed arena", "PyTorch column skipped: --no-torch"}) {
+                           "single-core fused", "forkfeed arena", "forkfeed from Python (2 workers)",
+                           "from Python / forkfeed-bench", "from Python / PyTorch",
+                           "PyTorch row skipped: --no-torch"}) {
     EXPECT_NE(o.out.find(text), std::string::npos) << text << "\n" << o.describe();
+  }
+  // The row is there either way: with figures, or "skipped" and a line that says why.
+  if (!python_package_built()) {
+    EXPECT_NE(o.out.find("forkfeed from Python row skipped: "), std::string::npos) << o.describe();
   }
 }
 

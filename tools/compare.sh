@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tools/compare.sh: forkfeed against the PyTorch DataLoader, side by side, on one folder in
-# one run: the single-core probe, forkfeed-bench, then torchvision's ImageFolder through a
-# DataLoader, with the same transform, workers, batch size and images. See --help.
+# one run: the single-core probe, forkfeed-bench, forkfeed's Python iterator, then
+# torchvision's ImageFolder through a DataLoader, with the same transform, workers, batch
+# size and images. See --help.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -10,29 +11,35 @@ python=/usr/bin/python3  # Debian's: the one python3-torch installs into
 usage() {
   cat <<'EOF'
 usage: tools/compare.sh [--data DIR] [--workers N] [--batch B] [--size S]
-                        [--transform train|eval] [--dtype uint8|float32] [--epochs E]
-                        [--images N] [--seed X] [--generate N] [--bin DIR] [--no-torch] [--json]
+                        [--transform train|eval] [--dtype uint8|float32|both] [--epochs E]
+                        [--images N] [--seed X] [--generate N] [--bin DIR] [--no-torch]
+                        [--no-python] [--json]
 
 Measures, on one folder and in one run, one after the other on a warm page cache:
   1. forkfeed-bench --probe: one core decoding + transforming every file, with OpenCV's
      full decode (the reference) and with forkfeed's fused path;
   2. forkfeed-bench with N workers;
-  3. the PyTorch DataLoader over torchvision's ImageFolder with the same transform
+  3. forkfeed from Python: forkfeed.Loader with the same options, iterated as a trainer
+     does (torch tensors that are views of the batch slots), run by /usr/bin/python3
+     with the package built next to --bin (BIN/../python);
+  4. the PyTorch DataLoader over torchvision's ImageFolder with the same transform
      (train: RandomResizedCrop + RandomHorizontalFlip; eval: Resize(size/0.875) +
      CenterCrop; then PILToTensor, or ToTensor + Normalize for float32), the same N
      workers, batch size, shuffle and number of images, run by /usr/bin/python3.
-Both loaders are timed from the first batch asked for to the last received; the wait
+Every loader is timed from the first batch asked for to the last received; the wait
 per batch is the time the consumer spends asking for it. Peak memory is the largest sum
 of PSS over the whole process tree (the loader and all its workers), sampled every
 100 ms. It prints images/s, peak PSS and wait p50/p99 per loader, and the ratios
-forkfeed / PyTorch, fused / OpenCV (single core) and forkfeed / (N x fused probe).
+forkfeed / PyTorch, from Python / forkfeed-bench, from Python / PyTorch, fused / OpenCV
+(single core) and forkfeed / (N x fused probe).
 
   --data DIR        ImageFolder root to measure (default: a generated set, see --generate)
-  --workers N       decode workers of both loaders (default 2)
+  --workers N       decode workers of every loader (default 2)
   --batch B         batch size (default 64)
   --size S          output height and width (default 224)
   --transform T     train or eval (default train)
-  --dtype D         uint8 (NHWC for forkfeed, CHW for PyTorch) or float32 normalised (default uint8)
+  --dtype D         uint8 (NHWC for forkfeed, CHW for PyTorch), float32 normalised, or both:
+                    every measurement for uint8, then for float32, one table each (default uint8)
   --epochs E        passes over the dataset per loader (default 2)
   --images N        instead of whole epochs: the first ceil(N/B) batches per loader, and
                     N files (spread over the dataset) for the probe
@@ -43,13 +50,15 @@ forkfeed / PyTorch, fused / OpenCV (single core) and forkfeed / (N x fused probe
                     quality 75-95, 20 classes)
   --bin DIR         where forkfeed-bench and forkfeed-mkdata are (default: build/bin,
                     after tools/setup.sh and tools/build.sh build, as tools/demo.sh does)
-  --no-torch        skip the PyTorch column
+  --no-torch        skip the PyTorch row
+  --no-python       skip the forkfeed from Python row
   --json            print one JSON object instead of the table
   -h, --help        this text
 
 Without --no-torch, missing python3-torch, python3-torchvision or python3-numpy are
 installed with apt-get (through sudo when not root); if that cannot be done the table
-says why the PyTorch column is empty. Progress goes to stderr. Exit status: 0 measured,
+says why the PyTorch row is empty, as it says why the Python row is when the forkfeed
+package is not built. Progress goes to stderr. Exit status: 0 measured,
 1 a run failed, 2 bad arguments.
 
 Example:
@@ -63,11 +72,12 @@ die() { say "$*"; exit 1; }
 bad_usage() { say "$* (see --help)"; exit 2; }
 
 data="" workers=2 batch=64 size=224 transform=train dtype=uint8 epochs=2 images=0 seed=0
-generate=2000 bin="" torch=1 json=0
+generate=2000 bin="" torch=1 from_python=1 json=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     -h | --help) usage; exit 0 ;;
     --no-torch) torch=0; shift; continue ;;
+    --no-python) from_python=0; shift; continue ;;
     --json) json=1; shift; continue ;;
     --data | --workers | --batch | --size | --transform | --dtype | --epochs | --images | --seed | \
       --generate | --bin)
@@ -97,7 +107,8 @@ for name in workers batch size epochs generate; do
   [[ ${!name} -gt 0 ]] || bad_usage "--$name must be at least 1"
 done
 [[ $transform == train || $transform == eval ]] || bad_usage "--transform must be train or eval, got '$transform'"
-[[ $dtype == uint8 || $dtype == float32 ]] || bad_usage "--dtype must be uint8 or float32, got '$dtype'"
+[[ $dtype == uint8 || $dtype == float32 || $dtype == both ]] ||
+  bad_usage "--dtype must be uint8, float32 or both, got '$dtype'"
 [[ -z $data || -d $data ]] || die "--data $data is not a folder; give an ImageFolder root (one subfolder per class)"
 
 # Installs the Debian packages given with apt-get, through sudo when not root. Returns
@@ -144,28 +155,37 @@ out=$(mktemp -d "${TMPDIR:-/tmp}/forkfeed-compare.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 
 # Before anything is timed: apt would compete with the runs for the CPU.
+torch_skipped=""
 if [[ $torch -eq 1 ]]; then
   check_torch() { "$python" -c 'import numpy, torch, torchvision' 2>/dev/null; }
   if ! check_torch; then
     if ! apt_install python3-torch python3-torchvision python3-numpy || ! check_torch; then
-      echo "python3-torch, python3-torchvision and python3-numpy for $python are missing and could not be installed (see the messages above); install them, or pass --no-torch" >"$out/torch.skipped"
+      torch_skipped="python3-torch, python3-torchvision and python3-numpy for $python are missing and could not be installed (see the messages above); install them, or pass --no-torch"
       torch=0
     fi
   fi
 else
-  echo "--no-torch" >"$out/torch.skipped"
+  torch_skipped="--no-torch"
 fi
 
-common=(--transform "$transform" --size "$size" --dtype "$dtype" --seed "$seed")
+# The forkfeed package built next to the binaries (tools/build.sh puts it in BUILD/python).
+python_path=$(cd "$bin/.." && pwd)/python
+python_skipped=""
+if [[ $from_python -eq 0 ]]; then
+  python_skipped="--no-python"
+elif ! PYTHONPATH=$python_path "$python" -c 'import forkfeed, torch' 2>/dev/null; then
+  python_skipped="the forkfeed package is not in $python_path or does not import with $python (build it with python3-dev, python3-pybind11 and python3-torch installed: tools/setup.sh)"
+  from_python=0
+fi
+
 schedule="$epochs epoch(s)"
-probe_args=() bench_limit=() torch_limit=()
+probe_args=() limit=()
 if [[ $images -gt 0 ]]; then
   batches=$(((images + batch - 1) / batch))
   epochs=$batches  # enough: every epoch has at least one batch
   schedule="first $batches batches"
   probe_args=(--probe-limit "$images")
-  bench_limit=(--stop-after-batches "$batches")
-  torch_limit=(--stop-after-batches "$batches")
+  limit=(--stop-after-batches "$batches")
 fi
 
 # The loaders read files in shuffled order, --images N of them maybe not those the probe
@@ -179,32 +199,49 @@ else
   say "$data ($((data_bytes >> 20)) MiB) exceeds half the available memory: the runs read from disk"
 fi
 
-# Other work on the machine takes cores from the runs; the report shows the load.
-read -r load _ </proc/loadavg
-say "1/3 probe: one core, OpenCV vs fused decode, $transform ${size}x$size"
-"$bin/forkfeed-bench" --probe --json --data "$data" "${common[@]}" "${probe_args[@]}" >"$out/probe.json" ||
-  die "forkfeed-bench --probe failed (see above)"
+# Every measurement for one dtype, its JSON files left in the folder $1 for report.py.
+measure() {
+  local dtype=$1 dir=$2
+  mkdir -p "$dir"
+  local common=(--transform "$transform" --size "$size" --dtype "$dtype" --seed "$seed")
+  local loader_args=(--data "$data" --workers "$workers" --batch "$batch" --epochs "$epochs" "${common[@]}" "${limit[@]}")
+  [[ -z $torch_skipped ]] || echo "$torch_skipped" >"$dir/torch.skipped"
+  [[ -z $python_skipped ]] || echo "$python_skipped" >"$dir/python.skipped"
 
-say "2/3 forkfeed: $workers workers, batch $batch, $schedule"
-"$python" "$root/tools/compare/peak_pss.py" --out "$out/forkfeed.pss.json" -- \
-  "$bin/forkfeed-bench" --json --data "$data" --workers "$workers" --batch "$batch" --epochs "$epochs" \
-  --on-error skip "${common[@]}" "${bench_limit[@]}" >"$out/forkfeed.json" ||
-  die "forkfeed-bench failed (see above)"
+  # Other work on the machine takes cores from the runs; the report shows the load.
+  local load
+  read -r load _ </proc/loadavg
+  say "$dtype 1/4 probe: one core, OpenCV vs fused decode, $transform ${size}x$size"
+  "$bin/forkfeed-bench" --probe --json --data "$data" "${common[@]}" "${probe_args[@]}" >"$dir/probe.json" ||
+    die "forkfeed-bench --probe failed (see above)"
 
-if [[ $torch -eq 1 ]]; then
-  say "3/3 PyTorch DataLoader: $workers workers, batch $batch, $schedule"
-  if ! "$python" "$root/tools/compare/peak_pss.py" --out "$out/torch.pss.json" -- \
-      "$python" "$root/tools/compare/torch_loader.py" --data "$data" --workers "$workers" --batch "$batch" \
-      --epochs "$epochs" "${common[@]}" "${torch_limit[@]}" >"$out/torch.json"; then
-    echo "torch_loader.py failed (its messages are above)" >"$out/torch.skipped"
-    rm -f "$out/torch.json"
+  say "$dtype 2/4 forkfeed: $workers workers, batch $batch, $schedule"
+  "$python" "$root/tools/compare/peak_pss.py" --out "$dir/forkfeed.pss.json" -- \
+    "$bin/forkfeed-bench" --json --on-error skip "${loader_args[@]}" >"$dir/forkfeed.json" ||
+    die "forkfeed-bench failed (see above)"
+
+  if [[ $from_python -eq 1 ]]; then
+    say "$dtype 3/4 forkfeed from Python: $workers workers, batch $batch, $schedule"
+    if ! PYTHONPATH=$python_path "$python" "$root/tools/compare/peak_pss.py" --out "$dir/python.pss.json" -- \
+        "$python" "$root/tools/compare/forkfeed_python.py" "${loader_args[@]}" >"$dir/python.json"; then
+      echo "forkfeed_python.py failed (its messages are above)" >"$dir/python.skipped"
+      rm -f "$dir/python.json"
+    fi
   fi
-fi
 
-sample_bytes=$((size * size * 3))
-[[ $dtype == float32 ]] && sample_bytes=$((sample_bytes * 4))
-"$python" - "$out/settings.json" "$data" "$transform" "$dtype" "$schedule" \
-  "$load" "$workers" "$batch" "$size" "$epochs" "$images" "$seed" "$sample_bytes" "$(nproc)" <<'EOF'
+  if [[ $torch -eq 1 ]]; then
+    say "$dtype 4/4 PyTorch DataLoader: $workers workers, batch $batch, $schedule"
+    if ! "$python" "$root/tools/compare/peak_pss.py" --out "$dir/torch.pss.json" -- \
+        "$python" "$root/tools/compare/torch_loader.py" "${loader_args[@]}" >"$dir/torch.json"; then
+      echo "torch_loader.py failed (its messages are above)" >"$dir/torch.skipped"
+      rm -f "$dir/torch.json"
+    fi
+  fi
+
+  local sample_bytes=$((size * size * 3))
+  [[ $dtype == float32 ]] && sample_bytes=$((sample_bytes * 4))
+  "$python" - "$dir/settings.json" "$data" "$transform" "$dtype" "$schedule" \
+    "$load" "$workers" "$batch" "$size" "$epochs" "$images" "$seed" "$sample_bytes" "$(nproc)" <<'EOF'
 import json, sys
 path, data, transform, dtype, schedule, load, *numbers = sys.argv[1:]
 names = ["workers", "batch", "size", "epochs", "images", "seed", "sample_bytes", "cpus"]
@@ -213,6 +250,15 @@ settings.update(data=data, transform=transform, dtype=dtype, schedule=schedule, 
 with open(path, "w") as f:
     json.dump(settings, f)
 EOF
+}
+
+dtypes=("$dtype")
+[[ $dtype == both ]] && dtypes=(uint8 float32)
+dirs=()
+for d in "${dtypes[@]}"; do
+  measure "$d" "$out/$d"
+  dirs+=("$out/$d")
+done
 report_args=()
 [[ $json -eq 1 ]] && report_args=(--json)
-"$python" "$root/tools/compare/report.py" "$out" "${report_args[@]}"
+"$python" "$root/tools/compare/report.py" "${dirs[@]}" "${report_args[@]}"

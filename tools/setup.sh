@@ -12,6 +12,7 @@ packages=(
   # The Python package (python/) and its tests, for /usr/bin/python3.
   python3-dev python3-pybind11 python3-numpy python3-pytest python3-torch
   python3-pip python3-setuptools python3-wheel  # pip install --no-build-isolation . (setup.py)
+  python3-torchvision  # examples/train_imagenet.py (ResNet-18) and its test
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then

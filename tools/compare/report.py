@@ -1,10 +1,14 @@
 #!/usr/bin/python3
 """The table (or the --json object) of tools/compare.sh, from the JSON files its runs left
-in one folder: probe.json, forkfeed.json + forkfeed.pss.json, torch.json + torch.pss.json
-(absent when the PyTorch column was skipped, with the reason in torch.skipped), and
+in one folder: probe.json, forkfeed.json + forkfeed.pss.json, python.json +
+python.pss.json (forkfeed from Python) and torch.json + torch.pss.json (each absent when
+its row was skipped, with the reason in python.skipped or torch.skipped), and
 settings.json. Standard library only.
 
-usage: report.py DIR [--json]
+usage: report.py DIR... [--json]
+
+One table per DIR (compare.sh --dtype both gives one per dtype); with --json one object,
+or with several DIRs one object per DIR keyed by its dtype.
 """
 import json
 import os
@@ -29,16 +33,19 @@ def gather(folder):
     settings = load(folder, "settings.json")
     probe = load(folder, "probe.json")
     forkfeed = load(folder, "forkfeed.json")
+    python = load(folder, "python.json")
     torch = load(folder, "torch.json")
-    for name, run in (("forkfeed", forkfeed), ("torch", torch)):
+    for name, run in (("forkfeed", forkfeed), ("python", python), ("torch", torch)):
         if run is not None:
             tree = load(folder, name + ".pss.json")
             run["peak_pss_bytes"] = tree["peak_pss_bytes"]
             # The whole process tree from start to end, startup (imports, forks) included.
             run["cpu_s"] = tree["cpu_s"]
             run["images_per_cpu_s"] = run["images"] / tree["cpu_s"] if tree["cpu_s"] > 0 else 0.0
-    skipped_path = os.path.join(folder, "torch.skipped")
-    skipped = open(skipped_path).read().strip() if os.path.exists(skipped_path) else None
+    skipped = {}
+    for name in ("torch", "python"):
+        path = os.path.join(folder, name + ".skipped")
+        skipped[name] = open(path).read().strip() if os.path.exists(path) else None
     fused = probe["fused"]["images_per_s"]
     workers = settings["workers"]
     # The batch slots: every slot holds one full batch. The rest of the arena is the rings
@@ -48,12 +55,17 @@ def gather(folder):
         "settings": settings,
         "probe": probe,
         "forkfeed": forkfeed,
+        "python": python,
         "torch": torch,
-        "torch_skipped": skipped,
+        "python_skipped": skipped["python"],
+        "torch_skipped": skipped["torch"],
         "arena_bytes": forkfeed["arena_bytes"],
         "arena_slot_bytes": slot_bytes,
         "ratios": {
             "forkfeed_over_torch": ratio(forkfeed["images_per_s"], torch and torch["images_per_s"]),
+            "python_over_forkfeed": ratio(python and python["images_per_s"], forkfeed["images_per_s"]),
+            "python_over_torch": ratio(python and python["images_per_s"], torch and torch["images_per_s"]),
+            "python_pss_over_torch": ratio(python and python["peak_pss_bytes"], torch and torch["peak_pss_bytes"]),
             "fused_over_opencv": ratio(fused, probe["opencv"]["images_per_s"]),
             "forkfeed_over_n_fused": ratio(forkfeed["images_per_s"], workers * fused),
             "forkfeed_pss_over_torch": ratio(forkfeed["peak_pss_bytes"], torch and torch["peak_pss_bytes"]),
@@ -74,7 +86,7 @@ def times(x, suffix="x"):
 
 
 def print_table(r):
-    s, p, f, t = r["settings"], r["probe"], r["forkfeed"], r["torch"]
+    s, p, f, py, t = r["settings"], r["probe"], r["forkfeed"], r["python"], r["torch"]
     n = s["workers"]
     print(f"compare.sh: {f['dataset_size']} images in {s['data']}, {s['transform']} {s['size']}x{s['size']} "
           f"{s['dtype']}, batch {s['batch']}, {n} worker{'s' if n != 1 else ''}, {s['cpus']} CPUs")
@@ -85,7 +97,8 @@ def print_table(r):
     for name, path in (("probe, OpenCV full decode (1 core)", "opencv"), ("probe, fused decode (1 core)", "fused")):
         run = p[path]
         rows.append((name, f"{run['images_per_s']:.1f}", f"{run['images_per_cpu_s']:.1f}", "", "", ""))
-    for name, run in ((f"forkfeed ({n} workers)", f), (f"PyTorch DataLoader ({n} workers)", t)):
+    for name, run in ((f"forkfeed ({n} workers)", f), (f"forkfeed from Python ({n} workers)", py),
+                      (f"PyTorch DataLoader ({n} workers)", t)):
         if run is None:
             rows.append((name, "skipped", "", "", "", ""))
         else:
@@ -100,10 +113,13 @@ def print_table(r):
     lines = [
         ("forkfeed / PyTorch", times(q["forkfeed_over_torch"])),
         ("same, per CPU second of each tree", times(q["forkfeed_over_torch_per_cpu_s"])),
+        ("from Python / forkfeed-bench", times(q["python_over_forkfeed"])),
+        ("from Python / PyTorch", times(q["python_over_torch"])),
         ("fused / OpenCV, single core", times(q["fused_over_opencv"])),
         ("same, per CPU second", times(q["fused_over_opencv_per_cpu_s"])),
         (f"forkfeed / ({n} x single-core fused)", times(q["forkfeed_over_n_fused"], "")),
         ("peak PSS, forkfeed / PyTorch", times(q["forkfeed_pss_over_torch"])),
+        ("peak PSS, from Python / PyTorch", times(q["python_pss_over_torch"])),
         ("forkfeed arena", f"{mib(r['arena_bytes'])}: {f['slots']} slots x {f['batch_size']} x "
                            f"{s['sample_bytes']} bytes = {mib(r['arena_slot_bytes'])}, "
                            f"rings and index {mib(rest)}"),
@@ -117,18 +133,26 @@ def print_table(r):
             print(f"probe {name}: {p[name]['failed']} file(s) failed; first: {p[name]['first_error']}")
     if f["skipped"]:
         print(f"forkfeed skipped {f['skipped']} sample(s) that failed to decode")
+    if py is not None and py["start_method"] != "fork":
+        print(f"forkfeed from Python started its workers by {py['start_method']} (forkfeed.fork_report() says why)")
+    if r["python_skipped"]:
+        print(f"forkfeed from Python row skipped: {r['python_skipped']}")
     if r["torch_skipped"]:
-        print(f"PyTorch column skipped: {r['torch_skipped']}")
+        print(f"PyTorch row skipped: {r['torch_skipped']}")
 
 
 def main():
-    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+    folders = [a for a in sys.argv[1:] if a != "--json"]
+    if not folders or sys.argv[1] in ("-h", "--help"):
         sys.exit(__doc__)
-    r = gather(sys.argv[1])
-    if "--json" in sys.argv[2:]:
-        print(json.dumps(r))
+    reports = [gather(folder) for folder in folders]
+    if "--json" in sys.argv[1:]:
+        print(json.dumps(reports[0] if len(reports) == 1 else {r["settings"]["dtype"]: r for r in reports}))
     else:
-        print_table(r)
+        for i, r in enumerate(reports):
+            if i > 0:
+                print()
+            print_table(r)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,184 @@
+#!/usr/bin/python3
+"""Trains torchvision's ResNet-18 on an ImageFolder tree (ImageNet's train/ or a folder
+made by forkfeed-mkdata), reading it with forkfeed or with PyTorch's DataLoader.
+
+The two loaders give the same batches to the same loop: float32 NCHW images normalised
+with ImageNet's mean and std, after RandomResizedCrop(size) and a random horizontal flip,
+and int64 labels. A checkpoint (model, optimizer, epoch and where the loader stands) is
+written at the end of every epoch and after --steps steps, or on Ctrl-C or SIGTERM
+after the step in progress; --resume goes on from it, mid-epoch included. With forkfeed
+the resumed run trains on the batches of an uninterrupted one, crops included; with the
+DataLoader on the same samples in the same order, with other crops.
+
+  examples/train_imagenet.py --data DIR                           # forkfeed, 224x224
+  examples/train_imagenet.py --data DIR --size 64 --steps 20      # a quick run on a CPU
+  examples/train_imagenet.py --data DIR --resume                  # go on from checkpoint.pt
+  torchrun --nproc_per_node 2 examples/train_imagenet.py --data DIR   # one shard per rank
+
+Under torchrun every rank reads its own shard (forkfeed takes the rank and world size
+from $RANK and $WORLD_SIZE) and the model is wrapped in DistributedDataParallel; rank 0
+writes the checkpoint. Run it with PYTHONPATH=build/python /usr/bin/python3 from a
+forkfeed checkout, or with the Python that has forkfeed, torch and torchvision installed.
+"""
+import argparse
+import itertools
+import os
+import signal
+import time
+
+import torch
+import torch.distributed as dist
+import torchvision
+
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+
+
+def forkfeed_loader(args):
+    import forkfeed
+
+    return forkfeed.Loader(args.data, batch_size=args.batch_size, workers=args.workers,
+                           transform="train", size=args.size, dtype="float32", mean=MEAN, std=STD,
+                           seed=args.seed, drop_last=True)
+
+
+class ResumableSampler(torch.utils.data.DistributedSampler):
+    """DistributedSampler (an order that depends on seed and epoch only, one shard per
+    rank) that can start part-way through an epoch, which the DataLoader cannot."""
+
+    skip = 0  # samples of the epoch already trained on
+
+    def __iter__(self):
+        return itertools.islice(super().__iter__(), self.skip, None)
+
+    def __len__(self):
+        return super().__len__() - self.skip
+
+
+def torch_loader(args):
+    from torchvision import datasets, transforms
+
+    dataset = datasets.ImageFolder(args.data, transforms.Compose([
+        transforms.RandomResizedCrop(args.size), transforms.RandomHorizontalFlip(),
+        transforms.ToTensor(), transforms.Normalize(MEAN, STD)]))
+    rank, world_size = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
+    sampler = ResumableSampler(dataset, world_size, rank, shuffle=True, seed=args.seed, drop_last=True)
+    return torch.utils.data.DataLoader(dataset, batch_size=args.batch_size, sampler=sampler,
+                                       num_workers=args.workers, drop_last=True, worker_init_fn=ignore_sigint)
+
+
+def ignore_sigint(_worker_id):
+    """Ctrl-C reaches the whole process group: DataLoader workers leave stopping to the trainer."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", required=True, metavar="DIR",
+                        help="ImageFolder root: one subfolder of images per class")
+    parser.add_argument("--loader", choices=["forkfeed", "torch"], default="forkfeed",
+                        help="forkfeed.Loader, or torchvision's ImageFolder through a DataLoader (default forkfeed)")
+    parser.add_argument("--epochs", type=int, metavar="E", default=90, help="train until this epoch (default 90)")
+    parser.add_argument("--steps", type=int, metavar="N", default=0,
+                        help="stop after this many steps of this run, with a checkpoint (default 0: no limit)")
+    parser.add_argument("--size", type=int, metavar="S", default=224,
+                        help="crop height and width (default 224; 64 for a quick run)")
+    parser.add_argument("--batch-size", type=int, metavar="B", default=32, help="images per step and rank (default 32)")
+    parser.add_argument("--workers", type=int, metavar="N", default=min(8, os.cpu_count() or 1),
+                        help="decode worker processes per rank (default: the CPUs, at most 8)")
+    parser.add_argument("--lr", type=float, metavar="LR", default=0.1, help="SGD learning rate (default 0.1)")
+    parser.add_argument("--seed", type=int, metavar="X", default=0, help="seed of the model, the order and the crops")
+    parser.add_argument("--checkpoint", metavar="PATH", default="checkpoint.pt",
+                        help="where checkpoints go (default checkpoint.pt)")
+    parser.add_argument("--resume", action="store_true", help="go on from --checkpoint")
+    return parser.parse_args()
+
+
+def main():
+    args = parse_args()
+    # forkfeed first, before torch.distributed or CUDA start threads: its workers are
+    # then forked, which is quicker than spawning them (forkfeed.fork_report() says why).
+    loader = forkfeed_loader(args) if args.loader == "forkfeed" else None
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # started by torchrun
+        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    if loader is None:
+        loader = torch_loader(args)
+    rank = dist.get_rank() if dist.is_initialized() else 0
+    log = print if rank == 0 else (lambda *_, **__: None)
+    device = torch.device(f"cuda:{os.environ.get('LOCAL_RANK', 0)}" if torch.cuda.is_available() else "cpu")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    classes = loader.classes if args.loader == "forkfeed" else loader.dataset.classes
+    batches_per_epoch = len(loader)
+
+    torch.manual_seed(args.seed)
+    model = torchvision.models.resnet18(num_classes=len(classes)).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, weight_decay=1e-4)
+    trained = model
+    if dist.is_initialized():
+        trained = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=[device.index] if device.type == "cuda" else None)
+
+    epoch, batch, step = 0, 0, 0
+    if args.resume:
+        checkpoint = torch.load(args.checkpoint, map_location=device)
+        model.load_state_dict(checkpoint["model"])
+        optimizer.load_state_dict(checkpoint["optimizer"])
+        epoch, batch, step = checkpoint["epoch"], checkpoint["batch"], checkpoint["step"]
+        if args.loader == "forkfeed":
+            loader.load_state_dict(checkpoint["loader"])  # the epoch, and the batch within it
+        log(f"resuming at epoch {epoch}, batch {batch} of {batches_per_epoch}, step {step}", flush=True)
+
+    # Ctrl-C or SIGTERM (a preempted job) stops after the step in progress, with a
+    # checkpoint; stopping within a step would leave the weights half-updated.
+    stop = []
+    def request_stop(signum, _frame):
+        stop.append(signum)
+        signal.signal(signum, signal.SIG_DFL)  # a second one ends the run at once
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+
+    steps_this_run = 0
+    while epoch < args.epochs and not stop and not (args.steps and steps_this_run == args.steps):
+        if args.loader == "forkfeed":
+            if batch == 0:
+                loader.set_epoch(epoch)
+            # Not `for ... in loader`: iterating is a reset, which would start an epoch
+            # resumed part-way again. next_batch() goes on from where the loader stands.
+            batches = iter(loader.next_batch, None)
+        else:
+            loader.sampler.set_epoch(epoch)
+            loader.sampler.skip = batch * args.batch_size
+            batches = loader
+        samples = label_sum = 0
+        started = time.perf_counter()
+        for images, labels, *_ in batches:  # forkfeed's batches also hold indices, epoch, index
+            images, labels = images.to(device, non_blocking=True), labels.to(device, non_blocking=True)
+            loss = torch.nn.functional.cross_entropy(trained(images), labels)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            batch, step, steps_this_run = batch + 1, step + 1, steps_this_run + 1
+            samples, label_sum = samples + len(labels), label_sum + int(labels.sum())
+            if step % 10 == 0:
+                log(f"epoch {epoch} batch {batch}/{batches_per_epoch} step {step} loss {loss.item():.3f} "
+                    f"({samples / (time.perf_counter() - started):.1f} images/s)", flush=True)
+            if stop or steps_this_run == args.steps:
+                break
+        # What this run trained on in this epoch: an interrupted run and its resumed run
+        # add up to an uninterrupted one.
+        log(f"epoch {epoch}: {samples} samples, label sum {label_sum}, step {step}", flush=True)
+        if batch == batches_per_epoch:
+            epoch, batch = epoch + 1, 0
+        if rank == 0:
+            # The loader has delivered exactly the batches trained on: its state resumes after them.
+            loader_state = loader.state_dict() if args.loader == "forkfeed" else None
+            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
+                        "batch": batch, "step": step, "loader": loader_state}, args.checkpoint + ".tmp")
+            os.replace(args.checkpoint + ".tmp", args.checkpoint)  # a checkpoint is whole or absent
+    log(f"checkpoint at epoch {epoch}, batch {batch}, step {step}: {args.checkpoint}", flush=True)
+    if stop:
+        raise SystemExit(128 + stop[0])
+
+
+if __name__ == "__main__":
+    main()

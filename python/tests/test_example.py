@@ -1,0 +1,86 @@
+"""examples/train_imagenet.py runs, and a run stopped by --steps or Ctrl-C then --resume'd
+trains on exactly the batches of an uninterrupted run: the same samples and the same weights."""
+
+import os
+import pathlib
+import re
+import signal
+import subprocess
+import sys
+
+import pytest
+import torch
+
+pytest.importorskip("torchvision", reason="the example trains torchvision's ResNet-18 (python3-torchvision)")
+
+EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "train_imagenet.py"
+# Small enough for a CPU: 50 images of 64x64, 6 batches of 8 per epoch.
+QUICK = ["--size", "64", "--batch-size", "8", "--workers", "2", "--epochs", "2"]
+
+
+def command(dataset, checkpoint, *args):
+    return [sys.executable, str(EXAMPLE), "--data", str(dataset), "--checkpoint", str(checkpoint), *QUICK, *args]
+
+
+def train(dataset, checkpoint, *args):
+    result = subprocess.run(command(dataset, checkpoint, *args), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def same_training(a, b):
+    """Whether two checkpoints hold the same position and bit for bit the same weights."""
+    a, b = torch.load(a), torch.load(b)
+    return ((a["epoch"], a["batch"], a["step"], a["loader"]) == (b["epoch"], b["batch"], b["step"], b["loader"])
+            and all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"]))
+
+
+def trained_per_epoch(*outputs):
+    """{epoch: [samples, label sum]} over the runs, from their "epoch E: N samples, label sum S" lines."""
+    total = {}
+    for out in outputs:
+        for epoch, samples, label_sum in re.findall(r"^epoch (\d+): (\d+) samples, label sum (\d+)", out, re.M):
+            sums = total.setdefault(int(epoch), [0, 0])
+            sums[0] += int(samples)
+            sums[1] += int(label_sum)
+    return total
+
+
+def test_resume_mid_epoch_trains_as_one_run(dataset, tmp_path):
+    whole = train(dataset, tmp_path / "whole.pt")
+    first = train(dataset, tmp_path / "cut.pt", "--steps", "3")
+    assert "checkpoint at epoch 0, batch 3, step 3" in first
+    rest = train(dataset, tmp_path / "cut.pt", "--resume")
+    assert "resuming at epoch 0, batch 3 of 6, step 3" in rest
+    assert trained_per_epoch(whole) == trained_per_epoch(first, rest)
+    assert trained_per_epoch(whole)[1][0] == 48  # drop_last: 6 batches of 8 of 50 images
+    assert "checkpoint at epoch 2, batch 0, step 12" in whole
+    assert same_training(tmp_path / "whole.pt", tmp_path / "cut.pt")
+
+    # Ctrl-C in the second epoch, sent to the process group as a terminal sends it.
+    run = subprocess.Popen(command(dataset, tmp_path / "stopped.pt"), stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    for line in run.stdout:
+        if line.startswith("epoch 0:"):
+            break
+    os.killpg(run.pid, signal.SIGINT)
+    out = run.communicate(timeout=120)[0]
+    assert run.returncode in (0, 130), out  # 0: it ended before the signal came
+    train(dataset, tmp_path / "stopped.pt", "--resume")
+    assert same_training(tmp_path / "whole.pt", tmp_path / "stopped.pt")
+
+
+def test_torch_dataloader_runs_and_resumes(dataset, tmp_path):
+    first = train(dataset, tmp_path / "torch.pt", "--loader", "torch", "--steps", "2")
+    assert "checkpoint at epoch 0, batch 2, step 2" in first
+    rest = train(dataset, tmp_path / "torch.pt", "--loader", "torch", "--resume", "--steps", "5")
+    assert "resuming at epoch 0, batch 2 of 6, step 2" in rest
+    assert "checkpoint at epoch 1, batch 1, step 7" in rest
+    assert {epoch: n for epoch, (n, _) in trained_per_epoch(first, rest).items()} == {0: 48, 1: 8}
+
+
+def test_help_names_every_option():
+    out = subprocess.run([sys.executable, str(EXAMPLE), "--help"], capture_output=True, text=True, check=True).stdout
+    for option in ("--loader", "--epochs", "--steps", "--size", "--batch-size", "--workers", "--checkpoint",
+                   "--resume", "torchrun"):
+        assert option in out

@@ -1,0 +1,97 @@
+#!/usr/bin/python3
+"""The "forkfeed from Python" row of tools/compare.sh: forkfeed.Loader iterated as a
+trainer iterates it (`for images, labels in loader`, torch tensors that are views of the
+batch slots), timed the way forkfeed-bench times the C++ loader. Prints one JSON object
+on one line, with the fields of torch_loader.py's and forkfeed-bench's.
+
+As forkfeed-bench does, it reads one byte of every page of each batch (a trainer reads
+all of it) and keeps no batch past the next one, as a training loop keeps none.
+The clock runs from the first batch asked for to the last one received; the wait per
+batch is the time spent in next(). Run it with /usr/bin/python3 and
+PYTHONPATH=BUILD/python (compare.sh passes the one next to its --bin).
+"""
+import argparse
+import json
+import math
+import sys
+import time
+
+
+def percentile(values, p):
+    """Nearest-rank percentile, as forkfeed-bench computes it."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    k = min(max(math.ceil(p / 100.0 * len(ordered)), 1), len(ordered)) - 1
+    return ordered[k]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", required=True, help="ImageFolder root")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--size", type=int, default=224)
+    parser.add_argument("--transform", choices=["train", "eval"], default="train")
+    parser.add_argument("--dtype", choices=["uint8", "float32"], default="uint8")
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--stop-after-batches", type=int, default=0, help="0: run every epoch")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+
+    start = time.perf_counter()
+    try:
+        import torch
+        import forkfeed
+    except ImportError as e:
+        sys.exit(f"forkfeed_python.py: {e}; build forkfeed with its Python package (python3-dev, "
+                 f"python3-pybind11, python3-torch) and set PYTHONPATH=BUILD/python")
+
+    loader = forkfeed.Loader(args.data, batch_size=args.batch, workers=args.workers, transform=args.transform,
+                             size=args.size, dtype=args.dtype, seed=args.seed, on_error="skip")
+    startup_s = time.perf_counter() - start
+
+    waits_ms, images, batches, epochs, checksum = [], 0, 0, 0, 0
+    stopped = False
+    first = None
+    shape = None
+    while epochs < args.epochs and not stopped:
+        it = iter(loader)  # a new pass: the next epoch once one is over
+        while True:
+            asked = time.perf_counter()
+            if first is None:
+                first = asked
+            try:
+                pixels, labels = next(it)
+            except StopIteration:
+                epochs += 1
+                break
+            waits_ms.append((time.perf_counter() - asked) * 1000.0)
+            checksum += int(pixels.view(-1)[:: 4096 // pixels.element_size()].sum())
+            images += len(labels)
+            batches += 1
+            shape = list(pixels.shape)
+            if batches == args.stop_after_batches:
+                stopped = True
+                break
+    wall_s = time.perf_counter() - first if first is not None else 0.0
+    stats = loader.stats()
+    classes = len(loader.classes)
+    loader.close()
+
+    print(json.dumps({
+        "images": images, "batches": batches, "epochs": epochs, "stopped": stopped,
+        "startup_s": startup_s, "wall_s": wall_s,
+        "images_per_s": images / wall_s if wall_s > 0 else 0.0,
+        "wait_p50_ms": percentile(waits_ms, 50), "wait_p99_ms": percentile(waits_ms, 99),
+        "classes": classes, "skipped": stats["skipped_samples"],
+        "workers": args.workers, "batch_size": args.batch, "size": args.size,
+        "transform": args.transform, "dtype": args.dtype, "seed": args.seed,
+        "batch_shape": shape, "start_method": stats["start_method"],
+        "arena_bytes": stats["arena_bytes"], "slots": stats["slots"],
+        "checksum": checksum, "torch_version": torch.__version__,
+    }), flush=True)
+
+
+if __name__ == "__main__":
+    main()
