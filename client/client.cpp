@@ -18,6 +18,7 @@
 #include "client/daemon_connection.h"
 #include "loader/batch_factory.h"
 #include "loader/checkpoint.h"
+#include "loader/pass_position.h"
 #include "protocol/stream_request.h"
 #include "transport/unique_fd.h"
 
@@ -43,12 +44,13 @@ class Client::Impl {
  public:
   Impl(DaemonConnection connection, std::shared_ptr<ClientStream> stream, UniqueFd interrupt,
        const json& reply)
-      : connection_(std::move(connection)), stream_(std::move(stream)), interrupt_(std::move(interrupt)) {
+      : connection_(std::move(connection)),
+        stream_(std::move(stream)),
+        interrupt_(std::move(interrupt)),
+        position_(reply.at("batches_per_epoch").get<std::uint64_t>(),
+                  {reply.at("epoch").get<std::uint64_t>(), reply.at("position").get<std::uint64_t>()}) {
     key_ = parse_order_key(reply.at("order")).value();
     pass_ = reply.at("pass").get<std::uint64_t>();
-    epoch_ = reply.at("epoch").get<std::uint64_t>();
-    position_ = reply.at("position").get<std::uint64_t>();
-    batches_per_epoch_ = reply.at("batches_per_epoch").get<std::uint64_t>();
     samples_per_epoch_ = reply.at("samples_per_epoch").get<std::uint64_t>();
     slots_ = reply.at("slots").get<std::uint32_t>();
     workers_ = reply.at("workers").get<std::uint32_t>();
@@ -84,15 +86,11 @@ class Client::Impl {
         case DeliveryKind::kBatch:
           return batch(*d);
         case DeliveryKind::kEndOfPass:
-          epoch_ = d->epoch;
-          position_ = batches_per_epoch_;
-          pass_over_ = true;
+          position_.ended(d->epoch);
           return std::optional<Batch>();
         case DeliveryKind::kError: {
           d->message[kDeliveryMessageBytes - 1] = '\0';
-          epoch_ = d->epoch;
-          position_ = d->index;
-          pass_over_ = false;
+          position_.failed_at(d->epoch, d->index);
           Status s = Status::FromCode(static_cast<Status::Code>(d->code), d->message);
           if (d->fatal != 0) {
             broken_ = s;
@@ -113,33 +111,29 @@ class Client::Impl {
     (void)!::write(interrupt_.get(), &one, sizeof one);
   }
 
+  // The rules are PassPosition's; the daemon is told where the pass starts.
   Status set_epoch(std::uint64_t epoch) {
-    if (epoch != epoch_ || position_ > 0 || pass_over_) return seek(epoch, 0);
+    if (auto seek = position_.on_set_epoch(epoch)) return start(*seek);
     return Status::Ok();
   }
 
   Status reset() {
-    if (pass_complete()) return seek(epoch_ + 1, 0);
-    if (position_ > 0) return seek(epoch_, 0);
+    if (auto seek = position_.on_reset()) return start(*seek);
     return Status::Ok();
   }
 
   std::string state() const {
-    const bool at_end = pass_complete();
-    return encode_checkpoint(Checkpoint{at_end ? epoch_ + 1 : epoch_, at_end ? 0 : position_, key_});
+    const PassPosition::Seek at = position_.resume_point();
+    return encode_checkpoint(Checkpoint{at.epoch, at.position, key_});
   }
 
   Status load_state(std::string_view state) {
     auto checkpoint = decode_checkpoint(state, key_);
     if (!checkpoint.ok()) return checkpoint.status();
-    if (checkpoint->position > batches_per_epoch_) {
-      return Status::InvalidArgument("the state's position " + std::to_string(checkpoint->position) +
-                                     " is past the end of the epoch (" + std::to_string(batches_per_epoch_) +
-                                     " batches)");
-    }
-    if (checkpoint->epoch != epoch_ || checkpoint->position != position_ || pass_over_) {
-      return seek(checkpoint->epoch, checkpoint->position);
-    }
+    auto seek = PassPosition::start_of(*checkpoint, position_.batches_per_epoch());
+    if (!seek.ok()) return seek.status();
+    if (!position_.at(*seek)) return start(*seek);
+    position_.start(*seek);  // already there (nothing taken since): keep what is prefetched
     return Status::Ok();
   }
 
@@ -162,33 +156,24 @@ class Client::Impl {
     }
   }
 
-  std::uint64_t epoch() const { return epoch_; }
-  std::uint64_t batches_per_epoch() const { return batches_per_epoch_; }
+  std::uint64_t epoch() const { return position_.epoch(); }
+  std::uint64_t batches_per_epoch() const { return position_.batches_per_epoch(); }
   std::uint64_t samples_per_epoch() const { return samples_per_epoch_; }
   std::uint64_t dataset_size() const { return key_.dataset_size; }
   std::uint32_t workers() const { return workers_; }
   std::uint64_t classes() const { return classes_; }
 
  private:
-  bool pass_complete() const { return pass_over_ || position_ == batches_per_epoch_; }
-
-  // Asks the daemon to start a pass at (epoch, position); a position at the end of an
-  // epoch is the start of the next, as in Loader::load_state.
-  Status seek(std::uint64_t epoch, std::uint64_t position) {
-    if (position == batches_per_epoch_) {
-      epoch += 1;
-      position = 0;
-    }
-    auto reply = connection_.request(MessageType::kSeek, json{{"epoch", epoch}, {"position", position}});
+  // Asks the daemon to start a pass at |seek|.
+  Status start(PassPosition::Seek seek) {
+    auto reply = connection_.request(MessageType::kSeek, json{{"epoch", seek.epoch}, {"position", seek.position}});
     if (!reply.ok()) return reply.status();
     auto pass = get_uint(reply->body, "pass", ~std::uint64_t{0});
     if (!pass.ok())
       return Status::Internal("forkfeedd sent a malformed seek reply: " + pass.status().message());
     pass_ = *pass;
     (void)take_interrupt();  // an interrupt is for the pass it cut short
-    epoch_ = epoch;
-    position_ = position;
-    pass_over_ = false;
+    position_.start(seek);
     return Status::Ok();
   }
 
@@ -203,8 +188,8 @@ class Client::Impl {
     if (p[1].revents != 0) return connection_.check();
     if (p[2].revents != 0 && take_interrupt()) {
       return Status::Cancelled(
-          "interrupted while waiting for batch " + std::to_string(position_) + " of epoch " +
-          std::to_string(epoch_) +
+          "interrupted while waiting for batch " + std::to_string(position_.position()) + " of epoch " +
+          std::to_string(position_.epoch()) +
           " from forkfeedd (Client::interrupt); the pass is unchanged and next() goes on with it");
     }
     ConsumerChannel::clear(delivered);
@@ -229,9 +214,7 @@ class Client::Impl {
       stream_->give_back(d.handle, d.tag, false);
       return Status::Internal("forkfeedd sent a batch outside its arena; is it another forkfeed version?");
     }
-    epoch_ = d.epoch;
-    position_ = d.index + 1;
-    pass_over_ = false;
+    position_.delivered(d.epoch, d.index);
     stream_->took();
     const std::byte* base = stream_->arena().data();
     BatchFactory::Parts parts{base + d.pixels_offset,
@@ -251,7 +234,6 @@ class Client::Impl {
   std::shared_ptr<ClientStream> stream_;
   UniqueFd interrupt_;  // a non-blocking eventfd, readable while an interrupt is pending
   OrderKey key_;
-  std::uint64_t batches_per_epoch_ = 0;
   std::uint64_t samples_per_epoch_ = 0;
   std::uint32_t slots_ = 0;
   std::uint32_t workers_ = 0;
@@ -259,11 +241,9 @@ class Client::Impl {
   std::uint32_t size_ = 0;
   DType dtype_ = DType::kUint8;
 
-  // What the caller consumed, as a Loader counts it.
+  // What the caller consumed, as a Loader counts it, and the daemon's id of the pass.
+  PassPosition position_;
   std::uint64_t pass_ = 0;
-  std::uint64_t epoch_ = 0;
-  std::uint64_t position_ = 0;
-  bool pass_over_ = false;
   Status broken_;
   bool broken_reported_ = false;
 };

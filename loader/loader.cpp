@@ -20,6 +20,7 @@
 #include "loader/batch_factory.h"
 #include "loader/checkpoint.h"
 #include "loader/logging.h"
+#include "loader/pass_position.h"
 #include "loader/sampler.h"
 #include "loader/slot_count.h"
 #include "loader/start_method.h"
@@ -50,13 +51,14 @@ class Loader::Impl {
         sampler_(SamplerSpec{index_.size(), options.seed, options.rank, options.world_size, options.batch_size,
                              options.shuffle, options.drop_last}),
         key_(order_key(index_, options)),
-        log_(loader_logger()) {}
+        log_(loader_logger()),
+        pass_(sampler_.batches_per_epoch(), {options.epoch, 0}) {}
 
   ~Impl() {
     if (workers_) workers_->stop();
   }
 
-  Status start(std::uint64_t epoch, std::uint64_t position) {
+  Status start(PassPosition::Seek from) {
     const std::uint32_t slots = slot_count(options_);
     auto arena = Arena::create(ArenaSpec{options_.workers, slots, options_.batch_size,
                                          sample_bytes(options_.dtype, options_.size), transform_spec(options_),
@@ -82,13 +84,13 @@ class Loader::Impl {
     log_->info("started {} workers by {} ({}); {} samples, {} batches of {} per epoch; arena {:.1f} MiB in {} slots",
                options_.workers, to_string(workers_->start_method()), start->why, sampler_.samples_per_epoch(),
                sampler_.batches_per_epoch(), options_.batch_size, arena_->size() / 1048576.0, slots);
-    begin_pass(epoch, position);
+    begin_pass(from);
     return Status::Ok();
   }
 
   Result<std::optional<Batch>> next() {
     if (broken_reported_) return broken_;
-    if (pass_over_) begin_pass(epoch_ + 1, 0);
+    if (auto seek = pass_.on_next()) begin_pass(*seek);
     // A death is handled at the next call even when no wait is needed: a dead worker
     // may hold no task (work goes to workers that are up), and its slot in the pool of
     // workers is replaced at once.
@@ -96,11 +98,11 @@ class Loader::Impl {
     while (true) {
       drain();  // completions first: they free slots and show which workers are idle
       if (broken_.ok()) issue();
-      if (delivered_ == sampler_.batches_per_epoch()) {
-        pass_over_ = true;
+      if (pass_.complete()) {
+        pass_.ended(pass_.epoch());
         return std::optional<Batch>();
       }
-      if (auto it = ready_.find(delivered_); it != ready_.end()) {
+      if (auto it = ready_.find(pass_.position()); it != ready_.end()) {
         const Completion c = it->second;
         ready_.erase(it);
         auto batch = deliver(c);
@@ -120,7 +122,7 @@ class Loader::Impl {
       // Checked only where next() would wait: a worker that is stopped (SIGSTOP) or
       // stuck must not hold up a Ctrl-C. The signal also cuts the wait's poll() short.
       if (interrupted_.exchange(false, std::memory_order_relaxed)) {
-        return Status::Cancelled("interrupted while waiting for batch " + std::to_string(delivered_) +
+        return Status::Cancelled("interrupted while waiting for batch " + std::to_string(pass_.position()) +
                                " (Loader::interrupt); the pass is unchanged and next() goes on with it");
       }
       handle_events(kEventWait);
@@ -129,53 +131,38 @@ class Loader::Impl {
 
   void interrupt() { interrupted_.store(true, std::memory_order_relaxed); }
 
+  // The rules are PassPosition's.
   void set_epoch(std::uint64_t epoch) {
-    if (epoch != epoch_ || delivered_ > 0 || pass_over_) begin_pass(epoch, 0);
+    if (auto seek = pass_.on_set_epoch(epoch)) begin_pass(*seek);
   }
-  // A pass that delivered all its batches is over, and the fresh pass is the next
-  // epoch's (as state() says); one that delivered nothing yet is left alone, prefetch
-  // and all; one in the middle starts its epoch again.
   void reset() {
-    if (pass_complete()) {
-      begin_pass(epoch_ + 1, 0);
-    } else if (delivered_ > 0) {
-      begin_pass(epoch_, 0);
-    }
+    if (auto seek = pass_.on_reset()) begin_pass(*seek);
   }
 
   std::string state() const {
-    const bool at_end = pass_complete();
-    return encode_checkpoint(Checkpoint{at_end ? epoch_ + 1 : epoch_, at_end ? 0 : delivered_, key_});
+    const PassPosition::Seek at = pass_.resume_point();
+    return encode_checkpoint(Checkpoint{at.epoch, at.position, key_});
   }
 
-  // Parses and checks a state() against this loader; a position at the very end of an
-  // epoch comes back as the start of the next.
-  Result<Checkpoint> parse_state(std::string_view state) const {
+  // Where a state() of this loader's order starts, checked against it.
+  Result<PassPosition::Seek> parse_state(std::string_view state) const {
     auto checkpoint = decode_checkpoint(state, key_);
     if (!checkpoint.ok()) return checkpoint.status();
-    if (checkpoint->position > sampler_.batches_per_epoch()) {
-      return Status::InvalidArgument("the state's position " + std::to_string(checkpoint->position) +
-                                     " is past the end of the epoch (" +
-                                     std::to_string(sampler_.batches_per_epoch()) + " batches)");
-    }
-    if (checkpoint->position == sampler_.batches_per_epoch()) {
-      checkpoint->epoch += 1;
-      checkpoint->position = 0;
-    }
-    return checkpoint;
+    return PassPosition::start_of(*checkpoint, sampler_.batches_per_epoch());
   }
 
   Status load_state(std::string_view state) {
-    auto checkpoint = parse_state(state);
-    if (!checkpoint.ok()) return checkpoint.status();
-    // Already there (nothing delivered since): keep what is prefetched.
-    if (checkpoint->epoch != epoch_ || checkpoint->position != delivered_ || pass_over_) {
-      begin_pass(checkpoint->epoch, checkpoint->position);
+    auto seek = parse_state(state);
+    if (!seek.ok()) return seek.status();
+    if (pass_.at(*seek)) {
+      pass_.start(*seek);  // already there (nothing delivered since): keep what is prefetched
+    } else {
+      begin_pass(*seek);
     }
     return Status::Ok();
   }
 
-  std::uint64_t epoch() const { return epoch_; }
+  std::uint64_t epoch() const { return pass_.epoch(); }
   const Sampler& sampler() const { return sampler_; }
   const DatasetIndex& index() const { return index_; }
   LoaderStats stats() const {
@@ -193,18 +180,15 @@ class Loader::Impl {
  private:
   // Starts a pass at `position`: a new generation makes every task in flight stale;
   // their slots come back with their (discarded) completions.
-  void begin_pass(std::uint64_t epoch, std::uint64_t position) {
+  void begin_pass(PassPosition::Seek seek) {
     generation_ = arena_->control().generation.fetch_add(1, std::memory_order_acq_rel) + 1;
-    epoch_ = epoch;
-    order_ = sampler_.epoch_order(epoch);
-    issued_ = delivered_ = position;
-    pass_over_ = false;
+    pass_.start(seek);
+    order_ = sampler_.epoch_order(seek.epoch);
+    issued_ = seek.position;
     interrupted_.store(false, std::memory_order_relaxed);  // an interrupt is for the pass it cut short
     for (const auto& [id, c] : ready_) slots_->give_back(c.slot);
     ready_.clear();
   }
-
-  bool pass_complete() const { return pass_over_ || delivered_ == sampler_.batches_per_epoch(); }
 
   std::size_t in_flight() const {
     std::size_t n = 0;
@@ -218,7 +202,7 @@ class Loader::Impl {
       auto slot = slots_->take();
       if (!slot) return;
       const auto samples = sampler_.batch(order_, issued_);
-      submit(Task{generation_, epoch_, issued_, *slot, static_cast<std::uint32_t>(samples.size())});
+      submit(Task{generation_, pass_.epoch(), issued_, *slot, static_cast<std::uint32_t>(samples.size())});
       ++issued_;
     }
   }
@@ -348,7 +332,8 @@ class Loader::Impl {
   }
 
   Result<std::optional<Batch>> deliver(const Completion& c) {
-    const std::uint64_t index = delivered_++;  // the position moves on delivery only
+    const std::uint64_t index = pass_.position();
+    pass_.delivered(pass_.epoch(), index);  // the position moves on delivery only
     const SlotContents slot(*arena_, c.slot);
     // A worker that fails a batch notes the culprit first; the checks catch a slot that
     // breaks the layout rule, which would be a bug of ours, never bad data.
@@ -377,7 +362,7 @@ class Loader::Impl {
     stats_.delivered_batches += 1;
     stats_.delivered_samples += count;
     auto lease = std::make_unique<detail::PoolSlotLease>(arena_, slots_, c.slot);
-    return std::optional<Batch>(BatchFactory::make(*arena_, c.slot, count, epoch_, index, std::move(lease)));
+    return std::optional<Batch>(BatchFactory::make(*arena_, c.slot, count, pass_.epoch(), index, std::move(lease)));
   }
 
   // Counts the samples left out (OnError::kSkip) and logs each file once, with why.
@@ -412,11 +397,9 @@ class Loader::Impl {
 
   // The current pass.
   std::uint64_t generation_ = 0;
-  std::uint64_t epoch_ = 0;
+  PassPosition pass_;  // epoch and batches handed to the caller
   std::vector<std::uint64_t> order_;
-  std::uint64_t issued_ = 0;     // batches handed to workers
-  std::uint64_t delivered_ = 0;  // batches handed to the caller
-  bool pass_over_ = false;
+  std::uint64_t issued_ = 0;  // batches handed to workers
   std::map<std::uint64_t, Completion> ready_;  // finished, waiting for their turn
   Status broken_;
   bool broken_reported_ = false;
@@ -446,13 +429,13 @@ Result<std::unique_ptr<Loader>> Loader::open(const LoaderOptions& options, std::
                                    " samples per rank and batch size " + std::to_string(options.batch_size) +
                                    " with drop_last");
   }
-  Checkpoint from{options.epoch, 0, {}};
+  PassPosition::Seek from{options.epoch, 0};
   if (!state.empty()) {  // checked before any process or shared memory exists
-    auto checkpoint = impl->parse_state(state);
-    if (!checkpoint.ok()) return checkpoint.status();
-    from = *checkpoint;
+    auto seek = impl->parse_state(state);
+    if (!seek.ok()) return seek.status();
+    from = *seek;
   }
-  if (Status s = impl->start(from.epoch, from.position); !s.ok()) return s;
+  if (Status s = impl->start(from); !s.ok()) return s;
   return std::unique_ptr<Loader>(new Loader(std::move(impl)));
 }
 

@@ -154,6 +154,26 @@ TEST_F(ClientStreamTest, ResumeThroughStateEqualsAnUninterruptedRun) {
   EXPECT_EQ(testing::first_difference(run, reference), "");
 }
 
+// As a Loader: set_epoch and a range-for right after connecting from a state go on
+// from it.
+TEST_F(ClientStreamTest, SetEpochAndRangeForAfterAResumeGoOnFromIt) {
+  testing::HangGuard guard(90, "ClientStreamTest.SetEpochAndRangeForAfterAResume");
+  const LoaderOptions o = options();
+  auto loader = open_loader(o);
+  ASSERT_TRUE(loader);
+  const Batches reference = testing::read_pass(*loader);  // epoch 0
+  ASSERT_EQ(reference.size(), 6u);
+  auto first = connect(o);
+  ASSERT_TRUE(first);
+  testing::read_batches(*first, 4);
+  auto client = connect(o, first->state());
+  ASSERT_TRUE(client);
+  ASSERT_TRUE(client->set_epoch(0).ok());
+  Batches rest;
+  for (Batch& batch : *client) rest.emplace_back(batch);
+  EXPECT_EQ(testing::first_difference(rest, Batches(reference.begin() + 4, reference.end())), "");
+}
+
 // The same random script of next(), reset(), set_epoch(), load_state(), range-fors and
 // held batches on a Loader and on a Client: the same batches, ends and states.
 TEST_F(ClientStreamTest, RandomScriptBehavesAsTheLoader) {

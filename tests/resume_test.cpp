@@ -136,6 +136,33 @@ TEST_F(ResumeTest, LoadStateOnALiveLoaderMidPassContinuesTheRun) {
   }
 }
 
+// The loop of a training script that resumes: open from (or load) a state, then
+// set_epoch(epoch) and a range-for, which begins with reset(). Neither moves a pass that
+// has delivered nothing since it was resumed: the rest of the epoch follows.
+TEST_F(ResumeTest, SetEpochAndRangeForAfterAResumeGoOnFromIt) {
+  testing::HangGuard guard(120, "ResumeTest.SetEpochAndRangeForAfterAResume");
+  auto rest_of_epoch = [](Loader& loader) {
+    Batches run;
+    for (Batch& batch : loader) run.emplace_back(batch);
+    return run;
+  };
+  for (std::uint64_t p : {1u, 4u, 7u, 11u}) {
+    SCOPED_TRACE("resumed after " + std::to_string(p) + " batches");
+    const std::uint64_t epoch = p / kBatches, end = (epoch + 1) * kBatches;
+    auto opened = Loader::open(options(2), (*states_)[p]);
+    ASSERT_TRUE(opened.ok()) << opened.status().message();
+    (*opened)->set_epoch(epoch);
+    EXPECT_EQ(testing::first_difference(rest_of_epoch(**opened), slice(*full_, p, end)), "");
+
+    auto live = Loader::open(options(3));
+    ASSERT_TRUE(live.ok()) << live.status().message();
+    testing::read_batches(**live, 2);
+    ASSERT_TRUE((*live)->load_state((*states_)[p]).ok());
+    (*live)->set_epoch(epoch);
+    EXPECT_EQ(testing::first_difference(rest_of_epoch(**live), slice(*full_, p, end)), "");
+  }
+}
+
 // Worker count, prefetch, start method and the epoch option are not part of the order:
 // a state resumes under any of them, with the same pixels.
 TEST_F(ResumeTest, WorkersPrefetchStartMethodAndEpochOptionDoNotMatter) {

@@ -70,6 +70,37 @@ print(json.dumps(out))
     assert first + rest == whole
 
 
+@pytest.mark.parametrize("source", ["Loader", "Client"])
+@pytest.mark.parametrize("stop", [3, 8, 11])  # mid-epoch 0; epoch 0's end; mid-epoch 1
+def test_the_training_loop_resumes_exactly(dataset, request, source, stop):
+    """The loop every trainer writes: load_state_dict, then set_epoch and `for` per epoch."""
+    def make(workers):
+        if source == "Loader":
+            return forkfeed.Loader(dataset, workers=workers, **OPTIONS)
+        return forkfeed.Client(dataset, socket=request.getfixturevalue("daemon").socket, workers=workers, **OPTIONS)
+
+    def train(loader, start_epoch, stop_after=None):
+        seen = []
+        for epoch in range(start_epoch, 2):
+            loader.set_epoch(epoch)
+            for images, labels in loader:
+                seen.append((epoch, images.numpy().tobytes(), labels.tolist()))
+                if len(seen) == stop_after:
+                    return seen
+        return seen
+
+    with make(2) as loader:
+        whole = train(loader, 0)
+    assert len(whole) == 16
+    with make(2) as loader:
+        first = train(loader, 0, stop_after=stop)
+        state = loader.state_dict()
+    with make(1) as loader:
+        loader.load_state_dict(state)
+        rest = train(loader, state["epoch"])
+    assert first + rest == whole
+
+
 def test_state_from_other_order_is_refused(dataset):
     with forkfeed.Loader(dataset, workers=1, **OPTIONS) as loader:
         state = loader.state_dict()

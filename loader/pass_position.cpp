@@ -1,0 +1,67 @@
+#include "loader/pass_position.h"
+
+#include <string>
+
+namespace forkfeed {
+
+PassPosition::PassPosition(std::uint64_t batches_per_epoch, Seek start)
+    : batches_per_epoch_(batches_per_epoch), epoch_(start.epoch), position_(start.position) {}
+
+std::optional<PassPosition::Seek> PassPosition::on_next() const {
+  if (over_) return Seek{epoch_ + 1, 0};
+  return std::nullopt;
+}
+
+std::optional<PassPosition::Seek> PassPosition::on_reset() const {
+  if (complete()) return Seek{epoch_ + 1, 0};
+  if (moved_) return Seek{epoch_, 0};
+  return std::nullopt;
+}
+
+std::optional<PassPosition::Seek> PassPosition::on_set_epoch(std::uint64_t epoch) const {
+  if (epoch != epoch_ || moved_ || complete()) return Seek{epoch, 0};
+  return std::nullopt;
+}
+
+Result<PassPosition::Seek> PassPosition::start_of(const Checkpoint& checkpoint, std::uint64_t batches_per_epoch) {
+  if (checkpoint.position > batches_per_epoch) {
+    return Status::InvalidArgument("the state's position " + std::to_string(checkpoint.position) +
+                                   " is past the end of the epoch (" + std::to_string(batches_per_epoch) +
+                                   " batches)");
+  }
+  if (checkpoint.position == batches_per_epoch) return Seek{checkpoint.epoch + 1, 0};
+  return Seek{checkpoint.epoch, checkpoint.position};
+}
+
+PassPosition::Seek PassPosition::resume_point() const {
+  if (complete()) return {epoch_ + 1, 0};
+  return {epoch_, position_};
+}
+
+void PassPosition::start(Seek seek) {
+  epoch_ = seek.epoch;
+  position_ = seek.position;
+  over_ = false;
+  moved_ = false;
+}
+
+void PassPosition::delivered(std::uint64_t epoch, std::uint64_t index) {
+  epoch_ = epoch;
+  position_ = index + 1;
+  over_ = false;
+  moved_ = true;
+}
+
+void PassPosition::failed_at(std::uint64_t epoch, std::uint64_t index) {
+  epoch_ = epoch;
+  position_ = index;
+  over_ = false;
+}
+
+void PassPosition::ended(std::uint64_t epoch) {
+  epoch_ = epoch;
+  position_ = batches_per_epoch_;
+  over_ = true;
+}
+
+}  // namespace forkfeed
