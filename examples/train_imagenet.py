@@ -140,18 +140,17 @@ def main():
     steps_this_run = 0
     while epoch < args.epochs and not stop and not (args.steps and steps_this_run == args.steps):
         if args.loader == "forkfeed":
-            if batch == 0:
-                loader.set_epoch(epoch)
-            # Not `for ... in loader`: iterating is a reset, which would start an epoch
-            # resumed part-way again. next_batch() goes on from where the loader stands.
-            batches = iter(loader.next_batch, None)
+            # After load_state_dict(), neither set_epoch() of the resumed epoch nor the
+            # `for` moves the loader: the pass goes on from the batch it resumed at.
+            loader.set_epoch(epoch)
+            batches = loader
         else:
             loader.sampler.set_epoch(epoch)
             loader.sampler.skip = batch * args.batch_size
             batches = loader
         samples = label_sum = 0
         started = time.perf_counter()
-        for images, labels, *_ in batches:  # forkfeed's batches also hold indices, epoch, index
+        for images, labels in batches:
             images, labels = images.to(device, non_blocking=True), labels.to(device, non_blocking=True)
             loss = torch.nn.functional.cross_entropy(trained(images), labels)
             optimizer.zero_grad(set_to_none=True)
