@@ -111,7 +111,7 @@ Result<DaemonConnection> DaemonConnection::connect(const std::string& socket_pat
 
 Status DaemonConnection::lose(const std::string& why) {
   if (lost_.ok()) {
-    lost_ = Status::IoError("lost the connection to forkfeedd at " + path_ + ": " + why +
+    lost_ = Status::Unavailable("lost the connection to forkfeedd at " + path_ + ": " + why +
                             "; restart the daemon if it is down, then connect again with the last state() to "
                             "continue exactly");
   }

@@ -10,7 +10,7 @@
 namespace forkfeed {
 namespace {
 
-constexpr Status::Code kLastCode = Status::Code::kCancelled;
+constexpr Status::Code kLastCode = Status::Code::kUnavailable;
 
 TEST(StatusTest, EveryCodeHasItsOwnNameAndComesBackFromIt) {
   std::set<std::string_view> names;

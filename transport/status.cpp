@@ -19,7 +19,7 @@ Status Status::FromErrno(std::string_view context, int err) {
 
 namespace {
 
-constexpr std::array<std::pair<Status::Code, std::string_view>, 10> kCodeNames = {{
+constexpr std::array<std::pair<Status::Code, std::string_view>, 11> kCodeNames = {{
     {Status::Code::kOk, "ok"},
     {Status::Code::kInvalidArgument, "invalid_argument"},
     {Status::Code::kNotFound, "not_found"},
@@ -30,6 +30,7 @@ constexpr std::array<std::pair<Status::Code, std::string_view>, 10> kCodeNames =
     {Status::Code::kInternal, "internal"},
     {Status::Code::kDeadlineExceeded, "deadline_exceeded"},
     {Status::Code::kCancelled, "cancelled"},
+    {Status::Code::kUnavailable, "unavailable"},
 }};
 
 }  // namespace

@@ -24,6 +24,7 @@ class Status {
     // New codes go last: the codes before keep their numbers, which cross the wire.
     kDeadlineExceeded,  // a wait ran past its deadline
     kCancelled,         // the caller interrupted a wait (Loader::interrupt); nothing changed
+    kUnavailable,       // forkfeedd went away; connect again with the last state()
   };
 
   Status() = default;
@@ -37,6 +38,7 @@ class Status {
   static Status Internal(std::string msg) { return {Code::kInternal, std::move(msg)}; }
   static Status DeadlineExceeded(std::string msg) { return {Code::kDeadlineExceeded, std::move(msg)}; }
   static Status Cancelled(std::string msg) { return {Code::kCancelled, std::move(msg)}; }
+  static Status Unavailable(std::string msg) { return {Code::kUnavailable, std::move(msg)}; }
   // The one place where errno becomes a Status: "<context>: <strerror(err)>".
   // ENOENT maps to kNotFound, everything else to kIoError.
   static Status FromErrno(std::string_view context, int err);

@@ -20,9 +20,10 @@ import os
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from forkfeed import _forkfeed
-from forkfeed._forkfeed import BadDataError, Error, WorkerDiedError, default_socket_path, fork_report
+from forkfeed._forkfeed import (BadDataError, DaemonLostError, Error, WorkerDiedError, default_socket_path,
+                                 fork_report)
 
-__all__ = ["Loader", "Client", "Batch", "Error", "BadDataError", "WorkerDiedError", "fork_report",
+__all__ = ["Loader", "Client", "Batch", "Error", "BadDataError", "WorkerDiedError", "DaemonLostError", "fork_report",
            "default_socket_path"]
 
 

@@ -11,11 +11,11 @@ namespace forkfeed::python {
 namespace py = pybind11;
 
 // errors.cpp: forkfeed.Error (a RuntimeError) and its subclasses BadDataError and
-// WorkerDiedError.
+// WorkerDiedError, and DaemonLostError.
 void register_errors(py::module_& m);
 // Raises `status` as a Python exception: InvalidArgument -> ValueError, NotFound ->
 // FileNotFoundError, IoError -> OSError, BadData -> BadDataError, WorkerDied ->
-// WorkerDiedError, anything else -> forkfeed.Error; the message is the C++ one.
+// WorkerDiedError, Unavailable -> DaemonLostError, anything else -> forkfeed.Error; the message is the C++ one.
 // REQUIRES: !status.ok() and the GIL held.
 [[noreturn]] void raise(const Status& status);
 

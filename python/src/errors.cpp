@@ -10,6 +10,7 @@ namespace {
 PyObject* error_type = nullptr;
 PyObject* bad_data_type = nullptr;
 PyObject* worker_died_type = nullptr;
+PyObject* daemon_lost_type = nullptr;
 
 PyObject* add_exception(py::module_& m, const char* name, PyObject* base, const char* doc) {
   const std::string qualified = std::string("forkfeed.") + name;
@@ -31,6 +32,10 @@ void register_errors(py::module_& m) {
   worker_died_type = add_exception(m, "WorkerDiedError", error_type,
                                    "A decode worker died and could not be replaced (past "
                                    "max_worker_restarts); recreate the Loader.");
+  daemon_lost_type = add_exception(m, "DaemonLostError", error_type,
+                                   "forkfeedd went away (stopped or crashed) under a Client; restart "
+                                   "it, then make a new Client and load_state_dict() the last "
+                                   "state_dict() to continue exactly.");
 }
 
 void raise(const Status& status) {
@@ -42,6 +47,7 @@ void raise(const Status& status) {
     case Status::Code::kBadData: type = bad_data_type; break;
     case Status::Code::kWorkerDied: type = worker_died_type; break;
     case Status::Code::kDeadlineExceeded: type = PyExc_TimeoutError; break;
+    case Status::Code::kUnavailable: type = daemon_lost_type; break;
     case Status::Code::kOk:
     case Status::Code::kResourceExhausted:
     case Status::Code::kInternal:

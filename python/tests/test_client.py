@@ -85,12 +85,12 @@ def test_the_daemon_killed_while_waiting_is_an_error_within_a_second(dataset, da
             for pid in workers:
                 os.kill(pid, signal.SIGSTOP)  # the client runs out of batches and waits
             threading.Timer(0.5, kill).start()
-            # The daemon's death is a lost connection: an OSError, as every I/O failure is.
-            with pytest.raises(OSError, match="lost the connection to forkfeedd"):
+            # The daemon's death is a forkfeed.Error of its own kind, which says how to go on.
+            with pytest.raises(forkfeed.DaemonLostError, match="lost the connection to forkfeedd"):
                 for _ in range(IMAGES):
                     client.next_batch()
             assert killed and time.monotonic() - killed[0] < 1.0
-            with pytest.raises(OSError, match="forkfeedd"):  # and it stays an error
+            with pytest.raises(forkfeed.DaemonLostError, match="forkfeedd"):  # and it stays one
                 client.next_batch()
         finally:
             for pid in workers:  # a stopped worker cannot see that its daemon is gone, and exit

@@ -52,6 +52,7 @@ def test_exception_hierarchy():
     assert issubclass(forkfeed.Error, RuntimeError)
     assert issubclass(forkfeed.BadDataError, forkfeed.Error)
     assert issubclass(forkfeed.WorkerDiedError, forkfeed.Error)
+    assert issubclass(forkfeed.DaemonLostError, forkfeed.Error)
 
 
 def test_closed_loader(dataset):
