@@ -29,7 +29,7 @@ Measures, on one folder and in one run, one after the other on a warm page cache
 Every loader is timed from the first batch asked for to the last received; the wait
 per batch is the time the consumer spends asking for it. Peak memory is the largest sum
 of PSS over the whole process tree (the loader and all its workers), sampled every
-100 ms. It prints images/s, peak PSS and wait p50/p99 per loader, and the ratios
+500 ms. It prints images/s, peak PSS and wait p50/p99 per loader, and the ratios
 forkfeed / PyTorch, from Python / forkfeed-bench, from Python / PyTorch, fused / OpenCV
 (single core) and forkfeed / (N x fused probe).
 
@@ -215,14 +215,18 @@ measure() {
   "$bin/forkfeed-bench" --probe --json --data "$data" "${common[@]}" "${probe_args[@]}" >"$dir/probe.json" ||
     die "forkfeed-bench --probe failed (see above)"
 
+  # Every 500 ms: reading smaps_rollup walks page tables, and a tree with torch imported
+  # (1700 mappings a process) costs about 21 ms of kernel time per sample against the C++
+  # bench's 8 ms; at 100 ms that tax alone took ~10% of a core from the Python row.
+  sample_pss=("$python" "$root/tools/compare/peak_pss.py" --interval-ms 500)
   say "$dtype 2/4 forkfeed: $workers workers, batch $batch, $schedule"
-  "$python" "$root/tools/compare/peak_pss.py" --out "$dir/forkfeed.pss.json" -- \
+  "${sample_pss[@]}" --out "$dir/forkfeed.pss.json" -- \
     "$bin/forkfeed-bench" --json --on-error skip "${loader_args[@]}" >"$dir/forkfeed.json" ||
     die "forkfeed-bench failed (see above)"
 
   if [[ $from_python -eq 1 ]]; then
     say "$dtype 3/4 forkfeed from Python: $workers workers, batch $batch, $schedule"
-    if ! PYTHONPATH=$python_path "$python" "$root/tools/compare/peak_pss.py" --out "$dir/python.pss.json" -- \
+    if ! PYTHONPATH=$python_path "${sample_pss[@]}" --out "$dir/python.pss.json" -- \
         "$python" "$root/tools/compare/forkfeed_python.py" "${loader_args[@]}" >"$dir/python.json"; then
       echo "forkfeed_python.py failed (its messages are above)" >"$dir/python.skipped"
       rm -f "$dir/python.json"
@@ -231,7 +235,7 @@ measure() {
 
   if [[ $torch -eq 1 ]]; then
     say "$dtype 4/4 PyTorch DataLoader: $workers workers, batch $batch, $schedule"
-    if ! "$python" "$root/tools/compare/peak_pss.py" --out "$dir/torch.pss.json" -- \
+    if ! "${sample_pss[@]}" --out "$dir/torch.pss.json" -- \
         "$python" "$root/tools/compare/torch_loader.py" "${loader_args[@]}" >"$dir/torch.json"; then
       echo "torch_loader.py failed (its messages are above)" >"$dir/torch.skipped"
       rm -f "$dir/torch.json"
