@@ -1,33 +1,29 @@
 // Loader: the orchestrator. It delegates to the Sampler (what to read), the SlotPool
-// (where to write it), the WorkerPool (who decodes, and who died), and the rings in the
-// Arena (how work moves). What it keeps itself is the pass: what was issued to whom,
-// what came back, and what was delivered, in order — and that is what makes every
-// sample arrive exactly once through resets, resumes and worker deaths.
+// (where to write it), the Dispatcher (which worker holds which task, and what came
+// back), the Supervisor (who died, who is stuck, which files kill workers) and the
+// WorkerPool (the processes). What it keeps itself is the pass and delivery: batches
+// handed out in order, the position moving on delivery only (PassPosition).
 #include "forkfeed/loader.h"
 
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <deque>
 #include <filesystem>
-#include <map>
 #include <optional>
-#include <unordered_map>
 #include <unordered_set>
 
 #include "loader/batch_factory.h"
 #include "loader/checkpoint.h"
+#include "loader/dispatcher.h"
 #include "loader/logging.h"
 #include "loader/pass_position.h"
 #include "loader/sampler.h"
 #include "loader/slot_count.h"
 #include "loader/start_method.h"
+#include "loader/supervisor.h"
 #include "loader/transform_spec.h"
 #include "loader/worker_pool.h"
-#include "transport/futex.h"
-#include "transport/monotonic_clock.h"
 #include "transport/pinned_memory.h"
 #include "transport/printable.h"
 #include "transport/slot_contents.h"
@@ -37,9 +33,6 @@ namespace forkfeed {
 namespace {
 
 constexpr auto kEventWait = std::chrono::milliseconds(100);
-// How long a worker with work may take to start (exec, attach) before task_timeout
-// calls it stuck.
-constexpr std::uint64_t kStartupAllowanceNs = 5'000'000'000;
 
 }  // namespace
 
@@ -67,13 +60,13 @@ class Loader::Impl {
     if (!arena.ok()) return arena.status();
     arena_ = std::move(arena).value();
     slots_ = std::make_shared<SlotPool>(slots);
-    outstanding_.assign(options_.workers, {});
-    killed_.assign(options_.workers, false);
     auto start = choose_start_method(options_, ForkSafety::assess());
     if (!start.ok()) return start.status();
     if (!start->warning.empty()) log_->warn("{}", start->warning);
     workers_ = std::make_unique<WorkerPool>(arena_, std::move(start->launcher), make_spawn_launcher(), log_->level());
     if (Status s = workers_->start(); !s.ok()) return s;
+    supervisor_ = std::make_unique<Supervisor>(arena_, *workers_, index_, options_, log_);
+    dispatcher_ = std::make_unique<Dispatcher>(arena_, slots_, index_, options_.on_error, supervisor_->health());
     // After the workers started, before any batch is issued: they were forked from a
     // process without a context of ours (forking after CUDA init is a hazard), and no
     // worker writes a slot yet.
@@ -96,16 +89,15 @@ class Loader::Impl {
     // workers is replaced at once.
     handle_events(std::chrono::milliseconds(0));
     while (true) {
-      drain();  // completions first: they free slots and show which workers are idle
+      // Completions were taken in by handle_events: they free slots and show which
+      // workers are idle.
       if (broken_.ok()) issue();
       if (pass_.complete()) {
         pass_.ended(pass_.epoch());
         return std::optional<Batch>();
       }
-      if (auto it = ready_.find(pass_.position()); it != ready_.end()) {
-        const Completion c = it->second;
-        ready_.erase(it);
-        auto batch = deliver(c);
+      if (auto c = dispatcher_->take(pass_.position())) {
+        auto batch = deliver(*c);
         if (!batch.ok() || batch->has_value()) return batch;
         continue;  // every sample of that batch was skipped
       }
@@ -115,7 +107,7 @@ class Loader::Impl {
         broken_reported_ = true;
         return broken_;
       }
-      if (in_flight() == 0 && slots_->free_count() == 0) {
+      if (dispatcher_->in_flight() == 0 && slots_->free_count() == 0) {
         return Status::ResourceExhausted("every batch slot is held by a Batch the caller has not released; "
                                          "release batches sooner or raise prefetch");
       }
@@ -167,6 +159,7 @@ class Loader::Impl {
   const DatasetIndex& index() const { return index_; }
   LoaderStats stats() const {
     LoaderStats s = stats_;
+    s.worker_restarts = supervisor_->restarts();
     s.arena_bytes = arena_->size();
     s.slots = slot_count(options_);
     s.start_method = workers_->start_method();
@@ -181,19 +174,11 @@ class Loader::Impl {
   // Starts a pass at `position`: a new generation makes every task in flight stale;
   // their slots come back with their (discarded) completions.
   void begin_pass(PassPosition::Seek seek) {
-    generation_ = arena_->control().generation.fetch_add(1, std::memory_order_acq_rel) + 1;
+    dispatcher_->begin_generation();
     pass_.start(seek);
     order_ = sampler_.epoch_order(seek.epoch);
     issued_ = seek.position;
     interrupted_.store(false, std::memory_order_relaxed);  // an interrupt is for the pass it cut short
-    for (const auto& [id, c] : ready_) slots_->give_back(c.slot);
-    ready_.clear();
-  }
-
-  std::size_t in_flight() const {
-    std::size_t n = 0;
-    for (const auto& tasks : outstanding_) n += tasks.size();
-    return n;
   }
 
   // Hands out batches while there are free slots.
@@ -201,134 +186,23 @@ class Loader::Impl {
     while (issued_ < sampler_.batches_per_epoch()) {
       auto slot = slots_->take();
       if (!slot) return;
-      const auto samples = sampler_.batch(order_, issued_);
-      submit(Task{generation_, pass_.epoch(), issued_, *slot, static_cast<std::uint32_t>(samples.size())});
+      if (Status s = dispatcher_->submit(pass_.epoch(), issued_, *slot, sampler_.batch(order_, issued_)); !s.ok()) {
+        broken_ = s;
+      }
       ++issued_;
     }
   }
 
-  // The worker with the fewest outstanding tasks among those that are up (a replacement
-  // still starting, or one that never starts, gets work only when no worker is up) and
-  // not being killed for task_timeout.
-  std::uint32_t least_loaded_worker() const {
-    auto pick = [&](auto eligible) {
-      std::optional<std::uint32_t> best;
-      for (std::uint32_t w = 0; w < outstanding_.size(); ++w) {
-        if (eligible(w) && (!best || outstanding_[w].size() < outstanding_[*best].size())) best = w;
-      }
-      return best;
-    };
-    const auto up = [&](std::uint32_t w) { return !killed_[w] && arena_->channel(w).progress_ns.load() != 0; };
-    if (auto w = pick(up)) return *w;
-    if (auto w = pick([&](std::uint32_t w) { return !killed_[w]; })) return *w;
-    return *pick([](std::uint32_t) { return true; });
-  }
-
-  // Fills the slot from the sampler (again, for a re-issued task: a dead worker may have
-  // compacted it) and queues the task on the least loaded worker.
-  //
-  // Samples that killed a worker are never handed to one again: they are noted as
-  // skipped (on_error=skip), or fail the batch by name (fail).
-  void submit(Task task) {
-    const SlotContents slot(*arena_, task.slot);
-    task.count = slot.prepare(sampler_.batch(order_, task.batch_id), index_, poisoned_);
-    if (slot.skipped() > 0 && options_.on_error == OnError::kFail) {
-      ready_.emplace(task.batch_id, Completion{task.generation, task.batch_id, task.slot, TaskOutcome::kFailed});
-      return;
-    }
-    const std::uint32_t worker = least_loaded_worker();
-    WorkerChannel& channel = arena_->channel(worker);
-    if (!channel.tasks.try_push(task)) {  // validate() makes every slot fit in one ring
-      slots_->give_back(task.slot);
-      broken_ = Status::Internal("task ring of worker " + std::to_string(worker) + " is full");
-      return;
-    }
-    outstanding_[worker].push_back(Issued{task, monotonic_ns()});
-    futex_ring(&channel.task_bell);
-  }
-
   // Waits up to `wait` for a completion or a death, then takes in completions, replaces
-  // dead workers and kills stuck ones.
+  // dead workers (their unfinished tasks issued again) and kills stuck ones.
   void handle_events(std::chrono::milliseconds wait) {
     const WorkerPool::Events events = workers_->wait(wait);
-    drain();  // also picks up what dying workers finished before they died
-    for (std::uint32_t w : events.exited) replace_worker(w);
-    if (options_.task_timeout_ms > 0) kill_stuck_workers();
-  }
-
-  // A worker with work to do that showed no progress (no sample begun, no task
-  // finished, since it was given work) for task_timeout is killed, then replaced.
-  void kill_stuck_workers() {
-    const std::uint64_t now = monotonic_ns(), limit = std::uint64_t{options_.task_timeout_ms} * 1'000'000;
-    for (std::uint32_t w = 0; w < outstanding_.size(); ++w) {
-      if (outstanding_[w].empty() || killed_[w]) continue;
-      // Its oldest task cannot have started before it was submitted. A worker that has
-      // not started yet (exec, attach) gets a start-up allowance instead, but not forever.
-      const std::uint64_t last = arena_->channel(w).progress_ns.load();
-      const std::uint64_t progress = std::max(outstanding_[w].front().submitted_ns, last);
-      const std::uint64_t allowed = last == 0 ? std::max(limit, kStartupAllowanceNs) : limit;
-      if (now - std::min(progress, now) > allowed) {
-        log_->warn("worker {} (pid {}) {} for over {} ms (task_timeout); killing it", w, workers_->pid(w),
-                   last == 0 ? "did not start" : "made no progress", allowed / 1'000'000);
-        workers_->kill(w);
-        killed_[w] = true;
-      }
+    dispatcher_->drain();  // also picks up what dying workers finished before they died
+    for (std::uint32_t w : events.exited) {
+      if (Status s = supervisor_->on_exit(w, dispatcher_->unfinished(w)); !s.ok()) broken_ = s;
+      if (Status s = dispatcher_->reissue(w, broken_.ok()); !s.ok()) broken_ = s;
     }
-  }
-
-  void drain() {
-    for (std::uint32_t w = 0; w < outstanding_.size(); ++w) {
-      while (auto c = arena_->channel(w).completions.try_pop()) {
-        // A worker runs its tasks in order, so its completions come in order.
-        outstanding_[w].pop_front();
-        if (c->generation == generation_ && c->outcome != TaskOutcome::kCancelled) {
-          ready_.emplace(c->batch_id, *c);
-        } else {
-          slots_->give_back(c->slot);  // stale: a reset overtook it
-        }
-      }
-    }
-  }
-
-  // A worker exited: rebuild its channel, start a replacement, and issue its unfinished
-  // tasks again (those of the current pass; the slots of stale ones go back).
-  void replace_worker(std::uint32_t w) {
-    const ExitInfo exit = workers_->exit_info(w);
-    const Status start_failure = workers_->start_failure(w);  // reads its channel: before it is rebuilt
-    // The file is to blame if the worker crashed decoding it — not if it was killed (the
-    // OOM killer, an operator, task_timeout: a stopped or starved worker) in the middle.
-    const std::uint64_t culprit = exit.crashed() ? arena_->channel(w).current_sample.load() : kNoSample;
-    const bool timed_out = killed_[w];
-    std::deque<Issued> unfinished = std::move(outstanding_[w]);
-    outstanding_[w].clear();
-    killed_[w] = false;
-    new (&arena_->channel(w)) WorkerChannel();
-    const std::string who = "worker " + std::to_string(w) + " (pid " + std::to_string(workers_->pid(w)) + ") " +
-                            (timed_out ? "was killed after task_timeout" : exit.describe());
-    if (!start_failure.ok()) {
-      broken_ = start_failure;
-    } else if (++stats_.worker_restarts > options_.max_worker_restarts) {
-      broken_ = Status::WorkerDied(who + "; that is " + std::to_string(stats_.worker_restarts) +
-                                   " worker deaths, over max_worker_restarts " +
-                                   std::to_string(options_.max_worker_restarts) +
-                                   "; look for the cause in the log, then recreate the Loader");
-    } else if (Status s = workers_->replace(w); !s.ok()) {
-      broken_ = Status::WorkerDied(who + " and could not be replaced: " + s.message());
-    } else {
-      log_->warn("{}; replaced it and re-issued its {} unfinished batch(es)", who, unfinished.size());
-    }
-    if (culprit != kNoSample) {
-      const std::string path = printable(index_.path(culprit));
-      log_->error("{} died while decoding {}; it is treated as a bad file from now on", who, path);
-      poisoned_.emplace(culprit, "a worker died decoding it (" + exit.describe() + ")");
-    }
-    for (const Issued& i : unfinished) {
-      if (i.task.generation == generation_ && broken_.ok()) {
-        submit(i.task);
-      } else {
-        slots_->give_back(i.task.slot);
-      }
-    }
+    supervisor_->kill_stuck_workers(*dispatcher_);
   }
 
   Result<std::optional<Batch>> deliver(const Completion& c) {
@@ -385,22 +259,14 @@ class Loader::Impl {
   std::optional<PinnedRegistration> pinned_;  // after arena_: unpinned before it may unmap
   std::shared_ptr<SlotPool> slots_;
   std::unique_ptr<WorkerPool> workers_;
-  struct Issued {
-    Task task;
-    std::uint64_t submitted_ns;
-  };
-  std::vector<std::deque<Issued>> outstanding_;  // per worker: issued, not yet completed
-  std::vector<bool> killed_;                   // per worker: killed for task_timeout, not yet replaced
+  std::unique_ptr<Supervisor> supervisor_;  // reads workers_
+  std::unique_ptr<Dispatcher> dispatcher_;  // reads supervisor_'s WorkerHealth
   std::unordered_set<std::uint64_t> logged_bad_;
-  // Samples a worker died decoding, with the reason; never decoded again.
-  std::unordered_map<std::uint64_t, std::string> poisoned_;
 
   // The current pass.
-  std::uint64_t generation_ = 0;
   PassPosition pass_;  // epoch and batches handed to the caller
   std::vector<std::uint64_t> order_;
   std::uint64_t issued_ = 0;  // batches handed to workers
-  std::map<std::uint64_t, Completion> ready_;  // finished, waiting for their turn
   Status broken_;
   bool broken_reported_ = false;
   LoaderStats stats_;

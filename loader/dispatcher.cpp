@@ -1,0 +1,117 @@
+// Dispatcher: submit, drain, re-issue.
+#include "loader/dispatcher.h"
+
+#include <string>
+#include <utility>
+
+#include "transport/futex.h"
+#include "transport/monotonic_clock.h"
+#include "transport/slot_contents.h"
+
+namespace forkfeed {
+
+Dispatcher::Dispatcher(std::shared_ptr<Arena> arena, std::shared_ptr<SlotPool> slots, const DatasetIndex& index,
+                       OnError on_error, const WorkerHealth& health)
+    : arena_(std::move(arena)),
+      slots_(std::move(slots)),
+      index_(index),
+      on_error_(on_error),
+      health_(health),
+      ledger_(arena_->control().num_workers) {}
+
+void Dispatcher::begin_generation() {
+  generation_ = arena_->control().generation.fetch_add(1, std::memory_order_acq_rel) + 1;
+  for (const auto& [id, c] : ready_) slots_->give_back(c.slot);
+  ready_.clear();
+}
+
+Status Dispatcher::submit(std::uint64_t epoch, std::uint64_t batch_id, std::uint32_t slot,
+                          std::span<const std::uint64_t> samples) {
+  return place(Task{generation_, epoch, batch_id, slot, 0}, {samples.begin(), samples.end()});
+}
+
+// Fills the slot and queues the task. A batch holding a sample that killed a worker
+// fails here under on_error=fail: it is settled as a worker would settle it (the slot's
+// last skip note names the sample), so delivery treats both alike.
+Status Dispatcher::place(Task task, std::vector<std::uint64_t> samples) {
+  const SlotContents slot(*arena_, task.slot);
+  task.count = slot.prepare(samples, index_, health_.poisoned);
+  if (slot.skipped() > 0 && on_error_ == OnError::kFail) {
+    ready_.emplace(task.batch_id, Completion{task.generation, task.batch_id, task.slot, TaskOutcome::kFailed});
+    return Status::Ok();
+  }
+  const std::uint32_t worker = least_loaded_worker();
+  WorkerChannel& channel = arena_->channel(worker);
+  if (!channel.tasks.try_push(task)) {  // validate() makes every slot fit in one ring
+    slots_->give_back(task.slot);
+    return Status::Internal("task ring of worker " + std::to_string(worker) + " is full");
+  }
+  ledger_[worker].push_back(Issued{task, std::move(samples), monotonic_ns()});
+  futex_ring(&channel.task_bell);
+  return Status::Ok();
+}
+
+// The worker with the fewest outstanding tasks among those that are up (a replacement
+// still starting, or one that never starts, gets work only when no worker is up) and
+// not being killed for task_timeout.
+std::uint32_t Dispatcher::least_loaded_worker() const {
+  auto pick = [&](auto eligible) {
+    std::optional<std::uint32_t> best;
+    for (std::uint32_t w = 0; w < ledger_.size(); ++w) {
+      if (eligible(w) && (!best || ledger_[w].size() < ledger_[*best].size())) best = w;
+    }
+    return best;
+  };
+  const auto up = [&](std::uint32_t w) { return !health_.killed[w] && arena_->channel(w).progress_ns.load() != 0; };
+  if (auto w = pick(up)) return *w;
+  if (auto w = pick([&](std::uint32_t w) { return !health_.killed[w]; })) return *w;
+  return *pick([](std::uint32_t) { return true; });
+}
+
+void Dispatcher::drain() {
+  for (std::uint32_t w = 0; w < ledger_.size(); ++w) {
+    while (auto c = arena_->channel(w).completions.try_pop()) {
+      // A worker runs its tasks in order, so its completions come in order.
+      ledger_[w].pop_front();
+      if (c->generation == generation_ && c->outcome != TaskOutcome::kCancelled) {
+        ready_.emplace(c->batch_id, *c);
+      } else {
+        slots_->give_back(c->slot);  // stale: a reset overtook it
+      }
+    }
+  }
+}
+
+std::optional<Completion> Dispatcher::take(std::uint64_t batch_id) {
+  auto it = ready_.find(batch_id);
+  if (it == ready_.end()) return std::nullopt;
+  const Completion c = it->second;
+  ready_.erase(it);
+  return c;
+}
+
+Status Dispatcher::reissue(std::uint32_t worker, bool resubmit) {
+  std::deque<Issued> unfinished = std::exchange(ledger_[worker], {});
+  Status status = Status::Ok();
+  for (Issued& i : unfinished) {
+    if (resubmit && status.ok() && i.task.generation == generation_) {
+      status = place(i.task, std::move(i.samples));
+    } else {
+      slots_->give_back(i.task.slot);
+    }
+  }
+  return status;
+}
+
+std::size_t Dispatcher::in_flight() const {
+  std::size_t n = 0;
+  for (const auto& tasks : ledger_) n += tasks.size();
+  return n;
+}
+
+std::optional<std::uint64_t> Dispatcher::oldest_issued_ns(std::uint32_t worker) const {
+  if (ledger_[worker].empty()) return std::nullopt;
+  return ledger_[worker].front().issued_ns;
+}
+
+}  // namespace forkfeed

@@ -1,0 +1,81 @@
+// Dispatcher: the tasks of the current pass on their way to the workers and back. It
+// keeps a ledger of what each worker holds, so that a dead worker's tasks are issued
+// again (invariant 1), and the completions waiting for their turn; it stamps every task
+// with the pass's generation and discards what comes back from an older one (invariant 2).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "forkfeed/dataset.h"
+#include "forkfeed/options.h"
+#include "forkfeed/status.h"
+#include "loader/slot_pool.h"
+#include "loader/worker_health.h"
+#include "transport/arena.h"
+
+namespace forkfeed {
+
+class Dispatcher {
+ public:
+  // One ledger per channel of `arena`. `health` is the Supervisor's; it must outlive this.
+  Dispatcher(std::shared_ptr<Arena> arena, std::shared_ptr<SlotPool> slots, const DatasetIndex& index,
+             OnError on_error, const WorkerHealth& health);
+
+  // Starts a new generation in the arena: every task in flight is stale from now on, and
+  // the batches waiting for their turn give their slots back.
+  void begin_generation();
+  std::uint64_t generation() const { return generation_; }
+
+  // Issues batch `batch_id` of `epoch`'s pass, `samples`, into `slot`, on the least
+  // loaded worker. Samples a worker died on are left out as skipped; under
+  // on_error=fail such a batch fails in its turn without going to a worker. Returns an
+  // error (and the slot goes back) only if the worker's task ring is full.
+  Status submit(std::uint64_t epoch, std::uint64_t batch_id, std::uint32_t slot,
+                std::span<const std::uint64_t> samples);
+
+  // Takes in every worker's completions: those of this generation wait for take(),
+  // stale or cancelled ones give their slot back.
+  void drain();
+  // The completion of batch `batch_id`, if it came back; the caller now owns its slot.
+  std::optional<Completion> take(std::uint64_t batch_id);
+
+  // Worker `worker` died and its channel was rebuilt: its unfinished tasks of this
+  // generation are issued again (slot refilled: the dead worker may have compacted it)
+  // when `resubmit`; the slots of the others go back.
+  // REQUIRES: drain() since it died, so that what it finished is not issued again.
+  Status reissue(std::uint32_t worker, bool resubmit);
+
+  std::uint32_t workers() const { return static_cast<std::uint32_t>(ledger_.size()); }
+  // Tasks issued and not completed, over all workers.
+  std::size_t in_flight() const;
+  // Tasks issued to `worker` and not completed.
+  std::size_t unfinished(std::uint32_t worker) const { return ledger_[worker].size(); }
+  // When the oldest unfinished task of `worker` was issued (CLOCK_MONOTONIC ns), if any.
+  std::optional<std::uint64_t> oldest_issued_ns(std::uint32_t worker) const;
+
+ private:
+  struct Issued {
+    Task task;
+    std::vector<std::uint64_t> samples;  // to refill the slot if the task is issued again
+    std::uint64_t issued_ns;
+  };
+  Status place(Task task, std::vector<std::uint64_t> samples);
+  std::uint32_t least_loaded_worker() const;
+
+  std::shared_ptr<Arena> arena_;
+  std::shared_ptr<SlotPool> slots_;
+  const DatasetIndex& index_;
+  OnError on_error_;
+  const WorkerHealth& health_;
+  std::uint64_t generation_ = 0;
+  std::vector<std::deque<Issued>> ledger_;      // per worker: issued, not yet completed, in order
+  std::map<std::uint64_t, Completion> ready_;  // finished, waiting for their turn
+};
+
+}  // namespace forkfeed
