@@ -1,8 +1,9 @@
 // Loader: the orchestrator. It delegates to the Sampler (what to read), the SlotPool
 // (where to write it), the Dispatcher (which worker holds which task, and what came
-// back), the Supervisor (who died, who is stuck, which files kill workers) and the
-// WorkerPool (the processes). What it keeps itself is the pass and delivery: batches
-// handed out in order, the position moving on delivery only (PassPosition).
+// back), the Supervisor (who died, who is stuck, which files kill workers), Delivery
+// (a completion made a Batch or an error) and the WorkerPool (the processes). What it
+// keeps itself is the pass: batches handed out in order, the position moving on
+// delivery only (PassPosition).
 #include "forkfeed/loader.h"
 
 #include <spdlog/spdlog.h>
@@ -11,10 +12,9 @@
 #include <chrono>
 #include <filesystem>
 #include <optional>
-#include <unordered_set>
 
-#include "loader/batch_factory.h"
 #include "loader/checkpoint.h"
+#include "loader/delivery.h"
 #include "loader/dispatcher.h"
 #include "loader/logging.h"
 #include "loader/pass_position.h"
@@ -25,8 +25,6 @@
 #include "loader/transform_spec.h"
 #include "loader/worker_pool.h"
 #include "transport/pinned_memory.h"
-#include "transport/printable.h"
-#include "transport/slot_contents.h"
 #include "workers/transform.h"
 
 namespace forkfeed {
@@ -67,6 +65,7 @@ class Loader::Impl {
     if (Status s = workers_->start(); !s.ok()) return s;
     supervisor_ = std::make_unique<Supervisor>(arena_, *workers_, index_, options_, log_);
     dispatcher_ = std::make_unique<Dispatcher>(arena_, slots_, index_, options_.on_error, supervisor_->health());
+    delivery_ = std::make_unique<Delivery>(arena_, slots_, index_, log_);
     // After the workers started, before any batch is issued: they were forked from a
     // process without a context of ours (forking after CUDA init is a hazard), and no
     // worker writes a slot yet.
@@ -97,7 +96,13 @@ class Loader::Impl {
         return std::optional<Batch>();
       }
       if (auto c = dispatcher_->take(pass_.position())) {
-        auto batch = deliver(*c);
+        const std::uint64_t index = pass_.position();
+        pass_.delivered(pass_.epoch(), index);  // the position moves on delivery only
+        auto batch = delivery_->deliver(*c, pass_.epoch(), index);
+        if (!batch.ok() && batch.status().code() == Status::Code::kInternal) {
+          broken_ = batch.status();  // a bug of ours: the loader cannot go on
+          broken_reported_ = true;
+        }
         if (!batch.ok() || batch->has_value()) return batch;
         continue;  // every sample of that batch was skipped
       }
@@ -158,7 +163,8 @@ class Loader::Impl {
   const Sampler& sampler() const { return sampler_; }
   const DatasetIndex& index() const { return index_; }
   LoaderStats stats() const {
-    LoaderStats s = stats_;
+    LoaderStats s;
+    delivery_->count_into(s);
     s.worker_restarts = supervisor_->restarts();
     s.arena_bytes = arena_->size();
     s.slots = slot_count(options_);
@@ -205,51 +211,6 @@ class Loader::Impl {
     supervisor_->kill_stuck_workers(*dispatcher_);
   }
 
-  Result<std::optional<Batch>> deliver(const Completion& c) {
-    const std::uint64_t index = pass_.position();
-    pass_.delivered(pass_.epoch(), index);  // the position moves on delivery only
-    const SlotContents slot(*arena_, c.slot);
-    // A worker that fails a batch notes the culprit first; the checks catch a slot that
-    // breaks the layout rule, which would be a bug of ours, never bad data.
-    if (c.outcome == TaskOutcome::kFailed && slot.skipped() > 0) {
-      const std::uint32_t culprit = slot.skipped() - 1;
-      Status s = Status::BadData(printable(slot.skip_reason(culprit)))
-                     .about(printable(index_.path(slot.skipped_index(culprit))) +
-                            " (on_error=fail; use skip to leave such files out)");
-      slots_->give_back(c.slot);
-      return s;
-    }
-    if (c.outcome != TaskOutcome::kDone || !slot.complete()) {
-      slots_->give_back(c.slot);
-      broken_ = Status::Internal("batch " + std::to_string(index) +
-                                 " came back with samples neither written nor skipped; this is a forkfeed bug, "
-                                 "please report it with the log");
-      broken_reported_ = true;
-      return broken_;
-    }
-    report_skipped(slot);
-    const std::uint32_t count = slot.written();
-    if (count == 0) {
-      slots_->give_back(c.slot);
-      return std::optional<Batch>();
-    }
-    stats_.delivered_batches += 1;
-    stats_.delivered_samples += count;
-    auto lease = std::make_unique<detail::PoolSlotLease>(arena_, slots_, c.slot);
-    return std::optional<Batch>(BatchFactory::make(*arena_, c.slot, count, pass_.epoch(), index, std::move(lease)));
-  }
-
-  // Counts the samples left out (OnError::kSkip) and logs each file once, with why.
-  void report_skipped(const SlotContents& slot) {
-    for (std::uint32_t k = 0; k < slot.skipped(); ++k) {
-      ++stats_.skipped_samples;
-      const std::uint64_t sample = slot.skipped_index(k);
-      if (logged_bad_.insert(sample).second) {
-        log_->warn("skipped {}: {}", printable(index_.path(sample)), printable(slot.skip_reason(k)));
-      }
-    }
-  }
-
   LoaderOptions options_;
   DatasetIndex index_;
   Sampler sampler_;
@@ -261,7 +222,7 @@ class Loader::Impl {
   std::unique_ptr<WorkerPool> workers_;
   std::unique_ptr<Supervisor> supervisor_;  // reads workers_
   std::unique_ptr<Dispatcher> dispatcher_;  // reads supervisor_'s WorkerHealth
-  std::unordered_set<std::uint64_t> logged_bad_;
+  std::unique_ptr<Delivery> delivery_;
 
   // The current pass.
   PassPosition pass_;  // epoch and batches handed to the caller
@@ -269,7 +230,6 @@ class Loader::Impl {
   std::uint64_t issued_ = 0;  // batches handed to workers
   Status broken_;
   bool broken_reported_ = false;
-  LoaderStats stats_;
   // Set by interrupt(), perhaps from a signal handler: lock-free, so async-signal-safe.
   std::atomic<bool> interrupted_ = false;
   static_assert(std::atomic<bool>::is_always_lock_free);

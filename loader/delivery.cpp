@@ -1,0 +1,63 @@
+// Delivery: a completion becomes a Batch, an error, or nothing.
+#include "loader/delivery.h"
+
+#include <string>
+
+#include "loader/batch_factory.h"
+#include "transport/printable.h"
+#include "transport/slot_contents.h"
+
+namespace forkfeed {
+
+Delivery::Delivery(std::shared_ptr<Arena> arena, std::shared_ptr<SlotPool> slots, const DatasetIndex& index,
+                   std::shared_ptr<spdlog::logger> log)
+    : arena_(std::move(arena)), slots_(std::move(slots)), index_(index), log_(std::move(log)) {}
+
+Result<std::optional<Batch>> Delivery::deliver(const Completion& c, std::uint64_t epoch, std::uint64_t index) {
+  const SlotContents slot(*arena_, c.slot);
+  // A worker that fails a batch notes the culprit first; the checks catch a slot that
+  // breaks the layout rule, which would be a bug of ours, never bad data.
+  if (c.outcome == TaskOutcome::kFailed && slot.skipped() > 0) {
+    const std::uint32_t culprit = slot.skipped() - 1;
+    Status s = Status::BadData(printable(slot.skip_reason(culprit)))
+                   .about(printable(index_.path(slot.skipped_index(culprit))) +
+                          " (on_error=fail; use skip to leave such files out)");
+    slots_->give_back(c.slot);
+    return s;
+  }
+  if (c.outcome != TaskOutcome::kDone || !slot.complete()) {
+    slots_->give_back(c.slot);
+    return Status::Internal("batch " + std::to_string(index) +
+                            " came back with samples neither written nor skipped; this is a forkfeed bug, "
+                            "please report it with the log");
+  }
+  report_skipped(slot);
+  const std::uint32_t count = slot.written();
+  if (count == 0) {
+    slots_->give_back(c.slot);
+    return std::optional<Batch>();
+  }
+  batches_ += 1;
+  samples_ += count;
+  auto lease = std::make_unique<detail::PoolSlotLease>(arena_, slots_, c.slot);
+  return std::optional<Batch>(BatchFactory::make(*arena_, c.slot, count, epoch, index, std::move(lease)));
+}
+
+// Counts the samples left out (OnError::kSkip) and logs each file once, with why.
+void Delivery::report_skipped(const SlotContents& slot) {
+  for (std::uint32_t k = 0; k < slot.skipped(); ++k) {
+    ++skipped_;
+    const std::uint64_t sample = slot.skipped_index(k);
+    if (logged_bad_.insert(sample).second) {
+      log_->warn("skipped {}: {}", printable(index_.path(sample)), printable(slot.skip_reason(k)));
+    }
+  }
+}
+
+void Delivery::count_into(LoaderStats& stats) const {
+  stats.delivered_batches += batches_;
+  stats.delivered_samples += samples_;
+  stats.skipped_samples += skipped_;
+}
+
+}  // namespace forkfeed
