@@ -100,9 +100,11 @@ Status load_config_file(const std::string& path, DaemonConfig& config) {
   if (root.IsNull()) return Status::Ok();
   if (!root.IsMap())
     return Status::InvalidArgument("config " + printable(path) + ": the top level must be a mapping");
+  std::string at;  // the key being read, for a value yaml-cpp cannot convert
   try {
     for (const auto& entry : root) {
       const std::string key = entry.first.as<std::string>();
+      at = key;
       const YAML::Node& value = entry.second;
       if (key == "socket") {
         config.socket_path = value.as<std::string>();
@@ -116,6 +118,7 @@ Status load_config_file(const std::string& path, DaemonConfig& config) {
           return bad_key(path, key, "must map names to {image_folder: DIR} or {manifest: FILE}");
         for (const auto& d : value) {
           const std::string name = d.first.as<std::string>();
+          at = "datasets." + name;
           DatasetSource source;
           if (d.second.IsScalar()) {
             if (Status s = add_dataset_flag(name + "=" + d.second.as<std::string>(), config); !s.ok())
@@ -150,6 +153,7 @@ Status load_config_file(const std::string& path, DaemonConfig& config) {
         if (!value.IsMap()) return bad_key(path, key, "must be a mapping");
         for (const auto& l : value) {
           const std::string name = l.first.as<std::string>();
+          at = "limits." + name;
           if (name == "max_streams") {
             config.limits.max_streams = l.second.as<std::uint32_t>();
           } else if (name == "max_workers") {
@@ -177,6 +181,7 @@ Status load_config_file(const std::string& path, DaemonConfig& config) {
       }
     }
   } catch (const YAML::Exception& e) {
+    if (!at.empty()) return bad_key(path, at, e.what());
     return Status::InvalidArgument("config " + printable(path) + ": " + e.what());
   }
   return Status::Ok();

@@ -1,0 +1,180 @@
+// Admission: forkfeedd's limits. A stream gets at most its fair share of the workers and
+// the per-stream cap, at least one while one is free; a request over a limit is refused
+// with a message naming the limit, and a closed stream gives everything back.
+#include "daemon/admission.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "loader/slot_count.h"
+#include "testing/small_options.h"
+
+namespace forkfeed {
+namespace {
+
+constexpr std::uint64_t kMiB = 1 << 20;
+
+// No dataset is read: admission looks at the numbers only.
+LoaderOptions asking(std::uint32_t workers, std::uint32_t batch_size = 4) {
+  return testing::small_options("/nonexistent", workers, batch_size);
+}
+
+Limits limits(std::uint32_t max_streams, std::uint32_t max_workers) {
+  Limits l;
+  l.max_streams = max_streams;
+  l.max_workers = max_workers;
+  l.max_arena_bytes = 1024 * kMiB;
+  return l;
+}
+
+void expect_refused(const Result<Admission::Ticket>& ticket, const std::string& limit) {
+  ASSERT_FALSE(ticket.ok()) << "admitted over " << limit;
+  EXPECT_EQ(ticket.status().code(), Status::Code::kResourceExhausted);
+  EXPECT_NE(ticket.status().message().find("(" + limit + ")"), std::string::npos) << ticket.status().message();
+}
+
+TEST(Admission, EachStreamGetsAtMostItsFairShareOfTheWorkers) {
+  Admission admission(limits(8, 8));
+  auto first = admission.admit(asking(2));
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_EQ(first->workers(), 2u) << "fewer than the fair share were asked: all granted";
+  auto second = admission.admit(asking(8));
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  EXPECT_EQ(second->workers(), 4u) << "the fair share of the second stream is 8 / 2";
+  auto third = admission.admit(asking(8));
+  ASSERT_TRUE(third.ok()) << third.status().message();
+  EXPECT_EQ(third->workers(), 2u) << "8 / 3 is 2, and 2 are free";
+  const Admission::Totals used = admission.totals();
+  EXPECT_EQ(used.streams, 3u);
+  EXPECT_EQ(used.workers, 8u);
+}
+
+TEST(Admission, AStreamGetsNoMoreThanAreFree) {
+  Admission admission(limits(8, 10));
+  auto first = admission.admit(asking(9));
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  ASSERT_EQ(first->workers(), 9u);
+  auto second = admission.admit(asking(8));
+  ASSERT_TRUE(second.ok()) << "one worker is still free: " << second.status().message();
+  EXPECT_EQ(second->workers(), 1u) << "its fair share is 5, but only 1 is free";
+  EXPECT_EQ(admission.totals().workers, 10u);
+}
+
+TEST(Admission, MaxStreamWorkersCapsEveryStream) {
+  Limits l = limits(8, 16);
+  l.max_stream_workers = 3;
+  Admission admission(l);
+  auto ticket = admission.admit(asking(10));
+  ASSERT_TRUE(ticket.ok()) << ticket.status().message();
+  EXPECT_EQ(ticket->workers(), 3u);
+}
+
+TEST(Admission, AStreamAskingForNoWorkersGetsOne) {
+  Admission admission(limits(8, 4));
+  auto ticket = admission.admit(asking(0));
+  ASSERT_TRUE(ticket.ok()) << ticket.status().message();
+  EXPECT_EQ(ticket->workers(), 1u);
+}
+
+TEST(Admission, WhenEveryWorkerIsTakenAStreamIsRefused) {
+  Admission admission(limits(8, 2));
+  auto first = admission.admit(asking(2));
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(first->workers(), 2u);
+  auto second = admission.admit(asking(1));
+  expect_refused(second, "max_workers");
+  EXPECT_NE(second.status().message().find("all 2 workers"), std::string::npos) << second.status().message();
+  EXPECT_EQ(admission.totals().streams, 1u) << "a refused stream was counted";
+}
+
+TEST(Admission, MaxStreamsIsRefusedWithItsName) {
+  Admission admission(limits(2, 16));
+  auto a = admission.admit(asking(1));
+  auto b = admission.admit(asking(1));
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto c = admission.admit(asking(1));
+  expect_refused(c, "max_streams");
+  EXPECT_NE(c.status().message().find("maximum of 2 streams"), std::string::npos) << c.status().message();
+  EXPECT_NE(c.status().message().find("--max-streams"), std::string::npos) << c.status().message();
+}
+
+TEST(Admission, AStreamsArenaIsSizedForTheWorkersItGets) {
+  Admission admission(limits(8, 2));
+  LoaderOptions options = asking(16, 8);
+  auto ticket = admission.admit(options);
+  ASSERT_TRUE(ticket.ok()) << ticket.status().message();
+  ASSERT_EQ(ticket->workers(), 2u);
+  options.workers = 2;
+  EXPECT_EQ(ticket->arena_bytes(), arena_batch_bytes(options)) << "sized for the 16 workers asked";
+  EXPECT_EQ(admission.totals().arena_bytes, ticket->arena_bytes());
+}
+
+TEST(Admission, AnArenaOverThePerStreamLimitIsRefused) {
+  Limits l = limits(8, 1);
+  LoaderOptions big = asking(1, 64);
+  big.size = 224;  // 3 slots of 64 x 224 x 224 x 3 bytes: 27 MiB
+  l.max_stream_arena_bytes = 16 * kMiB;
+  Admission admission(l);
+  auto ticket = admission.admit(big);
+  expect_refused(ticket, "max_stream_arena_bytes");
+  EXPECT_NE(ticket.status().message().find("need 27 MiB (3 slots of 64 samples)"), std::string::npos)
+      << ticket.status().message();
+  EXPECT_EQ(admission.totals().streams, 0u);
+  EXPECT_EQ(admission.totals().workers, 0u) << "a refused stream kept its workers";
+}
+
+TEST(Admission, ArenasOfAllStreamsShareMaxArenaBytes) {
+  Limits l = limits(8, 8);
+  LoaderOptions big = asking(1, 64);
+  big.size = 224;  // 27 MiB a stream
+  l.max_arena_bytes = 40 * kMiB;
+  Admission admission(l);
+  std::optional<Admission::Ticket> first;
+  {
+    auto t = admission.admit(big);
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    first.emplace(std::move(t).value());
+  }
+  auto second = admission.admit(big);
+  expect_refused(second, "max_arena_bytes");
+  EXPECT_NE(second.status().message().find("only 12 MiB of forkfeedd's 40 MiB"), std::string::npos)
+      << second.status().message();
+  first.reset();  // the first stream closes
+  EXPECT_TRUE(admission.admit(big).ok()) << "a closed stream's arena bytes were not given back";
+}
+
+TEST(Admission, AClosedStreamGivesBackEverythingOnce) {
+  Admission admission(limits(1, 4));
+  {
+    auto ticket = admission.admit(asking(4));
+    ASSERT_TRUE(ticket.ok());
+    Admission::Ticket moved = std::move(ticket).value();
+    Admission::Ticket again;
+    again = std::move(moved);  // only the last holder gives back
+    EXPECT_EQ(admission.totals().streams, 1u);
+    EXPECT_EQ(admission.totals().workers, 4u);
+  }
+  const Admission::Totals used = admission.totals();
+  EXPECT_EQ(used.streams, 0u);
+  EXPECT_EQ(used.workers, 0u);
+  EXPECT_EQ(used.arena_bytes, 0u);
+  auto next = admission.admit(asking(4));
+  ASSERT_TRUE(next.ok()) << next.status().message();
+  EXPECT_EQ(next->workers(), 4u);
+}
+
+TEST(Admission, UnsetLimitsTakeTheMachinesSize) {
+  Admission admission(Limits{});
+  EXPECT_EQ(admission.limits().max_workers, std::max(1u, std::thread::hardware_concurrency()));
+  EXPECT_GT(admission.limits().max_arena_bytes, 0u);
+  EXPECT_EQ(admission.limits().max_stream_arena_bytes, admission.limits().max_arena_bytes);
+  EXPECT_EQ(admission.limits().max_streams, 64u);
+}
+
+}  // namespace
+}  // namespace forkfeed

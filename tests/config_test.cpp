@@ -1,0 +1,233 @@
+// DaemonConfig: a YAML file sets what it names and keeps the rest; every bad entry is
+// refused with the file and the key in the message; byte counts, --dataset flags and
+// the start-up checks.
+#include "daemon/config.h"
+
+#include <sys/stat.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "testing/temp_dataset.h"
+
+namespace forkfeed {
+namespace {
+
+class ConfigTest : public ::testing::Test {
+ protected:
+  // Writes `yaml` to a file in the temp dir and returns its path.
+  std::string file(const std::string& yaml, const std::string& name = "forkfeedd.yaml") {
+    const std::string path = dir_.path() + "/" + name;
+    std::ofstream(path) << yaml;
+    return path;
+  }
+  // Loads `yaml` into a fresh config; the status.
+  Status load(const std::string& yaml) {
+    config_ = DaemonConfig{};
+    return load_config_file(file(yaml), config_);
+  }
+  // Expects `yaml` refused, naming the file and `key`, and saying `what`.
+  void expect_refused(const std::string& yaml, const std::string& key, const std::string& what) {
+    const Status s = load(yaml);
+    ASSERT_FALSE(s.ok()) << "accepted:\n" << yaml;
+    EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << s.message();
+    EXPECT_NE(s.message().find(dir_.path() + "/forkfeedd.yaml"), std::string::npos)
+        << "the file is not named: " << s.message();
+    EXPECT_NE(s.message().find(key), std::string::npos) << "the key " << key << " is not named: " << s.message();
+    EXPECT_NE(s.message().find(what), std::string::npos) << s.message();
+  }
+
+  testing::TempDir dir_;
+  DaemonConfig config_;
+};
+
+TEST_F(ConfigTest, AValidFileSetsEveryKey) {
+  std::filesystem::create_directories(dir_.path() + "/train");
+  const Status s = load("socket: /run/ff.sock\n"
+                        "log_level: warn\n"
+                        "allow_uids: [1001, 1002]\n"
+                        "datasets:\n"
+                        "  train: {image_folder: /data/train}\n"
+                        "  val: {manifest: /data/val.tsv}\n"
+                        "  local: " + dir_.path() + "/train\n"
+                        "defaults:\n"
+                        "  transform: eval\n"
+                        "  size: 96\n"
+                        "  batch_size: 32\n"
+                        "  shuffle: false\n"
+                        "  mean: [0.5, 0.5, 0.5]\n"
+                        "limits:\n"
+                        "  max_streams: 5\n"
+                        "  max_workers: 12\n"
+                        "  max_stream_workers: 3\n"
+                        "  max_arena_bytes: 2G\n"
+                        "  max_stream_arena_bytes: 512MiB\n"
+                        "  max_pending_connections: 9\n"
+                        "  handshake_timeout_ms: 1500\n");
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(config_.socket_path, "/run/ff.sock");
+  EXPECT_EQ(config_.log_level, "warn");
+  EXPECT_EQ(config_.allow_uids, (std::vector<uid_t>{1001, 1002}));
+  ASSERT_EQ(config_.datasets.size(), 3u);
+  EXPECT_EQ(config_.datasets["train"].image_folder, "/data/train");
+  EXPECT_EQ(config_.datasets["train"].manifest, "");
+  EXPECT_EQ(config_.datasets["val"].manifest, "/data/val.tsv");
+  EXPECT_EQ(config_.datasets["local"].image_folder, dir_.path() + "/train") << "a folder is an ImageFolder";
+  EXPECT_EQ(config_.defaults["transform"], "eval");
+  EXPECT_EQ(config_.defaults["size"], 96);
+  EXPECT_EQ(config_.defaults["batch_size"], 32);
+  EXPECT_EQ(config_.defaults["shuffle"], false);
+  EXPECT_EQ(config_.defaults["mean"], nlohmann::json::array({0.5, 0.5, 0.5}));
+  EXPECT_EQ(config_.limits.max_streams, 5u);
+  EXPECT_EQ(config_.limits.max_workers, 12u);
+  EXPECT_EQ(config_.limits.max_stream_workers, 3u);
+  EXPECT_EQ(config_.limits.max_arena_bytes, 2ull << 30);
+  EXPECT_EQ(config_.limits.max_stream_arena_bytes, 512ull << 20);
+  EXPECT_EQ(config_.handshake.max_pending_connections, 9u);
+  EXPECT_EQ(config_.handshake.timeout, std::chrono::milliseconds(1500));
+}
+
+TEST_F(ConfigTest, WhatTheFileDoesNotSetKeepsItsValue) {
+  config_.log_level = "debug";  // as a flag read earlier might have set it
+  config_.limits.max_workers = 7;
+  ASSERT_TRUE(load_config_file(file("limits:\n  max_streams: 3\n"), config_).ok());
+  EXPECT_EQ(config_.log_level, "debug");
+  EXPECT_EQ(config_.limits.max_workers, 7u);
+  EXPECT_EQ(config_.limits.max_streams, 3u);
+
+  const DaemonConfig defaults;
+  ASSERT_TRUE(load("").ok()) << "an empty file is a valid config";
+  EXPECT_EQ(config_.log_level, "info");
+  EXPECT_EQ(config_.limits.max_streams, defaults.limits.max_streams);
+  EXPECT_EQ(config_.handshake.max_pending_connections, 256u);
+  EXPECT_EQ(config_.handshake.timeout, std::chrono::milliseconds(5000));
+  EXPECT_TRUE(config_.datasets.empty());
+  EXPECT_TRUE(config_.defaults.empty());
+  EXPECT_TRUE(validate(config_).ok());
+}
+
+TEST_F(ConfigTest, TheExampleConfigLoadsAndIsValid) {
+  const Status s = load_config_file(FORKFEED_SOURCE_DIR "/config/forkfeedd.yaml", config_);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(config_.log_level, "info");
+  EXPECT_EQ(config_.limits.max_streams, 64u);
+  EXPECT_EQ(config_.handshake.max_pending_connections, 256u);
+  EXPECT_EQ(config_.handshake.timeout, std::chrono::milliseconds(5000));
+  EXPECT_TRUE(validate(config_).ok()) << validate(config_).message();
+}
+
+TEST_F(ConfigTest, UnknownKeysAreNamed) {
+  expect_refused("sockte: /tmp/x\n", "sockte", "unknown key");
+  expect_refused("limits:\n  max_stream: 3\n", "limits.max_stream", "unknown limit");
+  expect_refused("datasets:\n  train: {image_folder: /d, labels: /l}\n", "datasets.train.labels", "unknown key");
+  expect_refused("defaults:\n  batchsize: 3\n", "defaults", "unknown field 'batchsize'");
+}
+
+TEST_F(ConfigTest, KeysOfTheWrongShapeAreNamed) {
+  expect_refused("allow_uids: 1000\n", "allow_uids", "must be a list");
+  expect_refused("datasets: [a, b]\n", "datasets", "must map names");
+  expect_refused("defaults: 3\n", "defaults", "must be a mapping");
+  expect_refused("limits: 3\n", "limits", "must be a mapping");
+  expect_refused("datasets:\n  train: {image_folder: /d, manifest: /m}\n", "datasets.train", "exactly one");
+  expect_refused("datasets:\n  train: {}\n", "datasets.train", "exactly one");
+  expect_refused("- a\n- b\n", "forkfeedd.yaml", "the top level must be a mapping");
+}
+
+TEST_F(ConfigTest, BadValuesAreNamed) {
+  expect_refused("limits:\n  max_arena_bytes: lots\n", "limits.max_arena_bytes", "'lots' is not a byte count");
+  expect_refused("limits:\n  max_stream_arena_bytes: 3Q\n", "limits.max_stream_arena_bytes",
+                 "not a byte count");
+  expect_refused("defaults:\n  size: big\n", "defaults", "size");
+}
+
+TEST_F(ConfigTest, ValuesOfTheWrongTypeAreNamed) {
+  expect_refused("limits:\n  max_streams: many\n", "limits.max_streams", "line 2");
+  expect_refused("limits:\n  handshake_timeout_ms: soon\n", "limits.handshake_timeout_ms", "line 2");
+  expect_refused("allow_uids: [root]\n", "allow_uids", "line 1");
+  expect_refused("socket: [a, b]\n", "socket", "line 1");
+  expect_refused("datasets:\n  train: {image_folder: [a, b]}\n", "datasets.train", "line 2");
+}
+
+TEST_F(ConfigTest, FilesThatCannotBeReadAreRefusedNotThrown) {
+  const Status missing = load_config_file(dir_.path() + "/none.yaml", config_);
+  EXPECT_FALSE(missing.ok());
+  EXPECT_NE(missing.message().find("none.yaml"), std::string::npos) << missing.message();
+
+  const Status directory = load_config_file(dir_.path(), config_);
+  EXPECT_FALSE(directory.ok()) << "a directory was read as a config";
+
+  const Status yaml = load("limits: {max_streams: 3\n");
+  EXPECT_FALSE(yaml.ok());
+  EXPECT_NE(yaml.message().find("is not valid YAML"), std::string::npos) << yaml.message();
+}
+
+// parse_bytes(text), or a test failure and 0.
+std::uint64_t bytes(std::string_view text) {
+  auto parsed = parse_bytes(text);
+  EXPECT_TRUE(parsed.ok()) << parsed.status().message();
+  return parsed.ok() ? *parsed : 0;
+}
+
+TEST(ParseBytes, ReadsBinarySuffixes) {
+  EXPECT_EQ(bytes("1073741824"), 1073741824u);
+  EXPECT_EQ(bytes("512M"), 512ull << 20);
+  EXPECT_EQ(bytes("64GiB"), 64ull << 30);
+  EXPECT_EQ(bytes("64gb"), 64ull << 30);
+  EXPECT_EQ(bytes("2T"), 2ull << 40);
+  EXPECT_EQ(bytes("3k"), 3ull << 10);
+  EXPECT_EQ(bytes("0"), 0u);
+}
+
+TEST(ParseBytes, RefusesWhatIsNotAByteCount) {
+  for (const char* text : {"", "M", "1.5G", "-1", "12X", "12 M", "99999999999999999999", "16777216T"}) {
+    const auto bytes = parse_bytes(text);
+    ASSERT_FALSE(bytes.ok()) << "'" << text << "' was read as a byte count";
+    EXPECT_EQ(bytes.status().code(), Status::Code::kInvalidArgument);
+    EXPECT_NE(bytes.status().message().find(std::string("'") + text + "' is not a byte count"), std::string::npos)
+        << bytes.status().message();
+  }
+  EXPECT_EQ(bytes("16777215T"), 16777215ull << 40) << "the largest count that fits";
+}
+
+TEST(DatasetFlag, AFolderIsAnImageFolderAndAFileAManifest) {
+  testing::TempDir dir;
+  std::filesystem::create_directories(dir.path() + "/train");
+  std::ofstream(dir.path() + "/val.tsv") << "a.jpg\t0\n";
+  DaemonConfig config;
+  ASSERT_TRUE(add_dataset_flag("train=" + dir.path() + "/train/", config).ok());
+  ASSERT_TRUE(add_dataset_flag("val=" + dir.path() + "/./val.tsv", config).ok());
+  EXPECT_EQ(config.datasets["train"].image_folder, dir.path() + "/train/");
+  EXPECT_TRUE(config.datasets["train"].manifest.empty());
+  EXPECT_EQ(config.datasets["val"].manifest, dir.path() + "/val.tsv");
+  EXPECT_TRUE(config.datasets["val"].image_folder.empty());
+  for (const char* bad : {"train", "=/data", "train="}) {
+    const Status s = add_dataset_flag(bad, config);
+    EXPECT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.message().find("NAME=PATH"), std::string::npos) << s.message();
+  }
+}
+
+TEST(ValidateConfig, RefusesWhatWouldFailEveryStream) {
+  DaemonConfig config;
+  EXPECT_TRUE(validate(config).ok());
+  config.limits.max_streams = 0;
+  EXPECT_NE(validate(config).message().find("max_streams"), std::string::npos);
+  config = DaemonConfig{};
+  config.handshake.max_pending_connections = 0;
+  EXPECT_NE(validate(config).message().find("max_pending_connections"), std::string::npos);
+  config = DaemonConfig{};
+  config.handshake.timeout = std::chrono::milliseconds(0);
+  EXPECT_NE(validate(config).message().find("handshake_timeout_ms"), std::string::npos);
+  config = DaemonConfig{};
+  config.datasets["gone"] = DatasetSource{"/nonexistent/forkfeed/train", ""};
+  const Status s = validate(config);
+  EXPECT_EQ(s.code(), Status::Code::kNotFound);
+  EXPECT_NE(s.message().find("dataset 'gone'"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("/nonexistent/forkfeed/train does not exist"), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace forkfeed

@@ -1,0 +1,170 @@
+// ConsumerChannel: the daemon's side and the client's side, attached through the fds
+// the daemon sends, see one pair of rings: deliveries and returns in order, a full ring
+// refuses rather than overwrites, and each side's eventfd wakes the other.
+#include "protocol/consumer_channel.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <optional>
+
+#include "protocol/frame.h"
+
+namespace forkfeed {
+namespace {
+
+Delivery batch_delivery(std::uint64_t index) {
+  Delivery d{};
+  d.pass = 1;
+  d.kind = DeliveryKind::kBatch;
+  d.index = index;
+  d.tag = 1000 + index;
+  d.handle = static_cast<std::uint32_t>(index % kChannelCapacity);
+  return d;
+}
+
+bool readable(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0;
+}
+
+UniqueFd dup_fd(int fd) { return UniqueFd(::fcntl(fd, F_DUPFD_CLOEXEC, 0)); }
+
+class ConsumerChannelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto daemon = ConsumerChannel::create();
+    ASSERT_TRUE(daemon.ok()) << daemon.status().message();
+    daemon_.emplace(std::move(daemon).value());
+    // The client gets the three fds as forkfeedd sends them: in a frame, SCM_RIGHTS.
+    int sockets[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets), 0);
+    UniqueFd to_client(sockets[0]), at_client(sockets[1]);
+    const int fds[] = {daemon_->memfd(), daemon_->delivered_fd(), daemon_->returned_fd()};
+    ASSERT_TRUE(send_frame(to_client.get(), MessageType::kReply, R"({"ok":true})", fds).ok());
+    auto frame = recv_frame(at_client.get(), true);
+    ASSERT_TRUE(frame.ok()) << frame.status().message();
+    ASSERT_EQ(frame->fds.size(), 3u);
+    auto client = ConsumerChannel::attach(std::move(frame->fds[0]), std::move(frame->fds[1]),
+                                          std::move(frame->fds[2]));
+    ASSERT_TRUE(client.ok()) << client.status().message();
+    client_.emplace(std::move(client).value());
+  }
+
+  std::optional<ConsumerChannel> daemon_;
+  std::optional<ConsumerChannel> client_;
+};
+
+TEST_F(ConsumerChannelTest, DeliveriesArriveInOrderWithEveryField) {
+  Delivery error{};
+  error.pass = 2;
+  error.kind = DeliveryKind::kError;
+  error.code = static_cast<std::uint32_t>(Status::Code::kBadData);
+  error.fatal = 1;
+  std::strncpy(error.message, "cannot decode data/a/1.jpg", sizeof error.message - 1);
+  for (std::uint64_t i = 0; i < 3; ++i) ASSERT_TRUE(daemon_->block().deliveries.try_push(batch_delivery(i)));
+  ASSERT_TRUE(daemon_->block().deliveries.try_push(error));
+  EXPECT_EQ(client_->block().deliveries.size(), 4u);
+  for (std::uint64_t i = 0; i < 3; ++i) {
+    const auto d = client_->block().deliveries.try_pop();
+    ASSERT_TRUE(d.has_value()) << "delivery " << i;
+    EXPECT_EQ(d->kind, DeliveryKind::kBatch);
+    EXPECT_EQ(d->index, i);
+    EXPECT_EQ(d->tag, 1000 + i);
+  }
+  const auto e = client_->block().deliveries.try_pop();
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->kind, DeliveryKind::kError);
+  EXPECT_EQ(e->code, static_cast<std::uint32_t>(Status::Code::kBadData));
+  EXPECT_EQ(e->fatal, 1u);
+  EXPECT_STREQ(e->message, "cannot decode data/a/1.jpg");
+  EXPECT_FALSE(client_->block().deliveries.try_pop().has_value());
+  EXPECT_EQ(daemon_->block().deliveries.size(), 0u) << "the daemon's side does not see the pops";
+}
+
+TEST_F(ConsumerChannelTest, ReturnsGoTheOtherWay) {
+  ASSERT_TRUE(client_->block().returns.try_push(SlotReturn{7, 0, 70}));
+  ASSERT_TRUE(client_->block().returns.try_push(SlotReturn{3, 0, 30}));
+  const auto first = daemon_->block().returns.try_pop();
+  const auto second = daemon_->block().returns.try_pop();
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ(first->handle, 7u);
+  EXPECT_EQ(first->tag, 70u);
+  EXPECT_EQ(second->handle, 3u);
+  EXPECT_EQ(second->tag, 30u);
+  EXPECT_FALSE(daemon_->block().returns.try_pop().has_value());
+  EXPECT_FALSE(client_->block().deliveries.try_pop().has_value()) << "a return showed up as a delivery";
+}
+
+TEST_F(ConsumerChannelTest, AFullRingRefusesAndKeepsOrderAcrossTheWrap) {
+  auto& out = daemon_->block().deliveries;
+  auto& in = client_->block().deliveries;
+  for (std::uint64_t i = 0; i < kChannelCapacity; ++i) ASSERT_TRUE(out.try_push(batch_delivery(i))) << i;
+  EXPECT_FALSE(out.try_push(batch_delivery(kChannelCapacity))) << "a full ring took one more";
+  ASSERT_EQ(in.try_pop()->index, 0u);
+  ASSERT_TRUE(out.try_push(batch_delivery(kChannelCapacity))) << "a popped place was not free again";
+  EXPECT_FALSE(out.try_push(batch_delivery(kChannelCapacity + 1)));
+  for (std::uint64_t i = 1; i <= kChannelCapacity; ++i) {
+    const auto d = in.try_pop();
+    ASSERT_TRUE(d.has_value()) << i;
+    EXPECT_EQ(d->index, i) << "the ring overwrote or reordered a delivery";
+  }
+  EXPECT_FALSE(in.try_pop().has_value());
+}
+
+TEST_F(ConsumerChannelTest, EachDirectionWakesTheOtherSideThroughItsFd) {
+  EXPECT_FALSE(readable(client_->delivered_fd()));
+  EXPECT_FALSE(readable(daemon_->returned_fd()));
+
+  daemon_->ring_delivered();
+  daemon_->ring_delivered();
+  EXPECT_TRUE(readable(client_->delivered_fd())) << "the client was not woken for a delivery";
+  EXPECT_FALSE(readable(daemon_->returned_fd())) << "a delivery woke the returns side";
+  ConsumerChannel::clear(client_->delivered_fd());
+  EXPECT_FALSE(readable(client_->delivered_fd())) << "one clear() did not take every ring";
+  ConsumerChannel::clear(client_->delivered_fd());  // nothing to clear: does not block
+
+  client_->ring_returned();
+  EXPECT_TRUE(readable(daemon_->returned_fd())) << "the daemon was not woken for a return";
+  EXPECT_FALSE(readable(client_->delivered_fd()));
+  ConsumerChannel::clear(daemon_->returned_fd());
+  EXPECT_FALSE(readable(daemon_->returned_fd()));
+}
+
+TEST(ConsumerChannel, AClientCannotResizeTheDaemonsMemory) {
+  auto channel = ConsumerChannel::create();
+  ASSERT_TRUE(channel.ok()) << channel.status().message();
+  EXPECT_NE(::ftruncate(channel->memfd(), 0), 0) << "the channel could be truncated under the daemon";
+  EXPECT_NE(::ftruncate(channel->memfd(), 1 << 30), 0) << "the channel could be grown";
+  const int seals = ::fcntl(channel->memfd(), F_GET_SEALS);
+  EXPECT_EQ(seals & (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL), F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+  EXPECT_EQ(channel->block().magic, kChannelMagic);
+  EXPECT_EQ(channel->block().version, kChannelVersion);
+}
+
+TEST(ConsumerChannel, AttachRefusesMemoryThatIsNotAChannel) {
+  UniqueFd small(::memfd_create("not-a-channel", MFD_CLOEXEC));
+  ASSERT_TRUE(small.valid());
+  ASSERT_EQ(::ftruncate(small.get(), 4096), 0);
+  auto too_small = ConsumerChannel::attach(std::move(small), UniqueFd(), UniqueFd());
+  ASSERT_FALSE(too_small.ok());
+  EXPECT_NE(too_small.status().message().find("4096 bytes; is it another forkfeed version?"), std::string::npos)
+      << too_small.status().message();
+
+  auto channel = ConsumerChannel::create();
+  ASSERT_TRUE(channel.ok()) << channel.status().message();
+  channel->block().version = kChannelVersion + 1;
+  auto other = ConsumerChannel::attach(dup_fd(channel->memfd()), dup_fd(channel->delivered_fd()),
+                                       dup_fd(channel->returned_fd()));
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.status().message().find("another layout"), std::string::npos) << other.status().message();
+}
+
+}  // namespace
+}  // namespace forkfeed

@@ -1,0 +1,25 @@
+// small_options(): the LoaderOptions most suites start from — a small ImageFolder read
+// at 16 px, quietly — so that a suite states only what its test is about.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "forkfeed/options.h"
+
+namespace forkfeed::testing {
+
+// Options for the ImageFolder at `root`: `workers` workers, `batch_size` samples a batch,
+// 16 x 16 px, log level error; everything else LoaderOptions' defaults.
+inline LoaderOptions small_options(const std::string& root, std::uint32_t workers = 2,
+                                   std::uint32_t batch_size = 4) {
+  LoaderOptions o;
+  o.image_folder = root;
+  o.workers = workers;
+  o.batch_size = batch_size;
+  o.size = 16;
+  o.log_level = "error";
+  return o;
+}
+
+}  // namespace forkfeed::testing
