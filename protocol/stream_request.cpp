@@ -5,6 +5,7 @@
 #include <limits>
 #include <set>
 
+#include "loader/option_names.h"
 #include "transport/printable.h"
 
 namespace forkfeed {
@@ -165,17 +166,17 @@ Result<StreamRequest> parse_stream_request(const json& body) {
   }
   if (!transform.empty()) {
     auto t = parse_transform(transform);
-    if (!t) return bad("unknown transform '" + printable(transform) + "'; use train or eval");
+    if (!t) return bad("unknown transform '" + printable(transform) + "'; use " + enum_names_or<TransformKind>());
     o.transform = *t;
   }
   if (!dtype.empty()) {
     auto d = parse_dtype(dtype);
-    if (!d) return bad("unknown dtype '" + printable(dtype) + "'; use uint8 or float32");
+    if (!d) return bad("unknown dtype '" + printable(dtype) + "'; use " + enum_names_or<DType>());
     o.dtype = *d;
   }
   if (!on_error.empty()) {
     auto e = parse_on_error(on_error);
-    if (!e) return bad("unknown on_error '" + printable(on_error) + "'; use fail or skip");
+    if (!e) return bad("unknown on_error '" + printable(on_error) + "'; use " + enum_names_or<OnError>());
     o.on_error = *e;
   }
   return r;
