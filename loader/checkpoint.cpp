@@ -13,13 +13,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "loader/json_field.h"
+#include "loader/order_key_json.h"
 #include "transport/printable.h"
 
 namespace forkfeed {
 namespace {
 
 constexpr int kVersion = 1;
-constexpr std::size_t kDigestDigits = 16;
 
 class Fnv1a64 {
  public:
@@ -73,44 +74,6 @@ std::string without_exception_id(const char* what) {
   return text;
 }
 
-// Reads object[name] as an unsigned integer no larger than T's maximum into `out`.
-// `path` names the field in errors ("order.rank").
-template <typename T>
-Status read_unsigned(const nlohmann::json& object, const char* name, std::string_view path, T& out) {
-  const auto it = object.find(name);
-  if (it == object.end()) return not_a_state("missing field \"" + std::string(path) + "\"");
-  if (!it->is_number_unsigned() || it->get<std::uint64_t>() > std::numeric_limits<T>::max()) {
-    return not_a_state("field \"" + std::string(path) + "\" must be an integer from 0 to " +
-                       std::to_string(std::numeric_limits<T>::max()) + ", got " + it->dump());
-  }
-  out = static_cast<T>(it->get<std::uint64_t>());
-  return Status::Ok();
-}
-
-Status read_bool(const nlohmann::json& object, const char* name, std::string_view path, bool& out) {
-  const auto it = object.find(name);
-  if (it == object.end()) return not_a_state("missing field \"" + std::string(path) + "\"");
-  if (!it->is_boolean()) {
-    return not_a_state("field \"" + std::string(path) + "\" must be true or false, got " + it->dump());
-  }
-  out = it->get<bool>();
-  return Status::Ok();
-}
-
-Status read_digest(const nlohmann::json& object, const char* name, std::string_view path, std::string& out) {
-  const auto it = object.find(name);
-  if (it == object.end()) return not_a_state("missing field \"" + std::string(path) + "\"");
-  const bool hex =
-      it->is_string() && it->get_ref<const std::string&>().size() == kDigestDigits &&
-      it->get_ref<const std::string&>().find_first_not_of("0123456789abcdef") == std::string::npos;
-  if (!hex) {
-    return not_a_state("field \"" + std::string(path) + "\" must be " + std::to_string(kDigestDigits) +
-                       " lowercase hex digits, got " + it->dump());
-  }
-  out = it->get<std::string>();
-  return Status::Ok();
-}
-
 Status check_version(const nlohmann::json& doc) {
   const auto it = doc.find("forkfeed_state");
   if (it == doc.end()) return not_a_state("no \"forkfeed_state\" field; pass what Loader::state() returned");
@@ -133,23 +96,14 @@ Result<Checkpoint> parse(std::string_view state) {
   if (!doc.is_object()) return not_a_state("expected a JSON object, got " + quote_start(state));
   if (Status s = check_version(doc); !s.ok()) return s;
 
+  // The reasons of json_field and read_order_key, which name the field, become "not a state".
   Checkpoint c;
-  Status s = read_unsigned(doc, "epoch", "epoch", c.epoch);
-  if (s.ok()) s = read_unsigned(doc, "position", "position", c.position);
-  if (s.ok()) s = read_unsigned(doc, "seed", "seed", c.key.seed);
-  if (!s.ok()) return s;
-
-  const auto order = doc.find("order");
-  if (order == doc.end()) return not_a_state("missing field \"order\"");
-  if (!order->is_object()) return not_a_state("field \"order\" must be an object, got " + order->dump());
-  s = read_unsigned(*order, "dataset_size", "order.dataset_size", c.key.dataset_size);
-  if (s.ok()) s = read_digest(*order, "dataset_digest", "order.dataset_digest", c.key.dataset_digest);
-  if (s.ok()) s = read_unsigned(*order, "rank", "order.rank", c.key.rank);
-  if (s.ok()) s = read_unsigned(*order, "world_size", "order.world_size", c.key.world_size);
-  if (s.ok()) s = read_unsigned(*order, "batch_size", "order.batch_size", c.key.batch_size);
-  if (s.ok()) s = read_bool(*order, "shuffle", "order.shuffle", c.key.shuffle);
-  if (s.ok()) s = read_bool(*order, "drop_last", "order.drop_last", c.key.drop_last);
-  if (!s.ok()) return s;
+  Status s = json_field::read_unsigned(doc, "epoch", "epoch", c.epoch);
+  if (s.ok()) s = json_field::read_unsigned(doc, "position", "position", c.position);
+  if (!s.ok()) return not_a_state(s.message());
+  Result<OrderKey> key = read_order_key(doc, "order");
+  if (!key.ok()) return not_a_state(key.status().message());
+  c.key = std::move(key).value();
   return c;
 }
 
@@ -224,21 +178,11 @@ OrderKey order_key(const DatasetIndex& index, const LoaderOptions& options) {
 
 std::string encode_checkpoint(const Checkpoint& checkpoint) {
   // ordered_json keeps the version first, where a reader looking at the file expects it.
-  const OrderKey& key = checkpoint.key;
-  nlohmann::ordered_json order;
-  order["dataset_size"] = key.dataset_size;
-  order["dataset_digest"] = key.dataset_digest;
-  order["rank"] = key.rank;
-  order["world_size"] = key.world_size;
-  order["batch_size"] = key.batch_size;
-  order["shuffle"] = key.shuffle;
-  order["drop_last"] = key.drop_last;
   nlohmann::ordered_json doc;
   doc["forkfeed_state"] = kVersion;
   doc["epoch"] = checkpoint.epoch;
   doc["position"] = checkpoint.position;
-  doc["seed"] = key.seed;
-  doc["order"] = std::move(order);
+  write_order_key(checkpoint.key, doc, "order");
   // The digest is hex, so dump() cannot meet invalid UTF-8 and throw.
   return doc.dump();
 }

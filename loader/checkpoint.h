@@ -2,6 +2,7 @@
 // resumed loader must share with the one that took it, since the order depends on it (invariant 4).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -12,11 +13,13 @@
 
 namespace forkfeed {
 
+inline constexpr std::size_t kDigestDigits = 16;
+
 // Everything that decides which samples come in which batch, except the epoch. Worker
 // count, prefetch and transforms are not part of it: they never change the order.
 struct OrderKey {
   std::uint64_t dataset_size = 0;
-  // dataset_digest() of the index: 16 lowercase hex digits.
+  // dataset_digest() of the index: kDigestDigits lowercase hex digits.
   std::string dataset_digest;
   std::uint64_t seed = 0;
   std::uint32_t rank = 0;

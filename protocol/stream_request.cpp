@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "loader/option_names.h"
+#include "loader/order_key_json.h"
 #include "transport/printable.h"
 
 namespace forkfeed {
@@ -157,31 +158,15 @@ Result<StreamRequest> parse_stream_request(const json& body) {
 }
 
 json to_json(const OrderKey& k) {
-  return json{{"dataset_size", k.dataset_size},
-              {"dataset_digest", k.dataset_digest},
-              {"seed", k.seed},
-              {"rank", k.rank},
-              {"world_size", k.world_size},
-              {"batch_size", k.batch_size},
-              {"shuffle", k.shuffle},
-              {"drop_last", k.drop_last}};
+  json body = json::object();
+  write_order_key(k, body, nullptr);
+  return body;
 }
 
 Result<OrderKey> parse_order_key(const json& body) {
-  try {
-    OrderKey k;
-    k.dataset_size = body.at("dataset_size").get<std::uint64_t>();
-    k.dataset_digest = body.at("dataset_digest").get<std::string>();
-    k.seed = body.at("seed").get<std::uint64_t>();
-    k.rank = body.at("rank").get<std::uint32_t>();
-    k.world_size = body.at("world_size").get<std::uint32_t>();
-    k.batch_size = body.at("batch_size").get<std::uint32_t>();
-    k.shuffle = body.at("shuffle").get<bool>();
-    k.drop_last = body.at("drop_last").get<bool>();
-    return k;
-  } catch (const json::exception& e) {
-    return Status::Internal(std::string("forkfeedd sent a malformed order key: ") + e.what());
-  }
+  Result<OrderKey> key = read_order_key(body, nullptr);
+  if (!key.ok()) return Status::Internal("forkfeedd sent a malformed order key: " + key.status().message());
+  return key;
 }
 
 json error_reply(const Status& status) {

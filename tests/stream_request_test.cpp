@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "loader/order_key_json.h"
+
 namespace forkfeed {
 namespace {
 
@@ -98,6 +100,29 @@ TEST(StreamRequestTest, ErrorsNameTheField) {
   auto empty = parse_stream_request({{"transform", ""}});
   ASSERT_TRUE(empty.ok());
   EXPECT_EQ(empty->stream.loader.transform, LoaderOptions{}.transform);
+}
+
+OrderKey unusual_key() {
+  return OrderKey{12345, "0123456789abcdef", std::uint64_t{1} << 63, 3, 8, 16, false, true};
+}
+
+// forkfeedd's reply and a saved state share one codec: each shape reads back what it wrote.
+TEST(StreamRequestTest, OrderKeyRoundTripsInTheReplyAndInAState) {
+  const OrderKey key = unusual_key();
+  auto from_reply = parse_order_key(json::parse(to_json(key).dump()));
+  ASSERT_TRUE(from_reply.ok()) << from_reply.status().message();
+  EXPECT_EQ(*from_reply, key);
+  auto from_state = read_order_key(json::parse(encode_checkpoint(Checkpoint{4, 2, key})), "order");
+  ASSERT_TRUE(from_state.ok()) << from_state.status().message();
+  EXPECT_EQ(*from_state, key);
+}
+
+TEST(StreamRequestTest, MalformedOrderKeyNamesTheField) {
+  json body = to_json(unusual_key());
+  body.erase("rank");
+  EXPECT_EQ(parse_order_key(body).status().message(),
+            "forkfeedd sent a malformed order key: missing field \"rank\"");
+  EXPECT_EQ(parse_order_key(body).status().code(), Status::Code::kInternal);
 }
 
 }  // namespace
