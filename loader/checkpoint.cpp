@@ -1,5 +1,6 @@
 // Checkpoint: a loader's position as one line of JSON, and the checks that make a
-// resumed loader refuse a state whose order it cannot reproduce.
+// resumed loader refuse a state whose order it cannot reproduce. The dataset digest is
+// loader/dataset_digest.cpp's.
 #include "loader/checkpoint.h"
 
 #include <cstddef>
@@ -21,35 +22,6 @@ namespace forkfeed {
 namespace {
 
 constexpr int kVersion = 1;
-
-class Fnv1a64 {
- public:
-  void add(std::string_view bytes) {
-    for (const char c : bytes) {
-      hash_ ^= static_cast<unsigned char>(c);
-      hash_ *= kPrime;
-    }
-  }
-  // Little-endian, so the digest is the same on every machine that reads the state.
-  void add(std::uint64_t value) {
-    for (int i = 0; i < 8; ++i) {
-      hash_ ^= (value >> (8 * i)) & 0xFF;
-      hash_ *= kPrime;
-    }
-  }
-  std::uint64_t value() const { return hash_; }
-
- private:
-  static constexpr std::uint64_t kPrime = 0x100000001b3ULL;
-  std::uint64_t hash_ = 0xcbf29ce484222325ULL;
-};
-
-std::string hex16(std::uint64_t value) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string text(kDigestDigits, '0');
-  for (std::size_t i = kDigestDigits; i-- > 0; value >>= 4) text[i] = kDigits[value & 0xF];
-  return text;
-}
 
 Status not_a_state(std::string_view why) {
   return Status::InvalidArgument("not a forkfeed state: " + std::string(why));
@@ -109,59 +81,61 @@ Result<Checkpoint> parse(std::string_view state) {
 
 std::string on_off(bool value) { return value ? "on" : "off"; }
 
+// A field of the OrderKey (or two, for the dataset) that a resumed loader must share:
+// its value as the messages show it, and the sentence when the state's differs from
+// this loader's, with {saved} and {current} standing for the two values.
+struct KeyRule {
+  std::string (*shown)(const OrderKey&);
+  std::string_view sentence;
+};
+
+constexpr KeyRule kKeyRules[] = {
+    {[](const OrderKey& k) { return std::to_string(k.dataset_size) + " samples, digest " + k.dataset_digest; },
+     "the state was taken on a different dataset ({saved}) than this one ({current}); resume with the same "
+     "image folder or manifest: the same files and labels, in the same order, at the same paths"},
+    {[](const OrderKey& k) { return std::to_string(k.seed); },
+     "the state was taken with seed {saved} but this loader has {current}; resume with seed {saved}"},
+    {[](const OrderKey& k) { return std::to_string(k.world_size); },
+     "the state was taken with world_size {saved} but this loader has {current}; resume with the same world "
+     "size (each rank's shard depends on it)"},
+    {[](const OrderKey& k) { return std::to_string(k.rank); },
+     "the state was taken by rank {saved} but this loader is rank {current}; resume each rank from the state "
+     "it saved"},
+    {[](const OrderKey& k) { return std::to_string(k.batch_size); },
+     "the state was taken with batch_size {saved} but this loader has {current}; resume with the same batch "
+     "size"},
+    {[](const OrderKey& k) { return on_off(k.shuffle); },
+     "the state was taken with shuffle {saved} but this loader has shuffle {current}; resume with shuffle "
+     "{saved}"},
+    {[](const OrderKey& k) { return on_off(k.drop_last); },
+     "the state was taken with drop_last {saved} but this loader has drop_last {current}; resume with "
+     "drop_last {saved}"},
+};
+
+// `sentence` with {saved} and {current} replaced by the two values, which hold no braces.
+std::string fill(std::string_view sentence, const std::string& saved, const std::string& current) {
+  std::string out(sentence);
+  const auto replace_all = [&](std::string_view name, const std::string& value) {
+    for (std::size_t at = out.find(name); at != std::string::npos; at = out.find(name, at + value.size())) {
+      out.replace(at, name.size(), value);
+    }
+  };
+  replace_all("{saved}", saved);
+  replace_all("{current}", current);
+  return out;
+}
+
 // One sentence per field of `saved` that differs from `current`, each saying what to resume with.
 std::vector<std::string> differences(const OrderKey& saved, const OrderKey& current) {
   std::vector<std::string> out;
-  if (saved.dataset_size != current.dataset_size || saved.dataset_digest != current.dataset_digest) {
-    out.push_back("the state was taken on a different dataset (" + std::to_string(saved.dataset_size) +
-                  " samples, digest " + saved.dataset_digest + ") than this one (" +
-                  std::to_string(current.dataset_size) + " samples, digest " + current.dataset_digest +
-                  "); resume with the same image folder or manifest: the same files and labels, in the "
-                  "same order, at the same paths");
-  }
-  if (saved.seed != current.seed) {
-    out.push_back("the state was taken with seed " + std::to_string(saved.seed) + " but this loader has " +
-                  std::to_string(current.seed) + "; resume with seed " + std::to_string(saved.seed));
-  }
-  if (saved.world_size != current.world_size) {
-    out.push_back("the state was taken with world_size " + std::to_string(saved.world_size) +
-                  " but this loader has " + std::to_string(current.world_size) +
-                  "; resume with the same world size (each rank's shard depends on it)");
-  }
-  if (saved.rank != current.rank) {
-    out.push_back("the state was taken by rank " + std::to_string(saved.rank) + " but this loader is rank " +
-                  std::to_string(current.rank) + "; resume each rank from the state it saved");
-  }
-  if (saved.batch_size != current.batch_size) {
-    out.push_back("the state was taken with batch_size " + std::to_string(saved.batch_size) +
-                  " but this loader has " + std::to_string(current.batch_size) +
-                  "; resume with the same batch size");
-  }
-  if (saved.shuffle != current.shuffle) {
-    out.push_back("the state was taken with shuffle " + on_off(saved.shuffle) +
-                  " but this loader has shuffle " + on_off(current.shuffle) + "; resume with shuffle " +
-                  on_off(saved.shuffle));
-  }
-  if (saved.drop_last != current.drop_last) {
-    out.push_back("the state was taken with drop_last " + on_off(saved.drop_last) +
-                  " but this loader has drop_last " + on_off(current.drop_last) + "; resume with drop_last " +
-                  on_off(saved.drop_last));
+  for (const KeyRule& rule : kKeyRules) {
+    const std::string was = rule.shown(saved), is = rule.shown(current);
+    if (was != is) out.push_back(fill(rule.sentence, was, is));
   }
   return out;
 }
 
 }  // namespace
-
-std::string dataset_digest(const DatasetIndex& index) {
-  Fnv1a64 hash;
-  for (std::size_t i = 0; i < index.size(); ++i) {
-    const std::string_view path = index.path(i);
-    hash.add(static_cast<std::uint64_t>(path.size()));  // so "a"+"bc" and "ab"+"c" differ
-    hash.add(path);
-    hash.add(static_cast<std::uint64_t>(index.label(i)));
-  }
-  return hex16(hash.value());
-}
 
 OrderKey order_key(const DatasetIndex& index, const LoaderOptions& options) {
   OrderKey key;
