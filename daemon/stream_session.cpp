@@ -12,6 +12,7 @@
 #include <cstring>
 #include <system_error>
 
+#include "loader/loader_internals.h"
 #include "loader/slot_count.h"
 #include "protocol/stream_request.h"
 #include "transport/printable.h"
@@ -226,15 +227,13 @@ json StreamSession::open_stream(const json& body, std::vector<UniqueFd>& fds) {
   // The client gets the arena read-only: it can read batches, not write the daemon's memory.
   UniqueFd readonly(::open(("/proc/self/fd/" + std::to_string(memory.fd)).c_str(), O_RDONLY | O_CLOEXEC));
   if (!readonly.valid()) return error_reply(Status::FromErrno("reopening the arena read-only", errno));
-  const OrderKey key = order_key((*loader)->dataset(), options);
-  auto at = decode_checkpoint((*loader)->state(), key);
-  if (!at.ok()) return error_reply(at.status());
+  const OrderKey key = LoaderInternals::order_key(**loader);
+  const PassPosition::Seek at = LoaderInternals::position(**loader);
 
   ticket_ = std::move(ticket).value();
   loader_ = std::move(loader).value();
   channel_ = std::move(channel).value();
   memory_ = memory;
-  key_ = key;
   lent_.emplace(slot_count(options));
   opened_ = std::chrono::steady_clock::now();
   {
@@ -262,8 +261,8 @@ json StreamSession::open_stream(const json& body, std::vector<UniqueFd>& fds) {
   }
   return ok_reply(json{{"stream", id_},
                        {"pass", pass_},
-                       {"epoch", at->epoch},
-                       {"position", at->position},
+                       {"epoch", at.epoch},
+                       {"position", at.position},
                        {"batches_per_epoch", loader_->batches_per_epoch()},
                        {"samples_per_epoch", loader_->samples_per_epoch()},
                        {"slots", lent_->capacity()},
@@ -280,7 +279,7 @@ json StreamSession::seek(const json& body) {
   if (!epoch.ok()) return error_reply(Status::InvalidArgument("seek: " + epoch.status().message()));
   auto position = get_uint(body, "position", loader_->batches_per_epoch());
   if (!position.ok()) return error_reply(Status::InvalidArgument("seek: " + position.status().message()));
-  if (Status s = loader_->load_state(encode_checkpoint(Checkpoint{*epoch, *position, key_})); !s.ok()) {
+  if (Status s = LoaderInternals::seek(*loader_, {*epoch, *position}); !s.ok()) {
     return error_reply(s);
   }
   // Whatever is still in the ring belongs to the old pass: the client drops it.
@@ -305,8 +304,8 @@ void StreamSession::produce() {
     d.fatal = s.code() == Status::Code::kBadData ? 0 : 1;  // a bad file fails its batch; anything else stays
     std::snprintf(d.message, sizeof d.message, "%s", s.message().c_str());
     d.epoch = loader_->epoch();
-    auto at = decode_checkpoint(loader_->state(), key_);
-    d.index = at.ok() && at->epoch == d.epoch ? at->position : loader_->batches_per_epoch();
+    const PassPosition::Seek at = LoaderInternals::position(*loader_);
+    d.index = at.epoch == d.epoch ? at.position : loader_->batches_per_epoch();
     if (d.fatal != 0) fatal_sent_ = true;
   } else if (!next->has_value()) {
     d.kind = DeliveryKind::kEndOfPass;

@@ -24,7 +24,6 @@
 #include "daemon/lent_batches.h"
 #include "daemon/listener.h"
 #include "forkfeed/loader.h"
-#include "loader/checkpoint.h"
 #include "protocol/consumer_channel.h"
 #include "protocol/frame.h"
 
@@ -81,7 +80,6 @@ class StreamSession {
   std::unique_ptr<Loader> loader_;
   std::optional<ConsumerChannel> channel_;
   Loader::SharedMemory memory_;
-  OrderKey key_;
   std::optional<LentBatches> lent_;  // at the client or in its deliveries ring
   std::uint64_t pass_ = 1;
   bool fatal_sent_ = false;  // the loader's lasting error went out for this pass

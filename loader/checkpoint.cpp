@@ -1,5 +1,6 @@
 // Checkpoint: a loader's position as one line of JSON, and the checks that make a
-// resumed loader refuse a state whose order it cannot reproduce.
+// resumed loader refuse a state whose order it cannot reproduce. The dataset digest is
+// loader/dataset_digest.cpp's.
 #include "loader/checkpoint.h"
 
 #include <cstddef>
@@ -13,42 +14,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "loader/json_field.h"
+#include "loader/order_key_json.h"
 #include "transport/printable.h"
 
 namespace forkfeed {
 namespace {
 
 constexpr int kVersion = 1;
-constexpr std::size_t kDigestDigits = 16;
-
-class Fnv1a64 {
- public:
-  void add(std::string_view bytes) {
-    for (const char c : bytes) {
-      hash_ ^= static_cast<unsigned char>(c);
-      hash_ *= kPrime;
-    }
-  }
-  // Little-endian, so the digest is the same on every machine that reads the state.
-  void add(std::uint64_t value) {
-    for (int i = 0; i < 8; ++i) {
-      hash_ ^= (value >> (8 * i)) & 0xFF;
-      hash_ *= kPrime;
-    }
-  }
-  std::uint64_t value() const { return hash_; }
-
- private:
-  static constexpr std::uint64_t kPrime = 0x100000001b3ULL;
-  std::uint64_t hash_ = 0xcbf29ce484222325ULL;
-};
-
-std::string hex16(std::uint64_t value) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string text(kDigestDigits, '0');
-  for (std::size_t i = kDigestDigits; i-- > 0; value >>= 4) text[i] = kDigits[value & 0xF];
-  return text;
-}
 
 Status not_a_state(std::string_view why) {
   return Status::InvalidArgument("not a forkfeed state: " + std::string(why));
@@ -73,44 +46,6 @@ std::string without_exception_id(const char* what) {
   return text;
 }
 
-// Reads object[name] as an unsigned integer no larger than T's maximum into `out`.
-// `path` names the field in errors ("order.rank").
-template <typename T>
-Status read_unsigned(const nlohmann::json& object, const char* name, std::string_view path, T& out) {
-  const auto it = object.find(name);
-  if (it == object.end()) return not_a_state("missing field \"" + std::string(path) + "\"");
-  if (!it->is_number_unsigned() || it->get<std::uint64_t>() > std::numeric_limits<T>::max()) {
-    return not_a_state("field \"" + std::string(path) + "\" must be an integer from 0 to " +
-                       std::to_string(std::numeric_limits<T>::max()) + ", got " + it->dump());
-  }
-  out = static_cast<T>(it->get<std::uint64_t>());
-  return Status::Ok();
-}
-
-Status read_bool(const nlohmann::json& object, const char* name, std::string_view path, bool& out) {
-  const auto it = object.find(name);
-  if (it == object.end()) return not_a_state("missing field \"" + std::string(path) + "\"");
-  if (!it->is_boolean()) {
-    return not_a_state("field \"" + std::string(path) + "\" must be true or false, got " + it->dump());
-  }
-  out = it->get<bool>();
-  return Status::Ok();
-}
-
-Status read_digest(const nlohmann::json& object, const char* name, std::string_view path, std::string& out) {
-  const auto it = object.find(name);
-  if (it == object.end()) return not_a_state("missing field \"" + std::string(path) + "\"");
-  const bool hex =
-      it->is_string() && it->get_ref<const std::string&>().size() == kDigestDigits &&
-      it->get_ref<const std::string&>().find_first_not_of("0123456789abcdef") == std::string::npos;
-  if (!hex) {
-    return not_a_state("field \"" + std::string(path) + "\" must be " + std::to_string(kDigestDigits) +
-                       " lowercase hex digits, got " + it->dump());
-  }
-  out = it->get<std::string>();
-  return Status::Ok();
-}
-
 Status check_version(const nlohmann::json& doc) {
   const auto it = doc.find("forkfeed_state");
   if (it == doc.end()) return not_a_state("no \"forkfeed_state\" field; pass what Loader::state() returned");
@@ -133,81 +68,74 @@ Result<Checkpoint> parse(std::string_view state) {
   if (!doc.is_object()) return not_a_state("expected a JSON object, got " + quote_start(state));
   if (Status s = check_version(doc); !s.ok()) return s;
 
+  // The reasons of json_field and read_order_key, which name the field, become "not a state".
   Checkpoint c;
-  Status s = read_unsigned(doc, "epoch", "epoch", c.epoch);
-  if (s.ok()) s = read_unsigned(doc, "position", "position", c.position);
-  if (s.ok()) s = read_unsigned(doc, "seed", "seed", c.key.seed);
-  if (!s.ok()) return s;
-
-  const auto order = doc.find("order");
-  if (order == doc.end()) return not_a_state("missing field \"order\"");
-  if (!order->is_object()) return not_a_state("field \"order\" must be an object, got " + order->dump());
-  s = read_unsigned(*order, "dataset_size", "order.dataset_size", c.key.dataset_size);
-  if (s.ok()) s = read_digest(*order, "dataset_digest", "order.dataset_digest", c.key.dataset_digest);
-  if (s.ok()) s = read_unsigned(*order, "rank", "order.rank", c.key.rank);
-  if (s.ok()) s = read_unsigned(*order, "world_size", "order.world_size", c.key.world_size);
-  if (s.ok()) s = read_unsigned(*order, "batch_size", "order.batch_size", c.key.batch_size);
-  if (s.ok()) s = read_bool(*order, "shuffle", "order.shuffle", c.key.shuffle);
-  if (s.ok()) s = read_bool(*order, "drop_last", "order.drop_last", c.key.drop_last);
-  if (!s.ok()) return s;
+  Status s = json_field::read_unsigned(doc, "epoch", "epoch", c.epoch);
+  if (s.ok()) s = json_field::read_unsigned(doc, "position", "position", c.position);
+  if (!s.ok()) return not_a_state(s.message());
+  Result<OrderKey> key = read_order_key(doc, "order");
+  if (!key.ok()) return not_a_state(key.status().message());
+  c.key = std::move(key).value();
   return c;
 }
 
 std::string on_off(bool value) { return value ? "on" : "off"; }
 
+// A field of the OrderKey (or two, for the dataset) that a resumed loader must share:
+// its value as the messages show it, and the sentence when the state's differs from
+// this loader's, with {saved} and {current} standing for the two values.
+struct KeyRule {
+  std::string (*shown)(const OrderKey&);
+  std::string_view sentence;
+};
+
+constexpr KeyRule kKeyRules[] = {
+    {[](const OrderKey& k) { return std::to_string(k.dataset_size) + " samples, digest " + k.dataset_digest; },
+     "the state was taken on a different dataset ({saved}) than this one ({current}); resume with the same "
+     "image folder or manifest: the same files and labels, in the same order, at the same paths"},
+    {[](const OrderKey& k) { return std::to_string(k.seed); },
+     "the state was taken with seed {saved} but this loader has {current}; resume with seed {saved}"},
+    {[](const OrderKey& k) { return std::to_string(k.world_size); },
+     "the state was taken with world_size {saved} but this loader has {current}; resume with the same world "
+     "size (each rank's shard depends on it)"},
+    {[](const OrderKey& k) { return std::to_string(k.rank); },
+     "the state was taken by rank {saved} but this loader is rank {current}; resume each rank from the state "
+     "it saved"},
+    {[](const OrderKey& k) { return std::to_string(k.batch_size); },
+     "the state was taken with batch_size {saved} but this loader has {current}; resume with the same batch "
+     "size"},
+    {[](const OrderKey& k) { return on_off(k.shuffle); },
+     "the state was taken with shuffle {saved} but this loader has shuffle {current}; resume with shuffle "
+     "{saved}"},
+    {[](const OrderKey& k) { return on_off(k.drop_last); },
+     "the state was taken with drop_last {saved} but this loader has drop_last {current}; resume with "
+     "drop_last {saved}"},
+};
+
+// `sentence` with {saved} and {current} replaced by the two values, which hold no braces.
+std::string fill(std::string_view sentence, const std::string& saved, const std::string& current) {
+  std::string out(sentence);
+  const auto replace_all = [&](std::string_view name, const std::string& value) {
+    for (std::size_t at = out.find(name); at != std::string::npos; at = out.find(name, at + value.size())) {
+      out.replace(at, name.size(), value);
+    }
+  };
+  replace_all("{saved}", saved);
+  replace_all("{current}", current);
+  return out;
+}
+
 // One sentence per field of `saved` that differs from `current`, each saying what to resume with.
 std::vector<std::string> differences(const OrderKey& saved, const OrderKey& current) {
   std::vector<std::string> out;
-  if (saved.dataset_size != current.dataset_size || saved.dataset_digest != current.dataset_digest) {
-    out.push_back("the state was taken on a different dataset (" + std::to_string(saved.dataset_size) +
-                  " samples, digest " + saved.dataset_digest + ") than this one (" +
-                  std::to_string(current.dataset_size) + " samples, digest " + current.dataset_digest +
-                  "); resume with the same image folder or manifest: the same files and labels, in the "
-                  "same order, at the same paths");
-  }
-  if (saved.seed != current.seed) {
-    out.push_back("the state was taken with seed " + std::to_string(saved.seed) + " but this loader has " +
-                  std::to_string(current.seed) + "; resume with seed " + std::to_string(saved.seed));
-  }
-  if (saved.world_size != current.world_size) {
-    out.push_back("the state was taken with world_size " + std::to_string(saved.world_size) +
-                  " but this loader has " + std::to_string(current.world_size) +
-                  "; resume with the same world size (each rank's shard depends on it)");
-  }
-  if (saved.rank != current.rank) {
-    out.push_back("the state was taken by rank " + std::to_string(saved.rank) + " but this loader is rank " +
-                  std::to_string(current.rank) + "; resume each rank from the state it saved");
-  }
-  if (saved.batch_size != current.batch_size) {
-    out.push_back("the state was taken with batch_size " + std::to_string(saved.batch_size) +
-                  " but this loader has " + std::to_string(current.batch_size) +
-                  "; resume with the same batch size");
-  }
-  if (saved.shuffle != current.shuffle) {
-    out.push_back("the state was taken with shuffle " + on_off(saved.shuffle) +
-                  " but this loader has shuffle " + on_off(current.shuffle) + "; resume with shuffle " +
-                  on_off(saved.shuffle));
-  }
-  if (saved.drop_last != current.drop_last) {
-    out.push_back("the state was taken with drop_last " + on_off(saved.drop_last) +
-                  " but this loader has drop_last " + on_off(current.drop_last) + "; resume with drop_last " +
-                  on_off(saved.drop_last));
+  for (const KeyRule& rule : kKeyRules) {
+    const std::string was = rule.shown(saved), is = rule.shown(current);
+    if (was != is) out.push_back(fill(rule.sentence, was, is));
   }
   return out;
 }
 
 }  // namespace
-
-std::string dataset_digest(const DatasetIndex& index) {
-  Fnv1a64 hash;
-  for (std::size_t i = 0; i < index.size(); ++i) {
-    const std::string_view path = index.path(i);
-    hash.add(static_cast<std::uint64_t>(path.size()));  // so "a"+"bc" and "ab"+"c" differ
-    hash.add(path);
-    hash.add(static_cast<std::uint64_t>(index.label(i)));
-  }
-  return hex16(hash.value());
-}
 
 OrderKey order_key(const DatasetIndex& index, const LoaderOptions& options) {
   OrderKey key;
@@ -224,21 +152,11 @@ OrderKey order_key(const DatasetIndex& index, const LoaderOptions& options) {
 
 std::string encode_checkpoint(const Checkpoint& checkpoint) {
   // ordered_json keeps the version first, where a reader looking at the file expects it.
-  const OrderKey& key = checkpoint.key;
-  nlohmann::ordered_json order;
-  order["dataset_size"] = key.dataset_size;
-  order["dataset_digest"] = key.dataset_digest;
-  order["rank"] = key.rank;
-  order["world_size"] = key.world_size;
-  order["batch_size"] = key.batch_size;
-  order["shuffle"] = key.shuffle;
-  order["drop_last"] = key.drop_last;
   nlohmann::ordered_json doc;
   doc["forkfeed_state"] = kVersion;
   doc["epoch"] = checkpoint.epoch;
   doc["position"] = checkpoint.position;
-  doc["seed"] = key.seed;
-  doc["order"] = std::move(order);
+  write_order_key(checkpoint.key, doc, "order");
   // The digest is hex, so dump() cannot meet invalid UTF-8 and throw.
   return doc.dump();
 }

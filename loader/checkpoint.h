@@ -9,6 +9,7 @@
 #include "forkfeed/dataset.h"
 #include "forkfeed/options.h"
 #include "forkfeed/status.h"
+#include "loader/dataset_digest.h"
 
 namespace forkfeed {
 
@@ -16,7 +17,7 @@ namespace forkfeed {
 // count, prefetch and transforms are not part of it: they never change the order.
 struct OrderKey {
   std::uint64_t dataset_size = 0;
-  // dataset_digest() of the index: 16 lowercase hex digits.
+  // dataset_digest() of the index: kDigestDigits lowercase hex digits.
   std::string dataset_digest;
   std::uint64_t seed = 0;
   std::uint32_t rank = 0;
@@ -27,11 +28,6 @@ struct OrderKey {
 
   bool operator==(const OrderKey&) const = default;
 };
-
-// FNV-1a 64 over every path (as stored, with its length) and label, in index order;
-// one pass over the packed paths, about 0.1 s for ImageNet's 1.28M samples.
-// It detects a changed file list, order or labels, not changed file contents.
-std::string dataset_digest(const DatasetIndex& index);
 
 // The key of a loader over `index` with `options`. It hashes the whole index: compute it
 // once per loader, not per state().

@@ -16,6 +16,7 @@
 #include "loader/checkpoint.h"
 #include "loader/delivery.h"
 #include "loader/dispatcher.h"
+#include "loader/loader_internals.h"
 #include "loader/logging.h"
 #include "loader/pass_position.h"
 #include "loader/sampler.h"
@@ -151,13 +152,25 @@ class Loader::Impl {
   Status load_state(std::string_view state) {
     auto seek = parse_state(state);
     if (!seek.ok()) return seek.status();
-    if (pass_.at(*seek)) {
-      pass_.start(*seek);  // already there (nothing delivered since): keep what is prefetched
+    return go_to(*seek);
+  }
+
+  // For LoaderInternals: load_state() and state() without the JSON between.
+  Status seek(PassPosition::Seek to) {
+    auto seek = PassPosition::start_of(Checkpoint{to.epoch, to.position, key_}, sampler_.batches_per_epoch());
+    if (!seek.ok()) return seek.status();
+    return go_to(*seek);
+  }
+  Status go_to(PassPosition::Seek seek) {
+    if (pass_.at(seek)) {
+      pass_.start(seek);  // already there (nothing delivered since): keep what is prefetched
     } else {
-      begin_pass(*seek);
+      begin_pass(seek);
     }
     return Status::Ok();
   }
+  PassPosition::Seek resume_point() const { return pass_.resume_point(); }
+  const OrderKey& key() const { return key_; }
 
   std::uint64_t epoch() const { return pass_.epoch(); }
   const Sampler& sampler() const { return sampler_; }
@@ -280,6 +293,10 @@ std::uint64_t Loader::samples_per_epoch() const { return impl_->sampler().sample
 const DatasetIndex& Loader::dataset() const { return impl_->index(); }
 LoaderStats Loader::stats() const { return impl_->stats(); }
 Loader::SharedMemory Loader::shared_memory() const { return impl_->shared_memory(); }
+
+PassPosition::Seek LoaderInternals::position(const Loader& loader) { return loader.impl_->resume_point(); }
+const OrderKey& LoaderInternals::order_key(const Loader& loader) { return loader.impl_->key(); }
+Status LoaderInternals::seek(Loader& loader, PassPosition::Seek to) { return loader.impl_->seek(to); }
 
 Loader::Iterator Loader::begin() {
   impl_->reset();  // a new range-for is a new pass

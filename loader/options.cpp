@@ -4,6 +4,7 @@
 #include <string>
 
 #include "forkfeed/options.h"
+#include "loader/option_names.h"
 #include "loader/slot_count.h"
 #include "transport/arena_layout.h"
 #include "workers/transform.h"
@@ -56,46 +57,19 @@ Status validate(const LoaderOptions& o) {
   return Status::Ok();
 }
 
-std::optional<TransformKind> parse_transform(std::string_view name) {
-  if (name == "train") return TransformKind::kTrain;
-  if (name == "eval") return TransformKind::kEval;
-  return std::nullopt;
-}
-
-std::optional<DType> parse_dtype(std::string_view name) {
-  if (name == "uint8") return DType::kUint8;
-  if (name == "float32") return DType::kFloat32;
-  return std::nullopt;
-}
-
-std::optional<OnError> parse_on_error(std::string_view name) {
-  if (name == "fail") return OnError::kFail;
-  if (name == "skip") return OnError::kSkip;
-  return std::nullopt;
-}
-
-std::optional<StartMethod> parse_start_method(std::string_view name) {
-  if (name == "fork") return StartMethod::kFork;
-  if (name == "spawn") return StartMethod::kSpawn;
-  if (name == "auto") return StartMethod::kAuto;
-  return std::nullopt;
-}
-
+// The names are loader/option_names.h's tables.
+std::optional<TransformKind> parse_transform(std::string_view name) { return parse_enum<TransformKind>(name); }
+std::optional<DType> parse_dtype(std::string_view name) { return parse_enum<DType>(name); }
+std::optional<OnError> parse_on_error(std::string_view name) { return parse_enum<OnError>(name); }
+std::optional<StartMethod> parse_start_method(std::string_view name) { return parse_enum<StartMethod>(name); }
 std::optional<ForkHazardPolicy> parse_fork_hazard(std::string_view name) {
-  if (name == "warn") return ForkHazardPolicy::kWarn;
-  if (name == "error") return ForkHazardPolicy::kError;
-  if (name == "ignore") return ForkHazardPolicy::kIgnore;
-  return std::nullopt;
+  return parse_enum<ForkHazardPolicy>(name);
 }
 
-std::string_view to_string(OnError e) { return e == OnError::kFail ? "fail" : "skip"; }
-std::string_view to_string(StartMethod m) {
-  return m == StartMethod::kFork ? "fork" : m == StartMethod::kSpawn ? "spawn" : "auto";
-}
-std::string_view to_string(ForkHazardPolicy p) {
-  return p == ForkHazardPolicy::kWarn ? "warn" : p == ForkHazardPolicy::kError ? "error" : "ignore";
-}
-std::string_view to_string(TransformKind kind) { return kind == TransformKind::kTrain ? "train" : "eval"; }
-std::string_view to_string(DType dtype) { return dtype == DType::kUint8 ? "uint8" : "float32"; }
+std::string_view to_string(TransformKind kind) { return enum_name(kind); }
+std::string_view to_string(DType dtype) { return enum_name(dtype); }
+std::string_view to_string(OnError on_error) { return enum_name(on_error); }
+std::string_view to_string(StartMethod method) { return enum_name(method); }
+std::string_view to_string(ForkHazardPolicy policy) { return enum_name(policy); }
 
 }  // namespace forkfeed

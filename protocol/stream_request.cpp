@@ -3,8 +3,12 @@
 
 #include <array>
 #include <limits>
+#include <optional>
 #include <set>
+#include <type_traits>
 
+#include "loader/option_names.h"
+#include "loader/order_key_json.h"
 #include "transport/printable.h"
 
 namespace forkfeed {
@@ -49,164 +53,120 @@ Result<std::uint64_t> get_uint(const json& body, const char* key, std::uint64_t 
   return v.get<std::uint64_t>();
 }
 
+namespace {
+
+// Every field of an open_stream request, in the order a request is written: the one
+// list that encoding, decoding and the check for unknown keys share. start_method,
+// fork_hazard, pin_memory_device and log_level are forkfeedd's to choose, not a client's.
+template <typename Request, typename Visit>  // Request: StreamRequest, const or not
+void for_each_field(Request& r, Visit&& visit) {
+  auto& o = r.stream.loader;
+  visit("dataset", r.stream.dataset);
+  visit("image_folder", o.image_folder);
+  visit("manifest", o.manifest);
+  visit("batch_size", o.batch_size);
+  visit("workers", o.workers);
+  visit("prefetch", o.prefetch);
+  visit("transform", o.transform);
+  visit("size", o.size);
+  visit("dtype", o.dtype);
+  visit("mean", o.mean);
+  visit("std", o.std);
+  visit("seed", o.seed);
+  visit("epoch", o.epoch);
+  visit("rank", o.rank);
+  visit("world_size", o.world_size);
+  visit("shuffle", o.shuffle);
+  visit("drop_last", o.drop_last);
+  visit("on_error", o.on_error);
+  visit("max_worker_restarts", o.max_worker_restarts);
+  visit("task_timeout_ms", o.task_timeout_ms);
+  visit("max_pixels", o.max_pixels);
+  visit("max_file_bytes", o.max_file_bytes);
+  visit("state", r.state);
+}
+
+// Reads body[key] into `out`, leaving the default when the key is absent. A name that
+// no value of an enum has goes to `unknown_name` instead: it is reported only when
+// every field has the right type.
+template <typename T>
+Status read_field(const json& body, const char* key, T& out, Status& unknown_name) {
+  if (!body.contains(key)) return Status::Ok();
+  if constexpr (std::is_same_v<T, std::string>) {
+    auto v = get_string(body, key);
+    if (!v.ok()) return v.status();
+    out = std::move(v).value();
+  } else if constexpr (std::is_same_v<T, bool>) {
+    auto v = get_bool(body, key);
+    if (!v.ok()) return v.status();
+    out = *v;
+  } else if constexpr (std::is_same_v<T, std::array<float, 3>>) {
+    auto v = get_triple(body, key);
+    if (!v.ok()) return v.status();
+    out = *v;
+  } else if constexpr (std::is_enum_v<T>) {
+    auto v = get_string(body, key);
+    if (!v.ok()) return v.status();
+    if (v->empty()) return Status::Ok();  // the default, as when the key is absent
+    const std::optional<T> parsed = parse_enum<T>(*v);
+    if (!parsed && unknown_name.ok()) {
+      unknown_name = bad("unknown " + std::string(key) + " '" + printable(*v) + "'; use " + enum_names_or<T>());
+    }
+    if (parsed) out = *parsed;
+  } else {
+    auto v = get_uint(body, key, std::numeric_limits<T>::max());
+    if (!v.ok()) return bad(v.status().message());
+    out = static_cast<T>(*v);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 json to_json(const StreamRequest& r) {
-  const LoaderOptions& o = r.stream.loader;
-  return json{{"dataset", r.stream.dataset},
-              {"image_folder", o.image_folder},
-              {"manifest", o.manifest},
-              {"batch_size", o.batch_size},
-              {"workers", o.workers},
-              {"prefetch", o.prefetch},
-              {"transform", std::string(to_string(o.transform))},
-              {"size", o.size},
-              {"dtype", std::string(to_string(o.dtype))},
-              {"mean", o.mean},
-              {"std", o.std},
-              {"seed", o.seed},
-              {"epoch", o.epoch},
-              {"rank", o.rank},
-              {"world_size", o.world_size},
-              {"shuffle", o.shuffle},
-              {"drop_last", o.drop_last},
-              {"on_error", std::string(to_string(o.on_error))},
-              {"max_worker_restarts", o.max_worker_restarts},
-              {"task_timeout_ms", o.task_timeout_ms},
-              {"max_pixels", o.max_pixels},
-              {"max_file_bytes", o.max_file_bytes},
-              {"state", r.state}};
+  json body = json::object();
+  for_each_field(r, [&](const char* key, const auto& value) {
+    if constexpr (std::is_enum_v<std::remove_cvref_t<decltype(value)>>) {
+      body[key] = std::string(to_string(value));
+    } else {
+      body[key] = value;
+    }
+  });
+  return body;
 }
 
 Result<StreamRequest> parse_stream_request(const json& body) {
   if (!body.is_object()) return bad("the body must be a JSON object");
-  static const std::set<std::string> known = {"dataset",
-                                              "image_folder",
-                                              "manifest",
-                                              "batch_size",
-                                              "workers",
-                                              "prefetch",
-                                              "transform",
-                                              "size",
-                                              "dtype",
-                                              "mean",
-                                              "std",
-                                              "seed",
-                                              "epoch",
-                                              "rank",
-                                              "world_size",
-                                              "shuffle",
-                                              "drop_last",
-                                              "on_error",
-                                              "max_worker_restarts",
-                                              "task_timeout_ms",
-                                              "max_pixels",
-                                              "max_file_bytes",
-                                              "state"};
+  static const std::set<std::string> known = [] {
+    std::set<std::string> keys;
+    StreamRequest r;
+    for_each_field(r, [&](const char* key, const auto&) { keys.insert(key); });
+    return keys;
+  }();
   for (const auto& [key, value] : body.items()) {
     if (!known.contains(key))
       return bad("unknown field '" + printable(key) + "'; is the client of another forkfeed version?");
   }
   StreamRequest r;
-  LoaderOptions& o = r.stream.loader;
-  constexpr std::uint64_t u32 = std::numeric_limits<std::uint32_t>::max();
-  constexpr std::uint64_t u64 = std::numeric_limits<std::uint64_t>::max();
-  auto uint = [&](const char* key, std::uint64_t max, auto& out) -> Status {
-    if (!body.contains(key)) return Status::Ok();  // the default
-    auto v = get_uint(body, key, max);
-    if (!v.ok()) return bad(v.status().message());
-    out = static_cast<std::remove_reference_t<decltype(out)>>(*v);
-    return Status::Ok();
-  };
-  auto str = [&](const char* key, std::string& out) -> Status {
-    if (!body.contains(key)) return Status::Ok();
-    auto v = get_string(body, key);
-    if (!v.ok()) return v.status();
-    out = std::move(v).value();
-    return Status::Ok();
-  };
-  auto boolean = [&](const char* key, bool& out) -> Status {
-    if (!body.contains(key)) return Status::Ok();
-    auto v = get_bool(body, key);
-    if (!v.ok()) return v.status();
-    out = *v;
-    return Status::Ok();
-  };
-  auto triple = [&](const char* key, std::array<float, 3>& out) -> Status {
-    if (!body.contains(key)) return Status::Ok();
-    auto v = get_triple(body, key);
-    if (!v.ok()) return v.status();
-    out = *v;
-    return Status::Ok();
-  };
-  std::string transform, dtype, on_error;
-  for (Status s : {str("dataset", r.stream.dataset),
-                   str("image_folder", o.image_folder),
-                   str("manifest", o.manifest),
-                   uint("batch_size", u32, o.batch_size),
-                   uint("workers", u32, o.workers),
-                   uint("prefetch", u32, o.prefetch),
-                   str("transform", transform),
-                   uint("size", u32, o.size),
-                   str("dtype", dtype),
-                   triple("mean", o.mean),
-                   triple("std", o.std),
-                   uint("seed", u64, o.seed),
-                   uint("epoch", u64, o.epoch),
-                   uint("rank", u32, o.rank),
-                   uint("world_size", u32, o.world_size),
-                   boolean("shuffle", o.shuffle),
-                   boolean("drop_last", o.drop_last),
-                   str("on_error", on_error),
-                   uint("max_worker_restarts", u32, o.max_worker_restarts),
-                   uint("task_timeout_ms", u32, o.task_timeout_ms),
-                   uint("max_pixels", u64, o.max_pixels),
-                   uint("max_file_bytes", u64, o.max_file_bytes),
-                   str("state", r.state)}) {
-    if (!s.ok()) return s;
-  }
-  if (!transform.empty()) {
-    auto t = parse_transform(transform);
-    if (!t) return bad("unknown transform '" + printable(transform) + "'; use train or eval");
-    o.transform = *t;
-  }
-  if (!dtype.empty()) {
-    auto d = parse_dtype(dtype);
-    if (!d) return bad("unknown dtype '" + printable(dtype) + "'; use uint8 or float32");
-    o.dtype = *d;
-  }
-  if (!on_error.empty()) {
-    auto e = parse_on_error(on_error);
-    if (!e) return bad("unknown on_error '" + printable(on_error) + "'; use fail or skip");
-    o.on_error = *e;
-  }
+  Status first = Status::Ok(), unknown_name = Status::Ok();
+  for_each_field(r, [&](const char* key, auto& out) {
+    if (first.ok()) first = read_field(body, key, out, unknown_name);
+  });
+  if (!first.ok()) return first;
+  if (!unknown_name.ok()) return unknown_name;
   return r;
 }
 
 json to_json(const OrderKey& k) {
-  return json{{"dataset_size", k.dataset_size},
-              {"dataset_digest", k.dataset_digest},
-              {"seed", k.seed},
-              {"rank", k.rank},
-              {"world_size", k.world_size},
-              {"batch_size", k.batch_size},
-              {"shuffle", k.shuffle},
-              {"drop_last", k.drop_last}};
+  json body = json::object();
+  write_order_key(k, body, nullptr);
+  return body;
 }
 
 Result<OrderKey> parse_order_key(const json& body) {
-  try {
-    OrderKey k;
-    k.dataset_size = body.at("dataset_size").get<std::uint64_t>();
-    k.dataset_digest = body.at("dataset_digest").get<std::string>();
-    k.seed = body.at("seed").get<std::uint64_t>();
-    k.rank = body.at("rank").get<std::uint32_t>();
-    k.world_size = body.at("world_size").get<std::uint32_t>();
-    k.batch_size = body.at("batch_size").get<std::uint32_t>();
-    k.shuffle = body.at("shuffle").get<bool>();
-    k.drop_last = body.at("drop_last").get<bool>();
-    return k;
-  } catch (const json::exception& e) {
-    return Status::Internal(std::string("forkfeedd sent a malformed order key: ") + e.what());
-  }
+  Result<OrderKey> key = read_order_key(body, nullptr);
+  if (!key.ok()) return Status::Internal("forkfeedd sent a malformed order key: " + key.status().message());
+  return key;
 }
 
 json error_reply(const Status& status) {

@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "loader/option_names.h"
 #include "tests/testing/command.h"
 #include "tests/testing/processes.h"
 #include "tests/testing/temp_dataset.h"
@@ -142,6 +143,22 @@ TEST_F(BenchCliTest, HelpExitsZeroAndDescribesFlags) {
   EXPECT_NE(o.out.find("--data"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("--manifest"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("--dump-indices"), std::string::npos) << o.out;
+}
+
+// The choices shown are loader/option_names.h's tables, whatever they hold.
+TEST_F(BenchCliTest, HelpListsTheEnumNames) {
+  const Outcome o = run_bench(dir_.path(), {"--help"});
+  ASSERT_TRUE(o.exited && o.code == 0) << describe(o);
+  const auto lists = [&](const std::vector<std::string>& names) {
+    std::string choices;
+    for (const std::string& n : names) choices += (choices.empty() ? "{" : ",") + n;
+    return o.out.find(choices + "}") != std::string::npos;
+  };
+  EXPECT_TRUE(lists(enum_names<TransformKind>())) << o.out;
+  EXPECT_TRUE(lists(enum_names<DType>())) << o.out;
+  EXPECT_TRUE(lists(enum_names<OnError>())) << o.out;
+  EXPECT_TRUE(lists(enum_names<StartMethod>())) << o.out;
+  EXPECT_TRUE(lists(enum_names<ForkHazardPolicy>())) << o.out;
 }
 
 TEST_F(BenchCliTest, NoDatasetIsOneLineError) {

@@ -98,6 +98,7 @@ class Loader {
   PassEnd end() { return {}; }
 
  private:
+  friend class LoaderInternals;  // forkfeedd's view of its own loaders, without JSON
   class Impl;
   explicit Loader(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

@@ -1,5 +1,5 @@
 // LoaderOptions from Python values: every check names the option it is about. The
-// enum names are the C++ ones (parse_* and to_string in forkfeed/options.h).
+// enum names are the C++ ones (loader/option_names.h).
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "loader/option_names.h"
 #include "python/src/bindings.h"
 
 namespace forkfeed::python {
@@ -63,15 +64,14 @@ std::array<float, 3> three_floats(const std::string& name, py::handle value) {
   return out;
 }
 
-// One of the enum's C++ names: parse(name) accepts it, to_string(e) lists them.
-template <typename E, std::size_t N>
-E enumerated(const std::string& name, py::handle value, std::optional<E> (*parse)(std::string_view),
-             const std::array<E, N>& all) {
+// One of the enum's C++ names, from loader/option_names.h's table.
+template <typename E>
+E enumerated(const std::string& name, py::handle value) {
   std::string names;
-  for (E e : all) names += (names.empty() ? "'" : ", '") + std::string(to_string(e)) + "'";
+  for (const EnumName<E>& e : kEnumNames<E>) names += (names.empty() ? "'" : ", '") + std::string(e.name) + "'";
   const std::string what = "one of " + names;
   if (!PyUnicode_Check(value.ptr())) bad_type(name, what, value);
-  const std::optional<E> parsed = parse(value.cast<std::string>());
+  const std::optional<E> parsed = parse_enum<E>(value.cast<std::string>());
   if (!parsed) bad_value(name, what, value);
   return *parsed;
 }
@@ -98,11 +98,9 @@ LoaderOptions loader_options_from_dict(const py::dict& options) {
     else if (name == "batch_size") o.batch_size = integer<std::uint32_t>(name, value);
     else if (name == "workers") o.workers = integer<std::uint32_t>(name, value);
     else if (name == "prefetch") o.prefetch = integer<std::uint32_t>(name, value);
-    else if (name == "transform")
-      o.transform = enumerated(name, value, &parse_transform,
-                               std::array{TransformKind::kTrain, TransformKind::kEval});
+    else if (name == "transform") o.transform = enumerated<TransformKind>(name, value);
     else if (name == "size") o.size = integer<std::uint32_t>(name, value);
-    else if (name == "dtype") o.dtype = enumerated(name, value, &parse_dtype, std::array{DType::kUint8, DType::kFloat32});
+    else if (name == "dtype") o.dtype = enumerated<DType>(name, value);
     else if (name == "mean") o.mean = three_floats(name, value);
     else if (name == "std") o.std = three_floats(name, value);
     else if (name == "seed") o.seed = integer<std::uint64_t>(name, value);
@@ -111,14 +109,9 @@ LoaderOptions loader_options_from_dict(const py::dict& options) {
     else if (name == "world_size") o.world_size = integer<std::uint32_t>(name, value);
     else if (name == "shuffle") o.shuffle = boolean(name, value);
     else if (name == "drop_last") o.drop_last = boolean(name, value);
-    else if (name == "on_error")
-      o.on_error = enumerated(name, value, &parse_on_error, std::array{OnError::kFail, OnError::kSkip});
-    else if (name == "start_method")
-      o.start_method = enumerated(name, value, &parse_start_method,
-                                  std::array{StartMethod::kAuto, StartMethod::kFork, StartMethod::kSpawn});
-    else if (name == "fork_hazard")
-      o.fork_hazard = enumerated(name, value, &parse_fork_hazard,
-                                 std::array{ForkHazardPolicy::kWarn, ForkHazardPolicy::kError, ForkHazardPolicy::kIgnore});
+    else if (name == "on_error") o.on_error = enumerated<OnError>(name, value);
+    else if (name == "start_method") o.start_method = enumerated<StartMethod>(name, value);
+    else if (name == "fork_hazard") o.fork_hazard = enumerated<ForkHazardPolicy>(name, value);
     else if (name == "max_worker_restarts") o.max_worker_restarts = integer<std::uint32_t>(name, value);
     else if (name == "task_timeout") o.task_timeout_ms = timeout_ms(name, value);
     else if (name == "pin_memory_device") o.pin_memory_device = integer<std::int32_t>(name, value);

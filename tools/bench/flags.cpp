@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "loader/option_names.h"
 #include "tools/cli/exit_status.h"
 #include "tools/cli/integer_flag.h"
 #include "tools/cli/seconds_flag.h"
@@ -49,11 +50,12 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
       "loader error, 2 bad arguments, 130 interrupted.");
 
   LoaderOptions& o = flags.options;
-  std::string transform = "train";
-  std::string dtype = "uint8";
-  std::string on_error = "fail";
-  std::string start_method = "auto";
-  std::string fork_hazard = "warn";
+  // The defaults shown in --help are LoaderOptions' own.
+  std::string transform(to_string(o.transform));
+  std::string dtype(to_string(o.dtype));
+  std::string on_error(to_string(o.on_error));
+  std::string start_method(to_string(o.start_method));
+  std::string fork_hazard(to_string(o.fork_hazard));
   bool no_shuffle = false;
   auto* data =
       app.add_option("--data", o.image_folder, "ImageFolder root: one subfolder per class")->type_name("DIR");
@@ -71,12 +73,12 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
       ->check(cli::integer_of(flags.epochs))
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000'000}));
   app.add_option("--transform", transform, "train: random resized crop + flip; eval: resize + center crop")
-      ->check(CLI::IsMember({"train", "eval"}));
+      ->check(CLI::IsMember(enum_names<TransformKind>()));
   app.add_option("--size", o.size, "Output height and width in pixels")
       ->type_name("S")
       ->check(cli::integer_of(o.size));
   app.add_option("--dtype", dtype, "uint8 NHWC, or float32 NCHW normalised")
-      ->check(CLI::IsMember({"uint8", "float32"}));
+      ->check(CLI::IsMember(enum_names<DType>()));
   app.add_option("--seed", o.seed, "Seed of the shuffle and of the random crops")
       ->type_name("X")
       ->check(cli::integer_of(o.seed));
@@ -90,13 +92,13 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
   app.add_flag("--drop-last", o.drop_last, "Drop the last partial batch and the rank remainder");
   app.add_flag("--no-shuffle", no_shuffle, "Deliver samples in index order");
   app.add_option("--on-error", on_error, "A file that cannot be decoded: fail the run, or skip the sample")
-      ->check(CLI::IsMember({"fail", "skip"}));
+      ->check(CLI::IsMember(enum_names<OnError>()));
   app.add_option("--start-method", start_method,
                  "fork: copy this process; spawn: exec forkfeed-worker; auto: fork unless a fork hazard "
                  "(RDMA, CUDA, threads) is found (dead workers are always respawned)")
-      ->check(CLI::IsMember({"fork", "spawn", "auto"}));
+      ->check(CLI::IsMember(enum_names<StartMethod>()));
   app.add_option("--fork-hazard", fork_hazard, "With --start-method fork and a hazard: warn, error or ignore")
-      ->check(CLI::IsMember({"warn", "error", "ignore"}));
+      ->check(CLI::IsMember(enum_names<ForkHazardPolicy>()));
   app.add_flag("--fork-report", flags.fork_report,
                "Print what makes forking this process unsafe (RDMA, CUDA, threads) and exit");
   auto* probe = app.add_flag("--probe", flags.probe,

@@ -1,0 +1,38 @@
+// Reading an OrderKey's JSON; the writer is a template in the header.
+#include "loader/order_key_json.h"
+
+#include <string>
+
+#include "loader/json_field.h"
+
+namespace forkfeed {
+
+Result<OrderKey> read_order_key(const nlohmann::json& top, const char* order_member) {
+  using namespace json_field;
+  OrderKey k;
+  if (Status s = read_unsigned(top, "seed", "seed", k.seed); !s.ok()) return s;
+  const nlohmann::json* order = &top;
+  std::string prefix;
+  if (order_member) {
+    const auto it = top.find(order_member);
+    if (it == top.end()) return missing(order_member);
+    if (!it->is_object()) {
+      return Status::InvalidArgument("field \"" + std::string(order_member) + "\" must be an object, got " +
+                                     it->dump());
+    }
+    order = &*it;
+    prefix = std::string(order_member) + ".";
+  }
+  const auto path = [&](const char* name) { return prefix + name; };
+  Status s = read_unsigned(*order, "dataset_size", path("dataset_size"), k.dataset_size);
+  if (s.ok()) s = read_hex(*order, "dataset_digest", path("dataset_digest"), kDigestDigits, k.dataset_digest);
+  if (s.ok()) s = read_unsigned(*order, "rank", path("rank"), k.rank);
+  if (s.ok()) s = read_unsigned(*order, "world_size", path("world_size"), k.world_size);
+  if (s.ok()) s = read_unsigned(*order, "batch_size", path("batch_size"), k.batch_size);
+  if (s.ok()) s = read_bool(*order, "shuffle", path("shuffle"), k.shuffle);
+  if (s.ok()) s = read_bool(*order, "drop_last", path("drop_last"), k.drop_last);
+  if (!s.ok()) return s;
+  return k;
+}
+
+}  // namespace forkfeed

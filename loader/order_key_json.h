@@ -1,0 +1,36 @@
+// The JSON of an OrderKey: one writer and one reader, for a state (loader/checkpoint.cpp)
+// and for forkfeedd's open_stream reply (protocol/stream_request.cpp). A state keeps the
+// seed at its top level, beside the epoch, and the rest in a member object ("order");
+// the reply keeps all of it in one object.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "forkfeed/status.h"
+#include "loader/checkpoint.h"
+
+namespace forkfeed {
+
+// Writes `key` into `top`: the seed there, the rest under top[order_member], or in
+// `top` too when order_member is null. Json: nlohmann::json or ordered_json, whose
+// order is the one a reader of a saved state sees.
+template <typename Json>
+void write_order_key(const OrderKey& key, Json& top, const char* order_member) {
+  top["seed"] = key.seed;
+  Json order;
+  Json& into = order_member ? order : top;
+  into["dataset_size"] = key.dataset_size;
+  into["dataset_digest"] = key.dataset_digest;
+  into["rank"] = key.rank;
+  into["world_size"] = key.world_size;
+  into["batch_size"] = key.batch_size;
+  into["shuffle"] = key.shuffle;
+  into["drop_last"] = key.drop_last;
+  if (order_member) top[order_member] = std::move(order);
+}
+
+// Reads what write_order_key wrote with the same `order_member`, strictly
+// (loader/json_field.h): errors name the field as "order.rank", or "rank" in one object.
+Result<OrderKey> read_order_key(const nlohmann::json& top, const char* order_member);
+
+}  // namespace forkfeed

@@ -1,0 +1,82 @@
+// LoaderInternals: forkfeedd's values of a Loader agree with what state() writes and
+// load_state() reads, so the daemon can skip the JSON between them.
+#include "loader/loader_internals.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/testing/temp_dataset.h"
+
+namespace forkfeed {
+namespace {
+
+class LoaderInternalsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = testing::make_image_folder(dir_.path(), 10, 2, 2, 24, 32);
+    LoaderOptions o;
+    o.image_folder = root_;
+    o.workers = 1;
+    o.batch_size = 3;  // 4 batches per epoch
+    o.size = 16;
+    o.seed = 5;
+    o.log_level = "error";
+    auto loader = Loader::open(o);
+    ASSERT_TRUE(loader.ok()) << loader.status().message();
+    loader_ = std::move(loader).value();
+    ASSERT_EQ(loader_->batches_per_epoch(), 4u);
+  }
+
+  // Where state() says the loader is.
+  PassPosition::Seek recorded() const {
+    auto c = decode_checkpoint(loader_->state(), LoaderInternals::order_key(*loader_));
+    EXPECT_TRUE(c.ok()) << c.status().message();
+    return {c->epoch, c->position};
+  }
+
+  Batch next_batch() {
+    auto b = loader_->next();
+    EXPECT_TRUE(b.ok() && b->has_value());
+    return std::move(**b);
+  }
+
+  testing::TempDir dir_;
+  std::string root_;
+  std::unique_ptr<Loader> loader_;
+};
+
+TEST_F(LoaderInternalsTest, OrderKeyIsTheOneOfItsDatasetAndOptions) {
+  const OrderKey& key = LoaderInternals::order_key(*loader_);
+  EXPECT_EQ(key.dataset_size, loader_->dataset().size());
+  EXPECT_EQ(key.dataset_digest, dataset_digest(loader_->dataset()));
+  EXPECT_EQ(key.seed, 5u);
+  EXPECT_EQ(key.batch_size, 3u);
+}
+
+TEST_F(LoaderInternalsTest, PositionIsWhatStateRecords) {
+  EXPECT_EQ(LoaderInternals::position(*loader_), (PassPosition::Seek{0, 0}));
+  for (int i = 0; i < 4; ++i) {
+    (void)next_batch();
+    EXPECT_EQ(LoaderInternals::position(*loader_), recorded());
+  }
+  EXPECT_EQ(LoaderInternals::position(*loader_), (PassPosition::Seek{1, 0}));  // a complete pass
+}
+
+TEST_F(LoaderInternalsTest, SeekIsLoadStateWithoutTheJson) {
+  ASSERT_TRUE(LoaderInternals::seek(*loader_, {2, 3}).ok());
+  EXPECT_EQ(recorded(), (PassPosition::Seek{2, 3}));
+  const Batch b = next_batch();
+  EXPECT_EQ(b.epoch(), 2u);
+  EXPECT_EQ(b.index(), 3u);
+
+  // The end of an epoch is the start of the next; past it, the same refusal as load_state's.
+  ASSERT_TRUE(LoaderInternals::seek(*loader_, {0, 4}).ok());
+  EXPECT_EQ(LoaderInternals::position(*loader_), (PassPosition::Seek{1, 0}));
+  const Status refused = LoaderInternals::seek(*loader_, {0, 5});
+  const OrderKey& key = LoaderInternals::order_key(*loader_);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_EQ(refused.message(), loader_->load_state(encode_checkpoint(Checkpoint{0, 5, key})).message());
+  EXPECT_EQ(LoaderInternals::position(*loader_), (PassPosition::Seek{1, 0}));  // unchanged
+}
+
+}  // namespace
+}  // namespace forkfeed

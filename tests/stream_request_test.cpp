@@ -1,0 +1,129 @@
+// The open_stream request's JSON: every field a client sends comes back as it was, and
+// the errors name the field.
+#include "protocol/stream_request.h"
+
+#include <gtest/gtest.h>
+
+#include "loader/order_key_json.h"
+
+namespace forkfeed {
+namespace {
+
+using json = nlohmann::json;
+
+// A request whose every field differs from its default.
+StreamRequest unusual_request() {
+  StreamRequest r;
+  r.stream.dataset = "imagenet";
+  LoaderOptions& o = r.stream.loader;
+  o.image_folder = "/data/train";
+  o.manifest = "/data/train.tsv";
+  o.batch_size = 7;
+  o.workers = 5;
+  o.prefetch = 3;
+  o.transform = TransformKind::kEval;
+  o.size = 96;
+  o.dtype = DType::kFloat32;
+  o.mean = {0.5f, 0.25f, 0.125f};
+  o.std = {0.75f, 0.5f, 2.0f};
+  o.seed = std::uint64_t{1} << 63;
+  o.epoch = 11;
+  o.rank = 2;
+  o.world_size = 4;
+  o.shuffle = false;
+  o.drop_last = true;
+  o.on_error = OnError::kSkip;
+  o.max_worker_restarts = 1;
+  o.task_timeout_ms = 1234;
+  o.max_pixels = 99;
+  o.max_file_bytes = 4096;
+  r.state = "{\"forkfeed_state\":1}";
+  return r;
+}
+
+TEST(StreamRequestTest, EveryFieldRoundTrips) {
+  const StreamRequest sent = unusual_request();
+  auto got = parse_stream_request(json::parse(to_json(sent).dump()));
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  const LoaderOptions& a = sent.stream.loader;
+  const LoaderOptions& b = got->stream.loader;
+  EXPECT_EQ(got->stream.dataset, sent.stream.dataset);
+  EXPECT_EQ(b.image_folder, a.image_folder);
+  EXPECT_EQ(b.manifest, a.manifest);
+  EXPECT_EQ(b.batch_size, a.batch_size);
+  EXPECT_EQ(b.workers, a.workers);
+  EXPECT_EQ(b.prefetch, a.prefetch);
+  EXPECT_EQ(b.transform, a.transform);
+  EXPECT_EQ(b.size, a.size);
+  EXPECT_EQ(b.dtype, a.dtype);
+  EXPECT_EQ(b.mean, a.mean);
+  EXPECT_EQ(b.std, a.std);
+  EXPECT_EQ(b.seed, a.seed);
+  EXPECT_EQ(b.epoch, a.epoch);
+  EXPECT_EQ(b.rank, a.rank);
+  EXPECT_EQ(b.world_size, a.world_size);
+  EXPECT_EQ(b.shuffle, a.shuffle);
+  EXPECT_EQ(b.drop_last, a.drop_last);
+  EXPECT_EQ(b.on_error, a.on_error);
+  EXPECT_EQ(b.max_worker_restarts, a.max_worker_restarts);
+  EXPECT_EQ(b.task_timeout_ms, a.task_timeout_ms);
+  EXPECT_EQ(b.max_pixels, a.max_pixels);
+  EXPECT_EQ(b.max_file_bytes, a.max_file_bytes);
+  EXPECT_EQ(got->state, sent.state);
+}
+
+TEST(StreamRequestTest, EveryKeyWrittenIsKnownAndAbsentKeysKeepTheDefaults) {
+  const json body = to_json(StreamRequest{});
+  EXPECT_EQ(body.size(), 23u) << body.dump();
+  for (const auto& [key, value] : body.items()) {
+    EXPECT_TRUE(parse_stream_request(json{{key, value}}).ok()) << key;
+  }
+  auto empty = parse_stream_request(json::object());
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(to_json(*empty), body);
+}
+
+TEST(StreamRequestTest, ErrorsNameTheField) {
+  auto message = [](const json& body) { return parse_stream_request(body).status().message(); };
+  EXPECT_EQ(message({{"colour", 1}}),
+            "bad open_stream request: unknown field 'colour'; is the client of another forkfeed version?");
+  EXPECT_EQ(message({{"workers", -1}}), "bad open_stream request: workers must be an integer in [0, 4294967295]");
+  EXPECT_EQ(message({{"shuffle", 1}}), "bad open_stream request: shuffle must be true or false");
+  EXPECT_EQ(message({{"mean", {1, 2}}}), "bad open_stream request: mean must be an array of 3 numbers");
+  EXPECT_EQ(message({{"dtype", 8}}), "bad open_stream request: dtype must be a string");
+  EXPECT_EQ(message({{"on_error", "retry"}}), "bad open_stream request: unknown on_error 'retry'; use fail or skip");
+  // A field of the wrong type is reported before a name no enum value has.
+  EXPECT_EQ(message({{"transform", "crop"}, {"size", "big"}}), "bad open_stream request: size must be an integer in [0, 4294967295]");
+  EXPECT_EQ(message({{"transform", "crop"}, {"dtype", "int4"}}),
+            "bad open_stream request: unknown transform 'crop'; use train or eval");
+  // An empty name is the default, as an absent key.
+  auto empty = parse_stream_request({{"transform", ""}});
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->stream.loader.transform, LoaderOptions{}.transform);
+}
+
+OrderKey unusual_key() {
+  return OrderKey{12345, "0123456789abcdef", std::uint64_t{1} << 63, 3, 8, 16, false, true};
+}
+
+// forkfeedd's reply and a saved state share one codec: each shape reads back what it wrote.
+TEST(StreamRequestTest, OrderKeyRoundTripsInTheReplyAndInAState) {
+  const OrderKey key = unusual_key();
+  auto from_reply = parse_order_key(json::parse(to_json(key).dump()));
+  ASSERT_TRUE(from_reply.ok()) << from_reply.status().message();
+  EXPECT_EQ(*from_reply, key);
+  auto from_state = read_order_key(json::parse(encode_checkpoint(Checkpoint{4, 2, key})), "order");
+  ASSERT_TRUE(from_state.ok()) << from_state.status().message();
+  EXPECT_EQ(*from_state, key);
+}
+
+TEST(StreamRequestTest, MalformedOrderKeyNamesTheField) {
+  json body = to_json(unusual_key());
+  body.erase("rank");
+  EXPECT_EQ(parse_order_key(body).status().message(),
+            "forkfeedd sent a malformed order key: missing field \"rank\"");
+  EXPECT_EQ(parse_order_key(body).status().code(), Status::Code::kInternal);
+}
+
+}  // namespace
+}  // namespace forkfeed
