@@ -15,6 +15,7 @@
 #include "forkfeed/client.h"
 #include "forkfeed/loader.h"
 #include "tests/testing/processes.h"
+#include "tests/testing/small_options.h"
 #include "tests/testing/temp_dataset.h"
 #include "transport/unique_fd.h"
 
@@ -62,13 +63,7 @@ class DaemonSuite : public ::testing::Test {
   }
   // Options for a stream of the dataset: `workers`, `batch_size`, 16 px, log level error.
   static LoaderOptions stream_options(std::uint32_t workers, std::uint32_t batch_size) {
-    LoaderOptions o;
-    o.image_folder = root_;
-    o.workers = workers;
-    o.batch_size = batch_size;
-    o.size = 16;
-    o.log_level = "error";
-    return o;
+    return small_options(root_, workers, batch_size);
   }
   // A socket path `name`.sock in the suite's temp dir.
   static std::string socket_path(const std::string& name) { return dir_->path() + "/" + name + ".sock"; }
