@@ -136,6 +136,17 @@ print(json.dumps({{"outcome": outcome, "took": took}}))
 """
 
 
+# An `after` for run_ctrl_c(): the workers go on, and the rest of the pass comes.
+CONTINUE_THE_PASS = """
+for pid in workers:
+    os.kill(pid, signal.SIGCONT)
+seen = 0
+while (b := loader.next_batch()) is not None:
+    seen += len(b.indices)
+assert seen > 0
+"""
+
+
 def run_ctrl_c(open: str, setup: str = "", after: str = "") -> dict:
     """Runs CTRL_C_WHILE_WAITING in a fresh interpreter; fails the test unless it exits
     cleanly; what it printed."""

@@ -10,7 +10,7 @@ import time
 import pytest
 
 import forkfeed
-from conftest import IMAGES, run_ctrl_c
+from conftest import CONTINUE_THE_PASS, IMAGES, run_ctrl_c
 
 OPTIONS = dict(batch_size=4, size=16, seed=7, shuffle=True, output="numpy")
 
@@ -105,15 +105,7 @@ workers = [int(p) for task in os.listdir("/proc/{daemon.pid}/task")
            for p in open(f"/proc/{daemon.pid}/task/{{task}}/children").read().split()]
 """
     # The daemon answers close() only once its workers go on: resume them first.
-    after = """
-for pid in workers:
-    os.kill(pid, signal.SIGCONT)
-seen = 0
-while (b := loader.next_batch()) is not None:
-    seen += len(b.indices)
-assert seen > 0
-"""
-    out = run_ctrl_c(open_client, after=after)
+    out = run_ctrl_c(open_client, after=CONTINUE_THE_PASS)
     assert out["outcome"] == "KeyboardInterrupt"
     assert out["took"] < 1.0
 

@@ -11,34 +11,15 @@ asked for to the last one received, as in forkfeed-bench, and the wait per batch
 the time spent in next(). Run it with Debian's /usr/bin/python3 and python3-torch,
 python3-torchvision installed.
 """
-import argparse
 import json
-import math
 import sys
 import time
 
-
-def percentile(values, p):
-    """Nearest-rank percentile, as forkfeed-bench computes it."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    k = min(max(math.ceil(p / 100.0 * len(ordered)), 1), len(ordered)) - 1
-    return ordered[k]
+from loader_run import parse_arguments, percentile
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", required=True, help="ImageFolder root")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--size", type=int, default=224)
-    parser.add_argument("--transform", choices=["train", "eval"], default="train")
-    parser.add_argument("--dtype", choices=["uint8", "float32"], default="uint8")
-    parser.add_argument("--epochs", type=int, default=1)
-    parser.add_argument("--stop-after-batches", type=int, default=0, help="0: run every epoch")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    args = parse_arguments(__doc__)
 
     try:
         import torch
