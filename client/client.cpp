@@ -12,52 +12,34 @@
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 
 #include "client/client_stream.h"
 #include "client/daemon_connection.h"
 #include "loader/batch_factory.h"
-#include "loader/checkpoint.h"
+#include "loader/dataset_source.h"
 #include "loader/pass_position.h"
+#include "loader/slot_count.h"
 #include "protocol/stream_request.h"
 #include "transport/unique_fd.h"
+#include "workers/transform.h"
 
 namespace forkfeed {
 namespace {
 
 using json = nlohmann::json;
 
-std::string absolute(const std::string& p) {
-  if (p.empty()) return p;
-  std::error_code ec;
-  const auto a = std::filesystem::absolute(p, ec);
-  return ec ? p : a.lexically_normal().string();
-}
-
-bool inside(std::uint64_t offset, std::uint64_t bytes, std::uint64_t size) {
-  return offset <= size && bytes <= size - offset;
-}
-
 }  // namespace
 
 class Client::Impl {
  public:
   Impl(DaemonConnection connection, std::shared_ptr<ClientStream> stream, UniqueFd interrupt,
-       const json& reply)
+       const StreamOpened& opened)
       : connection_(std::move(connection)),
         stream_(std::move(stream)),
         interrupt_(std::move(interrupt)),
-        position_(reply.at("batches_per_epoch").get<std::uint64_t>(),
-                  {reply.at("epoch").get<std::uint64_t>(), reply.at("position").get<std::uint64_t>()}) {
-    key_ = parse_order_key(reply.at("order")).value();
-    pass_ = reply.at("pass").get<std::uint64_t>();
-    samples_per_epoch_ = reply.at("samples_per_epoch").get<std::uint64_t>();
-    slots_ = reply.at("slots").get<std::uint32_t>();
-    workers_ = reply.at("workers").get<std::uint32_t>();
-    classes_ = reply.value("classes", std::uint64_t{0});  // an older forkfeedd does not say
-    size_ = reply.at("size").get<std::uint32_t>();
-    dtype_ = parse_dtype(reply.at("dtype").get<std::string>()).value_or(DType::kUint8);
-  }
+        opened_(opened),
+        position_(opened.batches_per_epoch, {opened.epoch, opened.position}),
+        pass_(opened.pass) {}
 
   ~Impl() {
     if (connection_.lost().ok()) (void)connection_.request(MessageType::kClose, json::object());
@@ -70,11 +52,7 @@ class Client::Impl {
     while (true) {
       auto d = block.deliveries.try_pop();
       if (!d) {
-        if (stream_->held() >= slots_) {
-          return Status::ResourceExhausted(
-              "every batch slot is held by a Batch the caller has not released; "
-              "release batches sooner or raise prefetch");
-        }
+        if (stream_->held() >= opened_.slots) return every_slot_held();
         if (Status s = wait_for_delivery(); !s.ok()) return s;
         continue;
       }
@@ -122,18 +100,12 @@ class Client::Impl {
     return Status::Ok();
   }
 
-  std::string state() const {
-    const PassPosition::Seek at = position_.resume_point();
-    return encode_checkpoint(Checkpoint{at.epoch, at.position, key_});
-  }
+  std::string state() const { return position_.state(opened_.order); }
 
   Status load_state(std::string_view state) {
-    auto checkpoint = decode_checkpoint(state, key_);
-    if (!checkpoint.ok()) return checkpoint.status();
-    auto seek = PassPosition::start_of(*checkpoint, position_.batches_per_epoch());
+    auto seek = position_.parse_state(state, opened_.order);
     if (!seek.ok()) return seek.status();
-    if (!position_.at(*seek)) return start(*seek);
-    position_.start(*seek);  // already there (nothing taken since): keep what is prefetched
+    if (auto start = position_.load(*seek)) return this->start(*start);
     return Status::Ok();
   }
 
@@ -157,11 +129,7 @@ class Client::Impl {
   }
 
   std::uint64_t epoch() const { return position_.epoch(); }
-  std::uint64_t batches_per_epoch() const { return position_.batches_per_epoch(); }
-  std::uint64_t samples_per_epoch() const { return samples_per_epoch_; }
-  std::uint64_t dataset_size() const { return key_.dataset_size; }
-  std::uint32_t workers() const { return workers_; }
-  std::uint64_t classes() const { return classes_; }
+  const StreamOpened& opened() const { return opened_; }
 
  private:
   // Asks the daemon to start a pass at |seek|.
@@ -203,14 +171,8 @@ class Client::Impl {
   }
 
   Result<std::optional<Batch>> batch(const Delivery& d) {
-    const std::uint64_t size = stream_->arena().size();
-    const std::uint64_t sample_bytes =
-        dtype_ == DType::kUint8 ? std::uint64_t{3} * size_ * size_ : std::uint64_t{12} * size_ * size_;
-    const bool ok =
-        d.count > 0 && d.count <= key_.batch_size && d.pixel_bytes == d.count * sample_bytes &&
-        inside(d.pixels_offset, d.pixel_bytes, size) && inside(d.labels_offset, 8 * d.count, size) &&
-        inside(d.indices_offset, 8 * d.count, size) && d.labels_offset % 8 == 0 && d.indices_offset % 8 == 0;
-    if (!ok) {
+    if (!batch_delivery_fits(d, stream_->arena().size(), sample_bytes(opened_.dtype, opened_.size),
+                             opened_.order.batch_size)) {
       stream_->give_back(d.handle, d.tag, false);
       return Status::Internal("forkfeedd sent a batch outside its arena; is it another forkfeed version?");
     }
@@ -219,8 +181,8 @@ class Client::Impl {
     const std::byte* base = stream_->arena().data();
     BatchFactory::Parts parts{base + d.pixels_offset,
                               d.pixel_bytes,
-                              dtype_,
-                              size_,
+                              opened_.dtype,
+                              opened_.size,
                               d.count,
                               reinterpret_cast<const std::int64_t*>(base + d.labels_offset),
                               reinterpret_cast<const std::uint64_t*>(base + d.indices_offset),
@@ -233,17 +195,11 @@ class Client::Impl {
   DaemonConnection connection_;
   std::shared_ptr<ClientStream> stream_;
   UniqueFd interrupt_;  // a non-blocking eventfd, readable while an interrupt is pending
-  OrderKey key_;
-  std::uint64_t samples_per_epoch_ = 0;
-  std::uint32_t slots_ = 0;
-  std::uint32_t workers_ = 0;
-  std::uint64_t classes_ = 0;
-  std::uint32_t size_ = 0;
-  DType dtype_ = DType::kUint8;
+  const StreamOpened opened_;
 
   // What the caller consumed, as a Loader counts it, and the daemon's id of the pass.
   PassPosition position_;
-  std::uint64_t pass_ = 0;
+  std::uint64_t pass_;
   Status broken_;
   bool broken_reported_ = false;
 };
@@ -261,8 +217,8 @@ Result<std::unique_ptr<Client>> Client::connect(const std::string& socket_path, 
         "batches in the trainer) or use a Loader");
   }
   StreamRequest request{options, std::string(state)};
-  request.stream.loader.image_folder = absolute(options.loader.image_folder);
-  request.stream.loader.manifest = absolute(options.loader.manifest);
+  request.stream.loader.image_folder = absolute_path(options.loader.image_folder);
+  request.stream.loader.manifest = absolute_path(options.loader.manifest);
   UniqueFd interrupt(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!interrupt.valid()) return Status::FromErrno("eventfd for Client::interrupt", errno);
   auto connection = DaemonConnection::connect(socket_path, options.connect_timeout);
@@ -273,24 +229,18 @@ Result<std::unique_ptr<Client>> Client::connect(const std::string& socket_path, 
     return Status::Internal("forkfeedd sent " + std::to_string(reply->fds.size()) +
                             " fds with a stream instead of 4; is it another forkfeed version?");
   }
-  try {
-    struct stat st {};
-    if (::fstat(reply->fds[0].get(), &st) != 0)
-      return Status::FromErrno("fstat of the stream's arena", errno);
-    auto arena = Mapping::map_shared_readonly(reply->fds[0].get(), static_cast<std::size_t>(st.st_size));
-    if (!arena.ok()) return arena.status();
-    auto channel =
-        ConsumerChannel::attach(std::move(reply->fds[1]), std::move(reply->fds[2]), std::move(reply->fds[3]));
-    if (!channel.ok()) return channel.status();
-    auto stream = std::make_shared<ClientStream>(std::move(arena).value(), std::move(channel).value());
-    auto impl = std::make_unique<Impl>(std::move(connection).value(), std::move(stream), std::move(interrupt),
-                                       reply->body);
-    return std::unique_ptr<Client>(new Client(std::move(impl)));
-  } catch (const json::exception& e) {
-    return Status::Internal(std::string("forkfeedd sent a malformed open_stream reply: ") + e.what());
-  } catch (const std::exception& e) {  // a Result without a value, say
-    return Status::Internal(std::string("forkfeedd sent a malformed open_stream reply: ") + e.what());
-  }
+  auto opened = parse_stream_opened(reply->body);
+  if (!opened.ok()) return opened.status();
+  struct stat st {};
+  if (::fstat(reply->fds[0].get(), &st) != 0) return Status::FromErrno("fstat of the stream's arena", errno);
+  auto arena = Mapping::map_shared_readonly(reply->fds[0].get(), static_cast<std::size_t>(st.st_size));
+  if (!arena.ok()) return arena.status();
+  auto channel =
+      ConsumerChannel::attach(std::move(reply->fds[1]), std::move(reply->fds[2]), std::move(reply->fds[3]));
+  if (!channel.ok()) return channel.status();
+  auto stream = std::make_shared<ClientStream>(std::move(arena).value(), std::move(channel).value());
+  return std::unique_ptr<Client>(new Client(
+      std::make_unique<Impl>(std::move(connection).value(), std::move(stream), std::move(interrupt), *opened)));
 }
 
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -303,11 +253,11 @@ Status Client::reset() { return impl_->reset(); }
 std::string Client::state() const { return impl_->state(); }
 Status Client::load_state(std::string_view state) { return impl_->load_state(state); }
 std::uint64_t Client::epoch() const { return impl_->epoch(); }
-std::uint64_t Client::batches_per_epoch() const { return impl_->batches_per_epoch(); }
-std::uint64_t Client::samples_per_epoch() const { return impl_->samples_per_epoch(); }
-std::uint64_t Client::dataset_size() const { return impl_->dataset_size(); }
-std::uint32_t Client::workers() const { return impl_->workers(); }
-std::uint64_t Client::classes() const { return impl_->classes(); }
+std::uint64_t Client::batches_per_epoch() const { return impl_->opened().batches_per_epoch; }
+std::uint64_t Client::samples_per_epoch() const { return impl_->opened().samples_per_epoch; }
+std::uint64_t Client::dataset_size() const { return impl_->opened().order.dataset_size; }
+std::uint32_t Client::workers() const { return impl_->opened().workers; }
+std::uint64_t Client::classes() const { return impl_->opened().classes; }
 Result<LoaderStats> Client::stats() { return impl_->stats(); }
 
 Client::Iterator Client::begin() {

@@ -259,19 +259,20 @@ json StreamSession::open_stream(const json& body, std::vector<UniqueFd>& fds) {
   for (int fd : {channel_->memfd(), channel_->delivered_fd(), channel_->returned_fd()}) {
     fds.emplace_back(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
   }
-  return ok_reply(json{{"stream", id_},
-                       {"pass", pass_},
-                       {"epoch", at.epoch},
-                       {"position", at.position},
-                       {"batches_per_epoch", loader_->batches_per_epoch()},
-                       {"samples_per_epoch", loader_->samples_per_epoch()},
-                       {"slots", lent_->capacity()},
-                       {"workers", options.workers},
-                       {"classes", loader_->dataset().classes().size()},
-                       {"size", options.size},
-                       {"dtype", std::string(to_string(options.dtype))},
-                       {"arena_bytes", memory.size},
-                       {"order", to_json(key)}});
+  StreamOpened opened{id_,
+                      pass_,
+                      at.epoch,
+                      at.position,
+                      loader_->batches_per_epoch(),
+                      loader_->samples_per_epoch(),
+                      lent_->capacity(),
+                      options.workers,
+                      loader_->dataset().classes().size(),
+                      options.size,
+                      options.dtype,
+                      memory.size,
+                      key};
+  return ok_reply(to_json(opened));
 }
 
 json StreamSession::seek(const json& body) {
@@ -301,7 +302,7 @@ void StreamSession::produce() {
     const Status& s = next.status();
     d.kind = DeliveryKind::kError;
     d.code = static_cast<std::uint32_t>(s.code());
-    d.fatal = s.code() == Status::Code::kBadData ? 0 : 1;  // a bad file fails its batch; anything else stays
+    d.fatal = LoaderInternals::broken(*loader_) ? 1 : 0;  // a bad file fails its batch; a broken loader stays
     std::snprintf(d.message, sizeof d.message, "%s", s.message().c_str());
     d.epoch = loader_->epoch();
     const PassPosition::Seek at = LoaderInternals::position(*loader_);
@@ -313,17 +314,8 @@ void StreamSession::produce() {
     d.index = loader_->batches_per_epoch();
   } else {
     Batch& batch = **next;
-    const auto offset = [&](const void* p) {
-      return static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - memory_.base);
-    };
-    d.kind = DeliveryKind::kBatch;
-    d.epoch = batch.epoch();
-    d.index = batch.index();
-    d.count = static_cast<std::uint32_t>(batch.size());
-    d.pixels_offset = offset(batch.data());
-    d.pixel_bytes = batch.bytes();
-    d.labels_offset = offset(batch.labels().data());
-    d.indices_offset = offset(batch.sample_indices().data());
+    d = batch_delivery(batch, memory_.base);
+    d.pass = pass_;
     delivered_batches_ += 1;
     delivered_samples_ += batch.size();
     const LentBatches::Ticket ticket = lent_->lend(std::move(batch));

@@ -1,4 +1,4 @@
-// Dispatcher: submit, drain, re-issue.
+// Dispatcher: the pass issued, submit, drain, re-issue.
 #include "loader/dispatcher.h"
 
 #include <string>
@@ -23,6 +23,25 @@ void Dispatcher::begin_generation() {
   generation_ = arena_->control().generation.fetch_add(1, std::memory_order_acq_rel) + 1;
   for (const auto& [id, c] : ready_) slots_->give_back(c.slot);
   ready_.clear();
+}
+
+void Dispatcher::begin_pass(const Sampler& sampler, PassPosition::Seek from) {
+  begin_generation();
+  sampler_ = &sampler;
+  epoch_ = from.epoch;
+  order_ = sampler.epoch_order(from.epoch);
+  issued_ = from.position;
+}
+
+Status Dispatcher::issue() {
+  while (issued_ < sampler_->batches_per_epoch()) {
+    auto slot = slots_->take();
+    if (!slot) return Status::Ok();
+    Status s = submit(epoch_, issued_, *slot, sampler_->batch(order_, issued_));
+    ++issued_;
+    if (!s.ok()) return s;
+  }
+  return Status::Ok();
 }
 
 Status Dispatcher::submit(std::uint64_t epoch, std::uint64_t batch_id, std::uint32_t slot,

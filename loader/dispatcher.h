@@ -15,6 +15,8 @@
 #include "forkfeed/dataset.h"
 #include "forkfeed/options.h"
 #include "forkfeed/status.h"
+#include "loader/pass_position.h"
+#include "loader/sampler.h"
 #include "loader/slot_pool.h"
 #include "loader/worker_health.h"
 #include "transport/arena.h"
@@ -31,6 +33,13 @@ class Dispatcher {
   // the batches waiting for their turn give their slots back.
   void begin_generation();
   std::uint64_t generation() const { return generation_; }
+
+  // Starts the pass at |from| in a new generation: issue() then hands out its batches
+  // from |from|.position on, in |sampler|'s order, which must outlive this.
+  void begin_pass(const Sampler& sampler, PassPosition::Seek from);
+  // Submits the pass's next batches while there are free slots. An error (a full task
+  // ring) stays: the loader cannot go on.
+  Status issue();
 
   // Issues batch `batch_id` of `epoch`'s pass, `samples`, into `slot`, on the least
   // loaded worker. Samples a worker died on are left out as skipped; under
@@ -74,6 +83,11 @@ class Dispatcher {
   OnError on_error_;
   const WorkerHealth& health_;
   std::uint64_t generation_ = 0;
+  // The pass: its batches in order, and how many were submitted.
+  const Sampler* sampler_ = nullptr;
+  std::uint64_t epoch_ = 0;
+  std::vector<std::uint64_t> order_;
+  std::uint64_t issued_ = 0;
   std::vector<std::deque<Issued>> ledger_;      // per worker: issued, not yet completed, in order
   std::map<std::uint64_t, Completion> ready_;  // finished, waiting for their turn
 };

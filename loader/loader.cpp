@@ -10,10 +10,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <filesystem>
 #include <optional>
 
 #include "loader/checkpoint.h"
+#include "loader/dataset_source.h"
 #include "loader/delivery.h"
 #include "loader/dispatcher.h"
 #include "loader/loader_internals.h"
@@ -91,7 +91,7 @@ class Loader::Impl {
     while (true) {
       // Completions were taken in by handle_events: they free slots and show which
       // workers are idle.
-      if (broken_.ok()) issue();
+      if (broken_.ok()) broken_ = dispatcher_->issue();
       if (pass_.complete()) {
         pass_.ended(pass_.epoch());
         return std::optional<Batch>();
@@ -114,8 +114,7 @@ class Loader::Impl {
         return broken_;
       }
       if (dispatcher_->in_flight() == 0 && slots_->free_count() == 0) {
-        return Status::ResourceExhausted("every batch slot is held by a Batch the caller has not released; "
-                                         "release batches sooner or raise prefetch");
+        return every_slot_held();
       }
       // Checked only where next() would wait: a worker that is stopped (SIGSTOP) or
       // stuck must not hold up a Ctrl-C. The signal also cuts the wait's poll() short.
@@ -137,40 +136,24 @@ class Loader::Impl {
     if (auto seek = pass_.on_reset()) begin_pass(*seek);
   }
 
-  std::string state() const {
-    const PassPosition::Seek at = pass_.resume_point();
-    return encode_checkpoint(Checkpoint{at.epoch, at.position, key_});
-  }
-
-  // Where a state() of this loader's order starts, checked against it.
-  Result<PassPosition::Seek> parse_state(std::string_view state) const {
-    auto checkpoint = decode_checkpoint(state, key_);
-    if (!checkpoint.ok()) return checkpoint.status();
-    return PassPosition::start_of(*checkpoint, sampler_.batches_per_epoch());
-  }
-
+  std::string state() const { return pass_.state(key_); }
+  Result<PassPosition::Seek> parse_state(std::string_view state) const { return pass_.parse_state(state, key_); }
   Status load_state(std::string_view state) {
     auto seek = parse_state(state);
     if (!seek.ok()) return seek.status();
-    return go_to(*seek);
+    if (auto start = pass_.load(*seek)) begin_pass(*start);
+    return Status::Ok();
   }
-
-  // For LoaderInternals: load_state() and state() without the JSON between.
+  // For LoaderInternals: load_state() without the JSON.
   Status seek(PassPosition::Seek to) {
     auto seek = PassPosition::start_of(Checkpoint{to.epoch, to.position, key_}, sampler_.batches_per_epoch());
     if (!seek.ok()) return seek.status();
-    return go_to(*seek);
-  }
-  Status go_to(PassPosition::Seek seek) {
-    if (pass_.at(seek)) {
-      pass_.start(seek);  // already there (nothing delivered since): keep what is prefetched
-    } else {
-      begin_pass(seek);
-    }
+    if (auto start = pass_.load(*seek)) begin_pass(*start);
     return Status::Ok();
   }
   PassPosition::Seek resume_point() const { return pass_.resume_point(); }
   const OrderKey& key() const { return key_; }
+  bool broken() const { return broken_reported_; }
 
   std::uint64_t epoch() const { return pass_.epoch(); }
   const Sampler& sampler() const { return sampler_; }
@@ -186,30 +169,16 @@ class Loader::Impl {
     return s;
   }
   Loader::SharedMemory shared_memory() const {
-    return {arena_->fd(), arena_->slot_region().data() - arena_->control().slots.slots_offset, arena_->size()};
+    return {arena_->fd(), arena_->data(), arena_->size()};
   }
 
  private:
-  // Starts a pass at `position`: a new generation makes every task in flight stale;
-  // their slots come back with their (discarded) completions.
+  // Starts a pass at `seek`: a new generation makes every task in flight stale; their
+  // slots come back with their (discarded) completions.
   void begin_pass(PassPosition::Seek seek) {
-    dispatcher_->begin_generation();
+    dispatcher_->begin_pass(sampler_, seek);
     pass_.start(seek);
-    order_ = sampler_.epoch_order(seek.epoch);
-    issued_ = seek.position;
     interrupted_.store(false, std::memory_order_relaxed);  // an interrupt is for the pass it cut short
-  }
-
-  // Hands out batches while there are free slots.
-  void issue() {
-    while (issued_ < sampler_.batches_per_epoch()) {
-      auto slot = slots_->take();
-      if (!slot) return;
-      if (Status s = dispatcher_->submit(pass_.epoch(), issued_, *slot, sampler_.batch(order_, issued_)); !s.ok()) {
-        broken_ = s;
-      }
-      ++issued_;
-    }
   }
 
   // Waits up to `wait` for a completion or a death, then takes in completions, replaces
@@ -239,8 +208,6 @@ class Loader::Impl {
 
   // The current pass.
   PassPosition pass_;  // epoch and batches handed to the caller
-  std::vector<std::uint64_t> order_;
-  std::uint64_t issued_ = 0;  // batches handed to workers
   Status broken_;
   bool broken_reported_ = false;
   // Set by interrupt(), perhaps from a signal handler: lock-free, so async-signal-safe.
@@ -253,14 +220,7 @@ Result<std::unique_ptr<Loader>> Loader::open(const LoaderOptions& options) { ret
 Result<std::unique_ptr<Loader>> Loader::open(const LoaderOptions& options, std::string_view state) {
   if (Status s = validate(options); !s.ok()) return s;
   if (Status s = set_log_level(options.log_level); !s.ok()) return s;
-  // Absolute paths: the same dataset gives the same index (and state) from any cwd.
-  auto absolute = [](const std::string& p) {
-    std::error_code ec;
-    const auto a = std::filesystem::absolute(p, ec);
-    return ec ? p : a.lexically_normal().string();
-  };
-  auto index = options.image_folder.empty() ? DatasetIndex::from_manifest(absolute(options.manifest))
-                                            : DatasetIndex::from_image_folder(absolute(options.image_folder));
+  auto index = open_dataset(options);
   if (!index.ok()) return index.status();
   auto impl = std::make_unique<Impl>(options, std::move(index).value());
   if (impl->sampler().batches_per_epoch() == 0) {
@@ -297,6 +257,7 @@ Loader::SharedMemory Loader::shared_memory() const { return impl_->shared_memory
 PassPosition::Seek LoaderInternals::position(const Loader& loader) { return loader.impl_->resume_point(); }
 const OrderKey& LoaderInternals::order_key(const Loader& loader) { return loader.impl_->key(); }
 Status LoaderInternals::seek(Loader& loader, PassPosition::Seek to) { return loader.impl_->seek(to); }
+bool LoaderInternals::broken(const Loader& loader) { return loader.impl_->broken(); }
 
 Loader::Iterator Loader::begin() {
   impl_->reset();  // a new range-for is a new pass

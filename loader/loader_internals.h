@@ -18,6 +18,9 @@ class LoaderInternals {
   static const OrderKey& order_key(const Loader& loader);
   // load_state() of `to` in the loader's own order, with the same errors.
   static Status seek(Loader& loader, PassPosition::Seek to);
+  // Whether next() reported an error that ends the loader: every later next() repeats
+  // it. A bad file (on_error=fail), an interrupt or a full pool of slots does not.
+  static bool broken(const Loader& loader);
 };
 
 }  // namespace forkfeed

@@ -1,4 +1,4 @@
-// Validation of LoaderOptions and the names of its enums.
+// Validation of LoaderOptions, what its slots cost, and the names of its enums.
 #include <unistd.h>
 
 #include <string>
@@ -13,6 +13,11 @@ namespace forkfeed {
 
 std::uint64_t arena_batch_bytes(const LoaderOptions& o) {
   return std::uint64_t{slot_count(o)} * o.batch_size * sample_bytes(o.dtype, o.size);
+}
+
+Status every_slot_held() {
+  return Status::ResourceExhausted(
+      "every batch slot is held by a Batch the caller has not released; release batches sooner or raise prefetch");
 }
 
 Status validate(const LoaderOptions& o) {

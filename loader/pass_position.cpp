@@ -38,6 +38,23 @@ PassPosition::Seek PassPosition::resume_point() const {
   return {epoch_, position_};
 }
 
+std::string PassPosition::state(const OrderKey& key) const {
+  const Seek at = resume_point();
+  return encode_checkpoint(Checkpoint{at.epoch, at.position, key});
+}
+
+Result<PassPosition::Seek> PassPosition::parse_state(std::string_view state, const OrderKey& key) const {
+  auto checkpoint = decode_checkpoint(state, key);
+  if (!checkpoint.ok()) return checkpoint.status();
+  return start_of(*checkpoint, batches_per_epoch_);
+}
+
+std::optional<PassPosition::Seek> PassPosition::load(Seek seek) {
+  if (!at(seek)) return seek;
+  start(seek);
+  return std::nullopt;
+}
+
 void PassPosition::start(Seek seek) {
   epoch_ = seek.epoch;
   position_ = seek.position;

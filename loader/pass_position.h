@@ -8,13 +8,17 @@
 // - the call after the end of a pass starts the next epoch;
 // - a reset or set_epoch of the same epoch before any batch was delivered since the
 //   pass was started (at open, by a seek, by load_state) leaves it alone: prefetched
-//   batches are kept, and a resumed position stays where it was resumed;
+//   batches are kept, and a resumed position stays where it was resumed; so does
+//   loading a state of the place the pass stands at;
 // - otherwise reset() starts the epoch again, or the next one if this one is complete;
-// - state() records a complete pass as the start of the next epoch.
+// - state() records a complete pass as the start of the next epoch; it is encoded and
+//   decoded here, for Loader and Client alike.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <string_view>
 
 #include "forkfeed/status.h"
 #include "loader/checkpoint.h"
@@ -51,6 +55,15 @@ class PassPosition {
 
   // What state() records: a complete pass is the next epoch at 0.
   Seek resume_point() const;
+  // state(): resume_point() in the order |key|.
+  std::string state(const OrderKey& key) const;
+  // Where a state() starts: decoded, checked against |key| (decode_checkpoint) and
+  // placed with start_of().
+  Result<Seek> parse_state(std::string_view state, const OrderKey& key) const;
+  // A state (or a seek) to |seek| is loaded. Where the owner must start the pass, or
+  // nullopt when it stands there already: then what is prefetched is kept, and the
+  // position counts as resumed (start() is done here).
+  std::optional<Seek> load(Seek seek);
 
   // The owner started the pass at |seek|, or loaded a state that found it at(seek).
   void start(Seek seek);

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "forkfeed/options.h"
+#include "forkfeed/status.h"
 
 namespace forkfeed {
 
@@ -11,5 +12,8 @@ namespace forkfeed {
 inline std::uint32_t slot_count(const LoaderOptions& o) { return o.workers * o.prefetch + 1; }
 // Bytes of pixels in all slots together.
 std::uint64_t arena_batch_bytes(const LoaderOptions& o);
+// What next() says when it would wait for a slot that only the caller can free: every
+// slot is held by a Batch not yet released (for a Loader and a Client alike).
+Status every_slot_held();
 
 }  // namespace forkfeed

@@ -15,7 +15,35 @@ namespace {
 
 constexpr std::size_t kChannelBytes = (sizeof(ChannelBlock) + 4095) / 4096 * 4096;
 
+bool inside(std::uint64_t offset, std::uint64_t bytes, std::uint64_t size) {
+  return offset <= size && bytes <= size - offset;
+}
+
 }  // namespace
+
+Delivery batch_delivery(const Batch& batch, const std::byte* base) {
+  const auto offset = [&](const void* p) {
+    return static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - base);
+  };
+  Delivery d{};
+  d.kind = DeliveryKind::kBatch;
+  d.epoch = batch.epoch();
+  d.index = batch.index();
+  d.count = static_cast<std::uint32_t>(batch.size());
+  d.pixels_offset = offset(batch.data());
+  d.pixel_bytes = batch.bytes();
+  d.labels_offset = offset(batch.labels().data());
+  d.indices_offset = offset(batch.sample_indices().data());
+  return d;
+}
+
+bool batch_delivery_fits(const Delivery& d, std::uint64_t arena_bytes, std::uint64_t sample_bytes,
+                         std::uint32_t batch_size) {
+  return d.count > 0 && d.count <= batch_size && d.pixel_bytes == d.count * sample_bytes &&
+         inside(d.pixels_offset, d.pixel_bytes, arena_bytes) && inside(d.labels_offset, 8 * d.count, arena_bytes) &&
+         inside(d.indices_offset, 8 * d.count, arena_bytes) && d.labels_offset % 8 == 0 &&
+         d.indices_offset % 8 == 0;
+}
 
 Result<ConsumerChannel> ConsumerChannel::create() {
   UniqueFd memfd(::memfd_create("forkfeed-channel", MFD_CLOEXEC | MFD_ALLOW_SEALING));

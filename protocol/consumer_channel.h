@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "forkfeed/batch.h"
 #include "forkfeed/status.h"
 #include "transport/mapping.h"
 #include "transport/spsc_ring.h"
@@ -42,6 +43,15 @@ struct Delivery {
   std::uint32_t fatal;                  // kError: the stream stays broken (Loader's error "stays")
   char message[kDeliveryMessageBytes];  // kError: NUL-terminated
 };
+
+// Where a Batch lies in the arena mapped at `base`, as a kBatch delivery says it (the
+// caller adds pass, handle and tag). The one place that writes these offsets...
+Delivery batch_delivery(const Batch& batch, const std::byte* base);
+// ... and the one that checks them, as a client must: a batch of 1 to `batch_size`
+// samples of `sample_bytes` each, its pixels, labels and indices inside an arena of
+// `arena_bytes`, labels and indices 8-byte aligned.
+bool batch_delivery_fits(const Delivery& d, std::uint64_t arena_bytes, std::uint64_t sample_bytes,
+                         std::uint32_t batch_size);
 
 struct SlotReturn {
   std::uint32_t handle;

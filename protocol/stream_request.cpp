@@ -169,6 +169,62 @@ Result<OrderKey> parse_order_key(const json& body) {
   return key;
 }
 
+namespace {
+
+// Every field of the open_stream reply but the order key, shared by writing and reading.
+template <typename Opened, typename Visit>
+void for_each_reply_field(Opened& o, Visit&& visit) {
+  constexpr std::uint64_t k32 = std::numeric_limits<std::uint32_t>::max();
+  constexpr std::uint64_t k64 = std::numeric_limits<std::uint64_t>::max();
+  visit("stream", o.stream, k64);
+  visit("pass", o.pass, k64);
+  visit("epoch", o.epoch, k64);
+  visit("position", o.position, k64);
+  visit("batches_per_epoch", o.batches_per_epoch, k64);
+  visit("samples_per_epoch", o.samples_per_epoch, k64);
+  visit("slots", o.slots, k32);
+  visit("workers", o.workers, k32);
+  visit("classes", o.classes, k64);
+  visit("size", o.size, k32);
+  visit("arena_bytes", o.arena_bytes, k64);
+}
+
+}  // namespace
+
+json to_json(const StreamOpened& o) {
+  json body = json::object();
+  for_each_reply_field(o, [&](const char* key, const auto& value, std::uint64_t) { body[key] = value; });
+  body["dtype"] = std::string(to_string(o.dtype));
+  body["order"] = to_json(o.order);
+  return body;
+}
+
+Result<StreamOpened> parse_stream_opened(const json& reply) {
+  auto malformed = [](const std::string& why) {
+    return Status::Internal("forkfeedd sent a malformed open_stream reply: " + why +
+                            "; is it another forkfeed version?");
+  };
+  StreamOpened o;
+  Status first = Status::Ok();
+  for_each_reply_field(o, [&](const char* key, auto& out, std::uint64_t max) {
+    if (!first.ok() || (std::string_view(key) == "classes" && !reply.contains(key))) return;
+    auto v = get_uint(reply, key, max);
+    if (v.ok()) out = static_cast<std::remove_reference_t<decltype(out)>>(*v);
+    else first = malformed(v.status().message());
+  });
+  if (!first.ok()) return first;
+  const auto dtype = reply.contains("dtype") && reply["dtype"].is_string()
+                         ? parse_dtype(reply["dtype"].get<std::string>())
+                         : std::nullopt;
+  if (!dtype) return malformed("dtype must be one of " + enum_names_or<DType>());
+  o.dtype = *dtype;
+  if (!reply.contains("order")) return malformed("missing order");
+  auto order = parse_order_key(reply["order"]);
+  if (!order.ok()) return order.status();
+  o.order = std::move(order).value();
+  return o;
+}
+
 json error_reply(const Status& status) {
   return json{{"ok", false}, {"code", Status::CodeName(status.code())}, {"error", status.message()}};
 }

@@ -21,6 +21,28 @@ struct StreamRequest {
 nlohmann::json to_json(const StreamRequest& request);
 Result<StreamRequest> parse_stream_request(const nlohmann::json& body);
 
+// The open_stream reply: what a Client learns of the stream's loader.
+struct StreamOpened {
+  std::uint64_t stream = 0;
+  std::uint64_t pass = 0;  // the daemon's id of the pass; deliveries carry it
+  std::uint64_t epoch = 0;
+  std::uint64_t position = 0;
+  std::uint64_t batches_per_epoch = 0;
+  std::uint64_t samples_per_epoch = 0;
+  std::uint32_t slots = 0;
+  std::uint32_t workers = 0;
+  std::uint64_t classes = 0;  // 0 from a forkfeedd that does not say
+  std::uint32_t size = 0;
+  DType dtype = DType::kUint8;
+  std::uint64_t arena_bytes = 0;
+  OrderKey order;
+};
+
+// The reply's body (without "ok"), and back; a malformed reply is an Internal error
+// naming the field.
+nlohmann::json to_json(const StreamOpened& opened);
+Result<StreamOpened> parse_stream_opened(const nlohmann::json& reply);
+
 nlohmann::json to_json(const OrderKey& key);
 Result<OrderKey> parse_order_key(const nlohmann::json& body);
 

@@ -48,6 +48,8 @@ class Arena {
   std::span<std::byte> slot_region() const;
 
   int fd() const { return fd_.get(); }
+  // The first byte of the mapping: offsets in the arena (a consumer's view of it) count from here.
+  const std::byte* data() const { return mapping_.data(); }
   std::size_t size() const { return mapping_.size(); }
 
  private:
