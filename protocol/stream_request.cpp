@@ -7,6 +7,7 @@
 #include <set>
 #include <type_traits>
 
+#include "loader/option_fields.h"
 #include "loader/option_names.h"
 #include "loader/order_key_json.h"
 #include "transport/printable.h"
@@ -56,33 +57,15 @@ Result<std::uint64_t> get_uint(const json& body, const char* key, std::uint64_t 
 namespace {
 
 // Every field of an open_stream request, in the order a request is written: the one
-// list that encoding, decoding and the check for unknown keys share. start_method,
-// fork_hazard, pin_memory_device and log_level are forkfeedd's to choose, not a client's.
+// list that encoding, decoding and the check for unknown keys share. The options marked
+// kLocal (start_method, fork_hazard, pin_memory_device, log_level) are forkfeedd's to
+// choose, not a client's.
 template <typename Request, typename Visit>  // Request: StreamRequest, const or not
 void for_each_field(Request& r, Visit&& visit) {
-  auto& o = r.stream.loader;
   visit("dataset", r.stream.dataset);
-  visit("image_folder", o.image_folder);
-  visit("manifest", o.manifest);
-  visit("batch_size", o.batch_size);
-  visit("workers", o.workers);
-  visit("prefetch", o.prefetch);
-  visit("transform", o.transform);
-  visit("size", o.size);
-  visit("dtype", o.dtype);
-  visit("mean", o.mean);
-  visit("std", o.std);
-  visit("seed", o.seed);
-  visit("epoch", o.epoch);
-  visit("rank", o.rank);
-  visit("world_size", o.world_size);
-  visit("shuffle", o.shuffle);
-  visit("drop_last", o.drop_last);
-  visit("on_error", o.on_error);
-  visit("max_worker_restarts", o.max_worker_restarts);
-  visit("task_timeout_ms", o.task_timeout_ms);
-  visit("max_pixels", o.max_pixels);
-  visit("max_file_bytes", o.max_file_bytes);
+  for_each_option(r.stream.loader, [&](const char* key, auto& field, OptionScope scope) {
+    if (scope == OptionScope::kStream) visit(key, field);
+  });
   visit("state", r.state);
 }
 

@@ -1,5 +1,5 @@
 // LoaderOptions from Python values: every check names the option it is about. The
-// enum names are the C++ ones (loader/option_names.h).
+// option and enum names are the C++ ones (loader/option_fields.h, option_names.h).
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "loader/option_fields.h"
 #include "loader/option_names.h"
 #include "python/src/bindings.h"
 
@@ -87,38 +88,46 @@ std::uint32_t timeout_ms(const std::string& name, py::handle value) {
   return static_cast<std::uint32_t>(std::llround(seconds * 1000));
 }
 
+// The C++ name of a Python keyword; the others are the same in both.
+std::string_view field_name(std::string_view keyword) {
+  if (keyword == "root") return "image_folder";  // torchvision's ImageFolder(root)
+  if (keyword == "image_folder" || keyword == "task_timeout_ms") return {};  // Python names them otherwise
+  return keyword;
+}
+
+template <typename T>
+T convert(const std::string& name, py::handle value) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    return string(name, value);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return boolean(name, value);
+  } else if constexpr (std::is_same_v<T, std::array<float, 3>>) {
+    return three_floats(name, value);
+  } else if constexpr (std::is_enum_v<T>) {
+    return enumerated<T>(name, value);
+  } else {
+    return integer<T>(name, value);
+  }
+}
+
 }  // namespace
 
+// The fields are loader/option_fields.h's; task_timeout is in seconds, as Python's are.
 LoaderOptions loader_options_from_dict(const py::dict& options) {
   LoaderOptions o;
   for (auto [key, value] : options) {
     const std::string name = py::str(key).cast<std::string>();
-    if (name == "root") o.image_folder = string(name, value);
-    else if (name == "manifest") o.manifest = string(name, value);
-    else if (name == "batch_size") o.batch_size = integer<std::uint32_t>(name, value);
-    else if (name == "workers") o.workers = integer<std::uint32_t>(name, value);
-    else if (name == "prefetch") o.prefetch = integer<std::uint32_t>(name, value);
-    else if (name == "transform") o.transform = enumerated<TransformKind>(name, value);
-    else if (name == "size") o.size = integer<std::uint32_t>(name, value);
-    else if (name == "dtype") o.dtype = enumerated<DType>(name, value);
-    else if (name == "mean") o.mean = three_floats(name, value);
-    else if (name == "std") o.std = three_floats(name, value);
-    else if (name == "seed") o.seed = integer<std::uint64_t>(name, value);
-    else if (name == "epoch") o.epoch = integer<std::uint64_t>(name, value);
-    else if (name == "rank") o.rank = integer<std::uint32_t>(name, value);
-    else if (name == "world_size") o.world_size = integer<std::uint32_t>(name, value);
-    else if (name == "shuffle") o.shuffle = boolean(name, value);
-    else if (name == "drop_last") o.drop_last = boolean(name, value);
-    else if (name == "on_error") o.on_error = enumerated<OnError>(name, value);
-    else if (name == "start_method") o.start_method = enumerated<StartMethod>(name, value);
-    else if (name == "fork_hazard") o.fork_hazard = enumerated<ForkHazardPolicy>(name, value);
-    else if (name == "max_worker_restarts") o.max_worker_restarts = integer<std::uint32_t>(name, value);
-    else if (name == "task_timeout") o.task_timeout_ms = timeout_ms(name, value);
-    else if (name == "pin_memory_device") o.pin_memory_device = integer<std::int32_t>(name, value);
-    else if (name == "max_pixels") o.max_pixels = integer<std::uint64_t>(name, value);
-    else if (name == "max_file_bytes") o.max_file_bytes = integer<std::uint64_t>(name, value);
-    else if (name == "log_level") o.log_level = string(name, value);
-    else throw py::type_error("Loader() got an unexpected keyword argument '" + name + "'");
+    if (name == "task_timeout") {
+      o.task_timeout_ms = timeout_ms(name, value);
+      continue;
+    }
+    bool known = false;
+    for_each_option(o, [&](std::string_view field, auto& out, OptionScope) {
+      if (known || field != field_name(name)) return;
+      out = convert<std::remove_cvref_t<decltype(out)>>(name, value);
+      known = true;
+    });
+    if (!known) throw py::type_error("Loader() got an unexpected keyword argument '" + name + "'");
   }
   return o;
 }
