@@ -21,39 +21,18 @@
 #include "forkfeed/loader.h"
 #include "tests/testing/processes.h"
 #include "tests/testing/temp_dataset.h"
+#include "tests/testing/worker_override.h"
 
 namespace forkfeed {
 namespace {
 
 using testing::Batches;
 using testing::BatchRecord;
+using testing::WorkerOverride;
 using namespace std::chrono_literals;
 
 constexpr std::uint32_t kImages = 40;
 constexpr std::uint64_t kBatches = 10;  // per epoch, with batch size 4
-
-// Points FORKFEED_WORKER at a shell script `name` in `bin` ("#!/bin/sh" then `body`)
-// while in scope, so that the loader spawns it in place of forkfeed-worker.
-class WorkerOverride {
- public:
-  WorkerOverride(const testing::TempDir& bin, const std::string& name, const std::string& body)
-      : path_(bin.path() + "/" + name) {
-    {
-      std::ofstream script(path_);
-      script << "#!/bin/sh\n" << body;
-    }
-    ok_ = ::chmod(path_.c_str(), 0755) == 0 && ::setenv("FORKFEED_WORKER", path_.c_str(), 1) == 0;
-  }
-  ~WorkerOverride() { ::unsetenv("FORKFEED_WORKER"); }
-  WorkerOverride(const WorkerOverride&) = delete;
-  WorkerOverride& operator=(const WorkerOverride&) = delete;
-  // False if the script could not be made executable or FORKFEED_WORKER set.
-  bool ok() const { return ok_; }
-
- private:
-  std::string path_;
-  bool ok_ = false;
-};
 
 // A worker that never attaches; it ends with the test process.
 constexpr const char* kStuckWorkerScript = "while kill -0 $PPID 2>/dev/null; do sleep 0.1; done\n";
