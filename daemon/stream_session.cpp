@@ -1,4 +1,4 @@
-// StreamSession: requests, the delivery loop, and teardown.
+// StreamSession: the connection, its requests and the loop that serves its stream.
 #include "daemon/stream_session.h"
 
 #include <fcntl.h>
@@ -12,7 +12,6 @@
 #include <cstring>
 #include <system_error>
 
-#include "loader/loader_internals.h"
 #include "loader/slot_count.h"
 #include "protocol/stream_request.h"
 #include "transport/printable.h"
@@ -78,10 +77,10 @@ void StreamSession::run() {
   ::setsockopt(peer_.socket.get(), SOL_SOCKET, SO_RCVTIMEO, &kSocketTimeout, sizeof kSocketTimeout);
   ::setsockopt(peer_.socket.get(), SOL_SOCKET, SO_SNDTIMEO, &kSocketTimeout, sizeof kSocketTimeout);
   while (true) {
-    if (loader_) drain_returns();
-    const bool produce_now = can_produce();
+    if (stream_) stream_->drain_returns();
+    const bool produce_now = stream_ && stream_->can_produce();
     pollfd fds[3] = {{peer_.socket.get(), POLLIN, 0}, {context_.stop_fd, POLLIN, 0}, {-1, POLLIN, 0}};
-    if (channel_) fds[2].fd = channel_->returned_fd();
+    if (stream_) fds[2].fd = stream_->returned_fd();
     if (::poll(fds, 3, produce_now ? 0 : -1) < 0 && errno != EINTR) {
       spdlog::error("stream {}: poll failed: {}", id_, std::strerror(errno));
       break;
@@ -95,10 +94,19 @@ void StreamSession::run() {
       if (!handle_request()) break;
       continue;  // the request may have changed what to produce
     }
-    if (fds[2].revents != 0) ConsumerChannel::clear(channel_->returned_fd());
-    if (produce_now) produce();
+    if (fds[2].revents != 0) ConsumerChannel::clear(stream_->returned_fd());
+    if (produce_now) {
+      stream_->produce();
+      publish_stats();
+    }
   }
-  teardown();
+  if (stream_) {
+    {
+      std::lock_guard lock(stats_mu_);
+      stats_ = nullptr;
+    }
+    stream_.reset();  // stops and reaps the workers, unmaps the arena
+  }
   handshake_.closing();  // before the socket goes: the server must not touch it after
   peer_.socket.reset();  // the client sees the end now, not when the server reaps this session
   finished_.store(true, std::memory_order_release);
@@ -111,7 +119,7 @@ bool StreamSession::handle_request() {
   if (!frame.ok()) {
     // A frame that breaks the protocol gets a reason; either way the byte stream is lost.
     if (frame.status().code() == Status::Code::kInvalidArgument) (void)reply(error_reply(frame.status()));
-    if (loader_ || !frame.status().message().starts_with("connection closed")) {
+    if (stream_ || !frame.status().message().starts_with("connection closed")) {
       spdlog::info("stream {} (pid {}): {}", id_, peer_.pid, frame.status().message());
     }
     return false;
@@ -124,7 +132,7 @@ bool StreamSession::handle_request() {
   } else {
     switch (static_cast<MessageType>(frame->type)) {
       case MessageType::kOpenStream:
-        if (loader_) {
+        if (stream_) {
           answer = error_reply(Status::InvalidArgument(
               "a stream is already open on this connection; open another connection for another"));
         } else {
@@ -133,11 +141,11 @@ bool StreamSession::handle_request() {
         }
         break;
       case MessageType::kSeek:
-        answer = loader_ ? seek(body) : error_reply(Status::InvalidArgument("open a stream before seeking"));
+        answer = seek(body);
         break;
       case MessageType::kStats:
-        if (loader_) publish_stats();
-        answer = ok_reply(loader_ ? stats() : context_.daemon_stats());
+        if (stream_) publish_stats();
+        answer = ok_reply(stream_ ? stats() : context_.daemon_stats());
         break;
       case MessageType::kHello:
         answer = ok_reply(json{{"protocol", kProtocolVersion}});
@@ -158,7 +166,7 @@ bool StreamSession::handle_request() {
   const bool sent = reply(answer, raw).ok();
   // The server may have ended the handshake while the reply was being sent (to a peer
   // that reads slowly, past the deadline): then the connection goes.
-  if (!handshake_.end_request(loader_ != nullptr)) return refuse_ended_handshake();
+  if (!handshake_.end_request(stream_ != nullptr)) return refuse_ended_handshake();
   return sent;
 }
 
@@ -219,151 +227,32 @@ json StreamSession::open_stream(const json& body, std::vector<UniqueFd>& fds) {
                                 " batch slots, over forkfeedd's " + std::to_string(kChannelCapacity) +
                                 " per stream; lower prefetch"));
   }
-  auto loader = Loader::open(options, request->state);
-  if (!loader.ok()) return error_reply(loader.status());
-  auto channel = ConsumerChannel::create();
-  if (!channel.ok()) return error_reply(channel.status());
-  const Loader::SharedMemory memory = (*loader)->shared_memory();
-  // The client gets the arena read-only: it can read batches, not write the daemon's memory.
-  UniqueFd readonly(::open(("/proc/self/fd/" + std::to_string(memory.fd)).c_str(), O_RDONLY | O_CLOEXEC));
-  if (!readonly.valid()) return error_reply(Status::FromErrno("reopening the arena read-only", errno));
-  const OrderKey key = LoaderInternals::order_key(**loader);
-  const PassPosition::Seek at = LoaderInternals::position(**loader);
-
-  ticket_ = std::move(ticket).value();
-  loader_ = std::move(loader).value();
-  channel_ = std::move(channel).value();
-  memory_ = memory;
-  lent_.emplace(slot_count(options));
-  opened_ = std::chrono::steady_clock::now();
-  {
-    std::lock_guard lock(stats_mu_);
-    stats_ =
-        json{{"stream", id_},
-             {"pid", peer_.pid},
+  json about{{"pid", peer_.pid},
              {"uid", peer_.uid},
              {"dataset",
               name.empty() ? (options.image_folder.empty() ? options.manifest : options.image_folder) : name},
              {"rank", options.rank},
              {"world_size", options.world_size},
              {"batch_size", options.batch_size},
-             {"workers", options.workers},
-             {"slots", lent_->capacity()},
-             {"arena_bytes", memory.size}};
-  }
+             {"workers", options.workers}};
+  auto opened = ServedStream::open(id_, options, request->state, std::move(ticket).value(), std::move(about));
+  if (!opened.ok()) return error_reply(opened.status());
+  stream_ = std::move(opened->stream);
+  fds = std::move(opened->fds);
   publish_stats();
-  spdlog::info("stream {} opened for pid {} (uid {}): {} workers, {} slots, rank {}/{}, arena {:.1f} MiB",
-               id_, peer_.pid, peer_.uid, options.workers, lent_->capacity(), options.rank,
-               options.world_size, memory.size / 1048576.0);
-  fds.push_back(std::move(readonly));
-  for (int fd : {channel_->memfd(), channel_->delivered_fd(), channel_->returned_fd()}) {
-    fds.emplace_back(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
-  }
-  StreamOpened opened{id_,
-                      pass_,
-                      at.epoch,
-                      at.position,
-                      loader_->batches_per_epoch(),
-                      loader_->samples_per_epoch(),
-                      lent_->capacity(),
-                      options.workers,
-                      loader_->dataset().classes().size(),
-                      options.size,
-                      options.dtype,
-                      memory.size,
-                      key};
-  return ok_reply(to_json(opened));
+  return ok_reply(std::move(opened->reply));
 }
 
 json StreamSession::seek(const json& body) {
-  auto epoch = get_uint(body, "epoch", ~std::uint64_t{0});
-  if (!epoch.ok()) return error_reply(Status::InvalidArgument("seek: " + epoch.status().message()));
-  auto position = get_uint(body, "position", loader_->batches_per_epoch());
-  if (!position.ok()) return error_reply(Status::InvalidArgument("seek: " + position.status().message()));
-  if (Status s = LoaderInternals::seek(*loader_, {*epoch, *position}); !s.ok()) {
-    return error_reply(s);
-  }
-  // Whatever is still in the ring belongs to the old pass: the client drops it.
-  pass_ += 1;
-  fatal_sent_ = false;
-  return ok_reply(json{{"pass", pass_}});
-}
-
-bool StreamSession::can_produce() const {
-  // The ring's head is the client's to write: a bogus one only stalls its own stream.
-  return loader_ && !fatal_sent_ && !lent_->full() && channel_->block().deliveries.size() < kChannelCapacity;
-}
-
-void StreamSession::produce() {
-  auto next = loader_->next();
-  Delivery d{};
-  d.pass = pass_;
-  if (!next.ok()) {
-    const Status& s = next.status();
-    d.kind = DeliveryKind::kError;
-    d.code = static_cast<std::uint32_t>(s.code());
-    d.fatal = LoaderInternals::broken(*loader_) ? 1 : 0;  // a bad file fails its batch; a broken loader stays
-    std::snprintf(d.message, sizeof d.message, "%s", s.message().c_str());
-    d.epoch = loader_->epoch();
-    const PassPosition::Seek at = LoaderInternals::position(*loader_);
-    d.index = at.epoch == d.epoch ? at.position : loader_->batches_per_epoch();
-    if (d.fatal != 0) fatal_sent_ = true;
-  } else if (!next->has_value()) {
-    d.kind = DeliveryKind::kEndOfPass;
-    d.epoch = loader_->epoch();
-    d.index = loader_->batches_per_epoch();
-  } else {
-    Batch& batch = **next;
-    d = batch_delivery(batch, memory_.base);
-    d.pass = pass_;
-    delivered_batches_ += 1;
-    delivered_samples_ += batch.size();
-    const LentBatches::Ticket ticket = lent_->lend(std::move(batch));
-    d.handle = ticket.handle;
-    d.tag = ticket.tag;
-  }
-  (void)channel_->block().deliveries.try_push(d);  // can_produce() saw room; only this thread pushes
-  channel_->ring_delivered();
-  publish_stats();
-}
-
-void StreamSession::drain_returns() {
-  // Bounded: a client that scribbles over the ring's indices cannot keep us here.
-  for (std::uint32_t i = 0; i < kChannelCapacity; ++i) {
-    auto r = channel_->block().returns.try_pop();
-    if (!r) return;
-    if (!lent_->give_back(r->handle, r->tag) && bad_returns_++ == 0) {
-      spdlog::warn("stream {}: the client returned slot {} which it does not hold; ignored", id_, r->handle);
-    }
-  }
+  if (!stream_) return error_reply(Status::InvalidArgument("open a stream before seeking"));
+  auto reply = stream_->seek(body);
+  return reply.ok() ? ok_reply(std::move(reply).value()) : error_reply(reply.status());
 }
 
 void StreamSession::publish_stats() {
-  const LoaderStats s = loader_->stats();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - opened_).count();
+  json stats = stream_->stats();
   std::lock_guard lock(stats_mu_);
-  stats_["delivered_batches"] = delivered_batches_;
-  stats_["delivered_samples"] = delivered_samples_;
-  stats_["skipped_samples"] = s.skipped_samples;
-  stats_["worker_restarts"] = s.worker_restarts;
-  stats_["queue_depth"] = std::min<std::uint64_t>(channel_->block().deliveries.size(), kChannelCapacity);
-  stats_["lent_slots"] = lent_->count();
-  stats_["epoch"] = loader_->epoch();
-  stats_["uptime_s"] = seconds;
-  stats_["images_per_s"] = seconds > 0 ? delivered_samples_ / seconds : 0.0;
-}
-
-void StreamSession::teardown() {
-  if (!loader_) return;
-  lent_.reset();
-  channel_.reset();
-  loader_.reset();  // stops and reaps the workers, unmaps the arena
-  ticket_ = Admission::Ticket();
-  {
-    std::lock_guard lock(stats_mu_);
-    stats_ = nullptr;
-  }
-  spdlog::info("stream {} of pid {} closed; {} batches delivered", id_, peer_.pid, delivered_batches_);
+  stats_ = std::move(stats);
 }
 
 }  // namespace forkfeed

@@ -1,9 +1,9 @@
 // StreamSession: one client connection, served by a thread of its own. It answers
-// requests (open_stream, seek, stats, close) and, once a stream is open, runs its
-// Loader — only this thread touches it — pushing what next() gives into the client's
-// deliveries ring and releasing the batches the client returns. When the client goes
-// (closed, crashed, killed) the loader is destroyed at once: its workers stopped and
-// reaped, its arena unmapped.
+// requests (hello, open_stream, seek, stats, close) and, once a stream is open, runs its
+// ServedStream — only this thread touches it — producing deliveries while the client
+// has room and releasing the batches it returns. When the client goes (closed, crashed,
+// killed) the stream is destroyed at once: its workers stopped and reaped, its arena
+// unmapped.
 #pragma once
 
 #include <sys/types.h>
@@ -21,8 +21,8 @@
 #include "daemon/admission.h"
 #include "daemon/config.h"
 #include "daemon/handshake.h"
-#include "daemon/lent_batches.h"
 #include "daemon/listener.h"
+#include "daemon/served_stream.h"
 #include "forkfeed/loader.h"
 #include "protocol/consumer_channel.h"
 #include "protocol/frame.h"
@@ -62,11 +62,8 @@ class StreamSession {
   Status reply(const nlohmann::json& body, std::span<const int> fds = {});
   nlohmann::json open_stream(const nlohmann::json& body, std::vector<UniqueFd>& fds);
   nlohmann::json seek(const nlohmann::json& body);
-  bool can_produce() const;
-  void produce();
-  void drain_returns();
+  // The stream's stats, for stats(): after it opened, produced or was asked.
   void publish_stats();
-  void teardown();
 
   const std::uint64_t id_;
   Listener::Peer peer_;
@@ -75,20 +72,9 @@ class StreamSession {
   std::atomic<bool> finished_{false};
   std::uint32_t protocol_errors_ = 0;
 
-  // The open stream; only the session thread touches these.
-  Admission::Ticket ticket_;
-  std::unique_ptr<Loader> loader_;
-  std::optional<ConsumerChannel> channel_;
-  Loader::SharedMemory memory_;
-  std::optional<LentBatches> lent_;  // at the client or in its deliveries ring
-  std::uint64_t pass_ = 1;
-  bool fatal_sent_ = false;  // the loader's lasting error went out for this pass
-  std::uint64_t bad_returns_ = 0;
-
+  std::unique_ptr<ServedStream> stream_;  // once open_stream succeeded; only the session thread touches it
   mutable std::mutex stats_mu_;
-  nlohmann::json stats_;  // null until a stream is open
-  std::chrono::steady_clock::time_point opened_;
-  std::uint64_t delivered_batches_ = 0, delivered_samples_ = 0;
+  nlohmann::json stats_;  // null while no stream is open
 
   std::thread thread_;  // started in the constructor's body, once everything above exists
 };

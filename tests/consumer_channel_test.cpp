@@ -14,6 +14,8 @@
 #include <cstring>
 #include <optional>
 
+#include "loader/batch_factory.h"
+#include "loader/slot_pool.h"
 #include "protocol/frame.h"
 
 namespace forkfeed {
@@ -164,6 +166,50 @@ TEST(ConsumerChannel, AttachRefusesMemoryThatIsNotAChannel) {
                                        dup_fd(channel->returned_fd()));
   ASSERT_FALSE(other.ok());
   EXPECT_NE(other.status().message().find("another layout"), std::string::npos) << other.status().message();
+}
+
+// A batch of 3 samples of 2 x 2 px in a buffer standing for the arena: pixels first,
+// then labels, then indices.
+struct FakeArena {
+  static constexpr std::uint32_t kCount = 3, kSize = 2, kSampleBytes = kSize * kSize * 3;
+  alignas(8) std::byte bytes[kCount * kSampleBytes + 2 * 8 * kCount + 4] = {};
+  std::byte* pixels() { return bytes; }
+  std::int64_t* labels() { return reinterpret_cast<std::int64_t*>(bytes + 40); }  // 36 bytes of pixels, aligned up
+  std::uint64_t* indices() { return reinterpret_cast<std::uint64_t*>(bytes + 40 + 8 * kCount); }
+};
+
+class NoLease : public detail::SlotLease {};
+
+TEST(BatchDelivery, WhatTheDaemonWritesTheClientAcceptsAndNothingOutsideTheArena) {
+  FakeArena arena;
+  const Batch batch = BatchFactory::make(
+      BatchFactory::Parts{arena.pixels(), FakeArena::kCount * FakeArena::kSampleBytes, DType::kUint8,
+                          FakeArena::kSize, FakeArena::kCount, arena.labels(), arena.indices(), 4, 6},
+      std::make_unique<NoLease>());
+  const Delivery d = batch_delivery(batch, arena.bytes);
+  EXPECT_EQ(d.kind, DeliveryKind::kBatch);
+  EXPECT_EQ(d.epoch, 4u);
+  EXPECT_EQ(d.index, 6u);
+  EXPECT_EQ(d.count, 3u);
+  EXPECT_EQ(d.pixels_offset, 0u);
+  EXPECT_EQ(d.labels_offset, 40u);
+  EXPECT_EQ(d.indices_offset, 64u);
+  const std::uint64_t size = sizeof arena.bytes;
+  EXPECT_TRUE(batch_delivery_fits(d, size, FakeArena::kSampleBytes, 3));
+
+  EXPECT_FALSE(batch_delivery_fits(d, size, FakeArena::kSampleBytes, 2)) << "more samples than a batch holds";
+  EXPECT_FALSE(batch_delivery_fits(d, size, FakeArena::kSampleBytes + 1, 3)) << "pixels of another size";
+  EXPECT_FALSE(batch_delivery_fits(d, 87, FakeArena::kSampleBytes, 3)) << "indices past the end";
+  Delivery moved = d;
+  moved.labels_offset = 41;
+  EXPECT_FALSE(batch_delivery_fits(moved, size, FakeArena::kSampleBytes, 3)) << "unaligned labels";
+  moved = d;
+  moved.pixels_offset = ~std::uint64_t{0} - 4;
+  EXPECT_FALSE(batch_delivery_fits(moved, size, FakeArena::kSampleBytes, 3)) << "an offset that wraps";
+  moved = d;
+  moved.count = 0;
+  moved.pixel_bytes = 0;
+  EXPECT_FALSE(batch_delivery_fits(moved, size, FakeArena::kSampleBytes, 3)) << "an empty batch";
 }
 
 }  // namespace

@@ -193,5 +193,33 @@ TEST_F(DispatcherTest, TheOldestUnfinishedTaskTellsWhenAWorkerWasLastGivenWork) 
   EXPECT_FALSE(d.oldest_issued_ns(0).has_value());
 }
 
+TEST_F(DispatcherTest, APassIsIssuedInItsOrderFromItsPositionWhileSlotsAreFree) {
+  Dispatcher d = make(OnError::kFail);
+  start_worker(0);
+  start_worker(1);
+  const Sampler sampler(SamplerSpec{12, 1, 0, 1, kBatch, true, false});  // 4 batches
+  d.begin_pass(sampler, {2, 1});
+  ASSERT_TRUE(d.issue().ok());
+  EXPECT_EQ(d.in_flight(), 3u) << "batches 1, 2 and 3: the pass ends before the slots run out";
+  EXPECT_EQ(slots_->free_count(), kSlots - 3);
+  const std::vector<std::uint64_t> order = sampler.epoch_order(2);
+  std::vector<std::uint64_t> ids;
+  for (std::uint32_t w : {0u, 1u, 0u}) {
+    const Task task = complete_next(w);
+    ids.push_back(task.batch_id);
+    EXPECT_EQ(task.epoch, 2u);
+    EXPECT_EQ(task.generation, d.generation());
+    const SlotView slot = arena_->slot(task.slot);
+    const auto expected = sampler.batch(order, task.batch_id);
+    EXPECT_EQ(std::vector<std::uint64_t>(slot.sample_indices, slot.sample_indices + expected.size()),
+              std::vector<std::uint64_t>(expected.begin(), expected.end()));
+  }
+  EXPECT_EQ(ids, (std::vector<std::uint64_t>{1, 2, 3}));
+
+  const std::uint64_t before = d.generation();
+  d.begin_pass(sampler, {3, 0});
+  EXPECT_EQ(d.generation(), before + 1) << "a new pass is a new generation";
+}
+
 }  // namespace
 }  // namespace forkfeed

@@ -3,7 +3,14 @@
 #include "loader/loader_internals.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+
+#include "tests/testing/processes.h"
+#include "tests/testing/small_options.h"
 #include "tests/testing/temp_dataset.h"
 
 namespace forkfeed {
@@ -76,6 +83,40 @@ TEST_F(LoaderInternalsTest, SeekIsLoadStateWithoutTheJson) {
   EXPECT_FALSE(refused.ok());
   EXPECT_EQ(refused.message(), loader_->load_state(encode_checkpoint(Checkpoint{0, 5, key})).message());
   EXPECT_EQ(LoaderInternals::position(*loader_), (PassPosition::Seek{1, 0}));  // unchanged
+}
+
+// forkfeedd sends an error as lasting (the stream stays broken) when the loader says so:
+// a bad file fails its batch only; a worker death past max_worker_restarts ends it.
+TEST(LoaderInternalsBrokenTest, ABadFileIsNotLastingAWorkerDeathPastTheBudgetIs) {
+  testing::HangGuard guard(60, "LoaderInternalsBrokenTest");
+  testing::TempDir dir;
+  const std::string root = testing::make_image_folder(dir.path(), 8, 1, 2, 24, 32);
+  std::string bad;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
+    if (entry.is_regular_file() && bad.empty()) bad = entry.path().string();
+  }
+  std::ofstream(bad, std::ios::trunc) << "not an image";
+  LoaderOptions o = testing::small_options(root, 1, 8);
+  o.shuffle = false;
+  o.max_worker_restarts = 0;
+  auto loader = Loader::open(o);
+  ASSERT_TRUE(loader.ok()) << loader.status().message();
+  EXPECT_FALSE(LoaderInternals::broken(**loader));
+  auto failed = (*loader)->next();
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), Status::Code::kBadData) << failed.status().message();
+  EXPECT_FALSE(LoaderInternals::broken(**loader)) << "a bad file fails its batch, not the loader";
+
+  const auto workers = testing::children_of(::getpid());
+  ASSERT_EQ(workers.size(), 1u);
+  ASSERT_EQ(::kill(workers.front(), SIGKILL), 0);
+  Status lasting;
+  for (int calls = 0; calls < 100 && lasting.ok(); ++calls) {
+    auto b = (*loader)->next();
+    if (!b.ok()) lasting = b.status();
+  }
+  EXPECT_EQ(lasting.code(), Status::Code::kWorkerDied) << lasting.message();
+  EXPECT_TRUE(LoaderInternals::broken(**loader));
 }
 
 }  // namespace

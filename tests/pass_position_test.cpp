@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <optional>
+#include <string>
 
 #include "loader/pass_position.h"
 
@@ -78,6 +79,47 @@ TEST(PassPositionTest, StatesAreCheckedAgainstTheEpochLength) {
   EXPECT_FALSE(pass.at({7, 3}));
   pass.ended(7);
   EXPECT_FALSE(pass.at({7, kBatches})) << "a pass that reported its end is nowhere to load into";
+}
+
+OrderKey a_key() {
+  OrderKey key;
+  key.dataset_size = 40;
+  key.dataset_digest = std::string(kDigestDigits, 'a');
+  key.seed = 3;
+  key.batch_size = 10;
+  return key;
+}
+
+TEST(PassPositionTest, StateRecordsTheResumePointAndParsesBackToIt) {
+  PassPosition pass(kBatches, {2, 0});
+  pass.delivered(2, 0);
+  pass.delivered(2, 1);
+  EXPECT_EQ(pass.parse_state(pass.state(a_key()), a_key()).value(), (Seek{2, 2}));
+  pass.delivered(2, 2);
+  pass.delivered(2, 3);
+  pass.ended(2);
+  EXPECT_EQ(pass.parse_state(pass.state(a_key()), a_key()).value(), (Seek{3, 0}))
+      << "a complete pass is recorded as the next epoch's start";
+}
+
+TEST(PassPositionTest, AStateOfAnotherOrderIsRefusedNamingTheField) {
+  const PassPosition pass(kBatches, {0, 0});
+  OrderKey other = a_key();
+  other.seed = 4;
+  const auto parsed = pass.parse_state(pass.state(a_key()), other);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().message().find("seed"), std::string::npos) << parsed.status().message();
+}
+
+TEST(PassPositionTest, LoadingWhereThePassStandsKeepsItAndCountsAsAResume) {
+  PassPosition pass(kBatches, {1, 0});
+  pass.delivered(1, 0);
+  EXPECT_EQ(pass.load({1, 1}), none()) << "already there: what is prefetched is kept";
+  EXPECT_EQ(pass.on_reset(), none()) << "the loaded position stays until a batch is delivered";
+  EXPECT_EQ(pass.load({1, 2}), (Seek{1, 2})) << "elsewhere: the owner starts the pass there";
+  EXPECT_EQ(pass.load({2, 1}), (Seek{2, 1}));
+  pass.ended(1);
+  EXPECT_EQ(pass.load({1, kBatches}), (Seek{1, kBatches})) << "a pass that is over is never 'already there'";
 }
 
 }  // namespace

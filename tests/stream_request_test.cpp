@@ -125,5 +125,53 @@ TEST(StreamRequestTest, MalformedOrderKeyNamesTheField) {
   EXPECT_EQ(parse_order_key(body).status().code(), Status::Code::kInternal);
 }
 
+StreamOpened an_opened_stream() {
+  StreamOpened o;
+  o.stream = 7;
+  o.pass = 3;
+  o.epoch = 5;
+  o.position = 2;
+  o.batches_per_epoch = 9;
+  o.samples_per_epoch = 70;
+  o.slots = 5;
+  o.workers = 2;
+  o.classes = 1000;
+  o.size = 96;
+  o.dtype = DType::kFloat32;
+  o.arena_bytes = 1u << 20;
+  o.order.dataset_size = 140;
+  o.order.dataset_digest = std::string(kDigestDigits, 'c');
+  o.order.rank = 1;
+  o.order.world_size = 2;
+  o.order.batch_size = 8;
+  return o;
+}
+
+TEST(StreamRequestTest, TheOpenStreamReplyRoundTrips) {
+  const StreamOpened sent = an_opened_stream();
+  auto got = parse_stream_opened(to_json(sent));
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_EQ(to_json(*got), to_json(sent));
+  EXPECT_EQ(got->order, sent.order);
+  EXPECT_EQ(got->dtype, DType::kFloat32);
+}
+
+TEST(StreamRequestTest, AMalformedOpenStreamReplyNamesTheFieldAndAnOldOneMayLeaveOutClasses) {
+  json reply = to_json(an_opened_stream());
+  reply.erase("classes");
+  auto old = parse_stream_opened(reply);
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  EXPECT_EQ(old->classes, 0u);
+  for (const char* field : {"pass", "slots", "dtype", "order"}) {
+    json bad = to_json(an_opened_stream());
+    bad[field] = field == std::string("slots") ? json(std::uint64_t{1} << 40) : json("?");
+    const auto parsed = parse_stream_opened(bad);
+    ASSERT_FALSE(parsed.ok()) << field;
+    EXPECT_EQ(parsed.status().code(), Status::Code::kInternal);
+    EXPECT_NE(parsed.status().message().find(field == std::string("order") ? "order" : field), std::string::npos)
+        << parsed.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace forkfeed

@@ -1,0 +1,75 @@
+// ServedStream: one stream forkfeedd serves — its Loader, the consumer channel the
+// client maps, the batches lent to the client and the pass id its deliveries carry.
+// StreamSession owns the connection and its requests; this owns what an open_stream
+// made. Only the session thread touches it. Destroying it stops and reaps the loader's
+// workers, unmaps the arena and gives the admission ticket back.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string_view>
+#include <vector>
+
+#include "daemon/admission.h"
+#include "daemon/lent_batches.h"
+#include "forkfeed/loader.h"
+#include "forkfeed/status.h"
+#include "protocol/consumer_channel.h"
+#include "transport/unique_fd.h"
+
+namespace forkfeed {
+
+class ServedStream {
+ public:
+  struct Opened {
+    std::unique_ptr<ServedStream> stream;
+    nlohmann::json reply;        // the open_stream reply's body (StreamOpened)
+    std::vector<UniqueFd> fds;   // the arena (read-only), the channel's memfd and its two eventfds
+  };
+  // Opens the loader for `options`, which forkfeedd has completed, validated and
+  // admitted under `ticket`, from `state` if not empty. `about` (who asked, for what)
+  // heads the stream's stats.
+  static Result<Opened> open(std::uint64_t id, const LoaderOptions& options, std::string_view state,
+                             Admission::Ticket ticket, nlohmann::json about);
+  ~ServedStream();
+  ServedStream(const ServedStream&) = delete;
+  ServedStream& operator=(const ServedStream&) = delete;
+
+  // The seek request: the loader goes to `epoch`, `position` (as load_state would), and
+  // a new pass id makes the client drop what the ring still holds. The reply's body.
+  Result<nlohmann::json> seek(const nlohmann::json& body);
+  // Whether produce() has somewhere to put a delivery: a slot the client may take, room
+  // in the ring, and no lasting error sent in this pass.
+  bool can_produce() const;
+  // Pushes what the loader's next() gives — a batch, the end of the pass or an error —
+  // into the deliveries ring and wakes the client.
+  void produce();
+  // Releases the batches the client gave back. Bounded: a client that scribbles over the
+  // ring's indices cannot keep the session here.
+  void drain_returns();
+  // Readable when the client pushed returns.
+  int returned_fd() const { return channel_.returned_fd(); }
+  // The stream's figures, for forkfeed-ctl.
+  nlohmann::json stats() const;
+
+ private:
+  ServedStream(std::uint64_t id, std::unique_ptr<Loader> loader, ConsumerChannel channel, std::uint32_t slots,
+               Admission::Ticket ticket, nlohmann::json about);
+
+  const std::uint64_t id_;
+  Admission::Ticket ticket_;  // given back last
+  std::unique_ptr<Loader> loader_;
+  ConsumerChannel channel_;
+  Loader::SharedMemory memory_;
+  LentBatches lent_;  // at the client or in its deliveries ring; released before the loader goes
+  std::uint64_t pass_ = 1;
+  bool fatal_sent_ = false;  // the loader's lasting error went out for this pass
+  std::uint64_t bad_returns_ = 0;
+  nlohmann::json about_;
+  std::chrono::steady_clock::time_point opened_;
+  std::uint64_t delivered_batches_ = 0, delivered_samples_ = 0;
+};
+
+}  // namespace forkfeed
