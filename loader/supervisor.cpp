@@ -36,7 +36,7 @@ Status Supervisor::on_exit(std::uint32_t w, std::size_t unfinished) {
   const std::uint64_t culprit = exit.crashed() ? arena_->channel(w).current_sample.load() : kNoSample;
   const bool timed_out = health_.killed[w];
   health_.killed[w] = false;
-  new (&arena_->channel(w)) WorkerChannel();  // no other process touches it now
+  arena_->reset_channel(w);  // no other process touches it now
   const std::string who = "worker " + std::to_string(w) + " (pid " + std::to_string(workers_.pid(w)) + ") " +
                           (timed_out ? "was killed after task_timeout" : exit.describe());
   Status status = Status::Ok();

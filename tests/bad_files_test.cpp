@@ -2,6 +2,9 @@
 // method (invariant 4: the same batches as fork), and misuse: next() past the end,
 // batches that outlive their loader, a loader destroyed with work in flight, every slot
 // held by the caller (invariant 7: no crash, no leak, no child left).
+//
+// Over 300 lines on purpose: one case per kind of bad input or misuse, all read through
+// the same fixture and reference; splitting it would copy the fixture.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>

@@ -2,6 +2,9 @@
 // reset semantics as an in-process Loader with the same options; four ranks served at
 // once each get their share exactly once; resume through state() across the socket;
 // interrupt() ends a wait on a stuck stream.
+//
+// Over 300 lines on purpose: each Loader promise checked again through the daemon,
+// against the same in-process Loader; splitting it would copy the fixture.
 #include <gtest/gtest.h>
 #include <signal.h>
 

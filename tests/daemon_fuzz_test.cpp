@@ -2,6 +2,9 @@
 // and out-of-order messages, and a client that scribbles over its consumer channel.
 // Each gets an error reply or a closed connection; the daemon stays up and then serves
 // a well-behaved client exactly as before.
+//
+// Over 300 lines on purpose: one hostile peer per case, all against the same daemon
+// fixture and message generators; splitting it would copy the fixture.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/mman.h>

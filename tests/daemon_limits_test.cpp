@@ -3,6 +3,9 @@
 // admission, forkfeed-ctl stats reports every stream, and the YAML config and its flags
 // take effect. Only the daemon's user, and uids it allows, may connect. Connections
 // that never speak are closed after a deadline and cannot lock anyone out.
+//
+// Over 300 lines on purpose: one case per limit or config key, each against a real
+// forkfeedd started the same way; splitting it would copy the fixture.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>

@@ -141,7 +141,7 @@ TEST_F(DispatcherTest, ADeadWorkersTasksOfThisGenerationGoToAnotherWorkerWithout
   ASSERT_TRUE(d.submit(0, 0, slot, kSamples).ok());
   ASSERT_TRUE(arena_->channel(0).tasks.try_pop().has_value());  // worker 0 took it, then died on sample 1
   health_.poisoned.emplace(1, "a worker died decoding it");
-  new (&arena_->channel(0)) WorkerChannel();  // the Supervisor rebuilds it for the replacement
+  arena_->reset_channel(0);  // the Supervisor rebuilds it for the replacement
   start_worker(1);
   ASSERT_TRUE(d.reissue(0, /*resubmit=*/true).ok());
   EXPECT_EQ(d.unfinished(0), 0u);

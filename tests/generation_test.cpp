@@ -2,6 +2,9 @@
 // new range-for) at any position of a pass is followed by a pass that delivers its epoch
 // exactly once, in the order and with the pixels of an undisturbed pass of that epoch;
 // a reset before anything of the pass was consumed restarts nothing.
+//
+// Over 300 lines on purpose: resets at every position of a pass, each compared with the
+// same undisturbed reference run; splitting it would copy the fixture.
 #include <gtest/gtest.h>
 
 #include <deque>
@@ -13,6 +16,7 @@
 #include "forkfeed/loader.h"
 #include "tests/testing/processes.h"
 #include "tests/testing/temp_dataset.h"
+#include "tests/testing/small_options.h"
 
 namespace forkfeed {
 namespace {
@@ -61,21 +65,12 @@ class GenerationTest : public ::testing::Test {
   }
 
   static LoaderOptions options(std::uint32_t workers) {
-    LoaderOptions o;
-    o.image_folder = root_;
-    o.workers = workers;
-    o.batch_size = kBatch;
-    o.size = 16;
+    LoaderOptions o = testing::small_options(root_, workers, kBatch);
     o.seed = 11;
-    o.log_level = "error";
     return o;
   }
 
-  static std::unique_ptr<Loader> open(const LoaderOptions& o) {
-    auto loader = Loader::open(o);
-    EXPECT_TRUE(loader.ok()) << loader.status().message();
-    return loader.ok() ? std::move(loader).value() : nullptr;
-  }
+  static std::unique_ptr<Loader> open(const LoaderOptions& o) { return testing::open_loader(o); }
 
   // An undisturbed pass of `epoch`, read by a loader of its own with 2 workers.
   static const Batches& reference(std::uint64_t epoch) {

@@ -1,6 +1,10 @@
 // Pinned memory: the batch slots are page-locked for the chosen device through a test
 // double of libcudart (tests/fake_cuda), with the device discipline that keeps GPU 0
 // free; without CUDA, a device or a working call, the loader runs on ordinary memory.
+//
+// Over 300 lines on purpose: every path through the device discipline (no CUDA, no
+// device, a failing call, another device) against one fake libcudart; splitting it
+// would copy the fixture.
 #include "transport/pinned_memory.h"
 
 #include <dlfcn.h>
@@ -19,6 +23,7 @@
 #include "forkfeed/loader.h"
 #include "tests/testing/processes.h"
 #include "tests/testing/temp_dataset.h"
+#include "tests/testing/small_options.h"
 #include "transport/arena.h"
 
 namespace forkfeed {
@@ -119,11 +124,7 @@ class PinnedMemoryTest : public ::testing::Test {
     return o;
   }
 
-  static std::unique_ptr<Loader> open(const LoaderOptions& o) {
-    auto loader = Loader::open(o);
-    EXPECT_TRUE(loader.ok()) << loader.status().message();
-    return loader.ok() ? std::move(loader).value() : nullptr;
-  }
+  static std::unique_ptr<Loader> open(const LoaderOptions& o) { return testing::open_loader(o); }
 
   std::vector<Call> calls() const {
     std::vector<Call> out;

@@ -13,6 +13,7 @@
 #include "forkfeed/loader.h"
 #include "tests/testing/processes.h"
 #include "tests/testing/temp_dataset.h"
+#include "tests/testing/small_options.h"
 
 namespace forkfeed {
 namespace {
@@ -59,13 +60,8 @@ class ResumeTest : public ::testing::Test {
   }
 
   static LoaderOptions options(std::uint32_t workers) {
-    LoaderOptions o;
-    o.image_folder = root_;
-    o.workers = workers;
-    o.batch_size = 4;
-    o.size = 16;
+    LoaderOptions o = testing::small_options(root_, workers, 4);
     o.seed = 11;
-    o.log_level = "error";
     return o;
   }
 

@@ -3,6 +3,9 @@
 // pixels; a stopped worker is killed after task_timeout and replaced; past
 // max_worker_restarts the iterator fails by name after delivering what was done; and no
 // child process outlives the loader.
+//
+// Over 300 lines on purpose: each death scenario (kill, stop, timeout, start failure,
+// budget) on the same fixture and reference run; splitting it would copy the fixture.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -22,6 +25,7 @@
 #include "tests/testing/processes.h"
 #include "tests/testing/temp_dataset.h"
 #include "tests/testing/worker_override.h"
+#include "tests/testing/small_options.h"
 
 namespace forkfeed {
 namespace {
@@ -57,11 +61,7 @@ class WorkerDeathTest : public ::testing::Test {
   }
 
   static LoaderOptions options(std::uint32_t workers) {
-    LoaderOptions o;
-    o.image_folder = root_;
-    o.workers = workers;
-    o.batch_size = 4;
-    o.size = 16;
+    LoaderOptions o = testing::small_options(root_, workers, 4);
     o.seed = 23;
     o.log_level = "off";  // deaths are expected here
     return o;

@@ -168,7 +168,7 @@ TEST_F(WorkerPoolTest, AReplacementRunsOnTheRebuiltChannelWithANewPid) {
   const pid_t old_pid = pool->pid(0);
   pool->kill(0);
   ASSERT_EQ(exits(*pool, 1), std::vector<std::uint32_t>{0});
-  new (&arena_->channel(0)) WorkerChannel();  // as Supervisor::on_exit does
+  arena_->reset_channel(0);  // as Supervisor::on_exit does
   ASSERT_FALSE(up(0));
   const Status replaced = pool->replace(0);
   ASSERT_TRUE(replaced.ok()) << replaced.message();

@@ -133,6 +133,8 @@ SlotView Arena::slot(std::uint32_t i) const {
   return SlotView{header, indices, labels, skips, base + g.pixels_offset};
 }
 
+void Arena::reset_channel(std::uint32_t worker) const { new (&control_->channels[worker]) WorkerChannel(); }
+
 std::span<std::byte> Arena::slot_region() const {
   const std::size_t offset = std::min<std::size_t>(control_->slots.slots_offset, mapping_.size());
   return {mapping_.data() + offset, mapping_.size() - offset};

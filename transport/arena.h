@@ -42,6 +42,10 @@ class Arena {
 
   ControlBlock& control() const { return *control_; }
   WorkerChannel& channel(std::uint32_t worker) const { return control_->channels[worker]; }
+  // Rebuilds worker `worker`'s channel empty, for its replacement: rings, heartbeat and
+  // current sample as at creation. REQUIRES: the worker is dead (reaped), so no other
+  // process touches the channel.
+  void reset_channel(std::uint32_t worker) const;
   const SharedIndex& index() const { return *control_->index; }
   SlotView slot(std::uint32_t i) const;
   // Every batch slot: from the first to the end of the mapping, page aligned at both ends.

@@ -1,10 +1,16 @@
 // small_options(): the LoaderOptions most suites start from — a small ImageFolder read
-// at 16 px, quietly — so that a suite states only what its test is about.
+// at 16 px, quietly — so that a suite states only what its test is about; and
+// open_loader(), which opens one or fails the test saying why.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "forkfeed/loader.h"
 #include "forkfeed/options.h"
 
 namespace forkfeed::testing {
@@ -20,6 +26,13 @@ inline LoaderOptions small_options(const std::string& root, std::uint32_t worker
   o.size = 16;
   o.log_level = "error";
   return o;
+}
+
+// A Loader opened with `o`, or nullptr after a test failure naming why it did not open.
+inline std::unique_ptr<Loader> open_loader(const LoaderOptions& o) {
+  auto loader = Loader::open(o);
+  EXPECT_TRUE(loader.ok()) << "Loader::open: " << loader.status().message();
+  return loader.ok() ? std::move(loader).value() : nullptr;
 }
 
 }  // namespace forkfeed::testing
