@@ -41,10 +41,29 @@ std::string hex16(std::uint64_t value) {
 
 std::string dataset_digest(const DatasetIndex& index) {
   Fnv1a64 hash;
-  for (std::size_t i = 0; i < index.size(); ++i) {
-    const std::string_view path = index.path(i);
+  auto add_path = [&](std::string_view path) {
     hash.add(static_cast<std::uint64_t>(path.size()));  // so "a"+"bc" and "ab"+"c" differ
     hash.add(path);
+  };
+  if (!index.sharded()) {  // as before shards existed: states of folder datasets stay valid
+    for (std::size_t i = 0; i < index.size(); ++i) {
+      add_path(index.path(i));
+      hash.add(static_cast<std::uint64_t>(index.label(i)));
+    }
+    return hex16(hash.value());
+  }
+  // Shards: their names and sizes, and where each sample lies, so that a resume against
+  // shards rewritten with other contents is refused.
+  hash.add(std::string_view("shards"));
+  for (std::size_t f = 0; f < index.file_count(); ++f) {
+    add_path(index.file(f));
+    hash.add(index.shard_bytes()[f]);
+  }
+  for (std::size_t i = 0; i < index.size(); ++i) {
+    const DatasetIndex::Slice& s = index.slices()[i];
+    hash.add(s.file);
+    hash.add(s.offset);
+    hash.add(s.size);
     hash.add(static_cast<std::uint64_t>(index.label(i)));
   }
   return hex16(hash.value());

@@ -1,5 +1,6 @@
-// DatasetIndexBuilder: how from_image_folder and from_manifest fill a DatasetIndex. Paths
-// go straight into the packed storage; ImageNet's 1.28M files cost no allocation per file.
+// DatasetIndexBuilder: how the dataset sources fill a DatasetIndex. Paths go straight
+// into the packed storage; ImageNet's 1.28M files cost no allocation per file, and a
+// sharded dataset's samples are 16-byte slices with no path at all.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,19 @@ class DatasetIndexBuilder {
     index_.offsets_.push_back(paths.size());
     index_.labels_.push_back(label);
   }
+  // A sharded dataset: adds shard `path` of `bytes` bytes; returns its file number.
+  std::uint32_t add_shard(std::string_view path, std::uint64_t bytes) {
+    index_.paths_ += path;
+    index_.offsets_.push_back(index_.paths_.size());
+    index_.shard_bytes_.push_back(bytes);
+    return static_cast<std::uint32_t>(index_.shard_bytes_.size() - 1);
+  }
+  // A sharded dataset's next sample: `slice` of a shard added before, with `label`.
+  // REQUIRES: slice.size > 0; no add() in the same index.
+  void add_slice(const DatasetIndex::Slice& slice, std::int64_t label) {
+    index_.slices_.push_back(slice);
+    index_.labels_.push_back(label);
+  }
   void reserve(std::size_t samples, std::size_t path_bytes) {
     index_.paths_.reserve(path_bytes);
     index_.offsets_.reserve(samples + 1);
@@ -40,6 +54,7 @@ class DatasetIndexBuilder {
     index_.paths_.shrink_to_fit();
     index_.offsets_.shrink_to_fit();
     index_.labels_.shrink_to_fit();
+    index_.slices_.shrink_to_fit();
     return std::move(index_);
   }
 

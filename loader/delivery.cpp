@@ -20,7 +20,7 @@ Result<std::optional<Batch>> Delivery::deliver(const Completion& c, std::uint64_
   if (c.outcome == TaskOutcome::kFailed && slot.skipped() > 0) {
     const std::uint32_t culprit = slot.skipped() - 1;
     Status s = Status::BadData(printable(slot.skip_reason(culprit)))
-                   .about(printable(index_.path(slot.skipped_index(culprit))) +
+                   .about(printable(index_.describe(slot.skipped_index(culprit))) +
                           " (on_error=fail; use skip to leave such files out)");
     slots_->give_back(c.slot);
     return s;
@@ -49,7 +49,7 @@ void Delivery::report_skipped(const SlotContents& slot) {
     ++skipped_;
     const std::uint64_t sample = slot.skipped_index(k);
     if (logged_bad_.insert(sample).second) {
-      log_->warn("skipped {}: {}", printable(index_.path(sample)), printable(slot.skip_reason(k)));
+      log_->warn("skipped {}: {}", printable(index_.describe(sample)), printable(slot.skip_reason(k)));
     }
   }
 }

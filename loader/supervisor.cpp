@@ -52,7 +52,7 @@ Status Supervisor::on_exit(std::uint32_t w, std::size_t unfinished) {
     log_->warn("{}; replaced it and re-issued its {} unfinished batch(es)", who, unfinished);
   }
   if (culprit != kNoSample) {
-    const std::string path = printable(index_.path(culprit));
+    const std::string path = printable(index_.describe(culprit));
     log_->error("{} died while decoding {}; it is treated as a bad file from now on", who, path);
     health_.poisoned.emplace(culprit, "a worker died decoding it (" + exit.describe() + ")");
   }

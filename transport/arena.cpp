@@ -38,7 +38,8 @@ static_assert(sizeof(ArenaPrefix) <= kPrefixBytes);
 constexpr std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
 std::size_t segment_bytes_for(const ArenaSpec& spec, const DatasetIndex& index) {
-  const std::size_t index_bytes = index.path_bytes() + (index.size() + 1) * sizeof(std::uint64_t) +
+  const std::size_t index_bytes = index.path_bytes() + (index.file_count() + 1) * sizeof(std::uint64_t) +
+                                  index.slices().size() * sizeof(DatasetIndex::Slice) +
                                   index.size() * sizeof(std::int64_t);
   const std::size_t fixed = sizeof(ControlBlock) + sizeof(SharedIndex) +
                             spec.num_workers * sizeof(WorkerChannel) + 64 * 1024;
@@ -86,15 +87,17 @@ Result<std::shared_ptr<Arena>> Arena::create(const ArenaSpec& spec, const Datase
     control->channels = construct_aligned<WorkerChannel>(segment, spec.num_workers);
     auto* shared = segment.construct<SharedIndex>("index")(segment.get_segment_manager());
     shared->paths.reserve(index.path_bytes());
-    shared->offsets.reserve(index.size() + 1);
+    shared->offsets.reserve(index.file_count() + 1);
+    shared->slices.reserve(index.slices().size());
     shared->labels.reserve(index.size());
     shared->offsets.push_back(0);
-    for (std::size_t i = 0; i < index.size(); ++i) {
-      const std::string_view p = index.path(i);
+    for (std::size_t f = 0; f < index.file_count(); ++f) {
+      const std::string_view p = index.file(f);
       shared->paths.insert(shared->paths.end(), p.begin(), p.end());
       shared->offsets.push_back(shared->paths.size());
-      shared->labels.push_back(index.label(i));
     }
+    shared->slices.insert(shared->slices.end(), index.slices().begin(), index.slices().end());
+    for (std::size_t i = 0; i < index.size(); ++i) shared->labels.push_back(index.label(i));
     control->index = shared;
     const auto control_offset = static_cast<std::uint64_t>(reinterpret_cast<std::byte*>(control) - base);
     *reinterpret_cast<ArenaPrefix*>(base) = ArenaPrefix{kArenaMagic, segment_bytes, control_offset};

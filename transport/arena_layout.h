@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "forkfeed/dataset.h"
 #include "forkfeed/options.h"
 #include "transport/spsc_ring.h"
 
@@ -104,14 +105,21 @@ struct SkipNote {
 };
 
 // The dataset index, copied into the arena so that any worker can read it.
+// DatasetIndex, as the workers read it: the same files, slices and labels.
 struct SharedIndex {
-  explicit SharedIndex(SegmentManager* sm) : paths(sm), offsets(sm), labels(sm) {}
+  explicit SharedIndex(SegmentManager* sm) : paths(sm), offsets(sm), slices(sm), labels(sm) {}
   std::size_t size() const { return labels.size(); }
-  std::string_view path(std::size_t i) const {
-    return {paths.data() + offsets[i], static_cast<std::size_t>(offsets[i + 1] - offsets[i])};
+  std::string_view file(std::size_t f) const {
+    return {paths.data() + offsets[f], static_cast<std::size_t>(offsets[f + 1] - offsets[f])};
+  }
+  SampleSource source(std::size_t i) const {
+    if (slices.empty()) return {file(i), false, 0, 0};
+    const DatasetIndex::Slice& s = slices[i];
+    return {file(s.file), true, s.offset, s.size};
   }
   ShmVector<char> paths;
-  ShmVector<std::uint64_t> offsets;
+  ShmVector<std::uint64_t> offsets;  // file f is paths[offsets[f], offsets[f+1])
+  ShmVector<DatasetIndex::Slice> slices;  // sharded: sample i; else empty, sample i is file i
   ShmVector<std::int64_t> labels;
 };
 

@@ -1,4 +1,4 @@
-// SamplePipeline: one sample from file to slot — read, plan, decode, transform. One per
+// SamplePipeline: one sample from its bytes to the slot — read, plan, decode, transform. One per
 // worker process; it owns every buffer it needs and reuses them across samples, so
 // the hot path allocates nothing once the buffers have grown to the largest image.
 #pragma once
@@ -8,6 +8,7 @@
 
 #include "transport/arena_layout.h"
 #include "workers/image_decoder.h"
+#include "workers/sample_reader.h"
 #include "workers/transform.h"
 
 namespace forkfeed {
@@ -15,24 +16,24 @@ namespace forkfeed {
 class SamplePipeline {
  public:
   explicit SamplePipeline(const TransformSpec& spec, DecodePath path = DecodePath::kFused)
-      : spec_(spec), path_(path), decoders_(path), transform_(spec) {}
+      : spec_(spec), path_(path), reader_(spec.max_file_bytes), decoders_(path), transform_(spec) {}
 
-  // Writes sample `index` of `epoch`, read from `path`, into `out`. Errors say why, not
+  // Writes sample `index` of `epoch`, read from `source`, into `out`. Errors say why, not
   // which file: the caller names it (the orchestrator has the path, a skip note has not).
+  Status run(const SampleSource& source, std::uint64_t epoch, std::uint64_t index, std::byte* out);
+  // The same for a sample that is a whole file.
   Status run(std::string_view path, std::uint64_t epoch, std::uint64_t index, std::byte* out);
 
  private:
-  Status read_file(const std::string& path);
   // Decodes `file` and writes the sample to `out`, by path_.
   Status decode_fused(FileBytes file, KeyedRng& rng, std::byte* out);
   Status decode_reference(FileBytes file, KeyedRng& rng, std::byte* out);
 
   TransformSpec spec_;
   DecodePath path_;
+  SampleReader reader_;
   ImageDecoders decoders_;
   Transform transform_;
-  std::vector<std::byte> file_;  // reused: grows to the largest file, never shrinks
-  std::size_t file_size_ = 0;    // bytes of the current file in file_
   cv::Mat pixels_;               // reused decode target: the image, or the region of it
 };
 

@@ -71,17 +71,17 @@ class Worker {
       // Checked between samples: a reset cancels the rest of a stale batch.
       if (stale(task) || stopping() || orphaned()) return TaskOutcome::kCancelled;
       const std::uint64_t index = slot.sample(i);
-      const std::string_view path = arena_.index().path(index);
+      const SampleSource source = arena_.index().source(index);
       channel_.progress_ns.store(monotonic_ns(), std::memory_order_relaxed);
       channel_.current_sample.store(index, std::memory_order_relaxed);
-      const Status s = pipeline_.run(path, task.epoch, index, slot.next_pixels());
+      const Status s = pipeline_.run(source, task.epoch, index, slot.next_pixels());
       channel_.current_sample.store(kNoSample, std::memory_order_relaxed);
       if (s.ok()) {
         slot.keep(i);
         continue;
       }
-      log_->debug("worker {}: {}", who_.id, s.about(printable(path)).message());
-      slot.skip(i, s.message());  // the orchestrator reports it, with the path
+      log_->debug("worker {}: {}", who_.id, s.about(printable(source.file)).message());
+      slot.skip(i, s.message());  // the orchestrator reports it, naming the sample
       if (control_.on_error != OnError::kSkip) return TaskOutcome::kFailed;
     }
     return TaskOutcome::kDone;

@@ -145,11 +145,11 @@ void measure(const DatasetIndex& index, const std::vector<std::uint64_t>& files,
   for (std::size_t k = 0; k < files.size(); ++k) {
     const std::uint64_t i = files[k];
     // The sample's own index keys its crop and flip: both paths get the same boxes.
-    const Status s = pipeline.run(index.path(i), epoch, i, sample.data());
+    const Status s = pipeline.run(index.source(i), epoch, i, sample.data());
     if (s.ok()) {
       ++run.decoded;
     } else if (run.failed++ == 0) {
-      run.first_error = s.about(printable(index.path(i))).message();
+      run.first_error = s.about(printable(index.describe(i))).message();
     }
     progress.update(k + 1);
   }

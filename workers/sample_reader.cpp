@@ -1,0 +1,92 @@
+// SampleReader: whole files through regular_file's checks, slices by pread on kept fds.
+#include "workers/sample_reader.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "transport/regular_file.h"
+
+namespace forkfeed {
+namespace {
+
+// The buffer grows to the largest sample, but one outsized file (up to max_file_bytes)
+// must not stay held by every worker for the whole run: past this it is given back as
+// soon as a typical sample comes.
+constexpr std::size_t kKeptBufferBytes = std::size_t{16} << 20;
+
+Status as_bad_data(const Status& s) {
+  return s.code() == Status::Code::kInvalidArgument ? Status::BadData(s.message()) : s;
+}
+
+}  // namespace
+
+Result<FileBytes> SampleReader::read(const SampleSource& source) {
+  if (!source.sliced) {
+    if (Status s = read_file(std::string(source.file)); !s.ok()) return s;
+    return FileBytes(buffer_.data(), size_);
+  }
+  if (source.size > max_file_bytes_) {
+    return Status::BadData("the sample is " + std::to_string(source.size) + " bytes > max_file_bytes " +
+                           std::to_string(max_file_bytes_) +
+                           ": raise LoaderOptions::max_file_bytes (forkfeed-bench --max-file-bytes) or leave it "
+                           "out of the shard");
+  }
+  auto open = shard(source.file);
+  if (!open.ok()) return open.status();
+  if (Status s = read_at((*open)->fd.get(), source.offset, static_cast<std::size_t>(source.size)); !s.ok()) return s;
+  if (size_ < source.size) {
+    return Status::BadData("the shard ends before this sample's " + std::to_string(source.size) +
+                           " bytes at offset " + std::to_string(source.offset) + " (it was " +
+                           std::to_string((*open)->bytes) + " bytes when opened); was it rewritten since it was "
+                           "indexed? Re-copy it, or remove its index from the cache (FORKFEED_CACHE_DIR)");
+  }
+  return FileBytes(buffer_.data(), size_);
+}
+
+Status SampleReader::read_file(const std::string& path) {
+  // Refused before a byte is read: a FIFO named x.jpg, or a file the worker would have to
+  // hold whole that is larger than any image (on_error decides what the batch does).
+  const SizeLimit limit{max_file_bytes_, "max_file_bytes",
+                        "raise LoaderOptions::max_file_bytes (forkfeed-bench --max-file-bytes) or leave the file "
+                        "out of the dataset"};
+  Result<RegularFile> file = open_regular_file(path, "", limit);  // errors say why, callers say which file
+  if (!file.ok()) return as_bad_data(file.status());
+  return read_at(file->fd.get(), 0, static_cast<std::size_t>(file->size));
+}
+
+Result<const SampleReader::OpenShard*> SampleReader::shard(std::string_view path) {
+  ++uses_;
+  auto it = std::find_if(shards_.begin(), shards_.end(), [&](const OpenShard& s) { return s.path == path; });
+  if (it != shards_.end()) {
+    it->last_use = uses_;
+    return &*it;
+  }
+  const SizeLimit any{~std::uint64_t{0}, "the limit", ""};
+  Result<RegularFile> file = open_regular_file(std::string(path), "", any);
+  if (!file.ok()) return as_bad_data(file.status());
+  if (shards_.size() == kOpenShards) {  // close the least recently used
+    shards_.erase(std::min_element(shards_.begin(), shards_.end(),
+                                   [](const OpenShard& a, const OpenShard& b) { return a.last_use < b.last_use; }));
+  }
+  shards_.push_back(OpenShard{std::string(path), std::move(file->fd), file->size, uses_});
+  return &shards_.back();
+}
+
+Status SampleReader::read_at(int fd, std::uint64_t offset, std::size_t size) {
+  if (buffer_.size() > kKeptBufferBytes && size <= kKeptBufferBytes) std::vector<std::byte>().swap(buffer_);
+  if (buffer_.size() < size) buffer_.resize(size);
+  std::size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::pread(fd, buffer_.data() + done, size - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::FromErrno("cannot read", errno);
+    if (n == 0) break;  // the file ended (or shrank since fstat)
+    done += static_cast<std::size_t>(n);
+  }
+  size_ = done;
+  return Status::Ok();
+}
+
+}  // namespace forkfeed
