@@ -101,13 +101,17 @@ void expect_refused(const std::string& shard, const std::vector<std::string>& pa
 }
 
 // A 512-byte header made here, independently of the code under test.
-std::string raw_header(std::string_view name, std::string_view size_field, char type, bool signed_sum = false) {
+std::string raw_header(std::string_view name, std::string_view size_field, char type,
+                       bool signed_sum = false) {
   std::string h(512, '\0');
   h.replace(0, name.size(), name);
   h.replace(100, 8, "0000644", 8);
   h.replace(124, size_field.size(), size_field);
   h[156] = type;
-  h.replace(257, 8, "ustar\0" "00", 8);
+  h.replace(257, 8,
+            "ustar\0"
+            "00",
+            8);
   h.replace(148, 8, 8, ' ');
   long sum = 0;
   for (char c : h) sum += signed_sum ? static_cast<signed char>(c) : static_cast<unsigned char>(c);
@@ -147,10 +151,14 @@ TEST(TarWriter, ShardReadsBackWithExactOffsetsSizesAndBytes) {
   testing::TempDir dir;
   const std::string shard = dir.path() + "/s.tar";
   const Files files = {
-      {"n01_1.jpg", pattern(1000, 1)},   {"n01_1.cls", "7"},
-      {"empty.txt", ""},                 {"block.bin", pattern(512, 2)},
-      {std::string(100, 'h'), "100"},    {long_name(150, 'p'), pattern(3000, 3)},
-      {long_name(300, 'q'), "300"},      {std::string(101, 'n'), "no slash to split at"},
+      {"n01_1.jpg", pattern(1000, 1)},
+      {"n01_1.cls", "7"},
+      {"empty.txt", ""},
+      {"block.bin", pattern(512, 2)},
+      {std::string(100, 'h'), "100"},
+      {long_name(150, 'p'), pattern(3000, 3)},
+      {long_name(300, 'q'), "300"},
+      {std::string(101, 'n'), "no slash to split at"},
   };
   write_shard(shard, files);
   expect_members(shard, files);
@@ -167,8 +175,10 @@ TEST(TarWriter, GnuTarListsAndExtractsWhatItWrites) {
   if (tar.empty()) GTEST_SKIP() << "no GNU tar";
   testing::TempDir dir;
   const std::string shard = dir.path() + "/s.tar";
-  const Files files = {{"a.jpg", pattern(700, 4)}, {long_name(150, 'x'), pattern(5000, 5)},
-                       {long_name(300, 'y'), pattern(20, 6)}, {std::string(120, 'z'), "pax path"}};
+  const Files files = {{"a.jpg", pattern(700, 4)},
+                       {long_name(150, 'x'), pattern(5000, 5)},
+                       {long_name(300, 'y'), pattern(20, 6)},
+                       {std::string(120, 'z'), "pax path"}};
   write_shard(shard, files);
   const testing::CommandOutcome list = testing::run_command({tar, "-tf", shard}, dir.path());
   ASSERT_TRUE(list.exited && list.code == 0) << list.describe();
@@ -193,6 +203,13 @@ TEST(TarWriter, SameMembersGiveIdenticalBytes) {
   const std::string first = read_file(dir.path() + "/1.tar");
   EXPECT_FALSE(first.empty());
   EXPECT_EQ(first, read_file(dir.path() + "/2.tar"));
+  // Nothing of the moment or the user that wrote it: mtime 0, owner 0:0 without names.
+  ASSERT_GE(first.size(), 512u);
+  EXPECT_EQ(first.substr(136, 12), std::string("00000000000\0", 12));
+  EXPECT_EQ(first.substr(108, 16), std::string("0000000\0"
+                                               "0000000\0",
+                                               16));
+  EXPECT_EQ(first.substr(265, 64), std::string(64, '\0'));
 }
 
 TEST(TarWriter, UnfinishedWriterLeavesNoFileBehind) {
@@ -243,8 +260,8 @@ void expect_gnu_tar_format(const std::string& format, std::size_t longest_name) 
   Files files = {{"short.jpg", pattern(1234, 8)}, {"empty.cls", ""}, {"sub/x.jpg", pattern(512, 9)}};
   if (longest_name > 100) files.emplace_back(long_name(150, 'l'), pattern(600, 10));
   if (longest_name > 255) files.emplace_back(long_name(300, 'm'), pattern(70, 11));
-  std::vector<std::string> argv = {tar, "--format=" + format, "--no-recursion", "-cf", dir.path() + "/s.tar",
-                                   "-C", root, "sub"};
+  std::vector<std::string> argv = {
+      tar, "--format=" + format, "--no-recursion", "-cf", dir.path() + "/s.tar", "-C", root, "sub"};
   for (const auto& [name, data] : files) {
     fs::create_directories(fs::path(root + "/" + name).parent_path());
     write_file(root + "/" + name, data);
@@ -267,9 +284,10 @@ TEST(TarScan, PaxGlobalHeadersAreSkipped) {
   const std::string tar = gnu_tar();
   if (!tar.empty()) {
     write_file(dir.path() + "/a.jpg", "by gnu tar");
-    const testing::CommandOutcome made = testing::run_command(
-        {tar, "--format=pax", "--pax-option=comment=hello", "-cf", dir.path() + "/g.tar", "-C", dir.path(), "a.jpg"},
-        dir.path());
+    const testing::CommandOutcome made =
+        testing::run_command({tar, "--format=pax", "--pax-option=comment=hello", "-cf", dir.path() + "/g.tar",
+                              "-C", dir.path(), "a.jpg"},
+                             dir.path());
     ASSERT_TRUE(made.exited && made.code == 0) << made.describe();
     ASSERT_EQ(read_file(dir.path() + "/g.tar")[156], 'g');
     expect_members(dir.path() + "/g.tar", {{"a.jpg", "by gnu tar"}});
@@ -280,7 +298,8 @@ TEST(TarScan, PaxGlobalHeadersAreSkipped) {
   write_file(dir.path() + "/h.tar", raw_header("g", octal_size(global.size()), 'g') + padded(global) +
                                         raw_header("a.jpg", octal_size(3), '0') + padded("abc") +
                                         raw_header("x", octal_size(local.size()), 'x') + padded(local) +
-                                        raw_header("b.jpg", octal_size(2), '0') + padded("de") + end_blocks());
+                                        raw_header("b.jpg", octal_size(2), '0') + padded("de") +
+                                        end_blocks());
   expect_members(dir.path() + "/h.tar", {{"a.jpg", "abc"}, {"local.jpg", "de"}});
 }
 
@@ -304,7 +323,8 @@ TEST(TarScan, ReadsBase256SizesAndSignedChecksums) {
 TEST(TarScan, EndOfArchiveForms) {
   testing::TempDir dir;
   const std::string member = raw_header("a.jpg", octal_size(3), '0') + padded("abc");
-  for (const std::string& end : {std::string(), std::string(512, '\0'), end_blocks() + "ignored after the end"}) {
+  for (const std::string& end :
+       {std::string(), std::string(512, '\0'), end_blocks() + "ignored after the end"}) {
     write_file(dir.path() + "/e.tar", member + end);
     expect_members(dir.path() + "/e.tar", {{"a.jpg", "abc"}});
   }
@@ -345,10 +365,13 @@ TEST(TarScan, RefusesTruncatedShards) {
   const std::string bytes = read_file(whole);
   const std::string shard = dir.path() + "/cut.tar";
   write_file(shard, bytes.substr(0, 1536 + 100));  // in b.jpg's header
-  expect_refused(shard, {"is truncated", "a tar header needs 512 bytes at offset 1536, the file ends at 1636 (after member 'a.jpg'); re-copy the shard"});
+  expect_refused(shard, {"is truncated",
+                         "a tar header needs 512 bytes at offset 1536, the file ends at 1636 (after member "
+                         "'a.jpg'); re-copy the shard"});
   write_file(shard, bytes.substr(0, 2048 + 1000));  // in b.jpg's data
-  expect_refused(shard, {"is truncated: member 'b.jpg' needs 2000 bytes at offset 2048, the file ends at 3048",
-                         "re-copy the shard"});
+  expect_refused(shard,
+                 {"is truncated: member 'b.jpg' needs 2000 bytes at offset 2048, the file ends at 3048",
+                  "re-copy the shard"});
   write_file(shard, bytes.substr(0, 2048 + 2000));  // b.jpg's padding is missing
   expect_refused(shard, {"member 'b.jpg' needs 2048 bytes"});
 }

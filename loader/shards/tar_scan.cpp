@@ -90,10 +90,14 @@ std::optional<std::uint64_t> decimal(std::string_view text) {
 
 std::string_view extended_kind(char type) {
   switch (type) {
-    case 'L': return "GNU long name";
-    case 'K': return "GNU long link name";
-    case 'g': return "pax global header";
-    default: return "pax header";
+    case 'L':
+      return "GNU long name";
+    case 'K':
+      return "GNU long link name";
+    case 'g':
+      return "pax global header";
+    default:
+      return "pax header";
   }
 }
 
@@ -111,7 +115,8 @@ class TarScanner {
       : fd_(fd), shard_(printable(shard)), file_size_(file_size), visit_(visit) {}
 
   Status run() {
-    if (file_size_ == 0) return Status::BadData(shard_ + " is empty (0 bytes), not a tar file" + std::string(kReCopy));
+    if (file_size_ == 0)
+      return Status::BadData(shard_ + " is empty (0 bytes), not a tar file" + std::string(kReCopy));
     std::uint64_t at = 0;
     for (;;) {
       if (at == file_size_) return end_of_archive(at);  // no end blocks, as GNU tar allows
@@ -142,15 +147,17 @@ class TarScanner {
   // `placed_after_previous`: for what has no name of its own (a header), say where it is.
   Status truncated(std::string_view what, std::uint64_t bytes, std::uint64_t at, std::uint64_t ends_at,
                    bool placed_after_previous = true) const {
-    return Status::BadData(shard_ + " is truncated: " + std::string(what) + " needs " + std::to_string(bytes) +
-                           " bytes at offset " + std::to_string(at) + ", the file ends at " +
-                           std::to_string(ends_at) + (placed_after_previous ? placed() : "") + std::string(kReCopy));
+    return Status::BadData(shard_ + " is truncated: " + std::string(what) + " needs " +
+                           std::to_string(bytes) + " bytes at offset " + std::to_string(at) +
+                           ", the file ends at " + std::to_string(ends_at) +
+                           (placed_after_previous ? placed() : "") + std::string(kReCopy));
   }
 
   Status read_exact(std::uint64_t at, void* buffer, std::size_t bytes, std::string_view what) const {
     std::size_t done = 0;
     while (done < bytes) {
-      const ssize_t n = ::pread(fd_, static_cast<char*>(buffer) + done, bytes - done, static_cast<off_t>(at + done));
+      const ssize_t n =
+          ::pread(fd_, static_cast<char*>(buffer) + done, bytes - done, static_cast<off_t>(at + done));
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) return Status::FromErrno("cannot read tar shard " + shard_, errno);
       if (n == 0) return truncated(what, bytes, at, std::min(file_size_, at + done));  // it shrank
@@ -186,11 +193,12 @@ class TarScanner {
     std::string name = header_name(block);
     const std::optional<std::uint64_t> stored_size = number_of(block, tar::kSize);
     if (!stored_size) {
-      return Status::BadData(shard_ + ": the tar header of " + quoted(name) + " at offset " + std::to_string(at) +
-                             " has a size field that is not an octal number (" +
-                             quoted(std::string_view(reinterpret_cast<const char*>(block.data()) + tar::kSize.at,
-                                                     tar::kSize.size)) +
-                             ")" + std::string(kReCopy));
+      return Status::BadData(
+          shard_ + ": the tar header of " + quoted(name) + " at offset " + std::to_string(at) +
+          " has a size field that is not an octal number (" +
+          quoted(std::string_view(reinterpret_cast<const char*>(block.data()) + tar::kSize.at,
+                                  tar::kSize.size)) +
+          ")" + std::string(kReCopy));
     }
     std::uint64_t size = *stored_size;
     if (!extended) {
@@ -228,17 +236,17 @@ class TarScanner {
     return next;
   }
 
-  Result<std::string> read_extended(std::uint64_t header_at, std::uint64_t data_at, std::uint64_t size, char type) const {
+  Result<std::string> read_extended(std::uint64_t header_at, std::uint64_t data_at, std::uint64_t size,
+                                    char type) const {
     const std::string_view kind = extended_kind(type);
     if (size > kMaxExtendedBytes) {
-      return Status::BadData(shard_ + ": the " + std::string(kind) + " at offset " + std::to_string(header_at) +
-                             " is " + std::to_string(size) + " bytes, over the " +
-                             std::to_string(kMaxExtendedBytes) + " this reader accepts; the header is corrupt" +
-                             std::string(kReCopy));
+      return Status::BadData(shard_ + ": the " + std::string(kind) + " at offset " +
+                             std::to_string(header_at) + " is " + std::to_string(size) + " bytes, over the " +
+                             std::to_string(kMaxExtendedBytes) +
+                             " this reader accepts; the header is corrupt" + std::string(kReCopy));
     }
     std::string data(static_cast<std::size_t>(size), '\0');
-    if (Status s = read_exact(data_at, data.data(), data.size(), "the " + std::string(kind));
-        !s.ok()) {
+    if (Status s = read_exact(data_at, data.data(), data.size(), "the " + std::string(kind)); !s.ok()) {
       return s;
     }
     return data;
@@ -301,8 +309,8 @@ Status scan_tar(int fd, std::string_view shard, std::uint64_t file_size,
 }
 
 Result<std::vector<TarMember>> scan_tar_file(const std::string& path) {
-  Result<RegularFile> file =
-      open_regular_file(path, "tar shard", SizeLimit{std::numeric_limits<std::uint64_t>::max(), "the limit", ""});
+  Result<RegularFile> file = open_regular_file(
+      path, "tar shard", SizeLimit{std::numeric_limits<std::uint64_t>::max(), "the limit", ""});
   if (!file.ok()) return file.status();
   std::vector<TarMember> members;
   Status s = scan_tar(file->fd.get(), path, file->size, [&](TarMember&& m) {

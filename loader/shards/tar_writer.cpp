@@ -36,7 +36,8 @@ void put_text(Header& h, tar::Field field, std::string_view text) {
 
 // `value` in size-1 octal digits and a NUL. REQUIRES: it fits.
 void put_octal(Header& h, tar::Field field, std::uint64_t value) {
-  for (std::size_t i = field.size - 1; i-- > 0; value >>= 3) h[field.at + i] = static_cast<char>('0' + (value & 7));
+  for (std::size_t i = field.size - 1; i-- > 0; value >>= 3)
+    h[field.at + i] = static_cast<char>('0' + (value & 7));
   h[field.at + field.size - 1] = '\0';
 }
 
@@ -50,12 +51,15 @@ Header ustar_header(std::string_view name, std::string_view prefix, std::uint64_
   put_octal(h, tar::kSize, size);
   put_octal(h, tar::kMtime, 0);
   h[tar::kTypeflag.at] = type;
-  std::memcpy(h.data() + tar::kMagic.at, "ustar\0" "00", tar::kMagic.size + tar::kVersion.size);
+  std::memcpy(h.data() + tar::kMagic.at,
+              "ustar\0"
+              "00",
+              tar::kMagic.size + tar::kVersion.size);
   put_octal(h, tar::kDevMajor, 0);
   put_octal(h, tar::kDevMinor, 0);
   put_text(h, tar::kPrefix, prefix);
-  const tar::Checksums sums =
-      tar::header_checksums(std::span<const unsigned char, tar::kBlock>(reinterpret_cast<unsigned char*>(h.data()), tar::kBlock));
+  const tar::Checksums sums = tar::header_checksums(
+      std::span<const unsigned char, tar::kBlock>(reinterpret_cast<unsigned char*>(h.data()), tar::kBlock));
   put_octal(h, tar::Field{tar::kChecksum.at, 7}, static_cast<std::uint64_t>(sums.as_unsigned));
   h[tar::kChecksum.at + 7] = ' ';  // "%06o\0 ", as GNU tar writes it
   return h;
@@ -92,7 +96,8 @@ Result<TarWriter> TarWriter::create(const std::string& path) {
   // regular file, not a link or a FIFO put in its place.
   ::unlink(tmp.c_str());
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-  if (!fd.valid()) return Status::FromErrno("cannot create " + std::string(kWhat) + " " + printable(tmp), errno);
+  if (!fd.valid())
+    return Status::FromErrno("cannot create " + std::string(kWhat) + " " + printable(tmp), errno);
   return TarWriter(path, std::move(fd));
 }
 
@@ -131,7 +136,8 @@ Status TarWriter::write_all(std::span<const std::string_view> pieces) {
     const ssize_t n = ::writev(fd_.get(), iov.data() + first, static_cast<int>(iov.size() - first));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      failed_ = Status::FromErrno("cannot write " + std::string(kWhat) + " " + printable(path_ + ".tmp"), errno);
+      failed_ =
+          Status::FromErrno("cannot write " + std::string(kWhat) + " " + printable(path_ + ".tmp"), errno);
       abandon();
       return failed_;
     }
@@ -154,8 +160,9 @@ Status TarWriter::add(std::string_view name, std::span<const std::byte> data) {
                                    printable(path_) + ": it is finished");
   }
   if (name.empty() || name.find('\0') != std::string_view::npos || name.back() == '/') {
-    return Status::InvalidArgument("cannot add " + std::string(kWhat) + " member '" + printable(name) + "' to " +
-                                   printable(path_) + ": a member name must be non-empty, hold no NUL and not end in '/'");
+    return Status::InvalidArgument("cannot add " + std::string(kWhat) + " member '" + printable(name) +
+                                   "' to " + printable(path_) +
+                                   ": a member name must be non-empty, hold no NUL and not end in '/'");
   }
   std::string_view stored_name = name, prefix;
   std::string records;
@@ -186,7 +193,8 @@ Status TarWriter::add(std::string_view name, std::span<const std::byte> data) {
 
 Status TarWriter::finish() {
   if (!failed_.ok()) return failed_;
-  if (!fd_.valid()) return Status::InvalidArgument(std::string(kWhat) + " " + printable(path_) + " is finished already");
+  if (!fd_.valid())
+    return Status::InvalidArgument(std::string(kWhat) + " " + printable(path_) + " is finished already");
   const std::uint64_t end = written_ + 2 * tar::kBlock;
   const std::size_t record_padding = static_cast<std::size_t>((kRecord - end % kRecord) % kRecord);
   const std::array<std::string_view, 2> tail = {zeros(2 * tar::kBlock), zeros(record_padding)};
