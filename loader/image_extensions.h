@@ -11,7 +11,8 @@ namespace forkfeed {
 
 inline constexpr std::array<std::string_view, 9> kImageExtensions = {".jpg", ".jpeg", ".png",  ".ppm", ".bmp",
                                                                      ".pgm", ".tif",  ".tiff", ".webp"};
-inline constexpr std::string_view kImageExtensionList = ".jpg, .jpeg, .png, .ppm, .bmp, .pgm, .tif, .tiff, .webp";
+inline constexpr std::string_view kImageExtensionList =
+    ".jpg, .jpeg, .png, .ppm, .bmp, .pgm, .tif, .tiff, .webp";
 
 // True iff the lower-cased `name` ends with one of kImageExtensions (so "._x.jpg" from
 // macOS counts, as it does in torchvision).

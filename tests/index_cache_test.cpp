@@ -1,8 +1,8 @@
 // IndexCache: a stored scan loads back for the same shard, grouped the same way; a
 // changed shard (size, mtime), another rule, or a damaged file is a miss, never an error;
 // a folder that cannot be written makes store say why.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,7 +19,9 @@
 namespace forkfeed {
 namespace {
 
-void write_file(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
@@ -146,7 +148,8 @@ TEST_F(IndexCacheTest, AnotherRuleOrLimitIsAnotherEntry) {
   EXPECT_FALSE(cache_.load(limit, 0).has_value());
   EXPECT_TRUE(cache_.load(json, 0).has_value());
   // The name is stable across runs: a fixed FNV-1a, not std::hash.
-  EXPECT_EQ(IndexCache("/c").file_for(CachedShard{"/data/a.tar", {}, LabelRule{}, 256}), "/c/dff026d9939e4bc9.idx");
+  EXPECT_EQ(IndexCache("/c").file_for(CachedShard{"/data/a.tar", {}, LabelRule{}, 256}),
+            "/c/dff026d9939e4bc9.idx");
 }
 
 TEST_F(IndexCacheTest, ADamagedFileIsAMiss) {
@@ -154,13 +157,15 @@ TEST_F(IndexCacheTest, ADamagedFileIsAMiss) {
   const std::string file = cache_.file_for(shard_);
   const std::string good = read_file(file);
   ASSERT_GT(good.size(), 80u + 3 * 24);
-  for (std::size_t at : {std::size_t{0}, std::size_t{12}, std::size_t{90}, good.size() - 30, good.size() - 1}) {
+  for (std::size_t at :
+       {std::size_t{0}, std::size_t{12}, std::size_t{90}, good.size() - 30, good.size() - 1}) {
     std::string bad = good;
     bad[at] = static_cast<char>(bad[at] ^ 0x40);
     write_file(file, bad);
     EXPECT_FALSE(cache_.load(shard_, 0).has_value()) << "byte " << at << " flipped";
   }
-  for (std::size_t size : {std::size_t{0}, std::size_t{79}, std::size_t{80}, good.size() - 24, good.size() - 1}) {
+  for (std::size_t size :
+       {std::size_t{0}, std::size_t{79}, std::size_t{80}, good.size() - 24, good.size() - 1}) {
     write_file(file, good.substr(0, size));
     EXPECT_FALSE(cache_.load(shard_, 0).has_value()) << "cut to " << size;
   }

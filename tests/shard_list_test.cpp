@@ -33,7 +33,8 @@ std::string make_shards(const std::string& dir, int count) {
 ::testing::AssertionResult fails_with(const Result<Paths>& r, Status::Code code, const std::string& part) {
   if (r.ok()) return ::testing::AssertionFailure() << "listed " << r->size() << " shards";
   if (r.status().code() != code) {
-    return ::testing::AssertionFailure() << "code " << Status::CodeName(r.status().code()) << ": " << r.status().message();
+    return ::testing::AssertionFailure()
+           << "code " << Status::CodeName(r.status().code()) << ": " << r.status().message();
   }
   if (r.status().message().find(part) == std::string::npos) {
     return ::testing::AssertionFailure() << "message lacks \"" << part << "\": " << r.status().message();
@@ -53,7 +54,8 @@ TEST(ShardListTest, RangeKeepsItsZeroPadding) {
 
 TEST(ShardListTest, UnpaddedRangeAndListAndProduct) {
   testing::TempDir tmp;
-  for (const char* name : {"a-0.tar", "a-9.tar", "a-10.tar", "b-0.tar", "b-9.tar", "b-10.tar"}) touch(tmp.path() + "/" + name);
+  for (const char* name : {"a-0.tar", "a-9.tar", "a-10.tar", "b-0.tar", "b-9.tar", "b-10.tar"})
+    touch(tmp.path() + "/" + name);
   Result<Paths> r = list_shards(tmp.path() + "/{a,b}-{9..10}.tar");
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(*r, (Paths{tmp.path() + "/a-9.tar", tmp.path() + "/a-10.tar", tmp.path() + "/b-9.tar",
@@ -77,16 +79,25 @@ TEST(ShardListTest, BadPatternsAreRefusedWithTheReason) {
   EXPECT_TRUE(fails_with(list_shards(d + "/train-{000002..000000}.tar"), Status::Code::kInvalidArgument,
                          "ends before it starts"));
   EXPECT_TRUE(fails_with(list_shards(d + "/train-{}.tar"), Status::Code::kInvalidArgument, "empty group"));
-  EXPECT_TRUE(fails_with(list_shards(d + "/train-{a..c}.tar"), Status::Code::kInvalidArgument, "two decimal numbers"));
-  EXPECT_TRUE(fails_with(list_shards(d + "/train-{000000..}.tar"), Status::Code::kInvalidArgument, "two decimal numbers"));
-  EXPECT_TRUE(fails_with(list_shards(d + "/train-{0000{0,1}..2}.tar"), Status::Code::kInvalidArgument, "nested"));
-  EXPECT_TRUE(fails_with(list_shards(d + "/train-{000000.tar"), Status::Code::kInvalidArgument, "without a '}'"));
-  EXPECT_TRUE(fails_with(list_shards(d + "/train-}000000.tar"), Status::Code::kInvalidArgument, "without a '{'"));
-  EXPECT_TRUE(fails_with(list_shards(d + "/train-{000000}.tar"), Status::Code::kInvalidArgument, "neither a range"));
-  EXPECT_TRUE(fails_with(list_shards(d + "/x-{0..99999999}.tar"), Status::Code::kInvalidArgument, "more than"));
-  EXPECT_TRUE(fails_with(list_shards(d + "/x-{0..9999}-{0..9999}.tar"), Status::Code::kInvalidArgument, "more than"));
+  EXPECT_TRUE(fails_with(list_shards(d + "/train-{a..c}.tar"), Status::Code::kInvalidArgument,
+                         "two decimal numbers"));
+  EXPECT_TRUE(fails_with(list_shards(d + "/train-{000000..}.tar"), Status::Code::kInvalidArgument,
+                         "two decimal numbers"));
+  EXPECT_TRUE(
+      fails_with(list_shards(d + "/train-{0000{0,1}..2}.tar"), Status::Code::kInvalidArgument, "nested"));
+  EXPECT_TRUE(
+      fails_with(list_shards(d + "/train-{000000.tar"), Status::Code::kInvalidArgument, "without a '}'"));
+  EXPECT_TRUE(
+      fails_with(list_shards(d + "/train-}000000.tar"), Status::Code::kInvalidArgument, "without a '{'"));
+  EXPECT_TRUE(
+      fails_with(list_shards(d + "/train-{000000}.tar"), Status::Code::kInvalidArgument, "neither a range"));
+  EXPECT_TRUE(
+      fails_with(list_shards(d + "/x-{0..99999999}.tar"), Status::Code::kInvalidArgument, "more than"));
+  EXPECT_TRUE(
+      fails_with(list_shards(d + "/x-{0..9999}-{0..9999}.tar"), Status::Code::kInvalidArgument, "more than"));
   // Every message names the spec.
-  EXPECT_TRUE(fails_with(list_shards(d + "/train-{2..0}.tar"), Status::Code::kInvalidArgument, d + "/train-{2..0}.tar"));
+  EXPECT_TRUE(fails_with(list_shards(d + "/train-{2..0}.tar"), Status::Code::kInvalidArgument,
+                         d + "/train-{2..0}.tar"));
 }
 
 TEST(ShardListTest, AMissingShardIsNamedByItsPosition) {
@@ -96,7 +107,8 @@ TEST(ShardListTest, AMissingShardIsNamedByItsPosition) {
   EXPECT_TRUE(fails_with(list_shards(tmp.path() + "/train-{000000..000004}.tar"), Status::Code::kNotFound,
                          "shard 3 of 5, " + tmp.path() + "/train-000003.tar: No such file or directory"));
   ASSERT_EQ(::mkdir((tmp.path() + "/train-000003.tar").c_str(), 0755), 0);
-  EXPECT_TRUE(fails_with(list_shards(tmp.path() + "/train-{000000..000004}.tar"), Status::Code::kInvalidArgument,
+  EXPECT_TRUE(fails_with(list_shards(tmp.path() + "/train-{000000..000004}.tar"),
+                         Status::Code::kInvalidArgument,
                          "shard 3 of 5, " + tmp.path() + "/train-000003.tar: not a regular file"));
 }
 
@@ -112,7 +124,8 @@ TEST(ShardListTest, DuplicatesAreRefusedAfterNormalising) {
 
 TEST(ShardListTest, DirectoryListsItsTarFilesSortedBytewise) {
   testing::TempDir tmp;
-  for (const char* name : {"b.tar", "B.tar", "a-1.tar", "a.tar", ".hidden.tar", "notes.txt", "x.tar.gz", ".tar"}) {
+  for (const char* name :
+       {"b.tar", "B.tar", "a-1.tar", "a.tar", ".hidden.tar", "notes.txt", "x.tar.gz", ".tar"}) {
     touch(tmp.path() + "/" + name);
   }
   ASSERT_EQ(::mkdir((tmp.path() + "/dir.tar").c_str(), 0755), 0);  // a folder is no shard
@@ -125,7 +138,8 @@ TEST(ShardListTest, DirectoryListsItsTarFilesSortedBytewise) {
 TEST(ShardListTest, DirectoryWithoutTarFilesIsRefused) {
   testing::TempDir tmp;
   touch(tmp.path() + "/readme.txt");
-  EXPECT_TRUE(fails_with(list_shards(tmp.path()), Status::Code::kNotFound, tmp.path() + " holds no .tar files"));
+  EXPECT_TRUE(
+      fails_with(list_shards(tmp.path()), Status::Code::kNotFound, tmp.path() + " holds no .tar files"));
 }
 
 TEST(ShardListTest, ListFileTakesRelativePathsFromItsFolder) {
@@ -150,13 +164,17 @@ TEST(ShardListTest, ListFileTakesRelativePathsFromItsFolder) {
 TEST(ShardListTest, ListFileProblems) {
   testing::TempDir tmp;
   touch(tmp.path() + "/empty.txt", "# nothing\n\n");
-  EXPECT_TRUE(fails_with(list_shards(tmp.path() + "/empty.txt"), Status::Code::kInvalidArgument, "names no shards"));
+  EXPECT_TRUE(
+      fails_with(list_shards(tmp.path() + "/empty.txt"), Status::Code::kInvalidArgument, "names no shards"));
   touch(tmp.path() + "/missing.txt", "gone.tar\n");
   EXPECT_TRUE(fails_with(list_shards(tmp.path() + "/missing.txt"), Status::Code::kNotFound,
-                         "shard 0 of 1, " + tmp.path() + "/gone.tar: No such file or directory (from the shard spec " +
-                             tmp.path() + "/missing.txt)"));
-  ASSERT_EQ(::mkfifo((tmp.path() + "/fifo").c_str(), 0644), 0);  // read_regular_file refuses it, without blocking
-  EXPECT_TRUE(fails_with(list_shards(tmp.path() + "/fifo"), Status::Code::kInvalidArgument, "not a regular file"));
+                         "shard 0 of 1, " + tmp.path() +
+                             "/gone.tar: No such file or directory (from the shard spec " + tmp.path() +
+                             "/missing.txt)"));
+  ASSERT_EQ(::mkfifo((tmp.path() + "/fifo").c_str(), 0644),
+            0);  // read_regular_file refuses it, without blocking
+  EXPECT_TRUE(
+      fails_with(list_shards(tmp.path() + "/fifo"), Status::Code::kInvalidArgument, "not a regular file"));
 }
 
 TEST(ShardListTest, RelativeSpecsAndAMissingSpec) {

@@ -26,7 +26,8 @@ class FakeShard {
     return *this;
   }
   // An image plus a .cls member holding `label`.
-  FakeShard& cls_sample(const std::string& key, const std::string& label, const std::string& image_ext = "jpg") {
+  FakeShard& cls_sample(const std::string& key, const std::string& label,
+                        const std::string& image_ext = "jpg") {
     return add(key + "." + image_ext).add(key + ".cls", 0, label);
   }
   const std::vector<TarMember>& members() const { return members_; }
@@ -38,7 +39,8 @@ class FakeShard {
     return 0;
   }
 
-  Result<ShardScan> group(const LabelRule& rule, OnError on_error = OnError::kFail, std::uint64_t max_file = kMaxFile) {
+  Result<ShardScan> group(const LabelRule& rule, OnError on_error = OnError::kFail,
+                          std::uint64_t max_file = kMaxFile) {
     ReadMember read = [this](const TarMember& m) -> Result<std::string> {
       ++reads;
       const auto it = bytes_.find(m.offset);
@@ -66,8 +68,9 @@ std::vector<std::int64_t> labels(const ShardScan& scan) {
 
 // Fails unless grouping fails with BadData naming the shard, `key` and `problem`, and,
 // with on_error=skip, leaves out exactly that one sample, keeping the reason.
-void expect_bad_sample(FakeShard& shard, const LabelRule& rule, const std::string& key, const std::string& problem,
-                       std::size_t good_samples, std::uint64_t max_file = kMaxFile) {
+void expect_bad_sample(FakeShard& shard, const LabelRule& rule, const std::string& key,
+                       const std::string& problem, std::size_t good_samples,
+                       std::uint64_t max_file = kMaxFile) {
   Result<ShardScan> failed = shard.group(rule, OnError::kFail, max_file);
   ASSERT_FALSE(failed.ok()) << "grouped " << failed->samples.size() << " samples";
   EXPECT_EQ(failed.status().code(), Status::Code::kBadData);
@@ -131,7 +134,9 @@ TEST(ShardSamplesTest, ClsLabelsMustBeDecimalIntegers) {
   for (const char* text : {"1.5", "0x10", "7 8", "", "  ", "+3", "99999999999999999999", "abc"}) {
     SCOPED_TRACE(text);
     FakeShard shard;
-    shard.cls_sample("good", "0").add("bad.jpg").add("bad.cls", 0, text[0] == '\0' ? std::string(1, '\0') : text);
+    shard.cls_sample("good", "0")
+        .add("bad.jpg")
+        .add("bad.cls", 0, text[0] == '\0' ? std::string(1, '\0') : text);
     expect_bad_sample(shard, kCls, "bad", "label member bad.cls is not a decimal integer", 1);
   }
 }
@@ -217,8 +222,9 @@ TEST(ShardSamplesTest, SampleProblems) {
   {
     FakeShard s;  // a ShardSample's size is 32 bits, whatever max_file_bytes says
     s.cls_sample("ok", "1").add("huge.jpg", std::uint64_t{1} << 32).add("huge.cls", 0, "1");
-    expect_bad_sample(s, kCls, "huge", "image huge.jpg is 4294967296 bytes > the most a shard sample can hold 4294967295",
-                      1, std::uint64_t{1} << 40);
+    expect_bad_sample(s, kCls, "huge",
+                      "image huge.jpg is 4294967296 bytes > the most a shard sample can hold 4294967295", 1,
+                      std::uint64_t{1} << 40);
   }
   {
     FakeShard s;
@@ -230,13 +236,15 @@ TEST(ShardSamplesTest, SampleProblems) {
 
 TEST(ShardSamplesTest, SkipCountsEveryBadSampleAndKeepsTheFirstReasons) {
   FakeShard shard;
-  for (int i = 0; i < 20; ++i) shard.add("bad" + std::to_string(i) + ".txt").cls_sample("ok" + std::to_string(i), "5");
+  for (int i = 0; i < 20; ++i)
+    shard.add("bad" + std::to_string(i) + ".txt").cls_sample("ok" + std::to_string(i), "5");
   Result<ShardScan> scan = shard.group(kCls, OnError::kSkip);
   ASSERT_TRUE(scan.ok()) << scan.status().message();
   EXPECT_EQ(scan->samples.size(), 20u);
   EXPECT_EQ(scan->skipped, 20u);
   ASSERT_EQ(scan->skip_reasons.size(), kMaxSkipReasons);
-  EXPECT_NE(scan->skip_reasons[7].find("sample bad7: no image member"), std::string::npos) << scan->skip_reasons[7];
+  EXPECT_NE(scan->skip_reasons[7].find("sample bad7: no image member"), std::string::npos)
+      << scan->skip_reasons[7];
 }
 
 TEST(ShardSamplesTest, AFailedReadFailsTheShardEvenWithSkip) {

@@ -88,7 +88,9 @@ class StringReader {
     rest_.remove_prefix(4 + std::size_t{n});
     return true;
   }
-  bool only_padding_left() const { return rest_.size() < 8 && rest_.find_first_not_of('\0') == std::string_view::npos; }
+  bool only_padding_left() const {
+    return rest_.size() < 8 && rest_.find_first_not_of('\0') == std::string_view::npos;
+  }
 
  private:
   std::string_view rest_;
@@ -127,7 +129,8 @@ Status make_dirs(const std::string& dir) {
 
 Result<ShardStamp> stamp_shard(const std::string& shard_path) {
   struct stat st {};
-  if (::stat(shard_path.c_str(), &st) != 0) return Status::FromErrno("cannot stat shard " + printable(shard_path), errno);
+  if (::stat(shard_path.c_str(), &st) != 0)
+    return Status::FromErrno("cannot stat shard " + printable(shard_path), errno);
   return stamp_of(st);
 }
 
@@ -159,7 +162,8 @@ std::string IndexCache::file_for(const CachedShard& shard) const {
 
 std::optional<ShardScan> IndexCache::load(const CachedShard& shard, std::uint32_t position) const {
   if (dir_.empty()) return std::nullopt;
-  Result<std::string> file = read_regular_file(file_for(shard), "", SizeLimit{kMaxCacheBytes, "the limit", ""});
+  Result<std::string> file =
+      read_regular_file(file_for(shard), "", SizeLimit{kMaxCacheBytes, "the limit", ""});
   if (!file.ok() || file->size() < sizeof(FileHeader)) return std::nullopt;
   const std::string_view bytes = *file;
   FileHeader h{};
@@ -170,7 +174,8 @@ std::optional<ShardScan> IndexCache::load(const CachedShard& shard, std::uint32_
     return std::nullopt;
   }
   const std::uint64_t payload = bytes.size() - sizeof(FileHeader);
-  if (h.strings_bytes % 8 != 0 || h.strings_bytes > payload || h.sample_count > payload / sizeof(ShardSample) ||
+  if (h.strings_bytes % 8 != 0 || h.strings_bytes > payload ||
+      h.sample_count > payload / sizeof(ShardSample) ||
       h.strings_bytes + h.sample_count * sizeof(ShardSample) != payload ||
       checksum(bytes.substr(sizeof(FileHeader))) != h.checksum) {
     return std::nullopt;
@@ -180,7 +185,8 @@ std::optional<ShardScan> IndexCache::load(const CachedShard& shard, std::uint32_
 
   StringReader strings(bytes.substr(sizeof(FileHeader), h.strings_bytes));
   std::string path, json_field;
-  if (!strings.next(path) || path != shard.path || !strings.next(json_field) || json_field != shard.rule.json_field) {
+  if (!strings.next(path) || path != shard.path || !strings.next(json_field) ||
+      json_field != shard.rule.json_field) {
     return std::nullopt;  // another shard or field whose file name hashed the same
   }
   ShardScan scan;
@@ -202,7 +208,8 @@ std::optional<ShardScan> IndexCache::load(const CachedShard& shard, std::uint32_
               h.sample_count * sizeof(ShardSample));
   for (ShardSample& s : scan.samples) {
     // assign_class_labels indexes class_names by these labels.
-    if (class_folder && (s.label < 0 || static_cast<std::uint64_t>(s.label) >= h.class_count)) return std::nullopt;
+    if (class_folder && (s.label < 0 || static_cast<std::uint64_t>(s.label) >= h.class_count))
+      return std::nullopt;
     s.shard = position;
   }
   return scan;
@@ -210,7 +217,8 @@ std::optional<ShardScan> IndexCache::load(const CachedShard& shard, std::uint32_
 
 Status IndexCache::store(const CachedShard& shard, const ShardScan& scan) const {
   if (dir_.empty()) {
-    return Status::NotFound("no folder for the shard index cache: set FORKFEED_CACHE_DIR, XDG_CACHE_HOME or HOME");
+    return Status::NotFound(
+        "no folder for the shard index cache: set FORKFEED_CACHE_DIR, XDG_CACHE_HOME or HOME");
   }
   std::string out(sizeof(FileHeader), '\0');
   put_string(out, shard.path);

@@ -40,19 +40,22 @@ Result<std::vector<std::string>> expand_group(const std::string& spec, std::stri
     };
     std::uint64_t a = 0, b = 0;
     if (!number(first, a) || !number(last, b)) {
-      return bad_pattern(spec, "range {" + printable(body) +
-                                   "} is not two decimal numbers: write it like {000000..000146}");
+      return bad_pattern(
+          spec, "range {" + printable(body) + "} is not two decimal numbers: write it like {000000..000146}");
     }
     if (b < a) {
-      return bad_pattern(spec, "range {" + printable(body) + "} ends before it starts: write the lower number first");
+      return bad_pattern(
+          spec, "range {" + printable(body) + "} ends before it starts: write the lower number first");
     }
     if (b - a >= kMaxShards) {
-      return bad_pattern(spec, "range {" + printable(body) + "} names more than " + std::to_string(kMaxShards) + " shards");
+      return bad_pattern(
+          spec, "range {" + printable(body) + "} names more than " + std::to_string(kMaxShards) + " shards");
     }
     // bash and braceexpand: a bound written with a leading zero pads every number to the
     // wider bound ({000..146}: 000, 001, ..., 146; {0..10}: 0, 1, ..., 10).
     auto zero_padded = [](std::string_view t) { return t.size() > 1 && t.front() == '0'; };
-    const std::size_t width = zero_padded(first) || zero_padded(last) ? std::max(first.size(), last.size()) : 0;
+    const std::size_t width =
+        zero_padded(first) || zero_padded(last) ? std::max(first.size(), last.size()) : 0;
     std::vector<std::string> out;
     out.reserve(b - a + 1);
     for (std::uint64_t i = a;; ++i) {
@@ -70,7 +73,8 @@ Result<std::vector<std::string>> expand_group(const std::string& spec, std::stri
   std::size_t begin = 0;
   for (;;) {
     const std::size_t comma = body.find(',', begin);
-    out.emplace_back(body.substr(begin, comma == std::string_view::npos ? std::string_view::npos : comma - begin));
+    out.emplace_back(
+        body.substr(begin, comma == std::string_view::npos ? std::string_view::npos : comma - begin));
     if (comma == std::string_view::npos) break;
     begin = comma + 1;
   }
@@ -83,14 +87,17 @@ Result<std::vector<std::string>> expand_pattern(const std::string& spec) {
   std::size_t pos = 0;
   while (pos < spec.size()) {
     const std::size_t open = spec.find_first_of("{}", pos);
-    const std::string_view literal = std::string_view(spec).substr(pos, open == std::string::npos ? std::string::npos : open - pos);
+    const std::string_view literal =
+        std::string_view(spec).substr(pos, open == std::string::npos ? std::string::npos : open - pos);
     for (std::string& p : paths) p += literal;
     if (open == std::string::npos) break;
     if (spec[open] == '}') return bad_pattern(spec, "'}' without a '{' before it");
     const std::size_t close = spec.find_first_of("{}", open + 1);
     if (close == std::string::npos) return bad_pattern(spec, "'{' without a '}' after it");
-    if (spec[close] == '{') return bad_pattern(spec, "nested braces are not supported: write one level of {...} groups");
-    Result<std::vector<std::string>> alternatives = expand_group(spec, std::string_view(spec).substr(open + 1, close - open - 1));
+    if (spec[close] == '{')
+      return bad_pattern(spec, "nested braces are not supported: write one level of {...} groups");
+    Result<std::vector<std::string>> alternatives =
+        expand_group(spec, std::string_view(spec).substr(open + 1, close - open - 1));
     if (!alternatives.ok()) return alternatives.status();
     if (paths.size() * alternatives->size() > kMaxShards) {
       return bad_pattern(spec, "it names more than " + std::to_string(kMaxShards) + " shards");
@@ -116,7 +123,8 @@ Result<std::vector<std::string>> list_directory(const std::string& spec, const s
   Result<DirStream> stream = DirStream::open(dir);
   if (!stream.ok()) return stream.status();
   Status listed = stream->for_each(dir, [&](std::string_view name, bool is_dir) {
-    if (!is_dir && !name.starts_with('.') && name.size() > 4 && name.ends_with(".tar")) names.emplace_back(name);
+    if (!is_dir && !name.starts_with('.') && name.size() > 4 && name.ends_with(".tar"))
+      names.emplace_back(name);
   });
   if (!listed.ok()) return listed;
   if (names.empty()) {
@@ -130,8 +138,8 @@ Result<std::vector<std::string>> list_directory(const std::string& spec, const s
 }
 
 Result<std::vector<std::string>> read_list_file(const std::string& spec, const std::string& file) {
-  Result<std::string> text =
-      read_regular_file(file, "shard list", SizeLimit{64ull << 20, "the limit", "split it into smaller datasets"});
+  Result<std::string> text = read_regular_file(
+      file, "shard list", SizeLimit{64ull << 20, "the limit", "split it into smaller datasets"});
   if (!text.ok()) return text.status();
   const std::string folder = parent_of(file);
   std::vector<std::string> paths;
@@ -148,8 +156,9 @@ Result<std::vector<std::string>> read_list_file(const std::string& spec, const s
     paths.push_back(line.starts_with('/') ? std::string(line) : folder + "/" + std::string(line));
   }
   if (paths.empty()) {
-    return Status::InvalidArgument("shard list " + printable(spec) +
-                                   " names no shards; write one shard path per line ('#' starts a comment line)");
+    return Status::InvalidArgument(
+        "shard list " + printable(spec) +
+        " names no shards; write one shard path per line ('#' starts a comment line)");
   }
   return paths;
 }
@@ -173,8 +182,8 @@ Status check_shards(const std::string& spec, std::vector<std::string>& paths) {
     }
     const auto [it, inserted] = seen.emplace(paths[i], i);
     if (!inserted) {
-      return Status::InvalidArgument("shards " + std::to_string(it->second) + " and " + std::to_string(i) + " of " +
-                                     total + " are the same file " + printable(paths[i]) + origin +
+      return Status::InvalidArgument("shards " + std::to_string(it->second) + " and " + std::to_string(i) +
+                                     " of " + total + " are the same file " + printable(paths[i]) + origin +
                                      "; list each shard once");
     }
   }

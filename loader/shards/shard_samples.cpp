@@ -35,8 +35,9 @@ std::string excerpt(std::string_view bytes) {
 Result<std::int64_t> parse_cls(std::string_view text) {
   constexpr std::string_view kSpace = " \t\n\r\f\v";
   const std::size_t first = text.find_first_not_of(kSpace);
-  const std::string_view digits =
-      first == std::string_view::npos ? std::string_view() : text.substr(first, text.find_last_not_of(kSpace) - first + 1);
+  const std::string_view digits = first == std::string_view::npos
+                                      ? std::string_view()
+                                      : text.substr(first, text.find_last_not_of(kSpace) - first + 1);
   std::int64_t value = 0;
   const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
   if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size()) {
@@ -47,14 +48,17 @@ Result<std::int64_t> parse_cls(std::string_view text) {
 
 Result<std::int64_t> parse_json_label(std::string_view text, const std::string& field) {
   const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) return Status::BadData("is not a JSON object: " + excerpt(text));
+  if (doc.is_discarded() || !doc.is_object())
+    return Status::BadData("is not a JSON object: " + excerpt(text));
   const auto it = doc.find(field);
   if (it == doc.end()) return Status::BadData("has no field \"" + printable(field) + "\"");
-  const bool fits = it->is_number_integer() &&
-                    (!it->is_number_unsigned() ||
-                     it->get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()));
+  const bool fits =
+      it->is_number_integer() &&
+      (!it->is_number_unsigned() ||
+       it->get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()));
   if (!fits) {
-    return Status::BadData("field \"" + printable(field) + "\" is not a 64-bit integer: " + excerpt(it->dump()));
+    return Status::BadData("field \"" + printable(field) +
+                           "\" is not a 64-bit integer: " + excerpt(it->dump()));
   }
   return it->get<std::int64_t>();
 }
@@ -62,11 +66,16 @@ Result<std::int64_t> parse_json_label(std::string_view text, const std::string& 
 // Groups one shard; one instance per call.
 class ShardGrouping {
  public:
-  ShardGrouping(std::uint32_t shard, std::string_view shard_path, const LabelRule& rule, const ReadMember& read_member,
-                OnError on_error, std::uint64_t max_file_bytes)
-      : shard_(shard), shard_path_(shard_path), rule_(rule), read_member_(read_member), on_error_(on_error),
+  ShardGrouping(std::uint32_t shard, std::string_view shard_path, const LabelRule& rule,
+                const ReadMember& read_member, OnError on_error, std::uint64_t max_file_bytes)
+      : shard_(shard),
+        shard_path_(shard_path),
+        rule_(rule),
+        read_member_(read_member),
+        on_error_(on_error),
         max_image_bytes_(std::min<std::uint64_t>(max_file_bytes, std::numeric_limits<std::uint32_t>::max())),
-        image_limit_name_(max_file_bytes <= max_image_bytes_ ? "max_file_bytes" : "the most a shard sample can hold") {}
+        image_limit_name_(max_file_bytes <= max_image_bytes_ ? "max_file_bytes"
+                                                             : "the most a shard sample can hold") {}
 
   Result<ShardScan> run(std::span<const TarMember> members) {
     std::string_view key;
@@ -112,8 +121,8 @@ class ShardGrouping {
         const std::string_view a = run_[j].extension, b = run_[i].extension;
         if (a.size() == b.size() &&
             std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); })) {
-          return bad(key, "two members with extension ." + printable(b) + " (" + printable(members[run_[j].member].name) +
-                              ", " + printable(m.name) + ")");
+          return bad(key, "two members with extension ." + printable(b) + " (" +
+                              printable(members[run_[j].member].name) + ", " + printable(m.name) + ")");
         }
       }
       if (has_image_extension(m.name)) {
@@ -122,7 +131,8 @@ class ShardGrouping {
                               "; a sample holds one image");
         }
         image = &m;
-      } else if (rule_.source != LabelSource::kClassFolder && equal_lowered(run_[i].extension, label_extension)) {
+      } else if (rule_.source != LabelSource::kClassFolder &&
+                 equal_lowered(run_[i].extension, label_extension)) {
         label = &m;
       }
     }
@@ -137,7 +147,8 @@ class ShardGrouping {
     if (rule_.source == LabelSource::kClassFolder) {
       const std::size_t slash = key.rfind('/');
       if (slash == std::string_view::npos || slash == 0) {
-        return bad(key, "the key has no folder; label_rule class_folder needs members named <class>/<name>.<ext>");
+        return bad(key,
+                   "the key has no folder; label_rule class_folder needs members named <class>/<name>.<ext>");
       }
       const auto [it, added] = class_of_.try_emplace(std::string(key.substr(0, slash)),
                                                      static_cast<std::int64_t>(class_of_.size()));
@@ -145,17 +156,19 @@ class ShardGrouping {
     } else {
       if (label == nullptr) return bad(key, "no ." + std::string(label_extension) + " member with its label");
       if (label->size > kMaxLabelBytes) {
-        return bad(key, "label member " + printable(label->name) + " is " + std::to_string(label->size) + " bytes > " +
-                            std::to_string(kMaxLabelBytes));
+        return bad(key, "label member " + printable(label->name) + " is " + std::to_string(label->size) +
+                            " bytes > " + std::to_string(kMaxLabelBytes));
       }
       Result<std::string> bytes = read_member_(*label);
       if (!bytes.ok()) return bytes.status();
       Result<std::int64_t> parsed =
           rule_.source == LabelSource::kCls ? parse_cls(*bytes) : parse_json_label(*bytes, rule_.json_field);
-      if (!parsed.ok()) return bad(key, "label member " + printable(label->name) + " " + parsed.status().message());
+      if (!parsed.ok())
+        return bad(key, "label member " + printable(label->name) + " " + parsed.status().message());
       value = *parsed;
     }
-    scan_.samples.push_back(ShardSample{image->offset, shard_, static_cast<std::uint32_t>(image->size), value});
+    scan_.samples.push_back(
+        ShardSample{image->offset, shard_, static_cast<std::uint32_t>(image->size), value});
     return Status::Ok();
   }
 
@@ -166,7 +179,8 @@ class ShardGrouping {
     scan_.class_names = names;
     std::sort(scan_.class_names.begin(), scan_.class_names.end());
     for (std::size_t i = 0; i < names.size(); ++i) {
-      order[i] = std::lower_bound(scan_.class_names.begin(), scan_.class_names.end(), names[i]) - scan_.class_names.begin();
+      order[i] = std::lower_bound(scan_.class_names.begin(), scan_.class_names.end(), names[i]) -
+                 scan_.class_names.begin();
     }
     for (ShardSample& s : scan_.samples) s.label = order[static_cast<std::size_t>(s.label)];
   }
@@ -207,8 +221,9 @@ std::optional<MemberKey> split_member_name(std::string_view name) {
   }
 }
 
-Result<ShardScan> group_samples(std::uint32_t shard, std::string_view shard_path, std::span<const TarMember> members,
-                                const LabelRule& rule, const ReadMember& read_member, OnError on_error,
+Result<ShardScan> group_samples(std::uint32_t shard, std::string_view shard_path,
+                                std::span<const TarMember> members, const LabelRule& rule,
+                                const ReadMember& read_member, OnError on_error,
                                 std::uint64_t max_file_bytes) {
   return ShardGrouping(shard, shard_path, rule, read_member, on_error, max_file_bytes).run(members);
 }

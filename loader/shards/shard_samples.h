@@ -68,8 +68,9 @@ struct ShardScan {
 // A key that comes back after another key is a new sample, as in WebDataset. Errors of
 // `read_member` are returned as they are, whatever `on_error` says: they concern the
 // shard, not a sample.
-Result<ShardScan> group_samples(std::uint32_t shard, std::string_view shard_path, std::span<const TarMember> members,
-                                const LabelRule& rule, const ReadMember& read_member, OnError on_error,
+Result<ShardScan> group_samples(std::uint32_t shard, std::string_view shard_path,
+                                std::span<const TarMember> members, const LabelRule& rule,
+                                const ReadMember& read_member, OnError on_error,
                                 std::uint64_t max_file_bytes);
 
 // kClassFolder's second pass, once every shard is grouped (or loaded from its cache):
