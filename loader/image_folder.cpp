@@ -4,7 +4,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <cstdint>
 #include <string>
@@ -15,25 +14,11 @@
 #include "forkfeed/dataset.h"
 #include "loader/dataset_index_builder.h"
 #include "loader/dir_stream.h"
+#include "loader/image_extensions.h"
 #include "transport/printable.h"
 
 namespace forkfeed {
 namespace {
-
-// torchvision's IMG_EXTENSIONS, matched like has_file_allowed_extension: the lower-cased
-// name ends with one (so "._x.jpg" from macOS counts, as it does there).
-constexpr std::array<std::string_view, 9> kImageExtensions = {".jpg", ".jpeg", ".png",  ".ppm", ".bmp",
-                                                              ".pgm", ".tif",  ".tiff", ".webp"};
-constexpr std::string_view kExtensionList = ".jpg, .jpeg, .png, .ppm, .bmp, .pgm, .tif, .tiff, .webp";
-
-bool has_image_extension(std::string_view name) {
-  // ASCII lowering is enough: no non-ASCII character lowers into these extensions.
-  auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
-  return std::any_of(kImageExtensions.begin(), kImageExtensions.end(), [&](std::string_view ext) {
-    return name.size() >= ext.size() && std::equal(ext.begin(), ext.end(), name.end() - ext.size(),
-                                                   [&](char e, char c) { return e == lower(c); });
-  });
-}
 
 std::string join(std::string_view dir, std::string_view name) {
   std::string out(dir);
@@ -160,7 +145,7 @@ Result<DatasetIndex> DatasetIndex::from_image_folder(const std::string& root) {
   }
   if (builder.size() == 0) {
     return Status::NotFound("no images found under " + printable(root) + " (looked for " +
-                            std::string(kExtensionList) + " in " + std::to_string(classes.size()) +
+                            std::string(kImageExtensionList) + " in " + std::to_string(classes.size()) +
                             " class folders)");
   }
   builder.set_classes(std::move(classes));

@@ -1,0 +1,247 @@
+// IndexCache: a stored scan loads back for the same shard, grouped the same way; a
+// changed shard (size, mtime), another rule, or a damaged file is a miss, never an error;
+// a folder that cannot be written makes store say why.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "loader/shards/index_cache.h"
+#include "tests/testing/temp_dataset.h"
+
+namespace forkfeed {
+namespace {
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// A scratch folder with a shard file in it and a cache beside it.
+class IndexCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    write_file(shard_.path, std::string(3000, 't'));
+    Result<ShardStamp> stamp = stamp_shard(shard_.path);
+    ASSERT_TRUE(stamp.ok()) << stamp.status().message();
+    shard_.stamp = *stamp;
+    shard_.rule = LabelRule{LabelSource::kCls, ""};
+    shard_.max_file_bytes = 1 << 20;
+    scan_.samples = {ShardSample{512, 4, 100, 3}, ShardSample{1536, 4, 7, -1}, ShardSample{2560, 4, 1, 9}};
+    scan_.skipped = 2;
+    scan_.skip_reasons = {"shard x, sample a: no image", "shard x, sample b: no image"};
+  }
+  // A fresh stamp of the shard, as the next open takes it.
+  ShardStamp restamp() {
+    Result<ShardStamp> stamp = stamp_shard(shard_.path);
+    EXPECT_TRUE(stamp.ok()) << stamp.status().message();
+    return stamp.ok() ? *stamp : ShardStamp{};
+  }
+
+  testing::TempDir tmp_;
+  IndexCache cache_{tmp_.path() + "/cache/nested"};
+  CachedShard shard_{tmp_.path() + "/train-000004.tar", {}, {}, 0};
+  ShardScan scan_;
+};
+
+void expect_same(const ShardScan& got, const ShardScan& want, std::uint32_t position) {
+  ASSERT_EQ(got.samples.size(), want.samples.size());
+  for (std::size_t i = 0; i < got.samples.size(); ++i) {
+    ShardSample expected = want.samples[i];
+    expected.shard = position;
+    EXPECT_EQ(got.samples[i], expected) << "sample " << i;
+  }
+  EXPECT_EQ(got.skipped, want.skipped);
+  EXPECT_EQ(got.skip_reasons, want.skip_reasons);
+  EXPECT_EQ(got.class_names, want.class_names);
+}
+
+TEST_F(IndexCacheTest, MissesUntilStoredThenHits) {
+  EXPECT_FALSE(cache_.load(shard_, 4).has_value());
+  ASSERT_TRUE(cache_.store(shard_, scan_).ok());  // makes the nested folder
+  shard_.stamp = restamp();
+  std::optional<ShardScan> hit = cache_.load(shard_, 11);
+  ASSERT_TRUE(hit.has_value());
+  expect_same(*hit, scan_, 11);  // the position is the caller's
+  // Only the cache file is left in the folder: no temporary files.
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(cache_.dir())) files.push_back(e.path().string());
+  EXPECT_EQ(files, std::vector<std::string>{cache_.file_for(shard_)});
+}
+
+TEST_F(IndexCacheTest, ClassNamesAndAnEmptyScanRoundTrip) {
+  shard_.rule = LabelRule{LabelSource::kClassFolder, ""};
+  scan_.class_names = {"n01", "n02"};
+  ASSERT_TRUE(cache_.store(shard_, scan_).ok());
+  EXPECT_FALSE(cache_.load(shard_, 0).has_value()) << "labels 3, -1 and 9 are no class positions";
+
+  scan_.class_names = {"n01", "n02", "x/y"};
+  scan_.samples[0].label = 0;
+  scan_.samples[1].label = 2;
+  scan_.samples[2].label = 1;
+  ASSERT_TRUE(cache_.store(shard_, scan_).ok());
+  std::optional<ShardScan> hit = cache_.load(shard_, 0);
+  ASSERT_TRUE(hit.has_value());
+  expect_same(*hit, scan_, 0);
+
+  shard_.rule = LabelRule{LabelSource::kJson, "label"};
+  ASSERT_TRUE(cache_.store(shard_, ShardScan{}).ok());
+  hit = cache_.load(shard_, 0);
+  ASSERT_TRUE(hit.has_value());
+  expect_same(*hit, ShardScan{}, 0);
+}
+
+TEST_F(IndexCacheTest, AChangedShardIsStale) {
+  ASSERT_TRUE(cache_.store(shard_, scan_).ok());
+  // The same size, another mtime.
+  const timespec times[2] = {{0, UTIME_OMIT}, {1'600'000'000, 123}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, shard_.path.c_str(), times, 0), 0);
+  shard_.stamp = restamp();
+  EXPECT_EQ(shard_.stamp.mtime_ns, 1'600'000'000'000'000'123);
+  EXPECT_FALSE(cache_.load(shard_, 0).has_value());
+
+  // Stored again, then the size changes with the mtime put back.
+  ASSERT_TRUE(cache_.store(shard_, scan_).ok());
+  ASSERT_TRUE(cache_.load(shard_, 0).has_value());
+  std::ofstream(shard_.path, std::ios::app) << "more";
+  ASSERT_EQ(::utimensat(AT_FDCWD, shard_.path.c_str(), times, 0), 0);
+  shard_.stamp = restamp();
+  EXPECT_EQ(shard_.stamp.size, 3004u);
+  EXPECT_FALSE(cache_.load(shard_, 0).has_value());
+
+  // The fd form agrees with the path form.
+  const int fd = ::open(shard_.path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  Result<ShardStamp> by_fd = stamp_shard(fd);
+  ::close(fd);
+  ASSERT_TRUE(by_fd.ok());
+  EXPECT_EQ(*by_fd, shard_.stamp);
+}
+
+TEST_F(IndexCacheTest, AnotherRuleOrLimitIsAnotherEntry) {
+  ASSERT_TRUE(cache_.store(shard_, scan_).ok());
+  CachedShard json = shard_;
+  json.rule = LabelRule{LabelSource::kJson, "label"};
+  CachedShard other_field = json;
+  other_field.rule.json_field = "cls";
+  CachedShard limit = shard_;
+  limit.max_file_bytes = 5;
+  CachedShard other_path = shard_;
+  other_path.path += "x";
+  for (const CachedShard* s : {&json, &other_field, &limit, &other_path}) {
+    EXPECT_NE(cache_.file_for(*s), cache_.file_for(shard_));
+    EXPECT_FALSE(cache_.load(*s, 0).has_value());
+  }
+  // Even a file under the right name that was made for another shard (a hash collision) misses.
+  ASSERT_TRUE(cache_.store(json, scan_).ok());
+  std::filesystem::copy_file(cache_.file_for(json), cache_.file_for(limit));
+  EXPECT_FALSE(cache_.load(limit, 0).has_value());
+  EXPECT_TRUE(cache_.load(json, 0).has_value());
+  // The name is stable across runs: a fixed FNV-1a, not std::hash.
+  EXPECT_EQ(IndexCache("/c").file_for(CachedShard{"/data/a.tar", {}, LabelRule{}, 256}),
+            "/c/dff026d9939e4bc9.idx");
+}
+
+TEST_F(IndexCacheTest, ADamagedFileIsAMiss) {
+  ASSERT_TRUE(cache_.store(shard_, scan_).ok());
+  const std::string file = cache_.file_for(shard_);
+  const std::string good = read_file(file);
+  ASSERT_GT(good.size(), 80u + 3 * 24);
+  for (std::size_t at :
+       {std::size_t{0}, std::size_t{12}, std::size_t{90}, good.size() - 30, good.size() - 1}) {
+    std::string bad = good;
+    bad[at] = static_cast<char>(bad[at] ^ 0x40);
+    write_file(file, bad);
+    EXPECT_FALSE(cache_.load(shard_, 0).has_value()) << "byte " << at << " flipped";
+  }
+  for (std::size_t size :
+       {std::size_t{0}, std::size_t{79}, std::size_t{80}, good.size() - 24, good.size() - 1}) {
+    write_file(file, good.substr(0, size));
+    EXPECT_FALSE(cache_.load(shard_, 0).has_value()) << "cut to " << size;
+  }
+  write_file(file, good + std::string(24, '\0'));
+  EXPECT_FALSE(cache_.load(shard_, 0).has_value()) << "grown";
+  std::filesystem::remove(file);
+  std::filesystem::create_directory(file);  // not a regular file
+  EXPECT_FALSE(cache_.load(shard_, 0).has_value());
+  std::filesystem::remove(file);
+  write_file(file, good);
+  EXPECT_TRUE(cache_.load(shard_, 0).has_value());  // the check is of the damage, not of the file
+}
+
+TEST_F(IndexCacheTest, AFolderThatCannotBeMadeSaysWhy) {
+  write_file(tmp_.path() + "/file", "x");
+  IndexCache blocked(tmp_.path() + "/file/cache");  // ENOTDIR, even for root
+  Status s = blocked.store(shard_, scan_);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("cannot create the shard index cache folder " + tmp_.path() + "/file/cache"),
+            std::string::npos)
+      << s.message();
+  EXPECT_FALSE(blocked.load(shard_, 0).has_value());
+
+  IndexCache is_a_file(tmp_.path() + "/file");
+  s = is_a_file.store(shard_, scan_);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("is not a directory"), std::string::npos) << s.message();
+
+  if (::geteuid() != 0) {  // root writes through permissions
+    ASSERT_EQ(::mkdir((tmp_.path() + "/ro").c_str(), 0555), 0);
+    s = IndexCache(tmp_.path() + "/ro").store(shard_, scan_);
+    EXPECT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("cannot write the shard index cache"), std::string::npos) << s.message();
+  }
+  EXPECT_FALSE(IndexCache("").store(shard_, scan_).ok());
+  EXPECT_FALSE(IndexCache("").load(shard_, 0).has_value());
+}
+
+// Sets an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    had_ = std::getenv(name) != nullptr;
+    if (value == nullptr) {
+      ::unsetenv(name);
+    } else {
+      ::setenv(name, value, 1);
+    }
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      ::setenv(name_, old_.c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
+TEST(IndexCacheDirTest, FollowsTheEnvironment) {
+  ScopedEnv a("FORKFEED_CACHE_DIR", "/ff"), b("XDG_CACHE_HOME", "/xdg"), c("HOME", "/home/u");
+  EXPECT_EQ(IndexCache::default_dir(), "/ff/shard-index");
+  {
+    ScopedEnv empty("FORKFEED_CACHE_DIR", "");
+    EXPECT_EQ(IndexCache::default_dir(), "/xdg/forkfeed/shard-index");
+    ScopedEnv unset("XDG_CACHE_HOME", nullptr);
+    EXPECT_EQ(IndexCache::default_dir(), "/home/u/.cache/forkfeed/shard-index");
+    ScopedEnv no_home("HOME", nullptr);
+    EXPECT_EQ(IndexCache::default_dir(), "");
+  }
+}
+
+}  // namespace
+}  // namespace forkfeed

@@ -1,0 +1,269 @@
+// group_samples: WebDataset's grouping of a shard's members into samples, the three label
+// rules, and every bad sample refused (on_error=fail) or skipped and counted (skip).
+// Members are built here directly; labels are served from a map, no tar file needed.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "loader/shards/shard_samples.h"
+
+namespace forkfeed {
+namespace {
+
+constexpr std::string_view kShard = "/data/train-000007.tar";
+constexpr std::uint64_t kMaxFile = 1000;
+
+// A shard under construction: members at increasing offsets, label bytes kept by name.
+class FakeShard {
+ public:
+  FakeShard& add(std::string name, std::uint64_t size = 100, std::string bytes = "") {
+    members_.push_back(TarMember{name, offset_ + 512, bytes.empty() ? size : bytes.size()});
+    offset_ += 512 + (members_.back().size + 511) / 512 * 512;
+    if (!bytes.empty()) bytes_[members_.back().offset] = std::move(bytes);
+    return *this;
+  }
+  // An image plus a .cls member holding `label`.
+  FakeShard& cls_sample(const std::string& key, const std::string& label,
+                        const std::string& image_ext = "jpg") {
+    return add(key + "." + image_ext).add(key + ".cls", 0, label);
+  }
+  const std::vector<TarMember>& members() const { return members_; }
+  std::uint64_t offset_of(const std::string& name) const {
+    for (const TarMember& m : members_) {
+      if (m.name == name) return m.offset;
+    }
+    ADD_FAILURE() << "no member " << name;
+    return 0;
+  }
+
+  Result<ShardScan> group(const LabelRule& rule, OnError on_error = OnError::kFail,
+                          std::uint64_t max_file = kMaxFile) {
+    ReadMember read = [this](const TarMember& m) -> Result<std::string> {
+      ++reads;
+      const auto it = bytes_.find(m.offset);
+      if (it == bytes_.end()) return Status::IoError("cannot read " + m.name);
+      return it->second;
+    };
+    return group_samples(7, kShard, members_, rule, read, on_error, max_file);
+  }
+  int reads = 0;
+
+ private:
+  std::vector<TarMember> members_;
+  std::map<std::uint64_t, std::string> bytes_;  // by member offset: a name may come back
+  std::uint64_t offset_ = 0;
+};
+
+const LabelRule kCls{LabelSource::kCls, ""};
+const LabelRule kFolder{LabelSource::kClassFolder, ""};
+
+std::vector<std::int64_t> labels(const ShardScan& scan) {
+  std::vector<std::int64_t> out;
+  for (const ShardSample& s : scan.samples) out.push_back(s.label);
+  return out;
+}
+
+// Fails unless grouping fails with BadData naming the shard, `key` and `problem`, and,
+// with on_error=skip, leaves out exactly that one sample, keeping the reason.
+void expect_bad_sample(FakeShard& shard, const LabelRule& rule, const std::string& key,
+                       const std::string& problem, std::size_t good_samples,
+                       std::uint64_t max_file = kMaxFile) {
+  Result<ShardScan> failed = shard.group(rule, OnError::kFail, max_file);
+  ASSERT_FALSE(failed.ok()) << "grouped " << failed->samples.size() << " samples";
+  EXPECT_EQ(failed.status().code(), Status::Code::kBadData);
+  const std::string head = "shard " + std::string(kShard) + ", sample " + key + ": ";
+  EXPECT_EQ(failed.status().message().substr(0, head.size()), head) << failed.status().message();
+  EXPECT_NE(failed.status().message().find(problem), std::string::npos) << failed.status().message();
+
+  Result<ShardScan> skipped = shard.group(rule, OnError::kSkip, max_file);
+  ASSERT_TRUE(skipped.ok()) << skipped.status().message();
+  EXPECT_EQ(skipped->samples.size(), good_samples);
+  EXPECT_EQ(skipped->skipped, 1u);
+  ASSERT_EQ(skipped->skip_reasons.size(), 1u);
+  EXPECT_EQ(skipped->skip_reasons[0], failed.status().message());
+}
+
+TEST(SplitMemberNameTest, FollowsWebDatasetsBasePlusExt) {
+  auto split = [](std::string_view name) -> std::pair<std::string, std::string> {
+    const std::optional<MemberKey> k = split_member_name(name);
+    if (!k) return {"<none>", ""};
+    return {std::string(k->key), std::string(k->extension)};
+  };
+  using P = std::pair<std::string, std::string>;
+  EXPECT_EQ(split("n01440764_10026.JPEG"), P("n01440764_10026", "JPEG"));
+  EXPECT_EQ(split("a/b/x.y.jpg"), P("a/b/x", "y.jpg"));
+  EXPECT_EQ(split("a.d/x.cls"), P("a.d/x", "cls"));  // dots in folders stay in the key
+  EXPECT_EQ(split("x."), P("x", ""));
+  EXPECT_EQ(split("d/.x"), P("d/", "x"));  // the regular expression's odd case, kept
+  EXPECT_EQ(split("/abs/x.jpg"), P("/abs/x", "jpg"));
+  EXPECT_EQ(split("__index__"), P("<none>", ""));
+  EXPECT_EQ(split(".hidden"), P("<none>", ""));
+  EXPECT_EQ(split("a/b"), P("<none>", ""));
+  EXPECT_EQ(split("a.b/c"), P("<none>", ""));
+  EXPECT_EQ(split(""), P("<none>", ""));
+}
+
+TEST(ShardSamplesTest, ConsecutiveMembersOfAKeyFormASample) {
+  FakeShard shard;
+  shard.cls_sample("s0", "3").add("s1.cls", 0, " 17\n").add("s1.json", 0, "{}").add("s1.PNG", 2000 - 1000);
+  shard.add("__meta__");  // no key: passed over, as WebDataset does
+  shard.cls_sample("dir/s2", "-1", "seg.webp");
+  Result<ShardScan> scan = shard.group(kCls);
+  ASSERT_TRUE(scan.ok()) << scan.status().message();
+  ASSERT_EQ(scan->samples.size(), 3u);
+  EXPECT_EQ(scan->samples[0], (ShardSample{shard.offset_of("s0.jpg"), 7, 100, 3}));
+  EXPECT_EQ(scan->samples[1], (ShardSample{shard.offset_of("s1.PNG"), 7, 1000, 17}));
+  EXPECT_EQ(scan->samples[2], (ShardSample{shard.offset_of("dir/s2.seg.webp"), 7, 100, -1}));
+  EXPECT_EQ(scan->skipped, 0u);
+  EXPECT_TRUE(scan->class_names.empty());
+  EXPECT_EQ(shard.reads, 3);  // the .cls members only
+}
+
+TEST(ShardSamplesTest, AKeyThatComesBackIsANewSample) {
+  FakeShard shard;
+  shard.cls_sample("a", "1").cls_sample("b", "2").cls_sample("a", "3");
+  Result<ShardScan> scan = shard.group(kCls);
+  ASSERT_TRUE(scan.ok()) << scan.status().message();
+  EXPECT_EQ(labels(*scan), (std::vector<std::int64_t>{1, 2, 3}));
+}
+
+TEST(ShardSamplesTest, ClsLabelsMustBeDecimalIntegers) {
+  for (const char* text : {"1.5", "0x10", "7 8", "", "  ", "+3", "99999999999999999999", "abc"}) {
+    SCOPED_TRACE(text);
+    FakeShard shard;
+    shard.cls_sample("good", "0")
+        .add("bad.jpg")
+        .add("bad.cls", 0, text[0] == '\0' ? std::string(1, '\0') : text);
+    expect_bad_sample(shard, kCls, "bad", "label member bad.cls is not a decimal integer", 1);
+  }
+}
+
+TEST(ShardSamplesTest, JsonLabelsComeFromAnIntegerField) {
+  const LabelRule rule{LabelSource::kJson, "label"};
+  FakeShard shard;
+  shard.add("a.jpg").add("a.json", 0, R"({"label": 4, "caption": "x"})");
+  shard.add("b.jpg").add("b.JSON", 0, R"({"label": -2})");
+  shard.add("c.jpg").add("c.json", 0, R"({"label": 9223372036854775807})");
+  Result<ShardScan> scan = shard.group(rule);
+  ASSERT_TRUE(scan.ok()) << scan.status().message();
+  EXPECT_EQ(labels(*scan), (std::vector<std::int64_t>{4, -2, 9223372036854775807}));
+
+  const std::pair<const char*, const char*> bad[] = {
+      {"[1]", "is not a JSON object"},
+      {"{\"label\": 4", "is not a JSON object"},
+      {"{\"other\": 4}", "has no field \"label\""},
+      {"{\"label\": \"4\"}", "field \"label\" is not a 64-bit integer"},
+      {"{\"label\": 4.5}", "field \"label\" is not a 64-bit integer"},
+      {"{\"label\": 9223372036854775808}", "field \"label\" is not a 64-bit integer"},
+  };
+  for (const auto& [text, problem] : bad) {
+    SCOPED_TRACE(text);
+    FakeShard s;
+    s.add("ok.jpg").add("ok.json", 0, R"({"label": 0})").add("x.jpg").add("x.json", 0, text);
+    expect_bad_sample(s, rule, "x", problem, 1);
+  }
+}
+
+TEST(ShardSamplesTest, ClassFolderLabelsAreSortedClassPositionsAcrossShards) {
+  FakeShard first, second;
+  first.add("n02/a.jpg").add("n01/b.jpg").add("n02/c.jpg").add("x/y/d.jpg");
+  second.add("n00/e.jpg").add("n02/f.jpg");
+  std::vector<ShardScan> scans;
+  for (FakeShard* shard : {&first, &second}) {
+    Result<ShardScan> scan = shard->group(kFolder);
+    ASSERT_TRUE(scan.ok()) << scan.status().message();
+    scans.push_back(std::move(scan).value());
+  }
+  EXPECT_EQ(first.reads, 0);
+  EXPECT_EQ(scans[0].class_names, (std::vector<std::string>{"n01", "n02", "x/y"}));
+  EXPECT_EQ(labels(scans[0]), (std::vector<std::int64_t>{1, 0, 1, 2}));  // positions in the shard's own list
+  EXPECT_EQ(scans[1].class_names, (std::vector<std::string>{"n00", "n02"}));
+
+  EXPECT_EQ(assign_class_labels(scans), (std::vector<std::string>{"n00", "n01", "n02", "x/y"}));
+  EXPECT_EQ(labels(scans[0]), (std::vector<std::int64_t>{2, 1, 2, 3}));
+  EXPECT_EQ(labels(scans[1]), (std::vector<std::int64_t>{0, 2}));
+
+  FakeShard flat;
+  flat.add("n01/a.jpg").add("loose.jpg");
+  expect_bad_sample(flat, kFolder, "loose", "the key has no folder", 1);
+}
+
+TEST(ShardSamplesTest, SampleProblems) {
+  {
+    FakeShard s;
+    s.cls_sample("ok", "1").add("x.cls", 0, "1").add("x.txt");
+    expect_bad_sample(s, kCls, "x", "no image member (looked for .jpg", 1);
+  }
+  {
+    FakeShard s;
+    s.add("x.jpg").add("x.png").add("x.cls", 0, "1").cls_sample("ok", "1");
+    expect_bad_sample(s, kCls, "x", "two images, x.jpg and x.png", 1);
+  }
+  {
+    FakeShard s;
+    s.cls_sample("ok", "1").add("x.jpg").add("x.txt", 0, "1");
+    expect_bad_sample(s, kCls, "x", "no .cls member", 1);
+  }
+  {
+    FakeShard s;
+    s.add("x.jpg").add("x.cls", 0, "1").add("x.CLS", 0, "2").cls_sample("ok", "1");
+    expect_bad_sample(s, kCls, "x", "two members with extension .CLS (x.cls, x.CLS)", 1);
+  }
+  {
+    FakeShard s;
+    s.cls_sample("ok", "1").add("big.jpg", kMaxFile + 1).add("big.cls", 0, "1");
+    expect_bad_sample(s, kCls, "big", "image big.jpg is 1001 bytes > max_file_bytes 1000", 1);
+    Result<ShardScan> allowed = s.group(kCls, OnError::kFail, kMaxFile + 1);
+    ASSERT_TRUE(allowed.ok()) << allowed.status().message();
+  }
+  {
+    FakeShard s;  // a ShardSample's size is 32 bits, whatever max_file_bytes says
+    s.cls_sample("ok", "1").add("huge.jpg", std::uint64_t{1} << 32).add("huge.cls", 0, "1");
+    expect_bad_sample(s, kCls, "huge",
+                      "image huge.jpg is 4294967296 bytes > the most a shard sample can hold 4294967295", 1,
+                      std::uint64_t{1} << 40);
+  }
+  {
+    FakeShard s;
+    s.cls_sample("ok", "1").add("x.jpg").add("x.cls", kMaxLabelBytes + 1);
+    expect_bad_sample(s, kCls, "x", "label member x.cls is 65537 bytes > 65536", 1);
+    EXPECT_EQ(s.reads, 2);  // the large one was never read
+  }
+}
+
+TEST(ShardSamplesTest, SkipCountsEveryBadSampleAndKeepsTheFirstReasons) {
+  FakeShard shard;
+  for (int i = 0; i < 20; ++i)
+    shard.add("bad" + std::to_string(i) + ".txt").cls_sample("ok" + std::to_string(i), "5");
+  Result<ShardScan> scan = shard.group(kCls, OnError::kSkip);
+  ASSERT_TRUE(scan.ok()) << scan.status().message();
+  EXPECT_EQ(scan->samples.size(), 20u);
+  EXPECT_EQ(scan->skipped, 20u);
+  ASSERT_EQ(scan->skip_reasons.size(), kMaxSkipReasons);
+  EXPECT_NE(scan->skip_reasons[7].find("sample bad7: no image member"), std::string::npos)
+      << scan->skip_reasons[7];
+}
+
+TEST(ShardSamplesTest, AFailedReadFailsTheShardEvenWithSkip) {
+  FakeShard shard;
+  shard.cls_sample("ok", "1").add("x.jpg").add("x.cls", 1);  // no bytes: the reader fails
+  for (OnError on_error : {OnError::kFail, OnError::kSkip}) {
+    Result<ShardScan> scan = shard.group(kCls, on_error);
+    ASSERT_FALSE(scan.ok());
+    EXPECT_EQ(scan.status().code(), Status::Code::kIoError);
+    EXPECT_EQ(scan.status().message(), "cannot read x.cls");
+  }
+}
+
+TEST(ShardSamplesTest, EmptyShardHasNoSamples) {
+  FakeShard shard;
+  Result<ShardScan> scan = shard.group(kCls);
+  ASSERT_TRUE(scan.ok()) << scan.status().message();
+  EXPECT_TRUE(scan->samples.empty());
+}
+
+}  // namespace
+}  // namespace forkfeed
