@@ -219,6 +219,7 @@ Result<std::unique_ptr<Client>> Client::connect(const std::string& socket_path, 
   StreamRequest request{options, std::string(state)};
   request.stream.loader.image_folder = absolute_path(options.loader.image_folder);
   request.stream.loader.manifest = absolute_path(options.loader.manifest);
+  request.stream.loader.shards = absolute_path(options.loader.shards);
   UniqueFd interrupt(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!interrupt.valid()) return Status::FromErrno("eventfd for Client::interrupt", errno);
   auto connection = DaemonConnection::connect(socket_path, options.connect_timeout);

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <set>
 
+#include "loader/option_names.h"
 #include "protocol/stream_request.h"
 #include "transport/printable.h"
 #include "transport/regular_file.h"
@@ -74,13 +75,16 @@ Status add_dataset_flag(std::string_view flag, DaemonConfig& config) {
   const std::size_t eq = flag.find('=');
   if (eq == std::string_view::npos || eq == 0 || eq + 1 == flag.size()) {
     return Status::InvalidArgument("--dataset '" + printable(flag) +
-                                   "': use NAME=PATH (a folder or a manifest)");
+                                   "': use NAME=PATH (a folder or a manifest) or NAME=shards:SPEC");
   }
   const std::string name(flag.substr(0, eq)), path(flag.substr(eq + 1));
   std::error_code ec;
   DatasetSource source;
-  (std::filesystem::is_directory(path, ec) ? source.image_folder : source.manifest) =
-      std::filesystem::absolute(path, ec).lexically_normal().string();
+  if (path.starts_with("shards:")) {
+    source.shards = absolute_path(path.substr(7));
+  } else {
+    (std::filesystem::is_directory(path, ec) ? source.image_folder : source.manifest) = absolute_path(path);
+  }
   config.datasets[name] = source;
   return Status::Ok();
 }
@@ -131,14 +135,23 @@ Status load_config_file(const std::string& path, DaemonConfig& config) {
               source.image_folder = f.second.as<std::string>();
             } else if (field == "manifest") {
               source.manifest = f.second.as<std::string>();
+            } else if (field == "shards") {
+              source.shards = f.second.as<std::string>();
+            } else if (field == "shard_label") {
+              const auto label = parse_shard_label(f.second.as<std::string>());
+              if (!label) {
+                return bad_key(path, "datasets." + name + "." + field, "use " + enum_names_or<ShardLabel>());
+              }
+              source.shard_label = *label;
+            } else if (field == "shard_label_field") {
+              source.shard_label_field = f.second.as<std::string>();
             } else {
               return bad_key(path, "datasets." + name + "." + field,
-                             "unknown key; use image_folder or manifest");
+                             "unknown key; use image_folder, manifest or shards (with shard_label, "
+                             "shard_label_field)");
             }
           }
-          if (source.image_folder.empty() == source.manifest.empty()) {
-            return bad_key(path, "datasets." + name, "give exactly one of image_folder and manifest");
-          }
+          if (Status s = source.check(); !s.ok()) return bad_key(path, "datasets." + name, s.message());
           config.datasets[name] = source;
         }
       } else if (key == "defaults") {
@@ -196,9 +209,9 @@ Status validate(const DaemonConfig& config) {
     return Status::InvalidArgument("handshake_timeout_ms must be at least 1");
   }
   for (const auto& [name, source] : config.datasets) {
-    const std::string& p = source.image_folder.empty() ? source.manifest : source.image_folder;
+    const std::string& p = source.path();
     std::error_code ec;
-    if (!std::filesystem::exists(p, ec)) {
+    if (source.shards.empty() && !std::filesystem::exists(p, ec)) {
       return Status::NotFound("dataset '" + printable(name) + "': " + printable(p) + " does not exist");
     }
   }

@@ -14,14 +14,11 @@
 
 #include "daemon/admission.h"
 #include "forkfeed/status.h"
+#include "loader/dataset_source.h"
 
 namespace forkfeed {
 
 // A dataset clients may open by name: exactly one of the two.
-struct DatasetSource {
-  std::string image_folder;
-  std::string manifest;
-};
 
 // Connections that have not opened a stream (clients before their open_stream,
 // forkfeed-ctl, sockets that never speak): at most max_pending_connections at once, apart

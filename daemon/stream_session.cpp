@@ -204,11 +204,10 @@ json StreamSession::open_stream(const json& body, std::vector<UniqueFd>& fds) {
       return error_reply(Status::NotFound("forkfeedd has no dataset named '" + printable(name) +
                                           "'; it knows " + known_datasets(config)));
     }
-    if (!options.image_folder.empty() || !options.manifest.empty()) {
+    if (DatasetSource::of(options).count() > 0) {
       return error_reply(Status::InvalidArgument("give a dataset name or a path, not both"));
     }
-    options.image_folder = it->second.image_folder;
-    options.manifest = it->second.manifest;
+    it->second.apply_to(options);
   } else if (peer_.uid != ::geteuid()) {
     return error_reply(Status::InvalidArgument("user " + std::to_string(peer_.uid) +
                                                " may open only the datasets named in forkfeedd's config (" +
@@ -230,7 +229,7 @@ json StreamSession::open_stream(const json& body, std::vector<UniqueFd>& fds) {
   json about{{"pid", peer_.pid},
              {"uid", peer_.uid},
              {"dataset",
-              name.empty() ? (options.image_folder.empty() ? options.manifest : options.image_folder) : name},
+              name.empty() ? DatasetSource::of(options).path() : name},
              {"rank", options.rank},
              {"world_size", options.world_size},
              {"batch_size", options.batch_size},

@@ -40,6 +40,10 @@ class DatasetIndexBuilder {
     index_.slices_.push_back(slice);
     index_.labels_.push_back(label);
   }
+  void reserve_slices(std::size_t samples) {
+    index_.slices_.reserve(samples);
+    index_.labels_.reserve(samples);
+  }
   void reserve(std::size_t samples, std::size_t path_bytes) {
     index_.paths_.reserve(path_bytes);
     index_.offsets_.reserve(samples + 1);

@@ -39,6 +39,10 @@ template <>
 inline constexpr std::array<EnumName<ForkHazardPolicy>, 3> kEnumNames<ForkHazardPolicy>{
     {{ForkHazardPolicy::kWarn, "warn"}, {ForkHazardPolicy::kError, "error"}, {ForkHazardPolicy::kIgnore, "ignore"}}};
 
+template <>
+inline constexpr std::array<EnumName<ShardLabel>, 3> kEnumNames<ShardLabel>{
+    {{ShardLabel::kCls, "cls"}, {ShardLabel::kJson, "json"}, {ShardLabel::kClassFolder, "class_folder"}}};
+
 // The value of E named `name`, or nullopt.
 template <typename E>
 constexpr std::optional<E> parse_enum(std::string_view name) {

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "forkfeed/options.h"
+#include "loader/dataset_source.h"
 #include "loader/option_names.h"
 #include "loader/slot_count.h"
 #include "transport/arena_layout.h"
@@ -22,9 +23,7 @@ Status every_slot_held() {
 
 Status validate(const LoaderOptions& o) {
   auto bad = [](std::string msg) { return Status::InvalidArgument(std::move(msg)); };
-  if (o.image_folder.empty() == o.manifest.empty()) {
-    return bad("set exactly one dataset source: an ImageFolder root (--data) or a manifest (--manifest)");
-  }
+  if (Status s = DatasetSource::of(o).check(); !s.ok()) return s;
   if (o.batch_size == 0 || o.batch_size > 65536) {
     return bad("batch size must be in [1, 65536], got " + std::to_string(o.batch_size));
   }
@@ -76,5 +75,7 @@ std::string_view to_string(DType dtype) { return enum_name(dtype); }
 std::string_view to_string(OnError on_error) { return enum_name(on_error); }
 std::string_view to_string(StartMethod method) { return enum_name(method); }
 std::string_view to_string(ForkHazardPolicy policy) { return enum_name(policy); }
+std::string_view to_string(ShardLabel label) { return enum_name(label); }
+std::optional<ShardLabel> parse_shard_label(std::string_view name) { return parse_enum<ShardLabel>(name); }
 
 }  // namespace forkfeed

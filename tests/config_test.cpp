@@ -222,7 +222,7 @@ TEST(ValidateConfig, RefusesWhatWouldFailEveryStream) {
   config.handshake.timeout = std::chrono::milliseconds(0);
   EXPECT_NE(validate(config).message().find("handshake_timeout_ms"), std::string::npos);
   config = DaemonConfig{};
-  config.datasets["gone"] = DatasetSource{"/nonexistent/forkfeed/train", ""};
+  config.datasets["gone"] = DatasetSource{.image_folder = "/nonexistent/forkfeed/train"};
   const Status s = validate(config);
   EXPECT_EQ(s.code(), Status::Code::kNotFound);
   EXPECT_NE(s.message().find("dataset 'gone'"), std::string::npos) << s.message();

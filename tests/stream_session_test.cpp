@@ -46,8 +46,8 @@ class StreamSessionTest : public testing::DaemonSuite<StreamSessionTest> {
     stop_ = UniqueFd(::eventfd(0, EFD_CLOEXEC));
     ASSERT_TRUE(stop_.valid());
     config_.log_level = "error";
-    config_.datasets["cats"] = DatasetSource{root_, ""};
-    config_.datasets["dogs"] = DatasetSource{root_, ""};
+    config_.datasets["cats"] = DatasetSource{.image_folder = root_};
+    config_.datasets["dogs"] = DatasetSource{.image_folder = root_};
     int fds[2];
     ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
     client_ = UniqueFd(fds[1]);

@@ -112,6 +112,8 @@ struct SharedIndex {
   std::string_view file(std::size_t f) const {
     return {paths.data() + offsets[f], static_cast<std::size_t>(offsets[f + 1] - offsets[f])};
   }
+  // The file sample i is read from: its own, or its shard.
+  std::string_view path(std::size_t i) const { return file(slices.empty() ? i : slices[i].file); }
   SampleSource source(std::size_t i) const {
     if (slices.empty()) return {file(i), false, 0, 0};
     const DatasetIndex::Slice& s = slices[i];

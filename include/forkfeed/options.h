@@ -37,10 +37,23 @@ enum class ForkHazardPolicy { kWarn, kError, kIgnore };
 // float32: NCHW, RGB, (x / 255 - mean) / std.
 enum class DType { kUint8, kFloat32 };
 
+// Where a sharded dataset's labels come from (WebDataset's conventions).
+// cls:          a member <key>.cls holding a decimal integer (WebDataset's ImageNet shards).
+// json:         a member <key>.json, an object whose integer field shard_label_field is it.
+// class_folder: the folder part of the key, "n01440764/n01440764_10026" -> class n01440764;
+//               labels are positions in the sorted class names, as ImageFolder's.
+enum class ShardLabel { kCls, kJson, kClassFolder };
+
 struct LoaderOptions {
-  // Exactly one of the two: an ImageFolder root, or a manifest of "path<TAB>label" lines.
+  // Exactly one of the three: an ImageFolder root, a manifest of "path<TAB>label" lines,
+  // or WebDataset tar shards — a brace pattern ("/data/train-{000000..000146}.tar"), a
+  // directory (its *.tar files) or a text file listing them. Shards are indexed once and
+  // the index cached under $FORKFEED_CACHE_DIR (default $XDG_CACHE_HOME/forkfeed).
   std::string image_folder;
   std::string manifest;
+  std::string shards;
+  ShardLabel shard_label = ShardLabel::kCls;
+  std::string shard_label_field = "label";  // shard_label=json: the JSON field
 
   std::uint32_t batch_size = 64;
   std::uint32_t workers = 2;
@@ -95,10 +108,12 @@ std::optional<DType> parse_dtype(std::string_view name);
 std::optional<OnError> parse_on_error(std::string_view name);
 std::optional<StartMethod> parse_start_method(std::string_view name);
 std::optional<ForkHazardPolicy> parse_fork_hazard(std::string_view name);
+std::optional<ShardLabel> parse_shard_label(std::string_view name);
 std::string_view to_string(TransformKind kind);
 std::string_view to_string(DType dtype);
 std::string_view to_string(OnError on_error);
 std::string_view to_string(StartMethod method);
 std::string_view to_string(ForkHazardPolicy policy);
+std::string_view to_string(ShardLabel label);
 
 }  // namespace forkfeed

@@ -63,7 +63,8 @@ def _default_rank_and_world_size() -> Tuple[int, int]:
 
 # The LoaderOptions keywords of Loader() and Client(), by their C++ names.
 _OPTION_NAMES = (
-    "root", "manifest", "batch_size", "workers", "prefetch", "transform", "size", "dtype", "mean", "std",
+    "root", "manifest", "shards", "shard_label", "shard_label_field", "batch_size", "workers",
+    "prefetch", "transform", "size", "dtype", "mean", "std",
     "seed", "epoch", "rank", "world_size", "shuffle", "drop_last", "on_error", "start_method",
     "fork_hazard", "max_worker_restarts", "task_timeout", "pin_memory_device", "max_pixels",
     "max_file_bytes", "log_level",
@@ -91,7 +92,7 @@ class _Pass:
             default_rank, default_world_size = _default_rank_and_world_size()
             options["rank"] = default_rank if options["rank"] is None else options["rank"]
             options["world_size"] = default_world_size if options["world_size"] is None else options["world_size"]
-        for path in ("root", "manifest"):
+        for path in ("root", "manifest", "shards"):
             if options[path] is not None:
                 options[path] = os.fspath(options[path])
         self._options = {k: v for k, v in options.items() if v is not None}
@@ -189,12 +190,16 @@ class _Pass:
 
 
 class Loader(_Pass):
-    """Batches of decoded, transformed images from an ImageFolder tree or a manifest.
+    """Batches of decoded, transformed images from an ImageFolder tree, a manifest or
+    WebDataset tar shards.
 
     Every keyword is the ``forkfeed::LoaderOptions`` field of that name (see
     include/forkfeed/options.h); ``None`` leaves the C++ default. Exactly one of
-    ``root`` (an ImageFolder directory) and ``manifest`` (a file of
-    "path<TAB>label" lines). ``task_timeout`` is in seconds (0: never).
+    ``root`` (an ImageFolder directory), ``manifest`` (a file of "path<TAB>label"
+    lines) and ``shards`` (tar shards: a brace pattern such as
+    "/data/train-{000000..000146}.tar", a directory of .tar files or a file listing
+    them; ``shard_label`` is "cls", "json" with ``shard_label_field``, or
+    "class_folder"). ``task_timeout`` is in seconds (0: never).
     ``rank``/``world_size`` default to torch.distributed's when it is initialised,
     else to $RANK/$WORLD_SIZE, else 0/1. ``output`` chooses torch tensors (the
     default) or numpy arrays.
@@ -213,6 +218,9 @@ class Loader(_Pass):
         root: Optional[os.PathLike | str] = None,
         *,
         manifest: Optional[os.PathLike | str] = None,
+        shards: Optional[os.PathLike | str] = None,
+        shard_label: Optional[str] = None,
+        shard_label_field: Optional[str] = None,
         batch_size: Optional[int] = None,
         workers: Optional[int] = None,
         prefetch: Optional[int] = None,
@@ -265,8 +273,8 @@ class Client(_Pass):
     The same keywords, iteration, order, state_dict and errors as ``Loader`` — a state
     from either resumes the other — plus ``socket`` (forkfeedd's Unix socket, default
     ``default_socket_path()``), ``dataset`` (a dataset named in forkfeedd's config,
-    instead of ``root``/``manifest``) and ``connect_timeout`` (seconds to wait for the
-    daemon to answer, default 10). The daemon decides the worker count (at most
+    instead of ``root``/``manifest``/``shards``) and ``connect_timeout`` (seconds to
+    wait for the daemon to answer, default 10). The daemon decides the worker count (at most
     ``workers``) and always spawns its workers; ``pin_memory_device`` is not supported.
     If the daemon goes away, the next call raises an error saying so, never hangs:
     create a Client again from the last state_dict() to continue exactly. Ctrl-C while
@@ -280,6 +288,9 @@ class Client(_Pass):
         root: Optional[os.PathLike | str] = None,
         *,
         manifest: Optional[os.PathLike | str] = None,
+        shards: Optional[os.PathLike | str] = None,
+        shard_label: Optional[str] = None,
+        shard_label_field: Optional[str] = None,
         dataset: Optional[str] = None,
         socket: Optional[os.PathLike | str] = None,
         connect_timeout: Optional[float] = None,

@@ -17,7 +17,8 @@ namespace forkfeed::bench {
 std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
   CLI::App app(
       "Measures the throughput of a forkfeed Loader on an image dataset.\n\n"
-      "Runs E passes (epochs) over an ImageFolder tree or a manifest with N decode workers,\n"
+      "Runs E passes (epochs) over an ImageFolder tree, a manifest or WebDataset tar shards\n"
+      "with N decode workers,\n"
       "reads every batch in place, and reports images/s, the time spent waiting for each\n"
       "batch (p50/p99), the shared memory arena, skipped samples and worker restarts. A\n"
       "live progress line is drawn when stdout is a terminal. --dump-indices writes the\n"
@@ -41,6 +42,7 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
       "  forkfeed-mkdata --out /tmp/imgs --images 2000 --classes 10 --seed 1\n"
       "  forkfeed-bench --data /tmp/imgs --workers 8 --batch 128 --epochs 2\n"
       "  forkfeed-bench --manifest train.tsv --transform eval --dtype float32 --json\n"
+      "  forkfeed-bench --shards '/data/train-{000000..000146}.tar' --workers 8\n"
       "  forkfeed-bench --data /tmp/imgs --no-shuffle --dump-indices order.tsv\n"
       "  forkfeed-bench --data /tmp/imgs --epochs 2 --stop-after-batches 5 --save-state s.json\n"
       "  forkfeed-bench --data /tmp/imgs --epochs 2 --resume s.json --workers 4\n"
@@ -56,12 +58,26 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
   std::string on_error(to_string(o.on_error));
   std::string start_method(to_string(o.start_method));
   std::string fork_hazard(to_string(o.fork_hazard));
+  std::string shard_label(to_string(o.shard_label));
   bool no_shuffle = false;
   auto* data =
       app.add_option("--data", o.image_folder, "ImageFolder root: one subfolder per class")->type_name("DIR");
   auto* manifest = app.add_option("--manifest", o.manifest, "Text file of 'relative/path<TAB>label' lines")
                        ->type_name("FILE");
-  data->excludes(manifest);
+  auto* shards =
+      app.add_option("--shards", o.shards,
+                     "WebDataset tar shards: a brace pattern ('train-{000000..000146}.tar', quoted), a folder "
+                     "of .tar files, or a text file listing them; indexed once, the index cached in "
+                     "$FORKFEED_CACHE_DIR (default $XDG_CACHE_HOME/forkfeed)")
+          ->type_name("SPEC");
+  data->excludes(manifest)->excludes(shards);
+  manifest->excludes(shards);
+  app.add_option("--shard-label", shard_label,
+                 "With --shards, where a sample's label is: cls (a <key>.cls member holding an integer), json "
+                 "(a field of <key>.json, see --shard-label-field) or class_folder (the folder part of the key)")
+      ->check(CLI::IsMember(enum_names<ShardLabel>()));
+  app.add_option("--shard-label-field", o.shard_label_field, "With --shard-label json: the JSON field")
+      ->type_name("NAME");
   app.add_option("--workers", o.workers, "Decode worker processes")
       ->type_name("N")
       ->check(cli::integer_of(o.workers));
@@ -156,7 +172,9 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
 
   try {
     app.parse(argc, argv);
-    if (data->count() + manifest->count() == 0 && !flags.fork_report) throw CLI::RequiredError("--data DIR or --manifest FILE");
+    if (data->count() + manifest->count() + shards->count() == 0 && !flags.fork_report) {
+      throw CLI::RequiredError("--data DIR, --manifest FILE or --shards SPEC");
+    }
   } catch (const CLI::ParseError& e) {
     return cli::parse_exit(app, e);
   }
@@ -166,7 +184,8 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
   const std::optional<OnError> error_policy = parse_on_error(on_error);
   const std::optional<StartMethod> method = parse_start_method(start_method);
   const std::optional<ForkHazardPolicy> hazard_policy = parse_fork_hazard(fork_hazard);
-  if (!kind || !type || !error_policy || !method || !hazard_policy) {
+  const std::optional<ShardLabel> label = parse_shard_label(shard_label);
+  if (!kind || !type || !error_policy || !method || !hazard_policy || !label) {
     std::fprintf(stderr,
                  "forkfeed-bench: unknown --transform %s, --dtype %s, --on-error %s or --start-method %s\n",
                  transform.c_str(), dtype.c_str(), on_error.c_str(), start_method.c_str());
@@ -177,6 +196,7 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
   o.on_error = *error_policy;
   o.start_method = *method;
   o.fork_hazard = *hazard_policy;
+  o.shard_label = *label;
   o.shuffle = !no_shuffle;
   // Values that are each fine but not together (--rank 3 --world-size 2) are bad
   // arguments too, caught here rather than as a loader error.

@@ -13,13 +13,14 @@
 #include <nlohmann/json.hpp>
 
 #include "forkfeed/dataset.h"
+#include "loader/dataset_source.h"
 #include "loader/logging.h"
 #include "loader/transform_spec.h"
 #include "tools/cli/exit_status.h"
 #include "transport/printable.h"
-#include "transport/regular_file.h"
 #include "workers/opencv_logging.h"
 #include "workers/sample_pipeline.h"
+#include "workers/sample_reader.h"
 #include "workers/transform.h"
 
 namespace forkfeed::bench {
@@ -119,16 +120,12 @@ std::vector<std::uint64_t> files_to_probe(std::uint64_t size, std::uint64_t limi
 // unread (a FIFO, /dev/zero, a file over max_file_bytes).
 void warm_page_cache(const DatasetIndex& index, std::uint64_t max_file_bytes, ProbeReport& report,
                      ProbeProgress& progress) {
-  std::vector<char> buffer(1 << 20);
+  SampleReader reader(max_file_bytes);
   progress.start("reading", report.files.size());
   const auto start = Clock::now();
   for (std::size_t k = 0; k < report.files.size(); ++k) {
-    const std::string path(index.path(report.files[k]));
-    Result<RegularFile> file = open_regular_file(path, "image file", {max_file_bytes, "max_file_bytes", ""});
-    if (!file.ok()) continue;
-    for (ssize_t n; (n = ::read(file->fd.get(), buffer.data(), buffer.size())) > 0;) {
-      report.bytes += static_cast<std::uint64_t>(n);
-    }
+    auto bytes = reader.read(index.source(report.files[k]));
+    if (bytes.ok()) report.bytes += bytes->size();
     progress.update(k + 1);
   }
   report.warm_s = seconds_since(start);
@@ -199,9 +196,9 @@ void print_path(const PathRun& run, std::FILE* out) {
 
 void print_human(const ProbeReport& r, std::FILE* out) {
   const LoaderOptions& o = r.options;
-  const std::string source =
-      o.manifest.empty() ? ", " + std::to_string(r.classes) + " classes (" + printable(o.image_folder) + ")"
-                         : " (manifest " + printable(o.manifest) + ")";
+  const std::string classes =
+      !o.image_folder.empty() || r.classes > 0 ? ", " + std::to_string(r.classes) + " classes" : std::string();
+  const std::string source = classes + " (" + printable(DatasetSource::of(o).describe()) + ")";
   std::fprintf(out, "%-12s %llu images%s\n", "dataset", static_cast<unsigned long long>(r.dataset_size),
                source.c_str());
   std::fprintf(out, "%-12s %zu files, %.1f MB, read once in %.3f s to warm the page cache\n", "probed",
@@ -226,8 +223,7 @@ int run_probe(const BenchFlags& flags) {
   const LoaderOptions& o = flags.options;
   if (Status s = set_log_level(o.log_level); !s.ok()) return fail(s.message());
   follow_log_level_in_opencv(loader_logger()->level());
-  Result<DatasetIndex> index = o.manifest.empty() ? DatasetIndex::from_image_folder(o.image_folder)
-                                                  : DatasetIndex::from_manifest(o.manifest);
+  Result<DatasetIndex> index = open_dataset(o);
   if (!index.ok()) return fail(index.status().message());
 
   ProbeReport report;

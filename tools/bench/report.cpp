@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "loader/dataset_source.h"
 #include "transport/printable.h"
 
 namespace forkfeed::bench {
@@ -44,12 +45,11 @@ double percentile(std::vector<double> values, double p) {
 
 void print_human(const RunReport& r, std::FILE* out) {
   const LoaderOptions& o = r.options;
-  if (!o.manifest.empty()) {
-    line(out, "dataset", format("%llu images (manifest %s)", ull(r.dataset_size), o.manifest.c_str()));
-  } else {
-    line(out, "dataset",
-         format("%llu images, %zu classes (%s)", ull(r.dataset_size), r.classes, o.image_folder.c_str()));
-  }
+  const DatasetSource source = DatasetSource::of(o);
+  const std::string classes =
+      !o.image_folder.empty() || r.classes > 0 ? format(", %zu classes", r.classes) : std::string();
+  line(out, "dataset",
+       format("%llu images%s (%s)", ull(r.dataset_size), classes.c_str(), source.describe().c_str()));
   if (o.world_size > 1) line(out, "rank", format("%u of %u", o.rank, o.world_size));
   line(out, "workers",
        format("%u (%s, prefetch %u)", o.workers, std::string(to_string(r.stats.start_method)).c_str(), o.prefetch));
