@@ -204,5 +204,13 @@ TEST(ShardListTest, AbsoluteNormalPath) {
   EXPECT_TRUE(absolute_normal_path("rel").ends_with("/rel"));
 }
 
+TEST(ShardListTest, OneTarFileIsOneShardAndAnyOtherFileIsAList) {
+  testing::TempDir tmp;
+  touch(tmp.path() + "/only.tar");
+  EXPECT_EQ(list_shards(tmp.path() + "/only.tar").value(), std::vector<std::string>{tmp.path() + "/only.tar"});
+  touch(tmp.path() + "/shards.txt", "only.tar\n");
+  EXPECT_EQ(list_shards(tmp.path() + "/shards.txt").value(), std::vector<std::string>{tmp.path() + "/only.tar"});
+}
+
 }  // namespace
 }  // namespace forkfeed

@@ -18,6 +18,9 @@ StreamRequest unusual_request() {
   LoaderOptions& o = r.stream.loader;
   o.image_folder = "/data/train";
   o.manifest = "/data/train.tsv";
+  o.shards = "/data/train-{000..009}.tar";
+  o.shard_label = ShardLabel::kJson;
+  o.shard_label_field = "class";
   o.batch_size = 7;
   o.workers = 5;
   o.prefetch = 3;
@@ -69,12 +72,15 @@ TEST(StreamRequestTest, EveryFieldRoundTrips) {
   EXPECT_EQ(b.task_timeout_ms, a.task_timeout_ms);
   EXPECT_EQ(b.max_pixels, a.max_pixels);
   EXPECT_EQ(b.max_file_bytes, a.max_file_bytes);
+  EXPECT_EQ(b.shards, a.shards);
+  EXPECT_EQ(b.shard_label, a.shard_label);
+  EXPECT_EQ(b.shard_label_field, a.shard_label_field);
   EXPECT_EQ(got->state, sent.state);
 }
 
 TEST(StreamRequestTest, EveryKeyWrittenIsKnownAndAbsentKeysKeepTheDefaults) {
   const json body = to_json(StreamRequest{});
-  EXPECT_EQ(body.size(), 23u) << body.dump();
+  EXPECT_EQ(body.size(), 26u) << body.dump();  // 23, and since shards: shards, shard_label, shard_label_field
   for (const auto& [key, value] : body.items()) {
     EXPECT_TRUE(parse_stream_request(json{{key, value}}).ok()) << key;
   }

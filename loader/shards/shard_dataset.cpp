@@ -34,9 +34,10 @@ struct ShardResult {
   Status cache_write;  // why the scan could not be cached
 };
 
-// Scans shard `position` at `path` (its stamp taken before), grouping its members. A
-// damaged shard under on_error=skip keeps the samples before the damage: the last key
-// read may be cut short, so it goes too, and the rest counts as one skipped sample.
+// Scans shard `position` at `path`, grouping its members. A damaged shard under
+// on_error=skip keeps the samples before the damage (the scan lists only whole members;
+// a sample it cut short lacks its image or label, and grouping skips it), and the rest
+// counts as one skipped sample.
 Result<ShardScan> scan_shard(std::uint32_t position, const std::string& path, const ShardDataset& dataset) {
   Result<RegularFile> file = open_regular_file(path, "shard", {~std::uint64_t{0}, "the limit", ""});
   if (!file.ok()) return file.status();
@@ -47,13 +48,6 @@ Result<ShardScan> scan_shard(std::uint32_t position, const std::string& path, co
     return Status::Ok();
   });
   if (!damage.ok() && (damage.code() != Status::Code::kBadData || dataset.on_error != OnError::kSkip)) return damage;
-  if (!damage.ok() && !members.empty()) {
-    const auto last = split_member_name(members.back().name);
-    while (!members.empty() && last && split_member_name(members.back().name) &&
-           split_member_name(members.back().name)->key == last->key) {
-      members.pop_back();
-    }
-  }
   const ReadMember read = [&](const TarMember& m) -> Result<std::string> {
     std::string bytes(m.size, '\0');
     std::size_t done = 0;

@@ -21,8 +21,8 @@ namespace forkfeed {
 namespace {
 
 constexpr std::string_view kSpecForms =
-    "a shard spec is a brace pattern (/data/train-{000000..000146}.tar), a directory of .tar files "
-    "or a text file listing one shard per line";
+    "a shard spec is a brace pattern (/data/train-{000000..000146}.tar), one .tar file, a directory of "
+    ".tar files or a text file listing one shard per line";
 
 Status bad_pattern(const std::string& spec, std::string_view why) {
   return Status::InvalidArgument("shard pattern " + printable(spec) + ": " + std::string(why));
@@ -228,7 +228,13 @@ Result<std::vector<std::string>> list_shards(const std::string& spec) {
   Result<std::vector<std::string>> paths = Status::Internal("unset");
   struct stat st {};
   if (::stat(absolute.c_str(), &st) == 0) {
-    paths = S_ISDIR(st.st_mode) ? list_directory(spec, absolute) : read_list_file(spec, absolute);
+    if (S_ISDIR(st.st_mode)) {
+      paths = list_directory(spec, absolute);
+    } else if (absolute.ends_with(".tar")) {
+      paths = std::vector<std::string>{absolute};  // one shard
+    } else {
+      paths = read_list_file(spec, absolute);
+    }
   } else if (errno != ENOENT && errno != ENOTDIR) {
     return Status::FromErrno("cannot access shard spec " + printable(spec), errno);
   } else if (spec.find_first_of("{}") != std::string::npos) {

@@ -16,6 +16,7 @@ inline constexpr std::size_t kMaxShards = 1'000'000;
 // each of which exists and is a regular file, none twice. `spec` is:
 //  - a directory: every "*.tar" directly in it (not hidden ones, as a shell glob),
 //    sorted bytewise by name.
+//  - a file whose name ends in ".tar": that one shard.
 //  - a text file (read through read_regular_file, at most 64 MiB): one shard path a line,
 //    surrounding whitespace trimmed; blank lines and lines starting with '#' ignored;
 //    relative paths are taken from the list file's folder.

@@ -1,0 +1,277 @@
+// Tar shards end to end: a Loader over shards delivers what a Loader over the manifest of
+// the same samples delivers — order, labels, pixels — exactly once, across resumes with
+// other worker counts and worker deaths; the index is cached and the cache follows the
+// shards; damaged shards and samples are errors naming the shard (or skipped and counted).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <string>
+
+#include "forkfeed/loader.h"
+#include "loader/checkpoint.h"
+#include "loader/shards/tar_scan.h"
+#include "loader/shards/tar_writer.h"
+#include "tests/testing/processes.h"
+#include "tests/testing/small_options.h"
+#include "tests/testing/temp_dataset.h"
+#include "tests/testing/temp_shards.h"
+
+namespace forkfeed {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::uint32_t kImages = 23, kPerShard = 5;
+
+class ShardDatasetTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = testing::make_image_folder(dir_.path(), kImages, 3);
+    shards_ = testing::make_shards(dir_.path(), root_, kPerShard);
+    ASSERT_EQ(shards_.samples, kImages);
+    cache_ = dir_.path() + "/cache";
+    ::setenv("FORKFEED_CACHE_DIR", cache_.c_str(), 1);
+  }
+  void TearDown() override { ::unsetenv("FORKFEED_CACHE_DIR"); }
+
+  LoaderOptions on_shards(std::uint32_t workers = 2) const {
+    LoaderOptions o = testing::small_options("", workers, 4);
+    o.image_folder.clear();
+    o.shards = shards_.spec;
+    o.seed = 9;
+    return o;
+  }
+  LoaderOptions on_manifest(std::uint32_t workers = 2) const {
+    LoaderOptions o = on_shards(workers);
+    o.shards.clear();
+    o.manifest = shards_.manifest;
+    return o;
+  }
+  static testing::Batches two_epochs(const LoaderOptions& o) {
+    auto loader = testing::open_loader(o);
+    if (!loader) return {};
+    testing::Batches run = testing::read_pass(*loader);
+    loader->set_epoch(1);
+    testing::Batches second = testing::read_pass(*loader);
+    run.insert(run.end(), second.begin(), second.end());
+    return run;
+  }
+  std::size_t cache_files() const {
+    std::size_t n = 0;
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(cache_, ec), end; !ec && it != end; it.increment(ec)) {
+      n += it->path().extension() == ".idx";
+    }
+    return n;
+  }
+
+  testing::TempDir dir_;
+  std::string root_, cache_;
+  testing::TempShards shards_;
+};
+
+TEST_F(ShardDatasetTest, ShardsDeliverWhatTheManifestOfTheSameSamplesDelivers) {
+  for (std::uint32_t rank : {0u, 1u}) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    LoaderOptions shards = on_shards(), manifest = on_manifest();
+    shards.world_size = manifest.world_size = 2;
+    shards.rank = manifest.rank = rank;
+    const testing::Batches from_shards = two_epochs(shards);
+    ASSERT_FALSE(from_shards.empty());
+    EXPECT_EQ(testing::first_difference(from_shards, two_epochs(manifest)), "");
+  }
+  const testing::Batches all = two_epochs(on_shards(3));
+  std::vector<std::uint64_t> first_epoch(testing::indices_of(all));
+  first_epoch.resize(kImages);
+  EXPECT_EQ(testing::exactly_once(first_epoch, kImages), "");
+}
+
+TEST_F(ShardDatasetTest, AResumeFromShardsWithAnotherWorkerCountGoesOnExactly) {
+  const testing::Batches full = two_epochs(on_shards(2));
+  std::string state;
+  testing::Batches run;
+  {
+    auto loader = testing::open_loader(on_shards(1));
+    ASSERT_TRUE(loader);
+    run = testing::read_batches(*loader, 4);
+    state = loader->state();
+  }
+  auto resumed = Loader::open(on_shards(3), state);
+  ASSERT_TRUE(resumed.ok()) << resumed.status().message();
+  testing::Batches rest = testing::read_pass(**resumed);
+  (*resumed)->set_epoch(1);
+  testing::Batches second = testing::read_pass(**resumed);
+  run.insert(run.end(), rest.begin(), rest.end());
+  run.insert(run.end(), second.begin(), second.end());
+  EXPECT_EQ(testing::first_difference(run, full), "");
+}
+
+TEST_F(ShardDatasetTest, TheIndexIsCachedAndAChangedShardIsScannedAgainAndRefusesOldStates) {
+  std::string state;
+  {
+    auto loader = testing::open_loader(on_shards());
+    ASSERT_TRUE(loader);
+    EXPECT_EQ(cache_files(), shards_.files.size()) << "one index file per shard";
+    (void)testing::read_batches(*loader, 1);
+    state = loader->state();
+  }
+  // A cached open gives the same dataset (the same state resumes).
+  ASSERT_TRUE(Loader::open(on_shards(), state).ok());
+
+  // Shard 2 rewritten with one sample fewer: its cache entry is stale (size and mtime).
+  const auto index = DatasetIndex::from_manifest(shards_.manifest).value_or_throw();
+  {
+    auto writer = TarWriter::create(shards_.files[2]);
+    ASSERT_TRUE(writer.ok());
+    for (std::size_t i = 2 * kPerShard; i < 3 * kPerShard - 1; ++i) {
+      std::ifstream in(std::string(index.path(i)), std::ios::binary);
+      const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+      const std::string key = "s" + std::to_string(100 + i), cls = std::to_string(index.label(i));
+      ASSERT_TRUE(writer->add(key + ".jpg", {reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()}).ok());
+      ASSERT_TRUE(writer->add(key + ".cls", {reinterpret_cast<const std::byte*>(cls.data()), cls.size()}).ok());
+    }
+    ASSERT_TRUE(writer->finish().ok());
+  }
+  auto changed = testing::open_loader(on_shards());
+  ASSERT_TRUE(changed);
+  EXPECT_EQ(changed->dataset().size(), kImages - 1u) << "the changed shard was scanned again";
+  const Status refused = changed->load_state(state);
+  EXPECT_EQ(refused.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(refused.message().find("dataset"), std::string::npos) << refused.message();
+}
+
+TEST_F(ShardDatasetTest, AWorkerKilledMidReadIsReplacedAndThePassStaysExactlyOnce) {
+  testing::HangGuard guard(120, "ShardDatasetTest.AWorkerKilledMidRead");
+  LoaderOptions o = on_shards(2);
+  o.max_worker_restarts = 100;
+  o.log_level = "off";
+  auto loader = testing::open_loader(o);
+  ASSERT_TRUE(loader);
+  const testing::Batches reference = two_epochs(on_shards(2));
+  std::mt19937 rng(3);
+  testing::Batches run;
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    loader->set_epoch(epoch);
+    while (true) {
+      const auto workers = testing::children_of(::getpid());
+      if (!workers.empty() && rng() % 2 == 0) ::kill(workers[rng() % workers.size()], SIGKILL);
+      auto b = loader->next();
+      ASSERT_TRUE(b.ok()) << b.status().message();
+      if (!b->has_value()) break;
+      run.emplace_back(**b);
+    }
+  }
+  EXPECT_GT(loader->stats().worker_restarts, 0u);
+  EXPECT_EQ(testing::first_difference(run, reference), "");
+}
+
+// Shards other than the fixture's, each with something wrong.
+class BadShardTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ::setenv("FORKFEED_CACHE_DIR", (dir_.path() + "/cache").c_str(), 1);
+    image_ = read(testing::make_image_folder(dir_.path(), 1, 1) + "/class_000");
+  }
+  void TearDown() override { ::unsetenv("FORKFEED_CACHE_DIR"); }
+  static std::string read(const std::string& folder) {
+    for (const auto& e : fs::directory_iterator(folder)) {
+      std::ifstream in(e.path(), std::ios::binary);
+      return std::string((std::istreambuf_iterator<char>(in)), {});
+    }
+    return {};
+  }
+  // A shard of `members` (name, bytes) at dir/name.
+  std::string shard(const std::string& name, const std::vector<std::pair<std::string, std::string>>& members) {
+    const std::string path = dir_.path() + "/" + name;
+    auto writer = TarWriter::create(path);
+    EXPECT_TRUE(writer.ok());
+    for (const auto& [member, bytes] : members) {
+      EXPECT_TRUE(writer->add(member, {reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()}).ok());
+    }
+    EXPECT_TRUE(writer->finish().ok());
+    return path;
+  }
+  Result<std::unique_ptr<Loader>> open(const std::string& spec, OnError on_error = OnError::kFail) {
+    LoaderOptions o = testing::small_options("", 1, 2);
+    o.image_folder.clear();
+    o.shards = spec;
+    o.on_error = on_error;
+    o.log_level = "off";
+    return Loader::open(o);
+  }
+  testing::TempDir dir_;
+  std::string image_;
+};
+
+TEST_F(BadShardTest, ASampleWithoutItsLabelNamesTheShardAndTheKeyOrIsSkippedAndCounted) {
+  const std::string spec = shard("a.tar", {{"x1.jpg", image_}, {"x1.cls", "0"}, {"x2.jpg", image_},
+                                           {"x3.jpg", image_}, {"x3.cls", "1"}});
+  auto failed = open(spec);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), Status::Code::kBadData);
+  EXPECT_NE(failed.status().message().find("a.tar"), std::string::npos) << failed.status().message();
+  EXPECT_NE(failed.status().message().find("x2"), std::string::npos) << failed.status().message();
+  auto skipped = open(spec, OnError::kSkip);
+  ASSERT_TRUE(skipped.ok()) << skipped.status().message();
+  EXPECT_EQ((*skipped)->dataset().size(), 2u);
+}
+
+TEST_F(BadShardTest, ATruncatedShardIsAnErrorOrKeepsTheSamplesBeforeTheDamage) {
+  const std::string path = shard("t.tar", {{"x1.jpg", image_}, {"x1.cls", "0"}, {"x2.jpg", image_},
+                                           {"x2.cls", "0"}, {"x3.jpg", image_}, {"x3.cls", "0"}});
+  const auto members = scan_tar_file(path).value_or_throw();
+  ASSERT_EQ(members[4].name, "x3.jpg");
+  fs::resize_file(path, members[4].offset + members[4].size / 2);  // into x3.jpg
+  auto failed = open(path);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("truncated"), std::string::npos) << failed.status().message();
+  EXPECT_NE(failed.status().message().find("t.tar"), std::string::npos) << failed.status().message();
+  auto kept = open(path, OnError::kSkip);
+  ASSERT_TRUE(kept.ok()) << kept.status().message();
+  EXPECT_EQ((*kept)->dataset().size(), 2u) << "x1 and x2; x3 was cut";
+  const testing::Batches pass = testing::read_pass(**kept);
+  EXPECT_EQ(testing::exactly_once(testing::indices_of(pass), 2), "");
+}
+
+TEST_F(BadShardTest, AFileThatIsNoTarIsAnErrorNamingIt) {
+  const std::string path = dir_.path() + "/photo.tar";
+  std::ofstream(path, std::ios::binary) << image_;
+  auto failed = open(path);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("not a tar"), std::string::npos) << failed.status().message();
+  EXPECT_NE(failed.status().message().find("photo.tar"), std::string::npos) << failed.status().message();
+}
+
+TEST_F(BadShardTest, GnuTarLongNamesAndPaxHeadersAreRead) {
+  const std::string long_dir(120, 'd');
+  const std::string folder = dir_.path() + "/src/" + long_dir;
+  fs::create_directories(folder);
+  for (const std::string key : {"k1", "k2"}) {
+    std::ofstream(folder + "/" + key + ".jpg", std::ios::binary) << image_;
+    std::ofstream(folder + "/" + key + ".cls") << (key == "k1" ? "4" : "7");
+  }
+  for (const std::string format : {"gnu", "pax"}) {
+    SCOPED_TRACE(format);
+    const std::string tar = dir_.path() + "/" + format + ".tar";
+    const std::string cmd = "tar --format=" + format + " -C " + dir_.path() + "/src -cf " + tar + " " + long_dir +
+                            "/k1.jpg " + long_dir + "/k1.cls " + long_dir + "/k2.jpg " + long_dir + "/k2.cls";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    auto loader = open(tar);
+    ASSERT_TRUE(loader.ok()) << loader.status().message();
+    ASSERT_EQ((*loader)->dataset().size(), 2u);
+    EXPECT_EQ((*loader)->dataset().label(0), 4);
+    EXPECT_EQ((*loader)->dataset().label(1), 7);
+    const testing::Batches pass = testing::read_pass(**loader);
+    EXPECT_EQ(testing::exactly_once(testing::indices_of(pass), 2), "");
+  }
+}
+
+}  // namespace
+}  // namespace forkfeed
