@@ -163,6 +163,7 @@ class Loader::Impl {
     delivery_->count_into(s);
     s.worker_restarts = supervisor_->restarts();
     s.arena_bytes = arena_->size();
+    s.index_bytes = arena_->index_bytes();
     s.slots = slot_count(options_);
     s.start_method = workers_->start_method();
     s.pinned = pinned_ && pinned_->pinned();

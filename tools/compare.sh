@@ -13,7 +13,7 @@ usage() {
 usage: tools/compare.sh [--data DIR] [--workers N] [--batch B] [--size S]
                         [--transform train|eval] [--dtype uint8|float32|both] [--epochs E]
                         [--images N] [--seed X] [--generate N] [--bin DIR] [--no-torch]
-                        [--no-python] [--json]
+                        [--no-python] [--shards] [--json]
 
 Measures, on one folder and in one run, one after the other on a warm page cache:
   1. forkfeed-bench --probe: one core decoding + transforming every file, with OpenCV's
@@ -26,6 +26,9 @@ Measures, on one folder and in one run, one after the other on a warm page cache
      (train: RandomResizedCrop + RandomHorizontalFlip; eval: Resize(size/0.875) +
      CenterCrop; then PILToTensor, or ToTensor + Normalize for float32), the same N
      workers, batch size, shuffle and number of images, run by /usr/bin/python3.
+With --shards, the same images packed into WebDataset tar shards (forkfeed-shard, once)
+are read too, by forkfeed-bench with the same options right after step 2, and the table
+adds that row and the ratio shards / folder.
 Every loader is timed from the first batch asked for to the last received; the wait
 per batch is the time the consumer spends asking for it. Peak memory is the largest sum
 of PSS over the whole process tree (the loader and all its workers), sampled every
@@ -52,6 +55,8 @@ forkfeed / PyTorch, from Python / forkfeed-bench, from Python / PyTorch, fused /
                     after tools/setup.sh and tools/build.sh build, as tools/demo.sh does)
   --no-torch        skip the PyTorch row
   --no-python       skip the forkfeed from Python row
+  --shards          add forkfeed-bench on the same images as tar shards of 1000 samples,
+                    packed once into BIN/../compare-shards/<name of the folder>
   --json            print one JSON object instead of the table
   -h, --help        this text
 
@@ -72,12 +77,13 @@ die() { say "$*"; exit 1; }
 bad_usage() { say "$* (see --help)"; exit 2; }
 
 data="" workers=2 batch=64 size=224 transform=train dtype=uint8 epochs=2 images=0 seed=0
-generate=2000 bin="" torch=1 from_python=1 json=0
+generate=2000 bin="" torch=1 from_python=1 json=0 shards=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     -h | --help) usage; exit 0 ;;
     --no-torch) torch=0; shift; continue ;;
     --no-python) from_python=0; shift; continue ;;
+    --shards) shards=1; shift; continue ;;
     --json) json=1; shift; continue ;;
     --data | --workers | --batch | --size | --transform | --dtype | --epochs | --images | --seed | \
       --generate | --bin)
@@ -133,7 +139,9 @@ if [[ -z $bin ]]; then
   "$root/tools/build.sh" "$root/build" -DCMAKE_BUILD_TYPE=Release >&2
   bin=$root/build/bin
 fi
-for tool in forkfeed-bench forkfeed-mkdata; do
+tools=(forkfeed-bench forkfeed-mkdata)
+[[ $shards -eq 1 ]] && tools+=(forkfeed-shard)
+for tool in "${tools[@]}"; do
   [[ -x $bin/$tool ]] || die "$bin/$tool not found; build forkfeed (tools/build.sh build) or pass --bin DIR"
 done
 
@@ -149,6 +157,22 @@ if [[ -z $data ]]; then
       --min-side 256 --max-side 500 --special-every 0 >&2
     echo "$spec" >"$marker"
   fi
+fi
+
+# The same images as tar shards, packed once; forkfeed-shard keeps the shards already there.
+shard_spec=""
+if [[ $shards -eq 1 ]]; then
+  shard_dir=$(cd "$bin/.." && pwd)/compare-shards/$(basename "$(cd "$data" && pwd)")
+  marker="$shard_dir/.forkfeed-compare-complete"
+  if [[ ! -f $marker || "$(head -1 "$marker")" != "$(cd "$data" && pwd)" ]]; then
+    say "packing $data into tar shards in $shard_dir (once; later runs reuse them)"
+    rm -rf "$shard_dir"
+    mkdir -p "$shard_dir"
+    "$bin/forkfeed-shard" --from "$data" --out "$shard_dir/shard-%06d.tar" --shard-size 1000 >&2 ||
+      die "forkfeed-shard failed (see above)"
+    (cd "$data" && pwd) >"$marker"
+  fi
+  shard_spec=$shard_dir
 fi
 
 out=$(mktemp -d "${TMPDIR:-/tmp}/forkfeed-compare.XXXXXX")
@@ -190,11 +214,11 @@ fi
 
 # The loaders read files in shuffled order, --images N of them maybe not those the probe
 # reads: warm the page cache with the whole set, if it fits.
-data_bytes=$(du -sb "$data" | cut -f1)
+data_bytes=$(du -sb "$data" ${shard_spec:+"$shard_spec"} | awk '{n += $1} END {print n}')
 available_kib=$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)
 if [[ $((data_bytes / 1024)) -lt $((available_kib / 2)) ]]; then
   say "reading $((data_bytes >> 20)) MiB once to warm the page cache"
-  find "$data" -type f -print0 | xargs -0 -r cat >/dev/null
+  find "$data" ${shard_spec:+"$shard_spec"} -type f -print0 | xargs -0 -r cat >/dev/null
 else
   say "$data ($((data_bytes >> 20)) MiB) exceeds half the available memory: the runs read from disk"
 fi
@@ -223,6 +247,15 @@ measure() {
   "${sample_pss[@]}" --out "$dir/forkfeed.pss.json" -- \
     "$bin/forkfeed-bench" --json --on-error skip "${loader_args[@]}" >"$dir/forkfeed.json" ||
     die "forkfeed-bench failed (see above)"
+
+  if [[ -n $shard_spec ]]; then
+    say "$dtype 2/4 forkfeed on tar shards: $workers workers, batch $batch, $schedule"
+    local shard_args=("${loader_args[@]}")
+    shard_args[1]=$shard_spec shard_args[0]=--shards
+    "${sample_pss[@]}" --out "$dir/shards.pss.json" -- \
+      "$bin/forkfeed-bench" --json --on-error skip "${shard_args[@]}" >"$dir/shards.json" ||
+      die "forkfeed-bench --shards failed (see above)"
+  fi
 
   if [[ $from_python -eq 1 ]]; then
     say "$dtype 3/4 forkfeed from Python: $workers workers, batch $batch, $schedule"

@@ -136,6 +136,12 @@ SlotView Arena::slot(std::uint32_t i) const {
   return SlotView{header, indices, labels, skips, base + g.pixels_offset};
 }
 
+std::size_t Arena::index_bytes() const {
+  const SharedIndex& i = *control_->index;
+  return i.paths.capacity() + i.offsets.capacity() * sizeof(std::uint64_t) +
+         i.slices.capacity() * sizeof(DatasetIndex::Slice) + i.labels.capacity() * sizeof(std::int64_t);
+}
+
 void Arena::reset_channel(std::uint32_t worker) const { new (&control_->channels[worker]) WorkerChannel(); }
 
 std::span<std::byte> Arena::slot_region() const {

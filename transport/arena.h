@@ -51,6 +51,8 @@ class Arena {
   // Every batch slot: from the first to the end of the mapping, page aligned at both ends.
   std::span<std::byte> slot_region() const;
 
+  // Bytes the dataset index takes in the arena (its vectors' storage).
+  std::size_t index_bytes() const;
   int fd() const { return fd_.get(); }
   // The first byte of the mapping: offsets in the arena (a consumer's view of it) count from here.
   const std::byte* data() const { return mapping_.data(); }

@@ -29,6 +29,7 @@ struct LoaderStats {
   std::uint64_t worker_restarts = 0;
   StartMethod start_method = StartMethod::kFork;  // how the first workers started: kFork or kSpawn
   std::uint64_t arena_bytes = 0;  // the whole shared memory arena
+  std::uint64_t index_bytes = 0;  // of it, the dataset index: paths, slices and labels
   std::uint32_t slots = 0;
   bool pinned = false;  // the batch slots are page-locked for pin_memory_device
 };

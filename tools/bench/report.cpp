@@ -71,7 +71,10 @@ void print_human(const RunReport& r, std::FILE* out) {
   line(out, "images/s", format("%.1f", images_per_s(r)));
   line(out, "wait/batch",
        format("p50 %.3f ms, p99 %.3f ms", percentile(r.wait_ms, 50), percentile(r.wait_ms, 99)));
-  line(out, "arena", format("%.1f MiB, %u slots", mib(r.stats.arena_bytes), r.stats.slots));
+  line(out, "arena",
+       format("%.1f MiB, %u slots; index %.1f MiB (%.1f bytes a sample)", mib(r.stats.arena_bytes), r.stats.slots,
+              mib(r.stats.index_bytes),
+              r.dataset_size ? static_cast<double>(r.stats.index_bytes) / static_cast<double>(r.dataset_size) : 0.0));
   if (r.stats.pinned) {
     line(out, "pinned", format("yes, for CUDA device %d", o.pin_memory_device));
   } else {
@@ -108,6 +111,7 @@ std::string json_line(const RunReport& r) {
   j["skipped"] = r.stats.skipped_samples;
   j["worker_restarts"] = r.stats.worker_restarts;
   j["arena_bytes"] = r.stats.arena_bytes;
+  j["index_bytes"] = r.stats.index_bytes;
   j["slots"] = r.stats.slots;
   j["pinned"] = r.stats.pinned;
   j["pin_memory_device"] = o.pin_memory_device;

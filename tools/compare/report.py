@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """The table (or the --json object) of tools/compare.sh, from the JSON files its runs left
-in one folder: probe.json, forkfeed.json + forkfeed.pss.json, python.json +
+in one folder: probe.json, forkfeed.json + forkfeed.pss.json, shards.json +
+shards.pss.json (the same images as tar shards, with --shards), python.json +
 python.pss.json (forkfeed from Python) and torch.json + torch.pss.json (each absent when
 its row was skipped, with the reason in python.skipped or torch.skipped), and
 settings.json. Standard library only.
@@ -33,9 +34,10 @@ def gather(folder):
     settings = load(folder, "settings.json")
     probe = load(folder, "probe.json")
     forkfeed = load(folder, "forkfeed.json")
+    shards = load(folder, "shards.json")
     python = load(folder, "python.json")
     torch = load(folder, "torch.json")
-    for name, run in (("forkfeed", forkfeed), ("python", python), ("torch", torch)):
+    for name, run in (("forkfeed", forkfeed), ("shards", shards), ("python", python), ("torch", torch)):
         if run is not None:
             tree = load(folder, name + ".pss.json")
             run["peak_pss_bytes"] = tree["peak_pss_bytes"]
@@ -55,6 +57,7 @@ def gather(folder):
         "settings": settings,
         "probe": probe,
         "forkfeed": forkfeed,
+        "shards": shards,
         "python": python,
         "torch": torch,
         "python_skipped": skipped["python"],
@@ -63,6 +66,7 @@ def gather(folder):
         "arena_slot_bytes": slot_bytes,
         "ratios": {
             "forkfeed_over_torch": ratio(forkfeed["images_per_s"], torch and torch["images_per_s"]),
+            "shards_over_folder": ratio(shards and shards["images_per_s"], forkfeed["images_per_s"]),
             "python_over_forkfeed": ratio(python and python["images_per_s"], forkfeed["images_per_s"]),
             "python_over_torch": ratio(python and python["images_per_s"], torch and torch["images_per_s"]),
             "python_pss_over_torch": ratio(python and python["peak_pss_bytes"], torch and torch["peak_pss_bytes"]),
@@ -86,7 +90,7 @@ def times(x, suffix="x"):
 
 
 def print_table(r):
-    s, p, f, py, t = r["settings"], r["probe"], r["forkfeed"], r["python"], r["torch"]
+    s, p, f, sh, py, t = r["settings"], r["probe"], r["forkfeed"], r["shards"], r["python"], r["torch"]
     n = s["workers"]
     print(f"compare.sh: {f['dataset_size']} images in {s['data']}, {s['transform']} {s['size']}x{s['size']} "
           f"{s['dtype']}, batch {s['batch']}, {n} worker{'s' if n != 1 else ''}, {s['cpus']} CPUs")
@@ -97,8 +101,11 @@ def print_table(r):
     for name, path in (("probe, OpenCV full decode (1 core)", "opencv"), ("probe, fused decode (1 core)", "fused")):
         run = p[path]
         rows.append((name, f"{run['images_per_s']:.1f}", f"{run['images_per_cpu_s']:.1f}", "", "", ""))
-    for name, run in ((f"forkfeed ({n} workers)", f), (f"forkfeed from Python ({n} workers)", py),
-                      (f"PyTorch DataLoader ({n} workers)", t)):
+    loaders = [(f"forkfeed ({n} workers)", f)]
+    if sh is not None:
+        loaders.append((f"forkfeed, tar shards ({n} workers)", sh))
+    loaders += [(f"forkfeed from Python ({n} workers)", py), (f"PyTorch DataLoader ({n} workers)", t)]
+    for name, run in loaders:
         if run is None:
             rows.append((name, "skipped", "", "", "", ""))
         else:
@@ -112,6 +119,7 @@ def print_table(r):
     rest = r["arena_bytes"] - r["arena_slot_bytes"]
     lines = [
         ("forkfeed / PyTorch", times(q["forkfeed_over_torch"])),
+        *([("tar shards / folder", times(q["shards_over_folder"]))] if sh is not None else []),
         ("same, per CPU second of each tree", times(q["forkfeed_over_torch_per_cpu_s"])),
         ("from Python / forkfeed-bench", times(q["python_over_forkfeed"])),
         ("from Python / PyTorch", times(q["python_over_torch"])),
