@@ -29,17 +29,19 @@ constexpr const char* kDescription =
     "Samples go in the order a Loader indexes --from, --shard-size to a shard; the last\n"
     "shard may hold fewer. The same input writes the same bytes again. A shard that exists\n"
     "is kept, not rewritten (shards appear only once complete), so an interrupted run is\n"
-    "resumed by running it again; --force rewrites them all. The folders of --out are\n"
+    "resumed by running it again; --force rewrites them all (kept shards are not compared\n"
+    "with --from: after changing the dataset, use --force). The folders of --out are\n"
     "created. Read the shards back with the --shards spec printed at the end, labels from\n"
     "the .cls members (--shard-label cls) or from the key's folder (--shard-label\n"
-    "class_folder); in Python, webdataset.WebDataset(spec) gives the same samples.\n";
+    "class_folder, the ImageFolder's labels when images sit directly in their class\n"
+    "folders); in Python, webdataset.WebDataset(spec) gives the same samples.\n";
 
 constexpr const char* kExample =
     "Example:\n"
     "  forkfeed-shard --from /data/imagenet/train --out /data/shards/train-%06d.tar --shard-size 1000\n"
     "  forkfeed-bench --shards '/data/shards/train-{000000..001281}.tar' --workers 8\n\n"
-    "Exit status: 0 done, 1 bad data or a file that could not be read or written, 2 bad\n"
-    "arguments (nothing was written).";
+    "Exit status: 0 done, 1 bad data or a file that could not be read or written,\n"
+    "2 bad arguments (nothing was written).";
 
 }  // namespace
 
