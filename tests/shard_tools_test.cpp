@@ -354,6 +354,29 @@ TEST_F(ShardToolsTest, ManifestKeysAreRelativeToItsFolderAndDotsBecomeUnderscore
             (std::vector<std::string>{"a.b/x_y.jpg", "a.b/x_y.cls", outside + ".jpg", outside + ".cls"}));
 }
 
+// Only the file name's dots become '_': a class folder "a.b" sorts before "a_a" in the
+// ImageFolder, and must still do so as the key's folder (--shard-label class_folder).
+TEST_F(ShardToolsTest, DottedClassFoldersKeepTheirLabelsAsKeyFolders) {
+  const std::string data = dir_.path() + "/dots";
+  fs::create_directories(data + "/a.b");
+  fs::create_directories(data + "/a_a");
+  const std::string image(folder_index().path(0));
+  fs::copy_file(image, data + "/a.b/x.y.jpg");
+  fs::copy_file(image, data + "/a_a/z.jpg");
+  const Outcome o =
+      run_tool("forkfeed-shard", {"--from", data, "--out", dir_.path() + "/o/%d.tar"}, dir_.path());
+  ASSERT_EQ(o.code, 0) << o.describe();
+  LoaderOptions folder = testing::small_options(data, 1, 2);
+  folder.shuffle = false;
+  LoaderOptions shards = folder;
+  shards.image_folder.clear();
+  shards.shards = dir_.path() + "/o/{0..0}.tar";
+  shards.shard_label = ShardLabel::kClassFolder;
+  const Pass expected = read_pass(folder);
+  ASSERT_EQ(expected.labels, (std::vector<std::int64_t>{0, 1}));
+  EXPECT_EQ(read_pass(shards).labels, expected.labels);
+}
+
 TEST_F(ShardToolsTest, MkdataWritesShardsOfTheImagesItWouldWriteAsAFolder) {
   const std::string wds = dir_.path() + "/wds", folder = dir_.path() + "/folder";
   const std::vector<std::string> common = {"--images", "10",         "--classes", "2",          "--seed",
