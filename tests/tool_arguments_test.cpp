@@ -1,6 +1,6 @@
-// The command lines of forkfeed-mkdata, forkfeedd, forkfeed-ctl and forkfeed-worker:
-// bad arguments exit 2, as each --help says, integer flags refuse what does not fit, and
-// forkfeed-worker run by hand says why it cannot work. (forkfeed-bench: bench_cli_test.)
+// The command lines of forkfeed-mkdata, forkfeed-shard, forkfeedd, forkfeed-ctl and
+// forkfeed-worker: bad arguments exit 2, as each --help says, integer flags refuse what
+// does not fit, and forkfeed-worker run by hand says why it cannot work. (forkfeed-bench: bench_cli_test.)
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -28,7 +28,8 @@ std::string joined(const std::vector<std::string>& args) {
 
 TEST(ToolArguments, EveryHelpDocumentsExitStatusTwoForBadArguments) {
   testing::TempDir dir;
-  for (const char* tool : {"forkfeed-mkdata", "forkfeedd", "forkfeed-ctl", "forkfeed-worker"}) {
+  for (const char* tool :
+       {"forkfeed-mkdata", "forkfeed-shard", "forkfeedd", "forkfeed-ctl", "forkfeed-worker"}) {
     const testing::CommandOutcome o = run_tool(tool, {"--help"}, dir.path());
     EXPECT_TRUE(o.exited && o.code == 0) << tool << ": " << o.describe();
     EXPECT_NE(o.out.find("2 bad arguments"), std::string::npos) << tool << ": " << o.describe();

@@ -1,5 +1,5 @@
-// forkfeed-mkdata: writes a deterministic synthetic ImageFolder dataset, so the demo,
-// the benchmark and the tests never need to download images.
+// forkfeed-mkdata: writes a deterministic synthetic ImageFolder dataset, or WebDataset
+// shards of one, so the demo, the benchmark and the tests never need to download images.
 #include <unistd.h>
 
 #include <chrono>
@@ -14,6 +14,7 @@
 #include "tools/cli/exit_status.h"
 #include "tools/cli/integer_flag.h"
 #include "tools/mkdata/synthetic_images.h"
+#include "tools/shard/convert.h"
 #include "transport/printable.h"
 
 namespace {
@@ -28,13 +29,24 @@ constexpr const char* kDescription =
     "75-95), with 3 in 20 grayscale JPEG, progressive JPEG or PNG. The shorter side is drawn\n"
     "from [--min-side, --max-side], the aspect ratio from 3:4 to 4:3. The same options\n"
     "write the same bytes again (with the same OpenCV build), so a dataset can be rebuilt\n"
-    "instead of copied. Files of the same name in DIR are overwritten, others left alone.\n";
+    "instead of copied. Files of the same name in DIR are overwritten, others left alone.\n\n"
+    "--format wds writes the same images as WebDataset tar shards instead (what\n"
+    "forkfeed-shard makes of an ImageFolder): DIR/shard-000000.tar, ... with --shard-size\n"
+    "samples each, every sample a class_NNN/img_NNNNN.<ext> image and its .cls label. The\n"
+    "images are drawn into DIR/.forkfeed-mkdata-images first, removed at the end.\n";
 
 constexpr const char* kExample =
     "Example:\n"
     "  forkfeed-mkdata --out /tmp/imgs --images 2000 --classes 20 --seed 7\n"
-    "writes 100 images into each of /tmp/imgs/class_000 ... /tmp/imgs/class_019.\n\n"
+    "writes 100 images into each of /tmp/imgs/class_000 ... /tmp/imgs/class_019.\n"
+    "  forkfeed-mkdata --out /tmp/shards --images 2000 --classes 20 --format wds --shard-size 500\n"
+    "writes /tmp/shards/shard-000000.tar ... shard-000003.tar, read with\n"
+    "  forkfeed-bench --shards '/tmp/shards/shard-{000000..000003}.tar'\n\n"
     "Exit status: 0 done, 1 a file could not be written, 2 bad arguments.";
+
+// The scratch ImageFolder of --format wds, inside the output folder so that it is on
+// the same disk, hidden so that a directory spec (--shards DIR) never sees it.
+constexpr const char* kScratchFolder = ".forkfeed-mkdata-images";
 
 // Total size of the regular files under `root`; 0 if it cannot be listed (the summary
 // line is informative only).
@@ -81,11 +93,28 @@ int main(int argc, char** argv) {
       ->type_name("N")
       ->capture_default_str()
       ->check(forkfeed::cli::integer_of(spec.special_every));
+  std::string format = "folder";
+  std::uint64_t shard_size = 1000;
+  app.add_option("--format", format,
+                 "folder: an ImageFolder tree; wds: WebDataset tar shards DIR/shard-NNNNNN.tar")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"folder", "wds"}));
+  auto* shard_size_option = app.add_option("--shard-size", shard_size, "With --format wds: samples per shard")
+                                ->type_name("N")
+                                ->capture_default_str()
+                                ->check(forkfeed::cli::integer_of(shard_size))
+                                ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000'000}));
   try {
     app.parse(argc, argv);
+    if (shard_size_option->count() > 0 && format != "wds") {
+      throw CLI::ValidationError("--shard-size", "only with --format wds");
+    }
   } catch (const CLI::ParseError& e) {
     return forkfeed::cli::parse_exit(app, e);
   }
+  const bool shards = format == "wds";
+  const fs::path out = spec.out;
+  if (shards) spec.out = (out / kScratchFolder).string();
 
   // A carriage-return progress line is noise in a log file, so only on a terminal.
   const bool show_progress = isatty(STDERR_FILENO) == 1;
@@ -97,12 +126,34 @@ int main(int argc, char** argv) {
   };
 
   const auto start = std::chrono::steady_clock::now();
+  std::error_code ec;
+  // What a crashed run left in the scratch folder would become samples.
+  if (shards) fs::remove_all(spec.out, ec);
   const forkfeed::Status status = show_progress ? forkfeed::write_synthetic_dataset(spec, progress)
                                                 : forkfeed::write_synthetic_dataset(spec);
   if (show_progress) std::fputs("\r\033[K", stderr);  // clear the progress line
   if (!status.ok()) {
+    if (shards) fs::remove_all(spec.out, ec);
     std::fprintf(stderr, "forkfeed-mkdata: %s\n", forkfeed::printable(status.message()).c_str());
     return forkfeed::cli::kExitFailed;
+  }
+  if (shards) {
+    // Like the images of the folder format, shards of the same name are overwritten.
+    const forkfeed::ShardConversion conversion{spec.out, (out / "shard-%06d.tar").string(), shard_size, true};
+    const forkfeed::Result<forkfeed::ShardConversionReport> report = forkfeed::convert_to_shards(conversion);
+    fs::remove_all(spec.out, ec);
+    if (!report.ok()) {
+      std::fprintf(stderr, "forkfeed-mkdata: %s\n", forkfeed::printable(report.status().message()).c_str());
+      return forkfeed::cli::kExitFailed;
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf(
+        "wrote %u image%s in %u class%s as %llu shard%s to %s (%.1f MB) in %.1f s; read them with --shards "
+        "'%s'\n",
+        spec.images, spec.images == 1 ? "" : "s", spec.classes, spec.classes == 1 ? "" : "es",
+        static_cast<unsigned long long>(report->shards), report->shards == 1 ? "" : "s", out.c_str(),
+        static_cast<double>(report->bytes) / 1e6, seconds, report->spec.c_str());
+    return 0;
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double megabytes = static_cast<double>(tree_bytes(spec.out)) / 1e6;

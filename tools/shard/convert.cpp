@@ -1,0 +1,158 @@
+// convert_to_shards: a DatasetIndex in, WebDataset tar shards out, through TarWriter.
+#include "tools/shard/convert.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <span>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "forkfeed/dataset.h"
+#include "loader/image_extensions.h"
+#include "loader/shards/tar_writer.h"
+#include "tools/shard/shard_pattern.h"
+#include "transport/printable.h"
+#include "transport/regular_file.h"
+
+namespace forkfeed {
+namespace {
+
+namespace fs = std::filesystem;
+
+// An image is read whole into memory to be written; a larger file is surely not one.
+constexpr SizeLimit kImageLimit{std::uint64_t{256} << 20, "the limit of",
+                                "forkfeed-shard packs image files, not archives or videos"};
+
+std::string normal_absolute(const std::string& path) {
+  std::error_code ec;
+  const fs::path absolute = fs::absolute(path, ec);
+  return ec ? path : absolute.lexically_normal().string();
+}
+
+// The path of sample `path` that its key is made from: relative to `base` when it is
+// under it, else (an absolute or "../" manifest path) the whole normal path without its
+// leading '/', so that no member name climbs out of the folder tar extracts into.
+std::string relative_to(std::string_view path, const std::string& base) {
+  std::string normal = fs::path(path).lexically_normal().string();
+  const std::string folder = base.ends_with('/') ? base : base + '/';
+  if (normal.starts_with(folder)) return normal.substr(folder.size());
+  while (normal.starts_with('/')) normal.erase(0, 1);
+  return normal;
+}
+
+Status check_shard_size(std::uint64_t shard_size) {
+  if (shard_size >= 1) return Status::Ok();
+  return Status::InvalidArgument("--shard-size must be at least 1 sample per shard");
+}
+
+// Whether shard `path` is there to keep: a regular file. Anything else there (a
+// folder, a link) is left for TarWriter::create to refuse.
+bool complete_shard_exists(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::span<const std::byte> bytes_of(std::string_view text) {
+  return std::as_bytes(std::span<const char>(text.data(), text.size()));
+}
+
+}  // namespace
+
+Result<SampleName> sample_name(std::string_view relative) {
+  const std::size_t slash = relative.rfind('/');
+  const std::size_t file_start = slash == std::string_view::npos ? 0 : slash + 1;
+  const std::string_view file = relative.substr(file_start);
+  const std::size_t dot = file.rfind('.');
+  if (dot == std::string_view::npos || !has_image_extension(file)) {
+    return Status::InvalidArgument(printable(relative) + " has no image extension (" +
+                                   std::string(kImageExtensionList) +
+                                   "): a reader finds a sample's image by its extension");
+  }
+  if (dot == 0) return Status::InvalidArgument(printable(relative) + " has no name before its extension");
+  SampleName name;
+  name.key.assign(relative.substr(0, file_start));
+  for (const char c : file.substr(0, dot)) name.key += c == '.' ? '_' : c;
+  for (const char c : file.substr(dot + 1))
+    name.extension += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+  return name;
+}
+
+Result<ShardConversionReport> convert_to_shards(
+    const ShardConversion& conversion,
+    const std::function<void(std::uint64_t done, std::uint64_t total)>& progress) {
+  Result<ShardPattern> pattern = ShardPattern::parse(conversion.out);
+  if (!pattern.ok()) return pattern.status();
+  if (Status s = check_shard_size(conversion.shard_size); !s.ok()) return s;
+
+  // The paths a Loader would index: absolute and normal, so keys are relative to the same root.
+  const std::string from = normal_absolute(conversion.from);
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(from, ec)) && !fs::exists(from, ec)) {
+    return Status::InvalidArgument("--from " + printable(conversion.from) +
+                                   " does not exist; give an ImageFolder root (a folder) or a manifest file");
+  }
+  const bool folder = fs::is_directory(from, ec);
+  Result<DatasetIndex> index =
+      folder ? DatasetIndex::from_image_folder(from) : DatasetIndex::from_manifest(from);
+  if (!index.ok()) return index.status();
+  const std::string base = folder ? from : fs::path(from).parent_path().string();
+
+  const std::uint64_t samples = index->size();
+  const std::uint64_t shards = (samples + conversion.shard_size - 1) / conversion.shard_size;
+  if (Status s = pattern->check_count(shards); !s.ok()) return s;
+
+  // Every name first, so that a dataset that cannot be packed leaves no shard behind.
+  std::vector<SampleName> names;
+  names.reserve(samples);
+  for (std::uint64_t i = 0; i < samples; ++i) {
+    Result<SampleName> name = sample_name(relative_to(index->path(i), base));
+    if (!name.ok()) return Status::BadData(std::string(index->path(i)) + ": " + name.status().message());
+    if (i > 0 && names.back().key == name->key) {
+      return Status::BadData("samples " + printable(index->path(i - 1)) + " and " +
+                             printable(index->path(i)) + " both get the key " + printable(name->key) +
+                             ", and a reader would merge them into one sample; rename one of them");
+    }
+    names.push_back(std::move(name).value());
+  }
+
+  ShardConversionReport report;
+  report.samples = samples;
+  report.shards = shards;
+  report.folder = pattern->folder();
+  report.spec = shards == 0 ? std::string() : pattern->brace_spec(shards);
+  for (std::uint64_t shard = 0; shard < shards; ++shard) {
+    const std::string path = pattern->path(shard);
+    const std::uint64_t first = shard * conversion.shard_size;
+    const std::uint64_t end = std::min(samples, first + conversion.shard_size);
+    if (!conversion.force && complete_shard_exists(path)) {
+      ++report.kept;
+      report.bytes += fs::file_size(path, ec);
+      if (progress) progress(end, samples);
+      continue;
+    }
+    fs::create_directories(fs::path(path).parent_path(), ec);
+    if (ec)
+      return Status::IoError("cannot create the folder of shard " + printable(path) + ": " + ec.message());
+    Result<TarWriter> writer = TarWriter::create(path);
+    // Its InvalidArgument (something not a file in the way) is about the disk, not the flags.
+    if (!writer.ok()) return Status::IoError(writer.status().message());
+    for (std::uint64_t i = first; i < end; ++i) {
+      Result<std::string> image = read_regular_file(std::string(index->path(i)), "image", kImageLimit);
+      if (!image.ok()) return image.status();
+      const SampleName& name = names[i];
+      const std::string label = std::to_string(index->label(i));
+      if (Status s = writer->add(name.key + "." + name.extension, bytes_of(image.value())); !s.ok()) return s;
+      if (Status s = writer->add(name.key + ".cls", bytes_of(label)); !s.ok()) return s;
+      if (progress && (i + 1) % 64 == 0) progress(i + 1, samples);
+    }
+    if (Status s = writer->finish(); !s.ok()) return s;
+    report.bytes += fs::file_size(path, ec);
+    if (progress) progress(end, samples);
+  }
+  return report;
+}
+
+}  // namespace forkfeed

@@ -1,0 +1,58 @@
+// Packing a dataset (an ImageFolder tree or a manifest) into WebDataset tar shards: the
+// one owner of sample keys, member names, and which shards are written or kept.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "forkfeed/status.h"
+
+namespace forkfeed {
+
+struct ShardConversion {
+  std::string from;                 // an ImageFolder root (a directory) or a manifest file
+  std::string out;                  // a path with one %d or %0Nd: see ShardPattern
+  std::uint64_t shard_size = 1000;  // samples per shard; the last may hold fewer
+  // Rewrite shards that exist. Without it an existing shard is kept: TarWriter puts a
+  // shard in place only when it is complete, so one that exists is a finished one.
+  bool force = false;
+};
+
+struct ShardConversionReport {
+  std::uint64_t samples = 0;
+  std::uint64_t shards = 0;
+  std::uint64_t kept = 0;   // shards that existed and were left alone
+  std::uint64_t bytes = 0;  // of all the shards, kept ones included
+  std::string folder;       // where the shards are
+  std::string spec;         // the brace pattern that reads them back (--shards)
+};
+
+// A sample's WebDataset name: members "<key>.<extension>" and "<key>.cls".
+struct SampleName {
+  std::string key;
+  std::string extension;  // the image's, lower-cased, without the '.'
+};
+
+// The name of the image at `relative` (to the dataset's root), e.g. "class_000/img_00000.jpg":
+// key "class_000/img_00000", extension "jpg". '.' in the file name's stem become '_', so
+// that WebDataset's key (the name up to the first '.' of its last component) is the
+// whole key; folders are kept as they are, so that class_folder labels (sorted folder
+// names) stay those of the ImageFolder. InvalidArgument for a name without an image
+// extension (a reader would find no image in the sample) or with an empty stem.
+Result<SampleName> sample_name(std::string_view relative);
+
+// Indexes `conversion.from` as a Loader would (same order, same labels) and writes its
+// samples in index order, shard_size to a shard: per sample "<key>.<ext>" holding the
+// image file's bytes and "<key>.cls" holding its label in decimal. Names are all checked
+// before anything is written: two consecutive samples with one key (which a reader
+// would merge into one sample) are BadData naming both files. InvalidArgument only for
+// bad arguments, before anything is written: a bad `out`, a shard_size of 0, a `from`
+// that does not exist. `progress`, if set, is called with the samples
+// done (written or in kept shards) after each shard and every 64 samples.
+Result<ShardConversionReport> convert_to_shards(
+    const ShardConversion& conversion,
+    const std::function<void(std::uint64_t done, std::uint64_t total)>& progress = {});
+
+}  // namespace forkfeed

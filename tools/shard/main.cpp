@@ -1,0 +1,103 @@
+// forkfeed-shard: packs an ImageFolder tree or a manifest into WebDataset tar shards,
+// the input of LoaderOptions::shards and forkfeed-bench --shards.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "tools/cli/exit_status.h"
+#include "tools/cli/integer_flag.h"
+#include "tools/shard/convert.h"
+#include "transport/printable.h"
+
+namespace {
+
+constexpr const char* kDescription =
+    "Packs an image dataset into WebDataset tar shards.\n\n"
+    "A shard is a plain tar file holding a run of samples; reading a few large files in\n"
+    "sequence is much faster than opening millions of small ones, on network storage above\n"
+    "all. Each sample is two consecutive members with the same key:\n"
+    "  class_000/img_00000.jpg   the image file's bytes (its extension lower-cased)\n"
+    "  class_000/img_00000.cls   its label, as decimal text (\"3\")\n"
+    "The key is the image's path relative to the ImageFolder root (or the manifest's folder;\n"
+    "an absolute or ../ path loses its leading '/' and ..), without its extension, and with\n"
+    "any '.' in the file name made '_' (WebDataset ends a key at the first '.' of the name).\n"
+    "Samples go in the order a Loader indexes --from, --shard-size to a shard; the last\n"
+    "shard may hold fewer. The same input writes the same bytes again. A shard that exists\n"
+    "is kept, not rewritten (shards appear only once complete), so an interrupted run is\n"
+    "resumed by running it again; --force rewrites them all (kept shards are not compared\n"
+    "with --from: after changing the dataset, use --force). The folders of --out are\n"
+    "created. Read the shards back with the --shards spec printed at the end, labels from\n"
+    "the .cls members (--shard-label cls) or from the key's folder (--shard-label\n"
+    "class_folder, the ImageFolder's labels when images sit directly in their class\n"
+    "folders); in Python, webdataset.WebDataset(spec) gives the same samples.\n";
+
+constexpr const char* kExample =
+    "Example:\n"
+    "  forkfeed-shard --from /data/imagenet/train --out /data/shards/train-%06d.tar --shard-size 1000\n"
+    "  forkfeed-bench --shards '/data/shards/train-{000000..001281}.tar' --workers 8\n\n"
+    "Exit status: 0 done, 1 bad data or a file that could not be read or written,\n"
+    "2 bad arguments (nothing was written).";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  forkfeed::ShardConversion conversion;
+  CLI::App app(kDescription, "forkfeed-shard");
+  app.footer(kExample);
+  app.get_formatter()->column_width(30);
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return "forkfeed-shard: " + std::string(e.what()) + " (see --help)\n";
+  });
+  app.add_option("--from", conversion.from,
+                 "An ImageFolder root (one subfolder per class) or a manifest file")
+      ->required()
+      ->type_name("DIR|MANIFEST");
+  app.add_option("--out", conversion.out,
+                 "Path of the shards with one %d or %0Nd for the shard number, e.g. /data/train-%06d.tar")
+      ->required()
+      ->type_name("PATTERN");
+  app.add_option("--shard-size", conversion.shard_size, "Samples per shard")
+      ->type_name("N")
+      ->capture_default_str()
+      ->check(forkfeed::cli::integer_of(conversion.shard_size))
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000'000}));
+  app.add_flag("--force", conversion.force, "Rewrite shards that exist instead of keeping them");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return forkfeed::cli::parse_exit(app, e);
+  }
+
+  // A carriage-return progress line is noise in a log file, so only on a terminal.
+  const bool show_progress = isatty(STDERR_FILENO) == 1;
+  auto progress = [](std::uint64_t done, std::uint64_t total) {
+    std::fprintf(stderr, "\rpacking samples: %llu/%llu", static_cast<unsigned long long>(done),
+                 static_cast<unsigned long long>(total));
+    std::fflush(stderr);
+  };
+  const auto start = std::chrono::steady_clock::now();
+  const forkfeed::Result<forkfeed::ShardConversionReport> report =
+      show_progress ? forkfeed::convert_to_shards(conversion, progress)
+                    : forkfeed::convert_to_shards(conversion);
+  if (show_progress) std::fputs("\r\033[K", stderr);  // clear the progress line
+  if (!report.ok()) {
+    std::fprintf(stderr, "forkfeed-shard: %s\n", forkfeed::printable(report.status().message()).c_str());
+    return report.status().code() == forkfeed::Status::Code::kInvalidArgument
+               ? forkfeed::cli::kExitBadArguments
+               : forkfeed::cli::kExitFailed;
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf(
+      "wrote %llu sample%s in %llu shard%s (%llu kept) to %s (%.1f MB) in %.1f s; read them with --shards "
+      "'%s'\n",
+      static_cast<unsigned long long>(report->samples), report->samples == 1 ? "" : "s",
+      static_cast<unsigned long long>(report->shards), report->shards == 1 ? "" : "s",
+      static_cast<unsigned long long>(report->kept), report->folder.c_str(),
+      static_cast<double>(report->bytes) / 1e6, seconds, report->spec.c_str());
+  return forkfeed::cli::kExitOk;
+}
