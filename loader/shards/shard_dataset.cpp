@@ -172,7 +172,8 @@ Result<DatasetIndex> index_shards(const ShardDataset& dataset) {
     log->warn("{} samples of {} left out (on_error=skip); the first:{}", skipped, dataset.spec, why);
   }
   if (!cache_write.ok()) log->warn("the shard index cache was not written: {}", cache_write.message());
-  log->info("indexed {} samples in {} shards ({} from the cache {}) in {:.2f} s", samples, n, from_cache,
+  log->info("indexed {} samples in {} shard{} ({} from the cache {}) in {:.2f} s", samples, n, n == 1 ? "" : "s",
+            from_cache,
             cache ? cache->dir() : std::string("(none)"),
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return std::move(builder).finish();
