@@ -229,5 +229,21 @@ TEST(ValidateConfig, RefusesWhatWouldFailEveryStream) {
   EXPECT_NE(s.message().find("/nonexistent/forkfeed/train does not exist"), std::string::npos) << s.message();
 }
 
+TEST_F(ConfigTest, ADatasetMayBeTarShardsWithItsLabelRule) {
+  ASSERT_TRUE(load_config_file(file("datasets:\n  train: {shards: '/d/x-{0..1}.tar', shard_label: json, "
+                                    "shard_label_field: y}\n"),
+                               config_)
+                  .ok());
+  const DatasetSource& train = config_.datasets.at("train");
+  EXPECT_EQ(train.shards, "/d/x-{0..1}.tar");
+  EXPECT_EQ(train.shard_label, ShardLabel::kJson);
+  EXPECT_EQ(train.shard_label_field, "y");
+  expect_refused("datasets:\n  train: {shards: /d, shard_label: folder}\n", "datasets.train.shard_label",
+                 "cls, json or class_folder");
+  expect_refused("datasets:\n  train: {shards: /d, manifest: /m}\n", "datasets.train", "exactly one");
+  ASSERT_TRUE(add_dataset_flag("val=shards:/d/v-{0..3}.tar", config_).ok());
+  EXPECT_EQ(config_.datasets.at("val").shards, "/d/v-{0..3}.tar");
+}
+
 }  // namespace
 }  // namespace forkfeed

@@ -15,7 +15,7 @@ Makes a dataset of N samples in N/K tar shards of K samples each, then opens it 
 with forkfeed-bench (2 workers, one batch read): first with an empty index cache, so
 every shard is scanned, then again, from the cache. It prints, for each open, the time
 forkfeed-bench took to open the loader (index, arena, workers), the peak memory of the
-process tree (PSS, sampled every 500 ms), and the bytes per sample of the dataset index
+process tree (PSS, sampled every 100 ms), and the bytes per sample of the dataset index
 in the arena.
 
 The content repeats: one shard of K small images (forkfeed-mkdata --format wds) is
@@ -87,7 +87,7 @@ PY
 open_once() {
   local name=$1
   say "$name open of $samples samples in $shards shards"
-  FORKFEED_CACHE_DIR=$dir/cache "$python" "$root/tools/compare/peak_pss.py" --interval-ms 500 \
+  FORKFEED_CACHE_DIR=$dir/cache "$python" "$root/tools/compare/peak_pss.py" --interval-ms 100 \
     --out "$dir/$name.pss.json" -- "$bin/forkfeed-bench" --shards "$dir/shards" --workers 2 --batch 256 \
     --size 16 --transform eval --stop-after-batches 1 --log-level warn --json >"$dir/$name.json" ||
     die "forkfeed-bench failed (see above)"

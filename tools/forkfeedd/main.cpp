@@ -51,8 +51,8 @@ int main(int argc, char** argv) {
                  "/tmp/forkfeed-$UID.sock]")
       ->type_name("PATH");
   app.add_option("--dataset", datasets,
-                 "A dataset clients may open by name: NAME=DIR (ImageFolder) or NAME=FILE "
-                 "(manifest); repeatable")
+                 "A dataset clients may open by name: NAME=DIR (ImageFolder), NAME=FILE "
+                 "(manifest) or NAME=shards:SPEC (tar shards, labels from .cls); repeatable")
       ->type_name("NAME=PATH");
   app.add_option("--max-streams", max_streams, "Streams served at once")
       ->check(forkfeed::cli::integer_of(max_streams));
