@@ -37,19 +37,8 @@ constexpr std::uint32_t kClasses = 3;
 
 using Outcome = testing::CommandOutcome;
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
+using testing::lines_of;
+using testing::read_file;
 
 // Starts forkfeed-bench with `args`, stdout and stderr captured in files under `dir`.
 testing::StartedCommand start_bench(const std::string& dir, const std::vector<std::string>& args) {

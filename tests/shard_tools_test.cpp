@@ -35,19 +35,8 @@ constexpr std::uint64_t kShardSize = 3;  // shards of 3, 3 and 1 samples
 
 using Outcome = testing::CommandOutcome;
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
+using testing::lines_of;
+using testing::read_file;
 
 Outcome run_tool(const std::string& tool, const std::vector<std::string>& args, const std::string& dir) {
   std::vector<std::string> argv = {std::string(FORKFEED_BIN_DIR) + "/" + tool};

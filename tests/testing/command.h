@@ -38,4 +38,9 @@ CommandOutcome wait_command(const StartedCommand& command,
 CommandOutcome run_command(const std::vector<std::string>& argv, const std::string& dir,
                            std::chrono::seconds timeout = std::chrono::seconds(120));
 
+// What a tool wrote: the whole of the file at `path` ("" if it cannot be read), and a
+// text split into its lines.
+std::string read_file(const std::string& path);
+std::vector<std::string> lines_of(const std::string& text);
+
 }  // namespace forkfeed::testing
