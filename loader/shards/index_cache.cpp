@@ -204,8 +204,10 @@ std::optional<ShardScan> IndexCache::load(const CachedShard& shard, std::uint32_
   if (!strings.only_padding_left()) return std::nullopt;
 
   scan.samples.resize(h.sample_count);
-  std::memcpy(scan.samples.data(), bytes.data() + sizeof(FileHeader) + h.strings_bytes,
-              h.sample_count * sizeof(ShardSample));
+  if (h.sample_count > 0) {  // an empty vector's data() may be null, which memcpy must not get
+    std::memcpy(scan.samples.data(), bytes.data() + sizeof(FileHeader) + h.strings_bytes,
+                h.sample_count * sizeof(ShardSample));
+  }
   for (ShardSample& s : scan.samples) {
     // assign_class_labels indexes class_names by these labels.
     if (class_folder && (s.label < 0 || static_cast<std::uint64_t>(s.label) >= h.class_count))

@@ -31,7 +31,7 @@ constexpr std::string_view kPaxName = "././@PaxHeader";  // as Python's tarfile 
 const std::array<char, kRecord> kZeros{};
 
 void put_text(Header& h, tar::Field field, std::string_view text) {
-  std::memcpy(h.data() + field.at, text.data(), std::min(text.size(), field.size));
+  std::copy_n(text.data(), std::min(text.size(), field.size), h.data() + field.at);  // "" may have no data()
 }
 
 // `value` in size-1 octal digits and a NUL. REQUIRES: it fits.

@@ -20,13 +20,6 @@ extern char** environ;
 namespace forkfeed::testing {
 namespace {
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::string out_path(const std::string& dir) { return dir + "/command.stdout"; }
 std::string err_path(const std::string& dir) { return dir + "/command.stderr"; }
 
