@@ -19,7 +19,8 @@ namespace forkfeed {
 using json = nlohmann::json;
 
 Result<ServedStream::Opened> ServedStream::open(std::uint64_t id, const LoaderOptions& options,
-                                                std::string_view state, Admission::Ticket ticket, json about) {
+                                                std::string_view state, Admission::Ticket ticket,
+                                                json about) {
   auto loader = Loader::open(options, state);
   if (!loader.ok()) return loader.status();
   auto channel = ConsumerChannel::create();
@@ -27,7 +28,8 @@ Result<ServedStream::Opened> ServedStream::open(std::uint64_t id, const LoaderOp
   const Loader::SharedMemory memory = (*loader)->shared_memory();
   Opened opened;
   // The client gets the arena read-only: it can read batches, not write the daemon's memory.
-  opened.fds.emplace_back(::open(("/proc/self/fd/" + std::to_string(memory.fd)).c_str(), O_RDONLY | O_CLOEXEC));
+  opened.fds.emplace_back(
+      ::open(("/proc/self/fd/" + std::to_string(memory.fd)).c_str(), O_RDONLY | O_CLOEXEC));
   if (!opened.fds.back().valid()) return Status::FromErrno("reopening the arena read-only", errno);
   for (int fd : {channel->memfd(), channel->delivered_fd(), channel->returned_fd()}) {
     opened.fds.emplace_back(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
@@ -42,8 +44,8 @@ Result<ServedStream::Opened> ServedStream::open(std::uint64_t id, const LoaderOp
                                       s.loader_->dataset().classes().size(), options.size, options.dtype,
                                       memory.size, LoaderInternals::order_key(*s.loader_)});
   spdlog::info("stream {} opened for pid {} (uid {}): {} workers, {} slots, rank {}/{}, arena {:.1f} MiB", id,
-               s.about_.value("pid", 0), s.about_.value("uid", 0), options.workers, s.lent_.capacity(), options.rank,
-               options.world_size, memory.size / 1048576.0);
+               s.about_.value("pid", 0), s.about_.value("uid", 0), options.workers, s.lent_.capacity(),
+               options.rank, options.world_size, memory.size / 1048576.0);
   return opened;
 }
 
@@ -59,7 +61,8 @@ ServedStream::ServedStream(std::uint64_t id, std::unique_ptr<Loader> loader, Con
       opened_(std::chrono::steady_clock::now()) {}
 
 ServedStream::~ServedStream() {
-  spdlog::info("stream {} of pid {} closed; {} batches delivered", id_, about_.value("pid", 0), delivered_batches_);
+  spdlog::info("stream {} of pid {} closed; {} batches delivered", id_, about_.value("pid", 0),
+               delivered_batches_);
 }
 
 Result<json> ServedStream::seek(const json& body) {

@@ -25,8 +25,8 @@ class ServedStream {
  public:
   struct Opened {
     std::unique_ptr<ServedStream> stream;
-    nlohmann::json reply;        // the open_stream reply's body (StreamOpened)
-    std::vector<UniqueFd> fds;   // the arena (read-only), the channel's memfd and its two eventfds
+    nlohmann::json reply;       // the open_stream reply's body (StreamOpened)
+    std::vector<UniqueFd> fds;  // the arena (read-only), the channel's memfd and its two eventfds
   };
   // Opens the loader for `options`, which forkfeedd has completed, validated and
   // admitted under `ticket`, from `state` if not empty. `about` (who asked, for what)

@@ -52,13 +52,15 @@ Status DatasetSource::check() const {
         "(--shards)");
   }
   if (!shards.empty() && shard_label == ShardLabel::kJson && shard_label_field.empty()) {
-    return Status::InvalidArgument("shard_label json needs shard_label_field: the JSON field holding the label");
+    return Status::InvalidArgument(
+        "shard_label json needs shard_label_field: the JSON field holding the label");
   }
   return Status::Ok();
 }
 
 Result<DatasetIndex> open_dataset(const LoaderOptions& options) {
-  if (!options.image_folder.empty()) return DatasetIndex::from_image_folder(absolute_path(options.image_folder));
+  if (!options.image_folder.empty())
+    return DatasetIndex::from_image_folder(absolute_path(options.image_folder));
   if (!options.manifest.empty()) return DatasetIndex::from_manifest(absolute_path(options.manifest));
   return index_shards(ShardDataset{absolute_path(options.shards), label_rule(options), options.on_error,
                                    options.max_file_bytes, IndexCache::default_dir()});

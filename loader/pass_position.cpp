@@ -23,7 +23,8 @@ std::optional<PassPosition::Seek> PassPosition::on_set_epoch(std::uint64_t epoch
   return std::nullopt;
 }
 
-Result<PassPosition::Seek> PassPosition::start_of(const Checkpoint& checkpoint, std::uint64_t batches_per_epoch) {
+Result<PassPosition::Seek> PassPosition::start_of(const Checkpoint& checkpoint,
+                                                  std::uint64_t batches_per_epoch) {
   if (checkpoint.position > batches_per_epoch) {
     return Status::InvalidArgument("the state's position " + std::to_string(checkpoint.position) +
                                    " is past the end of the epoch (" + std::to_string(batches_per_epoch) +

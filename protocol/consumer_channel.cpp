@@ -40,7 +40,8 @@ Delivery batch_delivery(const Batch& batch, const std::byte* base) {
 bool batch_delivery_fits(const Delivery& d, std::uint64_t arena_bytes, std::uint64_t sample_bytes,
                          std::uint32_t batch_size) {
   return d.count > 0 && d.count <= batch_size && d.pixel_bytes == d.count * sample_bytes &&
-         inside(d.pixels_offset, d.pixel_bytes, arena_bytes) && inside(d.labels_offset, 8 * d.count, arena_bytes) &&
+         inside(d.pixels_offset, d.pixel_bytes, arena_bytes) &&
+         inside(d.labels_offset, 8 * d.count, arena_bytes) &&
          inside(d.indices_offset, 8 * d.count, arena_bytes) && d.labels_offset % 8 == 0 &&
          d.indices_offset % 8 == 0;
 }

@@ -23,7 +23,8 @@ void write(const std::string& path, const std::vector<std::byte>& bytes) {
 
 // A "shard": `files` back to back after `lead` bytes of something else, as tar members
 // lie between their headers. Returns where each one starts.
-std::vector<std::uint64_t> write_shard(const std::string& path, const std::vector<std::vector<std::byte>>& files,
+std::vector<std::uint64_t> write_shard(const std::string& path,
+                                       const std::vector<std::vector<std::byte>>& files,
                                        std::size_t lead = 512) {
   std::vector<std::byte> shard(lead, std::byte{0x55});
   std::vector<std::uint64_t> offsets;
@@ -42,8 +43,8 @@ class SampleReaderTest : public ::testing::Test {
  protected:
   testing::TempDir dir_;
   std::vector<std::vector<std::byte>> images_ = {testing::encode(testing::photo(40, 30, 1), ".jpg"),
-                                                   testing::encode(testing::photo(32, 48, 2), ".png"),
-                                                   testing::encode(testing::photo(64, 64, 3), ".jpg")};
+                                                 testing::encode(testing::photo(32, 48, 2), ".png"),
+                                                 testing::encode(testing::photo(64, 64, 3), ".jpg")};
 };
 
 TEST_F(SampleReaderTest, ASliceOfAShardIsTheSameBytesAsTheFile) {
@@ -129,7 +130,8 @@ TEST_F(SampleReaderTest, ASliceDecodesToThePixelsOfTheFile) {
     const std::string file = dir_.path() + "/" + std::to_string(i) + ".img";
     write(file, images_[i]);
     std::vector<std::byte> a(bytes), b(bytes);
-    ASSERT_TRUE(from_shard.run(SampleSource{shard, true, offsets[i], images_[i].size()}, 2, i, a.data()).ok());
+    ASSERT_TRUE(
+        from_shard.run(SampleSource{shard, true, offsets[i], images_[i].size()}, 2, i, a.data()).ok());
     ASSERT_TRUE(from_file.run(file, 2, i, b.data()).ok());
     EXPECT_EQ(a, b) << "sample " << i;
   }

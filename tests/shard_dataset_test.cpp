@@ -134,8 +134,10 @@ TEST_F(ShardDatasetTest, TheIndexIsCachedAndAChangedShardIsScannedAgainAndRefuse
       std::ifstream in(std::string(index.path(i)), std::ios::binary);
       const std::string bytes((std::istreambuf_iterator<char>(in)), {});
       const std::string key = "s" + std::to_string(100 + i), cls = std::to_string(index.label(i));
-      ASSERT_TRUE(writer->add(key + ".jpg", {reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()}).ok());
-      ASSERT_TRUE(writer->add(key + ".cls", {reinterpret_cast<const std::byte*>(cls.data()), cls.size()}).ok());
+      ASSERT_TRUE(
+          writer->add(key + ".jpg", {reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()}).ok());
+      ASSERT_TRUE(
+          writer->add(key + ".cls", {reinterpret_cast<const std::byte*>(cls.data()), cls.size()}).ok());
     }
     ASSERT_TRUE(writer->finish().ok());
   }
@@ -188,7 +190,8 @@ class BadShardTest : public ::testing::Test {
     return {};
   }
   // A shard of `members` (name, bytes) at dir/name.
-  std::string shard(const std::string& name, const std::vector<std::pair<std::string, std::string>>& members) {
+  std::string shard(const std::string& name,
+                    const std::vector<std::pair<std::string, std::string>>& members) {
     const std::string path = dir_.path() + "/" + name;
     auto writer = TarWriter::create(path);
     EXPECT_TRUE(writer.ok());
@@ -211,8 +214,9 @@ class BadShardTest : public ::testing::Test {
 };
 
 TEST_F(BadShardTest, ASampleWithoutItsLabelNamesTheShardAndTheKeyOrIsSkippedAndCounted) {
-  const std::string spec = shard("a.tar", {{"x1.jpg", image_}, {"x1.cls", "0"}, {"x2.jpg", image_},
-                                           {"x3.jpg", image_}, {"x3.cls", "1"}});
+  const std::string spec =
+      shard("a.tar",
+            {{"x1.jpg", image_}, {"x1.cls", "0"}, {"x2.jpg", image_}, {"x3.jpg", image_}, {"x3.cls", "1"}});
   auto failed = open(spec);
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(failed.status().code(), Status::Code::kBadData);
@@ -224,8 +228,12 @@ TEST_F(BadShardTest, ASampleWithoutItsLabelNamesTheShardAndTheKeyOrIsSkippedAndC
 }
 
 TEST_F(BadShardTest, ATruncatedShardIsAnErrorOrKeepsTheSamplesBeforeTheDamage) {
-  const std::string path = shard("t.tar", {{"x1.jpg", image_}, {"x1.cls", "0"}, {"x2.jpg", image_},
-                                           {"x2.cls", "0"}, {"x3.jpg", image_}, {"x3.cls", "0"}});
+  const std::string path = shard("t.tar", {{"x1.jpg", image_},
+                                           {"x1.cls", "0"},
+                                           {"x2.jpg", image_},
+                                           {"x2.cls", "0"},
+                                           {"x3.jpg", image_},
+                                           {"x3.cls", "0"}});
   const auto members = scan_tar_file(path).value_or_throw();
   ASSERT_EQ(members[4].name, "x3.jpg");
   fs::resize_file(path, members[4].offset + members[4].size / 2);  // into x3.jpg
@@ -260,8 +268,9 @@ TEST_F(BadShardTest, GnuTarLongNamesAndPaxHeadersAreRead) {
   for (const std::string format : {"gnu", "pax"}) {
     SCOPED_TRACE(format);
     const std::string tar = dir_.path() + "/" + format + ".tar";
-    const std::string cmd = "tar --format=" + format + " -C " + dir_.path() + "/src -cf " + tar + " " + long_dir +
-                            "/k1.jpg " + long_dir + "/k1.cls " + long_dir + "/k2.jpg " + long_dir + "/k2.cls";
+    const std::string cmd = "tar --format=" + format + " -C " + dir_.path() + "/src -cf " + tar + " " +
+                            long_dir + "/k1.jpg " + long_dir + "/k1.cls " + long_dir + "/k2.jpg " + long_dir +
+                            "/k2.cls";
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
     auto loader = open(tar);
     ASSERT_TRUE(loader.ok()) << loader.status().message();

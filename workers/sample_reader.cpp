@@ -28,18 +28,21 @@ Result<FileBytes> SampleReader::read(const SampleSource& source) {
     return FileBytes(buffer_.data(), size_);
   }
   if (source.size > max_file_bytes_) {
-    return Status::BadData("the sample is " + std::to_string(source.size) + " bytes > max_file_bytes " +
-                           std::to_string(max_file_bytes_) +
-                           ": raise LoaderOptions::max_file_bytes (forkfeed-bench --max-file-bytes) or leave it "
-                           "out of the shard");
+    return Status::BadData(
+        "the sample is " + std::to_string(source.size) + " bytes > max_file_bytes " +
+        std::to_string(max_file_bytes_) +
+        ": raise LoaderOptions::max_file_bytes (forkfeed-bench --max-file-bytes) or leave it "
+        "out of the shard");
   }
   auto open = shard(source.file);
   if (!open.ok()) return open.status();
-  if (Status s = read_at((*open)->fd.get(), source.offset, static_cast<std::size_t>(source.size)); !s.ok()) return s;
+  if (Status s = read_at((*open)->fd.get(), source.offset, static_cast<std::size_t>(source.size)); !s.ok())
+    return s;
   if (size_ < source.size) {
     return Status::BadData("the shard ends before this sample's " + std::to_string(source.size) +
                            " bytes at offset " + std::to_string(source.offset) + " (it was " +
-                           std::to_string((*open)->bytes) + " bytes when opened); was it rewritten since it was "
+                           std::to_string((*open)->bytes) +
+                           " bytes when opened); was it rewritten since it was "
                            "indexed? Re-copy it, or remove its index from the cache (FORKFEED_CACHE_DIR)");
   }
   return FileBytes(buffer_.data(), size_);
@@ -48,9 +51,10 @@ Result<FileBytes> SampleReader::read(const SampleSource& source) {
 Status SampleReader::read_file(const std::string& path) {
   // Refused before a byte is read: a FIFO named x.jpg, or a file the worker would have to
   // hold whole that is larger than any image (on_error decides what the batch does).
-  const SizeLimit limit{max_file_bytes_, "max_file_bytes",
-                        "raise LoaderOptions::max_file_bytes (forkfeed-bench --max-file-bytes) or leave the file "
-                        "out of the dataset"};
+  const SizeLimit limit{
+      max_file_bytes_, "max_file_bytes",
+      "raise LoaderOptions::max_file_bytes (forkfeed-bench --max-file-bytes) or leave the file "
+      "out of the dataset"};
   Result<RegularFile> file = open_regular_file(path, "", limit);  // errors say why, callers say which file
   if (!file.ok()) return as_bad_data(file.status());
   return read_at(file->fd.get(), 0, static_cast<std::size_t>(file->size));
@@ -67,8 +71,9 @@ Result<const SampleReader::OpenShard*> SampleReader::shard(std::string_view path
   Result<RegularFile> file = open_regular_file(std::string(path), "", any);
   if (!file.ok()) return as_bad_data(file.status());
   if (shards_.size() == kOpenShards) {  // close the least recently used
-    shards_.erase(std::min_element(shards_.begin(), shards_.end(),
-                                   [](const OpenShard& a, const OpenShard& b) { return a.last_use < b.last_use; }));
+    shards_.erase(
+        std::min_element(shards_.begin(), shards_.end(),
+                         [](const OpenShard& a, const OpenShard& b) { return a.last_use < b.last_use; }));
   }
   shards_.push_back(OpenShard{std::string(path), std::move(file->fd), file->size, uses_});
   return &shards_.back();

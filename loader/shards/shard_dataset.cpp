@@ -10,6 +10,7 @@
 #include <chrono>
 #include <mutex>
 #include <optional>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -47,20 +48,24 @@ Result<ShardScan> scan_shard(std::uint32_t position, const std::string& path, co
     members.push_back(std::move(m));
     return Status::Ok();
   });
-  if (!damage.ok() && (damage.code() != Status::Code::kBadData || dataset.on_error != OnError::kSkip)) return damage;
+  if (!damage.ok() && (damage.code() != Status::Code::kBadData || dataset.on_error != OnError::kSkip))
+    return damage;
   const ReadMember read = [&](const TarMember& m) -> Result<std::string> {
     std::string bytes(m.size, '\0');
     std::size_t done = 0;
     while (done < bytes.size()) {
-      const ssize_t n = ::pread(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(m.offset + done));
+      const ssize_t n =
+          ::pread(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(m.offset + done));
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return Status::FromErrno("reading member '" + printable(m.name) + "' of shard " + path, errno);
+      if (n < 0)
+        return Status::FromErrno("reading member '" + printable(m.name) + "' of shard " + path, errno);
       if (n == 0) return Status::BadData("shard " + path + " ends inside member '" + printable(m.name) + "'");
       done += static_cast<std::size_t>(n);
     }
     return bytes;
   };
-  auto scan = group_samples(position, path, members, dataset.rule, read, dataset.on_error, dataset.max_file_bytes);
+  auto scan =
+      group_samples(position, path, members, dataset.rule, read, dataset.on_error, dataset.max_file_bytes);
   if (scan.ok() && !damage.ok()) {
     scan->skipped += 1;
     if (scan->skip_reasons.size() < kMaxSkipReasons) scan->skip_reasons.push_back(damage.message());
@@ -120,11 +125,15 @@ Result<DatasetIndex> index_shards(const ShardDataset& dataset) {
       results[s] = index_one(static_cast<std::uint32_t>(s), (*shards)[s], dataset, cache ? &*cache : nullptr);
     }
   };
-  const unsigned threads =
-      static_cast<unsigned>(std::min<std::size_t>({n, kMaxScanThreads, std::max(1u, std::thread::hardware_concurrency())}));
+  const unsigned threads = static_cast<unsigned>(
+      std::min<std::size_t>({n, kMaxScanThreads, std::max(1u, std::thread::hardware_concurrency())}));
   {
     std::vector<std::jthread> pool;
-    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+    try {
+      for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+    } catch (const std::system_error&) {
+      // Out of threads: the ones started, and this one, do all the shards.
+    }
     work();
   }  // joined: no thread of ours is left when workers are forked
 
@@ -139,7 +148,8 @@ Result<DatasetIndex> index_shards(const ShardDataset& dataset) {
     ShardScan& scan = *r.scan;
     // A cache made under on_error=skip answers for fail too: its first skip is the error.
     if (scan.skipped > 0 && dataset.on_error == OnError::kFail) {
-      return Status::BadData(scan.skip_reasons.empty() ? "a shard holds a bad sample" : scan.skip_reasons.front());
+      return Status::BadData(scan.skip_reasons.empty() ? "a shard holds a bad sample"
+                                                       : scan.skip_reasons.front());
     }
     samples += scan.samples.size();
     from_cache += r.from_cache ? 1 : 0;
@@ -151,9 +161,9 @@ Result<DatasetIndex> index_shards(const ShardDataset& dataset) {
     scans.push_back(std::move(scan));
   }
   if (samples == 0) {
-    return Status::InvalidArgument("the shards of " + dataset.spec + " hold no sample (" + std::to_string(n) +
-                                   " shards" + (skipped ? ", " + std::to_string(skipped) + " samples skipped" : "") +
-                                   ")");
+    return Status::InvalidArgument(
+        "the shards of " + dataset.spec + " hold no sample (" + std::to_string(n) + " shards" +
+        (skipped ? ", " + std::to_string(skipped) + " samples skipped" : "") + ")");
   }
 
   DatasetIndexBuilder builder;
@@ -172,9 +182,8 @@ Result<DatasetIndex> index_shards(const ShardDataset& dataset) {
     log->warn("{} samples of {} left out (on_error=skip); the first:{}", skipped, dataset.spec, why);
   }
   if (!cache_write.ok()) log->warn("the shard index cache was not written: {}", cache_write.message());
-  log->info("indexed {} samples in {} shard{} ({} from the cache {}) in {:.2f} s", samples, n, n == 1 ? "" : "s",
-            from_cache,
-            cache ? cache->dir() : std::string("(none)"),
+  log->info("indexed {} samples in {} shard{} ({} from the cache {}) in {:.2f} s", samples, n,
+            n == 1 ? "" : "s", from_cache, cache ? cache->dir() : std::string("(none)"),
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return std::move(builder).finish();
 }

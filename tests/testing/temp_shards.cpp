@@ -41,11 +41,13 @@ TempShards make_shards(const std::string& dir, const std::string& root, std::uin
       }
       std::snprintf(name, sizeof name, "s%05zu", i);
       const std::string cls = std::to_string(index->label(i));
-      const std::string key = (class_folders ? index->classes()[index->label(i)] + "/" : std::string()) + name;
+      const std::string key =
+          (class_folders ? index->classes()[index->label(i)] + "/" : std::string()) + name;
       const std::string ext = path.substr(path.rfind('.'));
       const auto* data = reinterpret_cast<const std::byte*>(bytes->data());
       EXPECT_TRUE(writer->add(key + ext, {data, bytes->size()}).ok());
-      EXPECT_TRUE(writer->add(key + ".cls", {reinterpret_cast<const std::byte*>(cls.data()), cls.size()}).ok());
+      EXPECT_TRUE(
+          writer->add(key + ".cls", {reinterpret_cast<const std::byte*>(cls.data()), cls.size()}).ok());
       manifest << path << '\t' << index->label(i) << '\n';
       ++out.samples;
     }

@@ -9,9 +9,9 @@
 namespace forkfeed::testing {
 
 struct TempShards {
-  std::string spec;      // a brace pattern naming every shard
+  std::string spec;                // a brace pattern naming every shard
   std::vector<std::string> files;  // the shards, in order
-  std::string manifest;  // the same samples, labels and order as a manifest
+  std::string manifest;            // the same samples, labels and order as a manifest
   std::uint64_t samples = 0;
 };
 
