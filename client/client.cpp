@@ -187,7 +187,8 @@ class Client::Impl {
                               reinterpret_cast<const std::int64_t*>(base + d.labels_offset),
                               reinterpret_cast<const std::uint64_t*>(base + d.indices_offset),
                               d.epoch,
-                              d.index};
+                              d.index,
+                              opened_.layout};
     return std::optional<Batch>(
         BatchFactory::make(parts, std::make_unique<ReturnLease>(stream_, d.handle, d.tag)));
   }

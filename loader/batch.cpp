@@ -36,6 +36,15 @@ Batch::~Batch() = default;
 
 void Batch::release() { *this = Batch(); }
 
+namespace {
+
+std::array<std::int64_t, 4> shape_of(std::int64_t n, std::int64_t size, Layout layout) {
+  if (layout == Layout::kNhwc) return {n, size, size, 3};
+  return {n, 3, size, size};
+}
+
+}  // namespace
+
 Batch BatchFactory::make(const Arena& arena, std::uint32_t slot, std::uint32_t count, std::uint64_t epoch,
                          std::uint64_t index, std::unique_ptr<detail::SlotLease> lease) {
   const ControlBlock& control = arena.control();
@@ -47,7 +56,8 @@ Batch BatchFactory::make(const Arena& arena, std::uint32_t slot, std::uint32_t c
   b.data_ = view.pixels;
   b.bytes_ = count * control.slots.sample_bytes;
   b.dtype_ = control.transform.dtype;
-  b.shape_ = b.dtype_ == DType::kUint8 ? std::array<std::int64_t, 4>{n, s, s, 3} : std::array<std::int64_t, 4>{n, 3, s, s};
+  b.layout_ = resolve(control.transform.layout, b.dtype_);
+  b.shape_ = shape_of(n, s, b.layout_);
   b.labels_ = {view.labels, count};
   b.sample_indices_ = {view.sample_indices, count};
   b.epoch_ = epoch;
@@ -63,7 +73,8 @@ Batch BatchFactory::make(const Parts& parts, std::unique_ptr<detail::SlotLease> 
   b.data_ = parts.pixels;
   b.bytes_ = parts.bytes;
   b.dtype_ = parts.dtype;
-  b.shape_ = b.dtype_ == DType::kUint8 ? std::array<std::int64_t, 4>{n, s, s, 3} : std::array<std::int64_t, 4>{n, 3, s, s};
+  b.layout_ = resolve(parts.layout, b.dtype_);
+  b.shape_ = shape_of(n, s, b.layout_);
   b.labels_ = {parts.labels, parts.count};
   b.sample_indices_ = {parts.sample_indices, parts.count};
   b.epoch_ = parts.epoch;

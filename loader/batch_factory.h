@@ -13,7 +13,8 @@ class BatchFactory {
                     std::uint64_t index, std::unique_ptr<detail::SlotLease> lease);
 
   // A batch whose memory is resolved already, as a forkfeed::Client maps it: `count`
-  // samples of `size` x `size` pixels in `dtype`, `count` labels and sample indices.
+  // samples of `size` x `size` pixels in `dtype` and `layout`, `count` labels and sample
+  // indices.
   struct Parts {
     const void* pixels;
     std::size_t bytes;
@@ -24,6 +25,7 @@ class BatchFactory {
     const std::uint64_t* sample_indices;
     std::uint64_t epoch;
     std::uint64_t index;
+    Layout layout = Layout::kAuto;  // kAuto: dtype's default
   };
   static Batch make(const Parts& parts, std::unique_ptr<detail::SlotLease> lease);
 };

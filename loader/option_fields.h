@@ -27,6 +27,7 @@ void for_each_option(Options& o, Visit&& visit) {
   visit("transform", o.transform, kStream);
   visit("size", o.size, kStream);
   visit("dtype", o.dtype, kStream);
+  visit("layout", o.layout, kStream);
   visit("mean", o.mean, kStream);
   visit("std", o.std, kStream);
   visit("seed", o.seed, kStream);
@@ -50,8 +51,8 @@ void for_each_option(Options& o, Visit&& visit) {
 // for_each_option() above, then count it here.
 inline void every_loader_option_is_named(LoaderOptions& o) {
   [[maybe_unused]] auto& [image_folder, manifest, shards, shard_label, shard_label_field, batch_size, workers,
-                          prefetch, transform, size, dtype, mean, std, seed, epoch, rank, world_size, shuffle,
-                          drop_last, on_error, start_method, fork_hazard, max_worker_restarts,
+                          prefetch, transform, size, dtype, layout, mean, std, seed, epoch, rank, world_size,
+                          shuffle, drop_last, on_error, start_method, fork_hazard, max_worker_restarts,
                           task_timeout_ms, pin_memory_device, max_pixels, max_file_bytes, log_level] = o;
 }
 

@@ -43,6 +43,10 @@ template <>
 inline constexpr std::array<EnumName<ShardLabel>, 3> kEnumNames<ShardLabel>{
     {{ShardLabel::kCls, "cls"}, {ShardLabel::kJson, "json"}, {ShardLabel::kClassFolder, "class_folder"}}};
 
+template <>
+inline constexpr std::array<EnumName<Layout>, 3> kEnumNames<Layout>{
+    {{Layout::kAuto, "auto"}, {Layout::kNhwc, "nhwc"}, {Layout::kNchw, "nchw"}}};
+
 // The value of E named `name`, or nullopt.
 template <typename E>
 constexpr std::optional<E> parse_enum(std::string_view name) {

@@ -77,5 +77,12 @@ std::string_view to_string(StartMethod method) { return enum_name(method); }
 std::string_view to_string(ForkHazardPolicy policy) { return enum_name(policy); }
 std::string_view to_string(ShardLabel label) { return enum_name(label); }
 std::optional<ShardLabel> parse_shard_label(std::string_view name) { return parse_enum<ShardLabel>(name); }
+std::string_view to_string(Layout layout) { return enum_name(layout); }
+std::optional<Layout> parse_layout(std::string_view name) { return parse_enum<Layout>(name); }
+
+Layout resolve(Layout layout, DType dtype) {
+  if (layout != Layout::kAuto) return layout;
+  return dtype == DType::kUint8 ? Layout::kNhwc : Layout::kNchw;
+}
 
 }  // namespace forkfeed

@@ -9,6 +9,7 @@ TransformSpec transform_spec(const LoaderOptions& o) {
   TransformSpec t{};
   t.kind = o.transform;
   t.dtype = o.dtype;
+  t.layout = resolve(o.layout, o.dtype);
   t.size = o.size;
   std::copy(o.mean.begin(), o.mean.end(), t.mean);
   std::copy(o.std.begin(), o.std.end(), t.std);

@@ -178,6 +178,7 @@ json to_json(const StreamOpened& o) {
   json body = json::object();
   for_each_reply_field(o, [&](const char* key, const auto& value, std::uint64_t) { body[key] = value; });
   body["dtype"] = std::string(to_string(o.dtype));
+  body["layout"] = std::string(to_string(o.layout));
   body["order"] = to_json(o.order);
   return body;
 }
@@ -201,6 +202,11 @@ Result<StreamOpened> parse_stream_opened(const json& reply) {
                          : std::nullopt;
   if (!dtype) return malformed("dtype must be one of " + enum_names_or<DType>());
   o.dtype = *dtype;
+  if (reply.contains("layout")) {  // an older forkfeedd does not say: the dtype's default
+    const auto layout = reply["layout"].is_string() ? parse_layout(reply["layout"].get<std::string>()) : std::nullopt;
+    if (!layout) return malformed("layout must be one of " + enum_names_or<Layout>());
+    o.layout = *layout;
+  }
   if (!reply.contains("order")) return malformed("missing order");
   auto order = parse_order_key(reply["order"]);
   if (!order.ok()) return order.status();

@@ -34,6 +34,7 @@ struct StreamOpened {
   std::uint64_t classes = 0;  // 0 from a forkfeedd that does not say
   std::uint32_t size = 0;
   DType dtype = DType::kUint8;
+  Layout layout = Layout::kAuto;  // resolved by the daemon; kAuto from one that does not say
   std::uint64_t arena_bytes = 0;
   OrderKey order;
 };

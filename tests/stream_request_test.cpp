@@ -27,6 +27,7 @@ StreamRequest unusual_request() {
   o.transform = TransformKind::kEval;
   o.size = 96;
   o.dtype = DType::kFloat32;
+  o.layout = Layout::kNhwc;
   o.mean = {0.5f, 0.25f, 0.125f};
   o.std = {0.75f, 0.5f, 2.0f};
   o.seed = std::uint64_t{1} << 63;
@@ -72,6 +73,7 @@ TEST(StreamRequestTest, EveryFieldRoundTrips) {
   EXPECT_EQ(b.task_timeout_ms, a.task_timeout_ms);
   EXPECT_EQ(b.max_pixels, a.max_pixels);
   EXPECT_EQ(b.max_file_bytes, a.max_file_bytes);
+  EXPECT_EQ(b.layout, a.layout);
   EXPECT_EQ(b.shards, a.shards);
   EXPECT_EQ(b.shard_label, a.shard_label);
   EXPECT_EQ(b.shard_label_field, a.shard_label_field);
@@ -80,7 +82,7 @@ TEST(StreamRequestTest, EveryFieldRoundTrips) {
 
 TEST(StreamRequestTest, EveryKeyWrittenIsKnownAndAbsentKeysKeepTheDefaults) {
   const json body = to_json(StreamRequest{});
-  EXPECT_EQ(body.size(), 26u) << body.dump();  // 23, and since shards: shards, shard_label, shard_label_field
+  EXPECT_EQ(body.size(), 27u) << body.dump();  // 23; shards, shard_label, shard_label_field; layout
   for (const auto& [key, value] : body.items()) {
     EXPECT_TRUE(parse_stream_request(json{{key, value}}).ok()) << key;
   }
@@ -144,6 +146,7 @@ StreamOpened an_opened_stream() {
   o.classes = 1000;
   o.size = 96;
   o.dtype = DType::kFloat32;
+  o.layout = Layout::kNhwc;
   o.arena_bytes = 1u << 20;
   o.order.dataset_size = 140;
   o.order.dataset_digest = std::string(kDigestDigits, 'c');
@@ -160,6 +163,7 @@ TEST(StreamRequestTest, TheOpenStreamReplyRoundTrips) {
   EXPECT_EQ(to_json(*got), to_json(sent));
   EXPECT_EQ(got->order, sent.order);
   EXPECT_EQ(got->dtype, DType::kFloat32);
+  EXPECT_EQ(got->layout, Layout::kNhwc);
 }
 
 TEST(StreamRequestTest, AMalformedOpenStreamReplyNamesTheFieldAndAnOldOneMayLeaveOutClasses) {

@@ -72,6 +72,7 @@ struct WorkerChannel {
 struct TransformSpec {
   TransformKind kind;
   DType dtype;
+  Layout layout;  // resolved: nhwc or nchw
   std::uint32_t size;
   float mean[3];
   float std[3];

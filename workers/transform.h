@@ -1,5 +1,5 @@
 // Transform: turns decoded pixels into one output sample, written straight into its
-// place in a batch slot (uint8 NHWC, or float32 NCHW normalised).
+// place in a batch slot: uint8 or float32 normalised, NHWC or NCHW.
 //
 // The loader's path plans first and decodes after: plan() says which region of the
 // image becomes the sample (from the header's size alone), the decoder decodes only
@@ -22,7 +22,7 @@ std::size_t sample_bytes(DType dtype, std::uint32_t size);
 
 class Transform {
  public:
-  explicit Transform(const TransformSpec& spec) : spec_(spec) {}
+  explicit Transform(const TransformSpec& spec);
 
   // The window of a width x height image that becomes the sample. `rng` is the sample's
   // own stream, so the result does not depend on which worker runs it. Fails only for
@@ -45,14 +45,22 @@ class Transform {
   // costs more than the JPEG decode itself; the fused path's DCT scaling leaves the
   // final resize under 2x, so it is bilinear there.
   static void resize(const cv::Mat& from, cv::Mat& to);
-  // The uint8 sample: the slot itself for uint8 output, square_ for float32.
+  // Where the uint8 NHWC sample is made: the slot itself when that is the output, else
+  // square_, which store() then writes to the slot.
   cv::Mat square_for(std::byte* out);
-  void store_float(const cv::Mat& square, std::byte* out);
+  // Writes `square` (uint8 NHWC) to `out` in the output's dtype and layout: planes split
+  // out for NCHW, float32 normalised as x * scale + shift, in vectorised loops. Nothing
+  // to do when `square` is the slot.
+  void store(const cv::Mat& square, std::byte* out);
 
+  static constexpr int kPattern = 12;  // 4 RGB pixels: the period of the per-channel constants
   TransformSpec spec_;
+  Layout layout_;  // resolved
+  float scale_[kPattern] = {};  // 1 / (255 std[c]) for value k, c = k % 3
+  float shift_[kPattern] = {};  // -mean[c] / std[c]
+  cv::Mat planes_[3];  // reused across samples: NCHW planes (the slot's, for uint8)
   cv::Mat resized_;  // reused across samples: the reference eval's resized image
-  cv::Mat square_;   // reused across samples: the uint8 sample before float conversion
-  cv::Mat channel_;  // reused across samples: one channel of square_
+  cv::Mat square_;   // reused across samples: the uint8 NHWC sample when the slot is not
 };
 
 }  // namespace forkfeed

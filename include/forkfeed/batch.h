@@ -26,7 +26,9 @@ class Batch {
   const void* data() const { return data_; }
   std::size_t bytes() const { return bytes_; }
   DType dtype() const { return dtype_; }
-  // {N, H, W, 3} for uint8 (NHWC), {N, 3, H, W} for float32 (NCHW).
+  // Layout::kNhwc or Layout::kNchw (LoaderOptions::layout, auto resolved by dtype).
+  Layout layout() const { return layout_; }
+  // {N, H, W, 3} for NHWC, {N, 3, H, W} for NCHW.
   std::array<std::int64_t, 4> shape() const { return shape_; }
   // Number of samples.
   std::size_t size() const { return labels_.size(); }
@@ -48,6 +50,7 @@ class Batch {
   const void* data_ = nullptr;
   std::size_t bytes_ = 0;
   DType dtype_ = DType::kUint8;
+  Layout layout_ = Layout::kNhwc;
   std::array<std::int64_t, 4> shape_{};
   std::span<const std::int64_t> labels_;
   std::span<const std::uint64_t> sample_indices_;

@@ -33,9 +33,14 @@ enum class StartMethod { kFork, kSpawn, kAuto };
 // to start, or say nothing.
 enum class ForkHazardPolicy { kWarn, kError, kIgnore };
 
-// uint8:   NHWC, RGB, 0..255.
-// float32: NCHW, RGB, (x / 255 - mean) / std.
+// uint8:   RGB, 0..255.
+// float32: RGB, (x / 255 - mean) / std.
 enum class DType { kUint8, kFloat32 };
+
+// Where a sample's pixels go. nhwc: each pixel's R, G, B together ("channels_last").
+// nchw: one plane per channel (what torchvision's ToTensor and PILToTensor give).
+// auto: nhwc for uint8, nchw for float32.
+enum class Layout { kAuto, kNhwc, kNchw };
 
 // Where a sharded dataset's labels come from (WebDataset's conventions).
 // cls:          a member <key>.cls holding a decimal integer (WebDataset's ImageNet shards).
@@ -64,6 +69,7 @@ struct LoaderOptions {
   TransformKind transform = TransformKind::kTrain;
   std::uint32_t size = 224;
   DType dtype = DType::kUint8;
+  Layout layout = Layout::kAuto;  // nhwc for uint8, nchw for float32
   std::array<float, 3> mean = {0.485f, 0.456f, 0.406f};
   std::array<float, 3> std = {0.229f, 0.224f, 0.225f};
 
@@ -109,11 +115,15 @@ std::optional<OnError> parse_on_error(std::string_view name);
 std::optional<StartMethod> parse_start_method(std::string_view name);
 std::optional<ForkHazardPolicy> parse_fork_hazard(std::string_view name);
 std::optional<ShardLabel> parse_shard_label(std::string_view name);
+std::optional<Layout> parse_layout(std::string_view name);
 std::string_view to_string(TransformKind kind);
 std::string_view to_string(DType dtype);
 std::string_view to_string(OnError on_error);
 std::string_view to_string(StartMethod method);
 std::string_view to_string(ForkHazardPolicy policy);
 std::string_view to_string(ShardLabel label);
+std::string_view to_string(Layout layout);
+// `layout` with auto resolved for `dtype`: never kAuto.
+Layout resolve(Layout layout, DType dtype);
 
 }  // namespace forkfeed

@@ -64,7 +64,7 @@ def _default_rank_and_world_size() -> Tuple[int, int]:
 # The LoaderOptions keywords of Loader() and Client(), by their C++ names.
 _OPTION_NAMES = (
     "root", "manifest", "shards", "shard_label", "shard_label_field", "batch_size", "workers",
-    "prefetch", "transform", "size", "dtype", "mean", "std",
+    "prefetch", "transform", "size", "dtype", "layout", "mean", "std",
     "seed", "epoch", "rank", "world_size", "shuffle", "drop_last", "on_error", "start_method",
     "fork_hazard", "max_worker_restarts", "task_timeout", "pin_memory_device", "max_pixels",
     "max_file_bytes", "log_level",
@@ -204,8 +204,9 @@ class Loader(_Pass):
     else to $RANK/$WORLD_SIZE, else 0/1. ``output`` chooses torch tensors (the
     default) or numpy arrays.
 
-    Iterating gives one pass (epoch) of ``(images, labels)``: images uint8 NHWC or
-    float32 NCHW, labels int64; both are views of the batch slot in shared memory,
+    Iterating gives one pass (epoch) of ``(images, labels)``: images uint8 or
+    float32, NHWC or NCHW by ``layout`` ("nhwc", "nchw"; by default NHWC for uint8 and
+    NCHW for float32), labels int64; both are views of the batch slot in shared memory,
     with no copy. The slot goes back to the pool when the last view dies; holding
     more than ``workers * prefetch + 1`` batches makes the next step raise
     ``forkfeed.Error``. Bad options raise ValueError (or TypeError for a wrong
@@ -227,6 +228,7 @@ class Loader(_Pass):
         transform: Optional[str] = None,
         size: Optional[int] = None,
         dtype: Optional[str] = None,
+        layout: Optional[str] = None,
         mean: Optional[Sequence[float]] = None,
         std: Optional[Sequence[float]] = None,
         seed: Optional[int] = None,
@@ -300,6 +302,7 @@ class Client(_Pass):
         transform: Optional[str] = None,
         size: Optional[int] = None,
         dtype: Optional[str] = None,
+        layout: Optional[str] = None,
         mean: Optional[Sequence[float]] = None,
         std: Optional[Sequence[float]] = None,
         seed: Optional[int] = None,

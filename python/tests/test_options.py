@@ -96,3 +96,18 @@ def test_stub_matches_the_package():
         public = {n for c in cls.__mro__[:-1] for n in vars(c)
                   if not n.startswith("_") or n in ("__iter__", "__len__")}
         assert public <= stub_names(cls.__name__), cls.__name__
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "float32"])
+def test_layout_gives_the_same_pixels_in_nhwc_or_nchw(dataset, dtype):
+    import numpy
+
+    options = dict(batch_size=4, size=16, seed=2, dtype=dtype, output="numpy")
+    with forkfeed.Loader(dataset, layout="nhwc", **options) as nhwc, \
+            forkfeed.Loader(dataset, layout="nchw", **options) as nchw:
+        a, b = nhwc.next_batch(), nchw.next_batch()
+        assert a.images.shape == (4, 16, 16, 3) and b.images.shape == (4, 3, 16, 16)
+        assert list(a.indices) == list(b.indices)
+        assert numpy.array_equal(a.images.transpose(0, 3, 1, 2), b.images)
+    with pytest.raises(ValueError, match="layout"):
+        forkfeed.Loader(dataset, layout="chw")

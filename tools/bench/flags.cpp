@@ -59,6 +59,7 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
   std::string start_method(to_string(o.start_method));
   std::string fork_hazard(to_string(o.fork_hazard));
   std::string shard_label(to_string(o.shard_label));
+  std::string layout(to_string(o.layout));
   bool no_shuffle = false;
   auto* data =
       app.add_option("--data", o.image_folder, "ImageFolder root: one subfolder per class")->type_name("DIR");
@@ -93,8 +94,11 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
   app.add_option("--size", o.size, "Output height and width in pixels")
       ->type_name("S")
       ->check(cli::integer_of(o.size));
-  app.add_option("--dtype", dtype, "uint8 NHWC, or float32 NCHW normalised")
+  app.add_option("--dtype", dtype, "uint8, or float32 normalised ((x / 255 - mean) / std)")
       ->check(CLI::IsMember(enum_names<DType>()));
+  app.add_option("--layout", layout,
+                 "nhwc (channels last), nchw (one plane per channel), or auto: nhwc for uint8, nchw for float32")
+      ->check(CLI::IsMember(enum_names<Layout>()));
   app.add_option("--seed", o.seed, "Seed of the shuffle and of the random crops")
       ->type_name("X")
       ->check(cli::integer_of(o.seed));
@@ -185,7 +189,8 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
   const std::optional<StartMethod> method = parse_start_method(start_method);
   const std::optional<ForkHazardPolicy> hazard_policy = parse_fork_hazard(fork_hazard);
   const std::optional<ShardLabel> label = parse_shard_label(shard_label);
-  if (!kind || !type || !error_policy || !method || !hazard_policy || !label) {
+  const std::optional<Layout> pixel_layout = parse_layout(layout);
+  if (!kind || !type || !error_policy || !method || !hazard_policy || !label || !pixel_layout) {
     std::fprintf(stderr,
                  "forkfeed-bench: unknown --transform %s, --dtype %s, --on-error %s or --start-method %s\n",
                  transform.c_str(), dtype.c_str(), on_error.c_str(), start_method.c_str());
@@ -197,6 +202,7 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
   o.start_method = *method;
   o.fork_hazard = *hazard_policy;
   o.shard_label = *label;
+  o.layout = *pixel_layout;
   o.shuffle = !no_shuffle;
   // Values that are each fine but not together (--rank 3 --world-size 2) are bad
   // arguments too, caught here rather than as a loader error.
