@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "testing/temp_dataset.h"
+#include "testing/small_arena.h"
 #include "transport/slot_contents.h"
 
 namespace forkfeed {
@@ -25,13 +26,8 @@ class DeliveryTest : public ::testing::Test {
     auto index = DatasetIndex::from_image_folder(testing::make_image_folder(dir_.path(), 12, 2));
     ASSERT_TRUE(index.ok()) << index.status().message();
     index_ = std::move(index).value();
-    TransformSpec t{};
-    t.kind = TransformKind::kEval;
-    t.dtype = DType::kUint8;
-    t.size = 4;
-    auto arena = Arena::create(ArenaSpec{1, kSlots, kBatch, 4 * 4 * 3, t, OnError::kSkip}, index_);
-    ASSERT_TRUE(arena.ok()) << arena.status().message();
-    arena_ = std::move(arena).value();
+    arena_ = testing::small_arena(index_, 1, kSlots, kBatch, 4, OnError::kSkip);
+    ASSERT_TRUE(arena_);
     slots_ = std::make_shared<SlotPool>(kSlots);
     log_ = std::make_shared<spdlog::logger>("delivery_test", std::make_shared<spdlog::sinks::ostream_sink_st>(said_));
     delivery_ = std::make_unique<Delivery>(arena_, slots_, index_, log_);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "testing/temp_dataset.h"
+#include "testing/small_arena.h"
 #include "transport/slot_contents.h"
 
 namespace forkfeed {
@@ -25,13 +26,7 @@ class DispatcherTest : public ::testing::Test {
 
   // REQUIRES: SetUp() ran (the index exists).
   Dispatcher make(OnError on_error) {
-    TransformSpec t{};
-    t.kind = TransformKind::kEval;
-    t.dtype = DType::kUint8;
-    t.size = 8;
-    auto arena = Arena::create(ArenaSpec{kWorkers, kSlots, kBatch, 8 * 8 * 3, t, on_error}, index_);
-    EXPECT_TRUE(arena.ok()) << arena.status().message();
-    arena_ = std::move(arena).value();
+    arena_ = testing::small_arena(index_, kWorkers, kSlots, kBatch, 8, on_error);
     slots_ = std::make_shared<SlotPool>(kSlots);
     Dispatcher d(arena_, slots_, index_, on_error, health_);
     d.begin_generation();

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "testing/temp_dataset.h"
+#include "testing/small_arena.h"
 
 namespace forkfeed {
 namespace {
@@ -21,13 +22,8 @@ class SlotContentsTest : public ::testing::Test {
     auto index = DatasetIndex::from_image_folder(root);
     ASSERT_TRUE(index.ok()) << index.status().message();
     index_ = std::move(index).value();
-    TransformSpec t{};
-    t.kind = TransformKind::kEval;
-    t.dtype = DType::kUint8;
-    t.size = 4;
-    auto arena = Arena::create(ArenaSpec{1, 2, kBatch, 4 * 4 * 3, t, OnError::kSkip}, index_);
-    ASSERT_TRUE(arena.ok()) << arena.status().message();
-    arena_ = std::move(arena).value();
+    arena_ = testing::small_arena(index_, 1, 2, kBatch, 4, OnError::kSkip);
+    ASSERT_TRUE(arena_);
   }
 
   // What a worker does: keeps the samples it decodes, skips the others.

@@ -8,6 +8,7 @@ packages=(
   libopencv-dev libboost-dev libspdlog-dev libgtest-dev
   libibverbs-dev ibverbs-providers libjpeg62-turbo-dev
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev
+  tar  # GNU tar: the tests read shards it writes, in every format it writes
   python3  # tools/compare.sh's memory sampler and report, and its test
   # The Python package (python/) and its tests, for /usr/bin/python3.
   python3-dev python3-pybind11 python3-numpy python3-pytest python3-torch
