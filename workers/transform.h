@@ -14,6 +14,7 @@
 #include "transport/arena_layout.h"
 #include "workers/crop.h"
 #include "workers/keyed_rng.h"
+#include "workers/pixel_store.h"
 
 namespace forkfeed {
 
@@ -45,22 +46,12 @@ class Transform {
   // costs more than the JPEG decode itself; the fused path's DCT scaling leaves the
   // final resize under 2x, so it is bilinear there.
   static void resize(const cv::Mat& from, cv::Mat& to);
-  // Where the uint8 NHWC sample is made: the slot itself when that is the output, else
-  // square_, which store() then writes to the slot.
-  cv::Mat square_for(std::byte* out);
-  // Writes `square` (uint8 NHWC) to `out` in the output's dtype and layout: planes split
-  // out for NCHW, float32 normalised as x * scale + shift, in vectorised loops. Nothing
-  // to do when `square` is the slot.
-  void store(const cv::Mat& square, std::byte* out);
-
-  static constexpr int kPattern = 12;  // 4 RGB pixels: the period of the per-channel constants
   TransformSpec spec_;
-  Layout layout_;  // resolved
-  float scale_[kPattern] = {};  // 1 / (255 std[c]) for value k, c = k % 3
-  float shift_[kPattern] = {};  // -mean[c] / std[c]
-  cv::Mat planes_[3];  // reused across samples: NCHW planes (the slot's, for uint8)
-  cv::Mat resized_;  // reused across samples: the reference eval's resized image
-  cv::Mat square_;   // reused across samples: the uint8 NHWC sample when the slot is not
+  // uint8 NHWC: an unflipped sample is resized straight into the slot, with no copy.
+  bool makes_in_slot_;
+  PixelStore store_;  // every other sample: resized into square_, then written by store_
+  cv::Mat resized_;   // reused across samples: the reference eval's resized image
+  cv::Mat square_;    // reused across samples: the resized sample, in cache
 };
 
 }  // namespace forkfeed
