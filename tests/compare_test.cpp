@@ -109,6 +109,46 @@ TEST_F(CompareTest, DtypeBothMeasuresEachDtype) {
     expect_python_row(r, kImages);
   }
   EXPECT_EQ(j["float32"]["arena_slot_bytes"], 4 * j["uint8"]["arena_slot_bytes"].get<double>()) << j;
+  const nlohmann::json& q = j["float32_over_uint8"];
+  EXPECT_NEAR(number(q["forkfeed"]),
+              number(j["float32"]["forkfeed"]["images_per_s"]) / number(j["uint8"]["forkfeed"]["images_per_s"]), 1e-9)
+      << j;
+  EXPECT_GT(number(q["probe_fused"]), 0.0) << j;
+  EXPECT_TRUE(q["torch"].is_null()) << j;
+}
+
+TEST_F(CompareTest, RepeatGivesTheMedianOfTheRunsAndTheirRange) {
+  const testing::CommandOutcome o = compare({"--no-torch", "--no-python", "--json", "--data", root_, "--epochs", "1",
+                                             "--batch", "8", "--size", "32", "--dtype", "both", "--repeat", "3"});
+  ASSERT_TRUE(o.exited && o.code == 0) << o.describe();
+  // The runs take turns: uint8, float32, uint8, ...
+  const std::size_t first_float32 = o.err.find("run 1/3: float32 1/4");
+  ASSERT_NE(first_float32, std::string::npos) << o.describe();
+  EXPECT_LT(first_float32, o.err.find("run 2/3: uint8 1/4")) << o.describe();
+  const nlohmann::json j = nlohmann::json::parse(o.out);
+  for (const char* dtype : {"uint8", "float32"}) {
+    const nlohmann::json& r = j[dtype];
+    EXPECT_EQ(r["repeat"], 3) << j;
+    EXPECT_EQ(r["forkfeed"]["images"], kImages) << j;  // counts stay whole numbers
+    for (const char* row : {"forkfeed", "probe"}) {
+      const nlohmann::json& range = r["images_per_s_range"][row];
+      const double median = number(row == std::string("probe") ? r["probe"]["fused"]["images_per_s"]
+                                                               : r[row]["images_per_s"]);
+      ASSERT_EQ(range.size(), 2u) << j;
+      EXPECT_LE(number(range[0]), median) << row << " " << j;
+      EXPECT_GE(number(range[1]), median) << row << " " << j;
+    }
+  }
+  EXPECT_GT(number(j["float32_over_uint8"]["forkfeed"]), 0.0) << j;
+}
+
+TEST_F(CompareTest, TableOfBothDtypesEndsWithFloat32OverUint8) {
+  const testing::CommandOutcome o = compare({"--no-torch", "--no-python", "--data", root_, "--epochs", "1", "--batch",
+                                             "8", "--size", "32", "--dtype", "both", "--repeat", "2"});
+  ASSERT_TRUE(o.exited && o.code == 0) << o.describe();
+  for (const char* text : {"median of 2 runs", "range", "float32 / uint8"}) {
+    EXPECT_NE(o.out.find(text), std::string::npos) << text << "\n" << o.describe();
+  }
 }
 
 TEST_F(CompareTest, NoPythonSkipsThatRow) {
@@ -154,6 +194,9 @@ TEST_F(CompareTest, BadArgumentsExitTwoWithOneLine) {
   const testing::CommandOutcome o = compare({"--no-torch", "--data", root_, "--transform", "bogus"});
   EXPECT_TRUE(o.exited && o.code == 2) << o.describe();
   EXPECT_NE(o.err.find("bogus"), std::string::npos) << o.describe();
+  const testing::CommandOutcome none = compare({"--no-torch", "--data", root_, "--repeat", "0"});
+  EXPECT_TRUE(none.exited && none.code == 2) << none.describe();
+  EXPECT_NE(none.err.find("--repeat must be at least 1"), std::string::npos) << none.describe();
 }
 
 TEST_F(CompareTest, HelpExplainsTheColumns) {

@@ -12,8 +12,8 @@ usage() {
   cat <<'EOF'
 usage: tools/compare.sh [--data DIR] [--workers N] [--batch B] [--size S]
                         [--transform train|eval] [--dtype uint8|float32|both] [--epochs E]
-                        [--images N] [--seed X] [--generate N] [--bin DIR] [--no-torch]
-                        [--no-python] [--shards] [--json]
+                        [--images N] [--seed X] [--repeat R] [--generate N] [--bin DIR]
+                        [--no-torch] [--no-python] [--shards] [--json]
 
 Measures, on one folder and in one run, one after the other on a warm page cache:
   1. forkfeed-bench --probe: one core decoding + transforming every file, with OpenCV's
@@ -41,12 +41,17 @@ forkfeed / PyTorch, from Python / forkfeed-bench, from Python / PyTorch, fused /
   --batch B         batch size (default 64)
   --size S          output height and width (default 224)
   --transform T     train or eval (default train)
-  --dtype D         uint8 (NHWC for forkfeed, CHW for PyTorch), float32 normalised, or both:
-                    every measurement for uint8, then for float32, one table each (default uint8)
+  --dtype D         uint8 (NHWC for forkfeed, CHW for PyTorch), float32 normalised (NCHW),
+                    or both: every measurement for uint8, then for float32, one table each,
+                    and a last one of float32 / uint8 per loader (default uint8)
   --epochs E        passes over the dataset per loader (default 2)
   --images N        instead of whole epochs: the first ceil(N/B) batches per loader, and
                     N files (spread over the dataset) for the probe
   --seed X          seed of shuffles and crops (default 0)
+  --repeat R        every measurement R times, the dtypes taking turns (uint8, float32,
+                    uint8, ...), and each figure the median of the R runs, with the range
+                    of images/s per loader; for machines whose other tenants make one run
+                    vary by 10% or more (default 1)
   --generate N      without --data: images of the generated set (default 2000), written
                     once by forkfeed-mkdata to BIN/../compare-data-N, ImageNet-like
                     (baseline colour JPEGs like photographs: shorter side 256-500,
@@ -76,7 +81,7 @@ say() { echo "compare.sh: $*" >&2; }
 die() { say "$*"; exit 1; }
 bad_usage() { say "$* (see --help)"; exit 2; }
 
-data="" workers=2 batch=64 size=224 transform=train dtype=uint8 epochs=2 images=0 seed=0
+data="" workers=2 batch=64 size=224 transform=train dtype=uint8 epochs=2 images=0 seed=0 repeat=1
 generate=2000 bin="" torch=1 from_python=1 json=0 shards=0
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -86,7 +91,7 @@ while [[ $# -gt 0 ]]; do
     --shards) shards=1; shift; continue ;;
     --json) json=1; shift; continue ;;
     --data | --workers | --batch | --size | --transform | --dtype | --epochs | --images | --seed | \
-      --generate | --bin)
+      --repeat | --generate | --bin)
       [[ $# -ge 2 ]] || bad_usage "$1 needs a value"
       ;;
     *) bad_usage "unknown argument: $1" ;;
@@ -101,15 +106,16 @@ while [[ $# -gt 0 ]]; do
     --epochs) epochs=$2 ;;
     --images) images=$2 ;;
     --seed) seed=$2 ;;
+    --repeat) repeat=$2 ;;
     --generate) generate=$2 ;;
     --bin) bin=$2 ;;
   esac
   shift 2
 done
-for name in workers batch size epochs images seed generate; do
+for name in workers batch size epochs images seed repeat generate; do
   [[ ${!name} =~ ^[0-9]+$ ]] || bad_usage "--$name must be a whole number, got '${!name}'"
 done
-for name in workers batch size epochs generate; do
+for name in workers batch size epochs repeat generate; do
   [[ ${!name} -gt 0 ]] || bad_usage "--$name must be at least 1"
 done
 [[ $transform == train || $transform == eval ]] || bad_usage "--transform must be train or eval, got '$transform'"
@@ -223,9 +229,10 @@ else
   say "$data ($((data_bytes >> 20)) MiB) exceeds half the available memory: the runs read from disk"
 fi
 
-# Every measurement for one dtype, its JSON files left in the folder $1 for report.py.
+# Every measurement for one dtype ($1), its JSON files left in the folder $2 for report.py;
+# $3 prefixes the progress lines ("run 2/3: ").
 measure() {
-  local dtype=$1 dir=$2
+  local dtype=$1 dir=$2 run=$3
   mkdir -p "$dir"
   local common=(--transform "$transform" --size "$size" --dtype "$dtype" --seed "$seed")
   local loader_args=(--data "$data" --workers "$workers" --batch "$batch" --epochs "$epochs" "${common[@]}" "${limit[@]}")
@@ -235,7 +242,7 @@ measure() {
   # Other work on the machine takes cores from the runs; the report shows the load.
   local load
   read -r load _ </proc/loadavg
-  say "$dtype 1/4 probe: one core, OpenCV vs fused decode, $transform ${size}x$size"
+  say "$run$dtype 1/4 probe: one core, OpenCV vs fused decode, $transform ${size}x$size"
   "$bin/forkfeed-bench" --probe --json --data "$data" "${common[@]}" "${probe_args[@]}" >"$dir/probe.json" ||
     die "forkfeed-bench --probe failed (see above)"
 
@@ -243,13 +250,13 @@ measure() {
   # (1700 mappings a process) costs about 21 ms of kernel time per sample against the C++
   # bench's 8 ms; at 100 ms that tax alone took ~10% of a core from the Python row.
   sample_pss=("$python" "$root/tools/compare/peak_pss.py" --interval-ms 500)
-  say "$dtype 2/4 forkfeed: $workers workers, batch $batch, $schedule"
+  say "$run$dtype 2/4 forkfeed: $workers workers, batch $batch, $schedule"
   "${sample_pss[@]}" --out "$dir/forkfeed.pss.json" -- \
     "$bin/forkfeed-bench" --json --on-error skip "${loader_args[@]}" >"$dir/forkfeed.json" ||
     die "forkfeed-bench failed (see above)"
 
   if [[ -n $shard_spec ]]; then
-    say "$dtype 2/4 forkfeed on tar shards: $workers workers, batch $batch, $schedule"
+    say "$run$dtype 2/4 forkfeed on tar shards: $workers workers, batch $batch, $schedule"
     local shard_args=("${loader_args[@]}")
     shard_args[1]=$shard_spec shard_args[0]=--shards
     "${sample_pss[@]}" --out "$dir/shards.pss.json" -- \
@@ -258,7 +265,7 @@ measure() {
   fi
 
   if [[ $from_python -eq 1 ]]; then
-    say "$dtype 3/4 forkfeed from Python: $workers workers, batch $batch, $schedule"
+    say "$run$dtype 3/4 forkfeed from Python: $workers workers, batch $batch, $schedule"
     if ! PYTHONPATH=$python_path "${sample_pss[@]}" --out "$dir/python.pss.json" -- \
         "$python" "$root/tools/compare/forkfeed_python.py" "${loader_args[@]}" >"$dir/python.json"; then
       echo "forkfeed_python.py failed (its messages are above)" >"$dir/python.skipped"
@@ -267,7 +274,7 @@ measure() {
   fi
 
   if [[ $torch -eq 1 ]]; then
-    say "$dtype 4/4 PyTorch DataLoader: $workers workers, batch $batch, $schedule"
+    say "$run$dtype 4/4 PyTorch DataLoader: $workers workers, batch $batch, $schedule"
     if ! "${sample_pss[@]}" --out "$dir/torch.pss.json" -- \
         "$python" "$root/tools/compare/torch_loader.py" "${loader_args[@]}" >"$dir/torch.json"; then
       echo "torch_loader.py failed (its messages are above)" >"$dir/torch.skipped"
@@ -291,9 +298,15 @@ EOF
 
 dtypes=("$dtype")
 [[ $dtype == both ]] && dtypes=(uint8 float32)
+for ((r = 1; r <= repeat; r++)); do
+  label=""
+  [[ $repeat -gt 1 ]] && label="run $r/$repeat: "
+  for d in "${dtypes[@]}"; do
+    measure "$d" "$out/$d/run$r" "$label"
+  done
+done
 dirs=()
 for d in "${dtypes[@]}"; do
-  measure "$d" "$out/$d"
   dirs+=("$out/$d")
 done
 report_args=()

@@ -8,12 +8,17 @@ settings.json. Standard library only.
 
 usage: report.py DIR... [--json]
 
-One table per DIR (compare.sh --dtype both gives one per dtype); with --json one object,
-or with several DIRs one object per DIR keyed by its dtype.
+One table per DIR (compare.sh --dtype both gives one per dtype, and then a last table of
+float32 / uint8); with --json one object, or with several DIRs one object per DIR keyed
+by its dtype, plus "float32_over_uint8". A DIR holding folders run1, run2, ... (compare.sh
+--repeat R) reports the median of each figure over the runs, and the range of images/s.
 """
 import json
 import os
+import statistics
 import sys
+
+LOADERS = ("forkfeed", "shards", "python", "torch")
 
 
 def load(folder, name):
@@ -37,7 +42,7 @@ def gather(folder):
     shards = load(folder, "shards.json")
     python = load(folder, "python.json")
     torch = load(folder, "torch.json")
-    for name, run in (("forkfeed", forkfeed), ("shards", shards), ("python", python), ("torch", torch)):
+    for name, run in zip(LOADERS, (forkfeed, shards, python, torch)):
         if run is not None:
             tree = load(folder, name + ".pss.json")
             run["peak_pss_bytes"] = tree["peak_pss_bytes"]
@@ -81,12 +86,66 @@ def gather(folder):
     }
 
 
+def is_number(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def median_of(values):
+    """Reports of the same shape, one per run, as one: the median of every number, the
+    first run's value of anything else (names, settings, a row skipped in some run)."""
+    first = values[0]
+    if isinstance(first, dict) and all(isinstance(v, dict) for v in values):
+        return {key: median_of([v.get(key) for v in values]) for key in first}
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return statistics.median_low(values)  # counts and sizes stay whole
+    if is_number(first) and all(is_number(v) for v in values):
+        return statistics.median(values)
+    return first
+
+
+def gather_runs(folder):
+    """The report of one dtype: one run, or the median of the runs in run1, run2, ..."""
+    runs = sorted((d for d in os.listdir(folder) if d.startswith("run")), key=lambda d: int(d[3:]))
+    reports = [gather(os.path.join(folder, d)) for d in runs] if runs else [gather(folder)]
+    report = median_of(reports)
+    report["repeat"] = len(reports)
+    report["images_per_s_range"] = {}
+    for name in LOADERS + ("probe",):
+        rates = [(r["probe"]["fused"] if name == "probe" else r[name] or {}).get("images_per_s") for r in reports]
+        if all(is_number(x) for x in rates):
+            report["images_per_s_range"][name] = [min(rates), max(rates)]
+    return report
+
+
+def float32_over_uint8(by_dtype):
+    """images/s of each loader (and the fused probe) with float32 over uint8."""
+    u, f = by_dtype["uint8"], by_dtype["float32"]
+    out = {name: ratio(f[name] and f[name]["images_per_s"], u[name] and u[name]["images_per_s"]) for name in LOADERS}
+    out["probe_fused"] = ratio(f["probe"]["fused"]["images_per_s"], u["probe"]["fused"]["images_per_s"])
+    return out
+
+
 def mib(n):
     return f"{n / 2**20:.1f} MiB"
 
 
 def times(x, suffix="x"):
     return "-" if x is None else f"{x:.2f}{suffix}"
+
+
+def loader_names(n):
+    return (("forkfeed", f"forkfeed ({n} workers)"), ("shards", f"forkfeed, tar shards ({n} workers)"),
+            ("python", f"forkfeed from Python ({n} workers)"), ("torch", f"PyTorch DataLoader ({n} workers)"))
+
+
+def print_dtype_ratios(by_dtype, q):
+    n = by_dtype["uint8"]["settings"]["workers"]
+    names = [("probe_fused", "probe, fused decode (1 core)")] + list(loader_names(n))
+    lines = [(name, times(q[key])) for key, name in names if key != "shards" or q[key] is not None]
+    width = max(len(name) for name, _ in lines)
+    print(f"{'float32 / uint8'.ljust(width)}  images/s")
+    for name, value in lines:
+        print(f"{name.ljust(width)}  {value}")
 
 
 def print_table(r):
@@ -96,21 +155,31 @@ def print_table(r):
           f"{s['dtype']}, batch {s['batch']}, {n} worker{'s' if n != 1 else ''}, {s['cpus']} CPUs")
     print(f"  each loader: {f['images']} images ({s['schedule']}); probe: {p['probed']} files, one thread")
     busy = " - the machine was busy, figures will be low" if s["load_before"] > 0.5 * s["cpus"] else ""
-    print(f"  load average before the runs: {s['load_before']:.2f}{busy}\n")
-    rows = [("", "images/s", "per CPU s", "peak PSS", "wait p50", "wait p99")]
+    print(f"  load average before the runs: {s['load_before']:.2f}{busy}")
+    spread = r["images_per_s_range"]
+    if r["repeat"] > 1:
+        print(f"  every figure is the median of {r['repeat']} runs; the last column is the range of images/s")
+    print()
+
+    def span(name):
+        low, high = spread.get(name, (None, None))
+        return f"{low:.0f}-{high:.0f}" if r["repeat"] > 1 and low is not None else ""
+
+    rows = [("", "images/s", "per CPU s", "peak PSS", "wait p50", "wait p99", "range" if r["repeat"] > 1 else "")]
     for name, path in (("probe, OpenCV full decode (1 core)", "opencv"), ("probe, fused decode (1 core)", "fused")):
         run = p[path]
-        rows.append((name, f"{run['images_per_s']:.1f}", f"{run['images_per_cpu_s']:.1f}", "", "", ""))
-    loaders = [(f"forkfeed ({n} workers)", f)]
-    if sh is not None:
-        loaders.append((f"forkfeed, tar shards ({n} workers)", sh))
-    loaders += [(f"forkfeed from Python ({n} workers)", py), (f"PyTorch DataLoader ({n} workers)", t)]
-    for name, run in loaders:
+        rows.append((name, f"{run['images_per_s']:.1f}", f"{run['images_per_cpu_s']:.1f}", "", "", "",
+                     span("probe") if path == "fused" else ""))
+    for key, name in loader_names(n):
+        run = r[key]
+        if key == "shards" and run is None:
+            continue
         if run is None:
-            rows.append((name, "skipped", "", "", "", ""))
+            rows.append((name, "skipped", "", "", "", "", ""))
         else:
             rows.append((name, f"{run['images_per_s']:.1f}", f"{run['images_per_cpu_s']:.1f}",
-                         mib(run["peak_pss_bytes"]), f"{run['wait_p50_ms']:.2f} ms", f"{run['wait_p99_ms']:.2f} ms"))
+                         mib(run["peak_pss_bytes"]), f"{run['wait_p50_ms']:.2f} ms", f"{run['wait_p99_ms']:.2f} ms",
+                         span(key)))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         cells = "".join("  " + row[i].rjust(widths[i]) for i in range(1, len(row)))
@@ -153,14 +222,19 @@ def main():
     folders = [a for a in sys.argv[1:] if a != "--json"]
     if not folders or sys.argv[1] in ("-h", "--help"):
         sys.exit(__doc__)
-    reports = [gather(folder) for folder in folders]
+    reports = [gather_runs(folder) for folder in folders]
+    by_dtype = {r["settings"]["dtype"]: r for r in reports}
+    q = float32_over_uint8(by_dtype) if {"uint8", "float32"} <= by_dtype.keys() else None
     if "--json" in sys.argv[1:]:
-        print(json.dumps(reports[0] if len(reports) == 1 else {r["settings"]["dtype"]: r for r in reports}))
-    else:
-        for i, r in enumerate(reports):
-            if i > 0:
-                print()
-            print_table(r)
+        print(json.dumps(reports[0] if len(reports) == 1 else {**by_dtype, "float32_over_uint8": q}))
+        return
+    for i, r in enumerate(reports):
+        if i > 0:
+            print()
+        print_table(r)
+    if q is not None:
+        print()
+        print_dtype_ratios(by_dtype, q)
 
 
 if __name__ == "__main__":
