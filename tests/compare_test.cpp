@@ -121,10 +121,14 @@ TEST_F(CompareTest, RepeatGivesTheMedianOfTheRunsAndTheirRange) {
   const testing::CommandOutcome o = compare({"--no-torch", "--no-python", "--json", "--data", root_, "--epochs", "1",
                                              "--batch", "8", "--size", "32", "--dtype", "both", "--repeat", "3"});
   ASSERT_TRUE(o.exited && o.code == 0) << o.describe();
-  // The runs take turns: uint8, float32, uint8, ...
-  const std::size_t first_float32 = o.err.find("run 1/3: float32 1/4");
-  ASSERT_NE(first_float32, std::string::npos) << o.describe();
-  EXPECT_LT(first_float32, o.err.find("run 2/3: uint8 1/4")) << o.describe();
+  // Each measurement runs for uint8 and right after for float32, run after run.
+  std::size_t at = 0;
+  for (const char* step : {"run 1/3, uint8, probe:", "run 1/3, float32, probe:", "run 1/3, uint8, forkfeed:",
+                           "run 1/3, float32, forkfeed:", "run 2/3, uint8, probe:", "run 3/3, float32, forkfeed:"}) {
+    const std::size_t next = o.err.find(step, at);
+    ASSERT_NE(next, std::string::npos) << step << " after byte " << at << "\n" << o.describe();
+    at = next;
+  }
   const nlohmann::json j = nlohmann::json::parse(o.out);
   for (const char* dtype : {"uint8", "float32"}) {
     const nlohmann::json& r = j[dtype];

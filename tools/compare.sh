@@ -42,16 +42,15 @@ forkfeed / PyTorch, from Python / forkfeed-bench, from Python / PyTorch, fused /
   --size S          output height and width (default 224)
   --transform T     train or eval (default train)
   --dtype D         uint8 (NHWC for forkfeed, CHW for PyTorch), float32 normalised (NCHW),
-                    or both: every measurement for uint8, then for float32, one table each,
-                    and a last one of float32 / uint8 per loader (default uint8)
+                    or both: each measurement for uint8 and right after for float32, a
+                    table for each dtype and a last one of float32 / uint8 (default uint8)
   --epochs E        passes over the dataset per loader (default 2)
   --images N        instead of whole epochs: the first ceil(N/B) batches per loader, and
                     N files (spread over the dataset) for the probe
   --seed X          seed of shuffles and crops (default 0)
-  --repeat R        every measurement R times, the dtypes taking turns (uint8, float32,
-                    uint8, ...), and each figure the median of the R runs, with the range
-                    of images/s per loader; for machines whose other tenants make one run
-                    vary by 10% or more (default 1)
+  --repeat R        every measurement R times, and each figure the median of the R runs,
+                    with the range of images/s per loader; for machines whose other
+                    tenants make one run vary by 10% or more (default 1)
   --generate N      without --data: images of the generated set (default 2000), written
                     once by forkfeed-mkdata to BIN/../compare-data-N, ImageNet-like
                     (baseline colour JPEGs like photographs: shorter side 256-500,
@@ -229,61 +228,71 @@ else
   say "$data ($((data_bytes >> 20)) MiB) exceeds half the available memory: the runs read from disk"
 fi
 
-# Every measurement for one dtype ($1), its JSON files left in the folder $2 for report.py;
-# $3 prefixes the progress lines ("run 2/3: ").
+# Every 500 ms: reading smaps_rollup walks page tables, and a tree with torch imported
+# (1700 mappings a process) costs about 21 ms of kernel time per sample against the C++
+# bench's 8 ms; at 100 ms that tax alone took ~10% of a core from the Python row.
+sample_pss=("$python" "$root/tools/compare/peak_pss.py" --interval-ms 500)
+
+# The measurements, in order. Each runs for every dtype back to back, so that float32 /
+# uint8 compares runs seconds apart, not minutes.
+steps=(probe forkfeed)
+[[ -n $shard_spec ]] && steps+=(shards)
+[[ $from_python -eq 1 ]] && steps+=(python)
+[[ $torch -eq 1 ]] && steps+=(torch)
+
+# Runs step $1 for dtype $2, leaving its JSON files in the folder $3 for report.py; $4
+# prefixes the progress line ("run 2/3, ").
 measure() {
-  local dtype=$1 dir=$2 run=$3
-  mkdir -p "$dir"
+  local step=$1 dtype=$2 dir=$3 run=$4
   local common=(--transform "$transform" --size "$size" --dtype "$dtype" --seed "$seed")
   local loader_args=(--data "$data" --workers "$workers" --batch "$batch" --epochs "$epochs" "${common[@]}" "${limit[@]}")
-  [[ -z $torch_skipped ]] || echo "$torch_skipped" >"$dir/torch.skipped"
-  [[ -z $python_skipped ]] || echo "$python_skipped" >"$dir/python.skipped"
+  local what="$run$dtype, $step:"
+  case $step in
+    probe)
+      say "$what one core, OpenCV vs fused decode, $transform ${size}x$size"
+      "$bin/forkfeed-bench" --probe --json --data "$data" "${common[@]}" "${probe_args[@]}" >"$dir/probe.json" ||
+        die "forkfeed-bench --probe failed (see above)"
+      ;;
+    forkfeed)
+      say "$what forkfeed-bench, $workers workers, batch $batch, $schedule"
+      "${sample_pss[@]}" --out "$dir/forkfeed.pss.json" -- \
+        "$bin/forkfeed-bench" --json --on-error skip "${loader_args[@]}" >"$dir/forkfeed.json" ||
+        die "forkfeed-bench failed (see above)"
+      ;;
+    shards)
+      say "$what forkfeed-bench on tar shards, $workers workers, batch $batch, $schedule"
+      local shard_args=("${loader_args[@]}")
+      shard_args[1]=$shard_spec shard_args[0]=--shards
+      "${sample_pss[@]}" --out "$dir/shards.pss.json" -- \
+        "$bin/forkfeed-bench" --json --on-error skip "${shard_args[@]}" >"$dir/shards.json" ||
+        die "forkfeed-bench --shards failed (see above)"
+      ;;
+    python)
+      say "$what forkfeed from Python, $workers workers, batch $batch, $schedule"
+      if ! PYTHONPATH=$python_path "${sample_pss[@]}" --out "$dir/python.pss.json" -- \
+          "$python" "$root/tools/compare/forkfeed_python.py" "${loader_args[@]}" >"$dir/python.json"; then
+        echo "forkfeed_python.py failed (its messages are above)" >"$dir/python.skipped"
+        rm -f "$dir/python.json"
+      fi
+      ;;
+    torch)
+      say "$what PyTorch DataLoader, $workers workers, batch $batch, $schedule"
+      if ! "${sample_pss[@]}" --out "$dir/torch.pss.json" -- \
+          "$python" "$root/tools/compare/torch_loader.py" "${loader_args[@]}" >"$dir/torch.json"; then
+        echo "torch_loader.py failed (its messages are above)" >"$dir/torch.skipped"
+        rm -f "$dir/torch.json"
+      fi
+      ;;
+  esac
+}
 
-  # Other work on the machine takes cores from the runs; the report shows the load.
-  local load
-  read -r load _ </proc/loadavg
-  say "$run$dtype 1/4 probe: one core, OpenCV vs fused decode, $transform ${size}x$size"
-  "$bin/forkfeed-bench" --probe --json --data "$data" "${common[@]}" "${probe_args[@]}" >"$dir/probe.json" ||
-    die "forkfeed-bench --probe failed (see above)"
-
-  # Every 500 ms: reading smaps_rollup walks page tables, and a tree with torch imported
-  # (1700 mappings a process) costs about 21 ms of kernel time per sample against the C++
-  # bench's 8 ms; at 100 ms that tax alone took ~10% of a core from the Python row.
-  sample_pss=("$python" "$root/tools/compare/peak_pss.py" --interval-ms 500)
-  say "$run$dtype 2/4 forkfeed: $workers workers, batch $batch, $schedule"
-  "${sample_pss[@]}" --out "$dir/forkfeed.pss.json" -- \
-    "$bin/forkfeed-bench" --json --on-error skip "${loader_args[@]}" >"$dir/forkfeed.json" ||
-    die "forkfeed-bench failed (see above)"
-
-  if [[ -n $shard_spec ]]; then
-    say "$run$dtype 2/4 forkfeed on tar shards: $workers workers, batch $batch, $schedule"
-    local shard_args=("${loader_args[@]}")
-    shard_args[1]=$shard_spec shard_args[0]=--shards
-    "${sample_pss[@]}" --out "$dir/shards.pss.json" -- \
-      "$bin/forkfeed-bench" --json --on-error skip "${shard_args[@]}" >"$dir/shards.json" ||
-      die "forkfeed-bench --shards failed (see above)"
-  fi
-
-  if [[ $from_python -eq 1 ]]; then
-    say "$run$dtype 3/4 forkfeed from Python: $workers workers, batch $batch, $schedule"
-    if ! PYTHONPATH=$python_path "${sample_pss[@]}" --out "$dir/python.pss.json" -- \
-        "$python" "$root/tools/compare/forkfeed_python.py" "${loader_args[@]}" >"$dir/python.json"; then
-      echo "forkfeed_python.py failed (its messages are above)" >"$dir/python.skipped"
-      rm -f "$dir/python.json"
-    fi
-  fi
-
-  if [[ $torch -eq 1 ]]; then
-    say "$run$dtype 4/4 PyTorch DataLoader: $workers workers, batch $batch, $schedule"
-    if ! "${sample_pss[@]}" --out "$dir/torch.pss.json" -- \
-        "$python" "$root/tools/compare/torch_loader.py" "${loader_args[@]}" >"$dir/torch.json"; then
-      echo "torch_loader.py failed (its messages are above)" >"$dir/torch.skipped"
-      rm -f "$dir/torch.json"
-    fi
-  fi
-
+# The settings of dtype $1's run folder $2, with the load average $3 seen before the run.
+write_settings() {
+  local dtype=$1 dir=$2 load=$3
   local sample_bytes=$((size * size * 3))
   [[ $dtype == float32 ]] && sample_bytes=$((sample_bytes * 4))
+  [[ -z $torch_skipped ]] || echo "$torch_skipped" >"$dir/torch.skipped"
+  [[ -z $python_skipped ]] || echo "$python_skipped" >"$dir/python.skipped"
   "$python" - "$dir/settings.json" "$data" "$transform" "$dtype" "$schedule" \
     "$load" "$workers" "$batch" "$size" "$epochs" "$images" "$seed" "$sample_bytes" "$(nproc)" <<'EOF'
 import json, sys
@@ -300,9 +309,17 @@ dtypes=("$dtype")
 [[ $dtype == both ]] && dtypes=(uint8 float32)
 for ((r = 1; r <= repeat; r++)); do
   label=""
-  [[ $repeat -gt 1 ]] && label="run $r/$repeat: "
+  [[ $repeat -gt 1 ]] && label="run $r/$repeat, "
+  # Other work on the machine takes cores from the runs; the report shows the load.
+  read -r load _ </proc/loadavg
   for d in "${dtypes[@]}"; do
-    measure "$d" "$out/$d/run$r" "$label"
+    mkdir -p "$out/$d/run$r"
+    write_settings "$d" "$out/$d/run$r" "$load"
+  done
+  for step in "${steps[@]}"; do
+    for d in "${dtypes[@]}"; do
+      measure "$step" "$d" "$out/$d/run$r" "$label"
+    done
   done
 done
 dirs=()
