@@ -5,7 +5,7 @@
 // float32 is (x / 255 - mean[c]) / std[c], computed as x * scale[c] + shift[c]. NCHW
 // writes one plane per channel. A mirrored row is converted into a row of scratch (in
 // L1) and copied out reversed, which costs a few microseconds where OpenCV's in-place
-// flip of a 224 x 224 RGB image costs ~22.
+// flip of a 224 x 224 RGB image costs ~22 us.
 //
 // The kernels are plain loops that GCC vectorises at -O3 (Release). On x86-64 each is
 // compiled for the baseline (SSE2), x86-64-v2 (SSE4.2), v3 (AVX2 + FMA) and v4 (AVX-512),
