@@ -52,10 +52,7 @@ class Loader::Impl {
 
   Status start(PassPosition::Seek from) {
     const std::uint32_t slots = slot_count(options_);
-    auto arena = Arena::create(ArenaSpec{options_.workers, slots, options_.batch_size,
-                                         sample_bytes(options_.dtype, options_.size), transform_spec(options_),
-                                         options_.on_error},
-                               index_);
+    auto arena = Arena::create(arena_spec(options_), index_);
     if (!arena.ok()) return arena.status();
     arena_ = std::move(arena).value();
     slots_ = std::make_shared<SlotPool>(slots);

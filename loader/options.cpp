@@ -7,6 +7,8 @@
 #include "loader/dataset_source.h"
 #include "loader/option_names.h"
 #include "loader/slot_count.h"
+#include "loader/transform_spec.h"
+#include "transport/arena.h"
 #include "transport/arena_layout.h"
 #include "workers/transform.h"
 
@@ -14,6 +16,11 @@ namespace forkfeed {
 
 std::uint64_t arena_batch_bytes(const LoaderOptions& o) {
   return std::uint64_t{slot_count(o)} * o.batch_size * sample_bytes(o.dtype, o.size);
+}
+
+ArenaSpec arena_spec(const LoaderOptions& o) {
+  return ArenaSpec{o.workers, slot_count(o), o.batch_size, sample_bytes(o.dtype, o.size), transform_spec(o),
+                   o.on_error};
 }
 
 Status every_slot_held() {

@@ -8,10 +8,14 @@
 
 namespace forkfeed {
 
+struct ArenaSpec;
+
 // Every worker may hold `prefetch` batches in flight, and the caller one more.
 inline std::uint32_t slot_count(const LoaderOptions& o) { return o.workers * o.prefetch + 1; }
 // Bytes of pixels in all slots together.
 std::uint64_t arena_batch_bytes(const LoaderOptions& o);
+// The arena a loader with these options lays out.
+ArenaSpec arena_spec(const LoaderOptions& o);
 // What next() says when it would wait for a slot that only the caller can free: every
 // slot is held by a Batch not yet released (for a Loader and a Client alike).
 Status every_slot_held();

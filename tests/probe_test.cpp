@@ -90,6 +90,25 @@ TEST_F(ProbeTest, LimitProbesThatManyFiles) {
   EXPECT_EQ(j["dtype"], "float32") << j;
 }
 
+// Every sample is written where a worker would write it: into the slots of the arena a
+// loader with the same --workers, --prefetch and --batch makes, not one reused buffer.
+TEST_F(ProbeTest, WritesIntoTheSlotsOfTheLoadersArena) {
+  constexpr std::uint64_t kBatch = 4, kSampleBytes = 32 * 32 * 3 * sizeof(float), kPage = 4096;
+  for (const auto& [workers, prefetch] : {std::pair{1, 1}, std::pair{3, 2}}) {
+    const testing::CommandOutcome o =
+        probe({"--probe", "--json", "--data", root(), "--size", "32", "--dtype", "float32", "--batch", "4",
+               "--workers", std::to_string(workers), "--prefetch", std::to_string(prefetch)});
+    ASSERT_TRUE(o.exited && o.code == 0) << o.describe();
+    const nlohmann::json j = last_json_line(o.out);
+    const std::uint64_t slots = workers * prefetch + 1;
+    const std::uint64_t bytes = j["slot_bytes"].get<std::uint64_t>();
+    // Each slot: a page-aligned stride of its bookkeeping and its samples' pixels.
+    EXPECT_GE(bytes, slots * kBatch * kSampleBytes) << j;
+    EXPECT_LE(bytes, slots * (kBatch * kSampleBytes + kPage)) << j;
+    EXPECT_EQ(j["fused"]["decoded"], kImages) << j;
+  }
+}
+
 TEST_F(ProbeTest, ManifestWorksToo) {
   const std::string manifest = dir_.path() + "/m.tsv";
   // Paths in a manifest are relative to its folder.

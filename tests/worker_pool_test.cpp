@@ -63,9 +63,7 @@ class WorkerPoolTest : public ::testing::Test {
   // stop asked, no worker up yet.
   void new_arena() {
     const LoaderOptions o = testing::small_options(*root_, kWorkers);
-    auto arena = Arena::create(ArenaSpec{o.workers, slot_count(o), o.batch_size, sample_bytes(o.dtype, o.size),
-                                         transform_spec(o), o.on_error},
-                               index_);
+    auto arena = Arena::create(arena_spec(o), index_);
     ASSERT_TRUE(arena.ok()) << arena.status().message();
     arena_ = std::move(arena).value();
   }

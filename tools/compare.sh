@@ -17,7 +17,8 @@ usage: tools/compare.sh [--data DIR] [--workers N] [--batch B] [--size S]
 
 Measures, on one folder and in one run, one after the other on a warm page cache:
   1. forkfeed-bench --probe: one core decoding + transforming every file, with OpenCV's
-     full decode (the reference) and with forkfeed's fused path;
+     full decode (the reference) and with forkfeed's fused path, each sample written
+     into the arena where step 2's workers would write it;
   2. forkfeed-bench with N workers;
   3. forkfeed from Python: forkfeed.Loader with the same options, iterated as a trainer
      does (torch tensors that are views of the batch slots), run by /usr/bin/python3
@@ -250,7 +251,9 @@ measure() {
   case $step in
     probe)
       say "$what one core, OpenCV vs fused decode, $transform ${size}x$size"
-      "$bin/forkfeed-bench" --probe --json --data "$data" "${common[@]}" "${probe_args[@]}" >"$dir/probe.json" ||
+      # --workers and --batch: the samples go where this step's workers would write them.
+      "$bin/forkfeed-bench" --probe --json --data "$data" --workers "$workers" --batch "$batch" "${common[@]}" \
+        "${probe_args[@]}" >"$dir/probe.json" ||
         die "forkfeed-bench --probe failed (see above)"
       ;;
     forkfeed)

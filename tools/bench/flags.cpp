@@ -30,7 +30,10 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
       "reads every file once (to warm the page cache), then decodes and transforms every\n"
       "file with OpenCV's full decode (the reference) and again with the loader's fused\n"
       "path, with the same crops, and reports images/s per core for each and their ratio.\n"
-      "N workers cannot beat N x the fused rate; tools/compare.sh puts the two side by side.\n",
+      "Each sample is written where a worker would write it, into the slots of the arena a\n"
+      "loader with the same --workers, --prefetch and --batch makes, so the probe pays the\n"
+      "same cost of writing to memory. N workers cannot beat N x the fused rate;\n"
+      "tools/compare.sh puts the two side by side.\n",
       "forkfeed-bench");
   app.option_defaults()->always_capture_default();
   app.get_formatter()->column_width(30);
@@ -123,7 +126,8 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
                "Print what makes forking this process unsafe (RDMA, CUDA, threads) and exit");
   auto* probe = app.add_flag("--probe", flags.probe,
                              "Measure one core's decode + transform rate, OpenCV vs fused, and exit "
-                             "(no workers; --transform, --size, --dtype, --seed apply)");
+                             "(no workers; --transform, --size, --dtype, --seed apply, and --workers, --prefetch, "
+                             "--batch size the arena the samples are written to)");
   app.add_option("--probe-limit", flags.probe_limit,
                  "Probe only N files, every k-th of the dataset so that every class is in "
                  "(default: all)")
