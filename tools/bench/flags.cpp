@@ -124,10 +124,11 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
       ->check(CLI::IsMember(enum_names<ForkHazardPolicy>()));
   app.add_flag("--fork-report", flags.fork_report,
                "Print what makes forking this process unsafe (RDMA, CUDA, threads) and exit");
-  auto* probe = app.add_flag("--probe", flags.probe,
-                             "Measure one core's decode + transform rate, OpenCV vs fused, and exit "
-                             "(no workers; --transform, --size, --dtype, --seed apply, and --workers, --prefetch, "
-                             "--batch size the arena the samples are written to)");
+  auto* probe =
+      app.add_flag("--probe", flags.probe,
+                   "Measure one core's decode + transform rate, OpenCV vs fused, and exit "
+                   "(no workers; --transform, --size, --dtype, --seed apply, and --workers, --prefetch, "
+                   "--batch size the arena the samples are written to)");
   app.add_option("--probe-limit", flags.probe_limit,
                  "Probe only N files, every k-th of the dataset so that every class is in "
                  "(default: all)")

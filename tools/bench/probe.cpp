@@ -146,14 +146,16 @@ void warm_up(const DatasetIndex& index, std::uint64_t max_file_bytes, const Aren
 // One timed pass over `files` through a fresh pipeline taking `path`, as a worker runs
 // it: the files in batches, batch b written into slot b mod slots.
 void measure(const DatasetIndex& index, const std::vector<std::uint64_t>& files, const TransformSpec& spec,
-             DecodePath path, std::uint64_t epoch, const Arena& arena, PathRun& run, ProbeProgress& progress) {
+             DecodePath path, std::uint64_t epoch, const Arena& arena, PathRun& run,
+             ProbeProgress& progress) {
   SamplePipeline pipeline(spec, path);
   const SlotGeometry& geometry = arena.control().slots;
   progress.start(run.name, files.size());
   const double cpu_start = thread_cpu_s();
   const auto start = Clock::now();
   for (std::size_t first = 0, batch = 0; first < files.size(); first += geometry.batch_size, ++batch) {
-    const auto samples = std::span(files).subspan(first, std::min<std::size_t>(geometry.batch_size, files.size() - first));
+    const auto samples =
+        std::span(files).subspan(first, std::min<std::size_t>(geometry.batch_size, files.size() - first));
     const SlotContents slot(arena, static_cast<std::uint32_t>(batch % geometry.num_slots));
     const std::uint32_t count = slot.prepare(samples, index, {});
     for (std::uint32_t k = 0; k < count; ++k) {
@@ -227,8 +229,9 @@ void print_human(const ProbeReport& r, std::FILE* out) {
   std::fprintf(out, "%-12s %s %ux%u %s, seed %llu, one thread\n", "transform",
                std::string(to_string(o.transform)).c_str(), o.size, o.size,
                std::string(to_string(o.dtype)).c_str(), static_cast<unsigned long long>(o.seed));
-  std::fprintf(out, "%-12s the slots of a loader's arena for --workers %u --prefetch %u --batch %u, %.1f MiB\n",
-               "written to", o.workers, o.prefetch, o.batch_size, static_cast<double>(r.slot_bytes) / (1 << 20));
+  std::fprintf(
+      out, "%-12s the slots of a loader's arena for --workers %u --prefetch %u --batch %u, %.1f MiB\n",
+      "written to", o.workers, o.prefetch, o.batch_size, static_cast<double>(r.slot_bytes) / (1 << 20));
   print_path(r.opencv, out);
   print_path(r.fused, out);
   std::fprintf(out, "%-12s %.2fx\n", "fused/opencv", r.ratio());
