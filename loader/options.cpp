@@ -19,8 +19,12 @@ std::uint64_t arena_batch_bytes(const LoaderOptions& o) {
 }
 
 ArenaSpec arena_spec(const LoaderOptions& o) {
-  return ArenaSpec{o.workers,         slot_count(o), o.batch_size, sample_bytes(o.dtype, o.size),
-                   transform_spec(o), o.on_error};
+  return ArenaSpec{.num_workers = o.workers,
+                   .num_slots = slot_count(o),
+                   .batch_size = o.batch_size,
+                   .sample_bytes = sample_bytes(o.dtype, o.size),
+                   .transform = transform_spec(o),
+                   .on_error = o.on_error};
 }
 
 Status every_slot_held() {
