@@ -1,7 +1,8 @@
 // forkfeed-bench --probe: the single-core limit. Every file of the dataset is decoded and
 // transformed in this process, on one thread, once through OpenCV's full decode (the
-// reference) and once through the loader's fused path; what one core does bounds what
-// N workers can, and the gap between the two paths is what the fused decode buys.
+// reference) and once through the loader's fused path, into the slots of the arena a
+// loader with the same options makes, as its workers would; what one core does bounds
+// what N workers can, and the gap between the two paths is what the fused decode buys.
 #pragma once
 
 #include "tools/bench/flags.h"
