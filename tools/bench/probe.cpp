@@ -22,8 +22,8 @@
 #include "loader/transform_spec.h"
 #include "tools/cli/exit_status.h"
 #include "transport/arena.h"
-#include "transport/slot_contents.h"
 #include "transport/printable.h"
+#include "transport/slot_contents.h"
 #include "workers/opencv_logging.h"
 #include "workers/sample_pipeline.h"
 #include "workers/sample_reader.h"
@@ -124,9 +124,8 @@ std::vector<std::uint64_t> files_to_probe(std::uint64_t size, std::uint64_t limi
 
 // Reads every file once so that both timed passes find it in the page cache, and writes
 // every page of the arena's slots, as a worker does in its first pass, so that they pay
-// no page faults. Errors are
-// left to the timed passes, which count them; so are files the workers would refuse
-// unread (a FIFO, /dev/zero, a file over max_file_bytes).
+// no page faults. Errors are left to the timed passes, which count them; so are files
+// the workers would refuse unread (a FIFO, /dev/zero, a file over max_file_bytes).
 void warm_up(const DatasetIndex& index, std::uint64_t max_file_bytes, const Arena& arena, ProbeReport& report,
              ProbeProgress& progress) {
   SampleReader reader(max_file_bytes);
