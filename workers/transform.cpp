@@ -1,4 +1,4 @@
-// Transform: plan the window, then resize, flip and convert with OpenCV into slot memory.
+// Transform: plan the window, resize it with OpenCV, and write it into slot memory (PixelStore).
 #include "workers/transform.h"
 
 #include <algorithm>
