@@ -20,6 +20,7 @@
 #include "loader/pass_position.h"
 #include "loader/slot_count.h"
 #include "protocol/stream_request.h"
+#include "transport/owner_process.h"
 #include "transport/unique_fd.h"
 #include "workers/transform.h"
 
@@ -42,10 +43,18 @@ class Client::Impl {
         pass_(opened.pass) {}
 
   ~Impl() {
-    if (connection_.lost().ok()) (void)connection_.request(MessageType::kClose, json::object());
+    // In a fork's child the stream is the parent's: its copy of the socket only closes.
+    if (owner_.here() && connection_.lost().ok())
+      (void)connection_.request(MessageType::kClose, json::object());
+  }
+
+  Status check_process() const {
+    return owner_.check("Client",
+                        "connect a new Client in this process (the parent's stream goes on unaffected)");
   }
 
   Result<std::optional<Batch>> next() {
+    if (Status s = check_process(); !s.ok()) return s;
     if (broken_reported_) return broken_;
     if (Status s = connection_.check(); !s.ok()) return s;
     ChannelBlock& block = stream_->channel().block();
@@ -85,17 +94,20 @@ class Client::Impl {
   // write() is async-signal-safe; the eventfd wakes a poll in progress, and a later
   // one finds it readable.
   void interrupt() {
+    if (!owner_.here()) return;  // the eventfd is shared with the parent's waits
     const std::uint64_t one = 1;
     (void)!::write(interrupt_.get(), &one, sizeof one);
   }
 
   // The rules are PassPosition's; the daemon is told where the pass starts.
   Status set_epoch(std::uint64_t epoch) {
+    if (Status s = check_process(); !s.ok()) return s;
     if (auto seek = position_.on_set_epoch(epoch)) return start(*seek);
     return Status::Ok();
   }
 
   Status reset() {
+    if (Status s = check_process(); !s.ok()) return s;
     if (auto seek = position_.on_reset()) return start(*seek);
     return Status::Ok();
   }
@@ -103,6 +115,7 @@ class Client::Impl {
   std::string state() const { return position_.state(opened_.order); }
 
   Status load_state(std::string_view state) {
+    if (Status s = check_process(); !s.ok()) return s;
     auto seek = position_.parse_state(state, opened_.order);
     if (!seek.ok()) return seek.status();
     if (auto start = position_.load(*seek)) return this->start(*start);
@@ -110,22 +123,10 @@ class Client::Impl {
   }
 
   Result<LoaderStats> stats() {
+    if (Status s = check_process(); !s.ok()) return s;
     auto reply = connection_.request(MessageType::kStats, json::object());
     if (!reply.ok()) return reply.status();
-    try {
-      const json& b = reply->body;
-      LoaderStats s;
-      s.delivered_batches = b.at("delivered_batches").get<std::uint64_t>();
-      s.delivered_samples = b.at("delivered_samples").get<std::uint64_t>();
-      s.skipped_samples = b.at("skipped_samples").get<std::uint64_t>();
-      s.worker_restarts = b.at("worker_restarts").get<std::uint64_t>();
-      s.start_method = StartMethod::kSpawn;
-      s.arena_bytes = b.at("arena_bytes").get<std::uint64_t>();
-      s.slots = b.at("slots").get<std::uint32_t>();
-      return s;
-    } catch (const json::exception& e) {
-      return Status::Internal(std::string("forkfeedd sent malformed stats: ") + e.what());
-    }
+    return parse_loader_stats(reply->body);
   }
 
   std::uint64_t epoch() const { return position_.epoch(); }
@@ -193,6 +194,7 @@ class Client::Impl {
         BatchFactory::make(parts, std::make_unique<ReturnLease>(stream_, d.handle, d.tag)));
   }
 
+  OwnerProcess owner_;
   DaemonConnection connection_;
   std::shared_ptr<ClientStream> stream_;
   UniqueFd interrupt_;  // a non-blocking eventfd, readable while an interrupt is pending
@@ -254,12 +256,14 @@ Status Client::set_epoch(std::uint64_t epoch) { return impl_->set_epoch(epoch); 
 Status Client::reset() { return impl_->reset(); }
 std::string Client::state() const { return impl_->state(); }
 Status Client::load_state(std::string_view state) { return impl_->load_state(state); }
+Status Client::check_process() const { return impl_->check_process(); }
 std::uint64_t Client::epoch() const { return impl_->epoch(); }
 std::uint64_t Client::batches_per_epoch() const { return impl_->opened().batches_per_epoch; }
 std::uint64_t Client::samples_per_epoch() const { return impl_->opened().samples_per_epoch; }
 std::uint64_t Client::dataset_size() const { return impl_->opened().order.dataset_size; }
 std::uint32_t Client::workers() const { return impl_->opened().workers; }
 std::uint64_t Client::classes() const { return impl_->opened().classes; }
+const std::vector<std::string>& Client::class_names() const { return impl_->opened().class_names; }
 Result<LoaderStats> Client::stats() { return impl_->stats(); }
 
 Client::Iterator Client::begin() {

@@ -11,6 +11,7 @@
 #include "loader/slot_pool.h"
 #include "protocol/consumer_channel.h"
 #include "transport/mapping.h"
+#include "transport/owner_process.h"
 
 namespace forkfeed {
 
@@ -26,7 +27,9 @@ class ClientStream {
   void took() { held_.fetch_add(1, std::memory_order_acq_rel); }
 
   // Pushes a return and wakes the daemon. Any thread: Batches are released anywhere.
+  // Nothing in the child of a fork(): the ring is the parent's, and so is the slot.
   void give_back(std::uint32_t handle, std::uint64_t tag, bool was_held) {
+    if (!owner_.here()) return;
     std::lock_guard lock(mu_);
     // The ring holds every slot of the stream, so it is full only if the daemon broke
     // the protocol; the stream is lost then anyway.
@@ -40,6 +43,7 @@ class ClientStream {
   ConsumerChannel channel_;
   std::mutex mu_;  // the returns ring has one producer: whichever thread holds this
   std::atomic<std::uint32_t> held_{0};
+  OwnerProcess owner_;
 };
 
 // The lease of a Batch read through a Client: gives the slot back to the daemon.

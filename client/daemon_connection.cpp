@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "protocol/socket_address.h"
 #include "protocol/stream_request.h"
 
 namespace forkfeed {
@@ -46,15 +47,11 @@ bool timed_out(const Status& s) { return s.code() == Status::Code::kDeadlineExce
 Result<DaemonConnection> DaemonConnection::connect(const std::string& socket_path,
                                                    std::chrono::milliseconds timeout,
                                                    RequestTimeout requests) {
-  sockaddr_un addr{};
-  if (socket_path.empty() || socket_path.size() >= sizeof addr.sun_path) {
-    return Status::InvalidArgument("forkfeedd socket path '" + socket_path + "' is empty or longer than " +
-                                   std::to_string(sizeof addr.sun_path - 1) + " bytes");
-  }
+  const Result<sockaddr_un> address = unix_socket_address(socket_path, "forkfeedd socket path");
+  if (!address.ok()) return address.status();
+  const sockaddr_un& addr = address.value();
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return Status::FromErrno("socket for forkfeedd", errno);
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, socket_path.c_str(), socket_path.size());
   const auto no_answer = [&](const std::string& what) {
     return Status::IoError(
         "forkfeedd at " + socket_path + " did not " + what + " within " + std::to_string(timeout.count()) +

@@ -9,19 +9,13 @@
 #include <cerrno>
 #include <cstring>
 
+#include "protocol/socket_address.h"
+
 namespace forkfeed {
 namespace {
 
 Result<sockaddr_un> address_of(const std::string& path) {
-  sockaddr_un addr{};
-  if (path.empty() || path.size() >= sizeof addr.sun_path) {
-    return Status::InvalidArgument("socket path '" + path + "' is empty or longer than " +
-                                   std::to_string(sizeof addr.sun_path - 1) +
-                                   " bytes; choose a shorter --socket");
-  }
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.c_str(), path.size());
-  return addr;
+  return unix_socket_address(path, "forkfeedd socket path");
 }
 
 // A socket file exists at `path`: is a daemon answering on it?

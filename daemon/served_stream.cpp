@@ -39,11 +39,11 @@ Result<ServedStream::Opened> ServedStream::open(std::uint64_t id, const LoaderOp
                                        slot_count(options), std::move(ticket), std::move(about)));
   const ServedStream& s = *opened.stream;
   const PassPosition::Seek at = LoaderInternals::position(*s.loader_);
-  opened.reply = to_json(StreamOpened{id, s.pass_, at.epoch, at.position, s.loader_->batches_per_epoch(),
-                                      s.loader_->samples_per_epoch(), s.lent_.capacity(), options.workers,
-                                      s.loader_->dataset().classes().size(), options.size, options.dtype,
-                                      resolve(options.layout, options.dtype), memory.size,
-                                      LoaderInternals::order_key(*s.loader_)});
+  opened.reply = to_json(StreamOpened{
+      id, s.pass_, at.epoch, at.position, s.loader_->batches_per_epoch(), s.loader_->samples_per_epoch(),
+      s.lent_.capacity(), options.workers, s.loader_->dataset().classes().size(), options.size, options.dtype,
+      resolve(options.layout, options.dtype), memory.size, LoaderInternals::order_key(*s.loader_),
+      s.loader_->dataset().classes()});
   spdlog::info("stream {} opened for pid {} (uid {}): {} workers, {} slots, rank {}/{}, arena {:.1f} MiB", id,
                s.about_.value("pid", 0), s.about_.value("uid", 0), options.workers, s.lent_.capacity(),
                options.rank, options.world_size, memory.size / 1048576.0);
@@ -125,16 +125,10 @@ void ServedStream::drain_returns() {
 }
 
 json ServedStream::stats() const {
-  const LoaderStats s = loader_->stats();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - opened_).count();
   json stats = about_;
   stats["stream"] = id_;
-  stats["slots"] = lent_.capacity();
-  stats["arena_bytes"] = memory_.size;
-  stats["delivered_batches"] = delivered_batches_;
-  stats["delivered_samples"] = delivered_samples_;
-  stats["skipped_samples"] = s.skipped_samples;
-  stats["worker_restarts"] = s.worker_restarts;
+  write_loader_stats(loader_->stats(), stats);  // every batch the loader delivered is pushed
   stats["queue_depth"] = std::min<std::uint64_t>(channel_.block().deliveries.size(), kChannelCapacity);
   stats["lent_slots"] = lent_.count();
   stats["epoch"] = loader_->epoch();

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <new>
 
 namespace forkfeed {
 namespace {
@@ -138,7 +139,13 @@ void Server::accept_some() {
       continue;
     }
     const SessionContext context{&config_, &admission_, stop_.get(), [this] { return stats(); }};
-    sessions_.push_back(std::make_unique<StreamSession>(next_id_++, std::move(peer).value(), context));
+    try {
+      sessions_.emplace_back();  // the list's node first: once a session runs, nothing may throw
+      sessions_.back() = std::make_unique<StreamSession>(next_id_++, std::move(peer).value(), context);
+    } catch (const std::bad_alloc&) {
+      if (!sessions_.empty() && sessions_.back() == nullptr) sessions_.pop_back();
+      refuse(*peer, "forkfeedd is out of memory; try again in a moment");  // not moved: the socket is here
+    }
   }
 }
 

@@ -10,10 +10,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <new>
 #include <system_error>
 
 #include "loader/slot_count.h"
 #include "protocol/stream_request.h"
+#include "transport/out_of_memory.h"
 #include "transport/printable.h"
 
 namespace forkfeed {
@@ -76,6 +78,30 @@ Status StreamSession::reply(const json& body, std::span<const int> fds) {
 void StreamSession::run() {
   ::setsockopt(peer_.socket.get(), SOL_SOCKET, SO_RCVTIMEO, &kSocketTimeout, sizeof kSocketTimeout);
   ::setsockopt(peer_.socket.get(), SOL_SOCKET, SO_SNDTIMEO, &kSocketTimeout, sizeof kSocketTimeout);
+  // Nothing may escape this thread: an exception here would end the whole daemon. What a
+  // request needs is caught in handle_request(); this is the backstop for serving.
+  try {
+    serve();
+  } catch (const std::exception& e) {
+    const std::string why =
+        std::string("forkfeedd could not go on serving this connection: ") +
+        (dynamic_cast<const std::bad_alloc*>(&e) != nullptr ? "out of memory" : printable(e.what()));
+    spdlog::error("stream {} (pid {}): {}", id_, peer_.pid, why);
+    (void)send_frame(peer_.socket.get(), MessageType::kNotice, json{{"error", why}}.dump());
+  }
+  if (stream_) {
+    {
+      std::lock_guard lock(stats_mu_);
+      stats_ = nullptr;
+    }
+    stream_.reset();  // stops and reaps the workers, unmaps the arena
+  }
+  handshake_.closing();  // before the socket goes: the server must not touch it after
+  peer_.socket.reset();  // the client sees the end now, not when the server reaps this session
+  finished_.store(true, std::memory_order_release);
+}
+
+void StreamSession::serve() {
   while (true) {
     if (stream_) stream_->drain_returns();
     const bool produce_now = stream_ && stream_->can_produce();
@@ -100,16 +126,6 @@ void StreamSession::run() {
       publish_stats();
     }
   }
-  if (stream_) {
-    {
-      std::lock_guard lock(stats_mu_);
-      stats_ = nullptr;
-    }
-    stream_.reset();  // stops and reaps the workers, unmaps the arena
-  }
-  handshake_.closing();  // before the socket goes: the server must not touch it after
-  peer_.socket.reset();  // the client sees the end now, not when the server reaps this session
-  finished_.store(true, std::memory_order_release);
 }
 
 bool StreamSession::handle_request() {
@@ -124,19 +140,47 @@ bool StreamSession::handle_request() {
     }
     return false;
   }
-  const json body = json::parse(frame->payload, nullptr, false);
-  json answer;
+  Answer a;
   std::vector<UniqueFd> fds;
+  try {
+    a = answer_request(*frame, fds);
+  } catch (const std::bad_alloc&) {
+    // Whatever the request was building is freed by now: the reply can be made.
+    fds.clear();
+    const Status s =
+        out_of_memory("in forkfeedd, answering a request of type " + std::to_string(frame->type));
+    spdlog::warn("connection {} (pid {}): {}", id_, peer_.pid, s.message());
+    a = Answer{Answer::Then::kReply, error_reply(s)};
+  }
+  if (a.then == Answer::Then::kHandshakeEnded) return refuse_ended_handshake();
+  if (a.then == Answer::Then::kClose) return false;
+  const json& answer = a.reply;
+  if (!answer["ok"].get<bool>() && ++protocol_errors_ >= kMaxProtocolErrors) {
+    (void)reply(error_reply(Status::InvalidArgument("too many bad requests; closing the connection")));
+    return false;
+  }
+  std::vector<int> raw;
+  for (const UniqueFd& fd : fds) raw.push_back(fd.get());
+  const bool sent = reply(answer, raw).ok();
+  // The server may have ended the handshake while the reply was being sent (to a peer
+  // that reads slowly, past the deadline): then the connection goes.
+  if (!handshake_.end_request(stream_ != nullptr)) return refuse_ended_handshake();
+  return sent;
+}
+
+StreamSession::Answer StreamSession::answer_request(const Frame& frame, std::vector<UniqueFd>& fds) {
+  const json body = json::parse(frame.payload, nullptr, false);
+  json answer;
   if (body.is_discarded() || !body.is_object()) {
     answer = error_reply(Status::InvalidArgument("the message body must be a JSON object"));
   } else {
-    switch (static_cast<MessageType>(frame->type)) {
+    switch (static_cast<MessageType>(frame.type)) {
       case MessageType::kOpenStream:
         if (stream_) {
           answer = error_reply(Status::InvalidArgument(
               "a stream is already open on this connection; open another connection for another"));
         } else {
-          if (!handshake_.begin_opening()) return refuse_ended_handshake();
+          if (!handshake_.begin_opening()) return Answer{Answer::Then::kHandshakeEnded, {}};
           answer = open_stream(body, fds);
         }
         break;
@@ -152,22 +196,12 @@ bool StreamSession::handle_request() {
         break;
       case MessageType::kClose:
         (void)reply(ok_reply());
-        return false;
+        return Answer{Answer::Then::kClose, {}};
       default:
-        answer = error_reply(Status::InvalidArgument("unknown message type " + std::to_string(frame->type)));
+        answer = error_reply(Status::InvalidArgument("unknown message type " + std::to_string(frame.type)));
     }
   }
-  if (!answer["ok"].get<bool>() && ++protocol_errors_ >= kMaxProtocolErrors) {
-    (void)reply(error_reply(Status::InvalidArgument("too many bad requests; closing the connection")));
-    return false;
-  }
-  std::vector<int> raw;
-  for (const UniqueFd& fd : fds) raw.push_back(fd.get());
-  const bool sent = reply(answer, raw).ok();
-  // The server may have ended the handshake while the reply was being sent (to a peer
-  // that reads slowly, past the deadline): then the connection goes.
-  if (!handshake_.end_request(stream_ != nullptr)) return refuse_ended_handshake();
-  return sent;
+  return Answer{Answer::Then::kReply, std::move(answer)};
 }
 
 bool StreamSession::refuse_ended_handshake() {

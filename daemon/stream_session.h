@@ -55,8 +55,18 @@ class StreamSession {
 
  private:
   void run();
+  // run()'s loop: requests, and the stream's deliveries.
+  void serve();
   // Reads and answers one request; false: close the connection.
   bool handle_request();
+  // What a request calls for: a reply (with fds, for open_stream), or the end of the
+  // connection, asked for (close, replied to already) or because the handshake ended.
+  struct Answer {
+    enum class Then { kReply, kClose, kHandshakeEnded };
+    Then then = Then::kReply;
+    nlohmann::json reply;
+  };
+  Answer answer_request(const Frame& frame, std::vector<UniqueFd>& fds);
   // Tells the client why the server ended its handshake; false: close the connection.
   bool refuse_ended_handshake();
   Status reply(const nlohmann::json& body, std::span<const int> fds = {});

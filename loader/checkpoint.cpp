@@ -162,6 +162,10 @@ std::string encode_checkpoint(const Checkpoint& checkpoint) {
 }
 
 Result<Checkpoint> decode_checkpoint(std::string_view state, const OrderKey& current) {
+  if (state.size() > kMaxStateBytes) {
+    return not_a_state("it is " + std::to_string(state.size()) + " bytes, over the " +
+                       std::to_string(kMaxStateBytes) + " a state can be; pass what state() returned");
+  }
   try {
     Result<Checkpoint> parsed = parse(state);
     if (!parsed.ok()) return parsed;

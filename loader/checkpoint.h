@@ -48,6 +48,9 @@ std::string encode_checkpoint(const Checkpoint& checkpoint);
 // InvalidArgument: "not a forkfeed state: <why>" for anything that is not a complete
 // version-1 state, else one naming every field that differs and what to resume with.
 // Whether `position` lies within the epoch is left to the caller.
+// A state is a few hundred bytes; a larger one is the wrong thing, refused unread.
+inline constexpr std::size_t kMaxStateBytes = 64 * 1024;
+
 Result<Checkpoint> decode_checkpoint(std::string_view state, const OrderKey& current);
 
 }  // namespace forkfeed

@@ -50,7 +50,10 @@ Result<ChildProcess> ChildProcess::adopt(pid_t pid) {
   if (!pidfd.valid()) {
     const int err = errno;
     ChildProcess doomed(pid, UniqueFd());  // kills and reaps it
-    return Status::FromErrno("pidfd_open for worker pid " + std::to_string(pid) + " (Linux 5.3 or later is needed)",
+    // ENOSYS is the only failure that says anything about the kernel; EMFILE and the
+    // like are this process's fds, which the message must name as they are.
+    return Status::FromErrno("pidfd_open for worker pid " + std::to_string(pid) +
+                                 (err == ENOSYS ? " (Linux 5.3 or later is needed)" : ""),
                              err);
   }
   return ChildProcess(pid, std::move(pidfd));
@@ -100,6 +103,7 @@ ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
     pid_ = std::exchange(other.pid_, -1);
     pidfd_ = std::move(other.pidfd_);
     exit_ = std::move(other.exit_);
+    owner_ = other.owner_;
   }
   return *this;
 }
@@ -133,6 +137,9 @@ std::optional<ExitInfo> ChildProcess::wait_for(std::chrono::milliseconds timeout
 
 void ChildProcess::kill_and_reap() {
   if (pid_ < 0 || exit_) return;
+  // A copy in the child of a fork(): the process is a sibling's now, not ours to kill,
+  // and waitpid() could not reap it anyway.
+  if (!owner_.here()) return;
   ::kill(pid_, SIGKILL);
   int status = 0;
   while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {

@@ -1,5 +1,7 @@
 // ChildProcess: the one owner of a child pid. The destructor kills and reaps a child
-// that is still running, so no code path leaves a zombie or an orphan behind.
+// that is still running, so no code path leaves a zombie or an orphan behind. Only in
+// the process that started the child: a copy left in the child of a later fork() of
+// that process does nothing to it.
 #pragma once
 
 #include <sys/types.h>
@@ -12,6 +14,7 @@
 #include <utility>
 
 #include "forkfeed/status.h"
+#include "transport/owner_process.h"
 #include "transport/unique_fd.h"
 
 namespace forkfeed {
@@ -39,7 +42,10 @@ class ChildProcess {
   static Result<ChildProcess> adopt(pid_t pid);
 
   ChildProcess(ChildProcess&& other) noexcept
-      : pid_(std::exchange(other.pid_, -1)), pidfd_(std::move(other.pidfd_)), exit_(std::move(other.exit_)) {}
+      : pid_(std::exchange(other.pid_, -1)),
+        pidfd_(std::move(other.pidfd_)),
+        exit_(std::move(other.exit_)),
+        owner_(other.owner_) {}
   ChildProcess& operator=(ChildProcess&& other) noexcept;
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
@@ -54,7 +60,7 @@ class ChildProcess {
   bool reaped() const { return exit_.has_value(); }
   // Waits up to `timeout` for the child to exit.
   std::optional<ExitInfo> wait_for(std::chrono::milliseconds timeout);
-  // SIGKILL unless already reaped, then reap.
+  // SIGKILL unless already reaped, then reap; nothing in a process that did not start it.
   void kill_and_reap();
 
  private:
@@ -62,6 +68,7 @@ class ChildProcess {
   pid_t pid_ = -1;
   UniqueFd pidfd_;
   std::optional<ExitInfo> exit_;
+  OwnerProcess owner_;
 };
 
 }  // namespace forkfeed

@@ -57,7 +57,7 @@ std::string dataset_digest(const DatasetIndex& index) {
   hash.add(std::string_view("shards"));
   for (std::size_t f = 0; f < index.file_count(); ++f) {
     add_path(index.file(f));
-    hash.add(index.shard_bytes()[f]);
+    hash.add(index.shard_stamps()[f].size);
   }
   for (std::size_t i = 0; i < index.size(); ++i) {
     const DatasetIndex::Slice& s = index.slices()[i];

@@ -27,12 +27,18 @@ class DatasetIndexBuilder {
     index_.offsets_.push_back(paths.size());
     index_.labels_.push_back(label);
   }
-  // A sharded dataset: adds shard `path` of `bytes` bytes; returns its file number.
-  std::uint32_t add_shard(std::string_view path, std::uint64_t bytes) {
+  // A sharded dataset: adds shard `path`, as `stamp` says it was when it was indexed;
+  // returns its file number.
+  std::uint32_t add_shard(std::string_view path, const FileStamp& stamp) {
     index_.paths_ += path;
     index_.offsets_.push_back(index_.paths_.size());
-    index_.shard_bytes_.push_back(bytes);
-    return static_cast<std::uint32_t>(index_.shard_bytes_.size() - 1);
+    index_.shard_stamps_.push_back(stamp);
+    return static_cast<std::uint32_t>(index_.shard_stamps_.size() - 1);
+  }
+  // Samples, and bytes of damaged shards, left out while indexing.
+  void count_skipped(std::uint64_t samples, std::uint64_t bytes) {
+    index_.skipped_samples_ += samples;
+    index_.skipped_bytes_ += bytes;
   }
   // A sharded dataset's next sample: `slice` of a shard added before, with `label`.
   // REQUIRES: slice.size > 0; no add() in the same index.

@@ -1,24 +1,33 @@
+// DatasetSource and open_dataset(): which dataset the options name, indexed; and how
+// messages name a sample of it.
 #include "loader/dataset_source.h"
 
-#include <filesystem>
+#include <fcntl.h>
+
+#include <new>
+#include <optional>
 #include <string>
-#include <system_error>
 
 #include "loader/shards/index_cache.h"
 #include "loader/shards/shard_dataset.h"
+#include "loader/shards/tar_scan.h"
+#include "transport/out_of_memory.h"
+#include "transport/printable.h"
+#include "transport/regular_file.h"
+#include "transport/unique_fd.h"
 
 namespace forkfeed {
 
-std::string absolute_path(const std::string& path) {
-  if (path.empty()) return path;
-  std::error_code ec;
-  const auto a = std::filesystem::absolute(path, ec);
-  return ec ? path : a.lexically_normal().string();
-}
-
 std::string DatasetIndex::describe(std::size_t i) const {
   if (!sharded()) return std::string(path(i));
-  return std::string(path(i)) + " (sample at byte " + std::to_string(slices_[i].offset) + ")";
+  const Slice& slice = slices_[i];
+  const std::string at = " (at byte " + std::to_string(slice.offset) + ")";
+  // Only for messages: a shard that cannot be read now is still named, by offset.
+  const UniqueFd fd(::open(std::string(path(i)).c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  const std::optional<std::string> member =
+      fd.valid() ? member_name_before(fd.get(), slice.offset, slice.size) : std::nullopt;
+  if (!member) return std::string(path(i)) + " (sample at byte " + std::to_string(slice.offset) + ")";
+  return std::string(path(i)) + ", member '" + printable_cut(*member) + "'" + at;
 }
 
 DatasetSource DatasetSource::of(const LoaderOptions& o) {
@@ -48,8 +57,13 @@ std::string DatasetSource::describe() const {
 Status DatasetSource::check() const {
   if (count() != 1) {
     return Status::InvalidArgument(
-        "set exactly one dataset source: an ImageFolder root (--data), a manifest (--manifest) or tar shards "
-        "(--shards)");
+        "set exactly one dataset source: an ImageFolder root, a manifest or tar shards (" +
+        std::to_string(count()) + " are set)");
+  }
+  for (const auto& [what, path] :
+       {std::pair{"the ImageFolder root", &image_folder}, std::pair{"the manifest", &manifest},
+        std::pair{"the shard spec", &shards}}) {
+    if (Status s = check_no_nul(what, *path); !s.ok()) return s;
   }
   if (!shards.empty() && shard_label == ShardLabel::kJson && shard_label_field.empty()) {
     return Status::InvalidArgument(
@@ -59,11 +73,16 @@ Status DatasetSource::check() const {
 }
 
 Result<DatasetIndex> open_dataset(const LoaderOptions& options) {
-  if (!options.image_folder.empty())
-    return DatasetIndex::from_image_folder(absolute_path(options.image_folder));
-  if (!options.manifest.empty()) return DatasetIndex::from_manifest(absolute_path(options.manifest));
-  return index_shards(ShardDataset{absolute_path(options.shards), label_rule(options), options.on_error,
-                                   options.max_file_bytes, IndexCache::default_dir()});
+  const DatasetSource source = DatasetSource::of(options);
+  try {
+    if (!options.image_folder.empty())
+      return DatasetIndex::from_image_folder(absolute_path(options.image_folder));
+    if (!options.manifest.empty()) return DatasetIndex::from_manifest(absolute_path(options.manifest));
+    return index_shards(ShardDataset{absolute_path(options.shards), label_rule(options), options.on_error,
+                                     options.max_file_bytes, IndexCache::default_dir()});
+  } catch (const std::bad_alloc&) {
+    return out_of_memory("building the index of " + printable(source.describe()));
+  }
 }
 
 }  // namespace forkfeed

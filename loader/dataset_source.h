@@ -1,6 +1,6 @@
 // The dataset a LoaderOptions names, opened: the one place that turns image_folder,
 // manifest or shards into a DatasetIndex, and a user's relative path into the absolute
-// one that the index, the order key and forkfeedd see.
+// one that the index, the order key and forkfeedd see (absolute_path()).
 #pragma once
 
 #include <string>
@@ -8,6 +8,7 @@
 #include "forkfeed/dataset.h"
 #include "forkfeed/options.h"
 #include "forkfeed/status.h"
+#include "transport/absolute_path.h"
 
 namespace forkfeed {
 
@@ -31,11 +32,6 @@ struct DatasetSource {
   // Ok, or why not exactly one source is set, naming the flags.
   Status check() const;
 };
-
-// |path| made absolute from this process's working directory and normalised, so the
-// same dataset gives the same index (and state) from any cwd. Empty stays empty; a path
-// the system cannot make absolute is kept as given.
-std::string absolute_path(const std::string& path);
 
 // The index of options' image_folder or manifest. REQUIRES: validate(options) is Ok.
 Result<DatasetIndex> open_dataset(const LoaderOptions& options);

@@ -19,9 +19,16 @@ Result<std::optional<Batch>> Delivery::deliver(const Completion& c, std::uint64_
   // breaks the layout rule, which would be a bug of ours, never bad data.
   if (c.outcome == TaskOutcome::kFailed && slot.skipped() > 0) {
     const std::uint32_t culprit = slot.skipped() - 1;
-    Status s = Status::BadData(printable(slot.skip_reason(culprit)))
-                   .about(printable(index_.describe(slot.skipped_index(culprit))) +
-                          " (on_error=fail; use skip to leave such files out)");
+    const Status::Code code = slot.skip_code(culprit);
+    const std::string sample = printable(index_.describe(slot.skipped_index(culprit)));
+    Status s =
+        code == Status::Code::kBadData
+            ? Status::BadData(printable(slot.skip_reason(culprit)))
+                  .about(sample + " (on_error=fail; use skip to leave such files out)")
+            : Status::FromCode(code, "reading " + sample + ": " + printable(slot.skip_reason(culprit)) +
+                                         "; this is not the sample's fault, so it was neither delivered "
+                                         "nor skipped: remove the cause, then open the loader again from "
+                                         "its state(), which resumes at this batch");
     slots_->give_back(c.slot);
     return s;
   }

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <new>
 #include <optional>
 
 #include "loader/checkpoint.h"
@@ -25,7 +26,10 @@
 #include "loader/supervisor.h"
 #include "loader/transform_spec.h"
 #include "loader/worker_pool.h"
+#include "transport/out_of_memory.h"
+#include "transport/owner_process.h"
 #include "transport/pinned_memory.h"
+#include "transport/printable.h"
 #include "workers/transform.h"
 
 namespace forkfeed {
@@ -47,7 +51,7 @@ class Loader::Impl {
         pass_(sampler_.batches_per_epoch(), {options.epoch, 0}) {}
 
   ~Impl() {
-    if (workers_) workers_->stop();
+    if (workers_) workers_->stop();  // in a fork's child, only forgets them
   }
 
   Status start(PassPosition::Seek from) {
@@ -78,7 +82,12 @@ class Loader::Impl {
     return Status::Ok();
   }
 
+  Status check_process() const {
+    return owner_.check("Loader", "open a new Loader in this process (the parent's goes on unaffected)");
+  }
+
   Result<std::optional<Batch>> next() {
+    if (Status s = check_process(); !s.ok()) return s;
     if (broken_reported_) return broken_;
     if (auto seek = pass_.on_next()) begin_pass(*seek);
     // A death is handled at the next call even when no wait is needed: a dead worker
@@ -95,12 +104,17 @@ class Loader::Impl {
       }
       if (auto c = dispatcher_->take(pass_.position())) {
         const std::uint64_t index = pass_.position();
-        pass_.delivered(pass_.epoch(), index);  // the position moves on delivery only
         auto batch = delivery_->deliver(*c, pass_.epoch(), index);
-        if (!batch.ok() && batch.status().code() == Status::Code::kInternal) {
-          broken_ = batch.status();  // a bug of ours: the loader cannot go on
+        // A batch failed by its own bad data is consumed: the pass goes on after it. Any
+        // other failure (the machine's, a dataset changed under the loader, a bug of
+        // ours) stops the loader at that batch, so that state() resumes there and no
+        // good sample is lost.
+        if (!batch.ok() && batch.status().code() != Status::Code::kBadData) {
+          broken_ = batch.status();
           broken_reported_ = true;
+          return broken_;
         }
+        pass_.delivered(pass_.epoch(), index);  // the position moves on delivery only
         if (!batch.ok() || batch->has_value()) return batch;
         continue;  // every sample of that batch was skipped
       }
@@ -126,16 +140,21 @@ class Loader::Impl {
   void interrupt() { interrupted_.store(true, std::memory_order_relaxed); }
 
   // The rules are PassPosition's.
-  void set_epoch(std::uint64_t epoch) {
+  Status set_epoch(std::uint64_t epoch) {
+    if (Status s = check_process(); !s.ok()) return s;
     if (auto seek = pass_.on_set_epoch(epoch)) begin_pass(*seek);
+    return Status::Ok();
   }
-  void reset() {
+  Status reset() {
+    if (Status s = check_process(); !s.ok()) return s;
     if (auto seek = pass_.on_reset()) begin_pass(*seek);
+    return Status::Ok();
   }
 
   std::string state() const { return pass_.state(key_); }
   Result<PassPosition::Seek> parse_state(std::string_view state) const { return pass_.parse_state(state, key_); }
   Status load_state(std::string_view state) {
+    if (Status s = check_process(); !s.ok()) return s;
     auto seek = parse_state(state);
     if (!seek.ok()) return seek.status();
     if (auto start = pass_.load(*seek)) begin_pass(*start);
@@ -143,6 +162,7 @@ class Loader::Impl {
   }
   // For LoaderInternals: load_state() without the JSON.
   Status seek(PassPosition::Seek to) {
+    if (Status s = check_process(); !s.ok()) return s;
     auto seek = PassPosition::start_of(Checkpoint{to.epoch, to.position, key_}, sampler_.batches_per_epoch());
     if (!seek.ok()) return seek.status();
     if (auto start = pass_.load(*seek)) begin_pass(*start);
@@ -158,6 +178,8 @@ class Loader::Impl {
   LoaderStats stats() const {
     LoaderStats s;
     delivery_->count_into(s);
+    s.skipped_samples += index_.skipped_samples();  // left out while indexing, once
+    s.skipped_bytes = index_.skipped_bytes();
     s.worker_restarts = supervisor_->restarts();
     s.arena_bytes = arena_->size();
     s.index_bytes = arena_->index_bytes();
@@ -191,6 +213,7 @@ class Loader::Impl {
     supervisor_->kill_stuck_workers(*dispatcher_);
   }
 
+  OwnerProcess owner_;
   LoaderOptions options_;
   DatasetIndex index_;
   Sampler sampler_;
@@ -218,22 +241,28 @@ Result<std::unique_ptr<Loader>> Loader::open(const LoaderOptions& options) { ret
 Result<std::unique_ptr<Loader>> Loader::open(const LoaderOptions& options, std::string_view state) {
   if (Status s = validate(options); !s.ok()) return s;
   if (Status s = set_log_level(options.log_level); !s.ok()) return s;
-  auto index = open_dataset(options);
+  auto index = open_dataset(options);  // names the index it was building if memory runs out
   if (!index.ok()) return index.status();
-  auto impl = std::make_unique<Impl>(options, std::move(index).value());
-  if (impl->sampler().batches_per_epoch() == 0) {
-    return Status::InvalidArgument("no batch to deliver: " + std::to_string(impl->sampler().samples_per_epoch()) +
-                                   " samples per rank and batch size " + std::to_string(options.batch_size) +
-                                   " with drop_last");
+  // The rest allocates too (the order, the arena's copy of the index): a failure is an
+  // error, and what was made so far (workers included) is undone by unwinding.
+  try {
+    auto impl = std::make_unique<Impl>(options, std::move(index).value());
+    if (impl->sampler().batches_per_epoch() == 0) {
+      return Status::InvalidArgument(
+          "no batch to deliver: " + std::to_string(impl->sampler().samples_per_epoch()) +
+          " samples per rank and batch size " + std::to_string(options.batch_size) + " with drop_last");
+    }
+    PassPosition::Seek from{options.epoch, 0};
+    if (!state.empty()) {  // checked before any process or shared memory exists
+      auto seek = impl->parse_state(state);
+      if (!seek.ok()) return seek.status();
+      from = *seek;
+    }
+    if (Status s = impl->start(from); !s.ok()) return s;
+    return std::unique_ptr<Loader>(new Loader(std::move(impl)));
+  } catch (const std::bad_alloc&) {
+    return out_of_memory("opening the loader of " + printable(DatasetSource::of(options).describe()));
   }
-  PassPosition::Seek from{options.epoch, 0};
-  if (!state.empty()) {  // checked before any process or shared memory exists
-    auto seek = impl->parse_state(state);
-    if (!seek.ok()) return seek.status();
-    from = *seek;
-  }
-  if (Status s = impl->start(from); !s.ok()) return s;
-  return std::unique_ptr<Loader>(new Loader(std::move(impl)));
 }
 
 Loader::Loader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -241,8 +270,9 @@ Loader::~Loader() = default;
 
 Result<std::optional<Batch>> Loader::next() { return impl_->next(); }
 void Loader::interrupt() { impl_->interrupt(); }
-void Loader::set_epoch(std::uint64_t epoch) { impl_->set_epoch(epoch); }
-void Loader::reset() { impl_->reset(); }
+Status Loader::set_epoch(std::uint64_t epoch) { return impl_->set_epoch(epoch); }
+Status Loader::reset() { return impl_->reset(); }
+Status Loader::check_process() const { return impl_->check_process(); }
 std::string Loader::state() const { return impl_->state(); }
 Status Loader::load_state(std::string_view state) { return impl_->load_state(state); }
 std::uint64_t Loader::epoch() const { return impl_->epoch(); }
@@ -258,7 +288,7 @@ Status LoaderInternals::seek(Loader& loader, PassPosition::Seek to) { return loa
 bool LoaderInternals::broken(const Loader& loader) { return loader.impl_->broken(); }
 
 Loader::Iterator Loader::begin() {
-  impl_->reset();  // a new range-for is a new pass
+  if (Status s = impl_->reset(); !s.ok()) throw Error(s);  // a new range-for is a new pass
   return Iterator(this);
 }
 

@@ -1,16 +1,15 @@
 // DatasetIndex::from_manifest: parses a "path<TAB>label" file, one sample a line, and
 // names the file and line of anything it cannot use.
 #include <algorithm>
-#include <charconv>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <utility>
 
 #include "forkfeed/dataset.h"
 #include "loader/dataset_index_builder.h"
+#include "loader/label.h"
 #include "transport/printable.h"
 #include "transport/regular_file.h"
 
@@ -33,18 +32,6 @@ std::string quote(std::string_view line) {
   q += printable(line.substr(0, kMaxShown));
   q += line.size() > kMaxShown ? "...'" : "'";
   return q;
-}
-
-// A decimal label, spaces around it allowed; nullopt when it is not a non-negative int64.
-std::optional<std::int64_t> parse_label(std::string_view text) {
-  const std::size_t first = text.find_first_not_of(' ');
-  if (first == std::string_view::npos) return std::nullopt;
-  text = text.substr(first, text.find_last_not_of(' ') - first + 1);
-  std::int64_t label = -1;
-  const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, label);
-  if (ec != std::errc() || ptr != end || label < 0) return std::nullopt;
-  return label;
 }
 
 }  // namespace
@@ -87,8 +74,8 @@ Result<DatasetIndex> DatasetIndex::from_manifest(const std::string& manifest) {
       return bad("expected 'path<TAB>label', got " + quote(line));
     const std::optional<std::int64_t> label = parse_label(line.substr(tab + 1));
     if (!label) {
-      return bad("label must be a non-negative integer, got " + quote(line.substr(tab + 1)) + " in " +
-                 quote(line));
+      return bad("label must be " + std::string(kLabelRule) + ", got " + quote(line.substr(tab + 1)) +
+                 " in " + quote(line));
     }
     // open() would stop at the NUL and read another file than the line names.
     if (line.substr(0, tab).find('\0') != std::string_view::npos)

@@ -1,6 +1,11 @@
 // Validation of LoaderOptions, what its slots cost, and the names of its enums.
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <limits>
 #include <string>
 
 #include "forkfeed/options.h"
@@ -32,6 +37,41 @@ Status every_slot_held() {
       "every batch slot is held by a Batch the caller has not released; release batches sooner or raise prefetch");
 }
 
+namespace {
+
+std::string number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
+// mean and std of (x / 255 - mean) / std: finite, std positive, and every output of a
+// pixel in [0, 255] finite in float32 (a std of 1e-45, or a mean of 1e300, would fill
+// batches with inf, -inf or NaN).
+Status check_normalisation(const std::array<float, 3>& mean, const std::array<float, 3>& std) {
+  constexpr const char* kChannel[] = {"R", "G", "B"};
+  for (int c = 0; c < 3; ++c) {
+    const std::string which = std::string(" of channel ") + kChannel[c];
+    if (!std::isfinite(mean[c])) {
+      return Status::InvalidArgument("mean" + which + " must be a finite number, got " + number(mean[c]));
+    }
+    if (!std::isfinite(std[c]) || !(std[c] > 0.0f)) {
+      return Status::InvalidArgument("std" + which + " must be a finite number > 0, got " + number(std[c]));
+    }
+    const double largest = std::max(std::abs(0.0 - mean[c]), std::abs(1.0 - mean[c])) / std[c];
+    if (!(largest <= std::numeric_limits<float>::max()) || std::fpclassify(std[c]) != FP_NORMAL) {
+      return Status::InvalidArgument(
+          "std" + which + " = " + number(std[c]) + " with mean " + number(mean[c]) +
+          " makes normalised pixels overflow float32; mean and std are fractions of full scale (of x / 255), "
+          "as torchvision's Normalize takes them: ImageNet's are mean 0.485 0.456 0.406, std 0.229 0.224 "
+          "0.225");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status validate(const LoaderOptions& o) {
   auto bad = [](std::string msg) { return Status::InvalidArgument(std::move(msg)); };
   if (Status s = DatasetSource::of(o).check(); !s.ok()) return s;
@@ -43,16 +83,14 @@ Status validate(const LoaderOptions& o) {
   // Every slot may be queued on one worker's ring, so slots must fit in a ring.
   if (std::uint64_t{o.workers} * o.prefetch + 1 > kRingCapacity) {
     return bad("workers x prefetch = " + std::to_string(std::uint64_t{o.workers} * o.prefetch) + " exceeds " +
-               std::to_string(kRingCapacity - 1) + "; lower --prefetch or --workers");
+               std::to_string(kRingCapacity - 1) + "; lower prefetch or workers");
   }
   if (o.size < 8 || o.size > 4096) return bad("size must be in [8, 4096], got " + std::to_string(o.size));
   if (o.world_size == 0) return bad("world size must be at least 1");
   if (o.rank >= o.world_size) {
     return bad("rank " + std::to_string(o.rank) + " is out of range for world size " + std::to_string(o.world_size));
   }
-  for (float s : o.std) {
-    if (!(s > 0.0f)) return bad("every normalisation std must be > 0");
-  }
+  if (Status s = check_normalisation(o.mean, o.std); !s.ok()) return s;
   if (o.max_pixels == 0) return bad("max_pixels must be at least 1");
   if (o.max_file_bytes == 0) return bad("max_file_bytes must be at least 1");
   if (o.pin_memory_device < -1) {
@@ -64,10 +102,10 @@ Status validate(const LoaderOptions& o) {
   const std::uint64_t ram = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGE_SIZE);
   if (arena > ram / 2) {
     return Status::ResourceExhausted(
-        "the batch slots would need " + std::to_string(arena >> 20) + " MiB (" + std::to_string(slot_count(o)) +
-        " slots x batch " + std::to_string(o.batch_size) + " x " + std::to_string(sample_bytes(o.dtype, o.size)) +
-        " bytes per sample), over half of this machine's " + std::to_string(ram >> 20) +
-        " MiB; lower --batch, --size, --workers or --prefetch");
+        "the batch slots would need " + std::to_string(arena >> 20) + " MiB (" +
+        std::to_string(slot_count(o)) + " slots x batch " + std::to_string(o.batch_size) + " x " +
+        std::to_string(sample_bytes(o.dtype, o.size)) + " bytes per sample), over half of this machine's " +
+        std::to_string(ram >> 20) + " MiB; lower batch_size, size, workers or prefetch");
   }
   return Status::Ok();
 }

@@ -111,6 +111,10 @@ void WorkerPool::kill(std::uint32_t id) { ::kill(workers_[id].process.pid(), SIG
 
 void WorkerPool::stop(std::chrono::milliseconds grace) {
   if (workers_.empty()) return;
+  if (!owner_.here()) {  // a fork's child: the workers, and the stop flag, are the parent's
+    workers_.clear();    // the ChildProcess copies let go without a signal
+    return;
+  }
   ControlBlock& control = arena_->control();
   control.stop.store(1, std::memory_order_release);
   for (std::uint32_t id = 0; id < workers_.size(); ++id) futex_ring(&arena_->channel(id).task_bell);

@@ -43,7 +43,8 @@ class WorkerPool {
   Status replace(std::uint32_t id);
   // SIGKILLs worker `id`; its death is then reported by wait() like any other.
   void kill(std::uint32_t id);
-  // Asks every worker to stop, waits up to `grace`, then kills and reaps the rest.
+  // Asks every worker to stop, waits up to `grace`, then kills and reaps the rest. In a
+  // process other than the one that started them (a fork's child), only forgets them.
   void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(2000));
 
   StartMethod start_method() const { return first_->method(); }
@@ -57,6 +58,7 @@ class WorkerPool {
   int log_level_;
   UniqueFd completions_;  // eventfd, written by workers
   std::vector<LaunchedWorker> workers_;
+  OwnerProcess owner_;
 };
 
 }  // namespace forkfeed

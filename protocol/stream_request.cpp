@@ -10,6 +10,7 @@
 #include "loader/option_fields.h"
 #include "loader/option_names.h"
 #include "loader/order_key_json.h"
+#include "loader/stats_fields.h"
 #include "transport/printable.h"
 
 namespace forkfeed {
@@ -180,6 +181,11 @@ json to_json(const StreamOpened& o) {
   body["dtype"] = std::string(to_string(o.dtype));
   body["layout"] = std::string(to_string(o.layout));
   body["order"] = to_json(o.order);
+  std::size_t name_bytes = 0;
+  for (const std::string& name : o.class_names) name_bytes += name.size() + 4;  // quotes, comma, slack
+  if (!o.class_names.empty() && name_bytes <= kMaxClassNameBytes) {
+    body["class_names"] = o.class_names;  // error_handler replace: a name that is not UTF-8 still goes
+  }
   return body;
 }
 
@@ -207,11 +213,62 @@ Result<StreamOpened> parse_stream_opened(const json& reply) {
     if (!layout) return malformed("layout must be one of " + enum_names_or<Layout>());
     o.layout = *layout;
   }
+  if (reply.contains("class_names")) {  // absent: too many to send, or an older forkfeedd
+    const json& names = reply["class_names"];
+    if (!names.is_array() || names.size() != o.classes) return malformed("class_names must list every class");
+    for (const json& name : names) {
+      if (!name.is_string()) return malformed("class_names must be strings");
+      o.class_names.push_back(name.get<std::string>());
+    }
+  }
   if (!reply.contains("order")) return malformed("missing order");
   auto order = parse_order_key(reply["order"]);
   if (!order.ok()) return order.status();
   o.order = std::move(order).value();
   return o;
+}
+
+void write_loader_stats(const LoaderStats& stats, json& body) {
+  for_each_stat(stats, [&](const char* key, const auto& value) {
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(value)>, StartMethod>) {
+      body[key] = std::string(to_string(value));
+    } else {
+      body[key] = value;
+    }
+  });
+}
+
+Result<LoaderStats> parse_loader_stats(const json& body) {
+  LoaderStats stats;
+  stats.start_method = StartMethod::kSpawn;  // forkfeedd always spawns; an older one does not say
+  Status first = Status::Ok();
+  for_each_stat(stats, [&](const char* key, auto& out) {
+    using T = std::remove_cvref_t<decltype(out)>;
+    if (!first.ok() || !body.contains(key)) return;
+    const json& v = body[key];
+    if constexpr (std::is_same_v<T, StartMethod>) {
+      const auto method = v.is_string() ? parse_start_method(v.get<std::string>()) : std::nullopt;
+      if (method)
+        out = *method;
+      else
+        first = Status::Internal(std::string("forkfeedd sent malformed stats: ") + key +
+                                 " is not a start method");
+    } else if constexpr (std::is_same_v<T, bool>) {
+      if (v.is_boolean())
+        out = v.get<bool>();
+      else
+        first =
+            Status::Internal(std::string("forkfeedd sent malformed stats: ") + key + " is not true or false");
+    } else {
+      auto n = get_uint(body, key, std::numeric_limits<T>::max());
+      if (n.ok())
+        out = static_cast<T>(*n);
+      else
+        first = Status::Internal("forkfeedd sent malformed stats: " + n.status().message());
+    }
+  });
+  if (!first.ok()) return first;
+  return stats;
 }
 
 json error_reply(const Status& status) {

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "forkfeed/client.h"
 #include "forkfeed/status.h"
@@ -37,15 +38,29 @@ struct StreamOpened {
   Layout layout = Layout::kAuto;  // resolved by the daemon; kAuto from one that does not say
   std::uint64_t arena_bytes = 0;
   OrderKey order;
+  // The class names by label when they fit in the reply (kMaxClassNameBytes); else empty
+  // while `classes` is not 0.
+  std::vector<std::string> class_names = {};
 };
 
+// The class names an open_stream reply carries at most, in bytes: with the rest of the
+// reply, well within a frame's payload. ImageNet's 1000 names take about 10 KiB.
+inline constexpr std::size_t kMaxClassNameBytes = 48 * 1024;
+
 // The reply's body (without "ok"), and back; a malformed reply is an Internal error
-// naming the field.
+// naming the field. Class names are written only when they take at most
+// kMaxClassNameBytes.
 nlohmann::json to_json(const StreamOpened& opened);
 Result<StreamOpened> parse_stream_opened(const nlohmann::json& reply);
 
 nlohmann::json to_json(const OrderKey& key);
 Result<OrderKey> parse_order_key(const nlohmann::json& body);
+
+// LoaderStats as forkfeedd's stats reply carries them (loader/stats_fields.h's names),
+// and back. Reading is lenient about fields a forkfeedd of another version does not
+// send (they stay 0) and strict about the type of those it does.
+void write_loader_stats(const LoaderStats& stats, nlohmann::json& body);
+Result<LoaderStats> parse_loader_stats(const nlohmann::json& body);
 
 // {"ok":false,"code":"<code>","error":"<message>"}, and back.
 nlohmann::json error_reply(const Status& status);

@@ -263,6 +263,40 @@ TEST_F(ClientStreamTest, HoldingEverySlotIsAnErrorAndBatchesOutliveTheClient) {
   EXPECT_TRUE(BatchRecord(held[0]) == before);
 }
 
+// A trainer that forks while it holds a Client: the child cannot use it, and its copy
+// (destroyed, a batch it held released, exit() run) neither closes the parent's stream
+// nor gives back the parent's slots. The parent's pass goes on, equal to a Loader's.
+TEST_F(ClientStreamTest, AForkedChildCannotUseOrCloseItsParentsStream) {
+  testing::HangGuard guard(60, "ClientStreamTest.AForkedChild");
+  auto client = connect(options());
+  ASSERT_TRUE(client);
+  Batches run = testing::read_batches_with([&] { return client->next(); }, 1);
+  auto held = client->next();  // held across the fork: the child's copy is released there
+  ASSERT_TRUE(held.ok() && held->has_value());
+  run.emplace_back(**held);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto next = client->next();
+    if (next.ok() || next.status().code() != Status::Code::kFailedPrecondition) ::_exit(1);
+    if (client->set_epoch(2).ok() || client->reset().ok() || client->stats().ok()) ::_exit(2);
+    client->interrupt();  // must not reach the parent's waits
+    held = Status::Cancelled("released in the child");
+    client.reset();
+    std::exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child was killed by signal " << WTERMSIG(status);
+  ASSERT_EQ(WEXITSTATUS(status), 0) << "1: next() did not fail as it should; 2: another call worked";
+  held = Status::Cancelled("released in the parent");
+  const Batches rest = testing::read_pass_with([&] { return client->next(); });
+  run.insert(run.end(), rest.begin(), rest.end());
+  auto loader = open_loader(options());
+  ASSERT_TRUE(loader);
+  EXPECT_EQ(testing::first_difference(run, testing::read_pass(*loader)), "");
+}
+
 // With the daemon's workers stopped, next() waits for ever; interrupt() from another
 // thread ends that wait at once with kCancelled, and once the workers go on the pass
 // continues where it was: exactly the batches of an undisturbed Loader.

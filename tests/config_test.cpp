@@ -199,7 +199,7 @@ TEST(DatasetFlag, AFolderIsAnImageFolderAndAFileAManifest) {
   DaemonConfig config;
   ASSERT_TRUE(add_dataset_flag("train=" + dir.path() + "/train/", config).ok());
   ASSERT_TRUE(add_dataset_flag("val=" + dir.path() + "/./val.tsv", config).ok());
-  EXPECT_EQ(config.datasets["train"].image_folder, dir.path() + "/train/");
+  EXPECT_EQ(config.datasets["train"].image_folder, dir.path() + "/train");
   EXPECT_TRUE(config.datasets["train"].manifest.empty());
   EXPECT_EQ(config.datasets["val"].manifest, dir.path() + "/val.tsv");
   EXPECT_TRUE(config.datasets["val"].image_folder.empty());

@@ -41,7 +41,7 @@ class DeliveryTest : public ::testing::Test {
     const std::uint32_t count = contents.prepare(samples, index_, {});
     for (std::uint32_t i = 0; i < count; ++i) {
       if (std::find(bad.begin(), bad.end(), contents.sample(i)) != bad.end()) {
-        contents.skip(i, "cannot decode");
+        contents.skip(i, Status::BadData("cannot decode"));
       } else {
         contents.keep(i);
       }

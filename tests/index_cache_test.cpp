@@ -1,10 +1,12 @@
 // IndexCache: a stored scan loads back for the same shard, grouped the same way; a
-// changed shard (size, mtime), another rule, or a damaged file is a miss, never an error;
-// a folder that cannot be written makes store say why.
+// changed shard (another file, size, mtime, ctime), another rule, or a damaged file is a
+// miss, never an error; a folder that cannot be written, or that others could write,
+// makes store say why; writers that died leave no temporary files behind for long.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -13,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "loader/shards/file_stamp.h"
 #include "loader/shards/index_cache.h"
 #include "tests/testing/temp_dataset.h"
 
@@ -32,9 +35,7 @@ class IndexCacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
     write_file(shard_.path, std::string(3000, 't'));
-    Result<ShardStamp> stamp = stamp_shard(shard_.path);
-    ASSERT_TRUE(stamp.ok()) << stamp.status().message();
-    shard_.stamp = *stamp;
+    shard_.stamp = restamp();
     shard_.rule = LabelRule{LabelSource::kCls, ""};
     shard_.max_file_bytes = 1 << 20;
     scan_.samples = {ShardSample{512, 4, 100, 3}, ShardSample{1536, 4, 7, -1}, ShardSample{2560, 4, 1, 9}};
@@ -42,10 +43,13 @@ class IndexCacheTest : public ::testing::Test {
     scan_.skip_reasons = {"shard x, sample a: no image", "shard x, sample b: no image"};
   }
   // A fresh stamp of the shard, as the next open takes it.
-  ShardStamp restamp() {
-    Result<ShardStamp> stamp = stamp_shard(shard_.path);
+  FileStamp restamp() {
+    const int fd = ::open(shard_.path.c_str(), O_RDONLY | O_CLOEXEC);
+    EXPECT_GE(fd, 0);
+    Result<FileStamp> stamp = stamp_file(fd);
+    ::close(fd);
     EXPECT_TRUE(stamp.ok()) << stamp.status().message();
-    return stamp.ok() ? *stamp : ShardStamp{};
+    return stamp.ok() ? *stamp : FileStamp{};
   }
 
   testing::TempDir tmp_;
@@ -118,14 +122,96 @@ TEST_F(IndexCacheTest, AChangedShardIsStale) {
   shard_.stamp = restamp();
   EXPECT_EQ(shard_.stamp.size, 3004u);
   EXPECT_FALSE(cache_.load(shard_, 0).has_value());
+}
 
-  // The fd form agrees with the path form.
-  const int fd = ::open(shard_.path.c_str(), O_RDONLY | O_CLOEXEC);
-  ASSERT_GE(fd, 0);
-  Result<ShardStamp> by_fd = stamp_shard(fd);
-  ::close(fd);
-  ASSERT_TRUE(by_fd.ok());
-  EXPECT_EQ(*by_fd, shard_.stamp);
+// What cp -p and rsync -t leave: other bytes of the same size, with the old mtime put
+// back. Only the change time (and, for a file renamed over the shard, the inode) tells.
+TEST_F(IndexCacheTest, AReplacementThatKeepsSizeAndMtimeIsStale) {
+  ASSERT_TRUE(cache_.store(shard_, scan_).ok());
+  ASSERT_TRUE(cache_.load(shard_, 0).has_value());
+  const FileStamp was = shard_.stamp;
+  const timespec times[2] = {{0, UTIME_OMIT}, {was.mtime_ns / 1'000'000'000, was.mtime_ns % 1'000'000'000}};
+
+  // Rewritten in place: the same inode, size and mtime; ctime moved on.
+  usleep(20'000);  // file times have the kernel's tick as their grain
+  write_file(shard_.path, std::string(3000, 'u'));
+  ASSERT_EQ(::utimensat(AT_FDCWD, shard_.path.c_str(), times, 0), 0);
+  shard_.stamp = restamp();
+  EXPECT_EQ(shard_.stamp.inode, was.inode);
+  EXPECT_EQ(shard_.stamp.size, was.size);
+  EXPECT_EQ(shard_.stamp.mtime_ns, was.mtime_ns);
+  EXPECT_NE(shard_.stamp.ctime_ns, was.ctime_ns);
+  EXPECT_FALSE(cache_.load(shard_, 0).has_value());
+
+  // Another file renamed over it (rsync's way): another inode.
+  ASSERT_TRUE(cache_.store(shard_, scan_).ok());
+  const FileStamp stored = shard_.stamp;
+  write_file(shard_.path + ".new", std::string(3000, 'v'));
+  const timespec same[2] = {{0, UTIME_OMIT},
+                            {stored.mtime_ns / 1'000'000'000, stored.mtime_ns % 1'000'000'000}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, (shard_.path + ".new").c_str(), same, 0), 0);
+  ASSERT_EQ(::rename((shard_.path + ".new").c_str(), shard_.path.c_str()), 0);
+  shard_.stamp = restamp();
+  EXPECT_NE(shard_.stamp.inode, stored.inode);
+  EXPECT_FALSE(cache_.load(shard_, 0).has_value());
+}
+
+// A folder that is a symbolic link, or that others may write, is not used: a file put
+// there by someone else would decide where samples lie and what their labels are.
+TEST_F(IndexCacheTest, AFolderOthersCouldWriteIsNotUsed) {
+  ASSERT_TRUE(cache_.store(shard_, scan_).ok());
+  ASSERT_TRUE(IndexCache(cache_.dir()).load(shard_, 0).has_value());
+
+  ASSERT_EQ(::chmod(cache_.dir().c_str(), 0777), 0);
+  IndexCache open_to_all(cache_.dir());
+  EXPECT_FALSE(open_to_all.load(shard_, 0).has_value());
+  Status s = open_to_all.store(shard_, scan_);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("is not this user's alone"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("mode 0777"), std::string::npos) << s.message();
+  ASSERT_EQ(::chmod(cache_.dir().c_str(), 0700), 0);
+
+  const std::string link = tmp_.path() + "/linked";
+  ASSERT_EQ(::symlink(cache_.dir().c_str(), link.c_str()), 0);
+  IndexCache through_link(link);
+  EXPECT_FALSE(through_link.load(shard_, 0).has_value());
+  s = through_link.store(shard_, scan_);
+  EXPECT_NE(s.message().find("is a symbolic link"), std::string::npos) << s.message();
+  // Nothing was written through the link.
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(cache_.dir())) files.push_back(e.path().string());
+  EXPECT_EQ(files, std::vector<std::string>{cache_.file_for(shard_)});
+}
+
+// A writer killed between creating its temporary file and renaming it leaves the file;
+// the next store on this host removes it once its writer is gone and it is over a minute
+// old. A live writer's file, or a young one, is kept.
+TEST_F(IndexCacheTest, TemporaryFilesOfWritersThatDiedAreRemoved) {
+  ASSERT_TRUE(cache_.store(shard_, scan_).ok());  // makes the folder
+  char host[256] = {};
+  ASSERT_EQ(::gethostname(host, sizeof host - 1), 0);
+  const pid_t gone = ::fork();
+  if (gone == 0) ::_exit(0);
+  ASSERT_GT(gone, 0);
+  ASSERT_EQ(::waitpid(gone, nullptr, 0), gone);
+  const std::string base = cache_.dir() + "/0123456789abcdef.idx.tmp.";
+  const std::string dead = base + std::to_string(gone) + ".0." + host;
+  const std::string young = base + std::to_string(gone) + ".1." + host;
+  const std::string alive = base + std::to_string(::getpid()) + ".7." + host;
+  const std::string elsewhere = base + std::to_string(gone) + ".2.another-host";
+  const timespec old[2] = {{0, UTIME_OMIT}, {::time(nullptr) - 3600, 0}};
+  for (const std::string& f : {dead, young, alive, elsewhere}) {
+    write_file(f, "half");
+    if (f != young) {
+      ASSERT_EQ(::utimensat(AT_FDCWD, f.c_str(), old, 0), 0);
+    }
+  }
+  IndexCache next(cache_.dir());
+  ASSERT_TRUE(next.store(shard_, scan_).ok());
+  EXPECT_FALSE(std::filesystem::exists(dead));
+  EXPECT_TRUE(std::filesystem::exists(young));
+  EXPECT_TRUE(std::filesystem::exists(alive));
+  EXPECT_TRUE(std::filesystem::exists(elsewhere));
 }
 
 TEST_F(IndexCacheTest, AnotherRuleOrLimitIsAnotherEntry) {
@@ -156,7 +242,7 @@ TEST_F(IndexCacheTest, ADamagedFileIsAMiss) {
   ASSERT_TRUE(cache_.store(shard_, scan_).ok());
   const std::string file = cache_.file_for(shard_);
   const std::string good = read_file(file);
-  ASSERT_GT(good.size(), 80u + 3 * 24);
+  ASSERT_GT(good.size(), 112u + 3 * 24);
   for (std::size_t at :
        {std::size_t{0}, std::size_t{12}, std::size_t{90}, good.size() - 30, good.size() - 1}) {
     std::string bad = good;
@@ -165,7 +251,7 @@ TEST_F(IndexCacheTest, ADamagedFileIsAMiss) {
     EXPECT_FALSE(cache_.load(shard_, 0).has_value()) << "byte " << at << " flipped";
   }
   for (std::size_t size :
-       {std::size_t{0}, std::size_t{79}, std::size_t{80}, good.size() - 24, good.size() - 1}) {
+       {std::size_t{0}, std::size_t{111}, std::size_t{112}, good.size() - 24, good.size() - 1}) {
     write_file(file, good.substr(0, size));
     EXPECT_FALSE(cache_.load(shard_, 0).has_value()) << "cut to " << size;
   }

@@ -1,5 +1,7 @@
 // Invariant 7: nothing outlives the loader — no child process, no fd, also after an
-// early break; workers die with their parent; a dead worker is an error, not a hang.
+// early break; workers die with their parent; a dead worker is an error, not a hang. And
+// a loader belongs to the process that opened it: a forked child can neither use it nor,
+// by destroying its copy, stop the parent's workers.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -13,6 +15,7 @@
 #include <thread>
 
 #include "forkfeed/loader.h"
+#include "testing/processes.h"
 #include "testing/temp_dataset.h"
 
 namespace forkfeed {
@@ -193,6 +196,40 @@ TEST_F(LifetimeTest, WorkersDieWithTheirParent) {
     }
     EXPECT_FALSE(alive(pid)) << "worker " << pid << " outlived its trainer";
   }
+}
+
+// A trainer that forks (an evaluation helper, a launcher) while it holds a Loader: in the
+// child every call that would act on the workers fails, naming both processes; the child
+// destroying its copy and exiting through exit() (atexit handlers, static destructors)
+// stops nothing of the parent's, which reads its whole pass exactly once.
+TEST_F(LifetimeTest, AForkedChildCannotUseOrStopItsParentsLoader) {
+  testing::HangGuard guard(60, "LifetimeTest.AForkedChild");
+  auto loader = Loader::open(options(2)).value_or_throw();
+  testing::Batches run = testing::read_batches(*loader, 2);
+  const pid_t parent = ::getpid();
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto next = loader->next();
+    if (next.ok() || next.status().code() != Status::Code::kFailedPrecondition) ::_exit(1);
+    const std::string said = next.status().message();
+    if (said.find("opened by process " + std::to_string(parent)) == std::string::npos) ::_exit(2);
+    if (loader->set_epoch(4).ok() || loader->reset().ok() || loader->load_state(loader->state()).ok())
+      ::_exit(3);
+    if (loader->check_process().ok()) ::_exit(4);
+    loader.reset();  // its destructor, in the child
+    std::exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child was killed by signal " << WTERMSIG(status);
+  ASSERT_EQ(WEXITSTATUS(status), 0) << "1: next() did not fail as it should; 2: it did not name the parent; "
+                                       "3: another call worked; 4: check_process() was Ok";
+  EXPECT_TRUE(loader->check_process().ok());
+  const testing::Batches rest = testing::read_pass(*loader);
+  run.insert(run.end(), rest.begin(), rest.end());
+  EXPECT_EQ(testing::exactly_once(testing::indices_of(run), 40), "");
+  EXPECT_EQ(loader->stats().worker_restarts, 0u) << "no worker of the parent's was stopped";
 }
 
 }  // namespace

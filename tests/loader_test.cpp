@@ -270,7 +270,7 @@ TEST_F(LoaderTest, AnArenaLargerThanMemoryIsRefused) {
   o.dtype = DType::kFloat32;
   const Status s = Loader::open(o).status();
   EXPECT_EQ(s.code(), Status::Code::kResourceExhausted);
-  EXPECT_NE(s.message().find("lower --batch"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("lower batch_size"), std::string::npos) << s.message();
 }
 
 TEST_F(LoaderTest, HoldingEverySlotIsAnErrorNotAHang) {

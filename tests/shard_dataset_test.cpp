@@ -1,11 +1,17 @@
 // Tar shards end to end: a Loader over shards delivers what a Loader over the manifest of
 // the same samples delivers — order, labels, pixels — exactly once, across resumes with
 // other worker counts and worker deaths; the index is cached and the cache follows the
-// shards; damaged shards and samples are errors naming the shard (or skipped and counted).
+// shards, even a copy that keeps size and mtime; a shard changed under a running loader
+// is never read with the old index; damaged shards and samples are errors naming the
+// shard and the member (or skipped and counted, bytes too); running out of memory while
+// indexing is an error, not an abort.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -149,6 +155,99 @@ TEST_F(ShardDatasetTest, TheIndexIsCachedAndAChangedShardIsScannedAgainAndRefuse
   EXPECT_NE(refused.message().find("dataset"), std::string::npos) << refused.message();
 }
 
+// Rewrites every label of `shard` (its .cls members, single digits) to another digit:
+// the same size and layout, other labels. In place (the same inode) with the modification
+// time put back as cp -p leaves it, or as another file renamed over it.
+void relabel(const std::string& shard, bool in_place) {
+  std::ifstream in(shard, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  for (const TarMember& m : scan_tar_file(shard).value_or_throw()) {
+    ASSERT_TRUE(!m.name.ends_with(".cls") || m.size == 1) << m.name;
+    if (m.name.ends_with(".cls")) bytes[m.offset] = static_cast<char>('0' + (bytes[m.offset] - '0' + 1) % 3);
+  }
+  struct stat was {};
+  ASSERT_EQ(::stat(shard.c_str(), &was), 0);
+  usleep(20'000);  // file times move by the kernel's tick
+  const std::string target = in_place ? shard : shard + ".new";
+  std::ofstream(target, std::ios::binary | (in_place ? std::ios::in | std::ios::out : std::ios::out))
+      << bytes;
+  const timespec times[2] = {{0, UTIME_OMIT}, was.st_mtim};
+  ASSERT_EQ(::utimensat(AT_FDCWD, target.c_str(), times, 0), 0);
+  if (!in_place) {
+    ASSERT_EQ(::rename(target.c_str(), shard.c_str()), 0);
+  }
+}
+
+// The index pins what it was made from. A shard rewritten in place (cp -p over it) or
+// replaced (rsync's rename) after the loader opened: every batch that needs it fails,
+// naming it, and the loader stops there; no sample is read with the old index's labels
+// and offsets, and state() resumes at the batch that failed.
+TEST_F(ShardDatasetTest, AShardChangedUnderARunningLoaderIsNeverReadWithTheOldIndex) {
+  for (const bool in_place : {true, false}) {
+    SCOPED_TRACE(in_place ? "rewritten in place" : "replaced by a rename");
+    testing::TempDir dir;
+    const testing::TempShards shards = testing::make_shards(dir.path(), root_, kPerShard);
+    LoaderOptions o = on_shards();
+    o.shards = shards.spec;
+    const testing::Batches reference = [&] {
+      auto loader = testing::open_loader(o);
+      return loader ? testing::read_pass(*loader) : testing::Batches{};
+    }();
+    auto loader = testing::open_loader(o);  // indexed; nothing decoded until the first next()
+    ASSERT_TRUE(loader);
+    relabel(shards.files[2], in_place);
+    testing::Batches delivered;
+    Status failed;
+    while (failed.ok()) {
+      auto b = loader->next();
+      if (!b.ok())
+        failed = b.status();
+      else if (!b->has_value())
+        break;
+      else
+        delivered.emplace_back(**b);
+    }
+    ASSERT_FALSE(failed.ok()) << "the pass read every batch from the changed shard";
+    EXPECT_EQ(failed.code(), Status::Code::kFailedPrecondition) << failed.message();
+    EXPECT_NE(failed.message().find(shards.files[2]), std::string::npos) << failed.message();
+    EXPECT_NE(failed.message().find("changed since it was indexed"), std::string::npos) << failed.message();
+    // What came before is the reference's, and needed no sample of shard 2.
+    ASSERT_LE(delivered.size(), reference.size());
+    EXPECT_EQ(testing::first_difference(
+                  delivered, testing::Batches(reference.begin(), reference.begin() + delivered.size())),
+              "");
+    for (std::uint64_t i : testing::indices_of(delivered))
+      EXPECT_TRUE(i < 2 * kPerShard || i >= 3 * kPerShard) << i;
+    // It stays failed, and its state points at the batch that failed.
+    EXPECT_EQ(loader->next().status().code(), Status::Code::kFailedPrecondition);
+    EXPECT_NE(loader->state().find("\"position\":" + std::to_string(delivered.size())), std::string::npos)
+        << loader->state();
+  }
+}
+
+// cp -p and rsync -t keep a shard's size and mtime: only its ctime (and, for a rename,
+// its inode) tells the cache that its entry is stale. The next open reads the new labels.
+TEST_F(ShardDatasetTest, ACopyThatKeepsSizeAndMtimeIsIndexedAgain) {
+  std::vector<std::int64_t> before;
+  {
+    auto loader = testing::open_loader(on_shards());
+    ASSERT_TRUE(loader);
+    for (std::size_t i = 0; i < loader->dataset().size(); ++i) before.push_back(loader->dataset().label(i));
+  }
+  for (const bool in_place : {true, false}) {
+    SCOPED_TRACE(in_place ? "rewritten in place" : "replaced by a rename");
+    relabel(shards_.files[1], in_place);
+    auto loader = testing::open_loader(on_shards());
+    ASSERT_TRUE(loader);
+    const DatasetIndex& index = loader->dataset();
+    for (std::size_t i = 0; i < index.size(); ++i) {
+      const bool changed = i >= kPerShard && i < 2 * kPerShard;
+      const std::int64_t want = changed ? (before[i] + (in_place ? 1 : 2)) % 3 : before[i];
+      EXPECT_EQ(index.label(i), want) << "sample " << i;
+    }
+  }
+}
+
 TEST_F(ShardDatasetTest, AWorkerKilledMidReadIsReplacedAndThePassStaysExactlyOnce) {
   testing::HangGuard guard(120, "ShardDatasetTest.AWorkerKilledMidRead");
   LoaderOptions o = on_shards(2);
@@ -225,6 +324,11 @@ TEST_F(BadShardTest, ASampleWithoutItsLabelNamesTheShardAndTheKeyOrIsSkippedAndC
   auto skipped = open(spec, OnError::kSkip);
   ASSERT_TRUE(skipped.ok()) << skipped.status().message();
   EXPECT_EQ((*skipped)->dataset().size(), 2u);
+  // Counted where every skip is counted, though it never reached a worker.
+  EXPECT_EQ((*skipped)->stats().skipped_samples, 1u);
+  (void)testing::read_pass(**skipped);
+  EXPECT_EQ((*skipped)->stats().skipped_samples, 1u) << "counted once, not per pass";
+  EXPECT_EQ((*skipped)->stats().skipped_bytes, 0u);
 }
 
 TEST_F(BadShardTest, ATruncatedShardIsAnErrorOrKeepsTheSamplesBeforeTheDamage) {
@@ -246,6 +350,81 @@ TEST_F(BadShardTest, ATruncatedShardIsAnErrorOrKeepsTheSamplesBeforeTheDamage) {
   EXPECT_EQ((*kept)->dataset().size(), 2u) << "x1 and x2; x3 was cut";
   const testing::Batches pass = testing::read_pass(**kept);
   EXPECT_EQ(testing::exactly_once(testing::indices_of(pass), 2), "");
+  // What was lost cannot be counted in samples: it is counted in bytes, from the end of
+  // the last whole member (x2.cls, padded to its block) to the end of the file.
+  const std::uint64_t whole = (members[3].offset + members[3].size + 511) / 512 * 512;
+  EXPECT_EQ((*kept)->stats().skipped_bytes, fs::file_size(path) - whole);
+  EXPECT_EQ((*kept)->stats().skipped_samples, 0u);
+  auto again = open(path, OnError::kSkip);  // from the cache: the same counts
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ((*again)->stats().skipped_bytes, fs::file_size(path) - whole);
+}
+
+// A member name can be most of a megabyte long in a pax header: a message names it, cut.
+TEST_F(BadShardTest, MessagesNameTheMemberAndCutLongNames) {
+  const std::string huge(900'000, 'n');
+  const std::string spec =
+      shard("long.tar",
+            {{"k/" + huge + ".jpg", image_}, {"k/" + huge + ".png", image_}, {"k/" + huge + ".cls", "0"}});
+  auto failed = open(spec);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("two images"), std::string::npos) << failed.status().message();
+  EXPECT_LT(failed.status().message().size(), 2000u);
+  EXPECT_NE(failed.status().message().find("...(900006 bytes)"), std::string::npos)
+      << failed.status().message().substr(0, 300);
+
+  // A decode error names the member, read from its tar header.
+  const std::string empty =
+      shard("empty.tar", {{"a.jpg", image_}, {"a.cls", "0"}, {"n0/b.jpg", ""}, {"n0/b.cls", "1"}});
+  auto loader = open(empty);
+  ASSERT_TRUE(loader.ok()) << loader.status().message();
+  Status error;
+  for (int i = 0; i < 4 && error.ok(); ++i) {
+    auto b = (*loader)->next();
+    if (!b.ok()) error = b.status();
+  }
+  EXPECT_EQ(error.code(), Status::Code::kBadData);
+  EXPECT_NE(error.message().find("empty.tar, member 'n0/b.jpg' (at byte "), std::string::npos)
+      << error.message();
+}
+
+// Indexing that runs out of memory (a limit on the address space, here) fails the open
+// with an error naming what it was building: not an abort, on the calling thread or on
+// a scanning thread.
+TEST_F(BadShardTest, RunningOutOfMemoryWhileIndexingIsAnError) {
+  std::vector<std::string> specs;
+  for (const char* name : {"big-0.tar", "big-1.tar"}) {
+    std::vector<std::pair<std::string, std::string>> members;
+    for (int i = 0; i < 24; ++i) {  // 24 names of 0.9 MB each: the scan holds them all
+      std::string key = "k";        // appended, not concatenated: GCC 12 warns falsely (-Wrestrict)
+      key += std::to_string(i);
+      key += '/';
+      key.append(900'000, 'm');
+      members.push_back({key + ".jpg", image_});
+      members.push_back({key + ".cls", "0"});
+    }
+    specs.push_back(shard(name, members));
+  }
+  const std::string both = dir_.path() + "/big-{0..1}.tar";
+  const pid_t child = ::fork();
+  if (child == 0) {
+    // VmSize in pages, then room for a thread's stack or some allocations, not for the names.
+    std::ifstream statm("/proc/self/statm");
+    std::uint64_t pages = 0;
+    statm >> pages;
+    const rlim_t limit = static_cast<rlim_t>(pages * ::sysconf(_SC_PAGESIZE) + (12 << 20));
+    const rlimit tight{limit, limit};
+    if (::setrlimit(RLIMIT_AS, &tight) != 0) ::_exit(10);
+    auto opened = open(both);
+    if (opened.ok()) ::_exit(11);
+    if (opened.status().code() != Status::Code::kResourceExhausted) ::_exit(12);
+    ::_exit(opened.status().message().find("out of memory") != std::string::npos ? 0 : 13);
+  }
+  ASSERT_GT(child, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status) << " (SIGABRT is 6)";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: no limit; 11: opened; 12: another error; 13: another message";
 }
 
 TEST_F(BadShardTest, AFileThatIsNoTarIsAnErrorNamingIt) {

@@ -4,12 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "loader/shards/shard_list.h"
 #include "tests/testing/temp_dataset.h"
+#include "transport/absolute_path.h"
 
 namespace forkfeed {
 namespace {
@@ -117,9 +119,60 @@ TEST(ShardListTest, DuplicatesAreRefusedAfterNormalising) {
   make_shards(tmp.path(), 2);
   EXPECT_TRUE(fails_with(list_shards(tmp.path() + "/train-{000000,000001,000000}.tar"),
                          Status::Code::kInvalidArgument, "shards 0 and 2 of 3 are the same file"));
+  ASSERT_EQ(::mkdir((tmp.path() + "/sub").c_str(), 0755), 0);
   touch(tmp.path() + "/list.txt", "train-000000.tar\n./train-000001.tar\nsub/../train-000000.tar\n");
   EXPECT_TRUE(fails_with(list_shards(tmp.path() + "/list.txt"), Status::Code::kInvalidArgument,
                          "shards 0 and 2 of 3 are the same file " + tmp.path() + "/train-000000.tar"));
+}
+
+// The same file under two names (a symbolic link, a hard link) is one shard: its samples
+// would otherwise be read twice. Both names are in the refusal.
+TEST(ShardListTest, OneFileUnderTwoNamesIsRefusedNamingBoth) {
+  testing::TempDir tmp;
+  make_shards(tmp.path(), 2);
+  const std::string first = tmp.path() + "/train-000000.tar";
+  ASSERT_EQ(::symlink(first.c_str(), (tmp.path() + "/latest.tar").c_str()), 0);
+  touch(tmp.path() + "/list.txt", "train-000000.tar\ntrain-000001.tar\nlatest.tar\n");
+  EXPECT_TRUE(
+      fails_with(list_shards(tmp.path() + "/list.txt"), Status::Code::kInvalidArgument,
+                 "shards 0 and 2 of 3 are one file, named " + first + " and " + tmp.path() + "/latest.tar"));
+  // A link sitting in a shard folder.
+  EXPECT_TRUE(fails_with(list_shards(tmp.path()), Status::Code::kInvalidArgument, "are one file, named"));
+  ASSERT_EQ(::unlink((tmp.path() + "/latest.tar").c_str()), 0);
+  ASSERT_EQ(::link(first.c_str(), (tmp.path() + "/hard.tar").c_str()), 0);
+  EXPECT_TRUE(fails_with(list_shards(tmp.path()), Status::Code::kInvalidArgument,
+                         "are one file, named " + tmp.path() + "/hard.tar and " + first));
+}
+
+// ".." after a symbolic link goes up from where the link points, as the kernel reads it:
+// "lex/link/../s.tar" names the s.tar beside the link's target, not lex/s.tar.
+TEST(ShardListTest, DotDotIsResolvedAsTheKernelDoes) {
+  testing::TempDir tmp;
+  for (const char* dir : {"/lex", "/far", "/far/deep"})
+    ASSERT_EQ(::mkdir((tmp.path() + dir).c_str(), 0755), 0);
+  touch(tmp.path() + "/lex/s.tar", "the lexical one");
+  touch(tmp.path() + "/far/s.tar", "the kernel's one");
+  ASSERT_EQ(::symlink((tmp.path() + "/far/deep").c_str(), (tmp.path() + "/lex/link").c_str()), 0);
+  Result<Paths> r = list_shards(tmp.path() + "/lex/link/../s.tar");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(*r, Paths{tmp.path() + "/far/s.tar"});
+  // A name that exists only when ".." is read as text is not found, as ls would say.
+  touch(tmp.path() + "/lex/only-lexical.tar");
+  EXPECT_TRUE(fails_with(list_shards(tmp.path() + "/lex/link/../only-lexical.tar"), Status::Code::kNotFound,
+                         "only-lexical.tar not found"));
+}
+
+// A pattern is bounded by the bytes of the names it would make, not only by their count:
+// a long folder name times a large range is refused before anything is allocated.
+TEST(ShardListTest, APatternIsBoundedByTheBytesOfItsNames) {
+  std::string folder;  // 3.8 KB in names the file system allows
+  for (int i = 0; i < 19; ++i) folder += "/" + std::string(199, 'd');
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(fails_with(list_shards(folder + "/s-{0..999999}.tar"), Status::Code::kInvalidArgument,
+                         "MiB a shard spec may name"));
+  EXPECT_TRUE(fails_with(list_shards(folder + "/{a,b}-{0..999}-{0..99}.tar"), Status::Code::kInvalidArgument,
+                         "MiB a shard spec may name"));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));  // not gigabytes of strings
 }
 
 TEST(ShardListTest, DirectoryListsItsTarFilesSortedBytewise) {
@@ -195,13 +248,16 @@ TEST(ShardListTest, RelativeSpecsAndAMissingSpec) {
   EXPECT_TRUE(fails_with(list_shards(""), Status::Code::kInvalidArgument, "empty shard spec"));
 }
 
-TEST(ShardListTest, AbsoluteNormalPath) {
-  EXPECT_EQ(absolute_normal_path("/a//b/./c/../d/"), "/a/b/d");
-  EXPECT_EQ(absolute_normal_path("/../x"), "/x");
-  EXPECT_EQ(absolute_normal_path("/"), "/");
-  EXPECT_EQ(absolute_normal_path("/a/.."), "/");
-  EXPECT_TRUE(absolute_normal_path("rel").starts_with('/'));
-  EXPECT_TRUE(absolute_normal_path("rel").ends_with("/rel"));
+TEST(ShardListTest, AbsolutePathDropsOnlyWhatTheKernelIgnores) {
+  EXPECT_EQ(absolute_path("/a//b/./c/"), "/a/b/c");
+  EXPECT_EQ(absolute_path("/"), "/");
+  EXPECT_EQ(absolute_path("/.."), "/");
+  EXPECT_EQ(absolute_path("/tmp/.."), "/");
+  // ".." under a folder that does not exist is left for open() to report.
+  EXPECT_EQ(absolute_path("/no-such-folder-here/../x"), "/no-such-folder-here/../x");
+  EXPECT_TRUE(absolute_path("rel").starts_with('/'));
+  EXPECT_TRUE(absolute_path("rel").ends_with("/rel"));
+  EXPECT_EQ(absolute_path(""), "");
 }
 
 TEST(ShardListTest, OneTarFileIsOneShardAndAnyOtherFileIsAList) {

@@ -110,13 +110,13 @@ TEST(ShardSamplesTest, ConsecutiveMembersOfAKeyFormASample) {
   FakeShard shard;
   shard.cls_sample("s0", "3").add("s1.cls", 0, " 17\n").add("s1.json", 0, "{}").add("s1.PNG", 2000 - 1000);
   shard.add("__meta__");  // no key: passed over, as WebDataset does
-  shard.cls_sample("dir/s2", "-1", "seg.webp");
+  shard.cls_sample("dir/s2", "0", "seg.webp");
   Result<ShardScan> scan = shard.group(kCls);
   ASSERT_TRUE(scan.ok()) << scan.status().message();
   ASSERT_EQ(scan->samples.size(), 3u);
   EXPECT_EQ(scan->samples[0], (ShardSample{shard.offset_of("s0.jpg"), 7, 100, 3}));
   EXPECT_EQ(scan->samples[1], (ShardSample{shard.offset_of("s1.PNG"), 7, 1000, 17}));
-  EXPECT_EQ(scan->samples[2], (ShardSample{shard.offset_of("dir/s2.seg.webp"), 7, 100, -1}));
+  EXPECT_EQ(scan->samples[2], (ShardSample{shard.offset_of("dir/s2.seg.webp"), 7, 100, 0}));
   EXPECT_EQ(scan->skipped, 0u);
   EXPECT_TRUE(scan->class_names.empty());
   EXPECT_EQ(shard.reads, 3);  // the .cls members only
@@ -130,14 +130,17 @@ TEST(ShardSamplesTest, AKeyThatComesBackIsANewSample) {
   EXPECT_EQ(labels(*scan), (std::vector<std::int64_t>{1, 2, 3}));
 }
 
-TEST(ShardSamplesTest, ClsLabelsMustBeDecimalIntegers) {
-  for (const char* text : {"1.5", "0x10", "7 8", "", "  ", "+3", "99999999999999999999", "abc"}) {
+// A label is a non-negative integer whatever holds it, as in a manifest: -1 and INT64_MIN
+// are refused here too.
+TEST(ShardSamplesTest, ClsLabelsMustBeNonNegativeDecimalIntegers) {
+  for (const char* text :
+       {"1.5", "0x10", "7 8", "", "  ", "+3", "99999999999999999999", "abc", "-1", "-9223372036854775808"}) {
     SCOPED_TRACE(text);
     FakeShard shard;
     shard.cls_sample("good", "0")
         .add("bad.jpg")
         .add("bad.cls", 0, text[0] == '\0' ? std::string(1, '\0') : text);
-    expect_bad_sample(shard, kCls, "bad", "label member bad.cls is not a decimal integer", 1);
+    expect_bad_sample(shard, kCls, "bad", "label member bad.cls is not a non-negative integer", 1);
   }
 }
 
@@ -145,19 +148,21 @@ TEST(ShardSamplesTest, JsonLabelsComeFromAnIntegerField) {
   const LabelRule rule{LabelSource::kJson, "label"};
   FakeShard shard;
   shard.add("a.jpg").add("a.json", 0, R"({"label": 4, "caption": "x"})");
-  shard.add("b.jpg").add("b.JSON", 0, R"({"label": -2})");
+  shard.add("b.jpg").add("b.JSON", 0, R"({"label": 0})");
   shard.add("c.jpg").add("c.json", 0, R"({"label": 9223372036854775807})");
   Result<ShardScan> scan = shard.group(rule);
   ASSERT_TRUE(scan.ok()) << scan.status().message();
-  EXPECT_EQ(labels(*scan), (std::vector<std::int64_t>{4, -2, 9223372036854775807}));
+  EXPECT_EQ(labels(*scan), (std::vector<std::int64_t>{4, 0, 9223372036854775807}));
 
   const std::pair<const char*, const char*> bad[] = {
       {"[1]", "is not a JSON object"},
       {"{\"label\": 4", "is not a JSON object"},
       {"{\"other\": 4}", "has no field \"label\""},
-      {"{\"label\": \"4\"}", "field \"label\" is not a 64-bit integer"},
-      {"{\"label\": 4.5}", "field \"label\" is not a 64-bit integer"},
-      {"{\"label\": 9223372036854775808}", "field \"label\" is not a 64-bit integer"},
+      {"{\"label\": \"4\"}", "field \"label\" is not a non-negative integer"},
+      {"{\"label\": 4.5}", "field \"label\" is not a non-negative integer"},
+      {"{\"label\": 9223372036854775808}", "field \"label\" is not a non-negative integer"},
+      {"{\"label\": -2}", "field \"label\" is not a non-negative integer"},
+      {"{\"label\": -9223372036854775808}", "field \"label\" is not a non-negative integer"},
   };
   for (const auto& [text, problem] : bad) {
     SCOPED_TRACE(text);

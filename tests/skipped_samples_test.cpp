@@ -1,9 +1,11 @@
 // Invariant 1 with on_error=skip while the pass is disturbed: resets, worker deaths and
 // resumes in any mix never put a label next to another sample, never deliver a bad file,
-// and every skipped sample is reported by the loader with its path and the reason.
+// and every skipped sample is reported by the loader with its path and the reason. What
+// is the machine's fault (out of fds) is never skipped: it stops the loader, naming it.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spdlog/sinks/ringbuffer_sink.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
@@ -205,6 +207,49 @@ TEST_F(SkippedSamplesTest, EverySkipIsLoggedWithItsPathAndReason) {
 // crash is a SIGSEGV sent while the worker's channel says it is decoding a sample: large
 // noisy PNGs (no DCT scaling, tens of milliseconds each) keep it decoding nearly all the
 // time, and a few tries cover a kill that lands just between two samples.
+// Workers that cannot open any file (their fd limit lowered under them: `ulimit -n` too
+// tight) would otherwise skip every good sample under on_error=skip. Out of fds is no
+// sample's fault: next() fails with the errno named, nothing is skipped, and state()
+// resumes at the batch that failed, so a new loader delivers the rest exactly once.
+TEST(SkippedSamplesFdTest, OutOfFdsIsAnErrorNotASkip) {
+  testing::HangGuard guard(60, "SkippedSamplesFdTest.OutOfFdsIsAnErrorNotASkip");
+  testing::TempDir dir;
+  const std::string root = testing::make_image_folder(dir.path(), 24, 2);
+  LoaderOptions o;
+  o.image_folder = root;
+  o.workers = 2;
+  o.prefetch = 1;
+  o.batch_size = 4;
+  o.size = 16;
+  o.on_error = OnError::kSkip;
+  o.start_method = StartMethod::kFork;
+  o.log_level = "off";
+  auto loader = Loader::open(o).value_or_throw();
+  testing::Batches run = testing::read_batches(*loader, 1);
+  // Every file a worker opens from now on gets EMFILE (fds 0, 1 and 2 stay open).
+  const rlimit three{3, 3};
+  for (pid_t worker : testing::children_of(::getpid()))
+    ASSERT_EQ(::prlimit(worker, RLIMIT_NOFILE, &three, nullptr), 0);
+  Status failed;
+  while (failed.ok()) {
+    auto b = loader->next();
+    ASSERT_TRUE(!b.ok() || b->has_value()) << "the pass ended: every sample after the limit was skipped";
+    if (b.ok())
+      run.emplace_back(**b);
+    else
+      failed = b.status();
+  }
+  EXPECT_NE(failed.code(), Status::Code::kBadData) << failed.message();
+  EXPECT_NE(failed.message().find("Too many open files"), std::string::npos) << failed.message();
+  EXPECT_EQ(loader->stats().skipped_samples, 0u) << "a good sample was skipped";
+  const std::string state = loader->state();
+  loader.reset();
+  auto resumed = Loader::open(o, state).value_or_throw();
+  const testing::Batches rest = testing::read_pass(*resumed);
+  run.insert(run.end(), rest.begin(), rest.end());
+  EXPECT_EQ(testing::exactly_once(testing::indices_of(run), 24), "");
+}
+
 TEST(SkippedSamplesCrashTest, AFileThatCrashedAWorkerIsSkippedWithItsPathAndReason) {
   testing::HangGuard guard(120, "SkippedSamplesCrashTest.AFileThatCrashedAWorker");
   testing::TempDir dir;

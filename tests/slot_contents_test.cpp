@@ -30,7 +30,7 @@ class SlotContentsTest : public ::testing::Test {
   static void work(const SlotContents& slot, std::uint32_t count, const std::vector<bool>& fails) {
     for (std::uint32_t i = 0; i < count; ++i) {
       if (fails[i]) {
-        slot.skip(i, "cannot decode sample " + std::to_string(slot.sample(i)));
+        slot.skip(i, Status::BadData("cannot decode sample " + std::to_string(slot.sample(i))));
       } else {
         slot.keep(i);
       }

@@ -10,7 +10,7 @@
 namespace forkfeed {
 namespace {
 
-constexpr Status::Code kLastCode = Status::Code::kUnavailable;
+constexpr Status::Code kLastCode = Status::Code::kFailedPrecondition;
 
 TEST(StatusTest, EveryCodeHasItsOwnNameAndComesBackFromIt) {
   std::set<std::string_view> names;

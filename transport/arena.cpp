@@ -40,6 +40,7 @@ constexpr std::size_t round_up(std::size_t n, std::size_t to) { return (n + to -
 std::size_t segment_bytes_for(const ArenaSpec& spec, const DatasetIndex& index) {
   const std::size_t index_bytes = index.path_bytes() + (index.file_count() + 1) * sizeof(std::uint64_t) +
                                   index.slices().size() * sizeof(DatasetIndex::Slice) +
+                                  index.shard_stamps().size() * sizeof(FileStamp) +
                                   index.size() * sizeof(std::int64_t);
   const std::size_t fixed = sizeof(ControlBlock) + sizeof(SharedIndex) +
                             spec.num_workers * sizeof(WorkerChannel) + 64 * 1024;
@@ -89,6 +90,7 @@ Result<std::shared_ptr<Arena>> Arena::create(const ArenaSpec& spec, const Datase
     shared->paths.reserve(index.path_bytes());
     shared->offsets.reserve(index.file_count() + 1);
     shared->slices.reserve(index.slices().size());
+    shared->stamps.reserve(index.shard_stamps().size());
     shared->labels.reserve(index.size());
     shared->offsets.push_back(0);
     for (std::size_t f = 0; f < index.file_count(); ++f) {
@@ -97,6 +99,7 @@ Result<std::shared_ptr<Arena>> Arena::create(const ArenaSpec& spec, const Datase
       shared->offsets.push_back(shared->paths.size());
     }
     shared->slices.insert(shared->slices.end(), index.slices().begin(), index.slices().end());
+    shared->stamps.insert(shared->stamps.end(), index.shard_stamps().begin(), index.shard_stamps().end());
     for (std::size_t i = 0; i < index.size(); ++i) shared->labels.push_back(index.label(i));
     control->index = shared;
     const auto control_offset = static_cast<std::uint64_t>(reinterpret_cast<std::byte*>(control) - base);
@@ -139,7 +142,8 @@ SlotView Arena::slot(std::uint32_t i) const {
 std::size_t Arena::index_bytes() const {
   const SharedIndex& i = *control_->index;
   return i.paths.capacity() + i.offsets.capacity() * sizeof(std::uint64_t) +
-         i.slices.capacity() * sizeof(DatasetIndex::Slice) + i.labels.capacity() * sizeof(std::int64_t);
+         i.slices.capacity() * sizeof(DatasetIndex::Slice) + i.stamps.capacity() * sizeof(FileStamp) +
+         i.labels.capacity() * sizeof(std::int64_t);
 }
 
 void Arena::reset_channel(std::uint32_t worker) const { new (&control_->channels[worker]) WorkerChannel(); }

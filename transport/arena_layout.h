@@ -23,12 +23,12 @@ template <typename T>
 using ShmVector = bip::vector<T, bip::allocator<T, SegmentManager>>;
 
 inline constexpr std::uint64_t kArenaMagic = 0x6b6f66646565666bULL;  // "kfeedfok"
-inline constexpr std::uint32_t kArenaVersion = 2;
+inline constexpr std::uint32_t kArenaVersion = 3;
 // Per-worker ring capacity; bounds workers * prefetch tasks in flight per worker.
 inline constexpr std::uint32_t kRingCapacity = 64;
 // A skipped sample's reason, NUL-terminated; the path is not in it (the orchestrator
 // knows it from the index), so only long decoder messages are cut.
-inline constexpr std::size_t kReasonBytes = 248;
+inline constexpr std::size_t kReasonBytes = 244;
 inline constexpr std::uint64_t kNoSample = ~std::uint64_t{0};
 
 // One batch of work: decode samples [0, count) of `slot` (their dataset indices are in
@@ -99,16 +99,19 @@ struct alignas(64) SlotHeader {  // aligned: the uint64 indices follow it direct
   std::uint32_t skipped;    // skip notes (orchestrator: known bad; worker: failed to decode)
 };
 
-// A sample left out of its batch, and why.
+// A sample left out of its batch (bad data, on_error=skip), or the one that failed it,
+// and why: `code` is a Status::Code, kBadData for the sample's own fault.
 struct SkipNote {
   std::uint64_t index;
+  std::uint32_t code;
   char reason[kReasonBytes];
 };
+static_assert(sizeof(SkipNote) == 256);
 
 // The dataset index, copied into the arena so that any worker can read it.
-// DatasetIndex, as the workers read it: the same files, slices and labels.
+// DatasetIndex, as the workers read it: the same files, slices, shard stamps and labels.
 struct SharedIndex {
-  explicit SharedIndex(SegmentManager* sm) : paths(sm), offsets(sm), slices(sm), labels(sm) {}
+  explicit SharedIndex(SegmentManager* sm) : paths(sm), offsets(sm), slices(sm), stamps(sm), labels(sm) {}
   std::size_t size() const { return labels.size(); }
   std::string_view file(std::size_t f) const {
     return {paths.data() + offsets[f], static_cast<std::size_t>(offsets[f + 1] - offsets[f])};
@@ -116,13 +119,14 @@ struct SharedIndex {
   // The file sample i is read from: its own, or its shard.
   std::string_view path(std::size_t i) const { return file(slices.empty() ? i : slices[i].file); }
   SampleSource source(std::size_t i) const {
-    if (slices.empty()) return {file(i), false, 0, 0};
+    if (slices.empty()) return {file(i), false, 0, 0, {}};
     const DatasetIndex::Slice& s = slices[i];
-    return {file(s.file), true, s.offset, s.size};
+    return {file(s.file), true, s.offset, s.size, stamps[s.file]};
   }
   ShmVector<char> paths;
   ShmVector<std::uint64_t> offsets;  // file f is paths[offsets[f], offsets[f+1])
   ShmVector<DatasetIndex::Slice> slices;  // sharded: sample i; else empty, sample i is file i
+  ShmVector<FileStamp> stamps;            // sharded: shard f when it was indexed
   ShmVector<std::int64_t> labels;
 };
 

@@ -76,7 +76,8 @@ PinnedRegistration::PinnedRegistration(PinnedRegistration&& other) noexcept
     : runtime_(std::move(other.runtime_)),
       region_(other.region_),
       device_(other.device_),
-      summary_(std::move(other.summary_)) {}
+      summary_(std::move(other.summary_)),
+      owner_(other.owner_) {}
 
 PinnedRegistration& PinnedRegistration::operator=(PinnedRegistration&& other) noexcept {
   if (this != &other) {
@@ -85,6 +86,7 @@ PinnedRegistration& PinnedRegistration::operator=(PinnedRegistration&& other) no
     region_ = other.region_;
     device_ = other.device_;
     summary_ = std::move(other.summary_);
+    owner_ = other.owner_;
   }
   return *this;
 }
@@ -94,6 +96,9 @@ PinnedRegistration::~PinnedRegistration() { release(); }
 void PinnedRegistration::release() {
   if (runtime_ == nullptr) return;
   const std::unique_ptr<const CudaRuntime> rt = std::move(runtime_);
+  // In the child of a fork() the registration is the parent's, and CUDA must not be
+  // called at all: the child's copy of the pages goes with its mapping.
+  if (!owner_.here()) return;
   std::string error;
   {
     // Without device_ current, unregistering could initialise device 0 on this thread;

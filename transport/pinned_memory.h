@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cuda/runtime.h"
+#include "transport/owner_process.h"
 
 namespace forkfeed {
 
@@ -29,7 +30,8 @@ class PinnedRegistration {
   PinnedRegistration(const PinnedRegistration&) = delete;
   PinnedRegistration& operator=(const PinnedRegistration&) = delete;
   // Unregisters on the calling thread, with the same device discipline; a failure is
-  // logged (to the "forkfeed" logger), since a destructor cannot report it.
+  // logged (to the "forkfeed" logger), since a destructor cannot report it. In the
+  // child of a fork() it calls nothing: the registration is the parent's.
   ~PinnedRegistration();
 
   // True iff the region is page-locked now.
@@ -47,6 +49,7 @@ class PinnedRegistration {
   std::span<std::byte> region_;
   int device_ = -1;
   std::string summary_;
+  OwnerProcess owner_;
 };
 
 }  // namespace forkfeed

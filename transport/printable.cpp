@@ -78,4 +78,9 @@ std::string printable(std::string_view text) {
   return out;
 }
 
+std::string printable_cut(std::string_view text, std::size_t max_bytes) {
+  if (text.size() <= max_bytes) return printable(text);
+  return printable(text.substr(0, max_bytes)) + "...(" + std::to_string(text.size()) + " bytes)";
+}
+
 }  // namespace forkfeed

@@ -14,4 +14,9 @@ namespace forkfeed {
 // kept, so printable(printable(s)) == printable(s).
 std::string printable(std::string_view text);
 
+// printable() of at most the first `max_bytes` of `text`; a longer text is cut there and
+// ends with "...(N bytes)", N its whole size. For names a file gives (a tar member's may
+// be megabytes long in a pax header), so that a message stays a line.
+std::string printable_cut(std::string_view text, std::size_t max_bytes = 200);
+
 }  // namespace forkfeed

@@ -74,9 +74,19 @@ Status check_target(const std::string& path, std::string_view what) {
 
 }  // namespace
 
+Status check_no_nul(std::string_view what, std::string_view path) {
+  const std::size_t nul = path.find('\0');
+  if (nul == std::string_view::npos) return Status::Ok();
+  return Status::InvalidArgument(std::string(what) + " " + printable_cut(path) +
+                                 " holds a NUL byte at position " + std::to_string(nul) +
+                                 "; a path cannot hold one (the system would read it as ending there, and so "
+                                 "name another file)");
+}
+
 Result<RegularFile> open_regular_file(const std::string& path, std::string_view what,
                                       const SizeLimit& limit) {
   const std::string named = what.empty() ? "the file" : std::string(what) + " " + printable(path);
+  if (Status s = check_no_nul(what.empty() ? "the file" : what, path); !s.ok()) return s;
   RegularFile file;
   file.fd = UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (!file.fd.valid()) return Status::FromErrno("cannot open " + named, errno);
@@ -113,6 +123,7 @@ Result<std::string> read_regular_file(const std::string& path, std::string_view 
 }
 
 Status check_replaceable(const std::string& path, std::string_view what) {
+  if (Status s = check_no_nul(what, path); !s.ok()) return s;
   if (Status s = check_target(path, what); !s.ok()) return s;
   std::filesystem::path folder = std::filesystem::path(path).parent_path();
   if (folder.empty()) folder = ".";
@@ -125,6 +136,7 @@ Status check_replaceable(const std::string& path, std::string_view what) {
 }
 
 Status replace_regular_file(const std::string& path, std::string_view bytes, std::string_view what) {
+  if (Status s = check_no_nul(what, path); !s.ok()) return s;
   if (Status s = check_target(path, what); !s.ok()) return s;
   const std::string tmp = path + ".tmp";
   // The .tmp name is ours: whatever a crash left there goes, and O_EXCL | O_NOFOLLOW make

@@ -26,11 +26,17 @@ struct RegularFile {
   std::uint64_t size = 0;  // at open
 };
 
+// Ok unless `path` holds a NUL byte, which the system would take for its end and so name
+// another file: InvalidArgument "<what> <path> holds a NUL byte at position N; ...".
+// Every path a user gives goes through this before it reaches a system call.
+Status check_no_nul(std::string_view what, std::string_view path);
+
 // Opens `path` read-only without blocking (O_NONBLOCK: a FIFO does not wait for a
 // writer) and refuses anything but a regular file, or one over `limit`, with
 // InvalidArgument. Messages start with "<what> <path>", e.g. "manifest /data/x.tsv is a
 // FIFO, not a regular file: ...". `what` is the role of the file ("--resume file"); an
 // empty one makes them start with "the file", for callers that name the file themselves.
+// A path with a NUL byte is refused (check_no_nul).
 Result<RegularFile> open_regular_file(const std::string& path, std::string_view what, const SizeLimit& limit);
 
 // The whole of `path`, checked as open_regular_file() does; a file that grows past

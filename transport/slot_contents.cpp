@@ -15,7 +15,7 @@ std::uint32_t SlotContents::prepare(std::span<const std::uint64_t> samples, cons
   std::uint32_t decode = 0;
   for (const std::uint64_t sample : samples) {
     if (const auto bad = known_bad.find(sample); bad != known_bad.end()) {
-      note(sample, bad->second);
+      note(sample, Status::Code::kBadData, bad->second);
     } else {
       view_.sample_indices[decode] = sample;
       view_.labels[decode] = index.label(sample);
@@ -33,15 +33,16 @@ void SlotContents::keep(std::uint32_t i) const {
   ++h.written;
 }
 
-void SlotContents::skip(std::uint32_t i, std::string_view reason) const {
-  note(view_.sample_indices[i], reason);
+void SlotContents::skip(std::uint32_t i, const Status& why) const {
+  note(view_.sample_indices[i], why.code(), why.message());
 }
 
-void SlotContents::note(std::uint64_t sample, std::string_view reason) const {
+void SlotContents::note(std::uint64_t sample, Status::Code code, std::string_view reason) const {
   SlotHeader& h = *view_.header;
   if (h.skipped >= capacity_) return;  // cannot happen: each sample is kept or skipped once
   SkipNote& n = view_.skips[h.skipped];
   n.index = sample;
+  n.code = static_cast<std::uint32_t>(code);
   const std::size_t length = std::min(reason.size(), kReasonBytes - 1);
   std::memcpy(n.reason, reason.data(), length);
   n.reason[length] = '\0';
@@ -51,6 +52,11 @@ void SlotContents::note(std::uint64_t sample, std::string_view reason) const {
 std::string_view SlotContents::skip_reason(std::uint32_t k) const {
   const char* reason = view_.skips[k].reason;
   return {reason, ::strnlen(reason, kReasonBytes)};
+}
+
+Status::Code SlotContents::skip_code(std::uint32_t k) const {
+  // A worker wrote it: a number that is no code reads as kInternal, never as bad data.
+  return Status::FromCode(static_cast<Status::Code>(view_.skips[k].code), "").code();
 }
 
 bool SlotContents::complete() const {

@@ -41,8 +41,8 @@ class SlotContents {
   std::uint64_t sample(std::uint32_t i) const { return view_.sample_indices[i]; }
   // Sample i was decoded into pixel position written().
   void keep(std::uint32_t i) const;
-  // Sample i was not decoded, because `reason`.
-  void skip(std::uint32_t i, std::string_view reason) const;
+  // Sample i was not decoded, because `why` (its message and code).
+  void skip(std::uint32_t i, const Status& why) const;
   // Where the next decoded sample's pixels go: right after those of the samples kept.
   std::byte* next_pixels() const { return view_.pixels + view_.header->written * sample_bytes_; }
   // Samples decoded into the pixels so far.
@@ -52,13 +52,16 @@ class SlotContents {
   std::uint32_t skipped() const { return view_.header->skipped; }
   std::uint64_t skipped_index(std::uint32_t k) const { return view_.skips[k].index; }
   std::string_view skip_reason(std::uint32_t k) const;
+  // Why sample k was not decoded: kBadData when the sample itself is to blame (on_error
+  // decides), any other code when the machine or the dataset's files are (never skipped).
+  Status::Code skip_code(std::uint32_t k) const;
   // Every sample of the batch is accounted for, as written or as skipped.
   bool complete() const;
 
   const SlotView& view() const { return view_; }
 
  private:
-  void note(std::uint64_t sample, std::string_view reason) const;
+  void note(std::uint64_t sample, Status::Code code, std::string_view reason) const;
 
   SlotView view_;
   std::uint32_t capacity_;

@@ -14,12 +14,14 @@ Status Status::FromErrno(std::string_view context, int err) {
   std::string msg(context);
   msg += ": ";
   msg += std::strerror(err);
-  return err == ENOENT ? NotFound(std::move(msg)) : IoError(std::move(msg));
+  Status s = err == ENOENT ? NotFound(std::move(msg)) : IoError(std::move(msg));
+  s.os_error_ = err;
+  return s;
 }
 
 namespace {
 
-constexpr std::array<std::pair<Status::Code, std::string_view>, 11> kCodeNames = {{
+constexpr std::array<std::pair<Status::Code, std::string_view>, 12> kCodeNames = {{
     {Status::Code::kOk, "ok"},
     {Status::Code::kInvalidArgument, "invalid_argument"},
     {Status::Code::kNotFound, "not_found"},
@@ -31,6 +33,7 @@ constexpr std::array<std::pair<Status::Code, std::string_view>, 11> kCodeNames =
     {Status::Code::kDeadlineExceeded, "deadline_exceeded"},
     {Status::Code::kCancelled, "cancelled"},
     {Status::Code::kUnavailable, "unavailable"},
+    {Status::Code::kFailedPrecondition, "failed_precondition"},
 }};
 
 }  // namespace

@@ -42,7 +42,7 @@ class OpenCvDecoder final : public ImageDecoder {
     try {
       bgr = cv::imdecode(raw, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
     } catch (const cv::Exception& e) {
-      return Status::BadData(std::string("cannot decode image: ") + e.what());
+      return decode_failure(e.code == cv::Error::StsNoMem, "cannot decode image", e.what());
     }
     if (bgr.empty())
       return Status::BadData("not an image OpenCV can decode (unknown format or corrupt data)");
@@ -52,6 +52,14 @@ class OpenCvDecoder final : public ImageDecoder {
 };
 
 }  // namespace
+
+Status decode_failure(bool out_of_memory, std::string_view what, std::string_view detail) {
+  std::string message = std::string(what) + ": " + std::string(detail);
+  if (out_of_memory) {
+    return Status::ResourceExhausted(message + " (out of memory: the machine's fault, not the file's)");
+  }
+  return Status::BadData(std::move(message));
+}
 
 cv::Mat reuse_pixels(cv::Mat& storage, int rows, int cols) {
   const std::size_t bytes = static_cast<std::size_t>(rows) * cols * 3;

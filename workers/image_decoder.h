@@ -7,6 +7,7 @@
 #include <memory>
 #include <opencv2/core/mat.hpp>
 #include <span>
+#include <string_view>
 
 #include "forkfeed/status.h"
 #include "workers/crop.h"
@@ -50,6 +51,10 @@ cv::Mat reuse_pixels(cv::Mat& storage, int rows, int cols);
 // The pixels of `region` scaled by `scale`, relative to `origin`, rounded to whole
 // pixels and clamped to `bounds`; at least 1 x 1.
 cv::Rect pixel_rect(const Region& region, double scale, cv::Point origin, cv::Size bounds);
+
+// A decoder that ran out of memory says nothing against the file: ResourceExhausted,
+// which is never skipped. Any other failure is the file's: BadData "<what>: <detail>".
+Status decode_failure(bool out_of_memory, std::string_view what, std::string_view detail);
 
 std::unique_ptr<ImageDecoder> make_jpeg_decoder();
 std::unique_ptr<ImageDecoder> make_opencv_decoder();

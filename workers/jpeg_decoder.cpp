@@ -159,7 +159,7 @@ class JpegDecoder final : public ImageDecoder {
 
   Status fail() {
     jpeg_abort_decompress(&cinfo_);
-    return Status::BadData(std::string("corrupt JPEG: ") + err_.message);
+    return decode_failure(err_.pub.msg_code == JERR_OUT_OF_MEMORY, "corrupt JPEG", err_.message);
   }
 
   jpeg_decompress_struct cinfo_{};

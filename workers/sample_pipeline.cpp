@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <new>
+#include <opencv2/core.hpp>
 #include <string>
 
 #include "transport/printable.h"
@@ -50,8 +52,13 @@ Status SamplePipeline::run(const SampleSource& source, std::uint64_t epoch, std:
   // OpenCV reports failures (including allocation) by throwing; none may escape a worker.
   try {
     s = path_ == DecodePath::kFused ? decode_fused(*file, rng, out) : decode_reference(*file, rng, out);
+  } catch (const cv::Exception& e) {
+    s = decode_failure(e.code == cv::Error::StsNoMem, "cannot decode or transform image",
+                       printable(e.what()));
+  } catch (const std::bad_alloc&) {
+    s = decode_failure(true, "cannot decode or transform image", "std::bad_alloc");
   } catch (const std::exception& e) {
-    s = Status::BadData("cannot decode or transform image: " + printable(e.what()));
+    s = decode_failure(false, "cannot decode or transform image", printable(e.what()));
   }
   return s;
 }

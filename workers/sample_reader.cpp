@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "loader/shards/file_stamp.h"
 #include "transport/regular_file.h"
 
 namespace forkfeed {
@@ -16,15 +17,52 @@ namespace {
 // soon as a typical sample comes.
 constexpr std::size_t kKeptBufferBytes = std::size_t{16} << 20;
 
-Status as_bad_data(const Status& s) {
-  return s.code() == Status::Code::kInvalidArgument ? Status::BadData(s.message()) : s;
+// Errors that are a file's own: it is missing, we may not read it, its name cannot be
+// followed, or it is no file to read. Any other errno (out of fds or memory, EIO, a
+// network file system that timed out, one not known here) says nothing about the file.
+bool file_fault(int err) {
+  switch (err) {
+    case ENOENT:
+    case ENOTDIR:
+    case EACCES:
+    case EPERM:
+    case ELOOP:
+    case ENAMETOOLONG:
+    case EISDIR:
+    case ENXIO:
+    case ENODEV:
+    case EOVERFLOW:
+    case EFBIG:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A sample file's own fault is bad data, which on_error decides: missing, unreadable, not
+// a regular file (InvalidArgument), over max_file_bytes (InvalidArgument). Any other
+// failure keeps its code: the batch fails, and a good sample is never skipped.
+Status classify_file_error(const Status& s) {
+  const bool own =
+      s.code() == Status::Code::kInvalidArgument || (s.os_error() != 0 && file_fault(s.os_error()));
+  return own ? Status::BadData(s.message()) : s;
+}
+
+// A shard that was indexed and cannot be read as it was is no sample's fault: the
+// dataset changed under the loader. A failure of the machine keeps its code.
+Status classify_shard_error(const Status& s) {
+  const bool changed =
+      s.code() == Status::Code::kInvalidArgument || (s.os_error() != 0 && file_fault(s.os_error()));
+  return changed ? Status::FailedPrecondition("the shard cannot be read as it was indexed: " + s.message() +
+                                              "; the dataset changed under the loader: open it again")
+                 : s;
 }
 
 }  // namespace
 
 Result<FileBytes> SampleReader::read(const SampleSource& source) {
   if (!source.sliced) {
-    if (Status s = read_file(std::string(source.file)); !s.ok()) return s;
+    if (Status s = read_file(std::string(source.file)); !s.ok()) return classify_file_error(s);
     return FileBytes(buffer_.data(), size_);
   }
   if (source.size > max_file_bytes_) {
@@ -35,15 +73,24 @@ Result<FileBytes> SampleReader::read(const SampleSource& source) {
         "out of the shard");
   }
   auto open = shard(source.file);
-  if (!open.ok()) return open.status();
-  if (Status s = read_at((*open)->fd.get(), source.offset, static_cast<std::size_t>(source.size)); !s.ok())
-    return s;
+  if (!open.ok()) return classify_shard_error(open.status());
+  const int fd = (*open)->fd.get();
+  if (Status s = read_at(fd, source.offset, static_cast<std::size_t>(source.size)); !s.ok())
+    return classify_shard_error(s);
+  // After the read: a stamp unchanged now was unchanged while the bytes were read (a
+  // write changes the change time), so they are the indexed ones.
+  auto now = stamp_file(fd);
+  if (!now.ok()) return now.status();
+  if (*now != source.stamp) {
+    return Status::FailedPrecondition(
+        "the shard changed since it was indexed: " + stamp_change(source.stamp, *now) +
+        "; its samples may lie elsewhere now and carry other labels, so none is read from it: open the "
+        "loader again to index it anew (a state() taken before resumes only if the shard is as it was)");
+  }
   if (size_ < source.size) {
     return Status::BadData("the shard ends before this sample's " + std::to_string(source.size) +
-                           " bytes at offset " + std::to_string(source.offset) + " (it was " +
-                           std::to_string((*open)->bytes) +
-                           " bytes when opened); was it rewritten since it was "
-                           "indexed? Re-copy it, or remove its index from the cache (FORKFEED_CACHE_DIR)");
+                           " bytes at offset " + std::to_string(source.offset) + " (it is " +
+                           std::to_string(now->size) + " bytes)");
   }
   return FileBytes(buffer_.data(), size_);
 }
@@ -56,7 +103,7 @@ Status SampleReader::read_file(const std::string& path) {
       "raise LoaderOptions::max_file_bytes (forkfeed-bench --max-file-bytes) or leave the file "
       "out of the dataset"};
   Result<RegularFile> file = open_regular_file(path, "", limit);  // errors say why, callers say which file
-  if (!file.ok()) return as_bad_data(file.status());
+  if (!file.ok()) return file.status();
   return read_at(file->fd.get(), 0, static_cast<std::size_t>(file->size));
 }
 
@@ -69,13 +116,13 @@ Result<const SampleReader::OpenShard*> SampleReader::shard(std::string_view path
   }
   const SizeLimit any{~std::uint64_t{0}, "the limit", ""};
   Result<RegularFile> file = open_regular_file(std::string(path), "", any);
-  if (!file.ok()) return as_bad_data(file.status());
+  if (!file.ok()) return file.status();
   if (shards_.size() == kOpenShards) {  // close the least recently used
     shards_.erase(
         std::min_element(shards_.begin(), shards_.end(),
                          [](const OpenShard& a, const OpenShard& b) { return a.last_use < b.last_use; }));
   }
-  shards_.push_back(OpenShard{std::string(path), std::move(file->fd), file->size, uses_});
+  shards_.push_back(OpenShard{std::string(path), std::move(file->fd), uses_});
   return &shards_.back();
 }
 

@@ -24,8 +24,11 @@ class SampleReader {
   explicit SampleReader(std::uint64_t max_file_bytes) : max_file_bytes_(max_file_bytes) {}
 
   // The bytes of `source`, valid until the next read. Errors say why, not which sample:
-  // the caller names it. Bad data (not a regular file, over max_file_bytes, a shard that
-  // ends before the slice) is kBadData, so on_error decides.
+  // the caller names it. The sample's own fault (missing, unreadable, not a regular
+  // file, over max_file_bytes) is kBadData, so on_error decides. A shard whose stamp is
+  // not the indexed one, checked after every read, or that cannot be opened any more is
+  // kFailedPrecondition: the dataset changed. Failures of the machine (out of fds or
+  // memory, I/O errors) keep their codes. Neither of the last two is ever skipped.
   Result<FileBytes> read(const SampleSource& source);
 
   // Shards open now; for tests.
@@ -35,7 +38,6 @@ class SampleReader {
   struct OpenShard {
     std::string path;
     UniqueFd fd;
-    std::uint64_t bytes = 0;
     std::uint64_t last_use = 0;
   };
   Status read_file(const std::string& path);

@@ -81,8 +81,12 @@ class Worker {
         continue;
       }
       log_->debug("worker {}: {}", who_.id, s.about(printable(source.file)).message());
-      slot.skip(i, s.message());  // the orchestrator reports it, naming the sample
-      if (control_.on_error != OnError::kSkip) return TaskOutcome::kFailed;
+      slot.skip(i, s);  // the orchestrator reports it, naming the sample
+      // on_error decides for bad data only. Any other failure (out of fds or memory, an
+      // I/O error, a shard changed since it was indexed) says nothing against the
+      // sample: skipping it would lose a good sample, so the batch fails.
+      if (control_.on_error != OnError::kSkip || s.code() != Status::Code::kBadData)
+        return TaskOutcome::kFailed;
     }
     return TaskOutcome::kDone;
   }

@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "forkfeed/batch.h"
 #include "forkfeed/loader.h"
@@ -74,6 +75,11 @@ class Client {
   std::string state() const;
   Status load_state(std::string_view state);
 
+  // As Loader's: a Client belongs to the process that connected it. In the child of a
+  // fork() its calls fail with FailedPrecondition, and destroying it there closes only
+  // that process's fds and mappings: the parent's stream stays open.
+  Status check_process() const;
+
   std::uint64_t epoch() const;
   std::uint64_t batches_per_epoch() const;
   std::uint64_t samples_per_epoch() const;
@@ -83,6 +89,10 @@ class Client {
   std::uint32_t workers() const;
   // Classes of the dataset: its ImageFolder's class folders; 0 for a manifest.
   std::uint64_t classes() const;
+  // Their names by label, as Loader::dataset().classes() has them, when forkfeedd sent
+  // them: it does when they take at most 48 KiB (ImageNet's take 10); else empty while
+  // classes() is not 0.
+  const std::vector<std::string>& class_names() const;
   // The stream's loader stats, asked from the daemon.
   Result<LoaderStats> stats();
 

@@ -12,13 +12,27 @@
 
 namespace forkfeed {
 
+// What a shard file was when it was indexed: which file it is (device, inode) and marks
+// of its contents (size, modification and status-change times). Rewriting, replacing or
+// touching the file changes its stamp; cp -p, rsync -t and touch can set the
+// modification time back, but not the change time.
+struct FileStamp {
+  std::uint64_t device = 0;
+  std::uint64_t inode = 0;
+  std::uint64_t size = 0;
+  std::int64_t mtime_ns = 0;
+  std::int64_t ctime_ns = 0;
+  bool operator==(const FileStamp&) const = default;
+};
+
 // Where a sample's bytes are: the whole of `file`, or (`sliced`) `size` bytes at `offset`
-// in it, a member of a tar shard.
+// in it, a member of a tar shard whose stamp was `stamp` when it was indexed.
 struct SampleSource {
   std::string_view file;
   bool sliced = false;
   std::uint64_t offset = 0;
   std::uint64_t size = 0;
+  FileStamp stamp = {};
 };
 
 class DatasetIndex {
@@ -44,11 +58,12 @@ class DatasetIndex {
   // The file sample i is read from: its own, or its shard.
   std::string_view path(std::size_t i) const { return file(sharded() ? slices_[i].file : i); }
   SampleSource source(std::size_t i) const {
-    if (!sharded()) return {file(i), false, 0, 0};
+    if (!sharded()) return {file(i), false, 0, 0, {}};
     const Slice& s = slices_[i];
-    return {file(s.file), true, s.offset, s.size};
+    return {file(s.file), true, s.offset, s.size, shard_stamps_[s.file]};
   }
-  // What messages call sample i: its path, or "<shard> (sample at byte <offset>)".
+  // What messages call sample i: its path, or "<shard>, member '<name>' (at byte
+  // <offset>)", the name read from the member's tar header (the shard is read for it).
   std::string describe(std::size_t i) const;
   std::int64_t label(std::size_t i) const { return labels_[i]; }
 
@@ -58,10 +73,15 @@ class DatasetIndex {
     return std::string_view(paths_).substr(offsets_[f], offsets_[f + 1] - offsets_[f]);
   }
   // Whether samples are slices of shards; then slices() has one per sample, and
-  // shard_bytes() the size of each shard when it was indexed.
+  // shard_stamps() what each shard was when it was indexed.
   bool sharded() const { return !slices_.empty(); }
   const std::vector<Slice>& slices() const { return slices_; }
-  const std::vector<std::uint64_t>& shard_bytes() const { return shard_bytes_; }
+  const std::vector<FileStamp>& shard_stamps() const { return shard_stamps_; }
+  // Samples left out while indexing (on_error=skip: a sample with no image or a bad
+  // label, the samples of a damaged shard that could be told apart), and bytes of
+  // damaged shards past the damage, whose samples cannot be counted.
+  std::uint64_t skipped_samples() const { return skipped_samples_; }
+  std::uint64_t skipped_bytes() const { return skipped_bytes_; }
   // Class names by label; empty for a manifest.
   const std::vector<std::string>& classes() const { return classes_; }
   // Bytes of all file paths together (with slices(), what the index costs in the arena).
@@ -72,9 +92,11 @@ class DatasetIndex {
   std::string paths_;                  // all paths, back to back
   std::vector<std::uint64_t> offsets_{0};  // file f is paths_[offsets_[f], offsets_[f+1])
   std::vector<Slice> slices_;              // sharded: sample i; else empty, sample i is file i
-  std::vector<std::uint64_t> shard_bytes_;  // sharded: the size of file f
+  std::vector<FileStamp> shard_stamps_;    // sharded: file f when it was indexed
   std::vector<std::int64_t> labels_;
   std::vector<std::string> classes_;
+  std::uint64_t skipped_samples_ = 0;
+  std::uint64_t skipped_bytes_ = 0;
 };
 
 }  // namespace forkfeed

@@ -25,7 +25,12 @@ namespace forkfeed {
 struct LoaderStats {
   std::uint64_t delivered_batches = 0;
   std::uint64_t delivered_samples = 0;
+  // Samples left out (on_error=skip): those left out of the index when it was built
+  // (counted once), and those that could not be decoded (counted each time one is read).
   std::uint64_t skipped_samples = 0;
+  // Bytes of damaged shards from the damage on, left out of the index: their samples
+  // cannot be told apart, so they are not in skipped_samples.
+  std::uint64_t skipped_bytes = 0;
   std::uint64_t worker_restarts = 0;
   StartMethod start_method = StartMethod::kFork;  // how the first workers started: kFork or kSpawn
   std::uint64_t arena_bytes = 0;  // the whole shared memory arena
@@ -43,7 +48,8 @@ class Loader {
   // delivered after equal, in order, an uninterrupted run.
   static Result<std::unique_ptr<Loader>> open(const LoaderOptions& options, std::string_view state);
   // Stops and reaps every worker; unmaps and closes the arena. Batches still held by
-  // the caller stay readable until they are destroyed.
+  // the caller stay readable until they are destroyed. In the child of a fork() it only
+  // unmaps and closes that process's copies: the workers and the pass are the parent's.
   ~Loader();
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
@@ -60,10 +66,12 @@ class Loader {
   void interrupt();
 
   // Starts a new pass over `epoch`: batches prefetched for the old pass are discarded.
-  void set_epoch(std::uint64_t epoch);
+  // Fails only in a process other than the opener's (check_process()).
+  Status set_epoch(std::uint64_t epoch);
   // Starts a fresh pass: the current epoch again if it is part-way, the next epoch if
   // all its batches were delivered; a no-op if nothing of the pass was delivered.
-  void reset();
+  // Fails only in a process other than the opener's (check_process()).
+  Status reset();
 
   // Where the loader stands, as a small JSON document: epoch, batches delivered in the
   // pass, seed, and what decides the order (dataset, rank, world size, batch size...).
@@ -72,6 +80,12 @@ class Loader {
   // Resumes from `state`. A state from another dataset or from options that change the
   // order is refused with an error naming the difference, and the loader is unchanged.
   Status load_state(std::string_view state);
+
+  // A Loader belongs to the process that opened it. Ok there; in any other (the child
+  // of a fork(), which holds a copy) FailedPrecondition naming both processes, and
+  // next(), set_epoch(), reset() and load_state() fail with it instead of touching the
+  // parent's workers. The reads below then describe the copy.
+  Status check_process() const;
 
   std::uint64_t epoch() const;
   // Batches in one pass of this rank.

@@ -25,6 +25,9 @@ class Status {
     kDeadlineExceeded,  // a wait ran past its deadline
     kCancelled,         // the caller interrupted a wait (Loader::interrupt); nothing changed
     kUnavailable,       // forkfeedd went away; connect again with the last state()
+    // The world is not what the call needs, and retrying will not change it: a shard
+    // changed since it was indexed, a Loader used in a process other than its opener's.
+    kFailedPrecondition,
   };
 
   Status() = default;
@@ -39,8 +42,9 @@ class Status {
   static Status DeadlineExceeded(std::string msg) { return {Code::kDeadlineExceeded, std::move(msg)}; }
   static Status Cancelled(std::string msg) { return {Code::kCancelled, std::move(msg)}; }
   static Status Unavailable(std::string msg) { return {Code::kUnavailable, std::move(msg)}; }
+  static Status FailedPrecondition(std::string msg) { return {Code::kFailedPrecondition, std::move(msg)}; }
   // The one place where errno becomes a Status: "<context>: <strerror(err)>".
-  // ENOENT maps to kNotFound, everything else to kIoError.
+  // ENOENT maps to kNotFound, everything else to kIoError; os_error() keeps `err`.
   static Status FromErrno(std::string_view context, int err);
   // The error |code| with |msg|, for codes that crossed a process boundary: one that is
   // kOk or no Code at all becomes kInternal, so an error never turns into success.
@@ -53,15 +57,20 @@ class Status {
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }
   const std::string& message() const { return message_; }
+  // The errno of the OS call that failed (FromErrno), 0 for any other error.
+  int os_error() const { return os_error_; }
   // The same error with ": <what>" appended, e.g. the file it concerns.
   Status about(std::string_view what) const {
-    return Status(code_, message_ + ": " + std::string(what));
+    Status s(code_, message_ + ": " + std::string(what));
+    s.os_error_ = os_error_;
+    return s;
   }
 
  private:
   Status(Code code, std::string msg) : code_(code), message_(std::move(msg)) {}
   Code code_ = Code::kOk;
   std::string message_;
+  int os_error_ = 0;
 };
 
 // Thrown only by the range-for convenience API of Loader; every other API returns

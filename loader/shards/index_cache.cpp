@@ -1,6 +1,6 @@
 // IndexCache: one file per shard holding its grouped samples. Layout, in host byte order
 // (a file from another byte order fails the magic and is rebuilt):
-//   FileHeader (80 bytes)
+//   FileHeader (112 bytes)
 //   strings: shard path, json field, class names, skip reasons; each a u32 length and
 //            its bytes; zero-padded to a multiple of 8
 //   records: sample_count ShardSamples of 24 bytes, their `shard` field 0
@@ -13,12 +13,16 @@
 
 #include <atomic>
 #include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
 #include <vector>
 
+#include "loader/dir_stream.h"
 #include "transport/printable.h"
 #include "transport/regular_file.h"
 #include "transport/unique_fd.h"
@@ -27,7 +31,7 @@ namespace forkfeed {
 namespace {
 
 constexpr char kMagic[8] = {'F', 'F', 'S', 'H', 'A', 'R', 'D', '1'};
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;  // 2: the whole FileStamp, and skipped_bytes
 // ~44M samples in one shard; a larger file is not read (and the shard is scanned).
 constexpr std::uint64_t kMaxCacheBytes = std::uint64_t{1} << 30;
 
@@ -35,17 +39,17 @@ struct FileHeader {
   char magic[8];
   std::uint32_t version;
   std::uint32_t label_source;
-  std::uint64_t shard_size;
-  std::int64_t shard_mtime_ns;
+  FileStamp shard;
   std::uint64_t max_file_bytes;
   std::uint64_t sample_count;
   std::uint64_t skipped;
+  std::uint64_t skipped_bytes;
   std::uint32_t class_count;
   std::uint32_t reason_count;
   std::uint64_t strings_bytes;  // with the padding
   std::uint64_t checksum;
 };
-static_assert(sizeof(FileHeader) == 80);
+static_assert(sizeof(FileHeader) == 112 && sizeof(FileStamp) == 40);
 static_assert(sizeof(ShardSample) == 24 && alignof(ShardSample) == 8);
 
 constexpr std::uint64_t kFnvOffset = 14695981039346656037ull;
@@ -96,55 +100,107 @@ class StringReader {
   std::string_view rest_;
 };
 
-Result<ShardStamp> stamp_of(const struct stat& st) {
-  return ShardStamp{static_cast<std::uint64_t>(st.st_size),
-                    static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
-}
-
 std::string env(const char* name) {
   const char* value = std::getenv(name);
   return value == nullptr ? std::string() : std::string(value);
 }
 
-// mkdir -p; Ok when `dir` is (now) a directory.
+// mkdir -p, new folders 0700; Ok when `dir` is (now) a directory.
 Status make_dirs(const std::string& dir) {
   for (std::size_t slash = dir.find('/', 1);; slash = dir.find('/', slash + 1)) {
     const std::string prefix = dir.substr(0, slash);
-    if (!prefix.empty() && ::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
+    if (!prefix.empty() && ::mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
       return Status::FromErrno("cannot create the shard index cache folder " + printable(prefix), errno);
     }
     if (slash == std::string::npos) break;
   }
-  struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0) {
-    return Status::FromErrno("cannot create the shard index cache folder " + printable(dir), errno);
-  }
-  if (!S_ISDIR(st.st_mode)) {
-    return Status::InvalidArgument("the shard index cache folder " + printable(dir) + " is not a directory");
-  }
   return Status::Ok();
 }
 
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "unknown-host";
+  return name;
+}
+
+// "<pid>.<n>.<host>" of a temporary file's name: its writer.
+struct Writer {
+  pid_t pid = 0;
+  std::string host;
+};
+std::optional<Writer> writer_of(std::string_view name) {
+  constexpr std::string_view kMark = ".idx.tmp.";
+  const std::size_t at = name.find(kMark);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view rest = name.substr(at + kMark.size());
+  const std::size_t dot = rest.find('.');
+  if (dot == std::string_view::npos) return std::nullopt;
+  Writer w;
+  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + dot, w.pid);
+  if (ec != std::errc() || end != rest.data() + dot || w.pid <= 0) return std::nullopt;
+  rest.remove_prefix(dot + 1);
+  const std::size_t host = rest.find('.');
+  if (host == std::string_view::npos) return std::nullopt;
+  w.host = std::string(rest.substr(host + 1));
+  return w;
+}
+
 }  // namespace
-
-Result<ShardStamp> stamp_shard(const std::string& shard_path) {
-  struct stat st {};
-  if (::stat(shard_path.c_str(), &st) != 0)
-    return Status::FromErrno("cannot stat shard " + printable(shard_path), errno);
-  return stamp_of(st);
-}
-
-Result<ShardStamp> stamp_shard(int fd) {
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return Status::FromErrno("cannot stat shard", errno);
-  return stamp_of(st);
-}
 
 std::string IndexCache::default_dir() {
   if (std::string dir = env("FORKFEED_CACHE_DIR"); !dir.empty()) return dir + "/shard-index";
   if (std::string dir = env("XDG_CACHE_HOME"); !dir.empty()) return dir + "/forkfeed/shard-index";
   if (std::string home = env("HOME"); !home.empty()) return home + "/.cache/forkfeed/shard-index";
   return "";
+}
+
+IndexCache::IndexCache(std::string dir) : dir_(std::move(dir)) {
+  trusted_ = !dir_.empty() && check_folder().ok();
+}
+
+Status IndexCache::check_folder() const {
+  struct stat st {};
+  if (::lstat(dir_.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Status::Ok();
+    return Status::FromErrno("cannot stat the shard index cache folder " + printable(dir_), errno);
+  }
+  const std::string named = "the shard index cache folder " + printable(dir_);
+  if (S_ISLNK(st.st_mode)) {
+    return Status::InvalidArgument(named +
+                                   " is a symbolic link; not used, since its files decide where "
+                                   "samples lie and what their labels are: set FORKFEED_CACHE_DIR to "
+                                   "the folder it points to");
+  }
+  if (!S_ISDIR(st.st_mode)) return Status::InvalidArgument(named + " is not a directory");
+  if (st.st_uid != ::geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return Status::InvalidArgument(named + " (owner uid " + std::to_string(st.st_uid) + ", mode " + mode +
+                                   ") is not this user's alone; not used, since a file someone else put "
+                                   "there could mislabel samples: make it yours and chmod go-w it, or set "
+                                   "FORKFEED_CACHE_DIR to a folder of your own");
+  }
+  return Status::Ok();
+}
+
+void IndexCache::remove_stale_temporaries() const {
+  Result<DirStream> stream = DirStream::open(dir_);
+  if (!stream.ok()) return;
+  const std::string host = host_name();
+  const auto now = std::chrono::system_clock::now();
+  std::vector<std::string> stale;
+  (void)stream->for_each(dir_, [&](std::string_view name, bool is_dir) {
+    const std::optional<Writer> w = is_dir ? std::nullopt : writer_of(name);
+    if (!w || w->host != host || ::kill(w->pid, 0) == 0 || errno != ESRCH) return;
+    struct stat st {};
+    const std::string path = dir_ + "/" + std::string(name);
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
+    // A writer in another PID namespace on a host of the same name would look dead:
+    // its file is young, and kept.
+    const auto written = std::chrono::system_clock::time_point(std::chrono::seconds(st.st_mtim.tv_sec));
+    if (now - written > std::chrono::minutes(1)) stale.push_back(path);
+  });
+  for (const std::string& path : stale) ::unlink(path.c_str());
 }
 
 std::string IndexCache::file_for(const CachedShard& shard) const {
@@ -161,7 +217,7 @@ std::string IndexCache::file_for(const CachedShard& shard) const {
 }
 
 std::optional<ShardScan> IndexCache::load(const CachedShard& shard, std::uint32_t position) const {
-  if (dir_.empty()) return std::nullopt;
+  if (!trusted_) return std::nullopt;
   Result<std::string> file =
       read_regular_file(file_for(shard), "", SizeLimit{kMaxCacheBytes, "the limit", ""});
   if (!file.ok() || file->size() < sizeof(FileHeader)) return std::nullopt;
@@ -169,8 +225,8 @@ std::optional<ShardScan> IndexCache::load(const CachedShard& shard, std::uint32_
   FileHeader h{};
   std::memcpy(&h, bytes.data(), sizeof(h));
   if (std::memcmp(h.magic, kMagic, sizeof(kMagic)) != 0 || h.version != kVersion ||
-      h.label_source != static_cast<std::uint32_t>(shard.rule.source) || h.shard_size != shard.stamp.size ||
-      h.shard_mtime_ns != shard.stamp.mtime_ns || h.max_file_bytes != shard.max_file_bytes) {
+      h.label_source != static_cast<std::uint32_t>(shard.rule.source) || h.shard != shard.stamp ||
+      h.max_file_bytes != shard.max_file_bytes) {
     return std::nullopt;
   }
   const std::uint64_t payload = bytes.size() - sizeof(FileHeader);
@@ -191,6 +247,7 @@ std::optional<ShardScan> IndexCache::load(const CachedShard& shard, std::uint32_
   }
   ShardScan scan;
   scan.skipped = h.skipped;
+  scan.skipped_bytes = h.skipped_bytes;
   // Each string takes at least 4 bytes, which bounds the counts before anything is reserved.
   if (h.class_count > h.strings_bytes / 4 || h.reason_count > h.strings_bytes / 4) return std::nullopt;
   scan.class_names.resize(h.class_count);
@@ -232,11 +289,11 @@ Status IndexCache::store(const CachedShard& shard, const ShardScan& scan) const 
   std::memcpy(h.magic, kMagic, sizeof(kMagic));
   h.version = kVersion;
   h.label_source = static_cast<std::uint32_t>(shard.rule.source);
-  h.shard_size = shard.stamp.size;
-  h.shard_mtime_ns = shard.stamp.mtime_ns;
+  h.shard = shard.stamp;
   h.max_file_bytes = shard.max_file_bytes;
   h.sample_count = scan.samples.size();
   h.skipped = scan.skipped;
+  h.skipped_bytes = scan.skipped_bytes;
   h.class_count = static_cast<std::uint32_t>(scan.class_names.size());
   h.reason_count = static_cast<std::uint32_t>(scan.skip_reasons.size());
   h.strings_bytes = out.size() - sizeof(FileHeader);
@@ -253,12 +310,17 @@ Status IndexCache::store(const CachedShard& shard, const ShardScan& scan) const 
   if (out.size() > kMaxCacheBytes) return Status::ResourceExhausted("shard index too large to cache");
 
   if (Status s = make_dirs(dir_); !s.ok()) return s;
+  if (Status s = check_folder(); !s.ok()) return s;  // as it is now, made by us or not
+  std::call_once(cleaned_, [this] { remove_stale_temporaries(); });
   const std::string path = file_for(shard);
   // A name of this process and call: ranks on one machine may cache the same shard at
   // once, and must not write into each other's file (replace_regular_file's fixed .tmp).
+  // The host and pid let a later store tell that a writer died, and remove its file.
   static std::atomic<std::uint64_t> calls{0};
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(calls++);
-  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  static const std::string host = host_name();
+  const std::string tmp =
+      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(calls++) + "." + host;
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd.valid()) return Status::FromErrno("cannot write the shard index cache " + printable(tmp), errno);
   std::string_view rest = out;
   Status st;

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <system_error>
 #include <thread>
@@ -16,9 +17,12 @@
 
 #include "loader/dataset_index_builder.h"
 #include "loader/logging.h"
+#include "loader/shards/file_stamp.h"
 #include "loader/shards/index_cache.h"
 #include "loader/shards/shard_list.h"
+#include "loader/shards/tar_format.h"
 #include "loader/shards/tar_scan.h"
+#include "transport/out_of_memory.h"
 #include "transport/printable.h"
 #include "transport/regular_file.h"
 
@@ -28,23 +32,30 @@ namespace {
 // Threads that scan shards: I/O bound on a cold cache, CPU bound on a warm one.
 constexpr unsigned kMaxScanThreads = 8;
 
+// ", 3 samples and 2048000 bytes of damaged shards left out", or "".
+std::string skipped_text(std::uint64_t samples, std::uint64_t bytes) {
+  if (samples == 0 && bytes == 0) return "";
+  std::string text = ", " + std::to_string(samples) + " samples";
+  if (bytes > 0)
+    text += " and " + std::to_string(bytes) + " bytes of damaged shards (their samples cannot be counted)";
+  return text + " left out";
+}
+
 struct ShardResult {
   Result<ShardScan> scan = Status::Internal("not scanned");
-  std::uint64_t bytes = 0;  // the shard's size, from its stamp
+  FileStamp stamp;  // of the file scanned (or whose cached scan was used)
   bool from_cache = false;
   Status cache_write;  // why the scan could not be cached
 };
 
-// Scans shard `position` at `path`, grouping its members. A damaged shard under
-// on_error=skip keeps the samples before the damage (the scan lists only whole members;
-// a sample it cut short lacks its image or label, and grouping skips it), and the rest
-// counts as one skipped sample.
-Result<ShardScan> scan_shard(std::uint32_t position, const std::string& path, const ShardDataset& dataset) {
-  Result<RegularFile> file = open_regular_file(path, "shard", {~std::uint64_t{0}, "the limit", ""});
-  if (!file.ok()) return file.status();
-  const int fd = file->fd.get();
+// Scans shard `position`, open at `fd` (`size` bytes), grouping its members. A damaged
+// shard under on_error=skip keeps the samples before the damage (the scan lists only
+// whole members; a sample it cut short lacks its image or label, and grouping skips
+// it); what lies from the damage on is counted in bytes, since its samples cannot be.
+Result<ShardScan> scan_shard(std::uint32_t position, const std::string& path, int fd, std::uint64_t size,
+                             const ShardDataset& dataset) {
   std::vector<TarMember> members;
-  Status damage = scan_tar(fd, path, file->size, [&](TarMember&& m) {
+  Status damage = scan_tar(fd, path, size, [&](TarMember&& m) {
     members.push_back(std::move(m));
     return Status::Ok();
   });
@@ -58,8 +69,9 @@ Result<ShardScan> scan_shard(std::uint32_t position, const std::string& path, co
           ::pread(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(m.offset + done));
       if (n < 0 && errno == EINTR) continue;
       if (n < 0)
-        return Status::FromErrno("reading member '" + printable(m.name) + "' of shard " + path, errno);
-      if (n == 0) return Status::BadData("shard " + path + " ends inside member '" + printable(m.name) + "'");
+        return Status::FromErrno("reading member '" + printable_cut(m.name) + "' of shard " + path, errno);
+      if (n == 0)
+        return Status::BadData("shard " + path + " ends inside member '" + printable_cut(m.name) + "'");
       done += static_cast<std::size_t>(n);
     }
     return bytes;
@@ -67,7 +79,11 @@ Result<ShardScan> scan_shard(std::uint32_t position, const std::string& path, co
   auto scan =
       group_samples(position, path, members, dataset.rule, read, dataset.on_error, dataset.max_file_bytes);
   if (scan.ok() && !damage.ok()) {
-    scan->skipped += 1;
+    const std::uint64_t whole =
+        members.empty()
+            ? 0
+            : (members.back().offset + members.back().size + tar::kBlock - 1) / tar::kBlock * tar::kBlock;
+    scan->skipped_bytes += size - std::min(whole, size);
     if (scan->skip_reasons.size() < kMaxSkipReasons) scan->skip_reasons.push_back(damage.message());
   }
   return scan;
@@ -76,12 +92,18 @@ Result<ShardScan> scan_shard(std::uint32_t position, const std::string& path, co
 ShardResult index_one(std::uint32_t position, const std::string& path, const ShardDataset& dataset,
                       const IndexCache* cache) {
   ShardResult out;
-  auto stamp = stamp_shard(path);
-  if (!stamp.ok()) {
-    out.scan = stamp.status();
+  // The stamp and the scan come from one open file: the stamp is that of the bytes scanned.
+  Result<RegularFile> file = open_regular_file(path, "shard", {~std::uint64_t{0}, "the limit", ""});
+  if (!file.ok()) {
+    out.scan = file.status();
     return out;
   }
-  out.bytes = stamp->size;
+  auto stamp = stamp_file(file->fd.get());
+  if (!stamp.ok()) {
+    out.scan = stamp.status().about("shard " + printable(path));
+    return out;
+  }
+  out.stamp = *stamp;
   const CachedShard key{path, *stamp, dataset.rule, dataset.max_file_bytes};
   if (cache) {
     if (auto cached = cache->load(key, position)) {
@@ -90,7 +112,7 @@ ShardResult index_one(std::uint32_t position, const std::string& path, const Sha
       return out;
     }
   }
-  out.scan = scan_shard(position, path, dataset);
+  out.scan = scan_shard(position, path, file->fd.get(), stamp->size, dataset);
   if (cache && out.scan.ok()) out.cache_write = cache->store(key, *out.scan);
   return out;
 }
@@ -122,7 +144,13 @@ Result<DatasetIndex> index_shards(const ShardDataset& dataset) {
   std::atomic<std::size_t> next{0};
   auto work = [&] {
     for (std::size_t s; (s = next.fetch_add(1)) < n;) {
-      results[s] = index_one(static_cast<std::uint32_t>(s), (*shards)[s], dataset, cache ? &*cache : nullptr);
+      // On a thread of its own: nothing may escape it, an allocation failure included.
+      try {
+        results[s] =
+            index_one(static_cast<std::uint32_t>(s), (*shards)[s], dataset, cache ? &*cache : nullptr);
+      } catch (const std::bad_alloc&) {
+        results[s].scan = out_of_memory("indexing shard " + printable((*shards)[s]));
+      }
     }
   };
   const unsigned threads = static_cast<unsigned>(
@@ -140,20 +168,21 @@ Result<DatasetIndex> index_shards(const ShardDataset& dataset) {
   std::vector<ShardScan> scans;
   scans.reserve(n);
   std::size_t samples = 0, from_cache = 0;
-  std::uint64_t skipped = 0;
+  std::uint64_t skipped = 0, skipped_bytes = 0;
   std::vector<std::string> reasons;
   Status cache_write;
   for (ShardResult& r : results) {
     if (!r.scan.ok()) return r.scan.status();
     ShardScan& scan = *r.scan;
     // A cache made under on_error=skip answers for fail too: its first skip is the error.
-    if (scan.skipped > 0 && dataset.on_error == OnError::kFail) {
+    if ((scan.skipped > 0 || scan.skipped_bytes > 0) && dataset.on_error == OnError::kFail) {
       return Status::BadData(scan.skip_reasons.empty() ? "a shard holds a bad sample"
                                                        : scan.skip_reasons.front());
     }
     samples += scan.samples.size();
     from_cache += r.from_cache ? 1 : 0;
     skipped += scan.skipped;
+    skipped_bytes += scan.skipped_bytes;
     for (std::string& why : scan.skip_reasons) {
       if (reasons.size() < kMaxSkipReasons) reasons.push_back(std::move(why));
     }
@@ -161,25 +190,27 @@ Result<DatasetIndex> index_shards(const ShardDataset& dataset) {
     scans.push_back(std::move(scan));
   }
   if (samples == 0) {
-    return Status::InvalidArgument(
-        "the shards of " + dataset.spec + " hold no sample (" + std::to_string(n) + " shards" +
-        (skipped ? ", " + std::to_string(skipped) + " samples skipped" : "") + ")");
+    return Status::InvalidArgument("the shards of " + printable(dataset.spec) + " hold no sample (" +
+                                   std::to_string(n) + " shards" + skipped_text(skipped, skipped_bytes) +
+                                   ")");
   }
 
   DatasetIndexBuilder builder;
   if (dataset.rule.source == LabelSource::kClassFolder) builder.set_classes(assign_class_labels(scans));
   builder.reserve_slices(samples);
+  builder.count_skipped(skipped, skipped_bytes);
   for (std::size_t s = 0; s < n; ++s) {
-    const std::uint32_t file = builder.add_shard((*shards)[s], results[s].bytes);
+    const std::uint32_t file = builder.add_shard((*shards)[s], results[s].stamp);
     for (const ShardSample& x : scans[s].samples) builder.add_slice({x.offset, file, x.size}, x.label);
     std::vector<ShardSample>().swap(scans[s].samples);  // peak memory: one copy at a time
   }
 
   auto log = loader_logger();
-  if (skipped > 0) {
+  if (skipped > 0 || skipped_bytes > 0) {
     std::string why;
     for (const std::string& r : reasons) why += "\n  " + r;
-    log->warn("{} samples of {} left out (on_error=skip); the first:{}", skipped, dataset.spec, why);
+    log->warn("left out of {} (on_error=skip){}; the first:{}", printable(dataset.spec),
+              skipped_text(skipped, skipped_bytes), why);
   }
   if (!cache_write.ok()) log->warn("the shard index cache was not written: {}", cache_write.message());
   log->info("indexed {} samples in {} shard{} ({} from the cache {}) in {:.2f} s", samples, n,

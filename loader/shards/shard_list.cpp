@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "loader/dir_stream.h"
+#include "transport/absolute_path.h"
 #include "transport/printable.h"
 #include "transport/regular_file.h"
 
@@ -81,14 +82,24 @@ Result<std::vector<std::string>> expand_group(const std::string& spec, std::stri
   return out;
 }
 
-// The paths a brace pattern names: the product of its groups, leftmost slowest.
+// The paths a brace pattern names: the product of its groups, leftmost slowest. Their
+// count and their bytes are bounded before anything is allocated for them.
 Result<std::vector<std::string>> expand_pattern(const std::string& spec) {
   std::vector<std::string> paths{""};
+  std::uint64_t bytes = 0;  // of all paths so far
+  auto too_large = [&](std::uint64_t would) {
+    return bad_pattern(spec, "its names would take " + std::to_string(would >> 20) + " MiB, over the " +
+                                 std::to_string(kMaxShardListBytes >> 20) +
+                                 " MiB a shard spec may name; shorten the folder names or split the dataset");
+  };
   std::size_t pos = 0;
   while (pos < spec.size()) {
     const std::size_t open = spec.find_first_of("{}", pos);
     const std::string_view literal =
         std::string_view(spec).substr(pos, open == std::string::npos ? std::string::npos : open - pos);
+    // No overflow: paths.size() <= kMaxShards and every length is under the bound.
+    bytes += paths.size() * literal.size();
+    if (bytes > kMaxShardListBytes) return too_large(bytes);
     for (std::string& p : paths) p += literal;
     if (open == std::string::npos) break;
     if (spec[open] == '}') return bad_pattern(spec, "'}' without a '{' before it");
@@ -102,16 +113,44 @@ Result<std::vector<std::string>> expand_pattern(const std::string& spec) {
     if (paths.size() * alternatives->size() > kMaxShards) {
       return bad_pattern(spec, "it names more than " + std::to_string(kMaxShards) + " shards");
     }
+    std::uint64_t alternative_bytes = 0;
+    for (const std::string& a : *alternatives) alternative_bytes += a.size();
+    // Every path is followed by every alternative.
+    const std::uint64_t next_bytes = bytes * alternatives->size() + paths.size() * alternative_bytes;
+    if (next_bytes > kMaxShardListBytes) return too_large(next_bytes);
     std::vector<std::string> next;
     next.reserve(paths.size() * alternatives->size());
     for (const std::string& p : paths) {
       for (const std::string& a : *alternatives) next.push_back(p + a);
     }
     paths = std::move(next);
+    bytes = next_bytes;
     pos = close + 1;
   }
   return paths;
 }
+
+// Shard names as a directory or a list file gives them, bounded as a pattern's are.
+class BoundedNames {
+ public:
+  explicit BoundedNames(const std::string& spec) : spec_(spec) {}
+  Status add(std::string name) {
+    bytes_ += name.size();
+    if (names_.size() == kMaxShards || bytes_ > kMaxShardListBytes) {
+      return Status::InvalidArgument(
+          "shard spec " + printable(spec_) + " names more than " + std::to_string(kMaxShards) +
+          " shards or " + std::to_string(kMaxShardListBytes >> 20) + " MiB of names; split the dataset");
+    }
+    names_.push_back(std::move(name));
+    return Status::Ok();
+  }
+  std::vector<std::string>& names() { return names_; }
+
+ private:
+  const std::string& spec_;
+  std::vector<std::string> names_;
+  std::uint64_t bytes_ = 0;
+};
 
 std::string parent_of(const std::string& absolute) {
   const std::size_t slash = absolute.rfind('/');
@@ -119,30 +158,32 @@ std::string parent_of(const std::string& absolute) {
 }
 
 Result<std::vector<std::string>> list_directory(const std::string& spec, const std::string& dir) {
-  std::vector<std::string> names;
+  BoundedNames bounded(spec);
+  Status added;
   Result<DirStream> stream = DirStream::open(dir);
   if (!stream.ok()) return stream.status();
   Status listed = stream->for_each(dir, [&](std::string_view name, bool is_dir) {
-    if (!is_dir && !name.starts_with('.') && name.size() > 4 && name.ends_with(".tar"))
-      names.emplace_back(name);
+    if (added.ok() && !is_dir && !name.starts_with('.') && name.size() > 4 && name.ends_with(".tar"))
+      added = bounded.add((dir == "/" ? "/" : dir + "/") + std::string(name));
   });
   if (!listed.ok()) return listed;
+  if (!added.ok()) return added;
+  std::vector<std::string>& names = bounded.names();
   if (names.empty()) {
     return Status::NotFound("shard directory " + printable(spec) +
                             " holds no .tar files; put the shards directly in it, or name them with a brace "
                             "pattern or a list file");
   }
   std::sort(names.begin(), names.end());  // std::string compares bytes as unsigned
-  for (std::string& name : names) name = (dir == "/" ? "/" : dir + "/") + name;
-  return names;
+  return std::move(names);
 }
 
 Result<std::vector<std::string>> read_list_file(const std::string& spec, const std::string& file) {
   Result<std::string> text = read_regular_file(
-      file, "shard list", SizeLimit{64ull << 20, "the limit", "split it into smaller datasets"});
+      file, "shard list", SizeLimit{kMaxShardListBytes, "the limit", "split it into smaller datasets"});
   if (!text.ok()) return text.status();
   const std::string folder = parent_of(file);
-  std::vector<std::string> paths;
+  BoundedNames bounded(spec);
   std::string_view rest = *text;
   while (!rest.empty()) {
     const std::size_t nl = rest.find('\n');
@@ -153,25 +194,39 @@ Result<std::vector<std::string>> read_list_file(const std::string& spec, const s
     if (first == std::string_view::npos) continue;
     line = line.substr(first, line.find_last_not_of(kSpace) - first + 1);
     if (line.starts_with('#')) continue;
-    paths.push_back(line.starts_with('/') ? std::string(line) : folder + "/" + std::string(line));
+    Status added = bounded.add(line.starts_with('/') ? std::string(line) : folder + "/" + std::string(line));
+    if (!added.ok()) return added;
   }
+  std::vector<std::string>& paths = bounded.names();
   if (paths.empty()) {
     return Status::InvalidArgument(
         "shard list " + printable(spec) +
         " names no shards; write one shard path per line ('#' starts a comment line)");
   }
-  return paths;
+  return std::move(paths);
 }
 
-// Normalises `paths` in place and checks each is an existing regular file, listed once.
+// Makes `paths` absolute in place and checks each is an existing regular file, listed
+// once: once as a file, whatever its names (a symbolic link, a hard link, ".." through
+// another folder), since the kernel says which file a name is.
 Status check_shards(const std::string& spec, std::vector<std::string>& paths) {
-  std::unordered_map<std::string_view, std::size_t> seen;
+  struct FileId {
+    dev_t device;
+    ino_t inode;
+    bool operator==(const FileId&) const = default;
+  };
+  struct FileIdHash {
+    std::size_t operator()(const FileId& id) const {
+      return std::hash<std::uint64_t>()(id.inode * 31 + id.device);
+    }
+  };
+  std::unordered_map<FileId, std::size_t, FileIdHash> seen;
   seen.reserve(paths.size());
   const std::string total = std::to_string(paths.size());
-  for (std::string& p : paths) p = absolute_normal_path(p);
+  for (std::string& p : paths) p = absolute_path(p);
+  const std::string origin = " (from the shard spec " + printable(spec) + ")";
   for (std::size_t i = 0; i < paths.size(); ++i) {
     const std::string which = "shard " + std::to_string(i) + " of " + total + ", " + printable(paths[i]);
-    const std::string origin = " (from the shard spec " + printable(spec) + ")";
     struct stat st {};
     if (::stat(paths[i].c_str(), &st) != 0) {
       const Status s = Status::FromErrno(which, errno);
@@ -180,11 +235,15 @@ Status check_shards(const std::string& spec, std::vector<std::string>& paths) {
     if (!S_ISREG(st.st_mode)) {
       return Status::InvalidArgument(which + ": not a regular file; a shard is a tar file" + origin);
     }
-    const auto [it, inserted] = seen.emplace(paths[i], i);
+    const auto [it, inserted] = seen.emplace(FileId{st.st_dev, st.st_ino}, i);
     if (!inserted) {
-      return Status::InvalidArgument("shards " + std::to_string(it->second) + " and " + std::to_string(i) +
-                                     " of " + total + " are the same file " + printable(paths[i]) + origin +
-                                     "; list each shard once");
+      const std::size_t first = it->second;
+      const std::string names = paths[first] == paths[i] ? "the same file " + printable(paths[i])
+                                                         : "one file, named " + printable(paths[first]) +
+                                                               " and " + printable(paths[i]);
+      return Status::InvalidArgument("shards " + std::to_string(first) + " and " + std::to_string(i) +
+                                     " of " + total + " are " + names + origin +
+                                     "; list each shard once (its samples would be read twice)");
     }
   }
   return Status::Ok();
@@ -192,39 +251,9 @@ Status check_shards(const std::string& spec, std::vector<std::string>& paths) {
 
 }  // namespace
 
-std::string absolute_normal_path(const std::string& path) {
-  std::string full;
-  if (!path.starts_with('/')) {
-    std::string cwd(4096, '\0');
-    while (::getcwd(cwd.data(), cwd.size()) == nullptr && errno == ERANGE) cwd.resize(cwd.size() * 2);
-    full = cwd.c_str();
-    full += '/';
-  }
-  full += path;
-  std::vector<std::string_view> parts;
-  std::string_view rest = full;
-  while (!rest.empty()) {
-    const std::size_t slash = rest.find('/');
-    const std::string_view part = rest.substr(0, slash);
-    rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
-    if (part.empty() || part == ".") continue;
-    if (part == "..") {
-      if (!parts.empty()) parts.pop_back();  // "/.." is "/"
-      continue;
-    }
-    parts.push_back(part);
-  }
-  std::string out;
-  for (std::string_view part : parts) {
-    out += '/';
-    out += part;
-  }
-  return out.empty() ? "/" : out;
-}
-
 Result<std::vector<std::string>> list_shards(const std::string& spec) {
   if (spec.empty()) return Status::InvalidArgument("empty shard spec; " + std::string(kSpecForms));
-  const std::string absolute = absolute_normal_path(spec);
+  const std::string absolute = absolute_path(spec);
   Result<std::vector<std::string>> paths = Status::Internal("unset");
   struct stat st {};
   if (::stat(absolute.c_str(), &st) == 0) {

@@ -2,6 +2,7 @@
 // pattern, a directory of .tar files, or a text file that lists them.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -11,9 +12,14 @@ namespace forkfeed {
 
 // At most this many shards: a typo like {0..99999999} is refused, not expanded.
 inline constexpr std::size_t kMaxShards = 1'000'000;
+// At most this many bytes of shard names, all together (a list file, too, is read up to
+// this size): a pattern with a long folder and a large range is refused before its
+// names are made, however few groups it has.
+inline constexpr std::uint64_t kMaxShardListBytes = std::uint64_t{64} << 20;
 
-// The shard files `spec` names, absolute and lexically normalised ("." and ".." gone),
-// each of which exists and is a regular file, none twice. `spec` is:
+// The shard files `spec` names, made absolute by absolute_path() (the kernel resolves
+// ".."), each of which exists and is a regular file, no file twice under any names
+// (compared by device and inode). `spec` is:
 //  - a directory: every "*.tar" directly in it (not hidden ones, as a shell glob),
 //    sorted bytewise by name.
 //  - a file whose name ends in ".tar": that one shard.
@@ -30,9 +36,5 @@ inline constexpr std::size_t kMaxShards = 1'000'000;
 // and the shard by its position: "shard 3 of 147, /data/train-000003.tar: No such file
 // or directory".
 Result<std::vector<std::string>> list_shards(const std::string& spec);
-
-// `path` made absolute (from the working directory) with ".", ".." and repeated '/'
-// removed lexically: symbolic links are not resolved, so a shard's name stays the user's.
-std::string absolute_normal_path(const std::string& path);
 
 }  // namespace forkfeed

@@ -3,7 +3,6 @@
 #include "loader/shards/shard_samples.h"
 
 #include <algorithm>
-#include <charconv>
 #include <limits>
 #include <unordered_map>
 #include <utility>
@@ -11,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "loader/image_extensions.h"
+#include "loader/label.h"
 #include "transport/printable.h"
 
 namespace forkfeed {
@@ -33,17 +33,9 @@ std::string excerpt(std::string_view bytes) {
 }
 
 Result<std::int64_t> parse_cls(std::string_view text) {
-  constexpr std::string_view kSpace = " \t\n\r\f\v";
-  const std::size_t first = text.find_first_not_of(kSpace);
-  const std::string_view digits = first == std::string_view::npos
-                                      ? std::string_view()
-                                      : text.substr(first, text.find_last_not_of(kSpace) - first + 1);
-  std::int64_t value = 0;
-  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-  if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size()) {
-    return Status::BadData("is not a decimal integer: " + excerpt(text));
-  }
-  return value;
+  const std::optional<std::int64_t> label = parse_label(text);
+  if (!label) return Status::BadData("is not " + std::string(kLabelRule) + ": " + excerpt(text));
+  return *label;
 }
 
 Result<std::int64_t> parse_json_label(std::string_view text, const std::string& field) {
@@ -56,9 +48,9 @@ Result<std::int64_t> parse_json_label(std::string_view text, const std::string& 
       it->is_number_integer() &&
       (!it->is_number_unsigned() ||
        it->get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()));
-  if (!fits) {
-    return Status::BadData("field \"" + printable(field) +
-                           "\" is not a 64-bit integer: " + excerpt(it->dump()));
+  if (!fits || !valid_label(it->get<std::int64_t>())) {
+    return Status::BadData("field \"" + printable(field) + "\" is not " + std::string(kLabelRule) + ": " +
+                           excerpt(it->dump()));
   }
   return it->get<std::int64_t>();
 }
@@ -102,7 +94,8 @@ class ShardGrouping {
 
   // Ok, or the sample's problem as BadData when on_error=fail; with skip, counts it.
   Status bad(std::string_view key, const std::string& problem) {
-    std::string reason = "shard " + printable(shard_path_) + ", sample " + printable(key) + ": " + problem;
+    std::string reason =
+        "shard " + printable(shard_path_) + ", sample " + printable_cut(key) + ": " + problem;
     if (on_error_ == OnError::kFail) return Status::BadData(std::move(reason));
     ++scan_.skipped;
     if (scan_.skip_reasons.size() < kMaxSkipReasons) scan_.skip_reasons.push_back(std::move(reason));
@@ -121,13 +114,14 @@ class ShardGrouping {
         const std::string_view a = run_[j].extension, b = run_[i].extension;
         if (a.size() == b.size() &&
             std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); })) {
-          return bad(key, "two members with extension ." + printable(b) + " (" +
-                              printable(members[run_[j].member].name) + ", " + printable(m.name) + ")");
+          return bad(key, "two members with extension ." + printable_cut(b) + " (" +
+                              printable_cut(members[run_[j].member].name) + ", " + printable_cut(m.name) +
+                              ")");
         }
       }
       if (has_image_extension(m.name)) {
         if (image != nullptr) {
-          return bad(key, "two images, " + printable(image->name) + " and " + printable(m.name) +
+          return bad(key, "two images, " + printable_cut(image->name) + " and " + printable_cut(m.name) +
                               "; a sample holds one image");
         }
         image = &m;
@@ -140,8 +134,9 @@ class ShardGrouping {
       return bad(key, "no image member (looked for " + std::string(kImageExtensionList) + ")");
     }
     if (image->size > max_image_bytes_) {
-      return bad(key, "image " + printable(image->name) + " is " + std::to_string(image->size) + " bytes > " +
-                          std::string(image_limit_name_) + " " + std::to_string(max_image_bytes_));
+      return bad(key, "image " + printable_cut(image->name) + " is " + std::to_string(image->size) +
+                          " bytes > " + std::string(image_limit_name_) + " " +
+                          std::to_string(max_image_bytes_));
     }
     std::int64_t value = 0;
     if (rule_.source == LabelSource::kClassFolder) {
@@ -156,7 +151,7 @@ class ShardGrouping {
     } else {
       if (label == nullptr) return bad(key, "no ." + std::string(label_extension) + " member with its label");
       if (label->size > kMaxLabelBytes) {
-        return bad(key, "label member " + printable(label->name) + " is " + std::to_string(label->size) +
+        return bad(key, "label member " + printable_cut(label->name) + " is " + std::to_string(label->size) +
                             " bytes > " + std::to_string(kMaxLabelBytes));
       }
       Result<std::string> bytes = read_member_(*label);
@@ -164,7 +159,7 @@ class ShardGrouping {
       Result<std::int64_t> parsed =
           rule_.source == LabelSource::kCls ? parse_cls(*bytes) : parse_json_label(*bytes, rule_.json_field);
       if (!parsed.ok())
-        return bad(key, "label member " + printable(label->name) + " " + parsed.status().message());
+        return bad(key, "label member " + printable_cut(label->name) + " " + parsed.status().message());
       value = *parsed;
     }
     scan_.samples.push_back(

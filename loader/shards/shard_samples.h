@@ -58,6 +58,7 @@ struct ShardScan {
   // kClassFolder only: the distinct class names of this shard's samples, sorted bytewise.
   std::vector<std::string> class_names;
   std::uint64_t skipped = 0;              // samples left out (on_error=skip)
+  std::uint64_t skipped_bytes = 0;        // of a damaged shard, from the damage on: unread
   std::vector<std::string> skip_reasons;  // the first kMaxSkipReasons of them
 };
 

@@ -102,7 +102,7 @@ std::string_view extended_kind(char type) {
 }
 
 std::string quoted(std::string_view name) {
-  std::string text = printable(name);
+  std::string text = printable_cut(name);
   text.insert(text.begin(), '\'');  // not "'" + text: GCC 12 warns falsely (-Wrestrict)
   text.push_back('\'');
   return text;
@@ -306,6 +306,21 @@ class TarScanner {
 Status scan_tar(int fd, std::string_view shard, std::uint64_t file_size,
                 const std::function<Status(TarMember&&)>& member) {
   return TarScanner(fd, shard, file_size, member).run();
+}
+
+std::optional<std::string> member_name_before(int fd, std::uint64_t data_offset, std::uint64_t size) {
+  if (data_offset < tar::kBlock) return std::nullopt;
+  Block block;
+  if (::pread(fd, block.data(), block.size(), static_cast<off_t>(data_offset - tar::kBlock)) !=
+      static_cast<ssize_t>(block.size())) {
+    return std::nullopt;
+  }
+  const char type = static_cast<char>(block[tar::kTypeflag.at]);
+  const bool regular = type == '0' || type == '\0' || type == '7';
+  if (!regular || number_of(block, tar::kSize) != size) return std::nullopt;
+  std::string name = header_name(block);
+  if (text_of(block, tar::kName).size() == tar::kName.size) name += "...";  // perhaps cut
+  return name;
 }
 
 Result<std::vector<TarMember>> scan_tar_file(const std::string& path) {

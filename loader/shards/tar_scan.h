@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,6 +34,13 @@ namespace forkfeed {
 // read fails.
 Status scan_tar(int fd, std::string_view shard, std::uint64_t file_size,
                 const std::function<Status(TarMember&&)>& member);
+
+// The name of the member whose data starts at `data_offset` of the archive open at `fd`,
+// read from the header block just before it, for messages about that member: ustar and
+// v7 names whole; a name that a GNU long-name or pax header gave is the header's own name
+// field, cut to its 100 bytes and then ending in "...". nullopt when that block is not
+// the header of a regular file of `size` bytes (the index or the file is not what it was).
+std::optional<std::string> member_name_before(int fd, std::uint64_t data_offset, std::uint64_t size);
 
 // Every regular-file member of the tar file at `path` (opened by open_regular_file(), so
 // a FIFO or a directory is refused with InvalidArgument).

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+import threading
+from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from forkfeed import _forkfeed
 from forkfeed._forkfeed import (BadDataError, DaemonLostError, Error, WorkerDiedError, default_socket_path,
@@ -61,6 +62,10 @@ def _default_rank_and_world_size() -> Tuple[int, int]:
                          "(or pass rank= and world_size=)") from None
 
 
+# A file's name as the os module takes it: os.fsencode() reaches the file whatever its
+# bytes (a str with surrogate escapes, bytes or an os.PathLike).
+PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+
 # The LoaderOptions keywords of Loader() and Client(), by their C++ names.
 _OPTION_NAMES = (
     "root", "manifest", "shards", "shard_label", "shard_label_field", "batch_size", "workers",
@@ -73,14 +78,27 @@ _OPTION_NAMES = (
 
 class _Pass:
     """What Loader and Client share: a pass (epoch) of batches from a C++ source, its
-    order, resume and lifetime. Subclasses open ``_impl`` in ``__init__``."""
+    order, resume and lifetime. Subclasses open ``_impl`` in ``__init__``.
+
+    Threads: ``next_batch()`` may be called from several threads, which then share the
+    pass (each batch goes to one caller). Iterating (``for``) is one thread's at a time:
+    a second thread that starts iterating while another is raises ``forkfeed.Error``; a
+    new ``for`` in the same thread starts the pass again, and the iterator it replaced
+    raises if it is resumed.
+
+    Processes: a Loader or Client belongs to the process that opened it. In the child
+    of ``os.fork()`` every call raises ``forkfeed.Error``; the child's copy is let go
+    without touching the parent's workers or stream."""
 
     _impl: Any = None  # None until opened, e.g. if __init__ raised
     _kind = "loader"  # names it in errors
+    _iteration: Optional[Tuple[int, object]] = None  # (thread, claim) of the iterator now
+    _iteration_lock = threading.Lock()  # guards _iteration of every instance; held briefly
 
     def _options_from(self, arguments: Dict[str, Any]) -> Dict[str, Any]:
-        """The options dict the C++ side takes, from an ``__init__``'s arguments: paths
-        as str, rank and world_size defaulted, ``None`` left out; sets the output kind."""
+        """The options dict the C++ side takes, from an ``__init__``'s arguments: rank
+        and world_size defaulted, ``None`` left out; sets the output kind. Paths go as
+        given: the extension takes str, bytes and os.PathLike as os.fsencode() does."""
         output = arguments["output"]
         if output not in ("torch", "numpy"):
             raise ValueError(f"output must be one of 'torch', 'numpy', got {output!r}")
@@ -92,9 +110,6 @@ class _Pass:
             default_rank, default_world_size = _default_rank_and_world_size()
             options["rank"] = default_rank if options["rank"] is None else options["rank"]
             options["world_size"] = default_world_size if options["world_size"] is None else options["world_size"]
-        for path in ("root", "manifest", "shards"):
-            if options[path] is not None:
-                options[path] = os.fspath(options[path])
         self._options = {k: v for k, v in options.items() if v is not None}
         return self._options
 
@@ -103,12 +118,48 @@ class _Pass:
     def __iter__(self) -> Iterator[Tuple[Any, Any]]:
         """One pass. Like ``forkfeed::Loader::begin()``, starting it is a reset(): a
         pass part-way starts its epoch again, a finished one gives way to the next."""
-        self._open().reset()
-        while True:
-            batch = self.next_batch()
-            if batch is None:
-                return
-            yield batch.images, batch.labels
+        claim = self._claim_iteration()
+        try:
+            self._open().reset()
+            while True:
+                self._check_iteration(claim)
+                batch = self.next_batch()
+                if batch is None:
+                    return
+                yield batch.images, batch.labels
+        finally:
+            with self._iteration_lock:
+                if self._iteration is not None and self._iteration[1] is claim:
+                    self._iteration = None
+
+    def _claim_iteration(self) -> object:
+        """Makes the calling thread's new iterator the pass's; refuses while another
+        thread's iterator holds it."""
+        me = threading.get_ident()
+        with self._iteration_lock:
+            if self._iteration is not None and self._iteration[0] != me:
+                raise Error(f"this {self._kind} is being iterated by another thread; a pass belongs to one "
+                            "iterator at a time (a second one would start the pass again under the first): "
+                            "iterate it from one thread, or call next_batch() from several, which share the "
+                            "pass, each batch going to one caller")
+            claim = object()
+            self._iteration = (me, claim)
+            return claim
+
+    def _check_iteration(self, claim: object) -> None:
+        if self._iteration is None or self._iteration[1] is not claim:
+            raise Error(f"this iterator over the {self._kind} was replaced by a newer one (a new `for` over it "
+                        "starts the pass again); go on with the newer one")
+
+    def __getitem__(self, index: Any) -> Any:
+        raise TypeError(f"forkfeed.{type(self).__name__} is a data loader, not a dataset to index: iterate it "
+                        "directly (`for images, labels in loader:`) instead of wrapping it in "
+                        "torch.utils.data.DataLoader, whose work (workers, batching, shuffling) it does itself")
+
+    def __reduce__(self) -> Any:
+        raise TypeError(f"a forkfeed.{type(self).__name__} cannot be pickled: it holds processes and shared "
+                        "memory of the process that opened it; open one in each process, from the same "
+                        "options (and a state_dict() to continue where another left off)")
 
     def next_batch(self) -> Optional[Batch]:
         """The next batch of the current pass with its dataset indices, or None once the
@@ -216,10 +267,10 @@ class Loader(_Pass):
 
     def __init__(
         self,
-        root: Optional[os.PathLike | str] = None,
+        root: Optional[PathLike] = None,
         *,
-        manifest: Optional[os.PathLike | str] = None,
-        shards: Optional[os.PathLike | str] = None,
+        manifest: Optional[PathLike] = None,
+        shards: Optional[PathLike] = None,
         shard_label: Optional[str] = None,
         shard_label_field: Optional[str] = None,
         batch_size: Optional[int] = None,
@@ -253,8 +304,14 @@ class Loader(_Pass):
 
     @property
     def classes(self) -> List[str]:
-        """ImageFolder class names by label; empty for a manifest."""
-        return self._open().classes()
+        """ImageFolder class names by label; empty for a manifest. Names that are not
+        UTF-8 come as os.fsdecode() gives them (with surrogate escapes)."""
+        return [os.fsdecode(name) for name in self._open().classes()]
+
+    @property
+    def num_classes(self) -> int:
+        """How many classes: ``len(classes)``."""
+        return len(self._open().classes())
 
     def stats(self) -> Dict[str, Any]:
         """Counters (delivered batches and samples, skipped samples, worker restarts),
@@ -287,14 +344,14 @@ class Client(_Pass):
 
     def __init__(
         self,
-        root: Optional[os.PathLike | str] = None,
+        root: Optional[PathLike] = None,
         *,
-        manifest: Optional[os.PathLike | str] = None,
-        shards: Optional[os.PathLike | str] = None,
+        manifest: Optional[PathLike] = None,
+        shards: Optional[PathLike] = None,
         shard_label: Optional[str] = None,
         shard_label_field: Optional[str] = None,
         dataset: Optional[str] = None,
-        socket: Optional[os.PathLike | str] = None,
+        socket: Optional[PathLike] = None,
         connect_timeout: Optional[float] = None,
         batch_size: Optional[int] = None,
         workers: Optional[int] = None,
@@ -323,13 +380,26 @@ class Client(_Pass):
         output: str = "torch",
     ) -> None:
         options = self._options_from(locals())
-        self._impl = _forkfeed.Client(options, socket=None if socket is None else os.fspath(socket),
+        self._impl = _forkfeed.Client(options, socket=None if socket is None else os.fsencode(socket),
                                       dataset=dataset, connect_timeout=connect_timeout)
 
     @property
-    def classes(self) -> int:
-        """Number of ImageFolder classes; 0 for a manifest. (forkfeedd sends the count,
-        not the names: a Loader over the same folder has them.)"""
+    def classes(self) -> List[str]:
+        """ImageFolder class names by label, as ``Loader.classes``; empty for a
+        manifest. forkfeedd sends them when they fit in its reply (48 KiB of names;
+        ImageNet's take 10); for more it sends only their count, ``num_classes``, and
+        this raises ``forkfeed.Error`` saying so."""
+        impl = self._open()
+        names, count = impl.class_names(), impl.classes()
+        if count and len(names) != count:
+            raise Error(f"forkfeedd sent the number of classes ({count}) but not their names, which take more "
+                        "than its reply holds; num_classes has the count, and a forkfeed.Loader over the same "
+                        "dataset has the names")
+        return [os.fsdecode(name) for name in names]
+
+    @property
+    def num_classes(self) -> int:
+        """How many classes (ImageFolder class folders; 0 for a manifest)."""
         return self._open().classes()
 
     @property

@@ -1,8 +1,10 @@
 # Type stub for the forkfeed package (docstrings live in __init__.py).
 import os
-from typing import Any, Dict, Iterator, List, Literal, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Literal, NamedTuple, Optional, Sequence, Tuple, Union
 
 from typing_extensions import Self
+
+PathLike = Union[str, bytes, os.PathLike[str], os.PathLike[bytes]]
 
 class Error(RuntimeError): ...
 class BadDataError(Error): ...
@@ -38,10 +40,10 @@ class _Pass:
 class Loader(_Pass):
     def __init__(
         self,
-        root: Optional[os.PathLike[str] | str] = None,
+        root: Optional[PathLike] = None,
         *,
-        manifest: Optional[os.PathLike[str] | str] = None,
-        shards: Optional[os.PathLike[str] | str] = None,
+        manifest: Optional[PathLike] = None,
+        shards: Optional[PathLike] = None,
         shard_label: Optional[Literal["cls", "json", "class_folder"]] = None,
         shard_label_field: Optional[str] = None,
         batch_size: Optional[int] = None,
@@ -72,20 +74,22 @@ class Loader(_Pass):
     ) -> None: ...
     @property
     def classes(self) -> List[str]: ...
+    @property
+    def num_classes(self) -> int: ...
     def stats(self) -> Dict[str, Any]: ...
     def shared_memory(self) -> Tuple[int, int]: ...
 
 class Client(_Pass):
     def __init__(
         self,
-        root: Optional[os.PathLike[str] | str] = None,
+        root: Optional[PathLike] = None,
         *,
-        manifest: Optional[os.PathLike[str] | str] = None,
-        shards: Optional[os.PathLike[str] | str] = None,
+        manifest: Optional[PathLike] = None,
+        shards: Optional[PathLike] = None,
         shard_label: Optional[Literal["cls", "json", "class_folder"]] = None,
         shard_label_field: Optional[str] = None,
         dataset: Optional[str] = None,
-        socket: Optional[os.PathLike[str] | str] = None,
+        socket: Optional[PathLike] = None,
         connect_timeout: Optional[float] = None,
         batch_size: Optional[int] = None,
         workers: Optional[int] = None,
@@ -114,7 +118,9 @@ class Client(_Pass):
         output: Literal["torch", "numpy"] = "torch",
     ) -> None: ...
     @property
-    def classes(self) -> int: ...
+    def classes(self) -> List[str]: ...
+    @property
+    def num_classes(self) -> int: ...
     @property
     def workers(self) -> int: ...
     def stats(self) -> Dict[str, Any]: ...

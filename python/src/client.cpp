@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "forkfeed/client.h"
 #include "python/src/bindings.h"
@@ -24,6 +25,10 @@ class PyClient : public PyPass<Client> {
 
   std::uint64_t classes() {
     return locked([](Client& c) { return c.classes(); });
+  }
+  std::vector<py::bytes> class_names() {
+    const std::vector<std::string> names = locked([](Client& c) { return c.class_names(); });
+    return {names.begin(), names.end()};
   }
   std::uint64_t dataset_size() {
     return locked([](Client& c) { return c.dataset_size(); });
@@ -77,6 +82,8 @@ void register_client(py::module_& m) {
         "dict of LoaderOptions names, or of the config's `dataset`; resumes from `state` if given.");
   def_pass(c);
   c.def("classes", &PyClient::classes, "Number of ImageFolder classes; 0 for a manifest.")
+      .def("class_names", &PyClient::class_names,
+           "Class names by label, as bytes, if forkfeedd sent them (it does when they fit in its reply).")
       .def("dataset_size", &PyClient::dataset_size, "Samples in the whole dataset.")
       .def("workers", &PyClient::workers, "Workers forkfeedd runs for this stream.")
       .def("stats", &PyClient::stats, "The stream's LoaderStats, asked from forkfeedd, as a dict.");

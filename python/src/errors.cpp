@@ -51,9 +51,16 @@ void raise(const Status& status) {
     case Status::Code::kOk:
     case Status::Code::kResourceExhausted:
     case Status::Code::kInternal:
-    case Status::Code::kCancelled: break;
+    case Status::Code::kCancelled:
+    case Status::Code::kFailedPrecondition:
+      break;
   }
-  PyErr_SetString(type, status.message().c_str());
+  // A message may quote a path that is not UTF-8: its bytes are shown, not refused.
+  const std::string& m = status.message();
+  PyObject* text = PyUnicode_DecodeUTF8(m.data(), static_cast<Py_ssize_t>(m.size()), "backslashreplace");
+  if (text == nullptr) throw py::error_already_set();
+  PyErr_SetObject(type, text);
+  Py_DECREF(text);
   throw py::error_already_set();
 }
 

@@ -18,8 +18,10 @@ class PyLoader : public PyPass<Loader> {
   PyLoader(const py::dict& options, const std::optional<std::string>& state)
       : PyPass(open(loader_options_from_dict(options), state), "loader") {}
 
-  std::vector<std::string> classes() {
-    return locked([](Loader& l) { return l.dataset().classes(); });
+  // As bytes: a folder name need not be UTF-8 (the package decodes them as os.fsdecode).
+  std::vector<py::bytes> classes() {
+    const std::vector<std::string> names = locked([](Loader& l) { return l.dataset().classes(); });
+    return {names.begin(), names.end()};
   }
   std::size_t dataset_size() {
     return locked([](Loader& l) { return l.dataset().size(); });
@@ -54,7 +56,7 @@ void register_loader(py::module_& m) {
         py::arg("state") = py::none(),
         "Opens a loader from a dict of LoaderOptions names, resuming from `state` if given.");
   def_pass(c);
-  c.def("classes", &PyLoader::classes, "ImageFolder class names by label; empty for a manifest.")
+  c.def("classes", &PyLoader::classes, "ImageFolder class names by label, as bytes; empty for a manifest.")
       .def("dataset_size", &PyLoader::dataset_size, "Samples in the whole dataset.")
       .def("stats", &PyLoader::stats, "LoaderStats as a dict.")
       .def("shared_memory", &PyLoader::shared_memory,

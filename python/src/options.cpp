@@ -49,6 +49,20 @@ std::string string(const std::string& name, py::handle value) {
   return value.cast<std::string>();
 }
 
+// The options that name files: a str, bytes or os.PathLike, turned into the bytes the
+// system sees as os.fsencode() does, so that a name that is not UTF-8 (a str with
+// surrogate escapes, or bytes) reaches the file it names.
+bool names_a_path(std::string_view field) {
+  return field == "image_folder" || field == "manifest" || field == "shards";
+}
+
+std::string path(const std::string& name, py::handle value) {
+  const bool pathlike =
+      PyUnicode_Check(value.ptr()) || PyBytes_Check(value.ptr()) || py::hasattr(value, "__fspath__");
+  if (!pathlike) bad_type(name, "a path (str, bytes or os.PathLike)", value);
+  return py::module_::import("os").attr("fsencode")(value).cast<py::bytes>();
+}
+
 std::array<float, 3> three_floats(const std::string& name, py::handle value) {
   const std::string what = "a sequence of 3 numbers (R, G, B)";
   if (PyUnicode_Check(value.ptr()) || !PySequence_Check(value.ptr())) bad_type(name, what, value);
@@ -77,7 +91,8 @@ E enumerated(const std::string& name, py::handle value) {
   return *parsed;
 }
 
-// Seconds (a float, like every timeout in Python) to LoaderOptions::task_timeout_ms.
+// Seconds (a float, like every timeout in Python) to LoaderOptions::task_timeout_ms,
+// rounded up: a positive timeout never becomes 0, which means never.
 std::uint32_t timeout_ms(const std::string& name, py::handle value) {
   const std::string what = "a number of seconds in [0, 4294967] (0: never)";
   if (PyBool_Check(value.ptr()) || !(PyFloat_Check(value.ptr()) || PyLong_Check(value.ptr()))) {
@@ -85,7 +100,7 @@ std::uint32_t timeout_ms(const std::string& name, py::handle value) {
   }
   const double seconds = value.cast<double>();
   if (!(seconds >= 0 && seconds <= 4294967.0)) bad_value(name, what, value);
-  return static_cast<std::uint32_t>(std::llround(seconds * 1000));
+  return static_cast<std::uint32_t>(std::ceil(seconds * 1000));
 }
 
 // The C++ name of a Python keyword; the others are the same in both.
@@ -97,9 +112,7 @@ std::string_view field_name(std::string_view keyword) {
 
 template <typename T>
 T convert(const std::string& name, py::handle value) {
-  if constexpr (std::is_same_v<T, std::string>) {
-    return string(name, value);
-  } else if constexpr (std::is_same_v<T, bool>) {
+  if constexpr (std::is_same_v<T, bool>) {
     return boolean(name, value);
   } else if constexpr (std::is_same_v<T, std::array<float, 3>>) {
     return three_floats(name, value);
@@ -124,7 +137,12 @@ LoaderOptions loader_options_from_dict(const py::dict& options) {
     bool known = false;
     for_each_option(o, [&](std::string_view field, auto& out, OptionScope) {
       if (known || field != field_name(name)) return;
-      out = convert<std::remove_cvref_t<decltype(out)>>(name, value);
+      using T = std::remove_cvref_t<decltype(out)>;
+      if constexpr (std::is_same_v<T, std::string>) {
+        out = names_a_path(field) ? path(name, value) : string(name, value);
+      } else {
+        out = convert<T>(name, value);
+      }
       known = true;
     });
     if (!known) throw py::type_error("Loader() got an unexpected keyword argument '" + name + "'");

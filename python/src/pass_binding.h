@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "forkfeed/loader.h"
+#include "loader/stats_fields.h"
 #include "python/src/batch_views.h"
 #include "python/src/bindings.h"
 #include "python/src/sigint.h"
@@ -43,10 +44,10 @@ class PyPass {
   }
 
   void set_epoch(std::uint64_t epoch) {
-    check(locked([&](Source& s) { return as_status([&] { return s.set_epoch(epoch); }); }));
+    check(locked([&](Source& s) { return s.set_epoch(epoch); }));
   }
   void reset() {
-    check(locked([](Source& s) { return as_status([&] { return s.reset(); }); }));
+    check(locked([](Source& s) { return s.reset(); }));
   }
   std::string state() {
     return locked([](Source& s) { return s.state(); });
@@ -70,9 +71,12 @@ class PyPass {
   }
 
   // Destroys the source (stops the workers, or closes the stream); batches still held
-  // stay valid. Idempotent.
+  // stay valid. Idempotent. In the child of a fork() it lets go of the child's copy only
+  // (the source itself sees to that), without the mutex: a thread of the parent may have
+  // held it at the fork, and that thread does not exist here to let it go.
   void close() {
     std::shared_ptr<Source> doomed = std::move(source_);
+    if (doomed != nullptr && !doomed->check_process().ok()) return;
     py::gil_scoped_release nogil;
     {
       std::lock_guard lock(mu_);  // waits for a call in progress on another thread
@@ -92,17 +96,16 @@ class PyPass {
     return f(*source);
   }
 
-  // LoaderStats as the dict Loader.stats() and Client.stats() return.
+  // LoaderStats as the dict Loader.stats() and Client.stats() return: the same keys.
   static py::dict stats_dict(const LoaderStats& s) {
     py::dict d;
-    d["delivered_batches"] = s.delivered_batches;
-    d["delivered_samples"] = s.delivered_samples;
-    d["skipped_samples"] = s.skipped_samples;
-    d["worker_restarts"] = s.worker_restarts;
-    d["start_method"] = std::string(to_string(s.start_method));
-    d["arena_bytes"] = s.arena_bytes;
-    d["slots"] = s.slots;
-    d["pinned"] = s.pinned;
+    for_each_stat(s, [&](const char* key, const auto& value) {
+      if constexpr (std::is_same_v<std::remove_cvref_t<decltype(value)>, StartMethod>) {
+        d[key] = std::string(to_string(value));
+      } else {
+        d[key] = value;
+      }
+    });
     return d;
   }
 
@@ -111,20 +114,12 @@ class PyPass {
   }
 
  private:
+  // The source, for a call: raises if it is closed or belongs to another process (a
+  // fork's parent), before the mutex is taken.
   std::shared_ptr<Source> open_source() const {
     if (source_ == nullptr) raise(Status::InvalidArgument(std::string("the ") + kind_ + " is closed"));
+    check(source_->check_process());
     return source_;
-  }
-
-  // Loader's set_epoch() and reset() cannot fail; Client's talk to forkfeedd and can.
-  template <typename F>
-  static Status as_status(F&& f) {
-    if constexpr (std::is_void_v<std::invoke_result_t<F>>) {
-      f();
-      return Status::Ok();
-    } else {
-      return f();
-    }
   }
 
   // Source::next(), watching for SIGINT. Source::interrupt() makes the next wait, in

@@ -33,7 +33,7 @@ def test_same_batches_as_a_loader_exactly_once_per_epoch(dataset, labels, daemon
         with forkfeed.Client(dataset, socket=daemon.socket, workers=2, **options) as client, \
                 forkfeed.Loader(dataset, workers=1, **options) as loader:
             assert len(client) == len(loader)
-            assert client.classes == len(loader.classes)
+            assert client.classes == loader.classes and client.num_classes == loader.num_classes == 4
             got = run(client)
             assert got == run(loader)
         for epoch, _, indices, batch_labels in got:

@@ -1,5 +1,6 @@
 """Every sample exactly once per epoch, with its label, whatever the worker count and
-batch size; len(); rank and world size defaults."""
+batch size; len(); rank and world size defaults; one iterator at a time; a Loader is
+iterated directly, not wrapped in torch's DataLoader."""
 
 import os
 import subprocess
@@ -97,3 +98,63 @@ def test_same_order_as_the_cpp_loader(dataset, labels, tmp_path):
             while (batch := loader.next_batch()) is not None:
                 got += [(batch.epoch, batch.index, i, labels[i]) for i in batch.indices]
     assert got == expected
+
+
+def test_a_second_thread_cannot_restart_the_pass_under_the_first(dataset, labels):
+    import threading
+
+    with forkfeed.Loader(dataset, batch_size=5, workers=2, size=16, output="numpy") as loader:
+        first = iter(loader)
+        seen = [int(i) for i in next(first)[1]]
+        error = []
+
+        def second():
+            try:
+                for _ in loader:
+                    pass
+            except forkfeed.Error as e:
+                error.append(str(e))
+
+        thread = threading.Thread(target=second)
+        thread.start()
+        thread.join()
+        assert error and "another thread" in error[0]
+        seen += [int(label) for _, batch_labels in first for label in batch_labels]
+        assert len(seen) == len(labels), "the first pass went on untouched"
+        # next_batch() from several threads shares one pass.
+        loader.set_epoch(5)
+        indices = []
+        end = threading.Event()
+
+        def take():  # the batch (its slot) is let go at once, only its indices kept
+            while not end.is_set():
+                batch = loader.next_batch()
+                if batch is None:
+                    end.set()  # a call after the end would start the next epoch
+                elif batch.epoch == 5:
+                    indices.extend(batch.indices)
+
+        workers = [threading.Thread(target=take) for _ in range(3)]
+        for t in workers:
+            t.start()
+        for t in workers:
+            t.join()
+        assert sorted(indices) == list(range(len(labels)))
+
+
+def test_a_new_for_in_the_same_thread_replaces_the_old_iterator(dataset):
+    with forkfeed.Loader(dataset, batch_size=5, workers=1, size=16, output="numpy") as loader:
+        old = iter(loader)
+        next(old)
+        new = iter(loader)
+        next(new)
+        with pytest.raises(forkfeed.Error, match="replaced by a newer one"):
+            next(old)
+        assert sum(1 for _ in new) == len(loader) - 1
+
+
+def test_wrapping_a_loader_in_torchs_dataloader_says_what_to_do(dataset):
+    with forkfeed.Loader(dataset, batch_size=5, workers=1, size=16) as loader:
+        with pytest.raises(TypeError, match="iterate it directly"):
+            next(iter(torch.utils.data.DataLoader(loader)))
+

@@ -1,9 +1,15 @@
 """Bad options raise ValueError (a bad value) or TypeError (a wrong type) naming the
-option; errors carry the C++ message; a closed loader says so."""
+option by its keyword; errors carry the C++ message; a closed loader says so. Paths are
+str, bytes or os.PathLike, whatever bytes they hold; a NUL byte in one is refused."""
+
+import os
+import pathlib
+import subprocess
 
 import pytest
 
 import forkfeed
+from conftest import BIN_DIR
 
 
 @pytest.mark.parametrize("name,value", [
@@ -111,3 +117,84 @@ def test_layout_gives_the_same_pixels_in_nhwc_or_nchw(dataset, dtype):
         assert numpy.array_equal(a.images.transpose(0, 3, 1, 2), b.images)
     with pytest.raises(ValueError, match="layout"):
         forkfeed.Loader(dataset, layout="chw")
+
+
+@pytest.mark.parametrize("name,value", [
+    ("mean", [float("nan"), 0.5, 0.5]), ("mean", [1e300, 0.5, 0.5]), ("mean", [0.5, float("inf"), 0.5]),
+    ("std", [0.2, 0.2, 0.0]), ("std", [1e-45, 0.2, 0.2]), ("std", [0.2, float("nan"), 0.2]),
+    ("std", [0.2, 0.2, -1.0]), ("std", [1e-38, 0.2, 0.2]),
+])
+def test_normalisation_that_would_not_give_finite_pixels_is_refused(dataset, name, value):
+    with pytest.raises(ValueError, match=name):
+        forkfeed.Loader(dataset, dtype="float32", **{name: value})
+
+
+def test_messages_name_keywords_not_command_line_flags(dataset):
+    with pytest.raises(ValueError) as error:
+        forkfeed.Loader(dataset, workers=40, prefetch=2)
+    assert "prefetch" in str(error.value) and "--" not in str(error.value)
+
+
+@pytest.fixture(scope="module")
+def odd_names(tmp_path_factory):
+    """A dataset in a folder whose name is not UTF-8, with a class folder that is not
+    either: (its folder as bytes, the class name's bytes)."""
+    top = os.fsencode(tmp_path_factory.mktemp("names")) + b"/data-\xff"
+    subprocess.run([os.fsencode(BIN_DIR / "forkfeed-mkdata"), b"--out", top, b"--images", b"6",
+                    b"--classes", b"2", b"--min-side", b"24", b"--max-side", b"32"],
+                   check=True, stdout=subprocess.DEVNULL)
+    os.rename(top + b"/class_001", top + b"/class-\xfe")
+    return top, b"class-\xfe"
+
+
+def test_a_path_may_be_bytes_a_str_with_surrogate_escapes_or_a_path(odd_names):
+    top, odd_class = odd_names
+    for root in (top, os.fsdecode(top), pathlib.Path(os.fsdecode(top))):
+        with forkfeed.Loader(root, batch_size=3, workers=1, size=16, output="numpy") as loader:
+            assert loader.classes == [os.fsdecode(odd_class), "class_000"]  # sorted bytewise
+            assert sum(len(b.indices) for b in iter(loader.next_batch, None)) == 6
+    manifest = top + b"/list.tsv"
+    with open(manifest, "wb") as f:
+        f.write(b"class_000/" + sorted(os.listdir(top + b"/class_000"))[0] + b"\t0\n")
+    for path in (manifest, pathlib.Path(os.fsdecode(manifest))):
+        with forkfeed.Loader(manifest=path, batch_size=1, workers=1, size=16, output="numpy") as loader:
+            assert len(loader) == 1
+
+
+@pytest.mark.parametrize("keyword", ["root", "manifest", "shards"])
+def test_a_nul_byte_in_a_path_is_refused(dataset, keyword):
+    with pytest.raises(ValueError, match="NUL byte"):
+        forkfeed.Loader(**{keyword: str(dataset) + "\0junk"})
+    with pytest.raises(ValueError, match="NUL byte"):
+        forkfeed.Client(**{keyword: str(dataset)}, socket="/tmp/forkfeed\0.sock")
+
+
+def test_a_path_of_another_type_is_a_type_error(dataset):
+    with pytest.raises(TypeError, match="root"):
+        forkfeed.Loader(3)
+
+
+def test_a_positive_task_timeout_is_never_rounded_to_never(dataset):
+    # 0.0004 s would round to 0 ms, which means "never": it is 1 ms. A worker stopped
+    # with a task is then killed and replaced, and the batch comes.
+    from conftest import run_python
+
+    result = run_python(f"""
+import os, signal, forkfeed
+loader = forkfeed.Loader({str(dataset)!r}, batch_size=4, workers=1, size=16, task_timeout=0.0004,
+                         max_worker_restarts=100, log_level="off", output="numpy")
+worker = int(open(f"/proc/{{os.getpid()}}/task/{{os.getpid()}}/children").read().split()[0])
+os.kill(worker, signal.SIGSTOP)
+assert loader.next_batch() is not None
+assert loader.stats()["worker_restarts"] >= 1
+""", timeout=60)
+    assert result.returncode == 0, result.stderr
+
+
+def test_an_oversized_state_is_refused_unread(dataset):
+    with forkfeed.Loader(dataset, batch_size=8, workers=1, size=16) as loader:
+        state = loader.state_dict()
+        with pytest.raises(ValueError, match="bytes, over the 65536"):
+            loader.load_state_dict(dict(state, padding="x" * (1 << 20)))
+        loader.load_state_dict(state)
+

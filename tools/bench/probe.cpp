@@ -166,7 +166,7 @@ void measure(const DatasetIndex& index, const std::vector<std::uint64_t>& files,
         ++run.decoded;
         continue;
       }
-      slot.skip(k, s.message());
+      slot.skip(k, s);
       if (run.failed++ == 0) run.first_error = s.about(printable(index.describe(i))).message();
     }
     progress.update(first + samples.size());

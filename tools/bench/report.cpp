@@ -83,9 +83,12 @@ void print_human(const RunReport& r, std::FILE* out) {
              ? std::string("no")
              : format("no, ordinary memory (CUDA device %d: the log says why)", o.pin_memory_device));
   }
-  line(
-      out, "skipped",
-      format("%llu (on error %s)", ull(r.stats.skipped_samples), std::string(to_string(o.on_error)).c_str()));
+  const std::string bytes = r.stats.skipped_bytes > 0
+                                ? format(", and %llu bytes of damaged shards", ull(r.stats.skipped_bytes))
+                                : "";
+  line(out, "skipped",
+       format("%llu%s (on error %s)", ull(r.stats.skipped_samples), bytes.c_str(),
+              std::string(to_string(o.on_error)).c_str()));
   if (!r.resumed_from.empty()) line(out, "resumed", "from " + printable(r.resumed_from));
   if (!r.saved_state.empty()) line(out, "state", "saved to " + printable(r.saved_state));
   std::fflush(out);
@@ -108,7 +111,8 @@ std::string json_line(const RunReport& r) {
   j["images_per_s"] = images_per_s(r);
   j["wait_p50_ms"] = percentile(r.wait_ms, 50);
   j["wait_p99_ms"] = percentile(r.wait_ms, 99);
-  j["skipped"] = r.stats.skipped_samples;
+  j["skipped"] = r.stats.skipped_samples;  // at indexing and decoding
+  j["skipped_bytes"] = r.stats.skipped_bytes;
   j["worker_restarts"] = r.stats.worker_restarts;
   j["arena_bytes"] = r.stats.arena_bytes;
   j["index_bytes"] = r.stats.index_bytes;

@@ -4,13 +4,13 @@
 
 #include <cctype>
 
+#include "loader/checkpoint.h"
 #include "transport/regular_file.h"
 
 namespace forkfeed::bench {
 namespace {
 
-// A state is a few hundred bytes; anything this large is the wrong file.
-constexpr SizeLimit kStateLimit{1 << 20, "the limit of", "not a forkfeed state"};
+constexpr SizeLimit kStateLimit{kMaxStateBytes, "the limit of", "not a forkfeed state"};
 
 }  // namespace
 

@@ -1,0 +1,31 @@
+// What a label is, whatever gives it (a manifest line, a shard's .cls or .json member):
+// a non-negative 64-bit integer, the class's position. One rule, so that the same
+// samples as a manifest or as shards are taken or refused alike.
+#pragma once
+
+#include <charconv>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <system_error>
+
+namespace forkfeed {
+
+inline constexpr std::string_view kLabelRule = "a non-negative integer";
+
+inline bool valid_label(std::int64_t label) { return label >= 0; }
+
+// A decimal label with ASCII whitespace around it allowed; nullopt when it is not one.
+inline std::optional<std::int64_t> parse_label(std::string_view text) {
+  constexpr std::string_view kSpace = " \t\n\r\f\v";
+  const std::size_t first = text.find_first_not_of(kSpace);
+  if (first == std::string_view::npos) return std::nullopt;
+  text = text.substr(first, text.find_last_not_of(kSpace) - first + 1);
+  std::int64_t label = -1;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, label);
+  if (ec != std::errc() || ptr != end || !valid_label(label)) return std::nullopt;
+  return label;
+}
+
+}  // namespace forkfeed

@@ -1,0 +1,26 @@
+// unix_socket_address(): a checked sockaddr_un.
+#include "protocol/socket_address.h"
+
+#include <sys/socket.h>
+
+#include <cstring>
+
+#include "transport/printable.h"
+#include "transport/regular_file.h"
+
+namespace forkfeed {
+
+Result<sockaddr_un> unix_socket_address(const std::string& path, std::string_view what) {
+  sockaddr_un addr{};
+  if (path.empty() || path.size() >= sizeof addr.sun_path) {
+    return Status::InvalidArgument(std::string(what) + " '" + printable(path) + "' is empty or longer than " +
+                                   std::to_string(sizeof addr.sun_path - 1) +
+                                   " bytes; choose a shorter path (--socket)");
+  }
+  if (Status s = check_no_nul(what, path); !s.ok()) return s;
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.data(), path.size());
+  return addr;
+}
+
+}  // namespace forkfeed

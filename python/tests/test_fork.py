@@ -1,0 +1,66 @@
+"""A Loader or Client belongs to the process that opened it. After os.fork() the child
+can neither use it (every call raises forkfeed.Error naming both processes) nor, by
+letting go of its copy as it exits (sys.exit() runs every finalizer), stop the parent's
+workers, close its stream or give back its slots: the parent reads every batch of its
+pass exactly once."""
+
+import pytest
+
+from conftest import run_python
+
+# Run in a fresh interpreter, so that the child's sys.exit() ends a plain script (not
+# pytest, which a forked test process would go on running). `OPEN` makes `source`.
+FORK_WHILE_HOLDING = """
+import os, sys, forkfeed
+{open}
+held = source.next_batch()  # a batch of the parent's, held across the fork
+parent = os.getpid()
+
+def every_call_raises():
+    for name, call in [("next_batch", source.next_batch), ("reset", source.reset),
+                       ("state_dict", source.state_dict), ("stats", source.stats), ("len", lambda: len(source)),
+                       ("set_epoch", lambda: source.set_epoch(3)), ("iter", lambda: next(iter(source)))]:
+        try:
+            call()
+        except forkfeed.Error as e:
+            assert f"opened by process {{parent}}" in str(e) and "child of fork()" in str(e), (name, str(e))
+        else:
+            raise AssertionError(name + " did not raise in the child")
+
+for child_does in (every_call_raises, lambda: None):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            child_does()
+        except BaseException as e:
+            os.write(2, f"child: {{e!r}}\\n".encode())
+            os._exit(1)
+        sys.exit(0)  # finalizers run: the child's copies of source and held are let go
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+
+seen = list(held.indices)
+del held
+while (batch := source.next_batch()) is not None:
+    seen += batch.indices
+assert sorted(seen) == list(range({images})), sorted(seen)
+assert source.stats()["worker_restarts"] == 0
+source.close()
+print("ok")
+"""
+
+
+def run_forking(open_source: str, images: int) -> None:
+    result = run_python(FORK_WHILE_HOLDING.format(open=open_source, images=images), timeout=120)
+    assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr
+
+
+@pytest.mark.parametrize("start_method", ["fork", "spawn"])
+def test_a_forked_child_cannot_use_or_stop_its_parents_loader(dataset, labels, start_method):
+    run_forking(f"source = forkfeed.Loader({str(dataset)!r}, batch_size=5, workers=2, size=16, "
+                f"start_method={start_method!r}, output='numpy')", len(labels))
+
+
+def test_a_forked_child_cannot_use_or_close_its_parents_stream(dataset, labels, daemon):
+    run_forking(f"source = forkfeed.Client({str(dataset)!r}, socket={daemon.socket!r}, batch_size=5, "
+                f"workers=2, size=16, output='numpy')", len(labels))
