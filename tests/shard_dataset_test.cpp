@@ -392,6 +392,9 @@ TEST_F(BadShardTest, MessagesNameTheMemberAndCutLongNames) {
 // with an error naming what it was building: not an abort, on the calling thread or on
 // a scanning thread.
 TEST_F(BadShardTest, RunningOutOfMemoryWhileIndexingIsAnError) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer aborts on allocation failure by design; the Release build runs this";
+#endif
   std::vector<std::string> specs;
   for (const char* name : {"big-0.tar", "big-1.tar"}) {
     std::vector<std::pair<std::string, std::string>> members;
