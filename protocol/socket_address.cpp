@@ -15,7 +15,7 @@ Result<sockaddr_un> unix_socket_address(const std::string& path, std::string_vie
   if (path.empty() || path.size() >= sizeof addr.sun_path) {
     return Status::InvalidArgument(std::string(what) + " '" + printable(path) + "' is empty or longer than " +
                                    std::to_string(sizeof addr.sun_path - 1) +
-                                   " bytes; choose a shorter path (--socket)");
+                                   " bytes; choose a shorter path");
   }
   if (Status s = check_no_nul(what, path); !s.ok()) return s;
   addr.sun_family = AF_UNIX;

@@ -23,9 +23,11 @@
 #include <nlohmann/json.hpp>
 
 #include "loader/option_names.h"
+#include "loader/shards/tar_scan.h"
 #include "tests/testing/command.h"
 #include "tests/testing/processes.h"
 #include "tests/testing/temp_dataset.h"
+#include "tests/testing/temp_shards.h"
 
 namespace forkfeed {
 namespace {
@@ -437,6 +439,31 @@ TEST_F(BenchBadFileTest, SkipLeavesTheFileOutAndCountsIt) {
   std::sort(delivered.begin(), delivered.end());
   EXPECT_EQ(std::adjacent_find(delivered.begin(), delivered.end()), delivered.end()) << "a sample came twice";
   EXPECT_EQ(delivered.size(), kImages - 1);
+}
+
+// A shard cut short: what lies past the damage cannot be counted in samples, so the
+// report and the JSON count it in bytes, next to the samples left out.
+TEST_F(BenchBadFileTest, ADamagedShardIsCountedInBytes) {
+  ::setenv("FORKFEED_CACHE_DIR", (dir_.path() + "/cache").c_str(), 1);
+  std::ofstream(bad_, std::ios::binary | std::ios::trunc) << "still not a JPEG";
+  fs::remove(bad_);  // shards of the good images only
+  const testing::TempShards shards = testing::make_shards(dir_.path(), root_, 4);
+  const auto size = fs::file_size(shards.files[0]);
+  const std::vector<TarMember> members = scan_tar_file(shards.files[0]).value_or_throw();
+  ASSERT_EQ(members.size(), 8u);  // 4 samples: image, label
+  fs::resize_file(shards.files[0], members[4].offset + members[4].size / 2);  // into the third image
+  const Outcome o = run_bench(dir_.path(), {"--shards", shards.spec, "--batch", "5", "--size", "32", "--on-error",
+                                            "skip", "--json"});
+  const Outcome human = run_bench(dir_.path(), {"--shards", shards.spec, "--batch", "5", "--size", "32",
+                                                "--on-error", "skip"});
+  ::unsetenv("FORKFEED_CACHE_DIR");
+  ASSERT_TRUE(o.exited && o.code == 0) << describe(o);
+  const nlohmann::json j = json_of(o);
+  ASSERT_FALSE(j.is_discarded()) << describe(o);
+  EXPECT_GT(j.value("skipped_bytes", 0u), 0u) << describe(o);
+  EXPECT_LT(j.value("skipped_bytes", 0u), size);
+  ASSERT_TRUE(human.exited && human.code == 0) << describe(human);
+  EXPECT_NE(human.out.find("bytes of damaged shards"), std::string::npos) << human.out;
 }
 
 TEST_F(BenchBadFileTest, FailNamesTheFile) {

@@ -356,5 +356,27 @@ TEST_F(ChildProcessTest, AdoptTakesOwnershipOfASpawnedChild) {
   EXPECT_TRUE(reaped_and_gone(sleeps)) << "an adopted child outlived its owner";
 }
 
+// Out of fds, pidfd_open fails with EMFILE: the message says so, and blames no kernel.
+// The child it could not watch is killed and reaped, not left behind.
+TEST_F(ChildProcessTest, APidfdThatCannotBeOpenedSaysWhyWithoutBlamingTheKernel) {
+  const pid_t sleeps = spawn({"/bin/sleep", "600"});
+  ASSERT_GT(sleeps, 0);
+  rlimit was{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &was), 0);
+  const int lowest_free = ::dup(0);
+  ASSERT_GE(lowest_free, 0);
+  ::close(lowest_free);
+  rlimit tight = was;
+  tight.rlim_cur = static_cast<rlim_t>(lowest_free);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &tight), 0);
+  auto adopted = ChildProcess::adopt(sleeps);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &was), 0);
+  ASSERT_FALSE(adopted.ok());
+  EXPECT_NE(adopted.status().message().find("Too many open files"), std::string::npos)
+      << adopted.status().message();
+  EXPECT_EQ(adopted.status().message().find("Linux 5.3"), std::string::npos) << adopted.status().message();
+  EXPECT_TRUE(reaped_and_gone(sleeps));
+}
+
 }  // namespace
 }  // namespace forkfeed

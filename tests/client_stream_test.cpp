@@ -361,6 +361,20 @@ TEST_F(ClientStreamTest, BadRequestsGetClearErrors) {
   auto nobody = Client::connect(dir_->path() + "/nobody.sock", options());
   ASSERT_FALSE(nobody.ok());
   EXPECT_NE(nobody.status().message().find("is it running?"), std::string::npos) << nobody.status().message();
+
+  // A NUL in a path would cut it, and name another file: refused by the daemon too
+  // (the request is JSON, which carries it), and in a socket path here.
+  o = options();
+  o.image_folder = root_ + std::string("\0/elsewhere", 11);
+  auto nul = Client::connect(daemon_->socket(), o);
+  ASSERT_FALSE(nul.ok());
+  EXPECT_EQ(nul.status().code(), Status::Code::kInvalidArgument) << nul.status().message();
+  EXPECT_NE(nul.status().message().find("NUL byte at position " + std::to_string(root_.size())), std::string::npos)
+      << nul.status().message();
+  auto nul_socket = Client::connect(daemon_->socket() + std::string("\0x", 2), options());
+  ASSERT_FALSE(nul_socket.ok());
+  EXPECT_NE(nul_socket.status().message().find("NUL byte"), std::string::npos) << nul_socket.status().message();
+  EXPECT_TRUE(connect(options())) << "the daemon serves on";
 }
 
 }  // namespace
