@@ -102,6 +102,7 @@ class Client::Impl {
   // The rules are PassPosition's; the daemon is told where the pass starts.
   Status set_epoch(std::uint64_t epoch) {
     if (Status s = check_process(); !s.ok()) return s;
+    if (Status s = PassPosition::check_epoch(epoch, "epoch"); !s.ok()) return s;
     if (auto seek = position_.on_set_epoch(epoch)) return start(*seek);
     return Status::Ok();
   }
@@ -126,7 +127,12 @@ class Client::Impl {
     if (Status s = check_process(); !s.ok()) return s;
     auto reply = connection_.request(MessageType::kStats, json::object());
     if (!reply.ok()) return reply.status();
-    return parse_loader_stats(reply->body);
+    auto stats = parse_loader_stats(reply->body);
+    if (!stats.ok()) return stats;
+    // What this caller took, as a Loader counts it; the daemon counts what it sent ahead.
+    stats->delivered_batches = delivered_batches_;
+    stats->delivered_samples = delivered_samples_;
+    return stats;
   }
 
   std::uint64_t epoch() const { return position_.epoch(); }
@@ -179,6 +185,8 @@ class Client::Impl {
     }
     position_.delivered(d.epoch, d.index);
     stream_->took();
+    delivered_batches_ += 1;
+    delivered_samples_ += d.count;
     const std::byte* base = stream_->arena().data();
     BatchFactory::Parts parts{base + d.pixels_offset,
                               d.pixel_bytes,
@@ -203,6 +211,7 @@ class Client::Impl {
   // What the caller consumed, as a Loader counts it, and the daemon's id of the pass.
   PassPosition position_;
   std::uint64_t pass_;
+  std::uint64_t delivered_batches_ = 0, delivered_samples_ = 0;  // handed to the caller
   Status broken_;
   bool broken_reported_ = false;
 };

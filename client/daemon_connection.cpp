@@ -11,6 +11,7 @@
 
 #include "protocol/socket_address.h"
 #include "protocol/stream_request.h"
+#include "transport/printable.h"
 
 namespace forkfeed {
 
@@ -143,7 +144,14 @@ Status DaemonConnection::check() {
 
 Result<DaemonConnection::Reply> DaemonConnection::request(MessageType type, const nlohmann::json& body) {
   if (Status s = check(); !s.ok()) return s;
-  if (Status s = send_frame(socket_.get(), type, body.dump()); !s.ok()) {
+  std::string payload;
+  try {
+    payload = body.dump();  // strings go as bytes_to_json() makes them; this is the backstop
+  } catch (const nlohmann::json::exception& e) {
+    return Status::InvalidArgument(std::string("cannot write the request to forkfeedd: ") +
+                                   printable(e.what()));
+  }
+  if (Status s = send_frame(socket_.get(), type, payload); !s.ok()) {
     if (auto why = reason_after_failed_write()) return lose(*why);
     return lose(s.message());
   }

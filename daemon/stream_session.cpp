@@ -89,16 +89,19 @@ void StreamSession::run() {
     spdlog::error("stream {} (pid {}): {}", id_, peer_.pid, why);
     (void)send_frame(peer_.socket.get(), MessageType::kNotice, json{{"error", why}}.dump());
   }
-  if (stream_) {
-    {
-      std::lock_guard lock(stats_mu_);
-      stats_ = nullptr;
-    }
-    stream_.reset();  // stops and reaps the workers, unmaps the arena
-  }
+  close_stream();
   handshake_.closing();  // before the socket goes: the server must not touch it after
   peer_.socket.reset();  // the client sees the end now, not when the server reaps this session
   finished_.store(true, std::memory_order_release);
+}
+
+void StreamSession::close_stream() {
+  if (!stream_) return;
+  {
+    std::lock_guard lock(stats_mu_);
+    stats_ = nullptr;
+  }
+  stream_.reset();  // stops and reaps the workers, unmaps the arena, gives back its admission
 }
 
 void StreamSession::serve() {
@@ -195,6 +198,9 @@ StreamSession::Answer StreamSession::answer_request(const Frame& frame, std::vec
         answer = ok_reply(json{{"protocol", kProtocolVersion}});
         break;
       case MessageType::kClose:
+        // The stream's workers and memory are given back before the reply, so that a
+        // client that closes and opens again at once finds them free.
+        close_stream();
         (void)reply(ok_reply());
         return Answer{Answer::Then::kClose, {}};
       default:

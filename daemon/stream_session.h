@@ -57,6 +57,8 @@ class StreamSession {
   void run();
   // run()'s loop: requests, and the stream's deliveries.
   void serve();
+  // Ends the stream, if one is open: its workers reaped, its memory and admission given back.
+  void close_stream();
   // Reads and answers one request; false: close the connection.
   bool handle_request();
   // What a request calls for: a reply (with fds, for open_stream), or the end of the

@@ -90,9 +90,12 @@ struct KeyRule {
 };
 
 constexpr KeyRule kKeyRules[] = {
-    {[](const OrderKey& k) { return std::to_string(k.dataset_size) + " samples, digest " + k.dataset_digest; },
+    {[](const OrderKey& k) {
+       return std::to_string(k.dataset_size) + " samples, digest " + k.dataset_digest;
+     },
      "the state was taken on a different dataset ({saved}) than this one ({current}); resume with the same "
-     "image folder or manifest: the same files and labels, in the same order, at the same paths"},
+     "image folder, manifest or shards: the same files and labels, in the same order, at the same paths (and "
+     "shards unchanged)"},
     {[](const OrderKey& k) { return std::to_string(k.seed); },
      "the state was taken with seed {saved} but this loader has {current}; resume with seed {saved}"},
     {[](const OrderKey& k) { return std::to_string(k.world_size); },

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "loader/shards/file_stamp.h"
 #include "loader/shards/index_cache.h"
 #include "loader/shards/shard_dataset.h"
 #include "loader/shards/tar_scan.h"
@@ -21,13 +22,16 @@ namespace forkfeed {
 std::string DatasetIndex::describe(std::size_t i) const {
   if (!sharded()) return std::string(path(i));
   const Slice& slice = slices_[i];
-  const std::string at = " (at byte " + std::to_string(slice.offset) + ")";
-  // Only for messages: a shard that cannot be read now is still named, by offset.
-  const UniqueFd fd(::open(std::string(path(i)).c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  const std::optional<std::string> member =
-      fd.valid() ? member_name_before(fd.get(), slice.offset, slice.size) : std::nullopt;
-  if (!member) return std::string(path(i)) + " (sample at byte " + std::to_string(slice.offset) + ")";
-  return std::string(path(i)) + ", member '" + printable_cut(*member) + "'" + at;
+  const std::string shard(path(i)), at = " at byte " + std::to_string(slice.offset);
+  // The member's name is read from the shard, only while it is the file indexed: a
+  // replacement's header there would name another sample.
+  std::optional<std::string> member;
+  const UniqueFd fd(::open(shard.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  const Result<FileStamp> now = fd.valid() ? stamp_file(fd.get()) : Result<FileStamp>(Status::NotFound(""));
+  if (now.ok() && *now == shard_stamps_[slice.file]) {
+    member = member_name_at(fd.get(), now->size, slice.offset, slice.size);
+  }
+  return shard + (member ? ", member '" + printable_cut(*member) + "'" : ", member") + at;
 }
 
 DatasetSource DatasetSource::of(const LoaderOptions& o) {

@@ -142,6 +142,7 @@ class Loader::Impl {
   // The rules are PassPosition's.
   Status set_epoch(std::uint64_t epoch) {
     if (Status s = check_process(); !s.ok()) return s;
+    if (Status s = PassPosition::check_epoch(epoch, "epoch"); !s.ok()) return s;
     if (auto seek = pass_.on_set_epoch(epoch)) begin_pass(*seek);
     return Status::Ok();
   }

@@ -11,6 +11,7 @@
 #include "forkfeed/options.h"
 #include "loader/dataset_source.h"
 #include "loader/option_names.h"
+#include "loader/pass_position.h"
 #include "loader/slot_count.h"
 #include "loader/transform_spec.h"
 #include "transport/arena.h"
@@ -86,6 +87,7 @@ Status validate(const LoaderOptions& o) {
                std::to_string(kRingCapacity - 1) + "; lower prefetch or workers");
   }
   if (o.size < 8 || o.size > 4096) return bad("size must be in [8, 4096], got " + std::to_string(o.size));
+  if (Status s = PassPosition::check_epoch(o.epoch, "epoch"); !s.ok()) return s;
   if (o.world_size == 0) return bad("world size must be at least 1");
   if (o.rank >= o.world_size) {
     return bad("rank " + std::to_string(o.rank) + " is out of range for world size " + std::to_string(o.world_size));

@@ -23,8 +23,15 @@ std::optional<PassPosition::Seek> PassPosition::on_set_epoch(std::uint64_t epoch
   return std::nullopt;
 }
 
+Status PassPosition::check_epoch(std::uint64_t epoch, std::string_view what) {
+  if (epoch < kMaxEpoch) return Status::Ok();
+  return Status::InvalidArgument(std::string(what) + " " + std::to_string(epoch) +
+                                 " is not below 2^62: " + "count epochs from 0");
+}
+
 Result<PassPosition::Seek> PassPosition::start_of(const Checkpoint& checkpoint,
                                                   std::uint64_t batches_per_epoch) {
+  if (Status s = check_epoch(checkpoint.epoch, "the state's epoch"); !s.ok()) return s;
   if (checkpoint.position > batches_per_epoch) {
     return Status::InvalidArgument("the state's position " + std::to_string(checkpoint.position) +
                                    " is past the end of the epoch (" + std::to_string(batches_per_epoch) +

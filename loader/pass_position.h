@@ -27,6 +27,11 @@ namespace forkfeed {
 
 class PassPosition {
  public:
+  // Epochs lie below this, so that every epoch has a next one (no run comes near it).
+  static constexpr std::uint64_t kMaxEpoch = std::uint64_t{1} << 62;
+  // Ok for an epoch below kMaxEpoch; InvalidArgument naming `what` otherwise.
+  static Status check_epoch(std::uint64_t epoch, std::string_view what);
+
   struct Seek {
     std::uint64_t epoch = 0;
     std::uint64_t position = 0;  // batches of the pass already delivered

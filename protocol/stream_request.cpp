@@ -21,9 +21,9 @@ using json = nlohmann::json;
 Status bad(const std::string& what) { return Status::InvalidArgument("bad open_stream request: " + what); }
 
 Result<std::string> get_string(const json& body, const char* key) {
-  const json& v = body.at(key);
-  if (!v.is_string()) return bad(std::string(key) + " must be a string");
-  return v.get<std::string>();
+  auto v = bytes_from_json(body, key);
+  if (!v.ok()) return bad(v.status().message());
+  return v;
 }
 
 Result<bool> get_bool(const json& body, const char* key) {
@@ -44,6 +44,41 @@ Result<std::array<float, 3>> get_triple(const json& body, const char* key) {
 }
 
 }  // namespace
+
+json bytes_to_json(std::string_view bytes) {
+  if (is_utf8(bytes)) return std::string(bytes);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(bytes.size() * 2);
+  for (const char c : bytes) {
+    hex += kHex[static_cast<unsigned char>(c) >> 4];
+    hex += kHex[static_cast<unsigned char>(c) & 0xF];
+  }
+  return json{{"bytes", std::move(hex)}};
+}
+
+Result<std::string> bytes_from_json(const json& body, const char* key) {
+  const std::string must = std::string(key) + " must be a string, or {\"bytes\": \"<hex>\"}";
+  if (!body.is_object() || !body.contains(key)) return Status::InvalidArgument(std::string("missing ") + key);
+  const json& v = body.at(key);
+  if (v.is_string()) return v.get<std::string>();
+  if (!v.is_object() || v.size() != 1 || !v.contains("bytes") || !v["bytes"].is_string())
+    return Status::InvalidArgument(must);
+  const std::string& hex = v["bytes"].get_ref<const std::string&>();
+  if (hex.size() % 2 != 0) return Status::InvalidArgument(must + ": an odd number of hex digits");
+  auto digit = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  std::string bytes(hex.size() / 2, '\0');
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    const int hi = digit(hex[2 * i]), lo = digit(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) return Status::InvalidArgument(must + ": lowercase hex digits only");
+    bytes[i] = static_cast<char>(hi << 4 | lo);
+  }
+  return bytes;
+}
 
 Result<std::uint64_t> get_uint(const json& body, const char* key, std::uint64_t max) {
   if (!body.is_object() || !body.contains(key)) return Status::InvalidArgument(std::string("missing ") + key);
@@ -110,8 +145,11 @@ Status read_field(const json& body, const char* key, T& out, Status& unknown_nam
 json to_json(const StreamRequest& r) {
   json body = json::object();
   for_each_field(r, [&](const char* key, const auto& value) {
-    if constexpr (std::is_enum_v<std::remove_cvref_t<decltype(value)>>) {
+    using T = std::remove_cvref_t<decltype(value)>;
+    if constexpr (std::is_enum_v<T>) {
       body[key] = std::string(to_string(value));
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      body[key] = bytes_to_json(value);  // a path need not be UTF-8
     } else {
       body[key] = value;
     }
@@ -184,7 +222,10 @@ json to_json(const StreamOpened& o) {
   std::size_t name_bytes = 0;
   for (const std::string& name : o.class_names) name_bytes += name.size() + 4;  // quotes, comma, slack
   if (!o.class_names.empty() && name_bytes <= kMaxClassNameBytes) {
-    body["class_names"] = o.class_names;  // error_handler replace: a name that is not UTF-8 still goes
+    json names = json::array();
+    for (const std::string& name : o.class_names)
+      names.push_back(bytes_to_json(name));  // folder names: bytes
+    body["class_names"] = std::move(names);
   }
   return body;
 }
@@ -217,8 +258,9 @@ Result<StreamOpened> parse_stream_opened(const json& reply) {
     const json& names = reply["class_names"];
     if (!names.is_array() || names.size() != o.classes) return malformed("class_names must list every class");
     for (const json& name : names) {
-      if (!name.is_string()) return malformed("class_names must be strings");
-      o.class_names.push_back(name.get<std::string>());
+      auto bytes = bytes_from_json(json{{"class_name", name}}, "class_name");
+      if (!bytes.ok()) return malformed(bytes.status().message());
+      o.class_names.push_back(std::move(bytes).value());
     }
   }
   if (!reply.contains("order")) return malformed("missing order");

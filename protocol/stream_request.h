@@ -67,6 +67,13 @@ nlohmann::json error_reply(const Status& status);
 // The Status of a reply: Ok for {"ok":true,...}.
 Status reply_status(const nlohmann::json& reply);
 
+// Strings that are bytes to the system (paths, class names) need not be UTF-8, which a
+// JSON string must be: such a string travels as {"bytes":"<hex>"} and reads back
+// exactly; any other as a plain string.
+nlohmann::json bytes_to_json(std::string_view bytes);
+// The string or {"bytes":"<hex>"} at body[key]; InvalidArgument naming `key` otherwise.
+Result<std::string> bytes_from_json(const nlohmann::json& body, const char* key);
+
 // Reads an unsigned integer member of `body` that must lie in [0, max].
 Result<std::uint64_t> get_uint(const nlohmann::json& body, const char* key, std::uint64_t max);
 

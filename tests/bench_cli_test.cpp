@@ -13,6 +13,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <numeric>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -439,6 +441,77 @@ TEST_F(BenchBadFileTest, SkipLeavesTheFileOutAndCountsIt) {
   std::sort(delivered.begin(), delivered.end());
   EXPECT_EQ(std::adjacent_find(delivered.begin(), delivered.end()), delivered.end()) << "a sample came twice";
   EXPECT_EQ(delivered.size(), kImages - 1);
+}
+
+// Sets an environment variable for one scope (the tools started meanwhile inherit it).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// A disk that fails one file's open() with EIO (tests/fake_io/fail_open.cpp): not the
+// file's fault, so --on-error skip does not skip it. The run fails naming the errno, saves
+// the state at the failed batch, and a resume from it, the disk well again, delivers the
+// rest: every sample exactly once over both runs.
+TEST_F(BenchBadFileTest, AnIoErrorIsNeverSkippedAndTheSavedStateResumesAtItsBatch) {
+  fs::remove(bad_);  // every file good
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(fs::path(root_) / "class_000"))
+    names.push_back(entry.path().string());
+  std::sort(names.begin(), names.end());
+  const std::string failing = names.at(1);  // a whole path: it matches this file only
+  const std::vector<std::string> common = {"--data",       root_,
+                                           "--batch",      "5",
+                                           "--size",       "32",
+                                           "--on-error",   "skip",
+                                           "--save-state", dir_.path() + "/state.json"};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), common.begin(), common.end());
+    return more;
+  };
+  Outcome failed;
+  {
+    const ScopedEnv preload("LD_PRELOAD", FAIL_OPEN);
+    const ScopedEnv fail("FORKFEED_FAIL_OPEN", failing);
+#if defined(__SANITIZE_ADDRESS__)
+    const ScopedEnv asan("ASAN_OPTIONS",
+                         std::string(std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "") +
+                             ":verify_asan_link_order=0");
+#endif
+    failed = run_bench(dir_.path(), with({"--dump-indices", dir_.path() + "/first.tsv"}));
+  }
+  ASSERT_TRUE(failed.exited && failed.code != 0) << describe(failed);
+  EXPECT_NE(failed.err.find("Input/output error"), std::string::npos) << describe(failed);
+  EXPECT_NE(failed.err.find(failing), std::string::npos) << describe(failed);
+  EXPECT_NE(failed.err.find("the state to resume from that batch is saved in"), std::string::npos)
+      << describe(failed);
+  ASSERT_TRUE(fs::exists(dir_.path() + "/state.json"));
+  const Outcome rest =
+      run_bench(dir_.path(),
+                with({"--resume", dir_.path() + "/state.json", "--dump-indices", dir_.path() + "/rest.tsv"}));
+  ASSERT_TRUE(rest.exited && rest.code == 0) << describe(rest);
+  std::vector<std::uint64_t> delivered;
+  for (const char* part : {"/first.tsv", "/rest.tsv"}) {
+    for (const DumpLine& d : read_dump(dir_.path() + part)) delivered.push_back(d.index);
+  }
+  std::sort(delivered.begin(), delivered.end());
+  std::vector<std::uint64_t> all(kImages - 1);
+  std::iota(all.begin(), all.end(), 0);
+  EXPECT_EQ(delivered, all) << "every sample exactly once, none skipped";
 }
 
 // A shard cut short: what lies past the damage cannot be counted in samples, so the

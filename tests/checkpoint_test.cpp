@@ -179,19 +179,20 @@ TEST(Checkpoint, EveryDifferenceWordForWord) {
   const OrderKey current{999, "fedcba9876543210", 7, 0, 8, 32, false, true};
   const Result<Checkpoint> decoded = decode_checkpoint(some_state(), current);
   ASSERT_FALSE(decoded.ok());
-  EXPECT_EQ(decoded.status().message(),
-            "the state was taken on a different dataset (1000 samples, digest 0123456789abcdef) than this one "
-            "(999 samples, digest fedcba9876543210); resume with the same image folder or manifest: the same "
-            "files and labels, in the same order, at the same paths"
-            "; also the state was taken with seed 42 but this loader has 7; resume with seed 42"
-            "; also the state was taken with world_size 4 but this loader has 8; resume with the same world size "
-            "(each rank's shard depends on it)"
-            "; also the state was taken by rank 1 but this loader is rank 0; resume each rank from the state it "
-            "saved"
-            "; also the state was taken with batch_size 64 but this loader has 32; resume with the same batch size"
-            "; also the state was taken with shuffle on but this loader has shuffle off; resume with shuffle on"
-            "; also the state was taken with drop_last off but this loader has drop_last on; resume with "
-            "drop_last off");
+  EXPECT_EQ(
+      decoded.status().message(),
+      "the state was taken on a different dataset (1000 samples, digest 0123456789abcdef) than this one "
+      "(999 samples, digest fedcba9876543210); resume with the same image folder, manifest or shards: the "
+      "same files and labels, in the same order, at the same paths (and shards unchanged)"
+      "; also the state was taken with seed 42 but this loader has 7; resume with seed 42"
+      "; also the state was taken with world_size 4 but this loader has 8; resume with the same world size "
+      "(each rank's shard depends on it)"
+      "; also the state was taken by rank 1 but this loader is rank 0; resume each rank from the state it "
+      "saved"
+      "; also the state was taken with batch_size 64 but this loader has 32; resume with the same batch size"
+      "; also the state was taken with shuffle on but this loader has shuffle off; resume with shuffle on"
+      "; also the state was taken with drop_last off but this loader has drop_last on; resume with "
+      "drop_last off");
 }
 
 TEST(Checkpoint, OrderKeyTakesTheOptionsThatDecideTheOrder) {

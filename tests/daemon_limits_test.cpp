@@ -74,6 +74,21 @@ TEST_F(DaemonLimitsTest, MaxStreams) {
       << c.status().message();
 }
 
+// Destroying a Client returns once its stream's workers and memory are given back: a
+// stream opened right after finds them free (an evaluation loop closes and reopens).
+TEST_F(DaemonLimitsTest, AClosedStreamsWorkersAreFreeWhenCloseReturns) {
+  testing::HangGuard guard(60, "DaemonLimitsTest.AClosedStream");
+  testing::DaemonProcess daemon(socket_path("reopen"), {"--max-workers", "4"});
+  auto kept = Client::connect(daemon.socket(), options(2));
+  ASSERT_TRUE(kept.ok()) << kept.status().message();
+  for (int round = 0; round < 5; ++round) {
+    auto eval = Client::connect(daemon.socket(), options(2));
+    ASSERT_TRUE(eval.ok()) << "round " << round << ": " << eval.status().message();
+    EXPECT_EQ((*eval)->workers(), 2u);
+    (void)testing::read_pass(**eval);
+  }  // each closed at the end of its round, the next opened at once
+}
+
 TEST_F(DaemonLimitsTest, WorkersAreSharedFairlyAndNeverExceedTheLimit) {
   testing::HangGuard guard(60, "DaemonLimitsTest.Workers");
   testing::DaemonProcess daemon(socket_path("workers"), {"--max-workers", "5"});

@@ -24,6 +24,7 @@
 #include "loader/checkpoint.h"
 #include "loader/shards/tar_scan.h"
 #include "loader/shards/tar_writer.h"
+#include "tests/testing/command.h"
 #include "tests/testing/processes.h"
 #include "tests/testing/small_options.h"
 #include "tests/testing/temp_dataset.h"
@@ -373,19 +374,37 @@ TEST_F(BadShardTest, MessagesNameTheMemberAndCutLongNames) {
   EXPECT_NE(failed.status().message().find("...(900006 bytes)"), std::string::npos)
       << failed.status().message().substr(0, 300);
 
-  // A decode error names the member, read from its tar header.
-  const std::string empty =
-      shard("empty.tar", {{"a.jpg", image_}, {"a.cls", "0"}, {"n0/b.jpg", ""}, {"n0/b.cls", "1"}});
-  auto loader = open(empty);
+  // A decode error names the member, read from its tar header; a long name whole (from
+  // its pax header), cut only for the message.
+  const std::string long_key = "n1/" + std::string(300, 'L');
+  const std::string empty = shard("empty.tar", {{"a.jpg", image_},
+                                                {"a.cls", "0"},
+                                                {"n0/b.jpg", ""},
+                                                {"n0/b.cls", "1"},
+                                                {long_key + ".jpg", ""},
+                                                {long_key + ".cls", "1"}});
+  auto loader = open(empty, OnError::kSkip);
   ASSERT_TRUE(loader.ok()) << loader.status().message();
+  const DatasetIndex& index = (*loader)->dataset();
+  ASSERT_EQ(index.size(), 3u);
+  EXPECT_NE(index.describe(1).find("empty.tar, member 'n0/b.jpg' at byte "), std::string::npos)
+      << index.describe(1);
+  EXPECT_NE(index.describe(2).find("member '" + long_key.substr(0, 200) + "...(307 bytes)' at byte "),
+            std::string::npos)
+      << index.describe(2);
+  auto failed_decode = open(empty);
+  ASSERT_TRUE(failed_decode.ok()) << failed_decode.status().message();
   Status error;
   for (int i = 0; i < 4 && error.ok(); ++i) {
-    auto b = (*loader)->next();
+    auto b = (*failed_decode)->next();
     if (!b.ok()) error = b.status();
   }
   EXPECT_EQ(error.code(), Status::Code::kBadData);
-  EXPECT_NE(error.message().find("empty.tar, member 'n0/b.jpg' (at byte "), std::string::npos)
-      << error.message();
+  EXPECT_NE(error.message().find("empty.tar, member '"), std::string::npos) << error.message();
+  // Once the shard is another file, its headers would name another sample: none is named.
+  shard("empty.tar", {{"z.jpg", image_}, {"z.cls", "0"}, {"other.jpg", ""}, {"other.cls", "1"}});
+  EXPECT_EQ(index.describe(1).find("other"), std::string::npos) << index.describe(1);
+  EXPECT_NE(index.describe(1).find("empty.tar, member at byte "), std::string::npos) << index.describe(1);
 }
 
 // Indexing that runs out of memory (a limit on the address space, here) fails the open
@@ -409,25 +428,12 @@ TEST_F(BadShardTest, RunningOutOfMemoryWhileIndexingIsAnError) {
     specs.push_back(shard(name, members));
   }
   const std::string both = dir_.path() + "/big-{0..1}.tar";
-  const pid_t child = ::fork();
-  if (child == 0) {
-    // VmSize in pages, then room for a thread's stack or some allocations, not for the names.
-    std::ifstream statm("/proc/self/statm");
-    std::uint64_t pages = 0;
-    statm >> pages;
-    const rlim_t limit = static_cast<rlim_t>(pages * ::sysconf(_SC_PAGESIZE) + (12 << 20));
-    const rlimit tight{limit, limit};
-    if (::setrlimit(RLIMIT_AS, &tight) != 0) ::_exit(10);
-    auto opened = open(both);
-    if (opened.ok()) ::_exit(11);
-    if (opened.status().code() != Status::Code::kResourceExhausted) ::_exit(12);
-    ::_exit(opened.status().message().find("out of memory") != std::string::npos ? 0 : 13);
-  }
-  ASSERT_GT(child, 0);
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status) << " (SIGABRT is 6)";
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: no limit; 11: opened; 12: another error; 13: another message";
+  // Room for a scanning thread's stack and a little more, not for the names.
+  const testing::CommandOutcome o = testing::run_command(
+      {std::string(FORKFEED_BIN_DIR) + "/open_under_memory_limit", both, "12"}, dir_.path());
+  ASSERT_TRUE(o.exited && o.code == 0) << o.describe();  // SIGABRT before the fix
+  EXPECT_TRUE(o.out.starts_with("resource_exhausted: out of memory")) << o.out;
+  EXPECT_NE(o.out.find("big-"), std::string::npos) << "names what it was building: " << o.out;
 }
 
 TEST_F(BadShardTest, AFileThatIsNoTarIsAnErrorNamingIt) {

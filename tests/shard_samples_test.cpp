@@ -194,6 +194,17 @@ TEST(ShardSamplesTest, ClassFolderLabelsAreSortedClassPositionsAcrossShards) {
   FakeShard flat;
   flat.add("n01/a.jpg").add("loose.jpg");
   expect_bad_sample(flat, kFolder, "loose", "the key has no folder", 1);
+
+  // A shard written by `tar -C dir .` names its members "./n02/g.jpg": the same class
+  // as "n02/g.jpg" from another shard, never a class of its own.
+  FakeShard dotted;
+  dotted.add("./n02/g.jpg").add("././n01/h.jpg");
+  Result<ShardScan> scan = dotted.group(kFolder);
+  ASSERT_TRUE(scan.ok()) << scan.status().message();
+  EXPECT_EQ(scan->class_names, (std::vector<std::string>{"n01", "n02"}));
+  FakeShard only_dot;
+  only_dot.add("n01/a.jpg").add("./loose.jpg");
+  expect_bad_sample(only_dot, kFolder, "./loose", "the key has no folder", 1);
 }
 
 TEST(ShardSamplesTest, SampleProblems) {

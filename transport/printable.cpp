@@ -78,6 +78,19 @@ std::string printable(std::string_view text) {
   return out;
 }
 
+bool is_utf8(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    if (static_cast<unsigned char>(text[i]) < 0x80) {
+      ++i;
+    } else if (const std::size_t n = utf8_length(text.substr(i)); n > 0) {
+      i += n;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
 std::string printable_cut(std::string_view text, std::size_t max_bytes) {
   if (text.size() <= max_bytes) return printable(text);
   return printable(text.substr(0, max_bytes)) + "...(" + std::to_string(text.size()) + " bytes)";

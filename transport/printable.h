@@ -19,4 +19,8 @@ std::string printable(std::string_view text);
 // be megabytes long in a pax header), so that a message stays a line.
 std::string printable_cut(std::string_view text, std::size_t max_bytes = 200);
 
+// Whether `text` is valid UTF-8 (no overlong forms, surrogates or code points above
+// U+10FFFF), as JSON requires of its strings.
+bool is_utf8(std::string_view text);
+
 }  // namespace forkfeed

@@ -44,19 +44,22 @@ Status SamplePipeline::run(std::string_view path, std::uint64_t epoch, std::uint
   return run(SampleSource{path}, epoch, index, out);
 }
 
-Status SamplePipeline::run(const SampleSource& source, std::uint64_t epoch, std::uint64_t index, std::byte* out) {
-  auto file = reader_.read(source);
-  if (!file.ok()) return file.status();
-  KeyedRng rng({spec_.seed, epoch, index});
+Status SamplePipeline::run(const SampleSource& source, std::uint64_t epoch, std::uint64_t index,
+                           std::byte* out) {
   Status s;
-  // OpenCV reports failures (including allocation) by throwing; none may escape a worker.
+  // OpenCV reports failures (including allocation) by throwing, and the reader's buffer
+  // grows to the sample; nothing may escape a worker, least of all an allocation failure,
+  // which a crash would pin on the sample as bad data.
   try {
+    auto file = reader_.read(source);
+    if (!file.ok()) return file.status();
+    KeyedRng rng({spec_.seed, epoch, index});
     s = path_ == DecodePath::kFused ? decode_fused(*file, rng, out) : decode_reference(*file, rng, out);
   } catch (const cv::Exception& e) {
     s = decode_failure(e.code == cv::Error::StsNoMem, "cannot decode or transform image",
                        printable(e.what()));
   } catch (const std::bad_alloc&) {
-    s = decode_failure(true, "cannot decode or transform image", "std::bad_alloc");
+    s = decode_failure(true, "cannot read, decode or transform the image", "std::bad_alloc");
   } catch (const std::exception& e) {
     s = decode_failure(false, "cannot decode or transform image", printable(e.what()));
   }

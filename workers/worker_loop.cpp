@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <opencv2/core/utility.hpp>
 #include <chrono>
+#include <cstdio>
+#include <new>
+#include <opencv2/core/utility.hpp>
 #include <thread>
 
 #include "transport/futex.h"
@@ -113,6 +115,18 @@ class Worker {
 
 }  // namespace
 
-int run_worker(const Arena& arena, const WorkerIdentity& who) { return Worker(arena, who).run(); }
+int run_worker(const Arena& arena, const WorkerIdentity& who) {
+  // What escapes the loop (an allocation outside a sample's pipeline, say) ends the
+  // worker with a code, not with std::terminate's SIGABRT: a crash would be pinned on
+  // the sample in hand and make it bad data, though the sample is not to blame.
+  try {
+    return Worker(arena, who).run();
+  } catch (const std::exception& e) {
+    const bool memory = dynamic_cast<const std::bad_alloc*>(&e) != nullptr;
+    std::fprintf(stderr, "forkfeed worker %u: %s; exiting\n", who.id,
+                 memory ? "out of memory" : printable(e.what()).c_str());
+    return kWorkerFailedExitCode;
+  }
+}
 
 }  // namespace forkfeed

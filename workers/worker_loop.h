@@ -17,7 +17,11 @@ struct WorkerIdentity {
   int completion_fd;  // eventfd the orchestrator polls: written after each completion
 };
 
-// Returns the process exit code.
+// A worker that could not go on (out of memory outside a sample, say) exits with this,
+// having said why on stderr; the orchestrator replaces it, blaming no sample.
+inline constexpr int kWorkerFailedExitCode = 3;
+
+// Returns the process exit code: 0 when told to stop, 1 when orphaned.
 int run_worker(const Arena& arena, const WorkerIdentity& who);
 
 }  // namespace forkfeed

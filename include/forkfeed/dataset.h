@@ -62,8 +62,9 @@ class DatasetIndex {
     const Slice& s = slices_[i];
     return {file(s.file), true, s.offset, s.size, shard_stamps_[s.file]};
   }
-  // What messages call sample i: its path, or "<shard>, member '<name>' (at byte
-  // <offset>)", the name read from the member's tar header (the shard is read for it).
+  // What messages call sample i: its path, or "<shard>, member '<name>' at byte
+  // <offset>", the name read from the shard's tar headers while the shard is the file
+  // indexed ("<shard>, member at byte <offset>" otherwise).
   std::string describe(std::size_t i) const;
   std::int64_t label(std::size_t i) const { return labels_[i]; }
 

@@ -101,6 +101,7 @@ class Result {
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
   // Returns the value, or throws forkfeed::Error.
   T value_or_throw() && {
     if (!ok()) throw Error(status());

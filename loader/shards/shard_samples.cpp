@@ -140,13 +140,16 @@ class ShardGrouping {
     }
     std::int64_t value = 0;
     if (rule_.source == LabelSource::kClassFolder) {
-      const std::size_t slash = key.rfind('/');
-      if (slash == std::string_view::npos || slash == 0) {
+      // "./class_0/x" (tar -C dir .) is in the class of "class_0/x": one class, whatever
+      // the tar that wrote the shard.
+      std::string_view folder = key.substr(0, std::min(key.size(), key.rfind('/')));
+      while (folder.starts_with("./")) folder.remove_prefix(2);
+      if (folder.empty() || folder == "." || folder.size() == key.size()) {
         return bad(key,
                    "the key has no folder; label_rule class_folder needs members named <class>/<name>.<ext>");
       }
-      const auto [it, added] = class_of_.try_emplace(std::string(key.substr(0, slash)),
-                                                     static_cast<std::int64_t>(class_of_.size()));
+      const auto [it, added] =
+          class_of_.try_emplace(std::string(folder), static_cast<std::int64_t>(class_of_.size()));
       value = it->second;  // first-seen order; sort_classes() makes it the sorted position
     } else {
       if (label == nullptr) return bad(key, "no ." + std::string(label_extension) + " member with its label");

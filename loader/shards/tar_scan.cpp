@@ -308,7 +308,8 @@ Status scan_tar(int fd, std::string_view shard, std::uint64_t file_size,
   return TarScanner(fd, shard, file_size, member).run();
 }
 
-std::optional<std::string> member_name_before(int fd, std::uint64_t data_offset, std::uint64_t size) {
+std::optional<std::string> member_name_at(int fd, std::uint64_t file_size, std::uint64_t data_offset,
+                                          std::uint64_t size) {
   if (data_offset < tar::kBlock) return std::nullopt;
   Block block;
   if (::pread(fd, block.data(), block.size(), static_cast<off_t>(data_offset - tar::kBlock)) !=
@@ -318,9 +319,14 @@ std::optional<std::string> member_name_before(int fd, std::uint64_t data_offset,
   const char type = static_cast<char>(block[tar::kTypeflag.at]);
   const bool regular = type == '0' || type == '\0' || type == '7';
   if (!regular || number_of(block, tar::kSize) != size) return std::nullopt;
-  std::string name = header_name(block);
-  if (text_of(block, tar::kName).size() == tar::kName.size) name += "...";  // perhaps cut
-  return name;
+  if (text_of(block, tar::kName).size() < tar::kName.size) return header_name(block);
+  // Perhaps cut: the whole name is in an extended header before. Only messages come here.
+  std::optional<std::string> name;
+  (void)scan_tar(fd, "", file_size, [&](TarMember&& m) {
+    if (m.offset == data_offset && m.size == size) name = std::move(m.name);
+    return m.offset < data_offset ? Status::Ok() : Status::Cancelled("past the member");
+  });
+  return name ? name : header_name(block);
 }
 
 Result<std::vector<TarMember>> scan_tar_file(const std::string& path) {

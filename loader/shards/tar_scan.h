@@ -35,12 +35,13 @@ namespace forkfeed {
 Status scan_tar(int fd, std::string_view shard, std::uint64_t file_size,
                 const std::function<Status(TarMember&&)>& member);
 
-// The name of the member whose data starts at `data_offset` of the archive open at `fd`,
-// read from the header block just before it, for messages about that member: ustar and
-// v7 names whole; a name that a GNU long-name or pax header gave is the header's own name
-// field, cut to its 100 bytes and then ending in "...". nullopt when that block is not
-// the header of a regular file of `size` bytes (the index or the file is not what it was).
-std::optional<std::string> member_name_before(int fd, std::uint64_t data_offset, std::uint64_t size);
+// The name of the member of `size` bytes whose data starts at `data_offset` of the
+// archive open at `fd` (`file_size` bytes), for messages about it. Read from the header
+// block just before the data; when that header's name field is full (a long name that a
+// GNU or pax header gave whole), by scanning the archive's headers up to the member.
+// nullopt when no such member is there.
+std::optional<std::string> member_name_at(int fd, std::uint64_t file_size, std::uint64_t data_offset,
+                                          std::uint64_t size);
 
 // Every regular-file member of the tar file at `path` (opened by open_regular_file(), so
 // a FIFO or a directory is refused with InvalidArgument).

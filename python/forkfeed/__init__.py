@@ -81,7 +81,9 @@ class _Pass:
     order, resume and lifetime. Subclasses open ``_impl`` in ``__init__``.
 
     Threads: ``next_batch()`` may be called from several threads, which then share the
-    pass (each batch goes to one caller). Iterating (``for``) is one thread's at a time:
+    pass (each batch goes to one caller). The pass ends with one ``None``, to one caller:
+    a call after it, from any thread, starts the next epoch, so the thread that gets it
+    should stop the others. Iterating (``for``) is one thread's at a time:
     a second thread that starts iterating while another is raises ``forkfeed.Error``; a
     new ``for`` in the same thread starts the pass again, and the iterator it replaced
     raises if it is resumed.

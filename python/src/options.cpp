@@ -75,6 +75,12 @@ std::array<float, 3> three_floats(const std::string& name, py::handle value) {
       bad_type(name, what, value);
     }
     out[i] = item.cast<float>();
+    // A finite number that float32 turns into 0 or infinity (5e-324, 1e300) would reach
+    // validate() as another number than the one given: refused here, as given.
+    const double given = item.cast<double>();
+    if (std::isfinite(given) && (!std::isfinite(out[i]) || (given != 0 && out[i] == 0))) {
+      bad_value(name, "3 numbers float32 can hold (0, or a magnitude between 1.2e-38 and 3.4e38)", value);
+    }
   }
   return out;
 }

@@ -3,6 +3,7 @@ states as a Loader with the same options, an error within a second when the daem
 dies, and Ctrl-C while waiting raises KeyboardInterrupt promptly."""
 
 import os
+import pathlib
 import signal
 import threading
 import time
@@ -10,7 +11,7 @@ import time
 import pytest
 
 import forkfeed
-from conftest import CONTINUE_THE_PASS, IMAGES, run_ctrl_c
+from conftest import CONTINUE_THE_PASS, IMAGES, make_dataset, run_ctrl_c
 
 OPTIONS = dict(batch_size=4, size=16, seed=7, shuffle=True, output="numpy")
 
@@ -50,8 +51,13 @@ def test_torch_tensors_and_the_named_dataset(dataset, daemon):
         images, labels = next(iter(client))
         assert isinstance(images, torch.Tensor) and images.shape == (4, 16, 16, 3)
         assert labels.dtype == torch.int64
-        assert client.stats()["delivered_batches"] >= 1
         assert 1 <= client.workers
+        # The same keys as a Loader's, and the same meaning: what the caller took, not
+        # what the daemon sent ahead.
+        stats = client.stats()
+        assert (stats["delivered_batches"], stats["delivered_samples"]) == (1, 4)
+        with forkfeed.Loader(dataset, batch_size=4, size=16, workers=1) as loader:
+            assert set(stats) == set(loader.stats())
 
 
 def test_state_dict_resumes_across_client_and_loader(dataset, daemon):
@@ -123,3 +129,15 @@ def test_bad_requests_name_what_is_wrong(dataset, daemon, tmp_path):
     client.close()
     with pytest.raises(ValueError, match="the client is closed"):
         client.next_batch()
+
+
+def test_a_folder_whose_name_is_not_utf8_is_served_as_a_loader_reads_it(tmp_path, daemon):
+    # The request is JSON, whose strings must be UTF-8: such a path travels as its bytes.
+    root = os.fsencode(tmp_path) + b"/data-\xff"
+    make_dataset(pathlib.Path(os.fsdecode(root)), images=9, classes=2)
+    os.rename(root + b"/class_001", root + b"/class-\xfe")
+    with forkfeed.Client(root, socket=daemon.socket, workers=1, **OPTIONS) as client, \
+            forkfeed.Loader(root, workers=1, **OPTIONS) as loader:
+        assert client.classes == loader.classes == [os.fsdecode(b"class-\xfe"), "class_000"]
+        assert run(client, epochs=1) == run(loader, epochs=1)
+

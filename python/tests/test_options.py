@@ -122,7 +122,7 @@ def test_layout_gives_the_same_pixels_in_nhwc_or_nchw(dataset, dtype):
 @pytest.mark.parametrize("name,value", [
     ("mean", [float("nan"), 0.5, 0.5]), ("mean", [1e300, 0.5, 0.5]), ("mean", [0.5, float("inf"), 0.5]),
     ("std", [0.2, 0.2, 0.0]), ("std", [1e-45, 0.2, 0.2]), ("std", [0.2, float("nan"), 0.2]),
-    ("std", [0.2, 0.2, -1.0]), ("std", [1e-38, 0.2, 0.2]),
+    ("std", [0.2, 0.2, -1.0]), ("std", [1e-38, 0.2, 0.2]), ("std", [5e-324, 0.2, 0.2]),
 ])
 def test_normalisation_that_would_not_give_finite_pixels_is_refused(dataset, name, value):
     with pytest.raises(ValueError, match=name):
@@ -197,4 +197,19 @@ def test_an_oversized_state_is_refused_unread(dataset):
         with pytest.raises(ValueError, match="bytes, over the 65536"):
             loader.load_state_dict(dict(state, padding="x" * (1 << 20)))
         loader.load_state_dict(state)
+
+
+def test_a_number_float32_cannot_hold_is_refused_as_given(dataset):
+    with pytest.raises(ValueError, match=r"std must be 3 numbers float32 can hold.*5e-324"):
+        forkfeed.Loader(dataset, std=[5e-324, 0.2, 0.2])
+
+
+def test_an_epoch_without_a_next_one_is_refused(dataset):
+    with pytest.raises(ValueError, match="epoch"):
+        forkfeed.Loader(dataset, epoch=2**64 - 1)
+    with forkfeed.Loader(dataset, batch_size=8, workers=1, size=16) as loader:
+        with pytest.raises(ValueError, match="not below 2\\^62"):
+            loader.set_epoch(2**63)
+        with pytest.raises(ValueError, match="epoch"):
+            loader.load_state_dict(dict(loader.state_dict(), epoch=2**64 - 1))
 

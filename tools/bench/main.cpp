@@ -219,14 +219,22 @@ int run(const BenchFlags& flags) {
   }
   // A Ctrl-C from the terminal reaches the whole process group; an error that follows
   // it is part of stopping, not a result. A wait it cut short changed nothing, so the
-  // state is exact; the state after a failed batch is past it.
+  // state is exact. A batch failed by its own bad data moved the pass past it (its good
+  // samples are lost to a resume, so no state is saved); any other failure (the
+  // machine's, a changed shard) stopped the loader at that batch, where the state resumes.
   const bool stopped_cleanly = status.ok() || status.code() == Status::Code::kCancelled;
-  if (!stopped_cleanly && !report.interrupted) return fail(status.message());
-  if (Status s = dump.close(); !s.ok()) return fail(s.message());
-  if (!flags.save_state_path.empty() && stopped_cleanly) {
+  const bool state_resumes_exactly = stopped_cleanly || status.code() != Status::Code::kBadData;
+  if (!flags.save_state_path.empty() && state_resumes_exactly) {
     if (Status s = write_state_file(flags.save_state_path, state); !s.ok()) return fail(s.message());
     report.saved_state = flags.save_state_path;
   }
+  if (!stopped_cleanly && !report.interrupted) {
+    return fail(status.message() +
+                (report.saved_state.empty()
+                     ? ""
+                     : "; the state to resume from that batch is saved in " + printable(report.saved_state)));
+  }
+  if (Status s = dump.close(); !s.ok()) return fail(s.message());
 
   if (flags.json) {
     std::printf("%s\n", json_line(report).c_str());
