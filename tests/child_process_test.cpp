@@ -361,16 +361,11 @@ TEST_F(ChildProcessTest, AdoptTakesOwnershipOfASpawnedChild) {
 TEST_F(ChildProcessTest, APidfdThatCannotBeOpenedSaysWhyWithoutBlamingTheKernel) {
   const pid_t sleeps = spawn({"/bin/sleep", "600"});
   ASSERT_GT(sleeps, 0);
-  rlimit was{};
-  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &was), 0);
-  const int lowest_free = ::dup(0);
-  ASSERT_GE(lowest_free, 0);
-  ::close(lowest_free);
-  rlimit tight = was;
-  tight.rlim_cur = static_cast<rlim_t>(lowest_free);
-  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &tight), 0);
-  auto adopted = ChildProcess::adopt(sleeps);
-  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &was), 0);
+  Result<ChildProcess> adopted = Status::Internal("not adopted");
+  {
+    const testing::NoFreeFds no_fds;
+    adopted = ChildProcess::adopt(sleeps);
+  }
   ASSERT_FALSE(adopted.ok());
   EXPECT_NE(adopted.status().message().find("Too many open files"), std::string::npos)
       << adopted.status().message();

@@ -7,7 +7,6 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,6 +16,7 @@
 
 #include "loader/shards/file_stamp.h"
 #include "tests/testing/encoded_images.h"
+#include "tests/testing/processes.h"
 #include "tests/testing/temp_dataset.h"
 #include "workers/sample_pipeline.h"
 
@@ -196,17 +196,12 @@ TEST_F(SampleReaderTest, RunningOutOfFdsIsNotBadData) {
   write(file, images_[0]);
   const SampleSource indexed = slice(shard, offsets[0], images_[0].size());
   SampleReader reader(1 << 20);
-  rlimit was{};
-  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &was), 0);
-  const int lowest_free = ::dup(0);
-  ASSERT_GE(lowest_free, 0);
-  ::close(lowest_free);
-  rlimit tight = was;
-  tight.rlim_cur = static_cast<rlim_t>(lowest_free);  // the next open() gets EMFILE
-  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &tight), 0);
-  auto whole = reader.read(SampleSource{file});
-  auto sliced = reader.read(indexed);
-  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &was), 0);
+  Result<FileBytes> whole = Status::Internal("not read"), sliced = Status::Internal("not read");
+  {
+    const testing::NoFreeFds no_fds;  // the next open() gets EMFILE
+    whole = reader.read(SampleSource{file});
+    sliced = reader.read(indexed);
+  }
   for (const auto* got : {&whole, &sliced}) {
     ASSERT_FALSE(got->ok());
     EXPECT_NE(got->status().code(), Status::Code::kBadData) << got->status().message();

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -197,6 +198,24 @@ std::string first_difference(const Batches& got, const Batches& expected) {
     return std::to_string(got.size()) + " batches, expected " + std::to_string(expected.size());
   }
   return "";
+}
+
+NoFreeFds::NoFreeFds() {
+  rlimit limit{};
+  EXPECT_EQ(::getrlimit(RLIMIT_NOFILE, &limit), 0);
+  soft_ = limit.rlim_cur;
+  const int lowest_free = ::dup(0);  // the number the next open() would get
+  EXPECT_GE(lowest_free, 0);
+  ::close(lowest_free);
+  limit.rlim_cur = static_cast<rlim_t>(lowest_free);
+  EXPECT_EQ(::setrlimit(RLIMIT_NOFILE, &limit), 0);
+}
+
+NoFreeFds::~NoFreeFds() {
+  rlimit limit{};
+  ::getrlimit(RLIMIT_NOFILE, &limit);
+  limit.rlim_cur = static_cast<rlim_t>(soft_);
+  ::setrlimit(RLIMIT_NOFILE, &limit);
 }
 
 }  // namespace forkfeed::testing

@@ -30,6 +30,20 @@ int open_fds();
 // Polls `condition` every few milliseconds until it holds or `timeout` passes.
 bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout);
 
+// While in scope, this process can open no new fd: its soft RLIMIT_NOFILE is lowered to
+// the lowest free fd number, so the next open() fails with EMFILE. The limit is put
+// back when it goes.
+class NoFreeFds {
+ public:
+  NoFreeFds();
+  ~NoFreeFds();
+  NoFreeFds(const NoFreeFds&) = delete;
+  NoFreeFds& operator=(const NoFreeFds&) = delete;
+
+ private:
+  std::uint64_t soft_ = 0;  // the limit before
+};
+
 // Ends the test process with a message naming `what` if it is still in scope after
 // `seconds`: a loader that hangs is a failure, not a stuck ctest. It uses alarm(), not a
 // thread, so the loader still sees a single-threaded process. One at a time.
