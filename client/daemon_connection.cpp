@@ -48,7 +48,8 @@ bool timed_out(const Status& s) { return s.code() == Status::Code::kDeadlineExce
 Result<DaemonConnection> DaemonConnection::connect(const std::string& socket_path,
                                                    std::chrono::milliseconds timeout,
                                                    RequestTimeout requests) {
-  const Result<sockaddr_un> address = unix_socket_address(socket_path, "forkfeedd socket path");
+  const Result<sockaddr_un> address =
+      unix_socket_address(socket_path, "forkfeedd socket path", "start forkfeedd on a shorter one");
   if (!address.ok()) return address.status();
   const sockaddr_un& addr = address.value();
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));

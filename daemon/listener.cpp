@@ -15,7 +15,7 @@ namespace forkfeed {
 namespace {
 
 Result<sockaddr_un> address_of(const std::string& path) {
-  return unix_socket_address(path, "forkfeedd socket path");
+  return unix_socket_address(path, "forkfeedd socket path", "choose a shorter --socket");
 }
 
 // A socket file exists at `path`: is a daemon answering on it?

@@ -10,12 +10,13 @@
 
 namespace forkfeed {
 
-Result<sockaddr_un> unix_socket_address(const std::string& path, std::string_view what) {
+Result<sockaddr_un> unix_socket_address(const std::string& path, std::string_view what,
+                                        std::string_view remedy) {
   sockaddr_un addr{};
   if (path.empty() || path.size() >= sizeof addr.sun_path) {
     return Status::InvalidArgument(std::string(what) + " '" + printable(path) + "' is empty or longer than " +
-                                   std::to_string(sizeof addr.sun_path - 1) +
-                                   " bytes; choose a shorter path");
+                                   std::to_string(sizeof addr.sun_path - 1) + " bytes; " +
+                                   std::string(remedy));
   }
   if (Status s = check_no_nul(what, path); !s.ok()) return s;
   addr.sun_family = AF_UNIX;

@@ -12,8 +12,9 @@
 
 namespace forkfeed {
 
-// InvalidArgument naming `what` ("forkfeedd socket path") and the remedy when `path` is
-// empty, too long or holds a NUL byte.
-Result<sockaddr_un> unix_socket_address(const std::string& path, std::string_view what);
+// InvalidArgument naming `what` ("forkfeedd socket path") and `remedy` (what the caller
+// can change: "choose a shorter --socket") when `path` is empty, too long or holds a NUL.
+Result<sockaddr_un> unix_socket_address(const std::string& path, std::string_view what,
+                                        std::string_view remedy);
 
 }  // namespace forkfeed

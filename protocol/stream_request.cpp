@@ -21,9 +21,9 @@ using json = nlohmann::json;
 Status bad(const std::string& what) { return Status::InvalidArgument("bad open_stream request: " + what); }
 
 Result<std::string> get_string(const json& body, const char* key) {
-  auto v = bytes_from_json(body, key);
-  if (!v.ok()) return bad(v.status().message());
-  return v;
+  const json& v = body.at(key);
+  if (!v.is_string()) return bad(std::string(key) + " must be a string");
+  return v.get<std::string>();
 }
 
 Result<bool> get_bool(const json& body, const char* key) {
@@ -112,8 +112,8 @@ template <typename T>
 Status read_field(const json& body, const char* key, T& out, Status& unknown_name) {
   if (!body.contains(key)) return Status::Ok();
   if constexpr (std::is_same_v<T, std::string>) {
-    auto v = get_string(body, key);
-    if (!v.ok()) return v.status();
+    auto v = bytes_from_json(body, key);  // paths, names: bytes to the system
+    if (!v.ok()) return bad(v.status().message());
     out = std::move(v).value();
   } else if constexpr (std::is_same_v<T, bool>) {
     auto v = get_bool(body, key);

@@ -110,6 +110,24 @@ TEST(StreamRequestTest, ErrorsNameTheField) {
   EXPECT_EQ(empty->stream.loader.transform, LoaderOptions{}.transform);
 }
 
+// A path need not be UTF-8, which a JSON string must be: it travels as its bytes, through
+// a dump and a parse, and comes back the same; a malformed bytes form names the field.
+TEST(StreamRequestTest, PathsThatAreNotUtf8RoundTripAsBytes) {
+  StreamRequest r;
+  r.stream.loader.image_folder = "/data/caf\xe9/\xff\xfe";
+  r.stream.loader.manifest = "/plain/utf-8/caf\xc3\xa9.tsv";
+  const json body = json::parse(to_json(r).dump());
+  EXPECT_TRUE(body["image_folder"].is_object()) << body.dump();
+  EXPECT_TRUE(body["manifest"].is_string()) << body.dump();
+  auto back = parse_stream_request(body);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->stream.loader.image_folder, r.stream.loader.image_folder);
+  EXPECT_EQ(back->stream.loader.manifest, r.stream.loader.manifest);
+  auto message = [](const json& b) { return parse_stream_request(b).status().message(); };
+  EXPECT_NE(message({{"manifest", {{"bytes", "abc"}}}}).find("manifest must be a string"), std::string::npos);
+  EXPECT_NE(message({{"manifest", {{"bytes", "ZZ"}}}}).find("lowercase hex digits"), std::string::npos);
+}
+
 OrderKey unusual_key() {
   return OrderKey{12345, "0123456789abcdef", std::uint64_t{1} << 63, 3, 8, 16, false, true};
 }
