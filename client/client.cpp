@@ -13,16 +13,16 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/owner_process.h"
+#include "base/unique_fd.h"
 #include "client/client_stream.h"
 #include "client/daemon_connection.h"
+#include "dataset/dataset_source.h"
 #include "loader/batch_factory.h"
-#include "loader/dataset_source.h"
 #include "loader/pass_position.h"
 #include "loader/slot_count.h"
 #include "protocol/stream_request.h"
-#include "transport/owner_process.h"
-#include "transport/unique_fd.h"
-#include "workers/transform.h"
+#include "transport/arena_layout.h"
 
 namespace forkfeed {
 namespace {
@@ -40,7 +40,7 @@ class Client::Impl {
         interrupt_(std::move(interrupt)),
         opened_(opened),
         position_(opened.batches_per_epoch, {opened.epoch, opened.position}),
-        pass_(opened.pass) {}
+        generation_(opened.generation) {}
 
   ~Impl() {
     // In a fork's child the stream is the parent's: its copy of the socket only closes.
@@ -65,7 +65,7 @@ class Client::Impl {
         if (Status s = wait_for_delivery(); !s.ok()) return s;
         continue;
       }
-      if (d->pass != pass_) {  // overtaken by a seek
+      if (d->generation != generation_) {  // overtaken by a seek
         if (d->kind == DeliveryKind::kBatch) stream_->give_back(d->handle, d->tag, false);
         continue;
       }
@@ -143,10 +143,10 @@ class Client::Impl {
   Status start(PassPosition::Seek seek) {
     auto reply = connection_.request(MessageType::kSeek, json{{"epoch", seek.epoch}, {"position", seek.position}});
     if (!reply.ok()) return reply.status();
-    auto pass = get_uint(reply->body, "pass", ~std::uint64_t{0});
-    if (!pass.ok())
-      return Status::Internal("forkfeedd sent a malformed seek reply: " + pass.status().message());
-    pass_ = *pass;
+    auto generation = get_uint(reply->body, "generation", ~std::uint64_t{0});
+    if (!generation.ok())
+      return Status::Internal("forkfeedd sent a malformed seek reply: " + generation.status().message());
+    generation_ = *generation;
     (void)take_interrupt();  // an interrupt is for the pass it cut short
     position_.start(seek);
     return Status::Ok();
@@ -177,7 +177,7 @@ class Client::Impl {
     return ::read(interrupt_.get(), &count, sizeof count) == static_cast<ssize_t>(sizeof count);
   }
 
-  Result<std::optional<Batch>> batch(const Delivery& d) {
+  Result<std::optional<Batch>> batch(const DeliveryRecord& d) {
     if (!batch_delivery_fits(d, stream_->arena().size(), sample_bytes(opened_.dtype, opened_.size),
                              opened_.order.batch_size)) {
       stream_->give_back(d.handle, d.tag, false);
@@ -210,7 +210,7 @@ class Client::Impl {
 
   // What the caller consumed, as a Loader counts it, and the daemon's id of the pass.
   PassPosition position_;
-  std::uint64_t pass_;
+  std::uint64_t generation_;  // StreamOpened::generation, as of the last seek
   std::uint64_t delivered_batches_ = 0, delivered_samples_ = 0;  // handed to the caller
   Status broken_;
   bool broken_reported_ = false;

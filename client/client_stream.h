@@ -8,10 +8,10 @@
 #include <memory>
 #include <mutex>
 
+#include "base/owner_process.h"
 #include "loader/slot_pool.h"
 #include "protocol/consumer_channel.h"
 #include "transport/mapping.h"
-#include "transport/owner_process.h"
 
 namespace forkfeed {
 

@@ -9,9 +9,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/printable.h"
 #include "protocol/socket_address.h"
 #include "protocol/stream_request.h"
-#include "transport/printable.h"
 
 namespace forkfeed {
 

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "base/unique_fd.h"
 #include "forkfeed/client.h"
 #include "forkfeed/status.h"
 #include "protocol/frame.h"
-#include "transport/unique_fd.h"
 
 namespace forkfeed {
 

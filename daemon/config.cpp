@@ -7,10 +7,11 @@
 #include <filesystem>
 #include <set>
 
-#include "loader/option_names.h"
+#include "base/option_names.h"
+#include "base/printable.h"
+#include "base/regular_file.h"
+#include "daemon/limit_fields.h"
 #include "protocol/stream_request.h"
-#include "transport/printable.h"
-#include "transport/regular_file.h"
 
 namespace forkfeed {
 namespace {
@@ -165,29 +166,11 @@ Status load_config_file(const std::string& path, DaemonConfig& config) {
       } else if (key == "limits") {
         if (!value.IsMap()) return bad_key(path, key, "must be a mapping");
         for (const auto& l : value) {
-          const std::string name = l.first.as<std::string>();
-          at = "limits." + name;
-          if (name == "max_streams") {
-            config.limits.max_streams = l.second.as<std::uint32_t>();
-          } else if (name == "max_workers") {
-            config.limits.max_workers = l.second.as<std::uint32_t>();
-          } else if (name == "max_stream_workers") {
-            config.limits.max_stream_workers = l.second.as<std::uint32_t>();
-          } else if (name == "max_pending_connections") {
-            config.handshake.max_pending_connections = l.second.as<std::uint32_t>();
-          } else if (name == "handshake_timeout_ms") {
-            config.handshake.timeout = std::chrono::milliseconds(l.second.as<std::uint32_t>());
-          } else if (name == "max_arena_bytes" || name == "max_stream_arena_bytes") {
-            auto bytes = parse_bytes(l.second.as<std::string>());
-            if (!bytes.ok()) return bad_key(path, "limits." + name, bytes.status().message());
-            (name == "max_arena_bytes" ? config.limits.max_arena_bytes
-                                       : config.limits.max_stream_arena_bytes) = *bytes;
-          } else {
-            return bad_key(
-                path, "limits." + name,
-                "unknown limit; use max_streams, max_workers, max_stream_workers, max_arena_bytes, "
-                "max_stream_arena_bytes, max_pending_connections or handshake_timeout_ms");
-          }
+          at = "limits." + l.first.as<std::string>();
+          const std::string line = " (line " + std::to_string(l.second.Mark().line + 1) + ")";
+          Status s = set_limit(config, l.first.as<std::string>(), l.second.as<std::string>());
+          if (s.code() == Status::Code::kNotFound) return bad_key(path, at, "unknown limit; use " + limit_keys());
+          if (!s.ok()) return bad_key(path, at, s.message() + line);
         }
       } else {
         return bad_key(path, key, "unknown key; see config/forkfeedd.yaml for the known ones");

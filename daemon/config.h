@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "daemon/admission.h"
+#include "dataset/dataset_source.h"
 #include "forkfeed/status.h"
-#include "loader/dataset_source.h"
 
 namespace forkfeed {
 

@@ -7,8 +7,8 @@
 
 #include <string>
 
+#include "base/unique_fd.h"
 #include "forkfeed/status.h"
-#include "transport/unique_fd.h"
 
 namespace forkfeed {
 

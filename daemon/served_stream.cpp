@@ -40,7 +40,7 @@ Result<ServedStream::Opened> ServedStream::open(std::uint64_t id, const LoaderOp
   const ServedStream& s = *opened.stream;
   const PassPosition::Seek at = LoaderInternals::position(*s.loader_);
   opened.reply = to_json(StreamOpened{
-      id, s.pass_, at.epoch, at.position, s.loader_->batches_per_epoch(), s.loader_->samples_per_epoch(),
+      id, s.generation_, at.epoch, at.position, s.loader_->batches_per_epoch(), s.loader_->samples_per_epoch(),
       s.lent_.capacity(), options.workers, s.loader_->dataset().classes().size(), options.size, options.dtype,
       resolve(options.layout, options.dtype), memory.size, LoaderInternals::order_key(*s.loader_),
       s.loader_->dataset().classes()});
@@ -73,9 +73,9 @@ Result<json> ServedStream::seek(const json& body) {
   if (!position.ok()) return Status::InvalidArgument("seek: " + position.status().message());
   if (Status s = LoaderInternals::seek(*loader_, {*epoch, *position}); !s.ok()) return s;
   // Whatever is still in the ring belongs to the old pass: the client drops it.
-  pass_ += 1;
+  generation_ += 1;
   fatal_sent_ = false;
-  return json{{"pass", pass_}};
+  return json{{"generation", generation_}};
 }
 
 bool ServedStream::can_produce() const {
@@ -85,7 +85,7 @@ bool ServedStream::can_produce() const {
 
 void ServedStream::produce() {
   auto next = loader_->next();
-  Delivery d{};
+  DeliveryRecord d{};
   if (!next.ok()) {
     const Status& s = next.status();
     d.kind = DeliveryKind::kError;
@@ -109,7 +109,7 @@ void ServedStream::produce() {
     d.handle = ticket.handle;
     d.tag = ticket.tag;
   }
-  d.pass = pass_;
+  d.generation = generation_;
   (void)channel_.block().deliveries.try_push(d);  // can_produce() saw room; only this thread pushes
   channel_.ring_delivered();
 }

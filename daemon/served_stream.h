@@ -12,12 +12,12 @@
 #include <string_view>
 #include <vector>
 
+#include "base/unique_fd.h"
 #include "daemon/admission.h"
 #include "daemon/lent_batches.h"
 #include "forkfeed/loader.h"
 #include "forkfeed/status.h"
 #include "protocol/consumer_channel.h"
-#include "transport/unique_fd.h"
 
 namespace forkfeed {
 
@@ -64,8 +64,8 @@ class ServedStream {
   ConsumerChannel channel_;
   Loader::SharedMemory memory_;
   LentBatches lent_;  // at the client or in its deliveries ring; released before the loader goes
-  std::uint64_t pass_ = 1;
-  bool fatal_sent_ = false;  // the loader's lasting error went out for this pass
+  std::uint64_t generation_ = 1;  // StreamOpened::generation
+  bool fatal_sent_ = false;  // the loader's lasting error went out for this generation
   std::uint64_t bad_returns_ = 0;
   nlohmann::json about_;
   std::chrono::steady_clock::time_point opened_;

@@ -13,10 +13,10 @@
 #include <new>
 #include <system_error>
 
+#include "base/out_of_memory.h"
+#include "base/printable.h"
 #include "loader/slot_count.h"
 #include "protocol/stream_request.h"
-#include "transport/out_of_memory.h"
-#include "transport/printable.h"
 
 namespace forkfeed {
 namespace {

@@ -1,6 +1,6 @@
 // Checkpoint: a loader's position as one line of JSON, and the checks that make a
 // resumed loader refuse a state whose order it cannot reproduce. The dataset digest is
-// loader/dataset_digest.cpp's.
+// dataset/dataset_digest.cpp's.
 #include "loader/checkpoint.h"
 
 #include <cstddef>
@@ -14,9 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "loader/json_field.h"
+#include "base/json_field.h"
+#include "base/printable.h"
 #include "loader/order_key_json.h"
-#include "transport/printable.h"
 
 namespace forkfeed {
 namespace {
@@ -25,15 +25,6 @@ constexpr int kVersion = 1;
 
 Status not_a_state(std::string_view why) {
   return Status::InvalidArgument("not a forkfeed state: " + std::string(why));
-}
-
-// The start of `text` for an error message: enough to recognise what was passed instead.
-std::string quote_start(std::string_view text) {
-  constexpr std::size_t kMaxShown = 40;
-  std::string q = "'";
-  q += printable(text.substr(0, kMaxShown));
-  q += text.size() > kMaxShown ? "...'" : "'";
-  return q;
 }
 
 // nlohmann's what() starts with "[json.exception.parse_error.101] "; the user needs only the rest.
@@ -63,9 +54,9 @@ Result<Checkpoint> parse(std::string_view state) {
     doc = nlohmann::json::parse(state.begin(), state.end());
   } catch (const nlohmann::json::parse_error& e) {
     return not_a_state("not JSON (" + printable(without_exception_id(e.what())) + ") in " +
-                       quote_start(state));
+                       quoted_start(state, 40));
   }
-  if (!doc.is_object()) return not_a_state("expected a JSON object, got " + quote_start(state));
+  if (!doc.is_object()) return not_a_state("expected a JSON object, got " + quoted_start(state, 40));
   if (Status s = check_version(doc); !s.ok()) return s;
 
   // The reasons of json_field and read_order_key, which name the field, become "not a state".

@@ -6,10 +6,10 @@
 #include <string>
 #include <string_view>
 
+#include "dataset/dataset_digest.h"
 #include "forkfeed/dataset.h"
 #include "forkfeed/options.h"
 #include "forkfeed/status.h"
-#include "loader/dataset_digest.h"
 
 namespace forkfeed {
 

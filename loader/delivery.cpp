@@ -3,8 +3,8 @@
 
 #include <string>
 
+#include "base/printable.h"
 #include "loader/batch_factory.h"
-#include "transport/printable.h"
 #include "transport/slot_contents.h"
 
 namespace forkfeed {

@@ -4,8 +4,8 @@
 #include <string>
 #include <utility>
 
+#include "base/monotonic_clock.h"
 #include "transport/futex.h"
-#include "transport/monotonic_clock.h"
 #include "transport/slot_contents.h"
 
 namespace forkfeed {

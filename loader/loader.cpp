@@ -13,24 +13,22 @@
 #include <new>
 #include <optional>
 
+#include "base/logging.h"
+#include "base/out_of_memory.h"
+#include "base/owner_process.h"
+#include "base/printable.h"
+#include "dataset/dataset_source.h"
 #include "loader/checkpoint.h"
-#include "loader/dataset_source.h"
 #include "loader/delivery.h"
 #include "loader/dispatcher.h"
 #include "loader/loader_internals.h"
-#include "loader/logging.h"
 #include "loader/pass_position.h"
 #include "loader/sampler.h"
 #include "loader/slot_count.h"
-#include "loader/start_method.h"
 #include "loader/supervisor.h"
-#include "loader/transform_spec.h"
-#include "loader/worker_pool.h"
-#include "transport/out_of_memory.h"
-#include "transport/owner_process.h"
+#include "process/start_method.h"
+#include "process/worker_pool.h"
 #include "transport/pinned_memory.h"
-#include "transport/printable.h"
-#include "workers/transform.h"
 
 namespace forkfeed {
 namespace {

@@ -1,4 +1,4 @@
-// Validation of LoaderOptions, what its slots cost, and the names of its enums.
+// validate(LoaderOptions): every option checked, each error naming the option and what to do.
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,35 +8,14 @@
 #include <limits>
 #include <string>
 
+#include "dataset/dataset_source.h"
 #include "forkfeed/options.h"
-#include "loader/dataset_source.h"
-#include "loader/option_names.h"
 #include "loader/pass_position.h"
 #include "loader/slot_count.h"
-#include "loader/transform_spec.h"
 #include "transport/arena.h"
 #include "transport/arena_layout.h"
-#include "workers/transform.h"
 
 namespace forkfeed {
-
-std::uint64_t arena_batch_bytes(const LoaderOptions& o) {
-  return std::uint64_t{slot_count(o)} * o.batch_size * sample_bytes(o.dtype, o.size);
-}
-
-ArenaSpec arena_spec(const LoaderOptions& o) {
-  return ArenaSpec{.num_workers = o.workers,
-                   .num_slots = slot_count(o),
-                   .batch_size = o.batch_size,
-                   .sample_bytes = sample_bytes(o.dtype, o.size),
-                   .transform = transform_spec(o),
-                   .on_error = o.on_error};
-}
-
-Status every_slot_held() {
-  return Status::ResourceExhausted(
-      "every batch slot is held by a Batch the caller has not released; release batches sooner or raise prefetch");
-}
 
 namespace {
 
@@ -110,30 +89,6 @@ Status validate(const LoaderOptions& o) {
         std::to_string(ram >> 20) + " MiB; lower batch_size, size, workers or prefetch");
   }
   return Status::Ok();
-}
-
-// The names are loader/option_names.h's tables.
-std::optional<TransformKind> parse_transform(std::string_view name) { return parse_enum<TransformKind>(name); }
-std::optional<DType> parse_dtype(std::string_view name) { return parse_enum<DType>(name); }
-std::optional<OnError> parse_on_error(std::string_view name) { return parse_enum<OnError>(name); }
-std::optional<StartMethod> parse_start_method(std::string_view name) { return parse_enum<StartMethod>(name); }
-std::optional<ForkHazardPolicy> parse_fork_hazard(std::string_view name) {
-  return parse_enum<ForkHazardPolicy>(name);
-}
-
-std::string_view to_string(TransformKind kind) { return enum_name(kind); }
-std::string_view to_string(DType dtype) { return enum_name(dtype); }
-std::string_view to_string(OnError on_error) { return enum_name(on_error); }
-std::string_view to_string(StartMethod method) { return enum_name(method); }
-std::string_view to_string(ForkHazardPolicy policy) { return enum_name(policy); }
-std::string_view to_string(ShardLabel label) { return enum_name(label); }
-std::optional<ShardLabel> parse_shard_label(std::string_view name) { return parse_enum<ShardLabel>(name); }
-std::string_view to_string(Layout layout) { return enum_name(layout); }
-std::optional<Layout> parse_layout(std::string_view name) { return parse_enum<Layout>(name); }
-
-Layout resolve(Layout layout, DType dtype) {
-  if (layout != Layout::kAuto) return layout;
-  return dtype == DType::kUint8 ? Layout::kNhwc : Layout::kNchw;
 }
 
 }  // namespace forkfeed

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "loader/json_field.h"
+#include "base/json_field.h"
 
 namespace forkfeed {
 

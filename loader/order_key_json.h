@@ -30,7 +30,7 @@ void write_order_key(const OrderKey& key, Json& top, const char* order_member) {
 }
 
 // Reads what write_order_key wrote with the same `order_member`, strictly
-// (loader/json_field.h): errors name the field as "order.rank", or "rank" in one object.
+// (base/json_field.h): errors name the field as "order.rank", or "rank" in one object.
 Result<OrderKey> read_order_key(const nlohmann::json& top, const char* order_member);
 
 }  // namespace forkfeed

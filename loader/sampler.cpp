@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "workers/keyed_rng.h"
+#include "base/keyed_rng.h"
 
 namespace forkfeed {
 

@@ -5,8 +5,8 @@
 #include <new>
 #include <string>
 
-#include "transport/monotonic_clock.h"
-#include "transport/printable.h"
+#include "base/monotonic_clock.h"
+#include "base/printable.h"
 
 namespace forkfeed {
 namespace {

@@ -14,7 +14,7 @@
 #include "forkfeed/status.h"
 #include "loader/dispatcher.h"
 #include "loader/worker_health.h"
-#include "loader/worker_pool.h"
+#include "process/worker_pool.h"
 
 namespace forkfeed {
 

@@ -21,11 +21,11 @@ bool inside(std::uint64_t offset, std::uint64_t bytes, std::uint64_t size) {
 
 }  // namespace
 
-Delivery batch_delivery(const Batch& batch, const std::byte* base) {
+DeliveryRecord batch_delivery(const Batch& batch, const std::byte* base) {
   const auto offset = [&](const void* p) {
     return static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - base);
   };
-  Delivery d{};
+  DeliveryRecord d{};
   d.kind = DeliveryKind::kBatch;
   d.epoch = batch.epoch();
   d.index = batch.index();
@@ -37,7 +37,7 @@ Delivery batch_delivery(const Batch& batch, const std::byte* base) {
   return d;
 }
 
-bool batch_delivery_fits(const Delivery& d, std::uint64_t arena_bytes, std::uint64_t sample_bytes,
+bool batch_delivery_fits(const DeliveryRecord& d, std::uint64_t arena_bytes, std::uint64_t sample_bytes,
                          std::uint32_t batch_size) {
   return d.count > 0 && d.count <= batch_size && d.pixel_bytes == d.count * sample_bytes &&
          inside(d.pixels_offset, d.pixel_bytes, arena_bytes) &&

@@ -7,11 +7,11 @@
 
 #include <cstdint>
 
+#include "base/unique_fd.h"
 #include "forkfeed/batch.h"
 #include "forkfeed/status.h"
 #include "transport/mapping.h"
 #include "transport/spsc_ring.h"
-#include "transport/unique_fd.h"
 
 namespace forkfeed {
 
@@ -27,8 +27,8 @@ enum class DeliveryKind : std::uint32_t {
   kError = 3,      // Loader::next() failed; `epoch` and `index` say where the pass stands after it
 };
 
-struct Delivery {
-  std::uint64_t pass;  // the daemon's pass id; records of older passes are dropped
+struct DeliveryRecord {
+  std::uint64_t generation;  // the stream's (StreamOpened::generation); records of older ones are dropped
   std::uint64_t epoch;
   std::uint64_t index;          // kBatch: Batch::index(); kError: batches delivered in the pass after it
   std::uint64_t tag;            // kBatch: echoed in the return, so a stale return cannot free a reused handle
@@ -45,12 +45,12 @@ struct Delivery {
 };
 
 // Where a Batch lies in the arena mapped at `base`, as a kBatch delivery says it (the
-// caller adds pass, handle and tag). The one place that writes these offsets...
-Delivery batch_delivery(const Batch& batch, const std::byte* base);
+// caller adds generation, handle and tag). The one place that writes these offsets...
+DeliveryRecord batch_delivery(const Batch& batch, const std::byte* base);
 // ... and the one that checks them, as a client must: a batch of 1 to `batch_size`
 // samples of `sample_bytes` each, its pixels, labels and indices inside an arena of
 // `arena_bytes`, labels and indices 8-byte aligned.
-bool batch_delivery_fits(const Delivery& d, std::uint64_t arena_bytes, std::uint64_t sample_bytes,
+bool batch_delivery_fits(const DeliveryRecord& d, std::uint64_t arena_bytes, std::uint64_t sample_bytes,
                          std::uint32_t batch_size);
 
 struct SlotReturn {
@@ -62,7 +62,7 @@ struct SlotReturn {
 struct ChannelBlock {
   std::uint64_t magic = kChannelMagic;
   std::uint32_t version = kChannelVersion;
-  SpscRing<Delivery, kChannelCapacity> deliveries;
+  SpscRing<DeliveryRecord, kChannelCapacity> deliveries;
   SpscRing<SlotReturn, kChannelCapacity> returns;
 };
 

@@ -9,13 +9,13 @@
 #include <string_view>
 #include <vector>
 
+#include "base/unique_fd.h"
 #include "forkfeed/status.h"
-#include "transport/unique_fd.h"
 
 namespace forkfeed {
 
 inline constexpr std::uint32_t kFrameMagic = 0x6466666b;  // "kffd"
-inline constexpr std::uint16_t kProtocolVersion = 1;
+inline constexpr std::uint16_t kProtocolVersion = 2;  // 2: "pass" became "generation"
 inline constexpr std::uint32_t kMaxPayload = 64 * 1024;
 inline constexpr std::size_t kMaxFrameFds = 4;
 

@@ -5,8 +5,8 @@
 
 #include <cstring>
 
-#include "transport/printable.h"
-#include "transport/regular_file.h"
+#include "base/printable.h"
+#include "base/regular_file.h"
 
 namespace forkfeed {
 

@@ -7,11 +7,11 @@
 #include <set>
 #include <type_traits>
 
+#include "base/option_names.h"
+#include "base/printable.h"
 #include "loader/option_fields.h"
-#include "loader/option_names.h"
 #include "loader/order_key_json.h"
 #include "loader/stats_fields.h"
-#include "transport/printable.h"
 
 namespace forkfeed {
 namespace {
@@ -199,7 +199,7 @@ void for_each_reply_field(Opened& o, Visit&& visit) {
   constexpr std::uint64_t k32 = std::numeric_limits<std::uint32_t>::max();
   constexpr std::uint64_t k64 = std::numeric_limits<std::uint64_t>::max();
   visit("stream", o.stream, k64);
-  visit("pass", o.pass, k64);
+  visit("generation", o.generation, k64);
   visit("epoch", o.epoch, k64);
   visit("position", o.position, k64);
   visit("batches_per_epoch", o.batches_per_epoch, k64);

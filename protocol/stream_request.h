@@ -25,7 +25,9 @@ Result<StreamRequest> parse_stream_request(const nlohmann::json& body);
 // The open_stream reply: what a Client learns of the stream's loader.
 struct StreamOpened {
   std::uint64_t stream = 0;
-  std::uint64_t pass = 0;  // the daemon's id of the pass; deliveries carry it
+  // The stream's generation: 1 at open, one more at each seek (a new pass, a reset, a
+  // loaded state). Every delivery carries it; the client drops records of older ones.
+  std::uint64_t generation = 0;
   std::uint64_t epoch = 0;
   std::uint64_t position = 0;
   std::uint64_t batches_per_epoch = 0;

@@ -24,15 +24,19 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "loader/option_names.h"
-#include "loader/shards/tar_scan.h"
+#include "base/option_names.h"
+#include "dataset/shards/tar_scan.h"
+#include "loader/stats_fields.h"
 #include "tests/testing/command.h"
 #include "tests/testing/processes.h"
+#include "tests/testing/scoped_env.h"
 #include "tests/testing/temp_dataset.h"
 #include "tests/testing/temp_shards.h"
 
 namespace forkfeed {
 namespace {
+
+using testing::ScopedEnv;
 
 namespace fs = std::filesystem;
 
@@ -141,7 +145,7 @@ TEST_F(BenchCliTest, HelpExitsZeroAndDescribesFlags) {
   EXPECT_NE(o.out.find("--dump-indices"), std::string::npos) << o.out;
 }
 
-// The choices shown are loader/option_names.h's tables, whatever they hold.
+// The choices shown are base/option_names.h's tables, whatever they hold.
 TEST_F(BenchCliTest, HelpListsTheEnumNames) {
   const Outcome o = run_bench(dir_.path(), {"--help"});
   ASSERT_TRUE(o.exited && o.code == 0) << describe(o);
@@ -225,6 +229,12 @@ TEST_F(BenchCliTest, JsonRunDeliversEverySampleOncePerEpoch) {
         "transform", "dtype", "wait_p50_ms", "wait_p99_ms", "arena_bytes", "dataset_size"}) {
     EXPECT_TRUE(j.contains(key)) << key << " missing in " << out_lines.back();
   }
+  // Every LoaderStats field, under the one name the loader, the daemon and Python use.
+  LoaderStats stats;
+  for_each_stat(stats, [&](const char* key, const auto&) {
+    EXPECT_TRUE(j.contains(key)) << key << " missing in " << out_lines.back();
+  });
+  EXPECT_EQ(j.value("delivered_samples", 0u), 2u * kImages);
   EXPECT_EQ(j.value("images", 0u), 2u * kImages);
   EXPECT_EQ(j.value("batches", 0u), 2u * 5u);  // ceil(37 / 8) per epoch
   EXPECT_EQ(j.value("epochs", 0u), 2u);
@@ -442,26 +452,6 @@ TEST_F(BenchBadFileTest, SkipLeavesTheFileOutAndCountsIt) {
   EXPECT_EQ(std::adjacent_find(delivered.begin(), delivered.end()), delivered.end()) << "a sample came twice";
   EXPECT_EQ(delivered.size(), kImages - 1);
 }
-
-// Sets an environment variable for one scope (the tools started meanwhile inherit it).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 // A disk that fails one file's open() with EIO (tests/fake_io/fail_open.cpp): not the
 // file's fault, so --on-error skip does not skip it. The run fails naming the errno, saves

@@ -4,7 +4,7 @@
 // Over 300 lines on purpose: one case per promise of ChildProcess (exit, signal, fds,
 // moves, reaping), each checking for zombies the same way; splitting it would copy the
 // fixture.
-#include "loader/child_process.h"
+#include "process/child_process.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

@@ -204,11 +204,11 @@ TEST_F(ClientStreamTest, RandomScriptBehavesAsTheLoader) {
         if (rng() % 4 == 0 && held.size() < 1) held.emplace_back(std::move(**a), std::move(**b));
       }
     } else if (op < 70) {
-      loader->reset();
+      EXPECT_TRUE(loader->reset().ok());
       ASSERT_TRUE(client->reset().ok());
     } else if (op < 78) {
       const std::uint64_t e = rng() % 3;
-      loader->set_epoch(e);
+      EXPECT_TRUE(loader->set_epoch(e).ok());
       ASSERT_TRUE(client->set_epoch(e).ok());
     } else if (op < 86) {
       const std::string& s = states[rng() % states.size()];

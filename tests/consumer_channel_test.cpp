@@ -21,9 +21,9 @@
 namespace forkfeed {
 namespace {
 
-Delivery batch_delivery(std::uint64_t index) {
-  Delivery d{};
-  d.pass = 1;
+DeliveryRecord batch_delivery(std::uint64_t index) {
+  DeliveryRecord d{};
+  d.generation = 1;
   d.kind = DeliveryKind::kBatch;
   d.index = index;
   d.tag = 1000 + index;
@@ -64,8 +64,8 @@ class ConsumerChannelTest : public ::testing::Test {
 };
 
 TEST_F(ConsumerChannelTest, DeliveriesArriveInOrderWithEveryField) {
-  Delivery error{};
-  error.pass = 2;
+  DeliveryRecord error{};
+  error.generation = 2;
   error.kind = DeliveryKind::kError;
   error.code = static_cast<std::uint32_t>(Status::Code::kBadData);
   error.fatal = 1;
@@ -186,7 +186,7 @@ TEST(BatchDelivery, WhatTheDaemonWritesTheClientAcceptsAndNothingOutsideTheArena
       BatchFactory::Parts{arena.pixels(), FakeArena::kCount * FakeArena::kSampleBytes, DType::kUint8,
                           FakeArena::kSize, FakeArena::kCount, arena.labels(), arena.indices(), 4, 6},
       std::make_unique<NoLease>());
-  const Delivery d = batch_delivery(batch, arena.bytes);
+  const DeliveryRecord d = batch_delivery(batch, arena.bytes);
   EXPECT_EQ(d.kind, DeliveryKind::kBatch);
   EXPECT_EQ(d.epoch, 4u);
   EXPECT_EQ(d.index, 6u);
@@ -200,7 +200,7 @@ TEST(BatchDelivery, WhatTheDaemonWritesTheClientAcceptsAndNothingOutsideTheArena
   EXPECT_FALSE(batch_delivery_fits(d, size, FakeArena::kSampleBytes, 2)) << "more samples than a batch holds";
   EXPECT_FALSE(batch_delivery_fits(d, size, FakeArena::kSampleBytes + 1, 3)) << "pixels of another size";
   EXPECT_FALSE(batch_delivery_fits(d, 87, FakeArena::kSampleBytes, 3)) << "indices past the end";
-  Delivery moved = d;
+  DeliveryRecord moved = d;
   moved.labels_offset = 41;
   EXPECT_FALSE(batch_delivery_fits(moved, size, FakeArena::kSampleBytes, 3)) << "unaligned labels";
   moved = d;

@@ -165,7 +165,7 @@ TEST(DaemonConnectionTest, CtlTimesOutOnAnUnansweredRequest) {
   ASSERT_TRUE(listener.ok()) << listener.status().message();
   std::thread daemon = serve_one(*listener, [](int fd) {
     if (!recv_frame(fd, false).ok()) return;
-    (void)send_frame(fd, MessageType::kReply, R"({"ok":true,"protocol":1})");
+    (void)send_frame(fd, MessageType::kReply, R"({"ok":true,"protocol":2})");
     (void)recv_frame(fd, false);  // the stats request: never answered
     (void)recv_frame(fd, false);  // until the client closes
   });

@@ -14,10 +14,10 @@
 #include <cstring>
 #include <fstream>
 
+#include "base/unique_fd.h"
 #include "forkfeed/client.h"
 #include "tests/testing/daemon_process.h"
 #include "tests/testing/temp_dataset.h"
-#include "transport/unique_fd.h"
 
 namespace forkfeed {
 namespace {

@@ -16,34 +16,14 @@
 
 #include "forkfeed/dataset.h"
 #include "tests/testing/processes.h"
+#include "tests/testing/temp_dataset.h"
 
 namespace forkfeed {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::TempDir;
 using Samples = std::vector<std::pair<std::string, std::int64_t>>;
-
-// A fresh directory, removed with everything in it (symlinks are removed, not followed).
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string pattern = (fs::temp_directory_path() / "dataset_index_test.XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      ADD_FAILURE() << "mkdtemp " << pattern << ": " << std::strerror(errno);
-    }
-    path_ = pattern;
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // The index never reads file contents, so images can be empty files.
 void write_file(const std::string& path, const std::string& content = "") {
@@ -60,7 +40,7 @@ Samples samples_of(const DatasetIndex& index) {
 }
 
 TEST(ImageFolder, FollowsTorchvisionOrderAndExtensions) {
-  ScratchDir dir;
+  TempDir dir;
   const std::string root = dir.path() + "/data";
   // "stray.jpg" sits in the root, not in a class: ignored. "B" < "a" byte-wise, as in
   // Python's sorted() on str.
@@ -100,7 +80,7 @@ TEST(ImageFolder, FollowsTorchvisionOrderAndExtensions) {
 }
 
 TEST(ImageFolder, EmptyClassKeepsLabelPositions) {
-  ScratchDir dir;
+  TempDir dir;
   const std::string root = dir.path();
   write_file(root + "/ant/1.jpg");
   fs::create_directories(root + "/bee");
@@ -113,7 +93,7 @@ TEST(ImageFolder, EmptyClassKeepsLabelPositions) {
 }
 
 TEST(ImageFolder, RootWithTrailingSlashJoinsLikeOsPathJoin) {
-  ScratchDir dir;
+  TempDir dir;
   write_file(dir.path() + "/cls/1.jpg");
 
   Result<DatasetIndex> index = DatasetIndex::from_image_folder(dir.path() + "/");
@@ -122,7 +102,7 @@ TEST(ImageFolder, RootWithTrailingSlashJoinsLikeOsPathJoin) {
 }
 
 TEST(ImageFolder, FollowsSymlinksAndStopsAtLoops) {
-  ScratchDir dir;
+  TempDir dir;
   const std::string root = dir.path() + "/data";
   write_file(root + "/a/x.jpg");
   write_file(dir.path() + "/elsewhere/imgs/o.jpg");
@@ -142,7 +122,7 @@ TEST(ImageFolder, FollowsSymlinksAndStopsAtLoops) {
 }
 
 TEST(ImageFolder, MissingRootIsNotFound) {
-  ScratchDir dir;
+  TempDir dir;
   const std::string root = dir.path() + "/no-such-dataset";
   Result<DatasetIndex> index = DatasetIndex::from_image_folder(root);
   ASSERT_FALSE(index.ok());
@@ -151,7 +131,7 @@ TEST(ImageFolder, MissingRootIsNotFound) {
 }
 
 TEST(ImageFolder, RootThatIsAFileIsNotFound) {
-  ScratchDir dir;
+  TempDir dir;
   write_file(dir.path() + "/list.txt");
   Result<DatasetIndex> index = DatasetIndex::from_image_folder(dir.path() + "/list.txt");
   ASSERT_FALSE(index.ok());
@@ -160,7 +140,7 @@ TEST(ImageFolder, RootThatIsAFileIsNotFound) {
 }
 
 TEST(ImageFolder, RootWithoutClassFoldersIsNotFound) {
-  ScratchDir dir;
+  TempDir dir;
   write_file(dir.path() + "/1.jpg");
   Result<DatasetIndex> index = DatasetIndex::from_image_folder(dir.path());
   ASSERT_FALSE(index.ok());
@@ -170,7 +150,7 @@ TEST(ImageFolder, RootWithoutClassFoldersIsNotFound) {
 }
 
 TEST(ImageFolder, ClassesWithoutImagesIsNotFound) {
-  ScratchDir dir;
+  TempDir dir;
   write_file(dir.path() + "/cat/notes.txt");
   fs::create_directories(dir.path() + "/dog/deeper");
   Result<DatasetIndex> index = DatasetIndex::from_image_folder(dir.path());
@@ -183,7 +163,7 @@ TEST(ImageFolder, ClassesWithoutImagesIsNotFound) {
 }
 
 TEST(Manifest, RelativeAndAbsolutePathsCommentsBlankLinesAndCrlf) {
-  ScratchDir dir;
+  TempDir dir;
   const std::string manifest = dir.path() + "/lists/train.tsv";
   write_file(manifest,
              "# path<TAB>label\r\n"
@@ -205,7 +185,7 @@ TEST(Manifest, RelativeAndAbsolutePathsCommentsBlankLinesAndCrlf) {
 }
 
 TEST(Manifest, MissingFileIsNotFound) {
-  ScratchDir dir;
+  TempDir dir;
   const std::string manifest = dir.path() + "/missing.tsv";
   Result<DatasetIndex> index = DatasetIndex::from_manifest(manifest);
   ASSERT_FALSE(index.ok());
@@ -214,7 +194,7 @@ TEST(Manifest, MissingFileIsNotFound) {
 }
 
 TEST(Manifest, LineWithoutTabNamesTheLine) {
-  ScratchDir dir;
+  TempDir dir;
   const std::string manifest = dir.path() + "/list.tsv";
   write_file(manifest, "# comment\n\ncat/1.jpg 0\n");
   Result<DatasetIndex> index = DatasetIndex::from_manifest(manifest);
@@ -225,7 +205,7 @@ TEST(Manifest, LineWithoutTabNamesTheLine) {
 
 TEST(Manifest, BadLabelNamesTheLine) {
   for (const char* label : {"cat", "-1", "3x", "", "99999999999999999999"}) {
-    ScratchDir dir;
+    TempDir dir;
     const std::string manifest = dir.path() + "/list.tsv";
     write_file(manifest, "a.jpg\t0\r\nb.jpg\t" + std::string(label) + "\r\n");
     Result<DatasetIndex> index = DatasetIndex::from_manifest(manifest);
@@ -239,7 +219,7 @@ TEST(Manifest, BadLabelNamesTheLine) {
 }
 
 TEST(Manifest, WithoutSamplesIsAnError) {
-  ScratchDir dir;
+  TempDir dir;
   const std::string manifest = dir.path() + "/list.tsv";
   write_file(manifest, "# nothing here yet\n\n");
   Result<DatasetIndex> index = DatasetIndex::from_manifest(manifest);
@@ -251,7 +231,7 @@ TEST(Manifest, WithoutSamplesIsAnError) {
 // A manifest names files, one a line: a line longer than any path is a file passed by
 // mistake, refused naming the line and the limit.
 TEST(Manifest, OverlongLineIsRefusedNamingTheLimit) {
-  ScratchDir dir;
+  TempDir dir;
   const std::string manifest = dir.path() + "/list.tsv";
   write_file(manifest, "a.jpg\t0\n" + std::string(100'000, 'x') + "\t1\n");
   Result<DatasetIndex> index = DatasetIndex::from_manifest(manifest);
@@ -265,7 +245,7 @@ TEST(Manifest, OverlongLineIsRefusedNamingTheLimit) {
 // (a FIFO). forkfeed-bench's tests cover a character device (/dev/zero).
 TEST(Manifest, FifoAndDirectoryAreRefusedNamingWhatTheyAre) {
   testing::HangGuard guard(60, "Manifest.FifoAndDirectory");
-  ScratchDir dir;
+  TempDir dir;
   const std::string fifo = dir.path() + "/list.tsv";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
   for (const auto& [path, what] :

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "forkfeed/fork_safety.h"
-#include "loader/process_view.h"
+#include "process/process_view.h"
 #include "tests/testing/temp_dataset.h"
 
 namespace forkfeed {

@@ -79,7 +79,7 @@ class GenerationTest : public ::testing::Test {
     auto loader = open(options(2));
     Batches run;
     if (loader) {
-      loader->set_epoch(epoch);
+      EXPECT_TRUE(loader->set_epoch(epoch).ok());
       run = testing::read_pass(*loader);
     }
     EXPECT_EQ(run.size(), kBatches);
@@ -111,7 +111,7 @@ TEST_F(GenerationTest, ResetAtEveryPositionIsFollowedByAnExactlyOncePassInOrder)
         const std::uint64_t e = 10 + k;  // a fresh epoch for every k
         SCOPED_TRACE(std::to_string(workers) + " workers, " + name(how) + " after " + std::to_string(k) +
                      " batches of epoch " + std::to_string(e));
-        loader->set_epoch(e);
+        EXPECT_TRUE(loader->set_epoch(e).ok());
         Batches consumed;
         if (how == Reset::kNewRangeFor) {
           if (k > 0) {
@@ -128,11 +128,11 @@ TEST_F(GenerationTest, ResetAtEveryPositionIsFollowedByAnExactlyOncePassInOrder)
         Batches pass;
         switch (how) {
           case Reset::kReset:
-            loader->reset();
+            EXPECT_TRUE(loader->reset().ok());
             pass = testing::read_pass(*loader);
             break;
           case Reset::kSetSameEpoch:
-            loader->set_epoch(e);
+            EXPECT_TRUE(loader->set_epoch(e).ok());
             pass = testing::read_pass(*loader);
             break;
           case Reset::kNewRangeFor:
@@ -163,9 +163,9 @@ TEST_F(GenerationTest, ResetBeforeAnyBatchWasConsumedRestartsNothing) {
     auto loader = open(options(workers));
     ASSERT_TRUE(loader);
     // Right after open: the pass of options.epoch (0).
-    loader->reset();
-    loader->set_epoch(0);
-    loader->reset();
+    EXPECT_TRUE(loader->reset().ok());
+    EXPECT_TRUE(loader->set_epoch(0).ok());
+    EXPECT_TRUE(loader->reset().ok());
     const std::string before = loader->state();
     EXPECT_EQ(position_of(before).epoch, 0u);
     EXPECT_EQ(position_of(before).position, 0u);
@@ -174,11 +174,11 @@ TEST_F(GenerationTest, ResetBeforeAnyBatchWasConsumedRestartsNothing) {
     EXPECT_EQ(testing::first_difference(pass, reference(0)), "");
 
     // After set_epoch, and after a reset that did restart a pass.
-    loader->set_epoch(4);
+    EXPECT_TRUE(loader->set_epoch(4).ok());
     ASSERT_EQ(testing::read_batches(*loader, 2).size(), 2u);
-    loader->reset();  // restarts epoch 4
-    loader->reset();  // nothing consumed since: no-op
-    loader->set_epoch(4);
+    EXPECT_TRUE(loader->reset().ok());  // restarts epoch 4
+    EXPECT_TRUE(loader->reset().ok());  // nothing consumed since: no-op
+    EXPECT_TRUE(loader->set_epoch(4).ok());
     EXPECT_EQ(position_of(loader->state()).epoch, 4u);
     EXPECT_EQ(position_of(loader->state()).position, 0u);
     pass.clear();
@@ -196,7 +196,7 @@ TEST_F(GenerationTest, SetEpochGivesThatEpochAndStateFollowsDelivery) {
   for (std::uint64_t e : {3u, 0u, 5u, 5u, 1u}) {
     SCOPED_TRACE("epoch " + std::to_string(e));
     ASSERT_EQ(testing::read_batches(*loader, 1).size(), 1u);  // some other pass, started
-    loader->set_epoch(e);
+    EXPECT_TRUE(loader->set_epoch(e).ok());
     EXPECT_EQ(loader->epoch(), e);
     Batches pass;
     for (std::uint64_t p = 0; p < kBatches; ++p) {
@@ -235,7 +235,7 @@ TEST_F(GenerationTest, ResetsAtTheEndOfAPassFollowState) {
   {
     SCOPED_TRACE("reset() at the top of every epoch, range-for over each");
     for (std::uint64_t e = 0; e < 3; ++e) {
-      loader->reset();
+      EXPECT_TRUE(loader->reset().ok());
       Batches pass;
       for (Batch& b : *loader) pass.emplace_back(b);
       ASSERT_FALSE(pass.empty());
@@ -245,7 +245,7 @@ TEST_F(GenerationTest, ResetsAtTheEndOfAPassFollowState) {
   }
   {
     SCOPED_TRACE("a range-for that breaks after the last batch, then a new range-for");
-    loader->set_epoch(6);
+    EXPECT_TRUE(loader->set_epoch(6).ok());
     Batches pass;
     for (Batch& b : *loader) {
       pass.emplace_back(b);
@@ -313,12 +313,12 @@ TEST_F(GenerationTest, RandomResetsWithHeldBatches) {
         }
         case 2:  // reset(): not right after an end, where its meaning is tested above
           if (ended) break;
-          loader->reset();
+          EXPECT_TRUE(loader->reset().ok());
           position = 0;
           break;
         case 3: {  // set_epoch, to this epoch or another
           const std::uint64_t e = rng() % 2 == 0 ? epoch : rng() % 4;
-          loader->set_epoch(e);
+          EXPECT_TRUE(loader->set_epoch(e).ok());
           if (e != epoch || position > 0 || ended) position = 0;
           epoch = e;
           ended = false;

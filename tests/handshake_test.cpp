@@ -12,7 +12,7 @@
 #include <cerrno>
 #include <chrono>
 
-#include "transport/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace forkfeed {
 namespace {

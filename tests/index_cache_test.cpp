@@ -15,12 +15,15 @@
 #include <string>
 #include <vector>
 
-#include "loader/shards/file_stamp.h"
-#include "loader/shards/index_cache.h"
+#include "base/file_stamp.h"
+#include "dataset/shards/index_cache.h"
+#include "tests/testing/scoped_env.h"
 #include "tests/testing/temp_dataset.h"
 
 namespace forkfeed {
 namespace {
+
+using testing::ScopedEnv;
 
 void write_file(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
@@ -290,41 +293,15 @@ TEST_F(IndexCacheTest, AFolderThatCannotBeMadeSaysWhy) {
   EXPECT_FALSE(IndexCache("").load(shard_, 0).has_value());
 }
 
-// Sets an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    had_ = std::getenv(name) != nullptr;
-    if (value == nullptr) {
-      ::unsetenv(name);
-    } else {
-      ::setenv(name, value, 1);
-    }
-  }
-  ~ScopedEnv() {
-    if (had_) {
-      ::setenv(name_, old_.c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
-
 TEST(IndexCacheDirTest, FollowsTheEnvironment) {
   ScopedEnv a("FORKFEED_CACHE_DIR", "/ff"), b("XDG_CACHE_HOME", "/xdg"), c("HOME", "/home/u");
   EXPECT_EQ(IndexCache::default_dir(), "/ff/shard-index");
   {
     ScopedEnv empty("FORKFEED_CACHE_DIR", "");
     EXPECT_EQ(IndexCache::default_dir(), "/xdg/forkfeed/shard-index");
-    ScopedEnv unset("XDG_CACHE_HOME", nullptr);
+    ScopedEnv unset("XDG_CACHE_HOME", std::nullopt);
     EXPECT_EQ(IndexCache::default_dir(), "/home/u/.cache/forkfeed/shard-index");
-    ScopedEnv no_home("HOME", nullptr);
+    ScopedEnv no_home("HOME", std::nullopt);
     EXPECT_EQ(IndexCache::default_dir(), "");
   }
 }

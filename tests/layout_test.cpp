@@ -42,7 +42,7 @@ class LayoutTest : public ::testing::TestWithParam<TransformKind> {
       EXPECT_EQ(b.layout(), resolve(layout, dtype));
       EXPECT_EQ(b.shape(), b.layout() == Layout::kNhwc ? nhwc : nchw);
     }
-    loader->reset();
+    EXPECT_TRUE(loader->reset().ok());
     return testing::read_pass(*loader);
   }
 

@@ -1,10 +1,13 @@
-// The enum name tables of loader/option_names.h: each name parses back to its value,
+// The enum name tables of base/option_names.h: each name parses back to its value,
 // and parse_*/to_string (the public API) agree with them.
-#include "loader/option_names.h"
+#include "base/option_names.h"
 
 #include <gtest/gtest.h>
 
 #include <set>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 namespace forkfeed {
 namespace {
@@ -28,6 +31,35 @@ TEST(OptionNamesTest, EveryNameParsesBackToItsValue) {
   expect_round_trip<OnError>(&parse_on_error);
   expect_round_trip<StartMethod>(&parse_start_method);
   expect_round_trip<ForkHazardPolicy>(&parse_fork_hazard);
+  expect_round_trip<ShardLabel>(&parse_shard_label);
+  expect_round_trip<Layout>(&parse_layout);
+}
+
+// Every value of every enum, against its name spelled out here: a table that loses,
+// renames or swaps a name fails, as does a value that a new enumerator leaves unnamed.
+template <typename E>
+void expect_names(std::vector<std::pair<E, std::string_view>> spelled) {
+  ASSERT_EQ(kEnumNames<E>.size(), spelled.size());
+  for (const auto& [value, name] : spelled) {
+    EXPECT_EQ(to_string(value), name);
+    EXPECT_EQ(parse_enum<E>(name), value) << name;
+  }
+}
+
+TEST(OptionNamesTest, EveryValueOfEveryEnumHasItsName) {
+  expect_names<TransformKind>({{TransformKind::kTrain, "train"}, {TransformKind::kEval, "eval"}});
+  expect_names<DType>({{DType::kUint8, "uint8"}, {DType::kFloat32, "float32"}});
+  expect_names<OnError>({{OnError::kFail, "fail"}, {OnError::kSkip, "skip"}});
+  expect_names<StartMethod>(
+      {{StartMethod::kFork, "fork"}, {StartMethod::kSpawn, "spawn"}, {StartMethod::kAuto, "auto"}});
+  expect_names<ForkHazardPolicy>({{ForkHazardPolicy::kWarn, "warn"},
+                                  {ForkHazardPolicy::kError, "error"},
+                                  {ForkHazardPolicy::kIgnore, "ignore"}});
+  expect_names<ShardLabel>(
+      {{ShardLabel::kCls, "cls"}, {ShardLabel::kJson, "json"}, {ShardLabel::kClassFolder, "class_folder"}});
+  expect_names<Layout>({{Layout::kAuto, "auto"}, {Layout::kNhwc, "nhwc"}, {Layout::kNchw, "nchw"}});
+  // One past the last enumerator has no name.
+  EXPECT_EQ(to_string(static_cast<Layout>(3)), "");
 }
 
 TEST(OptionNamesTest, EveryDefaultIsNamed) {

@@ -22,38 +22,15 @@
 
 #include "forkfeed/loader.h"
 #include "tests/testing/processes.h"
-#include "tests/testing/temp_dataset.h"
+#include "tests/testing/scoped_env.h"
 #include "tests/testing/small_options.h"
+#include "tests/testing/temp_dataset.h"
 #include "transport/arena.h"
 
 namespace forkfeed {
 namespace {
 
-// Sets (or unsets, with nullopt) one environment variable, and puts it back as it was.
-class ScopedEnv {
- public:
-  ScopedEnv(std::string name, const std::optional<std::string>& value) : name_(std::move(name)) {
-    if (const char* old = std::getenv(name_.c_str())) old_ = old;
-    if (value) {
-      ::setenv(name_.c_str(), value->c_str(), 1);
-    } else {
-      ::unsetenv(name_.c_str());
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_.c_str(), old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_.c_str());
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
+using testing::ScopedEnv;
 
 // One line of the fake's log: "<function> <args...> device=<current>", or "context <N>".
 struct Call {

@@ -1,6 +1,6 @@
 // printable(): user data quoted in a message reaches a terminal as text. ESC and BEL in a
 // file name or manifest line are escaped, a NUL cuts nothing, and valid UTF-8 is kept.
-#include "transport/printable.h"
+#include "base/printable.h"
 
 #include <gtest/gtest.h>
 

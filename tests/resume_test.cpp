@@ -147,14 +147,14 @@ TEST_F(ResumeTest, SetEpochAndRangeForAfterAResumeGoOnFromIt) {
     const std::uint64_t epoch = p / kBatches, end = (epoch + 1) * kBatches;
     auto opened = Loader::open(options(2), (*states_)[p]);
     ASSERT_TRUE(opened.ok()) << opened.status().message();
-    (*opened)->set_epoch(epoch);
+    EXPECT_TRUE((*opened)->set_epoch(epoch).ok());
     EXPECT_EQ(testing::first_difference(rest_of_epoch(**opened), slice(*full_, p, end)), "");
 
     auto live = Loader::open(options(3));
     ASSERT_TRUE(live.ok()) << live.status().message();
     testing::read_batches(**live, 2);
     ASSERT_TRUE((*live)->load_state((*states_)[p]).ok());
-    (*live)->set_epoch(epoch);
+    EXPECT_TRUE((*live)->set_epoch(epoch).ok());
     EXPECT_EQ(testing::first_difference(rest_of_epoch(**live), slice(*full_, p, end)), "");
   }
 }

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "loader/shards/file_stamp.h"
+#include "base/file_stamp.h"
 #include "tests/testing/encoded_images.h"
 #include "tests/testing/processes.h"
 #include "tests/testing/temp_dataset.h"

@@ -20,15 +20,15 @@
 #include <set>
 #include <string>
 
+#include "dataset/shards/tar_scan.h"
 #include "forkfeed/loader.h"
 #include "loader/checkpoint.h"
-#include "loader/shards/tar_scan.h"
-#include "loader/shards/tar_writer.h"
 #include "tests/testing/command.h"
 #include "tests/testing/processes.h"
 #include "tests/testing/small_options.h"
 #include "tests/testing/temp_dataset.h"
 #include "tests/testing/temp_shards.h"
+#include "tools/shard/tar_writer.h"
 
 namespace forkfeed {
 namespace {
@@ -65,7 +65,7 @@ class ShardDatasetTest : public ::testing::Test {
     auto loader = testing::open_loader(o);
     if (!loader) return {};
     testing::Batches run = testing::read_pass(*loader);
-    loader->set_epoch(1);
+    EXPECT_TRUE(loader->set_epoch(1).ok());
     testing::Batches second = testing::read_pass(*loader);
     run.insert(run.end(), second.begin(), second.end());
     return run;
@@ -113,7 +113,7 @@ TEST_F(ShardDatasetTest, AResumeFromShardsWithAnotherWorkerCountGoesOnExactly) {
   auto resumed = Loader::open(on_shards(3), state);
   ASSERT_TRUE(resumed.ok()) << resumed.status().message();
   testing::Batches rest = testing::read_pass(**resumed);
-  (*resumed)->set_epoch(1);
+  EXPECT_TRUE((*resumed)->set_epoch(1).ok());
   testing::Batches second = testing::read_pass(**resumed);
   run.insert(run.end(), rest.begin(), rest.end());
   run.insert(run.end(), second.begin(), second.end());
@@ -260,7 +260,7 @@ TEST_F(ShardDatasetTest, AWorkerKilledMidReadIsReplacedAndThePassStaysExactlyOnc
   std::mt19937 rng(3);
   testing::Batches run;
   for (int epoch = 0; epoch < 2; ++epoch) {
-    loader->set_epoch(epoch);
+    EXPECT_TRUE(loader->set_epoch(epoch).ok());
     while (true) {
       const auto workers = testing::children_of(::getpid());
       if (!workers.empty() && rng() % 2 == 0) ::kill(workers[rng() % workers.size()], SIGKILL);

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "loader/shards/shard_list.h"
+#include "base/absolute_path.h"
+#include "dataset/shards/shard_list.h"
 #include "tests/testing/temp_dataset.h"
-#include "transport/absolute_path.h"
 
 namespace forkfeed {
 namespace {

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "loader/shards/shard_samples.h"
+#include "dataset/shards/shard_samples.h"
 
 namespace forkfeed {
 namespace {

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "base/logging.h"
 #include "forkfeed/loader.h"
-#include "loader/logging.h"
 #include "tests/testing/processes.h"
 #include "tests/testing/temp_dataset.h"
 #include "transport/arena.h"
@@ -134,14 +134,14 @@ TEST_F(SkippedSamplesTest, ResetsDeathsAndResumesNeverMislabelASample) {
     switch (rng() % 4) {
       case 0:
       case 1:
-        loader.reset();
+        EXPECT_TRUE(loader.reset().ok());
         break;
       case 2:
         if (const auto workers = testing::live_children(); !workers.empty()) {
           ASSERT_EQ(::kill(workers[rng() % workers.size()], SIGKILL), 0);
           ++kills;
         }
-        loader.reset();
+        EXPECT_TRUE(loader.reset().ok());
         break;
       case 3:
         if (saved.empty() || rng() % 2 == 0) {
@@ -158,7 +158,7 @@ TEST_F(SkippedSamplesTest, ResetsDeathsAndResumesNeverMislabelASample) {
   EXPECT_GE(kills, 5u);
 
   // Undisturbed now: one whole pass gives every good sample exactly once.
-  loader.set_epoch(loader.epoch() + 1);
+  EXPECT_TRUE(loader.set_epoch(loader.epoch() + 1).ok());
   std::multiset<std::uint64_t> seen;
   for (const BatchRecord& b : testing::read_pass(loader)) {
     expect_consistent(index, b);

@@ -1,6 +1,6 @@
 // The start-method policy: auto forks only a clean process; fork with a hazard warns,
 // refuses or says nothing as fork_hazard asks; and the loader really starts that way.
-#include "loader/start_method.h"
+#include "process/start_method.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -14,8 +14,8 @@
 #include <mutex>
 #include <thread>
 
+#include "base/logging.h"
 #include "forkfeed/loader.h"
-#include "loader/logging.h"
 #include "testing/processes.h"
 #include "testing/temp_dataset.h"
 

@@ -154,7 +154,7 @@ TEST(StreamRequestTest, MalformedOrderKeyNamesTheField) {
 StreamOpened an_opened_stream() {
   StreamOpened o;
   o.stream = 7;
-  o.pass = 3;
+  o.generation = 3;
   o.epoch = 5;
   o.position = 2;
   o.batches_per_epoch = 9;
@@ -190,7 +190,7 @@ TEST(StreamRequestTest, AMalformedOpenStreamReplyNamesTheFieldAndAnOldOneMayLeav
   auto old = parse_stream_opened(reply);
   ASSERT_TRUE(old.ok()) << old.status().message();
   EXPECT_EQ(old->classes, 0u);
-  for (const char* field : {"pass", "slots", "dtype", "order"}) {
+  for (const char* field : {"generation", "slots", "dtype", "order"}) {
     json bad = to_json(an_opened_stream());
     bad[field] = field == std::string("slots") ? json(std::uint64_t{1} << 40) : json("?");
     const auto parsed = parse_stream_opened(bad);

@@ -171,7 +171,7 @@ TEST_F(StreamSessionTest, SeekBeforeOpenStreamIsRefused) {
 TEST_F(StreamSessionTest, OpenStreamRepliesWithTheStreamAndItsFds) {
   std::vector<UniqueFd> fds;
   const json reply = open(fds);
-  EXPECT_EQ(reply.value("pass", 0u), 1u);
+  EXPECT_EQ(reply.value("generation", 0u), 1u);
   EXPECT_EQ(reply.value("epoch", 99u), 0u);
   EXPECT_EQ(reply.value("position", 99u), 0u);
   EXPECT_EQ(reply.value("batches_per_epoch", 0u), (kImages + kBatchSize - 1) / kBatchSize);
@@ -200,7 +200,7 @@ TEST_F(StreamSessionTest, OpenStreamRepliesWithTheStreamAndItsFds) {
   EXPECT_FALSE(session_->handshake().pending()) << "a streaming connection is still pending";
   const json seek = ask(MessageType::kSeek, R"({"epoch": 1, "position": 1})");
   EXPECT_TRUE(seek.value("ok", false)) << seek.dump();
-  EXPECT_EQ(seek.value("pass", 0u), 2u);
+  EXPECT_EQ(seek.value("generation", 0u), 2u);
 }
 
 TEST_F(StreamSessionTest, ASecondOpenStreamOnOneConnectionIsRefused) {
@@ -245,7 +245,7 @@ TEST_F(StreamSessionTest, DeliveriesOfAPassArriveInTheConsumerChannel) {
     ASSERT_EQ(::poll(&p, 1, kWaitMs), 1) << "no delivery after " << positions.size() << " batches";
     ConsumerChannel::clear(channel->delivered_fd());
     while (auto d = channel->block().deliveries.try_pop()) {
-      ASSERT_EQ(d->pass, 1u);
+      ASSERT_EQ(d->generation, 1u);
       ASSERT_EQ(d->epoch, 0u);
       if (d->kind == DeliveryKind::kEndOfPass) {
         ended = true;

@@ -20,12 +20,12 @@
 #include <utility>
 #include <vector>
 
-#include "loader/shards/tar_scan.h"
-#include "loader/shards/tar_writer.h"
+#include "base/unique_fd.h"
+#include "dataset/shards/tar_scan.h"
 #include "tests/testing/command.h"
 #include "tests/testing/encoded_images.h"
 #include "tests/testing/temp_dataset.h"
-#include "transport/unique_fd.h"
+#include "tools/shard/tar_writer.h"
 
 namespace forkfeed {
 namespace {

@@ -76,7 +76,7 @@ class WorkerDeathTest : public ::testing::Test {
       auto loader = Loader::open(options(2));
       EXPECT_TRUE(loader.ok()) << loader.status().message();
       if (loader.ok()) {
-        (*loader)->set_epoch(epoch);
+        EXPECT_TRUE((*loader)->set_epoch(epoch).ok());
         run = testing::read_pass(**loader);
       }
     }
@@ -211,13 +211,13 @@ TEST_F(WorkerDeathTest, KillsMixedWithResetsAndResumes) {
         break;
       case 3:
         if (!ended) {
-          loader.reset();
+          EXPECT_TRUE(loader.reset().ok());
           position = 0;
         }
         break;
       case 4: {
         const std::uint64_t e = rng() % 3;
-        loader.set_epoch(e);
+        EXPECT_TRUE(loader.set_epoch(e).ok());
         epoch = e;
         position = 0;
         ended = false;

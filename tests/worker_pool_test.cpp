@@ -1,7 +1,7 @@
 // WorkerPool on its own, with real workers (forked and spawned) on a real arena and no
 // loader around them: starting one per channel, reporting each death once, replacing a
 // worker on its rebuilt channel, naming a worker that cannot start, stopping them all.
-#include "loader/worker_pool.h"
+#include "process/worker_pool.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -136,7 +136,6 @@ TEST_F(WorkerPoolTest, WaitWithNothingToReportSleepsForTheTimeout) {
   const auto start = std::chrono::steady_clock::now();
   const WorkerPool::Events events = pool->wait(200ms);
   const auto took = std::chrono::steady_clock::now() - start;
-  EXPECT_FALSE(events.completions);
   EXPECT_TRUE(events.exited.empty());
   EXPECT_GE(took, 100ms) << "wait() returned early with nothing to report";
   EXPECT_LT(took, 5s);

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# The README's first command: install what is missing, build (Release) into build/,
-# make a synthetic demo dataset once, and run forkfeed-bench on it.
+# The README's first command: install what is missing, build (Release) into build/ the
+# three programs it runs (no test), make a synthetic demo dataset once, and run
+# forkfeed-bench on it.
 # Extra arguments go to forkfeed-bench, e.g. tools/demo.sh --workers 4 --json
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 tools/setup.sh
-tools/build.sh build -DCMAKE_BUILD_TYPE=Release
+# Only what the demo runs: the dataset maker, the bench and the worker it may spawn.
+tools/build.sh build -DCMAKE_BUILD_TYPE=Release --targets forkfeed-mkdata forkfeed-bench forkfeed-worker
 
 data=build/demo-data
 spec="images=2000 classes=20 seed=0"

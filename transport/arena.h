@@ -7,11 +7,11 @@
 #include <memory>
 #include <span>
 
+#include "base/unique_fd.h"
 #include "forkfeed/dataset.h"
 #include "forkfeed/status.h"
 #include "transport/arena_layout.h"
 #include "transport/mapping.h"
-#include "transport/unique_fd.h"
 
 namespace forkfeed {
 

@@ -81,6 +81,11 @@ struct TransformSpec {
   std::uint64_t max_file_bytes;
 };
 
+// Bytes of one sample's pixels: size x size x 3 channels of dtype.
+inline std::size_t sample_bytes(DType dtype, std::uint32_t size) {
+  return std::size_t{size} * size * 3 * (dtype == DType::kUint8 ? 1 : sizeof(float));
+}
+
 // Placement of the batch slots in the arena.
 struct SlotGeometry {
   std::uint32_t num_slots;

@@ -8,8 +8,8 @@
 #include <span>
 #include <string>
 
+#include "base/owner_process.h"
 #include "cuda/runtime.h"
-#include "transport/owner_process.h"
 
 namespace forkfeed {
 

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "workers/keyed_rng.h"
+#include "base/keyed_rng.h"
 
 namespace forkfeed {
 

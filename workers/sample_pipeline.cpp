@@ -8,7 +8,7 @@
 #include <opencv2/core.hpp>
 #include <string>
 
-#include "transport/printable.h"
+#include "base/printable.h"
 
 namespace forkfeed {
 

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "loader/shards/file_stamp.h"
-#include "transport/regular_file.h"
+#include "base/file_stamp.h"
+#include "base/regular_file.h"
 
 namespace forkfeed {
 namespace {

@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
+#include "base/unique_fd.h"
 #include "forkfeed/dataset.h"
 #include "forkfeed/status.h"
-#include "transport/unique_fd.h"
 #include "workers/image_decoder.h"
 
 namespace forkfeed {

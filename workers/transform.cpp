@@ -8,10 +8,6 @@
 
 namespace forkfeed {
 
-std::size_t sample_bytes(DType dtype, std::uint32_t size) {
-  return std::size_t{size} * size * 3 * (dtype == DType::kUint8 ? 1 : sizeof(float));
-}
-
 Result<SampleWindow> Transform::plan(int width, int height, KeyedRng& rng) const {
   if (spec_.kind == TransformKind::kTrain) return train_window(width, height, rng);
   const EvalPlan plan = center_crop_plan(width, height, static_cast<int>(spec_.size));

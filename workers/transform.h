@@ -11,15 +11,12 @@
 #include <cstddef>
 #include <opencv2/core/mat.hpp>
 
+#include "base/keyed_rng.h"
 #include "transport/arena_layout.h"
 #include "workers/crop.h"
-#include "workers/keyed_rng.h"
 #include "workers/pixel_store.h"
 
 namespace forkfeed {
-
-// Bytes of one output sample.
-std::size_t sample_bytes(DType dtype, std::uint32_t size);
 
 class Transform {
  public:

@@ -13,9 +13,9 @@
 #include <opencv2/core/utility.hpp>
 #include <thread>
 
+#include "base/monotonic_clock.h"
+#include "base/printable.h"
 #include "transport/futex.h"
-#include "transport/monotonic_clock.h"
-#include "transport/printable.h"
 #include "transport/slot_contents.h"
 #include "workers/opencv_logging.h"
 #include "workers/sample_pipeline.h"

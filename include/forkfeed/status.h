@@ -10,7 +10,7 @@
 
 namespace forkfeed {
 
-class Status {
+class [[nodiscard]] Status {
  public:
   enum class Code {
     kOk,
@@ -86,7 +86,7 @@ class Error : public std::runtime_error {
 
 // A value or the Status that explains why there is none.
 template <typename T>
-class Result {
+class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {}  // NOLINT: implicit by design

@@ -61,6 +61,15 @@ void register_loader(py::module_& m) {
       .def("stats", &PyLoader::stats, "LoaderStats as a dict.")
       .def("shared_memory", &PyLoader::shared_memory,
            "(address, size) of the shared memory arena every batch lies in.");
+  m.def(
+      "stat_names",
+      [] {
+        std::vector<std::string> names;
+        LoaderStats stats;
+        for_each_stat(stats, [&](const char* key, const auto&) { names.emplace_back(key); });
+        return names;
+      },
+      "The keys of Loader.stats() and Client.stats(), in order (loader/stats_fields.h).");
 }
 
 }  // namespace forkfeed::python

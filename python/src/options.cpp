@@ -8,8 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/option_names.h"
 #include "loader/option_fields.h"
-#include "loader/option_names.h"
 #include "python/src/bindings.h"
 
 namespace forkfeed::python {
@@ -85,7 +85,7 @@ std::array<float, 3> three_floats(const std::string& name, py::handle value) {
   return out;
 }
 
-// One of the enum's C++ names, from loader/option_names.h's table.
+// One of the enum's C++ names, from base/option_names.h's table.
 template <typename E>
 E enumerated(const std::string& name, py::handle value) {
   std::string names;

@@ -58,6 +58,9 @@ def test_torch_tensors_and_the_named_dataset(dataset, daemon):
         assert (stats["delivered_batches"], stats["delivered_samples"]) == (1, 4)
         with forkfeed.Loader(dataset, batch_size=4, size=16, workers=1) as loader:
             assert set(stats) == set(loader.stats())
+        # loader/stats_fields.h's table, whole, on both faces.
+        assert set(stats) == set(forkfeed._forkfeed.stat_names())
+        assert {"index_bytes", "pinned", "skipped_bytes"} <= set(stats)
 
 
 def test_state_dict_resumes_across_client_and_loader(dataset, daemon):

@@ -2,8 +2,9 @@
 # install_consumer test: installs forkfeed from BUILD_DIR into a temporary prefix, runs
 # the installed tools from there (forkfeed-bench spawning forkfeed-worker, forkfeedd),
 # then builds and runs a separate project that uses it through find_package(forkfeed),
-# in process and through the installed daemon. With --python, it then moves the prefix
-# and imports the installed Python package from there (check_python_package.py).
+# in process and through the installed daemon, and the C++ trainer of examples/. With
+# --python, it then moves the prefix and imports the installed Python package from there
+# (check_python_package.py).
 # usage: check_consumer.sh BUILD_DIR CONSUMER_SOURCE_DIR [--python PYTHON SITE_DIR]
 #   SITE_DIR: where the package is installed, relative to the prefix
 set -euo pipefail
@@ -84,6 +85,11 @@ cmake --build "$tmp/consumer"
 echo "== run the consumer, then again with workers it spawns"
 "$tmp/consumer/consumer"
 "$tmp/consumer/consumer" --spawn "$tmp/data" 24
+
+echo "== build examples/cpp_trainer against the installed package, and train two epochs"
+cmake -S "$script_dir/../../examples/cpp_trainer" -B "$tmp/trainer" -G Ninja "${consumer_args[@]}"
+cmake --build "$tmp/trainer"
+"$tmp/trainer/train" "$tmp/data" 2 2
 
 echo "== start the installed forkfeedd and read a pass through it with the consumer"
 socket=$tmp/forkfeed.sock

@@ -13,7 +13,7 @@
 #include <fstream>
 #include <thread>
 
-#include "transport/unique_fd.h"
+#include "base/unique_fd.h"
 
 extern char** environ;
 

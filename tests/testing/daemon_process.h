@@ -12,12 +12,12 @@
 
 #include <gtest/gtest.h>
 
+#include "base/unique_fd.h"
 #include "forkfeed/client.h"
 #include "forkfeed/loader.h"
 #include "tests/testing/processes.h"
 #include "tests/testing/small_options.h"
 #include "tests/testing/temp_dataset.h"
-#include "transport/unique_fd.h"
 
 namespace forkfeed::testing {
 

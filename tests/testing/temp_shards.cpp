@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <fstream>
 
+#include "base/regular_file.h"
 #include "forkfeed/dataset.h"
-#include "loader/shards/tar_writer.h"
-#include "transport/regular_file.h"
+#include "tools/shard/tar_writer.h"
 
 namespace forkfeed::testing {
 

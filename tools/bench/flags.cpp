@@ -6,11 +6,11 @@
 
 #include <CLI/CLI.hpp>
 
-#include "loader/option_names.h"
+#include "base/option_names.h"
+#include "base/printable.h"
 #include "tools/cli/exit_status.h"
 #include "tools/cli/integer_flag.h"
 #include "tools/cli/seconds_flag.h"
-#include "transport/printable.h"
 
 namespace forkfeed::bench {
 

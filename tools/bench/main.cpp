@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "base/printable.h"
 #include "forkfeed/client.h"
 #include "forkfeed/fork_safety.h"
 #include "forkfeed/loader.h"
@@ -21,7 +22,6 @@
 #include "tools/bench/report.h"
 #include "tools/bench/state_file.h"
 #include "tools/cli/exit_status.h"
-#include "transport/printable.h"
 
 namespace forkfeed::bench {
 namespace {

@@ -15,14 +15,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/logging.h"
+#include "base/printable.h"
+#include "dataset/dataset_source.h"
 #include "forkfeed/dataset.h"
-#include "loader/dataset_source.h"
-#include "loader/logging.h"
 #include "loader/slot_count.h"
 #include "loader/transform_spec.h"
 #include "tools/cli/exit_status.h"
 #include "transport/arena.h"
-#include "transport/printable.h"
 #include "transport/slot_contents.h"
 #include "workers/opencv_logging.h"
 #include "workers/sample_pipeline.h"

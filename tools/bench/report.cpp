@@ -6,8 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "loader/dataset_source.h"
-#include "transport/printable.h"
+#include "base/printable.h"
+#include "dataset/dataset_source.h"
+#include "protocol/stream_request.h"
 
 namespace forkfeed::bench {
 namespace {
@@ -111,19 +112,13 @@ std::string json_line(const RunReport& r) {
   j["images_per_s"] = images_per_s(r);
   j["wait_p50_ms"] = percentile(r.wait_ms, 50);
   j["wait_p99_ms"] = percentile(r.wait_ms, 99);
-  j["skipped"] = r.stats.skipped_samples;  // at indexing and decoding
-  j["skipped_bytes"] = r.stats.skipped_bytes;
-  j["worker_restarts"] = r.stats.worker_restarts;
-  j["arena_bytes"] = r.stats.arena_bytes;
-  j["index_bytes"] = r.stats.index_bytes;
-  j["slots"] = r.stats.slots;
-  j["pinned"] = r.stats.pinned;
+  write_loader_stats(r.stats, j);  // every LoaderStats field, by its name (loader/stats_fields.h)
+  j["skipped"] = r.stats.skipped_samples;  // at indexing and decoding; skipped_samples' older name
   j["pin_memory_device"] = o.pin_memory_device;
   j["dataset_size"] = r.dataset_size;
   j["classes"] = r.classes;
   j["workers"] = o.workers;
   j["prefetch"] = o.prefetch;
-  j["start_method"] = std::string(to_string(r.stats.start_method));  // what auto chose
   j["on_error"] = std::string(to_string(o.on_error));
   j["max_worker_restarts"] = o.max_worker_restarts;
   j["task_timeout_ms"] = o.task_timeout_ms;

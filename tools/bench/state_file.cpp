@@ -1,11 +1,12 @@
 // State files: read whole, written through a temporary file and an atomic rename; only
-// regular files (transport/regular_file.h says why).
+// regular files (base/regular_file.h says why).
 #include "tools/bench/state_file.h"
 
 #include <cctype>
 
+#include "base/atomic_file.h"
+#include "base/regular_file.h"
 #include "loader/checkpoint.h"
-#include "transport/regular_file.h"
 
 namespace forkfeed::bench {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 #include <system_error>
 
-#include "transport/printable.h"
+#include "base/printable.h"
 
 namespace forkfeed::cli {
 

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "transport/printable.h"
+#include "base/printable.h"
 
 namespace forkfeed::cli {
 namespace {

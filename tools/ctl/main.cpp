@@ -5,11 +5,11 @@
 #include <chrono>
 #include <cstdio>
 
+#include "base/printable.h"
 #include "client/daemon_connection.h"
 #include "forkfeed/client.h"
 #include "tools/cli/exit_status.h"
 #include "tools/cli/seconds_flag.h"
-#include "transport/printable.h"
 
 int main(int argc, char** argv) {
   CLI::App app("forkfeed-ctl: talks to a running forkfeedd.", "forkfeed-ctl");

@@ -5,14 +5,19 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
-#include <optional>
+#include <map>
+#include <string>
+#include <string_view>
 
+#include "base/printable.h"
 #include "daemon/config.h"
+#include "daemon/limit_fields.h"
 #include "daemon/server.h"
 #include "tools/cli/exit_status.h"
 #include "tools/cli/integer_flag.h"
-#include "transport/printable.h"
 
 namespace {
 
@@ -21,6 +26,13 @@ namespace {
 int fail(const std::string& message, int code = forkfeed::cli::kExitBadArguments) {
   std::fprintf(stderr, "forkfeedd: %s\n", forkfeed::printable(message).c_str());
   return code;
+}
+
+// A limit's flag: its config key with dashes (max_streams: --max-streams).
+std::string flag_of(std::string_view key) {
+  std::string flag = "--" + std::string(key);
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
 }
 
 }  // namespace
@@ -40,8 +52,8 @@ int main(int argc, char** argv) {
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     return "forkfeedd: " + std::string(e.what()) + " (see --help)\n";
   });
-  std::string config_path, socket, log_level, max_arena, max_stream_arena;
-  std::optional<std::uint32_t> max_streams, max_workers, max_stream_workers, max_pending, handshake_ms;
+  std::string config_path, socket, log_level;
+  std::map<std::string_view, std::string> limits;  // key: what its flag said
   std::vector<std::string> datasets;
   std::vector<uid_t> allow_uids;
   app.add_option("--config", config_path, "YAML config (see config/forkfeedd.yaml); flags override it")
@@ -54,29 +66,21 @@ int main(int argc, char** argv) {
                  "A dataset clients may open by name: NAME=DIR (ImageFolder), NAME=FILE "
                  "(manifest) or NAME=shards:SPEC (tar shards, labels from .cls); repeatable")
       ->type_name("NAME=PATH");
-  app.add_option("--max-streams", max_streams, "Streams served at once")
-      ->check(forkfeed::cli::integer_of(max_streams));
-  app.add_option("--max-workers", max_workers, "Workers of all streams together [default: the CPU count]")
-      ->check(forkfeed::cli::integer_of(max_workers));
-  app.add_option("--max-stream-workers", max_stream_workers,
-                 "Workers of one stream [default: no cap but the fair share, max-workers / (streams + 1)]")
-      ->check(forkfeed::cli::integer_of(max_stream_workers));
-  app.add_option("--max-arena-bytes", max_arena,
-                 "Batch slot memory of all streams, e.g. 64G [default: half of RAM]")
-      ->type_name("BYTES");
-  app.add_option("--max-stream-arena-bytes", max_stream_arena,
-                 "Batch slot memory of one stream [default: "
-                 "--max-arena-bytes]")
-      ->type_name("BYTES");
-  app.add_option("--max-pending-connections", max_pending,
-                 "Connections without a stream (before open_stream, forkfeed-ctl) at once; the oldest "
-                 "one silent for a second makes room for a new one [default: 256]")
-      ->check(forkfeed::cli::integer_of(max_pending));
-  app.add_option("--handshake-timeout-ms", handshake_ms,
-                 "A connection that has not opened a stream this long after connecting is closed, "
-                 "replies or not [default: 5000]")
-      ->type_name("MS")
-      ->check(forkfeed::cli::integer_of(handshake_ms));
+  const forkfeed::DaemonConfig defaults;
+  forkfeed::for_each_limit(defaults, [&](const forkfeed::LimitField& field, const auto&) {
+    CLI::Option* option = app.add_option(flag_of(field.key), limits[field.key], std::string(field.help));
+    switch (field.kind) {
+      case forkfeed::LimitKind::kBytes:
+        option->type_name("BYTES");
+        break;
+      case forkfeed::LimitKind::kMilliseconds:
+        option->type_name("MS")->check(forkfeed::cli::integer_between(0, UINT32_MAX));
+        break;
+      case forkfeed::LimitKind::kCount:
+        option->type_name("UINT")->check(forkfeed::cli::integer_between(0, UINT32_MAX));
+        break;
+    }
+  });
   app.add_option("--allow-uid", allow_uids, "Another user that may connect (named datasets only); repeatable")
       ->type_name("UID")
       ->check(forkfeed::cli::integer_of(allow_uids));
@@ -95,17 +99,9 @@ int main(int argc, char** argv) {
   for (const std::string& d : datasets) {
     if (auto s = forkfeed::add_dataset_flag(d, config); !s.ok()) return fail(s.message());
   }
-  if (max_streams) config.limits.max_streams = *max_streams;
-  if (max_workers) config.limits.max_workers = *max_workers;
-  if (max_stream_workers) config.limits.max_stream_workers = *max_stream_workers;
-  if (max_pending) config.handshake.max_pending_connections = *max_pending;
-  if (handshake_ms) config.handshake.timeout = std::chrono::milliseconds(*handshake_ms);
-  for (auto [text, field] : {std::pair{&max_arena, &config.limits.max_arena_bytes},
-                             std::pair{&max_stream_arena, &config.limits.max_stream_arena_bytes}}) {
-    if (text->empty()) continue;
-    auto bytes = forkfeed::parse_bytes(*text);
-    if (!bytes.ok()) return fail(bytes.status().message());
-    *field = *bytes;
+  for (const auto& [key, text] : limits) {
+    if (text.empty()) continue;
+    if (auto s = forkfeed::set_limit(config, key, text); !s.ok()) return fail(flag_of(key) + ": " + s.message());
   }
   config.allow_uids.insert(config.allow_uids.end(), allow_uids.begin(), allow_uids.end());
   if (!log_level.empty()) config.log_level = log_level;

@@ -11,11 +11,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/printable.h"
 #include "tools/cli/exit_status.h"
 #include "tools/cli/integer_flag.h"
 #include "tools/mkdata/synthetic_images.h"
 #include "tools/shard/convert.h"
-#include "transport/printable.h"
 
 namespace {
 

@@ -10,12 +10,12 @@
 #include <utility>
 #include <vector>
 
+#include "base/printable.h"
+#include "base/regular_file.h"
+#include "dataset/image_extensions.h"
 #include "forkfeed/dataset.h"
-#include "loader/image_extensions.h"
-#include "loader/shards/tar_writer.h"
 #include "tools/shard/shard_pattern.h"
-#include "transport/printable.h"
-#include "transport/regular_file.h"
+#include "tools/shard/tar_writer.h"
 
 namespace forkfeed {
 namespace {

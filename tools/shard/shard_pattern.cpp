@@ -3,7 +3,7 @@
 
 #include <filesystem>
 
-#include "transport/printable.h"
+#include "base/printable.h"
 
 namespace forkfeed {
 namespace {

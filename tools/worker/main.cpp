@@ -11,10 +11,10 @@
 #include <cstdio>
 #include <string>
 
-#include "loader/worker_launcher.h"
+#include "base/printable.h"
+#include "process/worker_launcher.h"
 #include "tools/cli/exit_status.h"
 #include "tools/cli/integer_flag.h"
-#include "transport/printable.h"
 
 namespace {
 

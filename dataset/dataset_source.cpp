@@ -1,0 +1,92 @@
+// DatasetSource and open_dataset(): which dataset the options name, indexed; and how
+// messages name a sample of it.
+#include "dataset/dataset_source.h"
+
+#include <fcntl.h>
+
+#include <new>
+#include <optional>
+#include <string>
+
+#include "base/file_stamp.h"
+#include "base/out_of_memory.h"
+#include "base/printable.h"
+#include "base/regular_file.h"
+#include "base/unique_fd.h"
+#include "dataset/shards/index_cache.h"
+#include "dataset/shards/shard_dataset.h"
+#include "dataset/shards/tar_scan.h"
+
+namespace forkfeed {
+
+std::string DatasetIndex::describe(std::size_t i) const {
+  if (!sharded()) return std::string(path(i));
+  const Slice& slice = slices_[i];
+  const std::string shard(path(i)), at = " at byte " + std::to_string(slice.offset);
+  // The member's name is read from the shard, only while it is the file indexed: a
+  // replacement's header there would name another sample.
+  std::optional<std::string> member;
+  const UniqueFd fd(::open(shard.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  const Result<FileStamp> now = fd.valid() ? stamp_file(fd.get()) : Result<FileStamp>(Status::NotFound(""));
+  if (now.ok() && *now == shard_stamps_[slice.file]) {
+    member = member_name_at(fd.get(), now->size, slice.offset, slice.size);
+  }
+  return shard + (member ? ", member '" + printable_cut(*member) + "'" : ", member") + at;
+}
+
+DatasetSource DatasetSource::of(const LoaderOptions& o) {
+  return {o.image_folder, o.manifest, o.shards, o.shard_label, o.shard_label_field};
+}
+
+void DatasetSource::apply_to(LoaderOptions& o) const {
+  o.image_folder = image_folder;
+  o.manifest = manifest;
+  o.shards = shards;
+  o.shard_label = shard_label;
+  o.shard_label_field = shard_label_field;
+}
+
+int DatasetSource::count() const { return !image_folder.empty() + !manifest.empty() + !shards.empty(); }
+
+const std::string& DatasetSource::path() const {
+  return !image_folder.empty() ? image_folder : !manifest.empty() ? manifest : shards;
+}
+
+std::string DatasetSource::describe() const {
+  if (!manifest.empty()) return "manifest " + manifest;
+  if (!shards.empty()) return "shards " + shards;
+  return image_folder;
+}
+
+Status DatasetSource::check() const {
+  if (count() != 1) {
+    return Status::InvalidArgument(
+        "set exactly one dataset source: an ImageFolder root, a manifest or tar shards (" +
+        std::to_string(count()) + " are set)");
+  }
+  for (const auto& [what, path] :
+       {std::pair{"the ImageFolder root", &image_folder}, std::pair{"the manifest", &manifest},
+        std::pair{"the shard spec", &shards}}) {
+    if (Status s = check_no_nul(what, *path); !s.ok()) return s;
+  }
+  if (!shards.empty() && shard_label == ShardLabel::kJson && shard_label_field.empty()) {
+    return Status::InvalidArgument(
+        "shard_label json needs shard_label_field: the JSON field holding the label");
+  }
+  return Status::Ok();
+}
+
+Result<DatasetIndex> open_dataset(const LoaderOptions& options) {
+  const DatasetSource source = DatasetSource::of(options);
+  try {
+    if (!options.image_folder.empty())
+      return DatasetIndex::from_image_folder(absolute_path(options.image_folder));
+    if (!options.manifest.empty()) return DatasetIndex::from_manifest(absolute_path(options.manifest));
+    return index_shards(ShardDataset{absolute_path(options.shards), label_rule(options), options.on_error,
+                                     options.max_file_bytes, IndexCache::default_dir()});
+  } catch (const std::bad_alloc&) {
+    return out_of_memory("building the index of " + printable(source.describe()));
+  }
+}
+
+}  // namespace forkfeed

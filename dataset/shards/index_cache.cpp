@@ -1,0 +1,333 @@
+// IndexCache: one file per shard holding its grouped samples. Layout, in host byte order
+// (a file from another byte order fails the magic and is rebuilt):
+//   FileHeader (112 bytes)
+//   strings: shard path, json field, class names, skip reasons; each a u32 length and
+//            its bytes; zero-padded to a multiple of 8
+//   records: sample_count ShardSamples of 24 bytes, their `shard` field 0
+// The checksum covers strings and records, so a torn or bit-flipped file is a miss.
+#include "dataset/shards/index_cache.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+#include "base/dir_stream.h"
+#include "base/atomic_file.h"
+#include "base/printable.h"
+#include "base/regular_file.h"
+#include "base/unique_fd.h"
+
+namespace forkfeed {
+namespace {
+
+constexpr char kMagic[8] = {'F', 'F', 'S', 'H', 'A', 'R', 'D', '1'};
+constexpr std::uint32_t kVersion = 2;  // 2: the whole FileStamp, and skipped_bytes
+// ~44M samples in one shard; a larger file is not read (and the shard is scanned).
+constexpr std::uint64_t kMaxCacheBytes = std::uint64_t{1} << 30;
+
+struct FileHeader {
+  char magic[8];
+  std::uint32_t version;
+  std::uint32_t label_source;
+  FileStamp shard;
+  std::uint64_t max_file_bytes;
+  std::uint64_t sample_count;
+  std::uint64_t skipped;
+  std::uint64_t skipped_bytes;
+  std::uint32_t class_count;
+  std::uint32_t reason_count;
+  std::uint64_t strings_bytes;  // with the padding
+  std::uint64_t checksum;
+};
+static_assert(sizeof(FileHeader) == 112 && sizeof(FileStamp) == 40);
+static_assert(sizeof(ShardSample) == 24 && alignof(ShardSample) == 8);
+
+constexpr std::uint64_t kFnvOffset = 14695981039346656037ull;
+constexpr std::uint64_t kFnvPrime = 1099511628211ull;
+
+std::uint64_t fnv1a(std::uint64_t h, std::string_view bytes) {
+  for (unsigned char c : bytes) h = (h ^ c) * kFnvPrime;
+  return h;
+}
+
+// FNV-1a over 8-byte words: eight times fewer steps than bytewise over 240 MB of records,
+// and, each step a bijection, a change of any one word always changes the result.
+// REQUIRES: bytes.size() % 8 == 0
+std::uint64_t checksum(std::string_view bytes) {
+  std::uint64_t h = kFnvOffset;
+  for (std::size_t i = 0; i < bytes.size(); i += 8) {
+    std::uint64_t word;
+    std::memcpy(&word, bytes.data() + i, 8);
+    h = (h ^ word) * kFnvPrime;
+  }
+  return h;
+}
+
+void put_string(std::string& out, std::string_view s) {
+  const auto n = static_cast<std::uint32_t>(s.size());
+  out.append(reinterpret_cast<const char*>(&n), 4);
+  out += s;
+}
+
+// Reads the strings section; false when it is malformed.
+class StringReader {
+ public:
+  explicit StringReader(std::string_view bytes) : rest_(bytes) {}
+  bool next(std::string& out) {
+    std::uint32_t n = 0;
+    if (rest_.size() < 4) return false;
+    std::memcpy(&n, rest_.data(), 4);
+    if (rest_.size() - 4 < n) return false;
+    out.assign(rest_.substr(4, n));
+    rest_.remove_prefix(4 + std::size_t{n});
+    return true;
+  }
+  bool only_padding_left() const {
+    return rest_.size() < 8 && rest_.find_first_not_of('\0') == std::string_view::npos;
+  }
+
+ private:
+  std::string_view rest_;
+};
+
+std::string env(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? std::string() : std::string(value);
+}
+
+// mkdir -p, new folders 0700; Ok when `dir` is (now) a directory.
+Status make_dirs(const std::string& dir) {
+  for (std::size_t slash = dir.find('/', 1);; slash = dir.find('/', slash + 1)) {
+    const std::string prefix = dir.substr(0, slash);
+    if (!prefix.empty() && ::mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
+      return Status::FromErrno("cannot create the shard index cache folder " + printable(prefix), errno);
+    }
+    if (slash == std::string::npos) break;
+  }
+  return Status::Ok();
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "unknown-host";
+  return name;
+}
+
+// "<pid>.<n>.<host>" of a temporary file's name: its writer.
+struct Writer {
+  pid_t pid = 0;
+  std::string host;
+};
+std::optional<Writer> writer_of(std::string_view name) {
+  constexpr std::string_view kMark = ".idx.tmp.";
+  const std::size_t at = name.find(kMark);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view rest = name.substr(at + kMark.size());
+  const std::size_t dot = rest.find('.');
+  if (dot == std::string_view::npos) return std::nullopt;
+  Writer w;
+  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + dot, w.pid);
+  if (ec != std::errc() || end != rest.data() + dot || w.pid <= 0) return std::nullopt;
+  rest.remove_prefix(dot + 1);
+  const std::size_t host = rest.find('.');
+  if (host == std::string_view::npos) return std::nullopt;
+  w.host = std::string(rest.substr(host + 1));
+  return w;
+}
+
+}  // namespace
+
+std::string IndexCache::default_dir() {
+  if (std::string dir = env("FORKFEED_CACHE_DIR"); !dir.empty()) return dir + "/shard-index";
+  if (std::string dir = env("XDG_CACHE_HOME"); !dir.empty()) return dir + "/forkfeed/shard-index";
+  if (std::string home = env("HOME"); !home.empty()) return home + "/.cache/forkfeed/shard-index";
+  return "";
+}
+
+IndexCache::IndexCache(std::string dir) : dir_(std::move(dir)) {
+  trusted_ = !dir_.empty() && check_folder().ok();
+}
+
+Status IndexCache::check_folder() const {
+  struct stat st {};
+  if (::lstat(dir_.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Status::Ok();
+    return Status::FromErrno("cannot stat the shard index cache folder " + printable(dir_), errno);
+  }
+  const std::string named = "the shard index cache folder " + printable(dir_);
+  if (S_ISLNK(st.st_mode)) {
+    return Status::InvalidArgument(named +
+                                   " is a symbolic link; not used, since its files decide where "
+                                   "samples lie and what their labels are: set FORKFEED_CACHE_DIR to "
+                                   "the folder it points to");
+  }
+  if (!S_ISDIR(st.st_mode)) return Status::InvalidArgument(named + " is not a directory");
+  if (st.st_uid != ::geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return Status::InvalidArgument(named + " (owner uid " + std::to_string(st.st_uid) + ", mode " + mode +
+                                   ") is not this user's alone; not used, since a file someone else put "
+                                   "there could mislabel samples: make it yours and chmod go-w it, or set "
+                                   "FORKFEED_CACHE_DIR to a folder of your own");
+  }
+  return Status::Ok();
+}
+
+void IndexCache::remove_stale_temporaries() const {
+  Result<DirStream> stream = DirStream::open(dir_);
+  if (!stream.ok()) return;
+  const std::string host = host_name();
+  const auto now = std::chrono::system_clock::now();
+  std::vector<std::string> stale;
+  (void)stream->for_each(dir_, [&](std::string_view name, bool is_dir) {
+    const std::optional<Writer> w = is_dir ? std::nullopt : writer_of(name);
+    if (!w || w->host != host || ::kill(w->pid, 0) == 0 || errno != ESRCH) return;
+    struct stat st {};
+    const std::string path = dir_ + "/" + std::string(name);
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
+    // A writer in another PID namespace on a host of the same name would look dead:
+    // its file is young, and kept.
+    const auto written = std::chrono::system_clock::time_point(std::chrono::seconds(st.st_mtim.tv_sec));
+    if (now - written > std::chrono::minutes(1)) stale.push_back(path);
+  });
+  for (const std::string& path : stale) ::unlink(path.c_str());
+}
+
+std::string IndexCache::file_for(const CachedShard& shard) const {
+  std::uint64_t h = fnv1a(kFnvOffset, shard.path);
+  const char source = static_cast<char>(shard.rule.source);
+  h = fnv1a(h, std::string_view("\0", 1));
+  h = fnv1a(h, std::string_view(&source, 1));
+  h = fnv1a(h, shard.rule.json_field);
+  h = fnv1a(h, std::string_view("\0", 1));
+  h = fnv1a(h, std::to_string(shard.max_file_bytes));
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(h));
+  return dir_ + "/" + hex + ".idx";
+}
+
+std::optional<ShardScan> IndexCache::load(const CachedShard& shard, std::uint32_t position) const {
+  if (!trusted_) return std::nullopt;
+  Result<std::string> file =
+      read_regular_file(file_for(shard), "", SizeLimit{kMaxCacheBytes, "the limit", ""});
+  if (!file.ok() || file->size() < sizeof(FileHeader)) return std::nullopt;
+  const std::string_view bytes = *file;
+  FileHeader h{};
+  std::memcpy(&h, bytes.data(), sizeof(h));
+  if (std::memcmp(h.magic, kMagic, sizeof(kMagic)) != 0 || h.version != kVersion ||
+      h.label_source != static_cast<std::uint32_t>(shard.rule.source) || h.shard != shard.stamp ||
+      h.max_file_bytes != shard.max_file_bytes) {
+    return std::nullopt;
+  }
+  const std::uint64_t payload = bytes.size() - sizeof(FileHeader);
+  if (h.strings_bytes % 8 != 0 || h.strings_bytes > payload ||
+      h.sample_count > payload / sizeof(ShardSample) ||
+      h.strings_bytes + h.sample_count * sizeof(ShardSample) != payload ||
+      checksum(bytes.substr(sizeof(FileHeader))) != h.checksum) {
+    return std::nullopt;
+  }
+  const bool class_folder = shard.rule.source == LabelSource::kClassFolder;
+  if (!class_folder && h.class_count != 0) return std::nullopt;
+
+  StringReader strings(bytes.substr(sizeof(FileHeader), h.strings_bytes));
+  std::string path, json_field;
+  if (!strings.next(path) || path != shard.path || !strings.next(json_field) ||
+      json_field != shard.rule.json_field) {
+    return std::nullopt;  // another shard or field whose file name hashed the same
+  }
+  ShardScan scan;
+  scan.skipped = h.skipped;
+  scan.skipped_bytes = h.skipped_bytes;
+  // Each string takes at least 4 bytes, which bounds the counts before anything is reserved.
+  if (h.class_count > h.strings_bytes / 4 || h.reason_count > h.strings_bytes / 4) return std::nullopt;
+  scan.class_names.resize(h.class_count);
+  scan.skip_reasons.resize(h.reason_count);
+  for (std::string& s : scan.class_names) {
+    if (!strings.next(s)) return std::nullopt;
+  }
+  for (std::string& s : scan.skip_reasons) {
+    if (!strings.next(s)) return std::nullopt;
+  }
+  if (!strings.only_padding_left()) return std::nullopt;
+
+  scan.samples.resize(h.sample_count);
+  if (h.sample_count > 0) {  // an empty vector's data() may be null, which memcpy must not get
+    std::memcpy(scan.samples.data(), bytes.data() + sizeof(FileHeader) + h.strings_bytes,
+                h.sample_count * sizeof(ShardSample));
+  }
+  for (ShardSample& s : scan.samples) {
+    // assign_class_labels indexes class_names by these labels.
+    if (class_folder && (s.label < 0 || static_cast<std::uint64_t>(s.label) >= h.class_count))
+      return std::nullopt;
+    s.shard = position;
+  }
+  return scan;
+}
+
+Status IndexCache::store(const CachedShard& shard, const ShardScan& scan) const {
+  if (dir_.empty()) {
+    return Status::NotFound(
+        "no folder for the shard index cache: set FORKFEED_CACHE_DIR, XDG_CACHE_HOME or HOME");
+  }
+  std::string out(sizeof(FileHeader), '\0');
+  put_string(out, shard.path);
+  put_string(out, shard.rule.json_field);
+  for (const std::string& s : scan.class_names) put_string(out, s);
+  for (const std::string& s : scan.skip_reasons) put_string(out, s);
+  out.resize((out.size() + 7) / 8 * 8, '\0');
+  FileHeader h{};
+  std::memcpy(h.magic, kMagic, sizeof(kMagic));
+  h.version = kVersion;
+  h.label_source = static_cast<std::uint32_t>(shard.rule.source);
+  h.shard = shard.stamp;
+  h.max_file_bytes = shard.max_file_bytes;
+  h.sample_count = scan.samples.size();
+  h.skipped = scan.skipped;
+  h.skipped_bytes = scan.skipped_bytes;
+  h.class_count = static_cast<std::uint32_t>(scan.class_names.size());
+  h.reason_count = static_cast<std::uint32_t>(scan.skip_reasons.size());
+  h.strings_bytes = out.size() - sizeof(FileHeader);
+  const std::size_t records = out.size();
+  out.resize(records + scan.samples.size() * sizeof(ShardSample));
+  char* record = out.data() + records;
+  for (ShardSample s : scan.samples) {
+    s.shard = 0;  // the position is the caller's, given again on load
+    std::memcpy(record, &s, sizeof(s));
+    record += sizeof(s);
+  }
+  h.checksum = checksum(std::string_view(out).substr(sizeof(FileHeader)));
+  std::memcpy(out.data(), &h, sizeof(h));
+  if (out.size() > kMaxCacheBytes) return Status::ResourceExhausted("shard index too large to cache");
+
+  if (Status s = make_dirs(dir_); !s.ok()) return s;
+  if (Status s = check_folder(); !s.ok()) return s;  // as it is now, made by us or not
+  std::call_once(cleaned_, [this] { remove_stale_temporaries(); });
+  const std::string path = file_for(shard);
+  // A name of this process and call: ranks on one machine may cache the same shard at
+  // once, and must not write into each other's file (a fixed suffix would be shared).
+  // The host and pid let a later store tell that a writer died, and remove its file.
+  static std::atomic<std::uint64_t> calls{0};
+  static const std::string host = host_name();
+  AtomicFile::Options options{
+      .temp_suffix = ".tmp." + std::to_string(::getpid()) + "." + std::to_string(calls++) + "." + host,
+      .mode = 0600,
+      .sync = false,           // a torn file fails its checksum and the shard is scanned again
+      .check_target = false};  // the folder is ours (check_folder)
+  auto file = AtomicFile::create(path, "the shard index cache", std::move(options));
+  if (!file.ok()) return file.status();
+  if (Status s = file->write(out); !s.ok()) return s;
+  return file->commit();
+}
+
+}  // namespace forkfeed

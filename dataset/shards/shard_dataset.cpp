@@ -1,0 +1,222 @@
+// index_shards(): list, scan or load from the cache in parallel, then assemble in shard order.
+#include "dataset/shards/shard_dataset.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "base/file_stamp.h"
+#include "base/logging.h"
+#include "base/out_of_memory.h"
+#include "base/printable.h"
+#include "base/regular_file.h"
+#include "dataset/dataset_index_builder.h"
+#include "dataset/shards/index_cache.h"
+#include "dataset/shards/shard_list.h"
+#include "dataset/shards/tar_format.h"
+#include "dataset/shards/tar_scan.h"
+
+namespace forkfeed {
+namespace {
+
+// Threads that scan shards: I/O bound on a cold cache, CPU bound on a warm one.
+constexpr unsigned kMaxScanThreads = 8;
+
+// ", 3 samples and 2048000 bytes of damaged shards left out", or "".
+std::string skipped_text(std::uint64_t samples, std::uint64_t bytes) {
+  if (samples == 0 && bytes == 0) return "";
+  std::string text = ", " + std::to_string(samples) + " samples";
+  if (bytes > 0)
+    text += " and " + std::to_string(bytes) + " bytes of damaged shards (their samples cannot be counted)";
+  return text + " left out";
+}
+
+struct ShardResult {
+  Result<ShardScan> scan = Status::Internal("not scanned");
+  FileStamp stamp;  // of the file scanned (or whose cached scan was used)
+  bool from_cache = false;
+  Status cache_write;  // why the scan could not be cached
+};
+
+// Scans shard `position`, open at `fd` (`size` bytes), grouping its members. A damaged
+// shard under on_error=skip keeps the samples before the damage (the scan lists only
+// whole members; a sample it cut short lacks its image or label, and grouping skips
+// it); what lies from the damage on is counted in bytes, since its samples cannot be.
+Result<ShardScan> scan_shard(std::uint32_t position, const std::string& path, int fd, std::uint64_t size,
+                             const ShardDataset& dataset) {
+  std::vector<TarMember> members;
+  Status damage = scan_tar(fd, path, size, [&](TarMember&& m) {
+    members.push_back(std::move(m));
+    return Status::Ok();
+  });
+  if (!damage.ok() && (damage.code() != Status::Code::kBadData || dataset.on_error != OnError::kSkip))
+    return damage;
+  const ReadMember read = [&](const TarMember& m) -> Result<std::string> {
+    std::string bytes(m.size, '\0');
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n =
+          ::pread(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(m.offset + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0)
+        return Status::FromErrno("reading member '" + printable_cut(m.name) + "' of shard " + path, errno);
+      if (n == 0)
+        return Status::BadData("shard " + path + " ends inside member '" + printable_cut(m.name) + "'");
+      done += static_cast<std::size_t>(n);
+    }
+    return bytes;
+  };
+  auto scan =
+      group_samples(position, path, members, dataset.rule, read, dataset.on_error, dataset.max_file_bytes);
+  if (scan.ok() && !damage.ok()) {
+    const std::uint64_t whole =
+        members.empty()
+            ? 0
+            : (members.back().offset + members.back().size + tar::kBlock - 1) / tar::kBlock * tar::kBlock;
+    scan->skipped_bytes += size - std::min(whole, size);
+    if (scan->skip_reasons.size() < kMaxSkipReasons) scan->skip_reasons.push_back(damage.message());
+  }
+  return scan;
+}
+
+ShardResult index_one(std::uint32_t position, const std::string& path, const ShardDataset& dataset,
+                      const IndexCache* cache) {
+  ShardResult out;
+  // The stamp and the scan come from one open file: the stamp is that of the bytes scanned.
+  Result<RegularFile> file = open_regular_file(path, "shard", {~std::uint64_t{0}, "the limit", ""});
+  if (!file.ok()) {
+    out.scan = file.status();
+    return out;
+  }
+  auto stamp = stamp_file(file->fd.get());
+  if (!stamp.ok()) {
+    out.scan = stamp.status().about("shard " + printable(path));
+    return out;
+  }
+  out.stamp = *stamp;
+  const CachedShard key{path, *stamp, dataset.rule, dataset.max_file_bytes};
+  if (cache) {
+    if (auto cached = cache->load(key, position)) {
+      out.scan = std::move(*cached);
+      out.from_cache = true;
+      return out;
+    }
+  }
+  out.scan = scan_shard(position, path, file->fd.get(), stamp->size, dataset);
+  if (cache && out.scan.ok()) out.cache_write = cache->store(key, *out.scan);
+  return out;
+}
+
+}  // namespace
+
+LabelRule label_rule(const LoaderOptions& options) {
+  switch (options.shard_label) {
+    case ShardLabel::kJson:
+      return {LabelSource::kJson, options.shard_label_field};
+    case ShardLabel::kClassFolder:
+      return {LabelSource::kClassFolder, {}};
+    case ShardLabel::kCls:
+      break;
+  }
+  return {LabelSource::kCls, {}};
+}
+
+Result<DatasetIndex> index_shards(const ShardDataset& dataset) {
+  const auto start = std::chrono::steady_clock::now();
+  auto shards = list_shards(dataset.spec);
+  if (!shards.ok()) return shards.status();
+  const std::size_t n = shards->size();
+  std::optional<IndexCache> cache;
+  if (!dataset.cache_dir.empty()) cache.emplace(dataset.cache_dir);
+
+  // Shards are taken in order by the threads; results land in their own place.
+  std::vector<ShardResult> results(n);
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t s; (s = next.fetch_add(1)) < n;) {
+      // On a thread of its own: nothing may escape it, an allocation failure included.
+      try {
+        results[s] =
+            index_one(static_cast<std::uint32_t>(s), (*shards)[s], dataset, cache ? &*cache : nullptr);
+      } catch (const std::bad_alloc&) {
+        results[s].scan = out_of_memory("indexing shard " + printable((*shards)[s]));
+      }
+    }
+  };
+  const unsigned threads = static_cast<unsigned>(
+      std::min<std::size_t>({n, kMaxScanThreads, std::max(1u, std::thread::hardware_concurrency())}));
+  {
+    std::vector<std::jthread> pool;
+    try {
+      for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+    } catch (const std::system_error&) {
+      // Out of threads: the ones started, and this one, do all the shards.
+    }
+    work();
+  }  // joined: no thread of ours is left when workers are forked
+
+  std::vector<ShardScan> scans;
+  scans.reserve(n);
+  std::size_t samples = 0, from_cache = 0;
+  std::uint64_t skipped = 0, skipped_bytes = 0;
+  std::vector<std::string> reasons;
+  Status cache_write;
+  for (ShardResult& r : results) {
+    if (!r.scan.ok()) return r.scan.status();
+    ShardScan& scan = *r.scan;
+    // A cache made under on_error=skip answers for fail too: its first skip is the error.
+    if ((scan.skipped > 0 || scan.skipped_bytes > 0) && dataset.on_error == OnError::kFail) {
+      return Status::BadData(scan.skip_reasons.empty() ? "a shard holds a bad sample"
+                                                       : scan.skip_reasons.front());
+    }
+    samples += scan.samples.size();
+    from_cache += r.from_cache ? 1 : 0;
+    skipped += scan.skipped;
+    skipped_bytes += scan.skipped_bytes;
+    for (std::string& why : scan.skip_reasons) {
+      if (reasons.size() < kMaxSkipReasons) reasons.push_back(std::move(why));
+    }
+    if (cache_write.ok()) cache_write = r.cache_write;
+    scans.push_back(std::move(scan));
+  }
+  if (samples == 0) {
+    return Status::InvalidArgument("the shards of " + printable(dataset.spec) + " hold no sample (" +
+                                   std::to_string(n) + " shards" + skipped_text(skipped, skipped_bytes) +
+                                   ")");
+  }
+
+  DatasetIndexBuilder builder;
+  if (dataset.rule.source == LabelSource::kClassFolder) builder.set_classes(assign_class_labels(scans));
+  builder.reserve_slices(samples);
+  builder.count_skipped(skipped, skipped_bytes);
+  for (std::size_t s = 0; s < n; ++s) {
+    const std::uint32_t file = builder.add_shard((*shards)[s], results[s].stamp);
+    for (const ShardSample& x : scans[s].samples) builder.add_slice({x.offset, file, x.size}, x.label);
+    std::vector<ShardSample>().swap(scans[s].samples);  // peak memory: one copy at a time
+  }
+
+  auto log = loader_logger();
+  if (skipped > 0 || skipped_bytes > 0) {
+    std::string why;
+    for (const std::string& r : reasons) why += "\n  " + r;
+    log->warn("left out of {} (on_error=skip){}; the first:{}", printable(dataset.spec),
+              skipped_text(skipped, skipped_bytes), why);
+  }
+  if (!cache_write.ok()) log->warn("the shard index cache was not written: {}", cache_write.message());
+  log->info("indexed {} samples in {} shard{} ({} from the cache {}) in {:.2f} s", samples, n,
+            n == 1 ? "" : "s", from_cache, cache ? cache->dir() : std::string("(none)"),
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return std::move(builder).finish();
+}
+
+}  // namespace forkfeed

@@ -1,0 +1,244 @@
+// group_samples: one shard's members to ShardSamples, by WebDataset's grouping rule, with
+// labels read from the members or from the key's folder.
+#include "dataset/shards/shard_samples.h"
+
+#include <algorithm>
+#include <limits>
+#include <unordered_map>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "base/printable.h"
+#include "dataset/image_extensions.h"
+#include "dataset/label.h"
+
+namespace forkfeed {
+namespace {
+
+char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
+// `text` equals `lowered` when ASCII letters are lowered.
+bool equal_lowered(std::string_view text, std::string_view lowered) {
+  return text.size() == lowered.size() &&
+         std::equal(text.begin(), text.end(), lowered.begin(), [](char c, char l) { return lower(c) == l; });
+}
+
+// At most 40 bytes of a label member, quotable in a message.
+std::string excerpt(std::string_view bytes) {
+  std::string out = "\"";
+  out += printable(bytes.substr(0, 40));
+  out += bytes.size() > 40 ? "...\"" : "\"";
+  return out;
+}
+
+Result<std::int64_t> parse_cls(std::string_view text) {
+  const std::optional<std::int64_t> label = parse_label(text);
+  if (!label) return Status::BadData("is not " + std::string(kLabelRule) + ": " + excerpt(text));
+  return *label;
+}
+
+Result<std::int64_t> parse_json_label(std::string_view text, const std::string& field) {
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object())
+    return Status::BadData("is not a JSON object: " + excerpt(text));
+  const auto it = doc.find(field);
+  if (it == doc.end()) return Status::BadData("has no field \"" + printable(field) + "\"");
+  const bool fits =
+      it->is_number_integer() &&
+      (!it->is_number_unsigned() ||
+       it->get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()));
+  if (!fits || !valid_label(it->get<std::int64_t>())) {
+    return Status::BadData("field \"" + printable(field) + "\" is not " + std::string(kLabelRule) + ": " +
+                           excerpt(it->dump()));
+  }
+  return it->get<std::int64_t>();
+}
+
+// Groups one shard; one instance per call.
+class ShardGrouping {
+ public:
+  ShardGrouping(std::uint32_t shard, std::string_view shard_path, const LabelRule& rule,
+                const ReadMember& read_member, OnError on_error, std::uint64_t max_file_bytes)
+      : shard_(shard),
+        shard_path_(shard_path),
+        rule_(rule),
+        read_member_(read_member),
+        on_error_(on_error),
+        max_image_bytes_(std::min<std::uint64_t>(max_file_bytes, std::numeric_limits<std::uint32_t>::max())),
+        image_limit_name_(max_file_bytes <= max_image_bytes_ ? "max_file_bytes"
+                                                             : "the most a shard sample can hold") {}
+
+  Result<ShardScan> run(std::span<const TarMember> members) {
+    std::string_view key;
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      const std::optional<MemberKey> split = split_member_name(members[i].name);
+      if (!split) continue;  // WebDataset passes over a name without a key
+      if (run_.empty() || split->key != key) {
+        if (Status s = finish_sample(key, members); !s.ok()) return s;
+        key = split->key;
+        run_.clear();
+      }
+      run_.push_back(Part{split->extension, i});
+    }
+    if (Status s = finish_sample(key, members); !s.ok()) return s;
+    if (rule_.source == LabelSource::kClassFolder) sort_classes();
+    return std::move(scan_);
+  }
+
+ private:
+  struct Part {
+    std::string_view extension;
+    std::size_t member;  // index in members
+  };
+
+  // Ok, or the sample's problem as BadData when on_error=fail; with skip, counts it.
+  Status bad(std::string_view key, const std::string& problem) {
+    std::string reason =
+        "shard " + printable(shard_path_) + ", sample " + printable_cut(key) + ": " + problem;
+    if (on_error_ == OnError::kFail) return Status::BadData(std::move(reason));
+    ++scan_.skipped;
+    if (scan_.skip_reasons.size() < kMaxSkipReasons) scan_.skip_reasons.push_back(std::move(reason));
+    return Status::Ok();
+  }
+
+  Status finish_sample(std::string_view key, std::span<const TarMember> members) {
+    if (run_.empty()) return Status::Ok();
+    const TarMember* image = nullptr;
+    const TarMember* label = nullptr;
+    const std::string_view label_extension = rule_.source == LabelSource::kCls ? "cls" : "json";
+    for (std::size_t i = 0; i < run_.size(); ++i) {
+      const TarMember& m = members[run_[i].member];
+      for (std::size_t j = 0; j < i; ++j) {
+        // WebDataset lower-cases extensions and refuses one twice in a sample.
+        const std::string_view a = run_[j].extension, b = run_[i].extension;
+        if (a.size() == b.size() &&
+            std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); })) {
+          return bad(key, "two members with extension ." + printable_cut(b) + " (" +
+                              printable_cut(members[run_[j].member].name) + ", " + printable_cut(m.name) +
+                              ")");
+        }
+      }
+      if (has_image_extension(m.name)) {
+        if (image != nullptr) {
+          return bad(key, "two images, " + printable_cut(image->name) + " and " + printable_cut(m.name) +
+                              "; a sample holds one image");
+        }
+        image = &m;
+      } else if (rule_.source != LabelSource::kClassFolder &&
+                 equal_lowered(run_[i].extension, label_extension)) {
+        label = &m;
+      }
+    }
+    if (image == nullptr) {
+      return bad(key, "no image member (looked for " + std::string(kImageExtensionList) + ")");
+    }
+    if (image->size > max_image_bytes_) {
+      return bad(key, "image " + printable_cut(image->name) + " is " + std::to_string(image->size) +
+                          " bytes > " + std::string(image_limit_name_) + " " +
+                          std::to_string(max_image_bytes_));
+    }
+    std::int64_t value = 0;
+    if (rule_.source == LabelSource::kClassFolder) {
+      // "./class_0/x" (tar -C dir .) is in the class of "class_0/x": one class, whatever
+      // the tar that wrote the shard.
+      std::string_view folder = key.substr(0, std::min(key.size(), key.rfind('/')));
+      while (folder.starts_with("./")) folder.remove_prefix(2);
+      if (folder.empty() || folder == "." || folder.size() == key.size()) {
+        return bad(key,
+                   "the key has no folder; label_rule class_folder needs members named <class>/<name>.<ext>");
+      }
+      const auto [it, added] =
+          class_of_.try_emplace(std::string(folder), static_cast<std::int64_t>(class_of_.size()));
+      value = it->second;  // first-seen order; sort_classes() makes it the sorted position
+    } else {
+      if (label == nullptr) return bad(key, "no ." + std::string(label_extension) + " member with its label");
+      if (label->size > kMaxLabelBytes) {
+        return bad(key, "label member " + printable_cut(label->name) + " is " + std::to_string(label->size) +
+                            " bytes > " + std::to_string(kMaxLabelBytes));
+      }
+      Result<std::string> bytes = read_member_(*label);
+      if (!bytes.ok()) return bytes.status();
+      Result<std::int64_t> parsed =
+          rule_.source == LabelSource::kCls ? parse_cls(*bytes) : parse_json_label(*bytes, rule_.json_field);
+      if (!parsed.ok())
+        return bad(key, "label member " + printable_cut(label->name) + " " + parsed.status().message());
+      value = *parsed;
+    }
+    scan_.samples.push_back(
+        ShardSample{image->offset, shard_, static_cast<std::uint32_t>(image->size), value});
+    return Status::Ok();
+  }
+
+  void sort_classes() {
+    std::vector<std::string> names(class_of_.size());
+    for (const auto& [name, seen] : class_of_) names[static_cast<std::size_t>(seen)] = name;
+    std::vector<std::int64_t> order(names.size());  // first-seen position -> sorted position
+    scan_.class_names = names;
+    std::sort(scan_.class_names.begin(), scan_.class_names.end());
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      order[i] = std::lower_bound(scan_.class_names.begin(), scan_.class_names.end(), names[i]) -
+                 scan_.class_names.begin();
+    }
+    for (ShardSample& s : scan_.samples) s.label = order[static_cast<std::size_t>(s.label)];
+  }
+
+  const std::uint32_t shard_;
+  const std::string_view shard_path_;
+  const LabelRule& rule_;
+  const ReadMember& read_member_;
+  const OnError on_error_;
+  const std::uint64_t max_image_bytes_;
+  const std::string_view image_limit_name_;
+  ShardScan scan_;
+  std::vector<Part> run_;  // the current sample's members
+  std::unordered_map<std::string, std::int64_t> class_of_;
+};
+
+}  // namespace
+
+std::optional<MemberKey> split_member_name(std::string_view name) {
+  // WebDataset (webdataset/tariterators.py, base_plus_ext) splits with the regular
+  // expression ^((?:.*/|)[^.]+)[.]([^/]*)$: the key is any prefix ending in '/' (the
+  // longest that works, as .* is greedy) or none, then at least one byte up to the first
+  // '.'; the extension, after that '.', holds no '/'. So "a/b/x.y.jpg" is ("a/b/x",
+  // "y.jpg"), "x" and ".x" have no key, and "d/.x" is ("d/", "x"). Names with a newline
+  // aside (.* stops at one), this loop is that expression.
+  std::size_t prefix_end = name.size();
+  for (;;) {
+    const std::size_t slash = prefix_end == 0 ? std::string_view::npos : name.rfind('/', prefix_end - 1);
+    prefix_end = slash == std::string_view::npos ? 0 : slash + 1;
+    if (prefix_end < name.size() && name[prefix_end] != '.') {
+      const std::size_t dot = name.find('.', prefix_end);
+      if (dot != std::string_view::npos && name.find('/', dot + 1) == std::string_view::npos) {
+        return MemberKey{name.substr(0, dot), name.substr(dot + 1)};
+      }
+    }
+    if (prefix_end == 0) return std::nullopt;
+    prefix_end = slash;  // the next candidate ends at an earlier '/'
+  }
+}
+
+Result<ShardScan> group_samples(std::uint32_t shard, std::string_view shard_path,
+                                std::span<const TarMember> members, const LabelRule& rule,
+                                const ReadMember& read_member, OnError on_error,
+                                std::uint64_t max_file_bytes) {
+  return ShardGrouping(shard, shard_path, rule, read_member, on_error, max_file_bytes).run(members);
+}
+
+std::vector<std::string> assign_class_labels(std::span<ShardScan> scans) {
+  std::vector<std::string> all;
+  for (const ShardScan& scan : scans) all.insert(all.end(), scan.class_names.begin(), scan.class_names.end());
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  for (ShardScan& scan : scans) {
+    std::vector<std::int64_t> global(scan.class_names.size());
+    for (std::size_t i = 0; i < global.size(); ++i) {
+      global[i] = std::lower_bound(all.begin(), all.end(), scan.class_names[i]) - all.begin();
+    }
+    for (ShardSample& s : scan.samples) s.label = global[static_cast<std::size_t>(s.label)];
+  }
+  return all;
+}
+
+}  // namespace forkfeed

@@ -1,0 +1,50 @@
+// Finding the regular-file members of a tar shard by one pass over its headers: the
+// data is skipped by offset, never read, so a 1 GB shard costs one pread per header.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dataset/shards/tar_member.h"
+#include "forkfeed/status.h"
+
+namespace forkfeed {
+
+// Calls `member` with each regular file of the tar archive open at `fd` (`file_size`
+// bytes), in archive order, and stops at the first non-ok Status it returns, which
+// scan_tar() returns unchanged. `shard` is the archive's name in messages.
+//
+// Reads ustar (name and prefix), v7, GNU (long names 'L', long links 'K', base-256 sizes)
+// and pax ('x': `path` and `size` override the next header; 'g': checked and otherwise
+// ignored, since a global `path` names no member). Regular files are typeflags '0',
+// '\0' and '7'; directories, links, devices, FIFOs and unknown types are skipped.
+// Names are reported as stored ("./a.jpg" stays so).
+//
+// End of archive: a zero block, whether another zero block or the end of the file
+// follows it (GNU tar reads a lone zero block as the end too, with a warning); the end of
+// the file at a header boundary is accepted as GNU tar and Python's tarfile accept it.
+//
+// Errors are BadData naming `shard` and, where known, the member: an empty file, a file
+// that is not tar (bad checksum at offset 0), a corrupt header later on, a truncated
+// header or member, a size that is not a number, a malformed pax record. IoError when a
+// read fails.
+Status scan_tar(int fd, std::string_view shard, std::uint64_t file_size,
+                const std::function<Status(TarMember&&)>& member);
+
+// The name of the member of `size` bytes whose data starts at `data_offset` of the
+// archive open at `fd` (`file_size` bytes), for messages about it. Read from the header
+// block just before the data; when that header's name field is full (a long name that a
+// GNU or pax header gave whole), by scanning the archive's headers up to the member.
+// nullopt when no such member is there.
+std::optional<std::string> member_name_at(int fd, std::uint64_t file_size, std::uint64_t data_offset,
+                                          std::uint64_t size);
+
+// Every regular-file member of the tar file at `path` (opened by open_regular_file(), so
+// a FIFO or a directory is refused with InvalidArgument).
+Result<std::vector<TarMember>> scan_tar_file(const std::string& path);
+
+}  // namespace forkfeed
