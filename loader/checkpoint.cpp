@@ -16,7 +16,6 @@
 
 #include "base/json_field.h"
 #include "base/printable.h"
-#include "loader/order_key_json.h"
 
 namespace forkfeed {
 namespace {
@@ -130,19 +129,6 @@ std::vector<std::string> differences(const OrderKey& saved, const OrderKey& curr
 }
 
 }  // namespace
-
-OrderKey order_key(const DatasetIndex& index, const LoaderOptions& options) {
-  OrderKey key;
-  key.dataset_size = index.size();
-  key.dataset_digest = dataset_digest(index);
-  key.seed = options.seed;
-  key.rank = options.rank;
-  key.world_size = options.world_size;
-  key.batch_size = options.batch_size;
-  key.shuffle = options.shuffle;
-  key.drop_last = options.drop_last;
-  return key;
-}
 
 std::string encode_checkpoint(const Checkpoint& checkpoint) {
   // ordered_json keeps the version first, where a reader looking at the file expects it.

@@ -1,37 +1,15 @@
-// Checkpoint: the serialisable position of a loader (invariant 3), and the key that a
-// resumed loader must share with the one that took it, since the order depends on it (invariant 4).
+// Checkpoint: the serialisable position of a loader (invariant 3), with the OrderKey that
+// a resumed loader must share with the one that took it (invariant 4).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-#include "dataset/dataset_digest.h"
-#include "forkfeed/dataset.h"
-#include "forkfeed/options.h"
 #include "forkfeed/status.h"
+#include "loader/order_key.h"
 
 namespace forkfeed {
-
-// Everything that decides which samples come in which batch, except the epoch. Worker
-// count, prefetch and transforms are not part of it: they never change the order.
-struct OrderKey {
-  std::uint64_t dataset_size = 0;
-  // dataset_digest() of the index: kDigestDigits lowercase hex digits.
-  std::string dataset_digest;
-  std::uint64_t seed = 0;
-  std::uint32_t rank = 0;
-  std::uint32_t world_size = 1;
-  std::uint32_t batch_size = 0;
-  bool shuffle = true;
-  bool drop_last = false;
-
-  bool operator==(const OrderKey&) const = default;
-};
-
-// The key of a loader over `index` with `options`. It hashes the whole index: compute it
-// once per loader, not per state().
-OrderKey order_key(const DatasetIndex& index, const LoaderOptions& options);
 
 struct Checkpoint {
   std::uint64_t epoch = 0;

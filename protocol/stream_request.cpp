@@ -10,7 +10,7 @@
 #include "base/option_names.h"
 #include "base/printable.h"
 #include "loader/option_fields.h"
-#include "loader/order_key_json.h"
+#include "loader/order_key.h"
 #include "loader/stats_fields.h"
 
 namespace forkfeed {

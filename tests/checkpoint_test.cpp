@@ -3,6 +3,7 @@
 //
 // Over 300 lines on purpose: one case per field a state may differ in, each refused
 // with its own message; splitting it would copy the fixture.
+#include "dataset/dataset_digest.h"
 #include "loader/checkpoint.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,6 @@
 // LoaderInternals: forkfeedd's values of a Loader agree with what state() writes and
 // load_state() reads, so the daemon can skip the JSON between them.
+#include "dataset/dataset_digest.h"
 #include "loader/loader_internals.h"
 
 #include <gtest/gtest.h>

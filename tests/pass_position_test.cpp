@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include "dataset/dataset_digest.h"
 #include "loader/pass_position.h"
 
 namespace forkfeed {

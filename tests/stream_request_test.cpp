@@ -1,10 +1,11 @@
 // The open_stream request's JSON: every field a client sends comes back as it was, and
 // the errors name the field.
+#include "dataset/dataset_digest.h"
 #include "protocol/stream_request.h"
 
 #include <gtest/gtest.h>
 
-#include "loader/order_key_json.h"
+#include "loader/order_key.h"
 
 namespace forkfeed {
 namespace {

@@ -1,11 +1,26 @@
-// Reading an OrderKey's JSON; the writer is a template in the header.
-#include "loader/order_key_json.h"
+// order_key() of a loader, and reading an OrderKey's JSON (the writer is a template in
+// the header).
+#include "loader/order_key.h"
 
 #include <string>
 
 #include "base/json_field.h"
+#include "dataset/dataset_digest.h"
 
 namespace forkfeed {
+
+OrderKey order_key(const DatasetIndex& index, const LoaderOptions& options) {
+  OrderKey key;
+  key.dataset_size = index.size();
+  key.dataset_digest = dataset_digest(index);
+  key.seed = options.seed;
+  key.rank = options.rank;
+  key.world_size = options.world_size;
+  key.batch_size = options.batch_size;
+  key.shuffle = options.shuffle;
+  key.drop_last = options.drop_last;
+  return key;
+}
 
 Result<OrderKey> read_order_key(const nlohmann::json& top, const char* order_member) {
   using namespace json_field;

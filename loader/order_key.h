@@ -1,0 +1,59 @@
+// OrderKey: what decides the order of a loader's batches, and its JSON: one writer and one
+// reader, for a state (loader/checkpoint.cpp) and for forkfeedd's open_stream reply
+// (protocol/stream_request.cpp). A state keeps the seed at its top level, beside the
+// epoch, and the rest in a member object ("order"); the reply keeps all of it in one object.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "forkfeed/dataset.h"
+#include "forkfeed/options.h"
+#include "forkfeed/status.h"
+
+namespace forkfeed {
+
+// Everything that decides which samples come in which batch, except the epoch. Worker
+// count, prefetch and transforms are not part of it: they never change the order.
+struct OrderKey {
+  std::uint64_t dataset_size = 0;
+  // dataset_digest() of the index: kDigestDigits lowercase hex digits.
+  std::string dataset_digest;
+  std::uint64_t seed = 0;
+  std::uint32_t rank = 0;
+  std::uint32_t world_size = 1;
+  std::uint32_t batch_size = 0;
+  bool shuffle = true;
+  bool drop_last = false;
+
+  bool operator==(const OrderKey&) const = default;
+};
+
+// The key of a loader over `index` with `options`. It hashes the whole index: compute it
+// once per loader, not per state().
+OrderKey order_key(const DatasetIndex& index, const LoaderOptions& options);
+
+// Writes `key` into `top`: the seed there, the rest under top[order_member], or in
+// `top` too when order_member is null. Json: nlohmann::json or ordered_json, whose
+// order is the one a reader of a saved state sees.
+template <typename Json>
+void write_order_key(const OrderKey& key, Json& top, const char* order_member) {
+  top["seed"] = key.seed;
+  Json order;
+  Json& into = order_member ? order : top;
+  into["dataset_size"] = key.dataset_size;
+  into["dataset_digest"] = key.dataset_digest;
+  into["rank"] = key.rank;
+  into["world_size"] = key.world_size;
+  into["batch_size"] = key.batch_size;
+  into["shuffle"] = key.shuffle;
+  into["drop_last"] = key.drop_last;
+  if (order_member) top[order_member] = std::move(order);
+}
+
+// Reads what write_order_key wrote with the same `order_member`, strictly
+// (base/json_field.h): errors name the field as "order.rank", or "rank" in one object.
+Result<OrderKey> read_order_key(const nlohmann::json& top, const char* order_member);
+
+}  // namespace forkfeed
