@@ -7,6 +7,9 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #include <string>
+#include <utility>
+
+#include "workers/image_codecs.h"
 
 namespace forkfeed {
 namespace {
@@ -40,7 +43,9 @@ class OpenCvDecoder final : public ImageDecoder {
     const cv::Mat raw(1, static_cast<int>(f.size()), CV_8U, const_cast<std::byte*>(f.data()));
     cv::Mat bgr;
     try {
-      bgr = cv::imdecode(raw, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
+      Result<cv::Mat> decoded = image_codecs::decode(raw, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
+      if (!decoded.ok()) return decoded.status();
+      bgr = std::move(decoded).value();
     } catch (const cv::Exception& e) {
       return decode_failure(e.code == cv::Error::StsNoMem, "cannot decode image", e.what());
     }

@@ -13,6 +13,8 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "workers/image_codecs.h"
+
 namespace forkfeed::testing {
 
 cv::Mat photo(int w, int h, int seed) {
@@ -26,14 +28,17 @@ cv::Mat photo(int w, int h, int seed) {
 
 std::vector<std::byte> encode(const cv::Mat& img, const std::string& ext, const std::vector<int>& params) {
   std::vector<uchar> buf;
-  EXPECT_TRUE(cv::imencode(ext, img, buf, params));
+  const Result<bool> encoded = image_codecs::encode(ext, img, buf, params);
+  EXPECT_TRUE(encoded.ok() && *encoded) << (encoded.ok() ? "" : encoded.status().message());
   const auto* p = reinterpret_cast<const std::byte*>(buf.data());
   return {p, p + buf.size()};
 }
 
 cv::Mat opencv_rgb(const std::vector<std::byte>& file) {
   cv::Mat raw(1, static_cast<int>(file.size()), CV_8U, const_cast<std::byte*>(file.data()));
-  cv::Mat bgr = cv::imdecode(raw, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION), rgb;
+  const Result<cv::Mat> decoded = image_codecs::decode(raw, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
+  EXPECT_TRUE(decoded.ok()) << decoded.status().message();
+  cv::Mat bgr = decoded.ok() ? *decoded : cv::Mat(), rgb;
   cv::cvtColor(bgr, rgb, cv::COLOR_BGR2RGB);
   return rgb;
 }

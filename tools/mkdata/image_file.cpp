@@ -18,6 +18,7 @@
 
 #include "tools/mkdata/painter.h"
 #include "tools/mkdata/splitmix64.h"
+#include "workers/image_codecs.h"
 
 namespace forkfeed::mkdata {
 
@@ -62,7 +63,9 @@ Status encode(cv::RNG& rng, ImageFormat format, const cv::Mat3b& pixels, std::ve
       params = {cv::IMWRITE_PNG_COMPRESSION, 1};
       break;
   }
-  if (!cv::imencode(ext, image, bytes, params)) {
+  const Result<bool> encoded = image_codecs::encode(ext, image, bytes, params);
+  if (!encoded.ok()) return encoded.status();
+  if (!*encoded) {
     return Status::Internal(std::string("OpenCV could not encode a ") + ext +
                             " image; check that its imgcodecs module was built with JPEG and PNG support");
   }
