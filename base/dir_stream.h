@@ -1,5 +1,5 @@
-// DirStream: an open directory, read entry by entry the way os.scandir reports them,
-// for the ImageFolder walk.
+// DirStream: an open directory, read entry by entry the way os.scandir reports them (the
+// ImageFolder walk, shard folders, the index cache), or as a list of names (/proc).
 #pragma once
 
 #include <dirent.h>
@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/printable.h"
 #include "base/unique_fd.h"
@@ -48,20 +49,27 @@ class DirStream {
   Status for_each(const std::string& path, OnEntry&& on_entry) {
     const int dfd = ::dirfd(dir_.get());
     for (;;) {
-      errno = 0;
-      const dirent* e = ::readdir(dir_.get());
-      if (e == nullptr) {
-        if (errno != 0) return Status::FromErrno("cannot read directory " + printable(path), errno);
-        return Status::Ok();
-      }
-      const std::string_view name(e->d_name);
-      if (name == "." || name == "..") continue;
-      bool is_dir = e->d_type == DT_DIR;
-      if (e->d_type == DT_LNK || e->d_type == DT_UNKNOWN) {  // only these need a stat
+      Result<const dirent*> e = next(path);
+      if (!e.ok()) return e.status();
+      if (*e == nullptr) return Status::Ok();
+      bool is_dir = (*e)->d_type == DT_DIR;
+      if ((*e)->d_type == DT_LNK || (*e)->d_type == DT_UNKNOWN) {  // only these need a stat
         struct stat st {};
-        is_dir = ::fstatat(dfd, e->d_name, &st, 0) == 0 && S_ISDIR(st.st_mode);
+        is_dir = ::fstatat(dfd, (*e)->d_name, &st, 0) == 0 && S_ISDIR(st.st_mode);
       }
-      on_entry(name, is_dir);
+      on_entry(std::string_view((*e)->d_name), is_dir);
+    }
+  }
+
+  // The names of every entry but "." and "..", with no stat at all (/proc/self/fd's
+  // entries are links to whatever the process holds open).
+  Result<std::vector<std::string>> names(const std::string& path) {
+    std::vector<std::string> out;
+    for (;;) {
+      Result<const dirent*> e = next(path);
+      if (!e.ok()) return e.status();
+      if (*e == nullptr) return out;
+      out.emplace_back((*e)->d_name);
     }
   }
 
@@ -70,6 +78,21 @@ class DirStream {
     void operator()(DIR* d) const { ::closedir(d); }
   };
   DirStream(DIR* dir, DirId id) : dir_(dir), id_(id) {}
+
+  // The next entry but "." and "..", or nullptr at the end.
+  Result<const dirent*> next(const std::string& path) {
+    for (;;) {
+      errno = 0;
+      const dirent* e = ::readdir(dir_.get());
+      if (e == nullptr) {
+        if (errno != 0) return Status::FromErrno("cannot read directory " + printable(path), errno);
+        return static_cast<const dirent*>(nullptr);
+      }
+      const std::string_view name(e->d_name);
+      if (name != "." && name != "..") return e;
+    }
+  }
+
   std::unique_ptr<DIR, Closer> dir_;
   DirId id_;
 };

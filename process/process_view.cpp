@@ -15,6 +15,7 @@
 #include <string_view>
 #include <utility>
 
+#include "base/dir_stream.h"
 #include "base/unique_fd.h"
 
 namespace forkfeed {
@@ -22,25 +23,9 @@ namespace {
 
 // Names in |path|, but "." and "..".
 Result<std::vector<std::string>> list_dir(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd.valid()) return Status::FromErrno("cannot open directory " + path, errno);
-  struct Closer {
-    void operator()(DIR* d) const { ::closedir(d); }
-  };
-  std::unique_ptr<DIR, Closer> dir(::fdopendir(fd.get()));
-  if (dir == nullptr) return Status::FromErrno("cannot read directory " + path, errno);
-  fd.release();  // the DIR owns it now
-  std::vector<std::string> names;
-  for (;;) {
-    errno = 0;
-    const dirent* e = ::readdir(dir.get());
-    if (e == nullptr) {
-      if (errno != 0) return Status::FromErrno("cannot read directory " + path, errno);
-      return names;
-    }
-    const std::string_view name(e->d_name);
-    if (name != "." && name != "..") names.emplace_back(name);
-  }
+  Result<DirStream> dir = DirStream::open(path);
+  if (!dir.ok()) return dir.status();
+  return dir->names(path);
 }
 
 // All of |path|; /proc files report no size, so read to the end.

@@ -9,6 +9,7 @@
 #include <boost/interprocess/containers/vector.hpp>
 #include <boost/interprocess/managed_external_buffer.hpp>
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 #include "forkfeed/dataset.h"
@@ -113,21 +114,24 @@ struct SkipNote {
 };
 static_assert(sizeof(SkipNote) == 256);
 
+// A shared vector's elements as a span (empty ones have no element to point at).
+template <typename T>
+std::span<const T> view(const ShmVector<T>& v) {
+  return v.empty() ? std::span<const T>() : std::span<const T>(&v[0], v.size());
+}
+
 // The dataset index, copied into the arena so that any worker can read it.
 // DatasetIndex, as the workers read it: the same files, slices, shard stamps and labels.
 struct SharedIndex {
   explicit SharedIndex(SegmentManager* sm) : paths(sm), offsets(sm), slices(sm), stamps(sm), labels(sm) {}
   std::size_t size() const { return labels.size(); }
-  std::string_view file(std::size_t f) const {
-    return {paths.data() + offsets[f], static_cast<std::size_t>(offsets[f + 1] - offsets[f])};
+  // Read as the DatasetIndex it copies is read.
+  PackedSamples packed() const {
+    const std::span<const char> p = view(paths);
+    return {{p.data(), p.size()}, view(offsets), view(slices), view(stamps)};
   }
-  // The file sample i is read from: its own, or its shard.
-  std::string_view path(std::size_t i) const { return file(slices.empty() ? i : slices[i].file); }
-  SampleSource source(std::size_t i) const {
-    if (slices.empty()) return {file(i), false, 0, 0, {}};
-    const DatasetIndex::Slice& s = slices[i];
-    return {file(s.file), true, s.offset, s.size, stamps[s.file]};
-  }
+  std::string_view path(std::size_t i) const { return packed().path(i); }
+  SampleSource source(std::size_t i) const { return packed().source(i); }
   ShmVector<char> paths;
   ShmVector<std::uint64_t> offsets;  // file f is paths[offsets[f], offsets[f+1])
   ShmVector<DatasetIndex::Slice> slices;  // sharded: sample i; else empty, sample i is file i

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,15 +36,38 @@ struct SampleSource {
   FileStamp stamp = {};
 };
 
+// A sample of a sharded dataset: `size` bytes at `offset` of file `file` (a shard).
+struct SampleSlice {
+  std::uint64_t offset = 0;
+  std::uint32_t file = 0;
+  std::uint32_t size = 0;
+  bool operator==(const SampleSlice&) const = default;
+};
+
+// The packed table of samples that a DatasetIndex holds and that the workers read from
+// its copy in shared memory: file f's path is paths[offsets[f], offsets[f+1]); when
+// sharded, sample i is slices[i] of the shard stamped stamps[slices[i].file], else file i.
+// The one reader of that layout, for both.
+struct PackedSamples {
+  std::string_view paths;
+  std::span<const std::uint64_t> offsets;
+  std::span<const SampleSlice> slices;
+  std::span<const FileStamp> stamps;
+
+  bool sharded() const { return !slices.empty(); }
+  std::string_view file(std::size_t f) const { return paths.substr(offsets[f], offsets[f + 1] - offsets[f]); }
+  // The file sample i is read from: its own, or its shard.
+  std::string_view path(std::size_t i) const { return file(sharded() ? slices[i].file : i); }
+  SampleSource source(std::size_t i) const {
+    if (!sharded()) return {file(i), false, 0, 0, {}};
+    const SampleSlice& s = slices[i];
+    return {file(s.file), true, s.offset, s.size, stamps[s.file]};
+  }
+};
+
 class DatasetIndex {
  public:
-  // A sample of a sharded dataset: `size` bytes at `offset` of file `file` (a shard).
-  struct Slice {
-    std::uint64_t offset = 0;
-    std::uint32_t file = 0;
-    std::uint32_t size = 0;
-    bool operator==(const Slice&) const = default;
-  };
+  using Slice = SampleSlice;
 
   // torchvision ImageFolder: classes are the sorted names of root's subdirectories, a
   // label is the class's position; files are found recursively under each class,
@@ -56,12 +80,8 @@ class DatasetIndex {
 
   std::size_t size() const { return labels_.size(); }
   // The file sample i is read from: its own, or its shard.
-  std::string_view path(std::size_t i) const { return file(sharded() ? slices_[i].file : i); }
-  SampleSource source(std::size_t i) const {
-    if (!sharded()) return {file(i), false, 0, 0, {}};
-    const Slice& s = slices_[i];
-    return {file(s.file), true, s.offset, s.size, shard_stamps_[s.file]};
-  }
+  std::string_view path(std::size_t i) const { return packed().path(i); }
+  SampleSource source(std::size_t i) const { return packed().source(i); }
   // What messages call sample i: its path, or "<shard>, member '<name>' at byte
   // <offset>", the name read from the shard's tar headers while the shard is the file
   // indexed ("<shard>, member at byte <offset>" otherwise).
@@ -70,9 +90,7 @@ class DatasetIndex {
 
   // Files: one per sample, or the shards.
   std::size_t file_count() const { return offsets_.size() - 1; }
-  std::string_view file(std::size_t f) const {
-    return std::string_view(paths_).substr(offsets_[f], offsets_[f + 1] - offsets_[f]);
-  }
+  std::string_view file(std::size_t f) const { return packed().file(f); }
   // Whether samples are slices of shards; then slices() has one per sample, and
   // shard_stamps() what each shard was when it was indexed.
   bool sharded() const { return !slices_.empty(); }
@@ -87,6 +105,7 @@ class DatasetIndex {
   const std::vector<std::string>& classes() const { return classes_; }
   // Bytes of all file paths together (with slices(), what the index costs in the arena).
   std::size_t path_bytes() const { return paths_.size(); }
+  PackedSamples packed() const { return {paths_, offsets_, slices_, shard_stamps_}; }
 
  private:
   friend class DatasetIndexBuilder;
