@@ -21,7 +21,8 @@ Result<AtomicFile> AtomicFile::create(std::string path, std::string_view what, O
   std::string temp = path + options.temp_suffix;
   ::unlink(temp.c_str());
   UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, options.mode));
-  if (!fd.valid()) return Status::FromErrno("cannot write " + std::string(what) + " " + printable(temp), errno);
+  if (!fd.valid())
+    return Status::FromErrno("cannot write " + std::string(what) + " " + printable(temp), errno);
   return AtomicFile(std::move(path), std::move(temp), std::string(what), std::move(options), std::move(fd));
 }
 
@@ -56,16 +57,19 @@ Status AtomicFile::write(std::string_view bytes) {
   while (!bytes.empty()) {
     const ssize_t n = ::write(fd_.get(), bytes.data(), bytes.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Status::FromErrno("cannot write " + what_ + " " + printable(temp_), n < 0 ? errno : ENOSPC);
+    if (n <= 0)
+      return Status::FromErrno("cannot write " + what_ + " " + printable(temp_), n < 0 ? errno : ENOSPC);
     bytes.remove_prefix(static_cast<std::size_t>(n));
   }
   return Status::Ok();
 }
 
 Status AtomicFile::commit() {
-  if (!fd_.valid()) return Status::FailedPrecondition(what_ + " " + printable(path_) + " is committed already");
+  if (!fd_.valid())
+    return Status::FailedPrecondition(what_ + " " + printable(path_) + " is committed already");
   Status s = Status::Ok();
-  if (options_.sync && ::fsync(fd_.get()) != 0) s = Status::FromErrno("cannot sync " + printable(temp_), errno);
+  if (options_.sync && ::fsync(fd_.get()) != 0)
+    s = Status::FromErrno("cannot sync " + printable(temp_), errno);
   if (s.ok() && ::close(fd_.release()) != 0) s = Status::FromErrno("cannot write " + printable(temp_), errno);
   // Again just before the rename: what was written may have taken long.
   if (s.ok() && options_.check_target) s = check_replaceable(path_, what_);

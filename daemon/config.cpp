@@ -166,11 +166,14 @@ Status load_config_file(const std::string& path, DaemonConfig& config) {
       } else if (key == "limits") {
         if (!value.IsMap()) return bad_key(path, key, "must be a mapping");
         for (const auto& l : value) {
-          at = "limits." + l.first.as<std::string>();
-          const std::string line = " (line " + std::to_string(l.second.Mark().line + 1) + ")";
-          Status s = set_limit(config, l.first.as<std::string>(), l.second.as<std::string>());
-          if (s.code() == Status::Code::kNotFound) return bad_key(path, at, "unknown limit; use " + limit_keys());
-          if (!s.ok()) return bad_key(path, at, s.message() + line);
+          const std::string name = l.first.as<std::string>();
+          at = "limits." + name;
+          Status s = set_limit(config, name, l.second.as<std::string>());
+          if (s.code() == Status::Code::kNotFound)
+            return bad_key(path, at, "unknown limit; use " + limit_keys());
+          // The key's line: a value left empty (null) is marked on the line after it.
+          if (!s.ok())
+            return bad_key(path, at, s.message() + " (line " + std::to_string(l.first.Mark().line + 1) + ")");
         }
       } else {
         return bad_key(path, key, "unknown key; see config/forkfeedd.yaml for the known ones");

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -14,31 +15,42 @@
 
 namespace forkfeed {
 
-Status set_limit(DaemonConfig& config, std::string_view key, std::string_view text) {
-  Status result = Status::NotFound("no limit is named '" + printable(key) + "'; use " + limit_keys());
-  for_each_limit(config, [&](const LimitField& field, auto& value) {
-    if (field.key != key) return;
-    if (field.kind == LimitKind::kBytes) {
-      auto bytes = parse_bytes(text);
-      result = bytes.ok() ? (value = static_cast<std::remove_cvref_t<decltype(value)>>(*bytes), Status::Ok())
-                          : bytes.status();
-      return;
-    }
-    const bool digits = !text.empty() && text.size() <= 10 &&
-                        std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); });
-    const std::uint64_t n = digits ? std::stoull(std::string(text)) : 0;
+namespace {
+
+// `text` as the value of a limit of `kind`, stored in `value`.
+template <typename T>
+Status assign(LimitKind kind, std::string_view text, T& value) {
+  std::uint64_t n = 0;
+  if (kind == LimitKind::kBytes) {
+    auto bytes = parse_bytes(text);
+    if (!bytes.ok()) return bytes.status();
+    n = *bytes;
+  } else {
+    const bool digits =
+        !text.empty() && text.size() <= 10 &&
+        std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); });
+    n = digits ? std::stoull(std::string(text)) : 0;
     if (!digits || n > std::numeric_limits<std::uint32_t>::max()) {
-      result = Status::InvalidArgument(quoted_start(text, 40) + " is not a whole number from 0 to 4294967295");
-      return;
+      return Status::InvalidArgument(quoted_start(text, 40) + " is not a whole number from 0 to 4294967295");
     }
-    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(value)>, std::chrono::milliseconds>) {
-      value = std::chrono::milliseconds(n);
-    } else {
-      value = static_cast<std::remove_cvref_t<decltype(value)>>(n);
-    }
-    result = Status::Ok();
+  }
+  if constexpr (std::is_same_v<T, std::chrono::milliseconds>) {
+    value = std::chrono::milliseconds(n);
+  } else {
+    value = static_cast<T>(n);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status set_limit(DaemonConfig& config, std::string_view key, std::string_view text) {
+  std::optional<Status> result;
+  for_each_limit(config, [&](const LimitField& field, auto& value) {
+    if (field.key == key) result = assign(field.kind, text, value);
   });
-  return result;
+  if (!result) return Status::NotFound("no limit is named '" + printable(key) + "'; use " + limit_keys());
+  return *result;
 }
 
 std::string limit_keys() {

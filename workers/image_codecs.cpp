@@ -16,8 +16,8 @@ namespace {
 constexpr const char* kLibrary = FORKFEED_IMGCODECS_SONAME;
 constexpr const char* kImdecode = "_ZN2cv8imdecodeERKNS_11_InputArrayEi";
 constexpr const char* kImencode =
-    "_ZN2cv8imencodeERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEERKNS_11_InputArrayERSt6vectorIhSaIhEERKSB_"
-    "IiSaIiEE";
+    "_ZN2cv8imencodeERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE"
+    "RKNS_11_InputArrayERSt6vectorIhSaIhEERKSB_IiSaIiEE";
 
 // The exact types of the overloads we name, so that a call through the pointers is the call
 // the headers declare.
@@ -39,7 +39,8 @@ const Library& library() {
     void* handle = ::dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {
       const char* why = ::dlerror();
-      l.status = Status::FailedPrecondition(std::string("cannot load OpenCV's ") + kLibrary + " to decode an image " +
+      l.status = Status::FailedPrecondition(std::string("cannot load OpenCV's ") + kLibrary +
+                                            " to decode an image " +
                                             "that is not a JPEG: " + (why ? why : "unknown error") +
                                             "; install libopencv-imgcodecs (tools/setup.sh does)");
       return l;

@@ -103,7 +103,8 @@ Status TarWriter::write_all(std::span<const std::string_view> pieces) {
     const ssize_t n = ::writev(file_->fd(), iov.data() + first, static_cast<int>(iov.size() - first));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      failed_ = Status::FromErrno("cannot write " + std::string(kWhat) + " " + printable(file_->temp_path()), errno);
+      failed_ = Status::FromErrno("cannot write " + std::string(kWhat) + " " + printable(file_->temp_path()),
+                                  errno);
       file_.reset();
       return failed_;
     }
@@ -159,7 +160,8 @@ Status TarWriter::add(std::string_view name, std::span<const std::byte> data) {
 
 Status TarWriter::finish() {
   if (!failed_.ok()) return failed_;
-  if (!file_) return Status::InvalidArgument(std::string(kWhat) + " " + printable(path_) + " is finished already");
+  if (!file_)
+    return Status::InvalidArgument(std::string(kWhat) + " " + printable(path_) + " is finished already");
   const std::uint64_t end = written_ + 2 * tar::kBlock;
   const std::size_t record_padding = static_cast<std::size_t>((kRecord - end % kRecord) % kRecord);
   const std::array<std::string_view, 2> tail = {zeros(2 * tar::kBlock), zeros(record_padding)};
