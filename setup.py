@@ -4,12 +4,14 @@
 
 with the Debian packages tools/setup.sh installs (pybind11 among them): nothing is
 downloaded. The package holds its own libforkfeed and forkfeed-worker, found through
-$ORIGIN run paths, so it works wherever it is installed.
+$ORIGIN run paths, so it works wherever it is installed. $FORKFEED_CMAKE_ARGS adds
+arguments to CMake's configure, e.g. "-DFORKFEED_WERROR=ON -DCMAKE_CXX_COMPILER_LAUNCHER=ccache".
 """
 
 import os
 import pathlib
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -38,7 +40,8 @@ class CMakeBuild(build_ext):
         extension = pathlib.Path(self.get_ext_fullpath(ext.name)).resolve()
         configure = ["cmake", "-S", str(ROOT), "-B", str(build_dir), "-DCMAKE_BUILD_TYPE=Release",
                      "-DFORKFEED_BUILD_TESTS=OFF", "-DFORKFEED_PYTHON=ON", "-DFORKFEED_PYTHON_WHEEL=ON",
-                     "-DFORKFEED_PYTHON_INSTALL_DIR=.", f"-DPython3_EXECUTABLE={sys.executable}"]
+                     "-DFORKFEED_PYTHON_INSTALL_DIR=.", f"-DPython3_EXECUTABLE={sys.executable}",
+                     *shlex.split(os.environ.get("FORKFEED_CMAKE_ARGS", ""))]
         if shutil.which("ninja") and not (build_dir / "CMakeCache.txt").exists():
             configure += ["-G", "Ninja"]
         subprocess.run(configure, check=True)

@@ -32,17 +32,22 @@ trap on_exit EXIT
 phase "setup: Debian packages"
 tools/setup.sh
 
+# Through ccache, whose cache lives in build/: pip's build (below) compiles the same
+# sources with the same flags, and takes them from there instead of compiling them again.
+export CCACHE_DIR="$PWD/build/ccache"
+release_args=(-DFORKFEED_WERROR=ON -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)  # build/'s, and pip's
+
 phase "build: build/ (Release, -Werror; no C++ suites)"
-tools/build.sh build -DCMAKE_BUILD_TYPE=Release -DFORKFEED_WERROR=ON -DFORKFEED_CPP_TESTS=OFF
+tools/build.sh build -DCMAKE_BUILD_TYPE=Release "${release_args[@]}" -DFORKFEED_CPP_TESTS=OFF
 
 phase "test: build/"
 ctest --test-dir build --output-on-failure -j2
 
-# Not a ctest entry: pip builds libforkfeed again from scratch, without ccache (3.5 CPU
-# minutes; 4 to 7 minutes on the 2-core development machine), which would crowd the
-# timed tests running beside it.
+# Not a ctest entry: it writes in the checkout (build-python/, removed after), and a
+# cold cache makes it build libforkfeed from scratch (3.5 CPU minutes), which would crowd
+# the timed tests running beside it.
 phase "test: pip install --no-build-isolation . (Python package)"
-tests/install/check_pip_install.sh . build/bin /usr/bin/python3
+FORKFEED_CMAKE_ARGS="${release_args[*]}" tests/install/check_pip_install.sh . build/bin /usr/bin/python3
 
 # LeakSanitizer stops the process with ptrace-like machinery at exit; under ptrace
 # (a debugger, strace) and in some sandboxes that fails ("LeakSanitizer has encountered

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# pip_install test: `pip install --no-build-isolation .` from a copy of the checkout
-# into a temporary --target, offline, then the installed package's checks
-# (check_python_package.py) with the copy and its build gone and the target moved.
+# pip_install test: `pip install --no-build-isolation .` in the checkout, as a user runs
+# it, into a temporary --target, offline, then the installed package's checks
+# (check_python_package.py) with pip's build (SOURCE_DIR/build-python/) gone and the
+# target moved. $FORKFEED_CMAKE_ARGS reaches setup.py's CMake (tools/test.sh: the Release
+# build's -Werror and ccache, so that pip compiles nothing build/ compiled already).
 # usage: check_pip_install.sh SOURCE_DIR BIN_DIR [PYTHON]
 #   BIN_DIR: a build's bin/, for forkfeed-mkdata; PYTHON: default /usr/bin/python3
 set -euo pipefail
@@ -18,18 +20,15 @@ script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 unset LD_LIBRARY_PATH FORKFEED_WORKER FORKFEED_BIN_DIR
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/forkfeed-pip.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-
-# pip builds in the source tree; a copy (without build directories) keeps the checkout clean.
-mkdir "$tmp/src"
-for entry in "$source_dir"/*; do
-  [[ "$(basename "$entry")" == build* ]] || cp -r "$entry" "$tmp/src/"
-done
+# What pip writes in the checkout (both ignored by git): its build, from scratch each time.
+pip_outputs=("$source_dir/build-python" "$source_dir/python/forkfeed.egg-info")
+rm -rf "${pip_outputs[@]}"
+trap 'rm -rf "$tmp" "${pip_outputs[@]}"' EXIT
 
 echo "== pip install --no-build-isolation --no-index into $tmp/target"
 start=$SECONDS
 "$python" -m pip install --no-build-isolation --no-deps --no-index --disable-pip-version-check \
-  --root-user-action=ignore --target "$tmp/target" "$tmp/src"
+  --root-user-action=ignore --target "$tmp/target" "$source_dir"
 echo "pip built and installed the package in $((SECONDS - start)) s"
 
 echo "== make a small dataset"
@@ -38,7 +37,7 @@ echo "== make a small dataset"
 # With its build gone and the target moved, only run paths relative to the installed
 # files can work.
 echo "== remove the build, move the target, then import the package from there"
-rm -rf "$tmp/src"
+rm -rf "${pip_outputs[@]}"
 mv "$tmp/target" "$tmp/moved-target"
 mkdir "$tmp/elsewhere"
 (cd "$tmp/elsewhere" &&
