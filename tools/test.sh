@@ -34,7 +34,8 @@ tools/setup.sh
 
 # Through ccache, whose cache lives in build/: pip's build (below) compiles the same
 # sources with the same flags, and takes them from there instead of compiling them again.
-export CCACHE_DIR="$PWD/build/ccache"
+# Depend mode: a miss costs one compile, not a preprocessing run more (13% of it).
+export CCACHE_DIR="$PWD/build/ccache" CCACHE_DEPEND=1
 release_args=(-DFORKFEED_WERROR=ON -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)  # build/'s, and pip's
 
 phase "build: build/ (Release, -Werror; no C++ suites)"
