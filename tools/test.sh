@@ -4,7 +4,7 @@
 #     package), tested as they use it: every Python suite, the install checks;
 #  2. `pip install .` of the Python package into a temporary folder, and its checks;
 #  3. build-asan/, AddressSanitizer and UndefinedBehaviorSanitizer: every C++ suite, and
-#     the Python suites that drive the extension's own code.
+#     the Python suites about the batches the extension lends to torch and numpy.
 # Each test runs once, where it finds the most: the sanitizers check everything a plain
 # run checks and more. (Configure build/ with -DFORKFEED_CPP_TESTS=ON, the default, to run
 # the C++ suites in Release too.) Exits non-zero on any failure.
