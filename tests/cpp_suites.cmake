@@ -140,3 +140,8 @@ forkfeed_daemon_test(bench_daemon_test)
 add_dependencies(bench_daemon_test forkfeed-bench)
 forkfeed_daemon_test(user_files_test)
 add_dependencies(user_files_test forkfeed-bench)
+
+# The longest suites first (ctest -j starts tests in decreasing COST when it has no times
+# of an earlier run), so that no core idles at the end while one of them runs alone.
+set_tests_properties(bench_cli_test compare_test daemon_fuzz_test client_stream_test worker_death_test
+                     daemon_limits_test fused_decode_test PROPERTIES COST 100)
