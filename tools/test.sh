@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The README's second command, and what CI runs (.ci/run): install what is missing, then
 #  1. build/, Release with -Werror: what users install (libforkfeed, the tools, the Python
-#     package), tested as they use it: every Python suite, the install checks;
+#     package), tested as they use it: every Python suite, the install check, and what
+#     only a plain build can check (compare_test, a few cases; tests/cpp_suites.cmake);
 #  2. `pip install .` of the Python package into a temporary folder, and its checks;
-#  3. build-asan/, AddressSanitizer and UndefinedBehaviorSanitizer: every C++ suite.
-# Each test runs once, where it finds the most: the sanitizers check everything a plain
-# run checks and more. (Configure build/ with -DFORKFEED_CPP_TESTS=ON, the default, to run
-# the C++ suites in Release too.) Exits non-zero on any failure.
+#  3. build-asan/, AddressSanitizer and UndefinedBehaviorSanitizer: every other C++ suite,
+#     and the Python suites about the batches the extension lends (python/CMakeLists.txt).
+# A C++ suite runs once, under the sanitizers, which check what a plain run checks and
+# more. Not checked here: most C++ suites against the -O3 libforkfeed (the Python suites
+# drive it). Exits non-zero on any failure.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -37,7 +39,7 @@ tools/setup.sh
 export CCACHE_DIR="$PWD/build/ccache" CCACHE_DEPEND=1
 release_args=(-DFORKFEED_WERROR=ON -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)  # build/'s, and pip's
 
-phase "build: build/ (Release, -Werror; no C++ suites)"
+phase "build: build/ (Release, -Werror; of the C++ tests, the plain-build ones)"
 tools/build.sh build -DCMAKE_BUILD_TYPE=Release "${release_args[@]}" -DFORKFEED_CPP_TESTS=OFF
 
 phase "test: build/"
@@ -67,7 +69,7 @@ else
 fi
 rm -rf "$probe_dir"
 
-# For every sanitized process, the build's and the tests'.
+# For every sanitized process the tests start.
 export ASAN_OPTIONS="detect_leaks=${detect_leaks}:abort_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 
@@ -75,13 +77,9 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 # -O2 -g: on CI's 2 cores it compiles in about 60% of the time. FORKFEED_SANITIZE then
 # keeps -O1 for libforkfeed only and compiles the rest (tests, tools, the extension) at
 # -O0, in about half the time again.
-# Without the Python package: its suites test libforkfeed's behaviour through the
-# extension, which the C++ suites test here, and under the sanitizers they cost twice
-# their plain CPU time; with the extension's build, 50 of CI's seconds. (Configure with
-# -DFORKFEED_PYTHON=ON to run them there: an ASan-preloaded interpreter runs them.)
-phase "build: build-asan/ (-O1 -g1 libforkfeed, -O0 the rest, ASan+UBSan, -Werror; no Python package)"
+phase "build: build-asan/ (-O1 -g1 libforkfeed, -O0 the rest, ASan+UBSan, -Werror)"
 tools/build.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
-  -DFORKFEED_SANITIZE=ON -DFORKFEED_WERROR=ON -DFORKFEED_PYTHON=OFF
+  -DFORKFEED_SANITIZE=ON -DFORKFEED_WERROR=ON
 
 phase "test: build-asan/ (ASAN_OPTIONS=$ASAN_OPTIONS)"
 ctest --test-dir build-asan --output-on-failure -j2

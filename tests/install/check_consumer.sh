@@ -68,15 +68,10 @@ for expected in "forkfeed-bench: worker" "could not start: $tmp/moved/bin/forkfe
 done
 fi
 
-# A sanitized libforkfeed needs the sanitizer runtimes first in the executable, so the
-# consumer is built the same way; the build type follows the installed build's.
+# The build type follows the installed build's.
 consumer_args=(-DCMAKE_PREFIX_PATH="$prefix")
 build_type=$(cache_value CMAKE_BUILD_TYPE)
 [[ -n "$build_type" ]] && consumer_args+=(-DCMAKE_BUILD_TYPE="$build_type")
-if [[ "$(cache_value FORKFEED_SANITIZE)" == "ON" ]]; then
-  consumer_args+=(-DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer"
-                  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined")
-fi
 
 echo "== configure and build the consumer against the installed package"
 cmake -S "$consumer_src" -B "$tmp/consumer" -G Ninja "${consumer_args[@]}"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# pip_install test: `pip install --no-build-isolation .` in the checkout, as a user runs
-# it, into a temporary --target, offline, then the installed package's checks
+# pip_install test: `pip install --no-build-isolation .` in the checkout, into a temporary
+# --target, offline, then the installed package's checks
 # (check_python_package.py) with pip's build (SOURCE_DIR/build-python/) gone and the
 # target moved. $FORKFEED_CMAKE_ARGS reaches setup.py's CMake (tools/test.sh: the Release
 # build's -Werror and ccache, so that pip compiles nothing build/ compiled already).
@@ -19,10 +19,19 @@ script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 unset LD_LIBRARY_PATH FORKFEED_WORKER FORKFEED_BIN_DIR
 
+# What pip writes in the checkout (both ignored by git), removed after; never one that was
+# there before: a build-python/ that exists may be somebody's own.
+pip_outputs=()
+for output in "$source_dir/build-python" "$source_dir/python/forkfeed.egg-info"; do
+  if [[ -e "$output" ]]; then
+    [[ "$output" == */build-python ]] || continue
+    echo "check_pip_install.sh: $output exists; pip's build (setup.py's build_base) goes there" \
+         "and must start from nothing: remove it (or move it) and rerun" >&2
+    exit 1
+  fi
+  pip_outputs+=("$output")
+done
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/forkfeed-pip.XXXXXX")
-# What pip writes in the checkout (both ignored by git): its build, from scratch each time.
-pip_outputs=("$source_dir/build-python" "$source_dir/python/forkfeed.egg-info")
-rm -rf "${pip_outputs[@]}"
 trap 'rm -rf "$tmp" "${pip_outputs[@]}"' EXIT
 
 echo "== pip install --no-build-isolation --no-index into $tmp/target"
