@@ -264,7 +264,28 @@ TEST_F(StreamSessionTest, DeliveriesOfAPassArriveInTheConsumerChannel) {
   EXPECT_TRUE(ended) << "the pass never ended";
   EXPECT_EQ(positions, (std::vector<std::uint64_t>{0, 1, 2}));
   EXPECT_EQ(samples, kImages);
-  EXPECT_EQ(session_->stats().value("delivered_samples", 0u), kImages);
+
+  // The stream goes on into the next epoch while it has free slots, and no further: kept
+  // (not returned), epoch 1's three batches take all three slots and the stream stops.
+  std::vector<std::uint64_t> next_positions;
+  while (next_positions.size() < 3) {
+    pollfd p{channel->delivered_fd(), POLLIN, 0};
+    ASSERT_EQ(::poll(&p, 1, kWaitMs), 1) << "no delivery of epoch 1 after " << next_positions.size();
+    ConsumerChannel::clear(channel->delivered_fd());
+    while (auto d = channel->block().deliveries.try_pop()) {
+      ASSERT_EQ(d->kind, DeliveryKind::kBatch) << d->message;
+      ASSERT_EQ(d->epoch, 1u);
+      next_positions.push_back(d->index);
+      samples += d->count;
+    }
+  }
+  EXPECT_EQ(next_positions, (std::vector<std::uint64_t>{0, 1, 2}));
+  EXPECT_EQ(samples, 2 * kImages);
+  // The session publishes its stats just after a delivery; once every slot is lent they
+  // cannot move.
+  EXPECT_TRUE(testing::eventually([&] { return session_->stats().value("lent_slots", 0u) == 3u; }, kWait))
+      << session_->stats();
+  EXPECT_EQ(session_->stats().value("delivered_samples", 0u), 2 * kImages);
 }
 
 TEST_F(StreamSessionTest, CloseEndsTheSessionAndItsStream) {
