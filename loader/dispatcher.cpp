@@ -11,12 +11,15 @@
 namespace forkfeed {
 
 Dispatcher::Dispatcher(std::shared_ptr<Arena> arena, std::shared_ptr<SlotPool> slots, const DatasetIndex& index,
-                       OnError on_error, const WorkerHealth& health)
+                       OnError on_error, const WorkerHealth& health, const PoolMemory& pool,
+                       std::uint64_t spread)
     : arena_(std::move(arena)),
       slots_(std::move(slots)),
       index_(index),
       on_error_(on_error),
       health_(health),
+      pool_(pool),
+      spread_(static_cast<std::uint32_t>(spread % arena_->control().num_workers)),
       ledger_(arena_->control().num_workers) {}
 
 void Dispatcher::begin_generation() {
@@ -66,22 +69,24 @@ Status Dispatcher::place(Task task, std::vector<std::uint64_t> samples) {
     return Status::Internal("task ring of worker " + std::to_string(worker) + " is full");
   }
   ledger_[worker].push_back(Issued{task, std::move(samples), monotonic_ns()});
-  futex_ring(&channel.task_bell);
+  futex_ring(&pool_.worker(worker).bell);
   return Status::Ok();
 }
 
-// The worker with the fewest outstanding tasks among those that are up (a replacement
-// still starting, or one that never starts, gets work only when no worker is up) and
-// not being killed for task_timeout.
+// The worker with the fewest of this loader's outstanding tasks among those that are up
+// (a replacement still starting, or one that never starts, gets work only when no worker
+// is up) and not being killed for task_timeout.
 std::uint32_t Dispatcher::least_loaded_worker() const {
+  const auto n = static_cast<std::uint32_t>(ledger_.size());
   auto pick = [&](auto eligible) {
     std::optional<std::uint32_t> best;
-    for (std::uint32_t w = 0; w < ledger_.size(); ++w) {
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const std::uint32_t w = (spread_ + i) % n;
       if (eligible(w) && (!best || ledger_[w].size() < ledger_[*best].size())) best = w;
     }
     return best;
   };
-  const auto up = [&](std::uint32_t w) { return !health_.killed[w] && arena_->channel(w).progress_ns.load() != 0; };
+  const auto up = [&](std::uint32_t w) { return !health_.killed[w] && pool_.worker(w).progress_ns.load() != 0; };
   if (auto w = pick(up)) return *w;
   if (auto w = pick([&](std::uint32_t w) { return !health_.killed[w]; })) return *w;
   return *pick([](std::uint32_t) { return true; });

@@ -19,15 +19,20 @@
 #include "loader/sampler.h"
 #include "loader/slot_pool.h"
 #include "loader/worker_health.h"
+#include "transport/pool_memory.h"
 #include "transport/arena.h"
 
 namespace forkfeed {
 
 class Dispatcher {
  public:
-  // One ledger per channel of `arena`. `health` is the Supervisor's; it must outlive this.
+  // One ledger per channel of `arena`, that is per worker of the pool whose shared memory
+  // is `pool` (which workers are up; their bells). `health` is the Supervisor's; it and
+  // `pool` must outlive this. Among workers equally loaded, the
+  // first picked is `spread` modulo the pool size, so that loaders sharing a pool start
+  // on different workers.
   Dispatcher(std::shared_ptr<Arena> arena, std::shared_ptr<SlotPool> slots, const DatasetIndex& index,
-             OnError on_error, const WorkerHealth& health);
+             OnError on_error, const WorkerHealth& health, const PoolMemory& pool, std::uint64_t spread);
 
   // Starts a new generation in the arena: every task in flight is stale from now on, and
   // the batches waiting for their turn give their slots back.
@@ -82,6 +87,8 @@ class Dispatcher {
   const DatasetIndex& index_;
   OnError on_error_;
   const WorkerHealth& health_;
+  const PoolMemory& pool_;
+  std::uint32_t spread_;
   std::uint64_t generation_ = 0;
   // The pass: its batches in order, and how many were submitted.
   const Sampler* sampler_ = nullptr;

@@ -1,14 +1,18 @@
 // Loader: the orchestrator. It delegates to the Sampler (what to read), the SlotPool
 // (where to write it), the Dispatcher (which worker holds which task, and what came
 // back), the Supervisor (who died, who is stuck, which files kill workers), Delivery
-// (a completion made a Batch or an error) and the WorkerPool (the processes). What it
+// (a completion made a Batch or an error) and the WorkerPool it is attached to (the
+// processes, its own or shared with other loaders). What it
 // keeps itself is the pass: batches handed out in order, the position moving on
 // delivery only (PassPosition).
 #include "forkfeed/loader.h"
 
 #include <spdlog/spdlog.h>
 
+#include <sys/eventfd.h>
+
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <new>
 #include <optional>
@@ -26,7 +30,6 @@
 #include "loader/sampler.h"
 #include "loader/slot_count.h"
 #include "loader/supervisor.h"
-#include "process/start_method.h"
 #include "process/worker_pool.h"
 #include "transport/pinned_memory.h"
 
@@ -39,32 +42,38 @@ constexpr auto kEventWait = std::chrono::milliseconds(100);
 
 class Loader::Impl {
  public:
-  Impl(const LoaderOptions& options, DatasetIndex index)
+  Impl(const LoaderOptions& options, DatasetIndex index, std::shared_ptr<WorkerPool> pool)
       : options_(options),
         index_(std::move(index)),
         sampler_(SamplerSpec{index_.size(), options.seed, options.rank, options.world_size, options.batch_size,
                              options.shuffle, options.drop_last}),
         key_(order_key(index_, options)),
         log_(loader_logger()),
+        pool_(std::move(pool)),
         pass_(sampler_.batches_per_epoch(), {options.epoch, 0}) {}
 
-  ~Impl() {
-    if (workers_) workers_->stop();  // in a fork's child, only forgets them
-  }
-
   Status start(PassPosition::Seek from) {
+    const bool own_pool = pool_ == nullptr;
+    if (own_pool) {
+      auto pool = WorkerPool::open(PoolOptions{options_.workers, options_.start_method, options_.fork_hazard,
+                                               options_.log_level});
+      if (!pool.ok()) return pool.status();
+      pool_ = std::move(pool).value();
+    }
+    WorkerPool::Impl& pool = pool_->impl();
     const std::uint32_t slots = slot_count(options_);
-    auto arena = Arena::create(arena_spec(options_), index_);
+    auto arena = Arena::create(arena_spec(options_, pool.size()), index_);
     if (!arena.ok()) return arena.status();
     arena_ = std::move(arena).value();
     slots_ = std::make_shared<SlotPool>(slots);
-    auto start = choose_start_method(options_, ForkSafety::assess());
-    if (!start.ok()) return start.status();
-    if (!start->warning.empty()) log_->warn("{}", start->warning);
-    workers_ = std::make_unique<WorkerPool>(arena_, std::move(start->launcher), make_spawn_launcher(), log_->level());
-    if (Status s = workers_->start(); !s.ok()) return s;
-    supervisor_ = std::make_unique<Supervisor>(arena_, *workers_, index_, options_, log_);
-    dispatcher_ = std::make_unique<Dispatcher>(arena_, slots_, index_, options_.on_error, supervisor_->health());
+    completions_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (!completions_.valid()) return Status::FromErrno("eventfd for the loader's completions", errno);
+    auto membership = pool.attach(*arena_, completions_.get());
+    if (!membership.ok()) return membership.status();
+    membership_ = std::move(membership).value();
+    supervisor_ = std::make_unique<Supervisor>(arena_, pool, membership_.id(), index_, options_, log_);
+    dispatcher_ = std::make_unique<Dispatcher>(arena_, slots_, index_, options_.on_error, supervisor_->health(),
+                                               pool.memory(), membership_.id());
     delivery_ = std::make_unique<Delivery>(arena_, slots_, index_, log_);
     // After the workers started, before any batch is issued: they were forked from a
     // process without a context of ours (forking after CUDA init is a hazard), and no
@@ -73,9 +82,10 @@ class Loader::Impl {
       pinned_.emplace(PinnedRegistration::pin(arena_->slot_region(), options_.pin_memory_device));
       log_->info("{}", pinned_->summary());
     }
-    log_->info("started {} workers by {} ({}); {} samples, {} batches of {} per epoch; arena {:.1f} MiB in {} slots",
-               options_.workers, to_string(workers_->start_method()), start->why, sampler_.samples_per_epoch(),
-               sampler_.batches_per_epoch(), options_.batch_size, arena_->size() / 1048576.0, slots);
+    log_->info("{} {} workers by {}; {} samples, {} batches of {} per epoch; arena {:.1f} MiB in {} slots",
+               own_pool ? "started" : "attached to a pool of", pool.size(), to_string(pool.start_method()),
+               sampler_.samples_per_epoch(), sampler_.batches_per_epoch(), options_.batch_size,
+               arena_->size() / 1048576.0, slots);
     begin_pass(from);
     return Status::Ok();
   }
@@ -183,7 +193,7 @@ class Loader::Impl {
     s.arena_bytes = arena_->size();
     s.index_bytes = arena_->index_bytes();
     s.slots = slot_count(options_);
-    s.start_method = workers_->start_method();
+    s.start_method = pool_->start_method();
     s.pinned = pinned_ && pinned_->pinned();
     return s;
   }
@@ -203,11 +213,14 @@ class Loader::Impl {
   // Waits up to `wait` for a completion or a death, then takes in completions, replaces
   // dead workers (their unfinished tasks issued again) and kills stuck ones.
   void handle_events(std::chrono::milliseconds wait) {
-    const WorkerPool::Events events = workers_->wait(wait);
+    WorkerPool::Impl& pool = pool_->impl();
+    pool.wait(completions_.get(), wait);
     dispatcher_->drain();  // also picks up what dying workers finished before they died
-    for (std::uint32_t w : events.exited) {
-      if (Status s = supervisor_->on_exit(w, dispatcher_->unfinished(w)); !s.ok()) broken_ = s;
-      if (Status s = dispatcher_->reissue(w, broken_.ok()); !s.ok()) broken_ = s;
+    for (const WorkerDeath& death : pool.take_deaths(membership_.id())) {
+      const bool served = supervisor_->served_by(death);
+      if (Status s = supervisor_->on_death(death, dispatcher_->unfinished(death.worker)); !s.ok()) broken_ = s;
+      if (!served) continue;  // an earlier life, settled already
+      if (Status s = dispatcher_->reissue(death.worker, broken_.ok()); !s.ok()) broken_ = s;
     }
     supervisor_->kill_stuck_workers(*dispatcher_);
   }
@@ -218,11 +231,15 @@ class Loader::Impl {
   Sampler sampler_;
   OrderKey key_;
   std::shared_ptr<spdlog::logger> log_;
+  // Its own (the workers stop with the loader) or one shared with other loaders.
+  std::shared_ptr<WorkerPool> pool_;
   std::shared_ptr<Arena> arena_;
   std::optional<PinnedRegistration> pinned_;  // after arena_: unpinned before it may unmap
   std::shared_ptr<SlotPool> slots_;
-  std::unique_ptr<WorkerPool> workers_;
-  std::unique_ptr<Supervisor> supervisor_;  // reads workers_
+  UniqueFd completions_;  // eventfd: the workers write it after each completion
+  // After the arena and the eventfd: the workers let go of both before they close.
+  WorkerPool::Impl::Membership membership_;
+  std::unique_ptr<Supervisor> supervisor_;  // reads pool_
   std::unique_ptr<Dispatcher> dispatcher_;  // reads supervisor_'s WorkerHealth
   std::unique_ptr<Delivery> delivery_;
 
@@ -235,9 +252,18 @@ class Loader::Impl {
   static_assert(std::atomic<bool>::is_always_lock_free);
 };
 
-Result<std::unique_ptr<Loader>> Loader::open(const LoaderOptions& options) { return open(options, {}); }
+Result<std::unique_ptr<Loader>> Loader::open(const LoaderOptions& options) { return open(options, {}, nullptr); }
 
 Result<std::unique_ptr<Loader>> Loader::open(const LoaderOptions& options, std::string_view state) {
+  return open(options, state, nullptr);
+}
+
+Result<std::unique_ptr<Loader>> Loader::open(const LoaderOptions& options, std::shared_ptr<WorkerPool> pool) {
+  return open(options, {}, std::move(pool));
+}
+
+Result<std::unique_ptr<Loader>> Loader::open(const LoaderOptions& options, std::string_view state,
+                                             std::shared_ptr<WorkerPool> pool) {
   if (Status s = validate(options); !s.ok()) return s;
   if (Status s = set_log_level(options.log_level); !s.ok()) return s;
   auto index = open_dataset(options);  // names the index it was building if memory runs out
@@ -245,7 +271,7 @@ Result<std::unique_ptr<Loader>> Loader::open(const LoaderOptions& options, std::
   // The rest allocates too (the order, the arena's copy of the index): a failure is an
   // error, and what was made so far (workers included) is undone by unwinding.
   try {
-    auto impl = std::make_unique<Impl>(options, std::move(index).value());
+    auto impl = std::make_unique<Impl>(options, std::move(index).value(), std::move(pool));
     if (impl->sampler().batches_per_epoch() == 0) {
       return Status::InvalidArgument(
           "no batch to deliver: " + std::to_string(impl->sampler().samples_per_epoch()) +

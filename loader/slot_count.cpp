@@ -12,8 +12,8 @@ std::uint64_t arena_batch_bytes(const LoaderOptions& o) {
   return std::uint64_t{slot_count(o)} * o.batch_size * sample_bytes(o.dtype, o.size);
 }
 
-ArenaSpec arena_spec(const LoaderOptions& o) {
-  return ArenaSpec{.num_workers = o.workers,
+ArenaSpec arena_spec(const LoaderOptions& o, std::uint32_t pool_workers) {
+  return ArenaSpec{.num_workers = pool_workers,
                    .num_slots = slot_count(o),
                    .batch_size = o.batch_size,
                    .sample_bytes = sample_bytes(o.dtype, o.size),

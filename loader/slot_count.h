@@ -14,8 +14,8 @@ struct ArenaSpec;
 inline std::uint32_t slot_count(const LoaderOptions& o) { return o.workers * o.prefetch + 1; }
 // Bytes of pixels in all slots together.
 std::uint64_t arena_batch_bytes(const LoaderOptions& o);
-// The arena a loader with these options lays out.
-ArenaSpec arena_spec(const LoaderOptions& o);
+// The arena a loader with these options lays out, with a channel per worker of its pool.
+ArenaSpec arena_spec(const LoaderOptions& o, std::uint32_t pool_workers);
 // What next() says when it would wait for a slot that only the caller can free: every
 // slot is held by a Batch not yet released (for a Loader and a Client alike).
 Status every_slot_held();

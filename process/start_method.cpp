@@ -3,9 +3,9 @@
 
 namespace forkfeed {
 
-Result<StartDecision> choose_start_method(const LoaderOptions& options, const ForkReport& report) {
+Result<StartDecision> choose_start_method(StartMethod method, ForkHazardPolicy fork_hazard, const ForkReport& report) {
   const std::string found = report.summary();
-  switch (options.start_method) {
+  switch (method) {
     case StartMethod::kSpawn:
       return StartDecision{make_spawn_launcher(), "start_method=spawn; " + found, ""};
     case StartMethod::kAuto:
@@ -14,10 +14,10 @@ Result<StartDecision> choose_start_method(const LoaderOptions& options, const Fo
     case StartMethod::kFork:
       break;
   }
-  if (!report.hazardous() || options.fork_hazard == ForkHazardPolicy::kIgnore) {
+  if (!report.hazardous() || fork_hazard == ForkHazardPolicy::kIgnore) {
     return StartDecision{make_fork_launcher(), "start_method=fork; " + found, ""};
   }
-  if (options.fork_hazard == ForkHazardPolicy::kError) {
+  if (fork_hazard == ForkHazardPolicy::kError) {
     return Status::InvalidArgument("refusing to fork workers (fork_hazard=error): " + report.describe());
   }
   return StartDecision{make_fork_launcher(), "start_method=fork despite: " + found, report.describe()};

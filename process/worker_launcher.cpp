@@ -20,9 +20,9 @@ namespace {
 class ForkLauncher final : public WorkerLauncher {
  public:
   StartMethod method() const override { return StartMethod::kFork; }
-  Result<LaunchedWorker> launch(const Arena& arena, const WorkerIdentity& who) override {
-    const int keep[] = {who.completion_fd};
-    auto child = ChildProcess::fork([&arena, who] { return run_worker(arena, who); }, keep);
+  Result<LaunchedWorker> launch(const PoolMemory& pool, const WorkerIdentity& who) override {
+    const int keep[] = {who.socket};
+    auto child = ChildProcess::fork([&pool, who] { return run_worker(pool, who); }, keep);
     if (!child.ok()) return child.status();
     return LaunchedWorker{std::move(child).value(), {}, {}};
   }
@@ -75,16 +75,16 @@ class SpawnLauncher final : public WorkerLauncher {
  public:
   StartMethod method() const override { return StartMethod::kSpawn; }
 
-  Result<LaunchedWorker> launch(const Arena& arena, const WorkerIdentity& who) override {
+  Result<LaunchedWorker> launch(const PoolMemory& pool, const WorkerIdentity& who) override {
     if (path_.empty()) {
       auto found = find_worker_executable();
       if (!found.ok()) return found.status();
       path_ = std::move(found).value();
     }
-    UniqueFd arena_fd = duplicate_above_9(arena.fd());
-    UniqueFd completion_fd = duplicate_above_9(who.completion_fd);
+    UniqueFd pool_fd = duplicate_above_9(pool.fd());
+    UniqueFd socket_fd = duplicate_above_9(who.socket);
     UniqueFd stderr_fd = loader_stderr();
-    if (!arena_fd.valid() || !completion_fd.valid() || !stderr_fd.valid()) {
+    if (!pool_fd.valid() || !socket_fd.valid() || !stderr_fd.valid()) {
       return Status::FromErrno("dup of the fds for a spawned worker", errno);
     }
     // Until it has started, the worker writes to a pipe: if it cannot start (a missing
@@ -100,8 +100,8 @@ class SpawnLauncher final : public WorkerLauncher {
 
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, arena_fd.get(), kSpawnArenaFd);
-    posix_spawn_file_actions_adddup2(&actions, completion_fd.get(), kSpawnCompletionFd);
+    posix_spawn_file_actions_adddup2(&actions, pool_fd.get(), kSpawnPoolFd);
+    posix_spawn_file_actions_adddup2(&actions, socket_fd.get(), kSpawnSocketFd);
     posix_spawn_file_actions_adddup2(&actions, stderr_fd.get(), kSpawnStderrFd);
     posix_spawn_file_actions_adddup2(&actions, startup_write_end.get(), STDERR_FILENO);
     posix_spawn_file_actions_addclosefrom_np(&actions, kSpawnStderrFd + 1);
@@ -115,7 +115,8 @@ class SpawnLauncher final : public WorkerLauncher {
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
 
     const std::vector<std::string> args = {
-        path_, "--worker-id", std::to_string(who.id), "--parent-pid", std::to_string(who.parent),
+        path_, "--worker-id", std::to_string(who.id), "--incarnation", std::to_string(who.incarnation),
+        "--parent-pid", std::to_string(who.parent),
         "--log-level", std::to_string(who.log_level),
         // PR_SET_PDEATHSIG follows the spawning thread: only right from the main one.
         "--die-with-parent", ::gettid() == ::getpid() ? "1" : "0"};

@@ -1,4 +1,4 @@
-// WorkerPool: start, watch, replace, stop.
+// WorkerPool: start, attach and detach loaders, watch, replace, stop.
 #include "process/worker_pool.h"
 
 #include <poll.h>
@@ -6,11 +6,17 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <string>
+#include <thread>
 
+#include "base/logging.h"
 #include "base/printable.h"
+#include "forkfeed/fork_safety.h"
+#include "process/start_method.h"
 #include "transport/futex.h"
+#include "transport/pool_message.h"
 
 namespace forkfeed {
 namespace {
@@ -32,98 +38,238 @@ std::string forward_startup_stderr(int fd) {
   return newline == std::string::npos ? text : text.substr(newline + 1);
 }
 
-}  // namespace
-
-WorkerPool::WorkerPool(std::shared_ptr<Arena> arena, std::unique_ptr<WorkerLauncher> first,
-                       std::unique_ptr<WorkerLauncher> replacement, int log_level)
-    : arena_(std::move(arena)), first_(std::move(first)), replacement_(std::move(replacement)), log_level_(log_level) {}
-
-Result<LaunchedWorker> WorkerPool::launch(WorkerLauncher& launcher, std::uint32_t id) {
-  return launcher.launch(*arena_, WorkerIdentity{id, ::getpid(), log_level_, completions_.get()});
+std::uint32_t cpu_count() {
+  cpu_set_t set;
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) return static_cast<std::uint32_t>(CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
 }
 
-Status WorkerPool::start() {
-  completions_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!completions_.valid()) return Status::FromErrno("eventfd for worker completions", errno);
-  const std::uint32_t n = arena_->control().num_workers;
-  workers_.reserve(n);
-  for (std::uint32_t id = 0; id < n; ++id) {
-    auto child = launch(*first_, id);
-    if (!child.ok()) {
-      stop();
-      return child.status();
-    }
-    workers_.push_back(std::move(child).value());
+}  // namespace
+
+WorkerPool::Impl::Impl(PoolMemory memory, std::unique_ptr<WorkerLauncher> first,
+                       std::unique_ptr<WorkerLauncher> replacement, int log_level)
+    : memory_(std::move(memory)),
+      first_(std::move(first)),
+      replacement_(std::move(replacement)),
+      log_level_(log_level),
+      slots_(memory_.workers()) {}
+
+Result<std::unique_ptr<WorkerPool::Impl>> WorkerPool::Impl::start(std::uint32_t workers,
+                                                                  std::unique_ptr<WorkerLauncher> first,
+                                                                  std::unique_ptr<WorkerLauncher> replacement,
+                                                                  int log_level) {
+  auto memory = PoolMemory::create(workers);
+  if (!memory.ok()) return memory.status();
+  std::unique_ptr<Impl> pool(new Impl(std::move(memory).value(), std::move(first), std::move(replacement), log_level));
+  for (std::uint32_t w = 0; w < workers; ++w) {
+    if (Status s = pool->launch(w, *pool->first_); !s.ok()) return s;  // the pool's destructor stops the others
   }
+  return pool;
+}
+
+WorkerPool::Impl::~Impl() { stop(); }
+
+Status WorkerPool::Impl::launch(std::uint32_t w, WorkerLauncher& launcher) {
+  Slot& slot = slots_[w];
+  auto ends = pool_socket_pair();
+  if (!ends.ok()) return ends.status();
+  const std::uint64_t incarnation = slot.incarnation + 1;
+  auto child = launcher.launch(memory_, WorkerIdentity{w, incarnation, ::getpid(), log_level_, ends->second.get()});
+  if (!child.ok()) return child.status();
+  if (slot.running) retired_.push_back(std::move(slot.worker));
+  slot.worker = std::move(child).value();
+  slot.socket = std::move(ends->first);
+  slot.incarnation = incarnation;
+  slot.running = true;
+  for (const Attached& a : attached_) send(w, PoolMessage{PoolMessage::Kind::kAttach, a.id}, a.arena, a.completions);
   return Status::Ok();
 }
 
-WorkerPool::Events WorkerPool::wait(std::chrono::milliseconds timeout) {
-  std::vector<pollfd> fds;
-  fds.reserve(workers_.size() + 1);
-  fds.push_back({completions_.get(), POLLIN, 0});
-  // The pidfd of a reaped worker stays readable: its death was reported by the wait()
-  // that reaped it, and is not reported again (poll() skips a negative fd).
-  for (const LaunchedWorker& w : workers_) fds.push_back({w.process.reaped() ? -1 : w.process.pidfd(), POLLIN, 0});
-  Events events;
-  if (::poll(fds.data(), fds.size(), static_cast<int>(timeout.count())) <= 0) return events;  // timeout or EINTR
-  if (fds[0].revents & POLLIN) {
-    std::uint64_t count;
-    (void)!::read(completions_.get(), &count, sizeof count);  // resets the counter; the caller polls the rings
-  }
-  for (std::uint32_t id = 0; id < workers_.size(); ++id) {
-    if ((fds[id + 1].revents & (POLLIN | POLLHUP)) && workers_[id].process.poll()) events.exited.push_back(id);
-  }
-  return events;
+void WorkerPool::Impl::send(std::uint32_t w, const PoolMessage& message, int arena, int completions) {
+  // A worker that is gone cannot read it; its replacement is sent every loader afresh.
+  (void)send_pool_message(slots_[w].socket.get(), message, arena, completions);
+  WorkerState& state = memory_.worker(w);
+  state.messages.fetch_add(1, std::memory_order_release);
+  futex_ring(&state.bell);
 }
 
-ExitInfo WorkerPool::exit_info(std::uint32_t id) { return workers_[id].process.poll().value_or(ExitInfo{-1, 0}); }
+std::uint32_t WorkerPool::Impl::loaders() const {
+  std::lock_guard lock(mu_);
+  return static_cast<std::uint32_t>(attached_.size());
+}
 
-Status WorkerPool::start_failure(std::uint32_t id) {
-  LaunchedWorker& w = workers_[id];
-  if (!w.startup_stderr.valid()) return Status::Ok();  // forked, or asked already
-  const std::string last_line = forward_startup_stderr(w.startup_stderr.get());
-  w.startup_stderr.reset();
-  const ExitInfo exit = exit_info(id);
+Result<WorkerPool::Impl::Membership> WorkerPool::Impl::attach(const Arena& arena, int completions) {
+  if (arena.control().num_workers != size()) {
+    return Status::Internal("a loader's arena has " + std::to_string(arena.control().num_workers) +
+                            " channels for a pool of " + std::to_string(size()) + " workers");
+  }
+  std::lock_guard lock(mu_);
+  const std::uint64_t id = next_loader_++;
+  attached_.push_back(Attached{id, arena.fd(), completions, {}});
+  for (std::uint32_t w = 0; w < size(); ++w) {
+    arena.channel(w).incarnation.store(slots_[w].incarnation, std::memory_order_release);
+    if (slots_[w].running) send(w, PoolMessage{PoolMessage::Kind::kAttach, id}, arena.fd(), completions);
+  }
+  return Membership(this, id);
+}
+
+void WorkerPool::Impl::detach(std::uint64_t id) {
+  std::lock_guard lock(mu_);
+  std::erase_if(attached_, [id](const Attached& a) { return a.id == id; });
+  if (!owner_.here()) return;  // a fork's child: the workers are the parent's
+  for (std::uint32_t w = 0; w < size(); ++w) {
+    if (slots_[w].running) send(w, PoolMessage{PoolMessage::Kind::kDetach, id});
+  }
+}
+
+WorkerPool::Impl::Membership& WorkerPool::Impl::Membership::operator=(Membership&& other) noexcept {
+  if (this != &other) {
+    if (pool_ != nullptr) pool_->detach(id_);
+    pool_ = std::exchange(other.pool_, nullptr);
+    id_ = std::exchange(other.id_, kNoLoader);
+  }
+  return *this;
+}
+
+WorkerPool::Impl::Membership::~Membership() {
+  if (pool_ != nullptr) pool_->detach(id_);
+}
+
+void WorkerPool::Impl::wait(int completions, std::chrono::milliseconds timeout) {
+  std::vector<pollfd> fds;
+  {
+    std::lock_guard lock(mu_);
+    ++waiting_;
+    fds.reserve(slots_.size() + 1);
+    fds.push_back({completions, POLLIN, 0});
+    // A reaped worker's pidfd stays readable: its death was reported by the wait() that
+    // reaped it (poll() skips a negative fd).
+    for (const Slot& s : slots_) fds.push_back({s.running ? s.worker.process.pidfd() : -1, POLLIN, 0});
+  }
+  const int ready = ::poll(fds.data(), fds.size(), static_cast<int>(timeout.count()));
+  if (ready > 0 && (fds[0].revents & POLLIN)) {
+    std::uint64_t count;
+    (void)!::read(completions, &count, sizeof count);  // resets the counter; the caller polls the rings
+  }
+  std::lock_guard lock(mu_);
+  if (ready > 0) {
+    for (std::uint32_t w = 0; w < slots_.size(); ++w) {
+      if (fds[w + 1].revents & (POLLIN | POLLHUP)) reap(w);
+    }
+  }
+  if (--waiting_ == 0) retired_.clear();
+}
+
+void WorkerPool::Impl::reap(std::uint32_t w) {
+  Slot& slot = slots_[w];
+  if (!slot.running) return;
+  const std::optional<ExitInfo> exit = slot.worker.process.poll();
+  if (!exit) return;  // another life of it by now, or not dead after all
+  WorkerState& state = memory_.worker(w);
+  WorkerDeath death{w, slot.incarnation, slot.worker.process.pid(), *exit, state.current_loader.load(),
+                    state.current_sample.load(), start_failure(w, *exit)};
+  memory_.reset_worker(w);  // no process touches it now
+  slot.running = false;
+  retired_.push_back(std::move(slot.worker));
+  if (death.failure.ok()) {
+    if (Status s = launch(w, *replacement_); !s.ok()) {
+      death.failure = Status::WorkerDied("worker " + std::to_string(w) + " could not be replaced: " + s.message());
+    }
+  }
+  if (!death.failure.ok()) loader_logger()->error("{}", death.failure.message());
+  const std::uint64_t one = 1;
+  for (Attached& a : attached_) {
+    a.deaths.push_back(death);
+    (void)!::write(a.completions, &one, sizeof one);  // wakes the loader's wait()
+  }
+}
+
+Status WorkerPool::Impl::start_failure(std::uint32_t w, const ExitInfo& exit) {
+  LaunchedWorker& worker = slots_[w].worker;
+  if (!worker.startup_stderr.valid()) return Status::Ok();  // forked
+  const std::string last_line = forward_startup_stderr(worker.startup_stderr.get());
+  worker.startup_stderr.reset();
   // Before its first heartbeat: 127 and 126, the exec or the dynamic loader failed; 2,
-  // forkfeed-worker refused what it was given (another version's arena, a wrong fd). Each
+  // forkfeed-worker refused what it was given (another version's pool, a wrong fd). Each
   // would fail the same way again. (A 127 from a loader that could not map a library
   // under memory pressure is taken as permanent too: the message says what to check.)
   const bool could_not_run = exit.signal == 0 && (exit.code == 127 || exit.code == 126 || exit.code == 2);
-  if (!could_not_run || arena_->channel(id).progress_ns.load() != 0) return Status::Ok();
+  if (!could_not_run || memory_.worker(w).progress_ns.load() != 0) return Status::Ok();
   constexpr std::size_t kShown = 300;  // a line, not a log
   const std::string said = printable(last_line.substr(0, kShown)) + (last_line.size() > kShown ? "..." : "");
-  return Status::WorkerDied("worker " + std::to_string(id) + " could not start: " + printable(w.executable) + " " +
-                            exit.describe() + (said.empty() ? "" : " (\"" + said + "\")") +
+  return Status::WorkerDied("worker " + std::to_string(w) + " could not start: " + printable(worker.executable) + " " +
+                            exit.describe() +
+                            (said.empty() ? "" : " (\"" + said + "\")") +
                             "; not restarted, since it would fail the same way: check that it can run (its libraries "
                             "are found, it is executable), or set FORKFEED_WORKER to a forkfeed-worker that can");
 }
 
-Status WorkerPool::replace(std::uint32_t id) {
-  auto child = launch(*replacement_, id);
-  if (!child.ok()) return child.status();
-  workers_[id] = std::move(child).value();
-  return Status::Ok();
+std::vector<WorkerDeath> WorkerPool::Impl::take_deaths(std::uint64_t loader) {
+  std::lock_guard lock(mu_);
+  for (Attached& a : attached_) {
+    if (a.id == loader) return std::exchange(a.deaths, {});
+  }
+  return {};
 }
 
-void WorkerPool::kill(std::uint32_t id) { ::kill(workers_[id].process.pid(), SIGKILL); }
+std::uint64_t WorkerPool::Impl::incarnation(std::uint32_t w) const {
+  std::lock_guard lock(mu_);
+  return slots_[w].running ? slots_[w].incarnation : 0;
+}
 
-void WorkerPool::stop(std::chrono::milliseconds grace) {
-  if (workers_.empty()) return;
+pid_t WorkerPool::Impl::pid(std::uint32_t w) const {
+  std::lock_guard lock(mu_);
+  return slots_[w].worker.process.pid();
+}
+
+void WorkerPool::Impl::kill(std::uint32_t w, std::uint64_t incarnation) {
+  std::lock_guard lock(mu_);
+  if (slots_[w].running && slots_[w].incarnation == incarnation) ::kill(slots_[w].worker.process.pid(), SIGKILL);
+}
+
+void WorkerPool::Impl::stop() {
+  std::lock_guard lock(mu_);
   if (!owner_.here()) {  // a fork's child: the workers, and the stop flag, are the parent's
-    workers_.clear();    // the ChildProcess copies let go without a signal
+    slots_.clear();      // the ChildProcess copies let go without a signal
+    retired_.clear();
     return;
   }
-  ControlBlock& control = arena_->control();
-  control.stop.store(1, std::memory_order_release);
-  for (std::uint32_t id = 0; id < workers_.size(); ++id) futex_ring(&arena_->channel(id).task_bell);
-  const auto deadline = std::chrono::steady_clock::now() + grace;
-  for (LaunchedWorker& w : workers_) {
+  memory_.block().stop.store(1, std::memory_order_release);
+  for (std::uint32_t w = 0; w < slots_.size(); ++w) futex_ring(&memory_.worker(w).bell);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(2000);
+  for (Slot& s : slots_) {
+    if (!s.running) continue;
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    w.process.wait_for(std::max(left, std::chrono::milliseconds(0)));
-    w.process.kill_and_reap();
+    s.worker.process.wait_for(std::max(left, std::chrono::milliseconds(0)));
+    s.worker.process.kill_and_reap();
   }
-  workers_.clear();
+  slots_.clear();
+  retired_.clear();
+}
+
+// The public face.
+
+WorkerPool::WorkerPool(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+WorkerPool::~WorkerPool() = default;
+std::uint32_t WorkerPool::workers() const { return impl_->size(); }
+StartMethod WorkerPool::start_method() const { return impl_->start_method(); }
+std::uint32_t WorkerPool::loaders() const { return impl_->loaders(); }
+
+Result<std::shared_ptr<WorkerPool>> WorkerPool::open(const PoolOptions& options) {
+  if (Status s = set_log_level(options.log_level); !s.ok()) return s;
+  const std::uint32_t workers = options.workers == 0 ? cpu_count() : options.workers;
+  if (workers > kMaxPoolWorkers) {
+    return Status::InvalidArgument("workers=" + std::to_string(workers) + " is over the limit of " +
+                                   std::to_string(kMaxPoolWorkers) + " workers per pool");
+  }
+  auto start = choose_start_method(options.start_method, options.fork_hazard, ForkSafety::assess());
+  if (!start.ok()) return start.status();
+  const auto log = loader_logger();
+  if (!start->warning.empty()) log->warn("{}", start->warning);
+  auto impl = Impl::start(workers, std::move(start->launcher), make_spawn_launcher(), log->level());
+  if (!impl.ok()) return impl.status();
+  log->debug("started a pool of {} workers by {} ({})", workers, to_string((*impl)->start_method()), start->why);
+  return std::shared_ptr<WorkerPool>(new WorkerPool(std::move(impl).value()));
 }
 
 }  // namespace forkfeed

@@ -28,20 +28,20 @@ class DispatcherTest : public ::testing::Test {
   Dispatcher make(OnError on_error) {
     arena_ = testing::small_arena(index_, kWorkers, kSlots, kBatch, 8, on_error);
     slots_ = std::make_shared<SlotPool>(kSlots);
-    Dispatcher d(arena_, slots_, index_, on_error, health_);
+    Dispatcher d(arena_, slots_, index_, on_error, health_, pool_, 0);
     d.begin_generation();
     return d;
   }
 
   // Marks worker `w` as started, as its first heartbeat would.
-  void start_worker(std::uint32_t w) { arena_->channel(w).progress_ns.store(1); }
+  void start_worker(std::uint32_t w) { pool_.worker(w).progress_ns.store(1); }
 
   // Plays worker `w`: takes its next task and reports it with `outcome`.
   Task complete_next(std::uint32_t w, TaskOutcome outcome = TaskOutcome::kDone) {
     auto task = arena_->channel(w).tasks.try_pop();
     EXPECT_TRUE(task.has_value()) << "worker " << w << " has no task";
     if (!task) return {};
-    EXPECT_TRUE(arena_->channel(w).completions.try_push(Completion{task->generation, task->batch_id, task->slot, outcome}));
+    EXPECT_TRUE(arena_->channel(w).completions.try_push(Completion{task->generation, task->batch_id, task->slot, outcome, 0, 0}));
     return *task;
   }
 
@@ -52,6 +52,7 @@ class DispatcherTest : public ::testing::Test {
   }
 
   testing::TempDir dir_;
+  PoolMemory pool_ = PoolMemory::create(kWorkers).value();
   DatasetIndex index_;
   WorkerHealth health_;
   std::shared_ptr<Arena> arena_;
@@ -136,6 +137,7 @@ TEST_F(DispatcherTest, ADeadWorkersTasksOfThisGenerationGoToAnotherWorkerWithout
   ASSERT_TRUE(d.submit(0, 0, slot, kSamples).ok());
   ASSERT_TRUE(arena_->channel(0).tasks.try_pop().has_value());  // worker 0 took it, then died on sample 1
   health_.poisoned.emplace(1, "a worker died decoding it");
+  pool_.reset_worker(0);     // the pool reaps it; its replacement is not up yet
   arena_->reset_channel(0);  // the Supervisor rebuilds it for the replacement
   start_worker(1);
   ASSERT_TRUE(d.reissue(0, /*resubmit=*/true).ok());

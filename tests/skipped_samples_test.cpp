@@ -23,7 +23,7 @@
 #include "forkfeed/loader.h"
 #include "tests/testing/processes.h"
 #include "tests/testing/temp_dataset.h"
-#include "transport/arena.h"
+#include "process/worker_pool.h"
 
 namespace forkfeed {
 namespace {
@@ -272,12 +272,13 @@ TEST(SkippedSamplesCrashTest, AFileThatCrashedAWorkerIsSkippedWithItsPathAndReas
   for (int attempt = 0; attempt < 10 && !crashed_on_a_sample && !::testing::Test::HasFailure(); ++attempt) {
     SCOPED_TRACE("attempt " + std::to_string(attempt));
     CapturedLog log;
-    auto opened = Loader::open(o);
+    // The pool's shared memory shows which sample its worker has in hand.
+    auto pool = WorkerPool::open({.workers = 1, .log_level = "warn"});
+    ASSERT_TRUE(pool.ok()) << pool.status().message();
+    auto opened = Loader::open(o, *pool);
     ASSERT_TRUE(opened.ok()) << opened.status().message();
     Loader& loader = **opened;
-    auto arena = Arena::attach(UniqueFd(::dup(loader.shared_memory().fd)));
-    ASSERT_TRUE(arena.ok()) << arena.status().message();
-    const std::atomic<std::uint64_t>& current = (*arena)->channel(0).current_sample;
+    const std::atomic<std::uint64_t>& current = (*pool)->impl().state(0).current_sample;
     (void)loader.next();  // the first tasks are issued by the first next()
     // On a starved machine the worker may finish the few samples left before this looks.
     if (!testing::eventually([&] { return current.load() != kNoSample; }, std::chrono::seconds(10))) continue;

@@ -34,18 +34,11 @@ ForkReport with_rdma() {
   return r;
 }
 
-LoaderOptions options(StartMethod method, ForkHazardPolicy policy) {
-  LoaderOptions o;
-  o.start_method = method;
-  o.fork_hazard = policy;
-  return o;
-}
-
 TEST(ChooseStartMethod, AutoForksOnlyACleanProcess) {
-  auto a = choose_start_method(options(StartMethod::kAuto, ForkHazardPolicy::kWarn), clean());
+  auto a = choose_start_method(StartMethod::kAuto, ForkHazardPolicy::kWarn, clean());
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->launcher->method(), StartMethod::kFork);
-  auto b = choose_start_method(options(StartMethod::kAuto, ForkHazardPolicy::kError), with_rdma());
+  auto b = choose_start_method(StartMethod::kAuto, ForkHazardPolicy::kError, with_rdma());
   ASSERT_TRUE(b.ok()) << "auto never refuses: it spawns";
   EXPECT_EQ(b->launcher->method(), StartMethod::kSpawn);
   EXPECT_NE(b->why.find("uverbs0"), std::string::npos) << b->why;
@@ -53,23 +46,23 @@ TEST(ChooseStartMethod, AutoForksOnlyACleanProcess) {
 }
 
 TEST(ChooseStartMethod, ForkWithAHazardFollowsThePolicy) {
-  auto refused = choose_start_method(options(StartMethod::kFork, ForkHazardPolicy::kError), with_rdma());
+  auto refused = choose_start_method(StartMethod::kFork, ForkHazardPolicy::kError, with_rdma());
   ASSERT_FALSE(refused.ok());
   const std::string& m = refused.status().message();
   EXPECT_NE(m.find("fork_hazard=error"), std::string::npos) << m;
   EXPECT_NE(m.find("RDMAV_FORK_SAFE=1"), std::string::npos) << "names the remedies: " << m;
   EXPECT_NE(m.find("spawn"), std::string::npos) << m;
 
-  auto warned = choose_start_method(options(StartMethod::kFork, ForkHazardPolicy::kWarn), with_rdma());
+  auto warned = choose_start_method(StartMethod::kFork, ForkHazardPolicy::kWarn, with_rdma());
   ASSERT_TRUE(warned.ok());
   EXPECT_EQ(warned->launcher->method(), StartMethod::kFork);
   EXPECT_FALSE(warned->warning.empty());
 
-  auto silent = choose_start_method(options(StartMethod::kFork, ForkHazardPolicy::kIgnore), with_rdma());
+  auto silent = choose_start_method(StartMethod::kFork, ForkHazardPolicy::kIgnore, with_rdma());
   ASSERT_TRUE(silent.ok());
   EXPECT_TRUE(silent->warning.empty());
 
-  auto spawn = choose_start_method(options(StartMethod::kSpawn, ForkHazardPolicy::kError), with_rdma());
+  auto spawn = choose_start_method(StartMethod::kSpawn, ForkHazardPolicy::kError, with_rdma());
   ASSERT_TRUE(spawn.ok());
   EXPECT_EQ(spawn->launcher->method(), StartMethod::kSpawn);
 }

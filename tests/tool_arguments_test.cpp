@@ -83,7 +83,8 @@ TEST(ToolArguments, WorkerRunByHandNamesTheMissingFd) {
   testing::TempDir dir;
   const std::string parent = std::to_string(::getpid());  // run_command spawns it from here
   const testing::CommandOutcome o = run_tool(
-      "forkfeed-worker", {"--worker-id", "0", "--parent-pid", parent, "--die-with-parent", "0"}, dir.path());
+      "forkfeed-worker", {"--worker-id", "0", "--incarnation", "1", "--parent-pid", parent, "--die-with-parent", "0"},
+      dir.path());
   EXPECT_TRUE(o.exited && o.code == 2) << o.describe();
   EXPECT_NE(o.err.find("forkfeed-worker: fd "), std::string::npos) << o.describe();
   EXPECT_NE(o.err.find("not by hand"), std::string::npos) << o.describe();

@@ -1,12 +1,14 @@
-// WorkerPool on its own, with real workers (forked and spawned) on a real arena and no
-// loader around them: starting one per channel, reporting each death once, replacing a
-// worker on its rebuilt channel, naming a worker that cannot start, stopping them all.
+// WorkerPool::Impl on its own, with real workers (forked and spawned) and real arenas
+// but no loader around them: starting every worker, attaching loaders, reporting each
+// death once to every loader attached, replacing the dead at once, naming a worker that
+// cannot start, stopping them all.
 #include "process/worker_pool.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spdlog/common.h>
 #include <stdlib.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -18,12 +20,10 @@
 #include <vector>
 
 #include "loader/slot_count.h"
-#include "loader/transform_spec.h"
 #include "tests/testing/processes.h"
 #include "tests/testing/small_options.h"
 #include "tests/testing/temp_dataset.h"
 #include "tests/testing/worker_override.h"
-#include "workers/transform.h"
 
 namespace forkfeed {
 namespace {
@@ -37,6 +37,12 @@ constexpr auto kWithin = 30s;
 std::unique_ptr<WorkerLauncher> launcher(StartMethod method) {
   return method == StartMethod::kFork ? make_fork_launcher() : make_spawn_launcher();
 }
+
+// What a loader brings to a pool: its arena and its completion eventfd.
+struct FakeLoader {
+  std::shared_ptr<Arena> arena;
+  UniqueFd completions{::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)};
+};
 
 class WorkerPoolTest : public ::testing::Test {
  protected:
@@ -56,44 +62,44 @@ class WorkerPoolTest : public ::testing::Test {
     auto index = DatasetIndex::from_image_folder(*root_);
     ASSERT_TRUE(index.ok()) << index.status().message();
     index_ = std::move(index).value();
-    ASSERT_NO_FATAL_FAILURE(new_arena());
-  }
-
-  // A fresh arena, the one a loader with these options makes (Loader::Impl::start): no
-  // stop asked, no worker up yet.
-  void new_arena() {
-    const LoaderOptions o = testing::small_options(*root_, kWorkers);
-    auto arena = Arena::create(arena_spec(o), index_);
-    ASSERT_TRUE(arena.ok()) << arena.status().message();
-    arena_ = std::move(arena).value();
   }
   void TearDown() override {
     ::unsetenv("FORKFEED_WORKER");
     EXPECT_TRUE(testing::children_of(::getpid()).empty()) << "a worker outlived its pool";
   }
 
-  std::unique_ptr<WorkerPool> make_pool(StartMethod first, StartMethod replacement = StartMethod::kSpawn) {
-    return std::make_unique<WorkerPool>(arena_, launcher(first), launcher(replacement), spdlog::level::err);
+  // The arena a loader with these options makes for a pool of `workers` (Loader::Impl::start).
+  FakeLoader new_loader(std::uint32_t workers = kWorkers) {
+    const LoaderOptions o = testing::small_options(*root_, 2);
+    auto arena = Arena::create(arena_spec(o, workers), index_);
+    EXPECT_TRUE(arena.ok()) << arena.status().message();
+    return FakeLoader{arena.ok() ? std::move(arena).value() : nullptr};
   }
 
-  // True once worker `id` has written its first heartbeat: it runs on its channel.
-  bool up(std::uint32_t id) const { return arena_->channel(id).progress_ns.load() != 0; }
+  static std::unique_ptr<WorkerPool::Impl> start(StartMethod first, StartMethod replacement = StartMethod::kSpawn) {
+    auto pool = WorkerPool::Impl::start(kWorkers, launcher(first), launcher(replacement), spdlog::level::err);
+    EXPECT_TRUE(pool.ok()) << pool.status().message();
+    return pool.ok() ? std::move(pool).value() : nullptr;
+  }
 
-  // The workers wait() reports exited, in order, until `count` of them have been or
-  // kWithin has passed.
-  static std::vector<std::uint32_t> exits(WorkerPool& pool, std::size_t count) {
-    std::vector<std::uint32_t> out;
+  // True once worker `w` has written its first heartbeat.
+  static bool up(const WorkerPool::Impl& pool, std::uint32_t w) { return pool.state(w).progress_ns.load() != 0; }
+
+  // The deaths the pool reports to `loader`, until `count` of them or kWithin passed.
+  static std::vector<WorkerDeath> deaths(WorkerPool::Impl& pool, const FakeLoader& loader, std::uint64_t id,
+                                         std::size_t count) {
+    std::vector<WorkerDeath> out;
     const auto deadline = std::chrono::steady_clock::now() + kWithin;
     while (out.size() < count && std::chrono::steady_clock::now() < deadline) {
-      const WorkerPool::Events events = pool.wait(1s);
-      out.insert(out.end(), events.exited.begin(), events.exited.end());
+      pool.wait(loader.completions.get(), 1000ms);
+      for (WorkerDeath& d : pool.take_deaths(id)) out.push_back(std::move(d));
     }
     return out;
   }
 
-  static std::vector<pid_t> pids(const WorkerPool& pool) {
+  static std::vector<pid_t> pids(const WorkerPool::Impl& pool) {
     std::vector<pid_t> out;
-    for (std::uint32_t id = 0; id < kWorkers; ++id) out.push_back(pool.pid(id));
+    for (std::uint32_t w = 0; w < kWorkers; ++w) out.push_back(pool.pid(w));
     std::sort(out.begin(), out.end());
     return out;
   }
@@ -101,126 +107,137 @@ class WorkerPoolTest : public ::testing::Test {
   static testing::TempDir* dir_;
   static std::string* root_;
   DatasetIndex index_;
-  std::shared_ptr<Arena> arena_;
   testing::HangGuard guard_{120, "WorkerPoolTest: a wait that should have ended"};
 };
 
 testing::TempDir* WorkerPoolTest::dir_ = nullptr;
 std::string* WorkerPoolTest::root_ = nullptr;
 
-TEST_F(WorkerPoolTest, StartStartsOneLiveWorkerPerChannel) {
+TEST_F(WorkerPoolTest, StartStartsEveryWorkerOnce) {
   for (StartMethod method : {StartMethod::kFork, StartMethod::kSpawn}) {
     SCOPED_TRACE(to_string(method));
-    ASSERT_NO_FATAL_FAILURE(new_arena());
-    auto pool = make_pool(method);
-    ASSERT_TRUE(pool->start().ok());
+    auto pool = start(method);
+    ASSERT_NE(pool, nullptr);
     const std::vector<pid_t> started = pids(*pool);
     EXPECT_EQ(std::set<pid_t>(started.begin(), started.end()).size(), kWorkers) << "two workers share a pid";
     EXPECT_EQ(testing::children_of(::getpid()), started) << "the workers are this process's children, and only they";
-    for (pid_t pid : started) EXPECT_TRUE(testing::alive(pid)) << pid;
-    for (std::uint32_t id = 0; id < kWorkers; ++id) {
-      EXPECT_TRUE(testing::eventually([&] { return up(id); }, kWithin)) << "worker " << id << " never came up";
+    for (std::uint32_t w = 0; w < kWorkers; ++w) {
+      EXPECT_TRUE(testing::eventually([&] { return up(*pool, w); }, kWithin)) << "worker " << w << " never came up";
+      EXPECT_EQ(pool->incarnation(w), 1u);
     }
-    pool->stop();
+    EXPECT_EQ(pool->start_method(), method);
   }
 }
 
-TEST_F(WorkerPoolTest, StartMethodIsTheFirstLaunchers) {
-  EXPECT_EQ(make_pool(StartMethod::kFork, StartMethod::kSpawn)->start_method(), StartMethod::kFork);
-  EXPECT_EQ(make_pool(StartMethod::kSpawn, StartMethod::kFork)->start_method(), StartMethod::kSpawn);
+TEST_F(WorkerPoolTest, AttachHandsEveryChannelToTheWorkersLifeAndCountsTheLoader) {
+  auto pool = start(StartMethod::kFork);
+  ASSERT_NE(pool, nullptr);
+  FakeLoader a = new_loader(), b = new_loader();
+  {
+    auto ma = pool->attach(*a.arena, a.completions.get());
+    auto mb = pool->attach(*b.arena, b.completions.get());
+    ASSERT_TRUE(ma.ok() && mb.ok());
+    EXPECT_NE(ma->id(), mb->id());
+    EXPECT_EQ(pool->loaders(), 2u);
+    for (std::uint32_t w = 0; w < kWorkers; ++w) EXPECT_EQ(b.arena->channel(w).incarnation.load(), 1u);
+  }
+  EXPECT_EQ(pool->loaders(), 0u) << "a membership let go detaches";
+  // An arena laid out for another pool size is refused, not served in part.
+  FakeLoader other = new_loader(kWorkers + 1);
+  auto refused = pool->attach(*other.arena, other.completions.get());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("pool of 3 workers"), std::string::npos) << refused.status().message();
 }
 
 TEST_F(WorkerPoolTest, WaitWithNothingToReportSleepsForTheTimeout) {
-  auto pool = make_pool(StartMethod::kFork);
-  ASSERT_TRUE(pool->start().ok());
-  const auto start = std::chrono::steady_clock::now();
-  const WorkerPool::Events events = pool->wait(200ms);
-  const auto took = std::chrono::steady_clock::now() - start;
-  EXPECT_TRUE(events.exited.empty());
+  auto pool = start(StartMethod::kFork);
+  FakeLoader loader = new_loader();
+  auto m = pool->attach(*loader.arena, loader.completions.get());
+  ASSERT_TRUE(m.ok());
+  const auto begin = std::chrono::steady_clock::now();
+  pool->wait(loader.completions.get(), 200ms);
+  const auto took = std::chrono::steady_clock::now() - begin;
+  EXPECT_TRUE(pool->take_deaths(m->id()).empty());
   EXPECT_GE(took, 100ms) << "wait() returned early with nothing to report";
   EXPECT_LT(took, 5s);
 }
 
-TEST_F(WorkerPoolTest, AKilledWorkerIsReportedOnceWithSigkill) {
-  auto pool = make_pool(StartMethod::kFork);
-  ASSERT_TRUE(pool->start().ok());
+TEST_F(WorkerPoolTest, ADeathIsReportedOnceToEveryLoaderAndTheWorkerReplacedAtOnce) {
+  auto pool = start(StartMethod::kFork, StartMethod::kSpawn);
+  ASSERT_NE(pool, nullptr);
+  FakeLoader a = new_loader(), b = new_loader();
+  auto ma = pool->attach(*a.arena, a.completions.get());
+  auto mb = pool->attach(*b.arena, b.completions.get());
+  ASSERT_TRUE(ma.ok() && mb.ok());
   const pid_t killed = pool->pid(1);
-  pool->kill(1);
-  EXPECT_EQ(exits(*pool, 1), std::vector<std::uint32_t>{1});
-  const ExitInfo exit = pool->exit_info(1);
-  EXPECT_EQ(exit.signal, SIGKILL) << exit.describe();
-  EXPECT_NE(exit.describe().find("SIGKILL"), std::string::npos) << exit.describe();
+  pool->kill(1, 2);  // not its life: nothing happens
+  EXPECT_TRUE(testing::alive(killed));
+  pool->kill(1, 1);
+  const std::vector<WorkerDeath> seen = deaths(*pool, a, ma->id(), 1);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].worker, 1u);
+  EXPECT_EQ(seen[0].incarnation, 1u);
+  EXPECT_EQ(seen[0].pid, killed);
+  EXPECT_EQ(seen[0].exit.signal, SIGKILL) << seen[0].exit.describe();
+  EXPECT_TRUE(seen[0].failure.ok()) << seen[0].failure.message();
   EXPECT_EQ(testing::process_state(killed), 0) << "reaped when reported";
-  EXPECT_TRUE(pool->start_failure(1).ok()) << "a forked worker never fails to start";
-  // Reported once: the next waits see nothing (its pidfd stays readable).
-  for (int i = 0; i < 3; ++i) EXPECT_TRUE(pool->wait(100ms).exited.empty());
-  EXPECT_TRUE(testing::alive(pool->pid(0)));
-  EXPECT_TRUE(testing::alive(pool->pid(2)));
-}
-
-TEST_F(WorkerPoolTest, AReplacementRunsOnTheRebuiltChannelWithANewPid) {
-  auto pool = make_pool(StartMethod::kFork, StartMethod::kSpawn);
-  ASSERT_TRUE(pool->start().ok());
-  ASSERT_TRUE(testing::eventually([&] { return up(0); }, kWithin));
-  const pid_t old_pid = pool->pid(0);
-  pool->kill(0);
-  ASSERT_EQ(exits(*pool, 1), std::vector<std::uint32_t>{0});
-  arena_->reset_channel(0);  // as Supervisor::on_exit does
-  ASSERT_FALSE(up(0));
-  const Status replaced = pool->replace(0);
-  ASSERT_TRUE(replaced.ok()) << replaced.message();
-  const pid_t new_pid = pool->pid(0);
-  EXPECT_NE(new_pid, old_pid);
-  EXPECT_TRUE(testing::alive(new_pid));
-  EXPECT_EQ(testing::process_state(old_pid), 0);
-  EXPECT_TRUE(testing::eventually([&] { return up(0); }, kWithin)) << "the replacement never attached to its channel";
+  // The other loader hears of it too, without a wait of its own: its eventfd was written.
+  const std::vector<WorkerDeath> also = pool->take_deaths(mb->id());
+  ASSERT_EQ(also.size(), 1u);
+  EXPECT_EQ(also[0].pid, killed);
+  // Replaced at once, by a spawned worker, as the second life of worker 1.
+  EXPECT_EQ(pool->incarnation(1), 2u);
+  EXPECT_NE(pool->pid(1), killed);
+  EXPECT_TRUE(testing::alive(pool->pid(1)));
+  EXPECT_TRUE(testing::eventually([&] { return up(*pool, 1); }, kWithin)) << "the replacement never came up";
   EXPECT_EQ(testing::live_children().size(), kWorkers);
-  // The replacement is watched like the first: its death is reported too.
-  pool->kill(0);
-  EXPECT_EQ(exits(*pool, 1), std::vector<std::uint32_t>{0});
-  EXPECT_EQ(pool->exit_info(0).signal, SIGKILL);
+  // Reported once: the next waits see nothing.
+  EXPECT_TRUE(deaths(*pool, a, ma->id(), 0).empty());
+  for (int i = 0; i < 3; ++i) pool->wait(a.completions.get(), 100ms);
+  EXPECT_TRUE(pool->take_deaths(ma->id()).empty());
+  // The channel still names the first life until its loader hands it over.
+  EXPECT_EQ(a.arena->channel(1).incarnation.load(), 1u);
 }
 
-TEST_F(WorkerPoolTest, StopAsksEveryWorkerToStopLeavesNoChildAndIsIdempotent) {
+TEST_F(WorkerPoolTest, StopAsksEveryWorkerToStopAndLeavesNoChild) {
   for (StartMethod method : {StartMethod::kFork, StartMethod::kSpawn}) {
     SCOPED_TRACE(to_string(method));
-    ASSERT_NO_FATAL_FAILURE(new_arena());
-    auto pool = make_pool(method);
-    ASSERT_TRUE(pool->start().ok());
+    auto pool = start(method);
+    ASSERT_NE(pool, nullptr);
     const std::vector<pid_t> started = pids(*pool);
-    const auto start = std::chrono::steady_clock::now();
-    pool->stop(40s);  // a worker that was not asked would be killed only after the grace
-    EXPECT_LT(std::chrono::steady_clock::now() - start, 20s) << "the workers were not asked to stop";
+    for (std::uint32_t w = 0; w < kWorkers; ++w) ASSERT_TRUE(testing::eventually([&] { return up(*pool, w); }, kWithin));
+    const auto begin = std::chrono::steady_clock::now();
+    pool.reset();
+    EXPECT_LT(std::chrono::steady_clock::now() - begin, 1900ms) << "the workers were not asked to stop";
     EXPECT_TRUE(testing::children_of(::getpid()).empty()) << "a worker was left behind, or a zombie";
     for (pid_t pid : started) EXPECT_EQ(testing::process_state(pid), 0) << pid;
-    pool->stop();
-    pool.reset();  // and the destructor stops again
-    EXPECT_TRUE(testing::children_of(::getpid()).empty());
   }
 }
 
 // A worker script that cannot start, as a missing library makes forkfeed-worker.
 constexpr const char* kCannotStartLine = "cannot open shared object file: libforkfeed.so.0";
 
-TEST_F(WorkerPoolTest, ASpawnedWorkerThatCannotRunIsAStartFailureNamingTheExecutable) {
+TEST_F(WorkerPoolTest, ASpawnedWorkerThatCannotRunIsAFailureNamingTheExecutableAndNotReplaced) {
   testing::TempDir bin;
   const testing::WorkerOverride broken(bin, "broken-forkfeed-worker",
                                        std::string("echo \"$0: ") + kCannotStartLine + "\" >&2\nexit 127\n");
   ASSERT_TRUE(broken.ok());
-  auto pool = make_pool(StartMethod::kSpawn);
-  ASSERT_TRUE(pool->start().ok()) << "posix_spawn itself succeeds";
-  std::vector<std::uint32_t> exited = exits(*pool, kWorkers);
-  std::sort(exited.begin(), exited.end());
-  ASSERT_EQ(exited, (std::vector<std::uint32_t>{0, 1, 2}));
-  const Status failure = pool->start_failure(0);
-  ASSERT_FALSE(failure.ok());
-  EXPECT_EQ(failure.code(), Status::Code::kWorkerDied) << failure.message();
-  EXPECT_NE(failure.message().find(broken.path() + " exited with code 127"), std::string::npos) << failure.message();
-  EXPECT_NE(failure.message().find(kCannotStartLine), std::string::npos) << failure.message();
-  EXPECT_TRUE(pool->start_failure(0).ok()) << "asked again: its stderr was read already";
-  // One that had started (its first heartbeat) and then exited 127 merely died.
-  arena_->channel(1).progress_ns.store(1);
-  EXPECT_TRUE(pool->start_failure(1).ok());
+  auto pool = start(StartMethod::kSpawn);
+  ASSERT_NE(pool, nullptr) << "posix_spawn itself succeeds";
+  FakeLoader loader = new_loader();
+  auto m = pool->attach(*loader.arena, loader.completions.get());
+  ASSERT_TRUE(m.ok());
+  const std::vector<WorkerDeath> seen = deaths(*pool, loader, m->id(), kWorkers);
+  ASSERT_EQ(seen.size(), kWorkers);
+  for (const WorkerDeath& d : seen) {
+    ASSERT_FALSE(d.failure.ok());
+    EXPECT_EQ(d.failure.code(), Status::Code::kWorkerDied) << d.failure.message();
+    EXPECT_NE(d.failure.message().find(broken.path() + " exited with code 127"), std::string::npos)
+        << d.failure.message();
+    EXPECT_NE(d.failure.message().find(kCannotStartLine), std::string::npos) << d.failure.message();
+    EXPECT_EQ(pool->incarnation(d.worker), 0u) << "replaced, though it would fail the same way";
+  }
+  EXPECT_TRUE(testing::children_of(::getpid()).empty());
 }
 
 TEST_F(WorkerPoolTest, StartFailsNamingAWorkerExecutableThatIsNotExecutable) {
@@ -228,10 +245,10 @@ TEST_F(WorkerPoolTest, StartFailsNamingAWorkerExecutableThatIsNotExecutable) {
   { std::ofstream(path) << "#!/bin/sh\nexit 0\n"; }
   ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
   ASSERT_EQ(::setenv("FORKFEED_WORKER", path.c_str(), 1), 0);
-  auto pool = make_pool(StartMethod::kSpawn);
-  const Status started = pool->start();
-  ASSERT_FALSE(started.ok());
-  EXPECT_NE(started.message().find(path), std::string::npos) << started.message();
+  auto pool = WorkerPool::Impl::start(kWorkers, launcher(StartMethod::kSpawn), launcher(StartMethod::kSpawn),
+                                      spdlog::level::err);
+  ASSERT_FALSE(pool.ok());
+  EXPECT_NE(pool.status().message().find(path), std::string::npos) << pool.status().message();
   EXPECT_TRUE(testing::children_of(::getpid()).empty());
 }
 

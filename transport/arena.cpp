@@ -84,6 +84,7 @@ Result<std::shared_ptr<Arena>> Arena::create(const ArenaSpec& spec, const Datase
     control->num_workers = spec.num_workers;
     control->transform = spec.transform;
     control->on_error = spec.on_error;
+    control->weight = spec.weight;
     control->slots = geometry;
     control->channels = construct_aligned<WorkerChannel>(segment, spec.num_workers);
     auto* shared = segment.construct<SharedIndex>("index")(segment.get_segment_manager());

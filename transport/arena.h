@@ -22,6 +22,7 @@ struct ArenaSpec {
   std::uint64_t sample_bytes;
   TransformSpec transform;
   OnError on_error;
+  std::uint32_t weight = 1;  // ControlBlock::weight
 };
 
 // One slot, resolved to pointers in this process's mapping.
@@ -42,9 +43,8 @@ class Arena {
 
   ControlBlock& control() const { return *control_; }
   WorkerChannel& channel(std::uint32_t worker) const { return control_->channels[worker]; }
-  // Rebuilds worker `worker`'s channel empty, for its replacement: rings, heartbeat and
-  // current sample as at creation. REQUIRES: the worker is dead (reaped), so no other
-  // process touches the channel.
+  // Rebuilds worker `worker`'s channel empty, served by no worker, for its replacement.
+  // REQUIRES: the worker is dead (reaped), so no other process touches the channel.
   void reset_channel(std::uint32_t worker) const;
   const SharedIndex& index() const { return *control_->index; }
   SlotView slot(std::uint32_t i) const;

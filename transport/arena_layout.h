@@ -1,6 +1,7 @@
-// What lives in the shared memory arena, shared by the orchestrator and its workers:
-// a control block, one task ring and one completion ring per worker, the dataset index,
-// and the batch slots. Everything here is position independent (offsets, offset_ptr),
+// What lives in a loader's shared memory arena, shared by the loader and the workers of
+// its pool: a control block, one task ring and one completion ring per pool worker, the
+// dataset index, and the batch slots. (What the workers of a pool share among loaders is
+// in transport/pool_memory.h.) Everything here is position independent (offsets, offset_ptr),
 // so a process may map the arena at any address.
 #pragma once
 
@@ -24,7 +25,7 @@ template <typename T>
 using ShmVector = bip::vector<T, bip::allocator<T, SegmentManager>>;
 
 inline constexpr std::uint64_t kArenaMagic = 0x6b6f66646565666bULL;  // "kfeedfok"
-inline constexpr std::uint32_t kArenaVersion = 3;
+inline constexpr std::uint32_t kArenaVersion = 4;
 // Per-worker ring capacity; bounds workers * prefetch tasks in flight per worker.
 inline constexpr std::uint32_t kRingCapacity = 64;
 // A skipped sample's reason, NUL-terminated; the path is not in it (the orchestrator
@@ -53,20 +54,19 @@ struct Completion {
   std::uint64_t batch_id;
   std::uint32_t slot;
   TaskOutcome outcome;
+  std::uint64_t started_ns = 0;   // CLOCK_MONOTONIC, when the worker took the task
+  std::uint64_t finished_ns = 0;  // and when it was done with it
 };
 
-// A worker's two rings. After a worker dies the orchestrator rebuilds its channel in
-// place (no other process touches it then) for the replacement.
+// The loader's two rings with one worker of its pool. After that worker dies the loader
+// rebuilds the channel in place and hands it to the replacement by setting `incarnation`.
 struct WorkerChannel {
-  SpscRing<Task, kRingCapacity> tasks;              // orchestrator -> worker
-  SpscRing<Completion, kRingCapacity> completions;  // worker -> orchestrator
-  alignas(64) std::atomic<std::uint32_t> task_bell{0};  // futex word: tasks pushed
-  // CLOCK_MONOTONIC nanoseconds of the worker's last sign of progress (started, a sample
-  // begun, a task completed); 0 until it started. The orchestrator kills a started
-  // worker stuck past task_timeout.
-  std::atomic<std::uint64_t> progress_ns{0};
-  // The dataset index being decoded, or kNoSample: after a crash it names the culprit.
-  std::atomic<std::uint64_t> current_sample{kNoSample};
+  SpscRing<Task, kRingCapacity> tasks;              // loader -> worker
+  SpscRing<Completion, kRingCapacity> completions;  // worker -> loader
+  // Which life of the pool's worker serves this channel (the pool counts them from 1); 0:
+  // none. Set only by the loader, so that a replacement never reads a channel that still
+  // holds its dead predecessor's tasks.
+  alignas(64) std::atomic<std::uint64_t> incarnation{0};
 };
 
 // What a worker needs to turn a file into output pixels.
@@ -142,10 +142,11 @@ struct SharedIndex {
 struct ControlBlock {
   std::uint64_t magic = kArenaMagic;
   std::uint32_t version = kArenaVersion;
-  std::uint32_t num_workers = 0;
+  std::uint32_t num_workers = 0;  // of the pool: one channel each
   // Bumped by every reset; tasks of an older generation are stale.
   alignas(64) std::atomic<std::uint64_t> generation{0};
-  alignas(64) std::atomic<std::uint32_t> stop{0};  // workers exit when set
+  // The loader's share of a worker's time against the pool's other loaders.
+  std::uint32_t weight = 1;
   OnError on_error = OnError::kFail;
   TransformSpec transform{};
   SlotGeometry slots{};

@@ -1,5 +1,11 @@
 // The worker task loop. Nothing here takes a lock in shared memory: a worker killed at
-// any instruction leaves at most a half-written slot, which the orchestrator owns.
+// any instruction leaves at most a half-written slot, which its loader owns.
+//
+// Fairness: each loader attached to the pool has a virtual time, the worker time it got
+// here divided by its weight; the worker takes its next task from the loader with work
+// and the least virtual time. A loader without work does not bank credit (its virtual
+// time follows the others'), so a share it leaves unused goes to the others at once and
+// comes back to it at its next task, and a loader that attaches starts level with them.
 #include "workers/worker_loop.h"
 
 #include <spdlog/sinks/stdout_sinks.h>
@@ -9,13 +15,17 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <new>
 #include <opencv2/core/utility.hpp>
 #include <thread>
+#include <vector>
 
 #include "base/monotonic_clock.h"
 #include "base/printable.h"
+#include "transport/arena.h"
 #include "transport/futex.h"
+#include "transport/pool_message.h"
 #include "transport/slot_contents.h"
 #include "workers/opencv_logging.h"
 #include "workers/sample_pipeline.h"
@@ -25,14 +35,28 @@ namespace {
 
 constexpr auto kIdleWait = std::chrono::milliseconds(100);
 
+// One loader attached to the pool, as this worker sees it.
+struct Tenant {
+  Tenant(std::uint64_t id, std::shared_ptr<Arena> arena, UniqueFd completions, std::uint32_t w)
+      : id(id),
+        arena(std::move(arena)),
+        completions(std::move(completions)),
+        channel(this->arena->channel(w)),
+        pipeline(this->arena->control().transform) {}
+  std::uint64_t id;
+  std::shared_ptr<Arena> arena;  // mapped while attached
+  UniqueFd completions;          // the loader's eventfd, written after each completion
+  WorkerChannel& channel;        // this worker's rings in the loader's arena
+  SamplePipeline pipeline;       // the loader's transform
+  double virtual_ns = 0;         // worker time received / weight
+};
+
 class Worker {
  public:
-  Worker(const Arena& arena, const WorkerIdentity& who)
-      : arena_(arena),
-        control_(arena.control()),
-        channel_(arena.channel(who.id)),
+  Worker(const PoolMemory& pool, const WorkerIdentity& who)
+      : pool_(pool),
+        state_(pool.worker(who.id)),
         who_(who),
-        pipeline_(control_.transform),
         // A logger of its own, made after fork: nothing shared with the parent's.
         log_(std::make_shared<spdlog::logger>("forkfeed.worker" + std::to_string(who.id),
                                               std::make_shared<spdlog::sinks::stderr_sink_mt>())) {
@@ -45,18 +69,28 @@ class Worker {
 
   int run() {
     log_->debug("worker {} started, pid {}", who_.id, ::getpid());
-    channel_.progress_ns.store(monotonic_ns(), std::memory_order_relaxed);  // "up": task_timeout applies
+    state_.progress_ns.store(monotonic_ns(), std::memory_order_relaxed);  // "up": task_timeout applies
     while (!stopping()) {
-      const std::uint32_t bell = channel_.task_bell.load(std::memory_order_acquire);
-      if (auto task = channel_.tasks.try_pop()) {
-        complete(*task, execute(*task));
+      const std::uint32_t bell = state_.bell.load(std::memory_order_acquire);
+      if (const std::uint32_t sent = state_.messages.load(std::memory_order_acquire); sent != messages_read_) {
+        if (!read_messages()) return 1;
+        messages_read_ = sent;
+      }
+      if (Tenant* t = next_tenant()) {
+        if (auto task = t->channel.tasks.try_pop()) {
+          const std::uint64_t started = monotonic_ns();
+          const TaskOutcome outcome = execute(*t, *task);
+          const std::uint64_t finished = monotonic_ns();
+          t->virtual_ns += static_cast<double>(finished - started) / std::max(1u, t->arena->control().weight);
+          complete(*t, *task, outcome, started, finished);
+        }
         continue;
       }
       if (orphaned()) {
         log_->warn("worker {}: the loader process is gone; exiting", who_.id);
         return 1;
       }
-      futex_wait(&channel_.task_bell, bell, kIdleWait);
+      futex_wait(&state_.bell, bell, kIdleWait);
     }
     log_->debug("worker {} stopping", who_.id);
     return 0;
@@ -64,63 +98,114 @@ class Worker {
 
  private:
   bool orphaned() const { return ::getppid() != who_.parent; }
-  bool stopping() const { return control_.stop.load(std::memory_order_acquire) != 0; }
-  bool stale(const Task& t) const { return control_.generation.load(std::memory_order_acquire) != t.generation; }
+  bool stopping() const { return pool_.block().stop.load(std::memory_order_acquire) != 0; }
+  static bool stale(const Tenant& t, const Task& task) {
+    return t.arena->control().generation.load(std::memory_order_acquire) != task.generation;
+  }
+  bool serves(const Tenant& t) const {
+    return t.channel.incarnation.load(std::memory_order_acquire) == who_.incarnation;
+  }
 
-  TaskOutcome execute(const Task& task) {
-    const SlotContents slot(arena_, task.slot);
+  // Attaches and detaches loaders as the pool said. False when the pool is gone.
+  bool read_messages() {
+    while (true) {
+      auto received = receive_pool_message(who_.socket);
+      if (!received.ok()) {
+        log_->warn("worker {}: {}; exiting", who_.id, received.status().message());
+        return false;
+      }
+      if (!received->has_value()) return true;
+      ReceivedPoolMessage& m = **received;
+      std::erase_if(tenants_, [&](const auto& t) { return t->id == m.message.loader; });  // unmaps its arena
+      if (m.message.kind != PoolMessage::Kind::kAttach) continue;
+      auto arena = Arena::attach(std::move(m.arena));
+      if (!arena.ok() || arena.value()->control().num_workers <= who_.id) {
+        // A loader's arena that this worker cannot serve: its tasks wait until the loader's
+        // task_timeout, which names this worker; the other loaders go on.
+        log_->error("worker {}: cannot map the arena of loader {}: {}", who_.id, m.message.loader,
+                    arena.ok() ? "it has fewer channels than the pool has workers" : arena.status().message());
+        continue;
+      }
+      double level = tenants_.empty() ? 0.0 : tenants_.front()->virtual_ns;
+      for (const auto& t : tenants_) level = std::min(level, t->virtual_ns);
+      tenants_.push_back(std::make_unique<Tenant>(m.message.loader, std::move(arena).value(),
+                                                  std::move(m.completions), who_.id));
+      tenants_.back()->virtual_ns = level;
+    }
+  }
+
+  // The loader to serve next: of those with a task for this worker, the least served.
+  // The others do not fall behind while they have nothing to do.
+  Tenant* next_tenant() {
+    Tenant* best = nullptr;
+    for (const auto& t : tenants_) {
+      if (serves(*t) && t->channel.tasks.size() > 0 && (best == nullptr || t->virtual_ns < best->virtual_ns)) {
+        best = t.get();
+      }
+    }
+    if (best == nullptr) return nullptr;
+    for (const auto& t : tenants_) {
+      if (!(serves(*t) && t->channel.tasks.size() > 0)) t->virtual_ns = std::max(t->virtual_ns, best->virtual_ns);
+    }
+    return best;
+  }
+
+  TaskOutcome execute(Tenant& t, const Task& task) {
+    const SlotContents slot(*t.arena, task.slot);
+    const ControlBlock& control = t.arena->control();
     for (std::uint32_t i = 0; i < task.count; ++i) {
       // Checked between samples: a reset cancels the rest of a stale batch.
-      if (stale(task) || stopping() || orphaned()) return TaskOutcome::kCancelled;
+      if (stale(t, task) || stopping() || orphaned()) return TaskOutcome::kCancelled;
       const std::uint64_t index = slot.sample(i);
-      const SampleSource source = arena_.index().source(index);
-      channel_.progress_ns.store(monotonic_ns(), std::memory_order_relaxed);
-      channel_.current_sample.store(index, std::memory_order_relaxed);
-      const Status s = pipeline_.run(source, task.epoch, index, slot.next_pixels());
-      channel_.current_sample.store(kNoSample, std::memory_order_relaxed);
+      const SampleSource source = t.arena->index().source(index);
+      state_.progress_ns.store(monotonic_ns(), std::memory_order_relaxed);
+      state_.current_loader.store(t.id, std::memory_order_relaxed);
+      state_.current_sample.store(index, std::memory_order_release);
+      const Status s = t.pipeline.run(source, task.epoch, index, slot.next_pixels());
+      state_.current_sample.store(kNoSample, std::memory_order_relaxed);
+      state_.current_loader.store(kNoLoader, std::memory_order_relaxed);
       if (s.ok()) {
         slot.keep(i);
         continue;
       }
       log_->debug("worker {}: {}", who_.id, s.about(printable(source.file)).message());
-      slot.skip(i, s);  // the orchestrator reports it, naming the sample
+      slot.skip(i, s);  // the loader reports it, naming the sample
       // on_error decides for bad data only. Any other failure (out of fds or memory, an
       // I/O error, a shard changed since it was indexed) says nothing against the
       // sample: skipping it would lose a good sample, so the batch fails.
-      if (control_.on_error != OnError::kSkip || s.code() != Status::Code::kBadData)
-        return TaskOutcome::kFailed;
+      if (control.on_error != OnError::kSkip || s.code() != Status::Code::kBadData) return TaskOutcome::kFailed;
     }
     return TaskOutcome::kDone;
   }
 
-  void complete(const Task& task, TaskOutcome outcome) {
-    const Completion c{task.generation, task.batch_id, task.slot, outcome};
+  void complete(Tenant& t, const Task& task, TaskOutcome outcome, std::uint64_t started, std::uint64_t finished) {
+    const Completion c{task.generation, task.batch_id, task.slot, outcome, started, finished};
     // The ring holds every slot, so it is never full for long; wait rather than drop.
-    while (!channel_.completions.try_push(c)) {
+    while (!t.channel.completions.try_push(c)) {
       if (stopping()) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    channel_.progress_ns.store(monotonic_ns(), std::memory_order_relaxed);
+    state_.progress_ns.store(monotonic_ns(), std::memory_order_relaxed);
     const std::uint64_t one = 1;
-    (void)!::write(who_.completion_fd, &one, sizeof one);  // eventfd: never blocks, never short
+    (void)!::write(t.completions.get(), &one, sizeof one);  // eventfd: never blocks, never short
   }
 
-  const Arena& arena_;
-  ControlBlock& control_;
-  WorkerChannel& channel_;
+  const PoolMemory& pool_;
+  WorkerState& state_;
   WorkerIdentity who_;
-  SamplePipeline pipeline_;
+  std::uint32_t messages_read_ = 0;
+  std::vector<std::unique_ptr<Tenant>> tenants_;
   std::shared_ptr<spdlog::logger> log_;
 };
 
 }  // namespace
 
-int run_worker(const Arena& arena, const WorkerIdentity& who) {
+int run_worker(const PoolMemory& pool, const WorkerIdentity& who) {
   // What escapes the loop (an allocation outside a sample's pipeline, say) ends the
   // worker with a code, not with std::terminate's SIGABRT: a crash would be pinned on
   // the sample in hand and make it bad data, though the sample is not to blame.
   try {
-    return Worker(arena, who).run();
+    return Worker(pool, who).run();
   } catch (const std::exception& e) {
     const bool memory = dynamic_cast<const std::bad_alloc*>(&e) != nullptr;
     std::fprintf(stderr, "forkfeed worker %u: %s; exiting\n", who.id,

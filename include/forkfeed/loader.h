@@ -19,6 +19,7 @@
 #include "forkfeed/options.h"
 #include "forkfeed/pass_iterator.h"
 #include "forkfeed/status.h"
+#include "forkfeed/worker_pool.h"
 
 namespace forkfeed {
 
@@ -47,7 +48,14 @@ class Loader {
   // any worker count: the samples delivered before it was taken followed by those
   // delivered after equal, in order, an uninterrupted run.
   static Result<std::unique_ptr<Loader>> open(const LoaderOptions& options, std::string_view state);
-  // Stops and reaps every worker; unmaps and closes the arena. Batches still held by
+  // The same, on the workers of `pool`, shared with the other loaders attached to it
+  // (options.workers then sizes only this loader's batch slots: workers * prefetch + 1,
+  // and options.start_method is the pool's). Without a pool (null) a Loader makes its own
+  // of options.workers workers.
+  static Result<std::unique_ptr<Loader>> open(const LoaderOptions& options, std::shared_ptr<WorkerPool> pool);
+  static Result<std::unique_ptr<Loader>> open(const LoaderOptions& options, std::string_view state,
+                                              std::shared_ptr<WorkerPool> pool);
+  // Stops and reaps every worker of its own pool, or detaches from a shared one; unmaps and closes the arena. Batches still held by
   // the caller stay readable until they are destroyed. In the child of a fork() it only
   // unmaps and closes that process's copies: the workers and the pass are the parent's.
   ~Loader();

@@ -262,7 +262,7 @@ int run_probe(const BenchFlags& flags) {
   // The samples go where a loader's workers would write them, each to a new place in
   // memory. One reused buffer would stay in cache and spare the probe a cost no worker
   // is spared (for float32 224 x 224, 602 KB a sample, ~7% of a core).
-  Result<std::shared_ptr<Arena>> arena = Arena::create(arena_spec(o), *index);
+  Result<std::shared_ptr<Arena>> arena = Arena::create(arena_spec(o, 1), *index);
   if (!arena.ok()) return fail(arena.status().message());
   {
     ProbeProgress progress;

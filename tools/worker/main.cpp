@@ -1,6 +1,7 @@
 // forkfeed-worker: a decode worker started by a forkfeed loader with the spawn start
-// method. It finds the loader's arena at fd 3, its completion eventfd at fd 4, and the
-// loader's stderr at fd 5 (its own fd 2 is a pipe the loader reads if it cannot start).
+// method. It finds its pool's shared memory at fd 3, its pool socket (which brings the
+// arenas of the loaders it serves) at fd 4, and the loader's stderr at fd 5 (its own fd 2
+// is a pipe the pool reads if it cannot start).
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -42,18 +43,22 @@ int main(int argc, char** argv) {
   CLI::App app{
       "forkfeed-worker: one decode worker of a forkfeed loader, started by the loader itself with "
       "start_method=spawn (and for every replacement of a dead worker). It is not meant to be run by hand: "
-      "it expects the loader's shared memory arena at fd 3, its completion eventfd at fd 4 and its stderr at fd 5."};
+      "it expects its pool's shared memory at fd 3, its pool socket at fd 4 and its stderr at fd 5."};
   app.footer("Exit status: 0 stopped by the loader, 1 the loader is gone or failed, 2 bad arguments or fds.");
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     return "forkfeed-worker: " + std::string(e.what()) + " (see --help)\n";
   });
   std::uint32_t id = 0;
+  std::uint64_t incarnation = 0;
   pid_t parent = 0;
   int log_level = 2;
   int die_with_parent = 1;
   app.add_option("--worker-id", id, "Which of the loader's workers this is")
       ->required()
       ->check(forkfeed::cli::integer_of(id));
+  app.add_option("--incarnation", incarnation, "Which life of that worker this is (the pool counts from 1)")
+      ->required()
+      ->check(forkfeed::cli::integer_of(incarnation));
   app.add_option("--parent-pid", parent, "The loader's pid: the worker exits when it is gone")
       ->required()
       ->check(forkfeed::cli::integer_of(parent));
@@ -75,29 +80,27 @@ int main(int argc, char** argv) {
     return forkfeed::cli::kExitFailed;
   }
   ::signal(SIGINT, SIG_IGN);  // Ctrl-C reaches the whole group; the loader decides
-  if (::fcntl(forkfeed::kSpawnArenaFd, F_GETFD) == -1) {
-    return refuse("fd " + std::to_string(forkfeed::kSpawnArenaFd) +
-                  " is not open; it must be the loader's shared memory arena");
+  if (::fcntl(forkfeed::kSpawnPoolFd, F_GETFD) == -1) {
+    return refuse("fd " + std::to_string(forkfeed::kSpawnPoolFd) +
+                  " is not open; it must be the pool's shared memory");
   }
-  if (fd_target(forkfeed::kSpawnCompletionFd) != "anon_inode:[eventfd]") {
-    const std::string target = fd_target(forkfeed::kSpawnCompletionFd);
-    return refuse("fd " + std::to_string(forkfeed::kSpawnCompletionFd) + " is " +
-                  (target.empty() ? "not open" : "not an eventfd but " + target) +
-                  "; it must be the loader's completion eventfd");
+  if (const std::string target = fd_target(forkfeed::kSpawnSocketFd); !target.starts_with("socket:")) {
+    return refuse("fd " + std::to_string(forkfeed::kSpawnSocketFd) + " is " +
+                  (target.empty() ? "not open" : "not a socket but " + target) + "; it must be the pool socket");
   }
-  auto arena = forkfeed::Arena::attach(forkfeed::UniqueFd(forkfeed::kSpawnArenaFd));
-  if (!arena.ok()) {
-    return refuse("fd " + std::to_string(forkfeed::kSpawnArenaFd) + " is not the loader's arena (" +
-                  arena.status().message() + ")");
+  auto pool = forkfeed::PoolMemory::attach(forkfeed::UniqueFd(forkfeed::kSpawnPoolFd));
+  if (!pool.ok()) {
+    return refuse("fd " + std::to_string(forkfeed::kSpawnPoolFd) + " is not the pool's shared memory (" +
+                  pool.status().message() + ")");
   }
-  if (id >= (*arena)->control().num_workers) {
-    return refuse("--worker-id " + std::to_string(id) + " is out of range: the loader has " +
-                  std::to_string((*arena)->control().num_workers) + " workers");
+  if (id >= pool->workers()) {
+    return refuse("--worker-id " + std::to_string(id) + " is out of range: the pool has " +
+                  std::to_string(pool->workers()) + " workers");
   }
   // Started: from here on it logs to the loader's stderr, not to the pipe that only
   // tells the loader why a worker could not start.
   ::dup2(forkfeed::kSpawnStderrFd, STDERR_FILENO);
   ::close(forkfeed::kSpawnStderrFd);
-  return forkfeed::run_worker(**arena,
-                              forkfeed::WorkerIdentity{id, parent, log_level, forkfeed::kSpawnCompletionFd});
+  return forkfeed::run_worker(*pool,
+                              forkfeed::WorkerIdentity{id, incarnation, parent, log_level, forkfeed::kSpawnSocketFd});
 }

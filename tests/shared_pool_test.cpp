@@ -1,0 +1,225 @@
+// Several Loaders on one WorkerPool: each keeps what makes it exact — every epoch
+// delivered exactly once, in its own order, with the pixels of a loader that had the
+// workers to itself — through worker deaths at random moments, a loader attached mid-way
+// or detached mid-pass, a bad file in one of them, and a resume on a pool of another size.
+#include "forkfeed/worker_pool.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "forkfeed/loader.h"
+#include "process/worker_pool.h"
+#include "tests/testing/processes.h"
+#include "tests/testing/small_options.h"
+#include "tests/testing/temp_dataset.h"
+
+namespace forkfeed {
+namespace {
+
+using testing::Batches;
+using namespace std::chrono_literals;
+
+constexpr std::uint32_t kImages = 24;  // 6 batches of 4 per epoch, one rank
+
+class SharedPoolTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new testing::TempDir();
+    root_ = new std::string(testing::make_image_folder(dir_->path(), kImages, 3, 31, 30, 90));
+  }
+  static void TearDownTestSuite() {
+    delete root_;
+    delete dir_;
+  }
+  void SetUp() override {
+    ASSERT_TRUE(testing::children_of(::getpid()).empty()) << "a child left by another test";
+  }
+  void TearDown() override {
+    EXPECT_TRUE(testing::children_of(::getpid()).empty()) << "a worker outlived its pool";
+  }
+
+  // Loader `k` of a test: its own seed, so that each has its own order and crops.
+  static LoaderOptions options(std::uint32_t k, const std::string& root = *root_) {
+    LoaderOptions o = testing::small_options(root, 2, 4);
+    o.seed = 100 + k;
+    o.log_level = "off";  // deaths are expected here
+    return o;
+  }
+
+  static std::shared_ptr<WorkerPool> pool(std::uint32_t workers) {
+    auto p = WorkerPool::open({.workers = workers, .log_level = "off"});
+    EXPECT_TRUE(p.ok()) << p.status().message();
+    return p.ok() ? std::move(p).value() : nullptr;
+  }
+  static std::unique_ptr<Loader> open(const LoaderOptions& o, std::shared_ptr<WorkerPool> p,
+                                      std::string_view state = {}) {
+    auto loader = Loader::open(o, state, std::move(p));
+    EXPECT_TRUE(loader.ok()) << loader.status().message();
+    return loader.ok() ? std::move(loader).value() : nullptr;
+  }
+
+  // `epochs` undisturbed passes of loader `k`, on workers of its own.
+  static Batches reference(const LoaderOptions& o, std::uint64_t epochs) {
+    auto loader = testing::open_loader(o);
+    Batches run;
+    for (std::uint64_t e = 0; loader && e < epochs; ++e) {
+      Batches pass = testing::read_pass(*loader);
+      run.insert(run.end(), pass.begin(), pass.end());
+    }
+    return run;
+  }
+
+  static testing::TempDir* dir_;
+  static std::string* root_;
+  testing::HangGuard guard_{280, "SharedPoolTest: a loader that should have delivered"};
+};
+
+testing::TempDir* SharedPoolTest::dir_ = nullptr;
+std::string* SharedPoolTest::root_ = nullptr;
+
+TEST_F(SharedPoolTest, SixLoadersOnTwoWorkersAreEachExactThroughRandomWorkerDeaths) {
+  constexpr std::uint32_t kLoaders = 6;
+  constexpr std::uint64_t kEpochs = 2;
+  std::vector<Batches> expected;
+  for (std::uint32_t k = 0; k < kLoaders; ++k) expected.push_back(reference(options(k), kEpochs));
+
+  auto workers = pool(2);
+  ASSERT_NE(workers, nullptr);
+  std::vector<std::unique_ptr<Loader>> loaders;
+  for (std::uint32_t k = 0; k < kLoaders; ++k) {
+    LoaderOptions o = options(k);
+    o.max_worker_restarts = 100;
+    loaders.push_back(open(o, workers));
+    ASSERT_NE(loaders.back(), nullptr);
+  }
+  EXPECT_EQ(workers->loaders(), kLoaders);
+  EXPECT_EQ(testing::live_children().size(), 2u) << "the loaders started workers of their own";
+
+  // Round robin over the loaders, a batch each, killing a worker every other round.
+  std::mt19937 rng(7);
+  std::vector<Batches> got(kLoaders);
+  std::vector<std::uint64_t> ends(kLoaders, 0);
+  int kills = 0;
+  for (std::uint64_t step = 0; step < 1000; ++step) {
+    bool all_done = true;
+    for (std::uint32_t k = 0; k < kLoaders; ++k) {
+      if (ends[k] == kEpochs) continue;
+      all_done = false;
+      auto next = loaders[k]->next();
+      ASSERT_TRUE(next.ok()) << "loader " << k << ": " << next.status().message();
+      if (next->has_value()) {
+        got[k].emplace_back(**next);
+      } else {
+        ++ends[k];
+      }
+    }
+    if (all_done) break;
+    if (step % 2 == 1) {  // a random worker, at whatever point it is
+      ::kill(workers->impl().pid(rng() % 2), SIGKILL);
+      ++kills;
+    }
+  }
+  EXPECT_GE(kills, 6);
+  for (std::uint32_t k = 0; k < kLoaders; ++k) {
+    EXPECT_EQ(testing::first_difference(got[k], expected[k]), "") << "loader " << k;
+  }
+}
+
+TEST_F(SharedPoolTest, ALoaderAttachedMidwayGetsBatchesWhileAnotherKeepsReading) {
+  auto workers = pool(1);
+  auto busy = open(options(0), workers);
+  ASSERT_NE(busy, nullptr);
+  (void)testing::read_batches(*busy, 3);
+  const Batches expected = reference(options(1), 1);
+  auto late = open(options(1), workers);
+  ASSERT_NE(late, nullptr);
+  // The busy one keeps its slots full the whole time; the late one still gets its share.
+  Batches got;
+  for (int i = 0; i < 100 && got.size() < expected.size(); ++i) {
+    (void)testing::read_batches(*busy, 1);
+    auto next = late->next();
+    ASSERT_TRUE(next.ok()) << next.status().message();
+    ASSERT_TRUE(next->has_value());
+    got.emplace_back(**next);
+  }
+  EXPECT_EQ(testing::first_difference(got, expected), "");
+}
+
+TEST_F(SharedPoolTest, ALoaderDestroyedMidPassLeavesTheOthersExact) {
+  const Batches expected = reference(options(1), 2);
+  auto workers = pool(2);
+  auto staying = open(options(1), workers);
+  Batches got = testing::read_batches(*staying, 2);
+  {
+    auto leaving = open(options(2), workers);
+    ASSERT_NE(leaving, nullptr);
+    (void)testing::read_batches(*leaving, 2);  // and its other slots in flight
+    EXPECT_EQ(workers->loaders(), 2u);
+  }
+  EXPECT_EQ(workers->loaders(), 1u);
+  Batches rest = testing::read_batches(*staying, expected.size() - got.size());
+  got.insert(got.end(), rest.begin(), rest.end());
+  EXPECT_EQ(testing::first_difference(got, expected), "");
+  EXPECT_EQ(testing::live_children().size(), 2u) << "the pool lost a worker to a loader's going";
+}
+
+TEST_F(SharedPoolTest, ABadFileFailsOnlyTheLoaderItBelongsTo) {
+  testing::TempDir other;
+  const std::string bad_root = testing::make_image_folder(other.path(), 8, 2, 5, 30, 60);
+  { std::ofstream(bad_root + "/class_000/img_00002_text.jpg") << "this is not an image\n"; }
+  const Batches expected = reference(options(3), 1);
+  auto workers = pool(2);
+  LoaderOptions failing = options(4, bad_root);
+  failing.batch_size = 9;  // one batch: the whole pass
+  auto bad = open(failing, workers);
+  auto good = open(options(3), workers);
+  ASSERT_TRUE(bad && good);
+  auto first = bad->next();
+  ASSERT_FALSE(first.ok()) << "a pass with a bad file under on_error=fail";
+  EXPECT_NE(first.status().message().find("img_00002_text.jpg"), std::string::npos) << first.status().message();
+  EXPECT_EQ(testing::first_difference(testing::read_pass(*good), expected), "");
+  EXPECT_EQ(testing::live_children().size(), 2u);
+}
+
+TEST_F(SharedPoolTest, AStateTakenOnOnePoolResumesExactlyOnAPoolOfAnotherSize) {
+  const LoaderOptions o = options(5);
+  const Batches expected = reference(o, 2);
+  std::string state;
+  Batches got;
+  {
+    auto three = pool(3);
+    auto loader = open(o, three);
+    ASSERT_NE(loader, nullptr);
+    got = testing::read_batches(*loader, 8);  // into the second epoch
+    state = loader->state();
+  }
+  auto one = pool(1);
+  auto resumed = open(o, one, state);
+  ASSERT_NE(resumed, nullptr);
+  Batches rest = testing::read_pass(*resumed);
+  got.insert(got.end(), rest.begin(), rest.end());
+  EXPECT_EQ(testing::first_difference(got, expected), "");
+}
+
+TEST_F(SharedPoolTest, ThePoolStopsWithItsLastOwner) {
+  auto workers = pool(2);
+  auto loader = open(options(0), workers);
+  const std::vector<pid_t> started = testing::live_children();
+  ASSERT_EQ(started.size(), 2u);
+  workers.reset();  // the loader keeps it
+  (void)testing::read_batches(*loader, 2);
+  EXPECT_EQ(testing::live_children(), started);
+  loader.reset();
+  EXPECT_TRUE(testing::children_of(::getpid()).empty()) << "the pool outlived its last loader";
+}
+
+}  // namespace
+}  // namespace forkfeed
