@@ -24,7 +24,7 @@ from forkfeed import _forkfeed
 from forkfeed._forkfeed import (BadDataError, DaemonLostError, Error, WorkerDiedError, default_socket_path,
                                  fork_report)
 
-__all__ = ["Loader", "Client", "Batch", "Error", "BadDataError", "WorkerDiedError", "DaemonLostError", "fork_report",
+__all__ = ["Loader", "WorkerPool", "Client", "Batch", "Error", "BadDataError", "WorkerDiedError", "DaemonLostError", "fork_report",
            "default_socket_path"]
 
 
@@ -265,6 +265,10 @@ class Loader(_Pass):
     ``forkfeed.Error``. Bad options raise ValueError (or TypeError for a wrong
     type) naming the option. Ctrl-C while waiting for a batch raises
     KeyboardInterrupt at once, and the loader stays usable.
+
+    ``pool``: a ``forkfeed.WorkerPool`` whose workers this loader shares with the other
+    loaders on it (``workers`` then sizes only its batch slots); without one a Loader
+    starts workers of its own.
     """
 
     def __init__(
@@ -300,9 +304,12 @@ class Loader(_Pass):
         max_file_bytes: Optional[int] = None,
         log_level: Optional[str] = None,
         output: str = "torch",
+        pool: Optional["WorkerPool"] = None,
     ) -> None:
         options = self._options_from(locals())
-        self._impl = _forkfeed.Loader(options)
+        if pool is not None and not isinstance(pool, WorkerPool):
+            raise TypeError(f"pool must be a forkfeed.WorkerPool, got {type(pool).__name__}")
+        self._impl = _forkfeed.Loader(options, None, None if pool is None else pool._impl)
 
     @property
     def classes(self) -> List[str]:
@@ -325,6 +332,43 @@ class Loader(_Pass):
         """(address, size) of the shared memory arena in this process: every batch's
         images and labels lie inside it."""
         return self._open().shared_memory()
+
+
+class WorkerPool:
+    """Decode workers that several Loaders share, e.g. a training and a validation
+    loader: ``pool = forkfeed.WorkerPool(workers=8)``, then
+    ``forkfeed.Loader(train_dir, pool=pool)`` and ``forkfeed.Loader(val_dir, pool=pool)``.
+
+    Each loader keeps its own order, state_dict and errors; the workers serve the loaders
+    in equal shares of their time, and a share one leaves unused (the validation loader
+    during training) goes to the others. ``workers`` defaults to the CPU count;
+    ``start_method``, ``fork_hazard`` and ``log_level`` are as Loader's. The workers stop
+    when the pool and every loader on it are gone."""
+
+    def __init__(self, workers: Optional[int] = None, *, start_method: Optional[str] = None,
+                 fork_hazard: Optional[str] = None, log_level: Optional[str] = None) -> None:
+        if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):
+            raise ValueError(f"workers must be a positive int, got {workers!r}")
+        self._impl = _forkfeed.WorkerPool(workers or 0, start_method or "auto", fork_hazard or "warn",
+                                          log_level or "")
+
+    @property
+    def workers(self) -> int:
+        """How many decode workers the pool has."""
+        return self._impl.workers
+
+    @property
+    def start_method(self) -> str:
+        """How the workers started: "fork" or "spawn"."""
+        return self._impl.start_method
+
+    @property
+    def loaders(self) -> int:
+        """Loaders on the pool now."""
+        return self._impl.loaders
+
+    def __repr__(self) -> str:
+        return f"forkfeed.WorkerPool(workers={self.workers}, start_method={self.start_method!r})"
 
 
 class Client(_Pass):

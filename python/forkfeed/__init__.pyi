@@ -37,6 +37,22 @@ class _Pass:
     def __enter__(self) -> Self: ...
     def __exit__(self, *exc_info: object) -> None: ...
 
+class WorkerPool:
+    def __init__(
+        self,
+        workers: Optional[int] = None,
+        *,
+        start_method: Optional[Literal["auto", "fork", "spawn"]] = None,
+        fork_hazard: Optional[Literal["warn", "error", "ignore"]] = None,
+        log_level: Optional[str] = None,
+    ) -> None: ...
+    @property
+    def workers(self) -> int: ...
+    @property
+    def start_method(self) -> str: ...
+    @property
+    def loaders(self) -> int: ...
+
 class Loader(_Pass):
     def __init__(
         self,
@@ -71,6 +87,7 @@ class Loader(_Pass):
         max_file_bytes: Optional[int] = None,
         log_level: Optional[str] = None,
         output: Literal["torch", "numpy"] = "torch",
+        pool: Optional[WorkerPool] = None,
     ) -> None: ...
     @property
     def classes(self) -> List[str]: ...

@@ -158,3 +158,35 @@ def test_wrapping_a_loader_in_torchs_dataloader_says_what_to_do(dataset):
         with pytest.raises(TypeError, match="iterate it directly"):
             next(iter(torch.utils.data.DataLoader(loader)))
 
+
+
+def test_a_train_and_a_val_loader_on_one_pool_are_each_exact(dataset, labels):
+    train_options = dict(batch_size=4, seed=3)
+    val_options = dict(batch_size=8, seed=9, shuffle=False, transform="eval")
+
+    def alone(**options):
+        with forkfeed.Loader(dataset, size=16, workers=2, **options) as own:
+            return [one_pass(own) for _ in range(2)]
+
+    want_train, want_val = alone(**train_options), alone(**val_options)
+    pool = forkfeed.WorkerPool(2)
+    assert (pool.workers, pool.loaders) == (2, 0)
+    with forkfeed.Loader(dataset, size=16, workers=2, pool=pool, **train_options) as train, \
+            forkfeed.Loader(dataset, size=16, workers=2, pool=pool, **val_options) as val:
+        assert pool.loaders == 2
+        validations = 0
+        for epoch in range(2):
+            indices, got = [], []
+            while (batch := train.next_batch()) is not None:
+                indices += batch.indices
+                got += [int(x) for x in batch.labels]
+                if len(indices) % 12 == 0:  # a whole validation pass every 3 train batches
+                    assert one_pass(val) == want_val[0]
+                    validations += 1
+            assert (indices, got) == want_train[epoch], f"epoch {epoch}"
+        assert validations >= 2
+    assert pool.loaders == 0
+    with pytest.raises(TypeError, match="forkfeed.WorkerPool"):
+        forkfeed.Loader(dataset, pool="two workers")
+    with pytest.raises(ValueError, match="workers"):
+        forkfeed.WorkerPool(0)

@@ -75,7 +75,7 @@ def test_closed_loader(dataset):
 def test_docstrings_on_public_names():
     for name in forkfeed.__all__:
         assert getattr(forkfeed, name).__doc__, name
-    for cls in (forkfeed.Loader, forkfeed.Client):
+    for cls in (forkfeed.Loader, forkfeed.Client, forkfeed.WorkerPool):
         for name in dir(cls):
             if not name.startswith("_"):
                 assert getattr(cls, name).__doc__, f"{cls.__name__}.{name}"
@@ -94,7 +94,7 @@ def test_stub_matches_the_package():
         own = {n.name for n in c.body if isinstance(n, ast.FunctionDef)}
         return own.union(*(stub_names(b.id) for b in c.bases if b.id in classes))
 
-    for cls in (forkfeed.Loader, forkfeed.Client):
+    for cls in (forkfeed.Loader, forkfeed.Client, forkfeed.WorkerPool):
         init = next(n for n in classes[cls.__name__].body
                     if isinstance(n, ast.FunctionDef) and n.name == "__init__")
         stub_args = [a.arg for a in init.args.args + init.args.kwonlyargs]
