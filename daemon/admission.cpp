@@ -1,4 +1,4 @@
-// Admission: limits and fair shares.
+// Admission: limits, and each stream's cap on its share of the pool.
 #include "daemon/admission.h"
 
 #include <unistd.h>
@@ -33,17 +33,11 @@ Result<Admission::Ticket> Admission::admit(const LoaderOptions& options) {
                                      std::to_string(limits_.max_streams) +
                                      " streams (max_streams); close one or raise --max-streams");
   }
-  const std::uint32_t free = limits_.max_workers - std::min(used_.workers, limits_.max_workers);
-  if (free == 0) {
-    return Status::ResourceExhausted(
-        "all " + std::to_string(limits_.max_workers) + " workers of forkfeedd are in use by " +
-        std::to_string(used_.streams) +
-        " streams (max_workers); wait for a stream to close or raise --max-workers");
-  }
-  const std::uint32_t fair = std::max(1u, limits_.max_workers / (used_.streams + 1));
+  // Every stream shares the pool's workers; `workers` only caps its share, through the
+  // slots it may fill at once.
   LoaderOptions granted = options;
-  const std::uint32_t cap = limits_.max_stream_workers > 0 ? limits_.max_stream_workers : fair;
-  granted.workers = std::min({std::max(options.workers, 1u), fair, cap, free});
+  const std::uint32_t cap = limits_.max_stream_workers > 0 ? limits_.max_stream_workers : limits_.max_workers;
+  granted.workers = std::min({std::max(options.workers, 1u), cap, limits_.max_workers});
   const std::uint64_t bytes = arena_batch_bytes(granted);
   if (bytes > limits_.max_stream_arena_bytes) {
     return Status::ResourceExhausted(

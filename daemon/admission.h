@@ -1,6 +1,8 @@
-// Admission: forkfeedd's limits on what all streams together may use — streams, workers,
-// arena bytes — and each stream's fair share of the workers. A request over a limit is
-// refused with a message naming the limit, before any memory or process exists.
+// Admission: forkfeedd's limits on what all streams together may use — streams and arena
+// bytes — and the cap on each stream's share of the one pool of workers they all share.
+// A request over a limit is refused with a message naming the limit, before any memory
+// or process exists. Workers are never a reason to refuse: a stream's tasks wait their
+// turn in the pool.
 #pragma once
 
 #include <cstdint>
@@ -13,9 +15,9 @@ namespace forkfeed {
 
 struct Limits {
   std::uint32_t max_streams = 64;
-  std::uint32_t max_workers = 0;  // 0: the number of CPUs
-  // One stream; 0: no cap but the fair share. Set it to max_workers / ranks when
-  // several ranks start together, so the first ones cannot take every worker.
+  std::uint32_t max_workers = 0;  // the pool's size; 0: the number of CPUs
+  // The most workers one stream may keep busy at once (its batch slots are this times
+  // prefetch, plus one); 0: max_workers. The pool shares its workers fairly either way.
   std::uint32_t max_stream_workers = 0;
   std::uint64_t max_arena_bytes = 0;         // all streams; 0: half of the machine's memory
   std::uint64_t max_stream_arena_bytes = 0;  // one stream; 0: max_arena_bytes
@@ -42,15 +44,14 @@ class Admission {
     std::uint64_t arena_bytes_ = 0;
   };
 
-  // Admits a stream that asks for `options.workers` workers: it gets at most its fair
-  // share, max_workers / (streams + 1), and max_stream_workers, and at least one while
-  // one is free. The arena
-  // bytes are those of `options` with the granted worker count.
+  // Admits a stream that asks for `options.workers` workers: its share is capped at that,
+  // max_stream_workers and max_workers. The arena bytes are those of `options` with the
+  // granted worker count.
   Result<Ticket> admit(const LoaderOptions& options);
 
   struct Totals {
     std::uint32_t streams = 0;
-    std::uint32_t workers = 0;
+    std::uint32_t workers = 0;  // the streams' caps, summed: may exceed max_workers
     std::uint64_t arena_bytes = 0;
   };
   Totals totals() const;

@@ -25,10 +25,12 @@ template <typename Config, typename Visit>
 void for_each_limit(Config& config, Visit&& visit) {
   using enum LimitKind;
   visit(LimitField{"max_streams", kCount, "Streams served at once [default: 64]"}, config.limits.max_streams);
-  visit(LimitField{"max_workers", kCount, "Workers of all streams together [default: the CPU count]"},
+  visit(LimitField{"max_workers", kCount,
+                   "Decode workers, one pool that every stream shares fairly [default: the CPU count]"},
         config.limits.max_workers);
   visit(LimitField{"max_stream_workers", kCount,
-                   "Workers of one stream [default: no cap but the fair share, max-workers / (streams + 1)]"},
+                   "Workers one stream may keep busy at once (its slots: this x prefetch + 1) [default: "
+                   "max-workers]"},
         config.limits.max_stream_workers);
   visit(LimitField{"max_arena_bytes", kBytes, "Batch slot memory of all streams, e.g. 64G [default: half of RAM]"},
         config.limits.max_arena_bytes);

@@ -19,9 +19,9 @@ namespace forkfeed {
 using json = nlohmann::json;
 
 Result<ServedStream::Opened> ServedStream::open(std::uint64_t id, const LoaderOptions& options,
-                                                std::string_view state, Admission::Ticket ticket,
-                                                json about) {
-  auto loader = Loader::open(options, state);
+                                                std::string_view state, std::shared_ptr<WorkerPool> pool,
+                                                Admission::Ticket ticket, json about) {
+  auto loader = Loader::open(options, state, std::move(pool));
   if (!loader.ok()) return loader.status();
   auto channel = ConsumerChannel::create();
   if (!channel.ok()) return channel.status();
@@ -44,7 +44,7 @@ Result<ServedStream::Opened> ServedStream::open(std::uint64_t id, const LoaderOp
       s.lent_.capacity(), options.workers, s.loader_->dataset().classes().size(), options.size, options.dtype,
       resolve(options.layout, options.dtype), memory.size, LoaderInternals::order_key(*s.loader_),
       s.loader_->dataset().classes()});
-  spdlog::info("stream {} opened for pid {} (uid {}): {} workers, {} slots, rank {}/{}, arena {:.1f} MiB", id,
+  spdlog::info("stream {} opened for pid {} (uid {}): up to {} workers, {} slots, rank {}/{}, arena {:.1f} MiB", id,
                s.about_.value("pid", 0), s.about_.value("uid", 0), options.workers, s.lent_.capacity(),
                options.rank, options.world_size, memory.size / 1048576.0);
   return opened;

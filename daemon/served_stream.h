@@ -29,10 +29,10 @@ class ServedStream {
     std::vector<UniqueFd> fds;  // the arena (read-only), the channel's memfd and its two eventfds
   };
   // Opens the loader for `options`, which forkfeedd has completed, validated and
-  // admitted under `ticket`, from `state` if not empty. `about` (who asked, for what)
-  // heads the stream's stats.
+  // admitted under `ticket`, from `state` if not empty, on the daemon's `pool`. `about`
+  // (who asked, for what) heads the stream's stats.
   static Result<Opened> open(std::uint64_t id, const LoaderOptions& options, std::string_view state,
-                             Admission::Ticket ticket, nlohmann::json about);
+                             std::shared_ptr<WorkerPool> pool, Admission::Ticket ticket, nlohmann::json about);
   ~ServedStream();
   ServedStream(const ServedStream&) = delete;
   ServedStream& operator=(const ServedStream&) = delete;

@@ -52,12 +52,18 @@ Result<std::unique_ptr<Server>> Server::start(DaemonConfig config) {
   if (!stop.valid()) return Status::FromErrno("eventfd", errno);
   auto listener = Listener::bind(config.socket_path, !config.allow_uids.empty());
   if (!listener.ok()) return listener.status();
-  return std::unique_ptr<Server>(
-      new Server(std::move(config), std::move(listener).value(), std::move(signals), std::move(stop)));
+  // Before any session thread exists: the pool forks from a process that is safe to fork.
+  auto pool = WorkerPool::open(PoolOptions{.workers = config.limits.max_workers, .log_level = config.log_level});
+  if (!pool.ok()) return pool.status();
+  config.limits.max_workers = (*pool)->workers();  // 0 was "the CPUs": now a number
+  return std::unique_ptr<Server>(new Server(std::move(config), std::move(listener).value(), std::move(signals),
+                                            std::move(stop), std::move(pool).value()));
 }
 
-Server::Server(DaemonConfig config, Listener listener, UniqueFd signals, UniqueFd stop)
+Server::Server(DaemonConfig config, Listener listener, UniqueFd signals, UniqueFd stop,
+               std::shared_ptr<WorkerPool> pool)
     : config_(std::move(config)),
+      pool_(std::move(pool)),
       admission_(config_.limits),
       listener_(std::move(listener)),
       signals_(std::move(signals)),
@@ -138,7 +144,7 @@ void Server::accept_some() {
                         "moment or raise --max-pending-connections");
       continue;
     }
-    const SessionContext context{&config_, &admission_, stop_.get(), [this] { return stats(); }};
+    const SessionContext context{&config_, &admission_, stop_.get(), pool_, [this] { return stats(); }};
     try {
       sessions_.emplace_back();  // the list's node first: once a session runs, nothing may throw
       sessions_.back() = std::make_unique<StreamSession>(next_id_++, std::move(peer).value(), context);

@@ -31,7 +31,7 @@ class Server {
   const std::string& socket_path() const { return listener_.path(); }
 
  private:
-  Server(DaemonConfig config, Listener listener, UniqueFd signals, UniqueFd stop);
+  Server(DaemonConfig config, Listener listener, UniqueFd signals, UniqueFd stop, std::shared_ptr<WorkerPool> pool);
   // Accepts at most a bounded number of connections, so that expiring and reaping run
   // between rounds of a connect flood.
   void accept_some();
@@ -50,6 +50,8 @@ class Server {
   nlohmann::json stats() const;
 
   DaemonConfig config_;
+  // The decode workers of every stream; after the sessions go (declared before them).
+  std::shared_ptr<WorkerPool> pool_;
   Admission admission_;
   Listener listener_;
   UniqueFd signals_;  // signalfd for SIGTERM, SIGINT

@@ -274,7 +274,8 @@ json StreamSession::open_stream(const json& body, std::vector<UniqueFd>& fds) {
              {"world_size", options.world_size},
              {"batch_size", options.batch_size},
              {"workers", options.workers}};
-  auto opened = ServedStream::open(id_, options, request->state, std::move(ticket).value(), std::move(about));
+  auto opened = ServedStream::open(id_, options, request->state, context_.pool, std::move(ticket).value(),
+                                   std::move(about));
   if (!opened.ok()) return error_reply(opened.status());
   stream_ = std::move(opened->stream);
   fds = std::move(opened->fds);

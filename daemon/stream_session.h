@@ -34,6 +34,7 @@ struct SessionContext {
   const DaemonConfig* config;
   Admission* admission;
   int stop_fd;  // readable once the daemon is stopping
+  std::shared_ptr<WorkerPool> pool;  // the decode workers every stream shares
   std::function<nlohmann::json()> daemon_stats;
 };
 

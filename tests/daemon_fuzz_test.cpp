@@ -240,7 +240,7 @@ TEST_F(DaemonFuzzTest, HostileMessagesLeaveTheDaemonServing) {
 // got, and cannot write the arena: the daemon ignores what it does not expect.
 TEST_F(DaemonFuzzTest, ScribbledChannelHarmsOnlyItsOwnStream) {
   testing::HangGuard guard(120, "DaemonFuzzTest.ScribbledChannel");
-  testing::DaemonProcess daemon(dir_->path() + "/scribble.sock", {"--max-workers", "4"});
+  testing::DaemonProcess daemon(dir_->path() + "/scribble.sock", {"--max-workers", "2"});
   std::mt19937 rng(99);
   const json request = to_json(StreamRequest{StreamOptions{options(), {}}, {}});
   for (int round = 0; round < 8; ++round) {
@@ -296,9 +296,7 @@ TEST_F(DaemonFuzzTest, ScribbledChannelHarmsOnlyItsOwnStream) {
   ASSERT_TRUE(client.ok()) << client.status().message();
   const testing::Batches pass = testing::read_pass(**client);
   EXPECT_EQ(testing::exactly_once(testing::indices_of(pass), 10), "");
-  EXPECT_TRUE(testing::eventually([&] { return testing::children_of(daemon.pid()).size() == 1; },
-                                  std::chrono::seconds(5)))
-      << "workers of the scribbled streams are left: " << testing::children_of(daemon.pid()).size();
+  EXPECT_EQ(testing::children_of(daemon.pid()).size(), 2u) << "the pool lost or gained workers";
 }
 
 }  // namespace

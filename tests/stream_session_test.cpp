@@ -54,7 +54,10 @@ class StreamSessionTest : public testing::DaemonSuite<StreamSessionTest> {
     // A reply that never comes fails the test instead of hanging it.
     const timeval timeout{kWaitMs / 1000, 0};
     ::setsockopt(client_.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-    context_ = SessionContext{&config_, &admission_, stop_.get(), [] { return json{{"daemon", "stats"}}; }};
+    auto pool = WorkerPool::open({.workers = 1, .log_level = "error"});
+    ASSERT_TRUE(pool.ok()) << pool.status().message();
+    context_ = SessionContext{&config_, &admission_, stop_.get(), std::move(pool).value(),
+                              [] { return json{{"daemon", "stats"}}; }};
     session_ = std::make_unique<StreamSession>(7, Listener::Peer{UniqueFd(fds[0]), ::getpid(), ::getuid()},
                                                context_);
   }
