@@ -210,6 +210,10 @@ nlohmann::json Server::stats() const {
     }
     pending = pending_connections();
   }
+  // Each stream's share of the worker time the open streams got.
+  double worker_ns = 0;
+  for (const auto& s : streams) worker_ns += s.value("worker_ns", 0.0);
+  for (auto& s : streams) s["worker_share"] = worker_ns > 0 ? s.value("worker_ns", 0.0) / worker_ns : 0.0;
   const double uptime = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   return nlohmann::json{{"daemon",
                          {{"pid", ::getpid()},
@@ -217,7 +221,8 @@ nlohmann::json Server::stats() const {
                           {"uptime_s", uptime},
                           {"rss_bytes", resident_bytes()},
                           {"streams", used.streams},
-                          {"workers", used.workers},
+                          {"workers", pool_->workers()},
+                          {"start_method", std::string(to_string(pool_->start_method()))},
                           {"arena_bytes", used.arena_bytes},
                           {"pending_connections", pending},
                           {"limits",

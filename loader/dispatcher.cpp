@@ -96,7 +96,12 @@ void Dispatcher::drain() {
   for (std::uint32_t w = 0; w < ledger_.size(); ++w) {
     while (auto c = arena_->channel(w).completions.try_pop()) {
       // A worker runs its tasks in order, so its completions come in order.
+      const std::uint64_t issued = ledger_[w].front().issued_ns;
       ledger_[w].pop_front();
+      if (c->finished_ns >= c->started_ns && c->started_ns >= issued) {
+        worker_ns_ += c->finished_ns - c->started_ns;
+        wait_ns_ += c->started_ns - issued;
+      }
       if (c->generation == generation_ && c->outcome != TaskOutcome::kCancelled) {
         ready_.emplace(c->batch_id, *c);
       } else {

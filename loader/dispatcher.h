@@ -72,6 +72,9 @@ class Dispatcher {
   std::size_t unfinished(std::uint32_t worker) const { return ledger_[worker].size(); }
   // When the oldest unfinished task of `worker` was issued (CLOCK_MONOTONIC ns), if any.
   std::optional<std::uint64_t> oldest_issued_ns(std::uint32_t worker) const;
+  // Worker time the completed tasks took, and how long they waited for a worker (ns).
+  std::uint64_t worker_ns() const { return worker_ns_; }
+  std::uint64_t wait_ns() const { return wait_ns_; }
 
  private:
   struct Issued {
@@ -97,6 +100,8 @@ class Dispatcher {
   std::uint64_t issued_ = 0;
   std::vector<std::deque<Issued>> ledger_;      // per worker: issued, not yet completed, in order
   std::map<std::uint64_t, Completion> ready_;  // finished, waiting for their turn
+  std::uint64_t worker_ns_ = 0;
+  std::uint64_t wait_ns_ = 0;
 };
 
 }  // namespace forkfeed

@@ -195,6 +195,8 @@ class Loader::Impl {
     s.slots = slot_count(options_);
     s.start_method = pool_->start_method();
     s.pinned = pinned_ && pinned_->pinned();
+    s.worker_ns = dispatcher_->worker_ns();
+    s.wait_ns = dispatcher_->wait_ns();
     return s;
   }
   Loader::SharedMemory shared_memory() const {

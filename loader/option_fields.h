@@ -24,6 +24,7 @@ void for_each_option(Options& o, Visit&& visit) {
   visit("batch_size", o.batch_size, kStream);
   visit("workers", o.workers, kStream);
   visit("prefetch", o.prefetch, kStream);
+  visit("weight", o.weight, kLocal);
   visit("transform", o.transform, kStream);
   visit("size", o.size, kStream);
   visit("dtype", o.dtype, kStream);
@@ -51,7 +52,7 @@ void for_each_option(Options& o, Visit&& visit) {
 // for_each_option() above, then count it here.
 inline void every_loader_option_is_named(LoaderOptions& o) {
   [[maybe_unused]] auto& [image_folder, manifest, shards, shard_label, shard_label_field, batch_size, workers,
-                          prefetch, transform, size, dtype, layout, mean, std, seed, epoch, rank, world_size,
+                          prefetch, weight, transform, size, dtype, layout, mean, std, seed, epoch, rank, world_size,
                           shuffle, drop_last, on_error, start_method, fork_hazard, max_worker_restarts,
                           task_timeout_ms, pin_memory_device, max_pixels, max_file_bytes, log_level] = o;
 }

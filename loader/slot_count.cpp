@@ -18,7 +18,8 @@ ArenaSpec arena_spec(const LoaderOptions& o, std::uint32_t pool_workers) {
                    .batch_size = o.batch_size,
                    .sample_bytes = sample_bytes(o.dtype, o.size),
                    .transform = transform_spec(o),
-                   .on_error = o.on_error};
+                   .on_error = o.on_error,
+                   .weight = o.weight};
 }
 
 Status every_slot_held() {

@@ -21,13 +21,16 @@ void for_each_stat(Stats& s, Visit&& visit) {
   visit("index_bytes", s.index_bytes);
   visit("slots", s.slots);
   visit("pinned", s.pinned);
+  visit("worker_ns", s.worker_ns);
+  visit("wait_ns", s.wait_ns);
 }
 
 // Stops compiling when LoaderStats gains or loses a field: name it in for_each_stat()
 // above, then count it here.
 inline void every_loader_stat_is_named(LoaderStats& s) {
   [[maybe_unused]] auto& [delivered_batches, delivered_samples, skipped_samples, skipped_bytes,
-                          worker_restarts, start_method, arena_bytes, index_bytes, slots, pinned] = s;
+                          worker_restarts, start_method, arena_bytes, index_bytes, slots, pinned, worker_ns,
+                          wait_ns] = s;
 }
 
 }  // namespace forkfeed

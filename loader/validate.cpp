@@ -60,6 +60,9 @@ Status validate(const LoaderOptions& o) {
   }
   if (o.workers == 0) return bad("workers must be at least 1");
   if (o.prefetch == 0) return bad("prefetch must be at least 1 (batches in flight per worker)");
+  if (o.weight == 0 || o.weight > 1000) {
+    return bad("weight must be 1 to 1000 (a share of a shared pool's worker time), got " + std::to_string(o.weight));
+  }
   // Every slot may be queued on one worker's ring, so slots must fit in a ring.
   if (std::uint64_t{o.workers} * o.prefetch + 1 > kRingCapacity) {
     return bad("workers x prefetch = " + std::to_string(std::uint64_t{o.workers} * o.prefetch) + " exceeds " +

@@ -158,16 +158,21 @@ TEST_F(DaemonLimitsTest, CtlStatsReportsEveryStream) {
   EXPECT_GT(stats["daemon"]["uptime_s"].get<double>(), 0.0);
   EXPECT_GT(stats["daemon"]["rss_bytes"].get<std::uint64_t>(), 0u);
   EXPECT_EQ(stats["daemon"]["streams"].get<int>(), 2);
+  EXPECT_EQ(stats["daemon"]["workers"].get<int>(), 2) << "the pool's size";
   ASSERT_EQ(stats["streams"].size(), 2u) << out;
   std::uint64_t delivered = 0;
+  double shares = 0;
   for (const auto& s : stats["streams"]) {
     for (const char* key : {"images_per_s", "delivered_batches", "delivered_samples", "skipped_samples",
-                            "queue_depth", "worker_restarts", "workers", "arena_bytes"}) {
+                            "queue_depth", "worker_restarts", "workers", "arena_bytes", "worker_ns", "wait_ns",
+                            "worker_share"}) {
       EXPECT_TRUE(s.contains(key)) << key << " missing in " << s.dump();
     }
     delivered += s["delivered_batches"].get<std::uint64_t>();
+    shares += s.value("worker_share", 0.0);
   }
   EXPECT_GE(delivered, 3u);
+  EXPECT_NEAR(shares, 1.0, 1e-9) << "the streams' shares of the worker time they got";
 
   const std::string nowhere = std::string(FORKFEED_BIN_DIR) + "/forkfeed-ctl --socket " + dir_->path() +
                               "/nobody.sock stats 2>/dev/null";

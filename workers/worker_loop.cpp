@@ -1,11 +1,6 @@
 // The worker task loop. Nothing here takes a lock in shared memory: a worker killed at
-// any instruction leaves at most a half-written slot, which its loader owns.
-//
-// Fairness: each loader attached to the pool has a virtual time, the worker time it got
-// here divided by its weight; the worker takes its next task from the loader with work
-// and the least virtual time. A loader without work does not bank credit (its virtual
-// time follows the others'), so a share it leaves unused goes to the others at once and
-// comes back to it at its next task, and a loader that attaches starts level with them.
+// any instruction leaves at most a half-written slot, which its loader owns. Which
+// loader's task comes next is FairShare's to say.
 #include "workers/worker_loop.h"
 
 #include <spdlog/sinks/stdout_sinks.h>
@@ -27,6 +22,7 @@
 #include "transport/futex.h"
 #include "transport/pool_message.h"
 #include "transport/slot_contents.h"
+#include "workers/fair_share.h"
 #include "workers/opencv_logging.h"
 #include "workers/sample_pipeline.h"
 
@@ -48,7 +44,6 @@ struct Tenant {
   UniqueFd completions;          // the loader's eventfd, written after each completion
   WorkerChannel& channel;        // this worker's rings in the loader's arena
   SamplePipeline pipeline;       // the loader's transform
-  double virtual_ns = 0;         // worker time received / weight
 };
 
 class Worker {
@@ -81,7 +76,7 @@ class Worker {
           const std::uint64_t started = monotonic_ns();
           const TaskOutcome outcome = execute(*t, *task);
           const std::uint64_t finished = monotonic_ns();
-          t->virtual_ns += static_cast<double>(finished - started) / std::max(1u, t->arena->control().weight);
+          share_.charge(t->id, finished - started);
           complete(*t, *task, outcome, started, finished);
         }
         continue;
@@ -117,6 +112,7 @@ class Worker {
       if (!received->has_value()) return true;
       ReceivedPoolMessage& m = **received;
       std::erase_if(tenants_, [&](const auto& t) { return t->id == m.message.loader; });  // unmaps its arena
+      share_.remove(m.message.loader);
       if (m.message.kind != PoolMessage::Kind::kAttach) continue;
       auto arena = Arena::attach(std::move(m.arena));
       if (!arena.ok() || arena.value()->control().num_workers <= who_.id) {
@@ -126,28 +122,25 @@ class Worker {
                     arena.ok() ? "it has fewer channels than the pool has workers" : arena.status().message());
         continue;
       }
-      double level = tenants_.empty() ? 0.0 : tenants_.front()->virtual_ns;
-      for (const auto& t : tenants_) level = std::min(level, t->virtual_ns);
+      share_.add(m.message.loader, (*arena)->control().weight);
       tenants_.push_back(std::make_unique<Tenant>(m.message.loader, std::move(arena).value(),
                                                   std::move(m.completions), who_.id));
-      tenants_.back()->virtual_ns = level;
     }
   }
 
-  // The loader to serve next: of those with a task for this worker, the least served.
-  // The others do not fall behind while they have nothing to do.
+  Tenant* tenant(std::uint64_t id) const {
+    for (const auto& t : tenants_) {
+      if (t->id == id) return t.get();
+    }
+    return nullptr;
+  }
+  // The loader to serve next, of those with a task for this worker in a channel handed to it.
   Tenant* next_tenant() {
-    Tenant* best = nullptr;
-    for (const auto& t : tenants_) {
-      if (serves(*t) && t->channel.tasks.size() > 0 && (best == nullptr || t->virtual_ns < best->virtual_ns)) {
-        best = t.get();
-      }
-    }
-    if (best == nullptr) return nullptr;
-    for (const auto& t : tenants_) {
-      if (!(serves(*t) && t->channel.tasks.size() > 0)) t->virtual_ns = std::max(t->virtual_ns, best->virtual_ns);
-    }
-    return best;
+    const auto chosen = share_.next([&](std::uint64_t id) {
+      const Tenant* t = tenant(id);
+      return serves(*t) && t->channel.tasks.size() > 0;
+    });
+    return chosen ? tenant(*chosen) : nullptr;
   }
 
   TaskOutcome execute(Tenant& t, const Task& task) {
@@ -195,6 +188,7 @@ class Worker {
   WorkerIdentity who_;
   std::uint32_t messages_read_ = 0;
   std::vector<std::unique_ptr<Tenant>> tenants_;
+  FairShare share_;  // of tenants_, by id
   std::shared_ptr<spdlog::logger> log_;
 };
 

@@ -38,6 +38,10 @@ struct LoaderStats {
   std::uint64_t index_bytes = 0;  // of it, the dataset index: paths, slices and labels
   std::uint32_t slots = 0;
   bool pinned = false;  // the batch slots are page-locked for pin_memory_device
+  // Worker time this loader's tasks took, and time they waited in a worker's queue (behind
+  // its own tasks and other loaders' on a shared pool), from issue to start: nanoseconds.
+  std::uint64_t worker_ns = 0;
+  std::uint64_t wait_ns = 0;
 };
 
 class Loader {

@@ -65,6 +65,10 @@ struct LoaderOptions {
   // Batches in flight per worker; the arena holds workers * prefetch + 1 batch slots,
   // which must fit in half of the machine's memory.
   std::uint32_t prefetch = 2;
+  // This loader's share of a shared WorkerPool's time against the other loaders on it,
+  // 1 to 1000: one of weight 2 gets twice the worker time of one of weight 1 while both
+  // have work. Only the process that runs the loader sets it (forkfeedd's streams: 1).
+  std::uint32_t weight = 1;
 
   TransformKind transform = TransformKind::kTrain;
   std::uint32_t size = 224;

@@ -69,7 +69,7 @@ PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 # The LoaderOptions keywords of Loader() and Client(), by their C++ names.
 _OPTION_NAMES = (
     "root", "manifest", "shards", "shard_label", "shard_label_field", "batch_size", "workers",
-    "prefetch", "transform", "size", "dtype", "layout", "mean", "std",
+    "prefetch", "weight", "transform", "size", "dtype", "layout", "mean", "std",
     "seed", "epoch", "rank", "world_size", "shuffle", "drop_last", "on_error", "start_method",
     "fork_hazard", "max_worker_restarts", "task_timeout", "pin_memory_device", "max_pixels",
     "max_file_bytes", "log_level",
@@ -282,6 +282,7 @@ class Loader(_Pass):
         batch_size: Optional[int] = None,
         workers: Optional[int] = None,
         prefetch: Optional[int] = None,
+        weight: Optional[int] = None,
         transform: Optional[str] = None,
         size: Optional[int] = None,
         dtype: Optional[str] = None,
@@ -402,6 +403,7 @@ class Client(_Pass):
         batch_size: Optional[int] = None,
         workers: Optional[int] = None,
         prefetch: Optional[int] = None,
+        weight: Optional[int] = None,
         transform: Optional[str] = None,
         size: Optional[int] = None,
         dtype: Optional[str] = None,

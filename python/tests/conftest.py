@@ -140,6 +140,7 @@ print(json.dumps({{"outcome": outcome, "took": took}}))
 CONTINUE_THE_PASS = """
 for pid in workers:
     os.kill(pid, signal.SIGCONT)
+batch = None  # what the interrupted loop got before the workers stopped holds a slot
 seen = 0
 while (b := loader.next_batch()) is not None:
     seen += len(b.indices)

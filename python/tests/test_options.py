@@ -15,7 +15,7 @@ from conftest import BIN_DIR
 @pytest.mark.parametrize("name,value", [
     ("dtype", "int8"), ("transform", "random"), ("on_error", "ignore"), ("start_method", "thread"),
     ("fork_hazard", "panic"), ("workers", -1), ("batch_size", 2**32), ("seed", -5),
-    ("mean", [0.5, 0.5]), ("task_timeout", -1.0), ("pin_memory_device", -2**31 - 1),
+    ("mean", [0.5, 0.5]), ("task_timeout", -1.0), ("pin_memory_device", -2**31 - 1), ("weight", 0), ("weight", 1001),
 ])
 def test_bad_value_names_the_option(dataset, name, value):
     with pytest.raises(ValueError, match=name):
