@@ -6,6 +6,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <string>
@@ -73,12 +75,15 @@ Status WorkerPool::Impl::launch(std::uint32_t w, WorkerLauncher& launcher) {
   Slot& slot = slots_[w];
   auto ends = pool_socket_pair();
   if (!ends.ok()) return ends.status();
+  // The pool never waits for a worker to read (it holds the lock that every loader needs).
+  if (::fcntl(ends->first.get(), F_SETFL, O_NONBLOCK) != 0) return Status::FromErrno("fcntl of a pool socket", errno);
   const std::uint64_t incarnation = slot.incarnation + 1;
   auto child = launcher.launch(memory_, WorkerIdentity{w, incarnation, ::getpid(), log_level_, ends->second.get()});
   if (!child.ok()) return child.status();
   if (slot.running) retired_.push_back(std::move(slot.worker));
   slot.worker = std::move(child).value();
   slot.socket = std::move(ends->first);
+  slot.backlog.clear();  // meant for the life that ended: this one is sent every loader
   slot.incarnation = incarnation;
   slot.running = true;
   for (const Attached& a : attached_) send(w, PoolMessage{PoolMessage::Kind::kAttach, a.id}, a.arena, a.completions);
@@ -86,8 +91,37 @@ Status WorkerPool::Impl::launch(std::uint32_t w, WorkerLauncher& launcher) {
 }
 
 void WorkerPool::Impl::send(std::uint32_t w, const PoolMessage& message, int arena, int completions) {
-  // A worker that is gone cannot read it; its replacement is sent every loader afresh.
-  (void)send_pool_message(slots_[w].socket.get(), message, arena, completions);
+  std::deque<Pending>& backlog = slots_[w].backlog;
+  if (message.kind == PoolMessage::Kind::kDetach) {
+    // A loader that leaves before the worker heard of it: neither message is needed.
+    const auto before = backlog.size();
+    std::erase_if(backlog, [&](const Pending& p) { return p.message.loader == message.loader; });
+    if (backlog.size() != before) return;
+  }
+  Pending pending{message, {}, {}};
+  if (message.kind == PoolMessage::Kind::kAttach) {
+    // Held until sent: the loader may close its own before the worker reads its socket.
+    pending.arena = UniqueFd(::fcntl(arena, F_DUPFD_CLOEXEC, 0));
+    pending.completions = UniqueFd(::fcntl(completions, F_DUPFD_CLOEXEC, 0));
+  }
+  backlog.push_back(std::move(pending));
+  flush(w);
+}
+
+void WorkerPool::Impl::flush(std::uint32_t w) {
+  Slot& slot = slots_[w];
+  bool sent_any = false;
+  while (!slot.backlog.empty()) {
+    const Pending& p = slot.backlog.front();
+    const Status sent = send_pool_message(slot.socket.get(), p.message, p.arena.get(), p.completions.get());
+    // A full socket: the worker is busy in a sample, or stopped; the rest waits for the
+    // next send() or wait(). Any other failure: the worker is gone, and its replacement
+    // is sent every loader afresh.
+    if (sent.code() == Status::Code::kResourceExhausted) break;
+    slot.backlog.pop_front();
+    sent_any = true;
+  }
+  if (!sent_any) return;
   WorkerState& state = memory_.worker(w);
   state.messages.fetch_add(1, std::memory_order_release);
   futex_ring(&state.bell);
@@ -152,10 +186,9 @@ void WorkerPool::Impl::wait(int completions, std::chrono::milliseconds timeout) 
     (void)!::read(completions, &count, sizeof count);  // resets the counter; the caller polls the rings
   }
   std::lock_guard lock(mu_);
-  if (ready > 0) {
-    for (std::uint32_t w = 0; w < slots_.size(); ++w) {
-      if (fds[w + 1].revents & (POLLIN | POLLHUP)) reap(w);
-    }
+  for (std::uint32_t w = 0; w < slots_.size(); ++w) {
+    if (ready > 0 && (fds[w + 1].revents & (POLLIN | POLLHUP))) reap(w);
+    if (slots_[w].running && !slots_[w].backlog.empty()) flush(w);
   }
   if (--waiting_ == 0) retired_.clear();
 }

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -94,9 +95,16 @@ class WorkerPool::Impl {
   void kill(std::uint32_t w, std::uint64_t incarnation);
 
  private:
+  // A message the worker's socket had no room for yet, with its own copies of the fds.
+  struct Pending {
+    PoolMessage message;
+    UniqueFd arena;
+    UniqueFd completions;
+  };
   struct Slot {
     LaunchedWorker worker;
-    UniqueFd socket;  // the pool's end of the worker's socket
+    UniqueFd socket;              // the pool's end of the worker's socket (non-blocking)
+    std::deque<Pending> backlog;  // in order; an attach and its detach cancel out
     std::uint64_t incarnation = 0;
     bool running = false;  // false after a failure: no process to watch
   };
@@ -117,7 +125,12 @@ class WorkerPool::Impl {
   // or 2 before its first heartbeat would fail the same way again. Passes on what it wrote
   // to stderr before it started.
   Status start_failure(std::uint32_t w, const ExitInfo& exit);
+  // Sends worker `w` a message, after those it has not had room for yet, and rings it.
+  // Never waits for the worker: what its socket cannot take now is kept, in order, and
+  // sent by a later send() or wait(). REQUIRES: mu_ held.
   void send(std::uint32_t w, const PoolMessage& message, int arena = -1, int completions = -1);
+  // Sends what it can of worker `w`'s backlog. REQUIRES: mu_ held.
+  void flush(std::uint32_t w);
   void detach(std::uint64_t id);
   void stop();
 

@@ -199,6 +199,47 @@ TEST_F(WorkerPoolTest, ADeathIsReportedOnceToEveryLoaderAndTheWorkerReplacedAtOn
   EXPECT_EQ(a.arena->channel(1).incarnation.load(), 1u);
 }
 
+TEST_F(WorkerPoolTest, AWorkerThatDoesNotReadItsMessagesIsNeverWaitedFor) {
+  auto pool = start(StartMethod::kFork);
+  ASSERT_NE(pool, nullptr);
+  FakeLoader watcher = new_loader();
+  auto watching = pool->attach(*watcher.arena, watcher.completions.get());
+  ASSERT_TRUE(watching.ok());
+  const pid_t stopped = pool->pid(0);
+  ASSERT_EQ(::kill(stopped, SIGSTOP), 0);
+  // Loaders come and go (a daemon's streams) while worker 0 reads nothing: far more
+  // messages than its socket holds. The pool keeps what does not fit and goes on.
+  std::vector<FakeLoader> others;
+  std::vector<WorkerPool::Impl::Membership> kept;
+  for (int i = 0; i < 2000; ++i) {
+    if (i % 100 == 0) {
+      others.push_back(new_loader());
+      auto m = pool->attach(*others.back().arena, others.back().completions.get());
+      ASSERT_TRUE(m.ok()) << m.status().message();
+      kept.push_back(std::move(m).value());  // these stay
+    }
+    auto m = pool->attach(*watcher.arena, watcher.completions.get());
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    pool->wait(watcher.completions.get(), 0ms);
+  }
+  EXPECT_EQ(pool->loaders(), 1u + others.size());
+  EXPECT_TRUE(pool->take_deaths(watching->id()).empty()) << "a worker was killed for reading slowly";
+  EXPECT_EQ(pool->incarnation(0), 1u);
+  // Going on, it catches up: the socket drains, and every loader kept is attached there.
+  ASSERT_EQ(::kill(stopped, SIGCONT), 0);
+  const int fds_before = testing::open_fds();
+  EXPECT_TRUE(testing::eventually(
+      [&] {
+        pool->wait(watcher.completions.get(), 10ms);
+        return testing::open_fds() < fds_before;
+      },
+      kWithin))
+      << "the messages kept for the worker were never sent";
+  EXPECT_TRUE(testing::alive(stopped));
+  kept.clear();
+  EXPECT_EQ(pool->loaders(), 1u);
+}
+
 TEST_F(WorkerPoolTest, StopAsksEveryWorkerToStopAndLeavesNoChild) {
   for (StartMethod method : {StartMethod::kFork, StartMethod::kSpawn}) {
     SCOPED_TRACE(to_string(method));

@@ -27,8 +27,9 @@ struct ReceivedPoolMessage {
 
 // A connected SOCK_SEQPACKET pair, both ends close-on-exec.
 Result<std::pair<UniqueFd, UniqueFd>> pool_socket_pair();
-// Sends `message` (with `arena` and `completions` for an attach). Never blocks for long: a
-// worker's socket buffer holds far more messages than a pool has loaders.
+// Sends `message` (with `arena` and `completions` for an attach). On a non-blocking
+// socket whose buffer is full (a worker that does not read: stopped, or stuck in a
+// sample) it fails with kResourceExhausted instead of waiting.
 Status send_pool_message(int socket, PoolMessage message, int arena = -1, int completions = -1);
 // The next message, or nullopt when none is waiting. An error when the pool's end is
 // closed (the pool is gone) or a message is malformed.
