@@ -133,6 +133,10 @@ std::uint32_t WorkerPool::Impl::loaders() const {
 }
 
 Result<WorkerPool::Impl::Membership> WorkerPool::Impl::attach(const Arena& arena, int completions) {
+  if (Status s = owner_.check("WorkerPool", "open a new WorkerPool (or a Loader without one) in this process");
+      !s.ok()) {
+    return s;
+  }
   if (arena.control().num_workers != size()) {
     return Status::Internal("a loader's arena has " + std::to_string(arena.control().num_workers) +
                             " channels for a pool of " + std::to_string(size()) + " workers");

@@ -78,7 +78,8 @@ class WorkerPool::Impl {
   // Attaches the loader of `arena` (one channel per worker of this pool), whose workers
   // write `completions` (an eventfd, kept open by the caller while attached) after each
   // completion: every channel is handed to the worker's current life, and each worker
-  // maps the arena before it takes a task from it.
+  // maps the arena before it takes a task from it. Fails in a process other than the one
+  // that started the pool (a fork's child): its workers are the parent's.
   Result<Membership> attach(const Arena& arena, int completions);
 
   // Sleeps until `completions` is written (a task completed, or the pool reported a death

@@ -1,11 +1,14 @@
 // Several Loaders on one WorkerPool: each keeps what makes it exact — every epoch
 // delivered exactly once, in its own order, with the pixels of a loader that had the
 // workers to itself — through worker deaths at random moments, a loader attached mid-way
-// or detached mid-pass, a bad file in one of them, and a resume on a pool of another size.
+// or detached mid-pass, a bad file in one of them, a resume on a pool of another size, and
+// a forked child that tries to use the pool.
 #include "forkfeed/worker_pool.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <fstream>
@@ -205,6 +208,30 @@ TEST_F(SharedPoolTest, AStateTakenOnOnePoolResumesExactlyOnAPoolOfAnotherSize) {
   auto resumed = open(o, one, state);
   ASSERT_NE(resumed, nullptr);
   Batches rest = testing::read_pass(*resumed);
+  got.insert(got.end(), rest.begin(), rest.end());
+  EXPECT_EQ(testing::first_difference(got, expected), "");
+}
+
+TEST_F(SharedPoolTest, AForkedChildCannotAttachToItsParentsPool) {
+  const Batches expected = reference(options(6), 1);
+  auto workers = pool(2);
+  auto loader = open(options(6), workers);
+  ASSERT_NE(loader, nullptr);
+  Batches got = testing::read_batches(*loader, 2);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // A loader in the child on the parent's pool would send the parent's workers an arena
+    // under an id the parent may give too.
+    auto refused = Loader::open(options(7), workers);
+    const bool named = !refused.ok() && refused.status().message().find("this WorkerPool was opened by process") !=
+                                            std::string::npos;
+    ::_exit(named ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child attached, or failed otherwise";
+  Batches rest = testing::read_pass(*loader);
   got.insert(got.end(), rest.begin(), rest.end());
   EXPECT_EQ(testing::first_difference(got, expected), "");
 }
