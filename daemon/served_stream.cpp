@@ -85,6 +85,9 @@ bool ServedStream::can_produce() const {
 
 void ServedStream::produce() {
   auto next = loader_->next();
+  // Woken (interrupt()) to answer the client or to stop: nothing to deliver, the pass is
+  // unchanged and the next produce() goes on with it.
+  if (!next.ok() && next.status().code() == Status::Code::kCancelled && !LoaderInternals::broken(*loader_)) return;
   DeliveryRecord d{};
   if (!next.ok()) {
     const Status& s = next.status();

@@ -44,7 +44,7 @@ class ServedStream {
   // in the ring, and no lasting error sent in this pass.
   bool can_produce() const;
   // Pushes what the loader's next() gives — a batch, the end of the pass or an error —
-  // into the deliveries ring and wakes the client.
+  // into the deliveries ring and wakes the client; nothing when interrupt() cut it short.
   void produce();
   // Releases the batches the client gave back. Bounded: a client that scribbles over the
   // ring's indices cannot keep the session here.
@@ -53,6 +53,8 @@ class ServedStream {
   int returned_fd() const { return channel_.returned_fd(); }
   // The stream's figures, for forkfeed-ctl.
   nlohmann::json stats() const;
+  // Cuts short produce()'s wait for the next batch (Loader::interrupt). Any thread.
+  void interrupt() { loader_->interrupt(); }
 
  private:
   ServedStream(std::uint64_t id, std::unique_ptr<Loader> loader, ConsumerChannel channel, std::uint32_t slots,

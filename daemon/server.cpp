@@ -74,6 +74,7 @@ Server::~Server() {
   listener_.close();
   const std::uint64_t one = 1;
   (void)!::write(stop_.get(), &one, sizeof one);
+  wake_sessions(true);
   reap(true);
 }
 
@@ -97,12 +98,14 @@ Status Server::run() {
     }
     if (fds[0].revents != 0) accept_some();
     expire_handshakes();
+    wake_sessions(false);
     reap(false);
   }
   // Stop accepting first, so nobody connects to a daemon that is going away.
   listener_.close();
   const std::uint64_t one = 1;
   (void)!::write(stop_.get(), &one, sizeof one);
+  wake_sessions(true);
   reap(true);
   spdlog::info("stopped; every stream closed and every worker reaped");
   return Status::Ok();
@@ -179,6 +182,11 @@ void Server::expire_handshakes() {
   const auto now = Handshake::Clock::now();
   std::lock_guard lock(mu_);
   for (const auto& session : sessions_) (void)session->handshake().time_out(now, config_.handshake.timeout);
+}
+
+void Server::wake_sessions(bool stopping) {
+  std::lock_guard lock(mu_);
+  for (const auto& session : sessions_) session->wake(stopping);
 }
 
 void Server::reap(bool all) {

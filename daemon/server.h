@@ -46,6 +46,9 @@ class Server {
   // Ends the handshakes of connections that opened no stream within handshake_timeout_ms
   // of accept, unless an open_stream is building its loader.
   void expire_handshakes();
+  // Sessions waiting for a batch that a stuck worker holds see the daemon stopping (all,
+  // when `stopping`) or their client gone.
+  void wake_sessions(bool stopping);
   void reap(bool all);
   nlohmann::json stats() const;
 

@@ -101,7 +101,15 @@ void StreamSession::close_stream() {
     std::lock_guard lock(stats_mu_);
     stats_ = nullptr;
   }
-  stream_.reset();  // stops and reaps the workers, unmaps the arena, gives back its admission
+  std::lock_guard lock(stream_mu_);
+  stream_.reset();  // detaches from the pool, unmaps the arena, gives back its admission
+}
+
+void StreamSession::wake(bool stopping) {
+  std::lock_guard lock(stream_mu_);
+  if (!stream_) return;  // and while there is one, the socket is open (closed after the stream)
+  pollfd p{peer_.socket.get(), POLLIN | POLLRDHUP, 0};
+  if (stopping || ::poll(&p, 1, 0) == 1) stream_->interrupt();
 }
 
 void StreamSession::serve() {
@@ -277,7 +285,10 @@ json StreamSession::open_stream(const json& body, std::vector<UniqueFd>& fds) {
   auto opened = ServedStream::open(id_, options, request->state, context_.pool, std::move(ticket).value(),
                                    std::move(about));
   if (!opened.ok()) return error_reply(opened.status());
-  stream_ = std::move(opened->stream);
+  {
+    std::lock_guard lock(stream_mu_);
+    stream_ = std::move(opened->stream);
+  }
   fds = std::move(opened->fds);
   publish_stats();
   return ok_reply(std::move(opened->reply));

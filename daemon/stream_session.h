@@ -53,6 +53,11 @@ class StreamSession {
   nlohmann::json stats() const;
   // The connection's phase before its stream; the server's to time out or crowd out.
   Handshake& handshake() { return handshake_; }
+  // Cuts short the stream's wait for its next batch (a worker stuck or stopped on a
+  // sample, with no task_timeout), so that the session sees the daemon stopping, or
+  // answers its client's request (close, say), or sees it gone: always when `stopping`,
+  // else when the client's socket has something to read or hung up. Any thread.
+  void wake(bool stopping);
 
  private:
   void run();
@@ -85,7 +90,9 @@ class StreamSession {
   std::atomic<bool> finished_{false};
   std::uint32_t protocol_errors_ = 0;
 
-  std::unique_ptr<ServedStream> stream_;  // once open_stream succeeded; only the session thread touches it
+  std::unique_ptr<ServedStream> stream_;  // once open_stream succeeded; only the session thread sets it
+  // Guards stream_ (set, reset) against wake() from the server's thread.
+  std::mutex stream_mu_;
   mutable std::mutex stats_mu_;
   nlohmann::json stats_;  // null while no stream is open
 

@@ -50,7 +50,7 @@ Status Supervisor::on_death(const WorkerDeath& death, std::size_t unfinished) {
   // OOM killer, an operator, task_timeout: a stopped or starved worker) in the middle.
   const std::uint64_t culprit =
       death.exit.crashed() && death.culprit_loader == loader_ ? death.culprit_sample : kNoSample;
-  const bool timed_out = served && health_.killed[w];
+  const bool timed_out = death.timed_out;  // by this loader, or another on the pool
   if (served) {
     health_.killed[w] = false;
     arena_->reset_channel(w);  // its life is over, and the next one does not read it yet
@@ -78,6 +78,11 @@ void Supervisor::kill_stuck_workers(const Dispatcher& dispatcher) {
   for (std::uint32_t w = 0; w < dispatcher.workers(); ++w) {
     const std::optional<std::uint64_t> oldest = dispatcher.oldest_issued_ns(w);
     if (!oldest || health_.killed[w]) continue;
+    // A worker busy with another loader's sample is that loader's to time out: a slow
+    // sample of a loader without task_timeout is no reason to kill it (nor to charge its
+    // death to that loader). This loader's tasks wait their turn.
+    const WorkerState& state = pool_.state(w);
+    if (state.current_sample.load() != kNoSample && state.current_loader.load() != loader_) continue;
     // Its oldest task cannot have started before it was issued. A worker that has not
     // started yet (exec, attach) gets a start-up allowance instead, but not forever.
     const std::uint64_t last = pool_.state(w).progress_ns.load();

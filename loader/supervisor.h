@@ -44,7 +44,8 @@ class Supervisor {
 
   // Kills each worker that had work of this loader and showed no progress (no sample
   // begun, no task finished, for any loader, since it was given the work) for
-  // task_timeout; the pool then reports its death.
+  // task_timeout, unless it has another loader's sample in hand (that loader's to time
+  // out); the pool then reports its death.
   void kill_stuck_workers(const Dispatcher& dispatcher);
 
  private:

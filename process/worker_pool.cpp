@@ -86,6 +86,7 @@ Status WorkerPool::Impl::launch(std::uint32_t w, WorkerLauncher& launcher) {
   slot.backlog.clear();  // meant for the life that ended: this one is sent every loader
   slot.incarnation = incarnation;
   slot.running = true;
+  slot.timed_out = false;
   for (const Attached& a : attached_) send(w, PoolMessage{PoolMessage::Kind::kAttach, a.id}, a.arena, a.completions);
   return Status::Ok();
 }
@@ -204,7 +205,7 @@ void WorkerPool::Impl::reap(std::uint32_t w) {
   if (!exit) return;  // another life of it by now, or not dead after all
   WorkerState& state = memory_.worker(w);
   WorkerDeath death{w, slot.incarnation, slot.worker.process.pid(), *exit, state.current_loader.load(),
-                    state.current_sample.load(), start_failure(w, *exit)};
+                    state.current_sample.load(), start_failure(w, *exit), slot.timed_out};
   memory_.reset_worker(w);  // no process touches it now
   slot.running = false;
   retired_.push_back(std::move(slot.worker));
@@ -261,7 +262,10 @@ pid_t WorkerPool::Impl::pid(std::uint32_t w) const {
 
 void WorkerPool::Impl::kill(std::uint32_t w, std::uint64_t incarnation) {
   std::lock_guard lock(mu_);
-  if (slots_[w].running && slots_[w].incarnation == incarnation) ::kill(slots_[w].worker.process.pid(), SIGKILL);
+  if (slots_[w].running && slots_[w].incarnation == incarnation) {
+    slots_[w].timed_out = true;
+    ::kill(slots_[w].worker.process.pid(), SIGKILL);
+  }
 }
 
 void WorkerPool::Impl::stop() {

@@ -37,6 +37,8 @@ struct WorkerDeath {
   // Not Ok when the worker could not start at all (it would fail the same way again) or
   // could not be replaced: the pool is short of a worker from now on.
   Status failure;
+  // Killed by kill(): a loader saw it stuck past its task_timeout.
+  bool timed_out = false;
 };
 
 class WorkerPool::Impl {
@@ -107,7 +109,8 @@ class WorkerPool::Impl {
     UniqueFd socket;              // the pool's end of the worker's socket (non-blocking)
     std::deque<Pending> backlog;  // in order; an attach and its detach cancel out
     std::uint64_t incarnation = 0;
-    bool running = false;  // false after a failure: no process to watch
+    bool running = false;    // false after a failure: no process to watch
+    bool timed_out = false;  // kill() was called on this life
   };
   struct Attached {
     std::uint64_t id;

@@ -126,6 +126,34 @@ TEST_F(DaemonLifecycleTest, SigtermClosesStreamsReapsWorkersRemovesSocket) {
   EXPECT_FALSE((*b)->reset().ok() && (*b)->set_epoch(7).ok());
 }
 
+// A worker stopped (SIGSTOP) under a stream that waits for it, with no task_timeout,
+// holds neither the stream of a client that went nor the daemon's SIGTERM.
+TEST_F(DaemonLifecycleTest, AStreamWaitingForAStoppedWorkerEndsWithItsClientAndWithTheDaemon) {
+  testing::HangGuard guard(60, "DaemonLifecycleTest.StoppedWorker");
+  testing::DaemonProcess daemon(socket_path("stopped"), {"--max-workers", "1", "--max-streams", "1"});
+  ASSERT_TRUE(testing::eventually([&] { return testing::children_of(daemon.pid()).size() == 1; },
+                                  std::chrono::seconds(10)));
+  const auto workers = testing::children_of(daemon.pid());
+  ASSERT_EQ(::kill(workers[0], SIGSTOP), 0);
+  {
+    auto gone = Client::connect(daemon.socket(), options());  // its stream waits for the worker
+    ASSERT_TRUE(gone.ok()) << gone.status().message();
+  }
+  // Its stream is freed: the only one allowed opens again.
+  Result<std::unique_ptr<Client>> next = Status::Internal("not tried");
+  EXPECT_TRUE(testing::eventually(
+      [&] {
+        next = Client::connect(daemon.socket(), options());
+        return next.ok();
+      },
+      std::chrono::seconds(10)))
+      << "the stream of a client that went was kept: " << next.status().message();
+  const auto status = daemon.signal_and_wait(SIGTERM, std::chrono::seconds(10));
+  ASSERT_TRUE(status.has_value()) << "forkfeedd did not exit within 10 s of SIGTERM";
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << "wait status " << *status;
+  EXPECT_FALSE(testing::alive(workers[0])) << "the stopped worker outlived the daemon";
+}
+
 TEST_F(DaemonLifecycleTest, StaleSocketIsReplacedLiveOneIsNotStolen) {
   testing::HangGuard guard(60, "DaemonLifecycleTest.StaleSocket");
   const std::string path = socket_path("stale");

@@ -16,6 +16,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "forkfeed/loader.h"
@@ -210,6 +211,51 @@ TEST_F(SharedPoolTest, AStateTakenOnOnePoolResumesExactlyOnAPoolOfAnotherSize) {
   Batches rest = testing::read_pass(*resumed);
   got.insert(got.end(), rest.begin(), rest.end());
   EXPECT_EQ(testing::first_difference(got, expected), "");
+}
+
+// A loader's task_timeout is for its own samples: a worker stuck (here stopped) in
+// another loader's sample, which set none, is that loader's business.
+TEST_F(SharedPoolTest, ALoadersTaskTimeoutDoesNotKillAWorkerInAnotherLoadersSample) {
+  testing::TempDir big;
+  const std::string root = testing::make_image_folder(big.path(), 12, 2, 8, 500, 700);
+  auto workers = pool(1);
+  LoaderOptions patient = options(8, root);  // no task_timeout
+  const Batches expected = reference(patient, 1);
+  auto slow = open(patient, workers);
+  LoaderOptions hasty = options(9);
+  hasty.task_timeout_ms = 200;
+  auto quick = open(hasty, workers);
+  ASSERT_TRUE(slow && quick);
+  Batches got = testing::read_batches(*slow, 1);  // its other tasks are queued on the worker
+  // Stop the worker inside one of the patient loader's samples (the quick one has issued
+  // nothing yet, so any sample in hand is the patient one's).
+  const WorkerState& state = workers->impl().state(0);
+  const pid_t worker = workers->impl().pid(0);
+  bool in_sample = false;
+  for (int attempt = 0; attempt < 200 && !in_sample; ++attempt) {
+    ASSERT_TRUE(testing::eventually([&] { return state.current_sample.load() != kNoSample; }, 10s));
+    ASSERT_EQ(::kill(worker, SIGSTOP), 0);
+    in_sample = testing::eventually([&] { return testing::process_state(worker) == 'T'; }, 5s) &&
+                state.current_sample.load() != kNoSample;
+    if (!in_sample) ::kill(worker, SIGCONT);  // stopped between two samples: again
+  }
+  ASSERT_TRUE(in_sample) << "never caught the worker inside a sample";
+  // The quick loader waits its turn (here, until interrupted) instead of killing it.
+  std::thread interrupter([&] {
+    std::this_thread::sleep_for(1500ms);
+    quick->interrupt();
+  });
+  auto waited = quick->next();
+  interrupter.join();
+  ASSERT_FALSE(waited.ok()) << "a batch, though the only worker is stopped";
+  EXPECT_EQ(waited.status().code(), Status::Code::kCancelled) << waited.status().message();
+  EXPECT_EQ(workers->impl().pid(0), worker) << "killed for another loader's slow sample";
+  ASSERT_EQ(::kill(worker, SIGCONT), 0);
+  Batches rest = testing::read_pass(*slow);
+  got.insert(got.end(), rest.begin(), rest.end());
+  EXPECT_EQ(testing::first_difference(got, expected), "");
+  EXPECT_EQ(slow->stats().worker_restarts, 0u);
+  EXPECT_EQ(testing::read_pass(*quick).size(), 6u);
 }
 
 TEST_F(SharedPoolTest, AForkedChildCannotAttachToItsParentsPool) {

@@ -348,8 +348,10 @@ class WorkerPool:
 
     def __init__(self, workers: Optional[int] = None, *, start_method: Optional[str] = None,
                  fork_hazard: Optional[str] = None, log_level: Optional[str] = None) -> None:
-        if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):
-            raise ValueError(f"workers must be a positive int, got {workers!r}")
+        if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool)):
+            raise TypeError(f"workers must be an int, got {type(workers).__name__}")
+        if workers is not None and not 1 <= workers <= 1024:
+            raise ValueError(f"workers must be 1 to 1024, got {workers!r}")
         self._impl = _forkfeed.WorkerPool(workers or 0, start_method or "auto", fork_hazard or "warn",
                                           log_level or "")
 

@@ -188,5 +188,8 @@ def test_a_train_and_a_val_loader_on_one_pool_are_each_exact(dataset, labels):
     assert pool.loaders == 0
     with pytest.raises(TypeError, match="forkfeed.WorkerPool"):
         forkfeed.Loader(dataset, pool="two workers")
-    with pytest.raises(ValueError, match="workers"):
-        forkfeed.WorkerPool(0)
+    for bad in (0, 1025, 2**32 + 1):
+        with pytest.raises(ValueError, match="workers must be 1 to 1024"):
+            forkfeed.WorkerPool(bad)
+    with pytest.raises(TypeError, match="workers must be an int"):
+        forkfeed.WorkerPool(1.5)
