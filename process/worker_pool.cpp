@@ -87,25 +87,19 @@ Status WorkerPool::Impl::launch(std::uint32_t w, WorkerLauncher& launcher) {
   slot.incarnation = incarnation;
   slot.running = true;
   slot.timed_out = false;
-  for (const Attached& a : attached_) send(w, PoolMessage{PoolMessage::Kind::kAttach, a.id}, a.arena, a.completions);
+  for (const Attached& a : attached_) send(w, PoolMessage{PoolMessage::Kind::kAttach, a.id});
   return Status::Ok();
 }
 
-void WorkerPool::Impl::send(std::uint32_t w, const PoolMessage& message, int arena, int completions) {
-  std::deque<Pending>& backlog = slots_[w].backlog;
+void WorkerPool::Impl::send(std::uint32_t w, const PoolMessage& message) {
+  std::deque<PoolMessage>& backlog = slots_[w].backlog;
   if (message.kind == PoolMessage::Kind::kDetach) {
     // A loader that leaves before the worker heard of it: neither message is needed.
     const auto before = backlog.size();
-    std::erase_if(backlog, [&](const Pending& p) { return p.message.loader == message.loader; });
+    std::erase_if(backlog, [&](const PoolMessage& m) { return m.loader == message.loader; });
     if (backlog.size() != before) return;
   }
-  Pending pending{message, {}, {}};
-  if (message.kind == PoolMessage::Kind::kAttach) {
-    // Held until sent: the loader may close its own before the worker reads its socket.
-    pending.arena = UniqueFd(::fcntl(arena, F_DUPFD_CLOEXEC, 0));
-    pending.completions = UniqueFd(::fcntl(completions, F_DUPFD_CLOEXEC, 0));
-  }
-  backlog.push_back(std::move(pending));
+  backlog.push_back(message);
   flush(w);
 }
 
@@ -113,8 +107,13 @@ void WorkerPool::Impl::flush(std::uint32_t w) {
   Slot& slot = slots_[w];
   bool sent_any = false;
   while (!slot.backlog.empty()) {
-    const Pending& p = slot.backlog.front();
-    const Status sent = send_pool_message(slot.socket.get(), p.message, p.arena.get(), p.completions.get());
+    const PoolMessage& m = slot.backlog.front();
+    // An attach still queued is of a loader still attached: its detach would have
+    // cancelled it.
+    const auto a = std::find_if(attached_.begin(), attached_.end(), [&](const Attached& x) { return x.id == m.loader; });
+    const bool attach = m.kind == PoolMessage::Kind::kAttach && a != attached_.end();
+    const Status sent =
+        send_pool_message(slot.socket.get(), m, attach ? a->arena.get() : -1, attach ? a->completions.get() : -1);
     // A full socket: the worker is busy in a sample, or stopped; the rest waits for the
     // next send() or wait(). Any other failure: the worker is gone, and its replacement
     // is sent every loader afresh.
@@ -142,12 +141,19 @@ Result<WorkerPool::Impl::Membership> WorkerPool::Impl::attach(const Arena& arena
     return Status::Internal("a loader's arena has " + std::to_string(arena.control().num_workers) +
                             " channels for a pool of " + std::to_string(size()) + " workers");
   }
+  // The pool's own copies: a worker started later (a replacement), or one that reads its
+  // socket late, is sent them while the loader is attached.
+  UniqueFd arena_fd(::fcntl(arena.fd(), F_DUPFD_CLOEXEC, 0));
+  UniqueFd completions_fd(::fcntl(completions, F_DUPFD_CLOEXEC, 0));
+  if (!arena_fd.valid() || !completions_fd.valid()) {
+    return Status::FromErrno("duplicating a loader's arena and eventfd for its worker pool", errno);
+  }
   std::lock_guard lock(mu_);
   const std::uint64_t id = next_loader_++;
-  attached_.push_back(Attached{id, arena.fd(), completions, {}});
+  attached_.push_back(Attached{id, std::move(arena_fd), std::move(completions_fd), {}});
   for (std::uint32_t w = 0; w < size(); ++w) {
     arena.channel(w).incarnation.store(slots_[w].incarnation, std::memory_order_release);
-    if (slots_[w].running) send(w, PoolMessage{PoolMessage::Kind::kAttach, id}, arena.fd(), completions);
+    if (slots_[w].running) send(w, PoolMessage{PoolMessage::Kind::kAttach, id});
   }
   return Membership(this, id);
 }
@@ -218,7 +224,7 @@ void WorkerPool::Impl::reap(std::uint32_t w) {
   const std::uint64_t one = 1;
   for (Attached& a : attached_) {
     a.deaths.push_back(death);
-    (void)!::write(a.completions, &one, sizeof one);  // wakes the loader's wait()
+    (void)!::write(a.completions.get(), &one, sizeof one);  // wakes the loader's wait()
   }
 }
 
@@ -258,6 +264,11 @@ std::uint64_t WorkerPool::Impl::incarnation(std::uint32_t w) const {
 pid_t WorkerPool::Impl::pid(std::uint32_t w) const {
   std::lock_guard lock(mu_);
   return slots_[w].worker.process.pid();
+}
+
+std::size_t WorkerPool::Impl::unsent(std::uint32_t w) const {
+  std::lock_guard lock(mu_);
+  return slots_[w].backlog.size();
 }
 
 void WorkerPool::Impl::kill(std::uint32_t w, std::uint64_t incarnation) {

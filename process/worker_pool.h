@@ -78,9 +78,9 @@ class WorkerPool::Impl {
     std::uint64_t id_ = kNoLoader;
   };
   // Attaches the loader of `arena` (one channel per worker of this pool), whose workers
-  // write `completions` (an eventfd, kept open by the caller while attached) after each
-  // completion: every channel is handed to the worker's current life, and each worker
-  // maps the arena before it takes a task from it. Fails in a process other than the one
+  // write `completions` (an eventfd) after each completion: every channel is handed to
+  // the worker's current life, and each worker maps the arena before it takes a task from
+  // it. The pool keeps its own copies of both fds while the loader is attached. Fails in a process other than the one
   // that started the pool (a fork's child): its workers are the parent's.
   Result<Membership> attach(const Arena& arena, int completions);
 
@@ -93,29 +93,25 @@ class WorkerPool::Impl {
   // The life of worker `w` serving now (or being started, or, after a failure, none).
   std::uint64_t incarnation(std::uint32_t w) const;
   pid_t pid(std::uint32_t w) const;
+  // Messages worker `w`'s socket had no room for yet (it does not read: stopped, stuck).
+  std::size_t unsent(std::uint32_t w) const;
   // SIGKILLs life `incarnation` of worker `w`, if it still is the one running (a loader
   // that saw it stuck past task_timeout); its death is reported like any other.
   void kill(std::uint32_t w, std::uint64_t incarnation);
 
  private:
-  // A message the worker's socket had no room for yet, with its own copies of the fds.
-  struct Pending {
-    PoolMessage message;
-    UniqueFd arena;
-    UniqueFd completions;
-  };
   struct Slot {
     LaunchedWorker worker;
-    UniqueFd socket;              // the pool's end of the worker's socket (non-blocking)
-    std::deque<Pending> backlog;  // in order; an attach and its detach cancel out
+    UniqueFd socket;                   // the pool's end of the worker's socket (non-blocking)
+    std::deque<PoolMessage> backlog;  // not sent yet, in order; an attach and its detach cancel out
     std::uint64_t incarnation = 0;
     bool running = false;    // false after a failure: no process to watch
     bool timed_out = false;  // kill() was called on this life
   };
   struct Attached {
     std::uint64_t id;
-    int arena;
-    int completions;
+    UniqueFd arena;        // the pool's copies, sent with each attach message
+    UniqueFd completions;
     std::vector<WorkerDeath> deaths;  // not yet taken
   };
   Impl(PoolMemory memory, std::unique_ptr<WorkerLauncher> first, std::unique_ptr<WorkerLauncher> replacement,
@@ -132,7 +128,7 @@ class WorkerPool::Impl {
   // Sends worker `w` a message, after those it has not had room for yet, and rings it.
   // Never waits for the worker: what its socket cannot take now is kept, in order, and
   // sent by a later send() or wait(). REQUIRES: mu_ held.
-  void send(std::uint32_t w, const PoolMessage& message, int arena = -1, int completions = -1);
+  void send(std::uint32_t w, const PoolMessage& message);
   // Sends what it can of worker `w`'s backlog. REQUIRES: mu_ held.
   void flush(std::uint32_t w);
   void detach(std::uint64_t id);

@@ -217,7 +217,7 @@ TEST_F(SharedPoolTest, AStateTakenOnOnePoolResumesExactlyOnAPoolOfAnotherSize) {
 // another loader's sample, which set none, is that loader's business.
 TEST_F(SharedPoolTest, ALoadersTaskTimeoutDoesNotKillAWorkerInAnotherLoadersSample) {
   testing::TempDir big;
-  const std::string root = testing::make_image_folder(big.path(), 12, 2, 8, 500, 700);
+  const std::string root = testing::make_image_folder(big.path(), 24, 2, 8, 500, 700);
   auto workers = pool(1);
   LoaderOptions patient = options(8, root);  // no task_timeout
   const Batches expected = reference(patient, 1);
