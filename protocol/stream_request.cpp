@@ -282,7 +282,7 @@ void write_loader_stats(const LoaderStats& stats, json& body) {
 
 Result<LoaderStats> parse_loader_stats(const json& body) {
   LoaderStats stats;
-  stats.start_method = StartMethod::kSpawn;  // forkfeedd always spawns; an older one does not say
+  stats.start_method = StartMethod::kSpawn;  // an older forkfeedd, which always spawned, does not say
   Status first = Status::Ok();
   for_each_stat(stats, [&](const char* key, auto& out) {
     using T = std::remove_cvref_t<decltype(out)>;

@@ -34,9 +34,9 @@ std::string default_socket_path();
 // handshake (not for the stream to open: a large dataset may take longer to index).
 inline constexpr std::chrono::milliseconds kDefaultConnectTimeout = std::chrono::seconds(10);
 
-// What a stream reads and how. The daemon decides the worker count (at most
-// loader.workers, within its fair share) and always spawns its workers; log_level is
-// the daemon's. Relative paths are taken from this process's working directory.
+// What a stream reads and how. The stream shares the daemon's one pool of workers:
+// loader.workers only caps how many it keeps busy (its batch slots, within the daemon's
+// max_stream_workers); start_method, weight and log_level are the daemon's. Relative paths are taken from this process's working directory.
 struct StreamOptions {
   LoaderOptions loader;
   // A dataset named in forkfeedd's config, instead of loader.image_folder / manifest.

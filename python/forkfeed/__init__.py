@@ -382,8 +382,10 @@ class Client(_Pass):
     from either resumes the other — plus ``socket`` (forkfeedd's Unix socket, default
     ``default_socket_path()``), ``dataset`` (a dataset named in forkfeedd's config,
     instead of ``root``/``manifest``/``shards``) and ``connect_timeout`` (seconds to
-    wait for the daemon to answer, default 10). The daemon decides the worker count (at most
-    ``workers``) and always spawns its workers; ``pin_memory_device`` is not supported.
+    wait for the daemon to answer, default 10). The stream shares the daemon's pool of
+    workers: ``workers`` only caps how many it keeps busy at once (its batch slots), and
+    ``start_method``, ``weight`` and ``log_level`` are the daemon's; ``pin_memory_device``
+    is not supported.
     If the daemon goes away, the next call raises an error saying so, never hangs:
     create a Client again from the last state_dict() to continue exactly. Ctrl-C while
     waiting for a batch raises KeyboardInterrupt at once, and the stream stays usable.
