@@ -81,6 +81,7 @@ std::vector<ForkHazard> ForkReport::hazards() const {
         break;
     }
   }
+  if (ucx_loaded) out.push_back(ForkHazard::kUcx);
   if (!cuda_active_devices.empty()) out.push_back(ForkHazard::kCudaContext);
   if (threads > 1) out.push_back(ForkHazard::kThreads);
   return out;
@@ -95,6 +96,9 @@ std::string ForkReport::summary() const {
         break;
       case ForkHazard::kRdmaForkSupport:
         parts.push_back("RDMA in use with fork support (" + rdma_evidence(*this) + ")");
+        break;
+      case ForkHazard::kUcx:
+        parts.push_back("UCX loaded (libucp)");
         break;
       case ForkHazard::kCudaContext:
         parts.push_back("CUDA context active on " + devices(cuda_active_devices));
@@ -131,6 +135,11 @@ std::string ForkReport::describe() const {
                ") with libibverbs fork support enabled: registered pages are left out of forked children "
                "(MADV_DONTFORK), so a child that touches one dies with SIGSEGV.\n";
         break;
+      case ForkHazard::kUcx:
+        out += "- UCX is loaded (libucp; a remote forkfeed Client, MPI or UCC uses it): it calls ibv_fork_init() "
+               "when it opens an RDMA device, so what it registers is left out of forked children, and its "
+               "maintainers forbid a forked child to touch UCX (openucx/ucx#4325).\n";
+        break;
       case ForkHazard::kCudaContext:
         out += "- A CUDA context is active on " + devices(cuda_active_devices) +
                ": a forked child cannot use CUDA, and libraries that hold the context may misbehave in it.\n";
@@ -159,7 +168,7 @@ std::string ForkReport::describe() const {
   out += "Checked: " + fork_support(*this) + "; ";
   out += rdma_devices_open.empty() ? "no RDMA device open" : "RDMA devices: " + join(rdma_devices_open, ", ");
   if (rdma_marked) out += "; marked by forkfeed::rdma::mark_initialized()";
-  out += "; ";
+  out += ucx_loaded ? "; UCX loaded; " : "; UCX not loaded; ";
   if (!cuda_loaded) {
     out += "CUDA driver not loaded";
   } else if (cuda_active_devices.empty()) {

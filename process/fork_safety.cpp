@@ -2,6 +2,7 @@
 // and threads (through a ProcessView), and libcuda if something else loaded it.
 #include "forkfeed/fork_safety.h"
 
+#include <dlfcn.h>
 #include <infiniband/verbs.h>
 
 #include <atomic>
@@ -53,6 +54,12 @@ ForkReport assess_fork_safety(const ProcessView& view) {
   }
   r.rdma_marked = rdma_mark.load(std::memory_order_relaxed);
 
+  // Loaded is enough: UCX calls ibv_fork_init() and registers atfork handlers from its
+  // first context on, and whoever loaded it (a remote Client, MPI, UCC) means to use it.
+  if (void* ucx = ::dlopen(view.ucx_library.c_str(), RTLD_LAZY | RTLD_NOLOAD); ucx != nullptr) {
+    r.ucx_loaded = true;
+    ::dlclose(ucx);  // drops only the reference NOLOAD took
+  }
   CudaUse cuda = probe_cuda(view.cuda_driver);
   r.cuda_loaded = cuda.loaded;
   r.cuda_active_devices = std::move(cuda.active_devices);

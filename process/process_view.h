@@ -14,6 +14,7 @@ struct ProcessView {
   std::string proc_self = "/proc/self";
   std::string device_dir = "/dev/infiniband";
   std::string cuda_driver = "libcuda.so.1";
+  std::string ucx_library = "libucp.so.0";
 };
 
 // RDMA device files (uverbs*, rdma_cm directly under view.device_dir) among the open fds

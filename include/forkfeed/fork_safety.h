@@ -19,6 +19,7 @@ enum class RdmaForkMode { kDisabled, kEnabled, kUnneeded };
 enum class ForkHazard {
   kRdmaWithoutForkSupport,  // RDMA in use, fork support disabled: corruption or crash
   kRdmaForkSupport,         // RDMA in use, fork support enabled: children lack registered pages
+  kUcx,                     // UCX is loaded: its atfork handlers and registrations forbid forking
   kCudaContext,             // a CUDA primary context is active
   kThreads,                 // other threads run: locks they hold stay locked in children
 };
@@ -31,6 +32,7 @@ struct ForkReport {
   // Open RDMA device files: "fd 7 -> /dev/infiniband/uverbs0", "mapping /dev/infiniband/uverbs0".
   std::vector<std::string> rdma_devices_open;
   bool rdma_marked = false;              // forkfeed::rdma::mark_initialized() was called
+  bool ucx_loaded = false;               // libucp.so.0 (UCX) is loaded in this process
   bool cuda_loaded = false;              // libcuda.so.1 is loaded in this process
   std::vector<int> cuda_active_devices;  // devices with an active primary context
   int threads = 0;                       // threads of this process; 0 if unknown
@@ -54,7 +56,8 @@ struct ForkReport {
 
 class ForkSafety {
  public:
-  // Looks at this process: /proc/self, libibverbs, and libcuda if already loaded. Never
+  // Looks at this process: /proc/self, libibverbs, whether UCX is loaded, and libcuda if
+  // already loaded. Never
   // initialises RDMA or CUDA, never loads a library. Safe to call from any thread.
   static ForkReport assess();
 };

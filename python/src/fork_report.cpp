@@ -22,6 +22,7 @@ void register_fork_report(py::module_& m) {
         d["rdma_devices_open"] = r.rdma_devices_open;
         d["rdma_marked"] = r.rdma_marked;
         d["cuda_loaded"] = r.cuda_loaded;
+        d["ucx_loaded"] = r.ucx_loaded;
         d["cuda_active_devices"] = r.cuda_active_devices;
         d["unchecked"] = r.unchecked;
         return d;
