@@ -15,8 +15,9 @@
 
 #include "base/owner_process.h"
 #include "base/unique_fd.h"
-#include "client/client_stream.h"
 #include "client/daemon_connection.h"
+#include "client/local_link.h"
+#include "client/remote_link.h"
 #include "dataset/dataset_source.h"
 #include "loader/batch_factory.h"
 #include "loader/pass_position.h"
@@ -33,10 +34,8 @@ using json = nlohmann::json;
 
 class Client::Impl {
  public:
-  Impl(DaemonConnection connection, std::shared_ptr<ClientStream> stream, UniqueFd interrupt,
-       const StreamOpened& opened)
-      : connection_(std::move(connection)),
-        stream_(std::move(stream)),
+  Impl(std::unique_ptr<StreamLink> link, UniqueFd interrupt, const StreamOpened& opened)
+      : link_(std::move(link)),
         interrupt_(std::move(interrupt)),
         opened_(opened),
         position_(opened.batches_per_epoch, {opened.epoch, opened.position}),
@@ -44,8 +43,15 @@ class Client::Impl {
 
   ~Impl() {
     // In a fork's child the stream is the parent's: its copy of the socket only closes.
-    if (owner_.here() && connection_.lost().ok())
-      (void)connection_.request(MessageType::kClose, json::object());
+    if (owner_.here() && link_->check().ok()) (void)link_->request(MessageType::kClose, json::object());
+  }
+
+  static Result<std::unique_ptr<Impl>> open(std::unique_ptr<StreamLink> link, const json& opened_body) {
+    auto opened = parse_stream_opened(opened_body);
+    if (!opened.ok()) return opened.status();
+    UniqueFd interrupt(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (!interrupt.valid()) return Status::FromErrno("eventfd for Client::interrupt", errno);
+    return std::make_unique<Impl>(std::move(link), std::move(interrupt), *opened);
   }
 
   Status check_process() const {
@@ -56,22 +62,22 @@ class Client::Impl {
   Result<std::optional<Batch>> next() {
     if (Status s = check_process(); !s.ok()) return s;
     if (broken_reported_) return broken_;
-    if (Status s = connection_.check(); !s.ok()) return s;
-    ChannelBlock& block = stream_->channel().block();
+    if (Status s = link_->check(); !s.ok()) return s;
     while (true) {
-      auto d = block.deliveries.try_pop();
-      if (!d) {
-        if (stream_->held() >= opened_.slots) return every_slot_held();
+      std::optional<LinkDelivery> delivery = link_->pop();
+      if (!delivery) {
+        if (link_->held() >= opened_.slots) return every_slot_held();
         if (Status s = wait_for_delivery(); !s.ok()) return s;
         continue;
       }
+      DeliveryRecord* d = &delivery->record;
       if (d->generation != generation_) {  // overtaken by a seek
-        if (d->kind == DeliveryKind::kBatch) stream_->give_back(d->handle, d->tag, false);
+        if (d->kind == DeliveryKind::kBatch) link_->drop(*delivery);
         continue;
       }
       switch (d->kind) {
         case DeliveryKind::kBatch:
-          return batch(*d);
+          return batch(*delivery);
         case DeliveryKind::kEndOfPass:
           position_.ended(d->epoch);
           return std::optional<Batch>();
@@ -125,9 +131,9 @@ class Client::Impl {
 
   Result<LoaderStats> stats() {
     if (Status s = check_process(); !s.ok()) return s;
-    auto reply = connection_.request(MessageType::kStats, json::object());
+    auto reply = link_->request(MessageType::kStats, json::object());
     if (!reply.ok()) return reply.status();
-    auto stats = parse_loader_stats(reply->body);
+    auto stats = parse_loader_stats(*reply);
     if (!stats.ok()) return stats;
     // What this caller took, as a Loader counts it; the daemon counts what it sent ahead.
     stats->delivered_batches = delivered_batches_;
@@ -141,9 +147,9 @@ class Client::Impl {
  private:
   // Asks the daemon to start a pass at |seek|.
   Status start(PassPosition::Seek seek) {
-    auto reply = connection_.request(MessageType::kSeek, json{{"epoch", seek.epoch}, {"position", seek.position}});
+    auto reply = link_->request(MessageType::kSeek, json{{"epoch", seek.epoch}, {"position", seek.position}});
     if (!reply.ok()) return reply.status();
-    auto generation = get_uint(reply->body, "generation", ~std::uint64_t{0});
+    auto generation = get_uint(*reply, "generation", ~std::uint64_t{0});
     if (!generation.ok())
       return Status::Internal("forkfeedd sent a malformed seek reply: " + generation.status().message());
     generation_ = *generation;
@@ -155,19 +161,14 @@ class Client::Impl {
   // Sleeps until the daemon pushed a delivery, the connection ended or interrupt() was
   // called. Only here, where next() would wait: a prefetched batch is never refused.
   Status wait_for_delivery() {
-    const int delivered = stream_->channel().delivered_fd();
-    pollfd p[3] = {{delivered, POLLIN, 0}, {connection_.fd(), POLLIN, 0}, {interrupt_.get(), POLLIN, 0}};
-    while (::poll(p, 3, -1) < 0) {
-      if (errno != EINTR) return Status::FromErrno("poll for forkfeedd deliveries", errno);
-    }
-    if (p[1].revents != 0) return connection_.check();
-    if (p[2].revents != 0 && take_interrupt()) {
+    auto arrived = link_->wait(interrupt_.get());
+    if (!arrived.ok()) return arrived.status();
+    if (!*arrived && take_interrupt()) {
       return Status::Cancelled(
           "interrupted while waiting for batch " + std::to_string(position_.position()) + " of epoch " +
           std::to_string(position_.epoch()) +
           " from forkfeedd (Client::interrupt); the pass is unchanged and next() goes on with it");
     }
-    ConsumerChannel::clear(delivered);
     return Status::Ok();
   }
 
@@ -177,17 +178,17 @@ class Client::Impl {
     return ::read(interrupt_.get(), &count, sizeof count) == static_cast<ssize_t>(sizeof count);
   }
 
-  Result<std::optional<Batch>> batch(const DeliveryRecord& d) {
-    if (!batch_delivery_fits(d, stream_->arena().size(), sample_bytes(opened_.dtype, opened_.size),
+  Result<std::optional<Batch>> batch(const LinkDelivery& delivery) {
+    const DeliveryRecord& d = delivery.record;
+    if (!batch_delivery_fits(d, delivery.bytes, sample_bytes(opened_.dtype, opened_.size),
                              opened_.order.batch_size)) {
-      stream_->give_back(d.handle, d.tag, false);
-      return Status::Internal("forkfeedd sent a batch outside its arena; is it another forkfeed version?");
+      link_->drop(delivery);
+      return Status::Internal("forkfeedd sent a batch outside its memory; is it another forkfeed version?");
     }
     position_.delivered(d.epoch, d.index);
-    stream_->took();
     delivered_batches_ += 1;
     delivered_samples_ += d.count;
-    const std::byte* base = stream_->arena().data();
+    const std::byte* base = delivery.base;
     BatchFactory::Parts parts{base + d.pixels_offset,
                               d.pixel_bytes,
                               opened_.dtype,
@@ -198,13 +199,11 @@ class Client::Impl {
                               d.epoch,
                               d.index,
                               opened_.layout};
-    return std::optional<Batch>(
-        BatchFactory::make(parts, std::make_unique<ReturnLease>(stream_, d.handle, d.tag)));
+    return std::optional<Batch>(BatchFactory::make(parts, link_->lend(delivery)));
   }
 
   OwnerProcess owner_;
-  DaemonConnection connection_;
-  std::shared_ptr<ClientStream> stream_;
+  std::unique_ptr<StreamLink> link_;
   UniqueFd interrupt_;  // a non-blocking eventfd, readable while an interrupt is pending
   const StreamOpened opened_;
 
@@ -218,11 +217,16 @@ class Client::Impl {
 
 Result<std::unique_ptr<Client>> Client::connect(const std::string& socket_path, const LoaderOptions& options,
                                                 std::string_view state) {
-  return connect(socket_path, StreamOptions{options, {}}, state);
+  StreamOptions stream;
+  stream.loader = options;
+  return connect(socket_path, stream, state);
 }
 
-Result<std::unique_ptr<Client>> Client::connect(const std::string& socket_path, const StreamOptions& options,
-                                                std::string_view state) {
+namespace {
+
+// The open_stream request of `options` and `state`; paths made absolute (the daemon's
+// working directory is not this process's).
+Result<json> open_request(const StreamOptions& options, std::string_view state) {
   if (options.loader.pin_memory_device >= 0) {
     return Status::InvalidArgument(
         "pin_memory_device is not supported through forkfeedd; set it to -1 (page-lock "
@@ -232,28 +236,40 @@ Result<std::unique_ptr<Client>> Client::connect(const std::string& socket_path, 
   request.stream.loader.image_folder = absolute_path(options.loader.image_folder);
   request.stream.loader.manifest = absolute_path(options.loader.manifest);
   request.stream.loader.shards = absolute_path(options.loader.shards);
-  UniqueFd interrupt(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!interrupt.valid()) return Status::FromErrno("eventfd for Client::interrupt", errno);
+  return to_json(request);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Client>> Client::connect(const std::string& socket_path, const StreamOptions& options,
+                                                std::string_view state) {
+  auto request = open_request(options, state);
+  if (!request.ok()) return request.status();
   auto connection = DaemonConnection::connect(socket_path, options.connect_timeout);
   if (!connection.ok()) return connection.status();
-  auto reply = connection->request(MessageType::kOpenStream, to_json(request));
-  if (!reply.ok()) return reply.status();
-  if (reply->fds.size() != 4) {
-    return Status::Internal("forkfeedd sent " + std::to_string(reply->fds.size()) +
-                            " fds with a stream instead of 4; is it another forkfeed version?");
+  json opened;
+  auto link = LocalLink::open(std::move(connection).value(), *request, opened);
+  if (!link.ok()) return link.status();
+  auto impl = Impl::open(std::move(link).value(), opened);
+  if (!impl.ok()) return impl.status();
+  return std::unique_ptr<Client>(new Client(std::move(impl).value()));
+}
+
+Result<std::unique_ptr<Client>> Client::connect(const RemoteDaemon& daemon, const StreamOptions& options,
+                                                std::string_view state) {
+  if (options.dataset.empty()) {
+    return Status::InvalidArgument("a remote forkfeedd (" + daemon.address +
+                                   ") serves only the datasets named in its config: set StreamOptions::dataset "
+                                   "(forkfeed-ctl stats lists them), not a path");
   }
-  auto opened = parse_stream_opened(reply->body);
-  if (!opened.ok()) return opened.status();
-  struct stat st {};
-  if (::fstat(reply->fds[0].get(), &st) != 0) return Status::FromErrno("fstat of the stream's arena", errno);
-  auto arena = Mapping::map_shared_readonly(reply->fds[0].get(), static_cast<std::size_t>(st.st_size));
-  if (!arena.ok()) return arena.status();
-  auto channel =
-      ConsumerChannel::attach(std::move(reply->fds[1]), std::move(reply->fds[2]), std::move(reply->fds[3]));
-  if (!channel.ok()) return channel.status();
-  auto stream = std::make_shared<ClientStream>(std::move(arena).value(), std::move(channel).value());
-  return std::unique_ptr<Client>(new Client(
-      std::make_unique<Impl>(std::move(connection).value(), std::move(stream), std::move(interrupt), *opened)));
+  auto request = open_request(options, state);
+  if (!request.ok()) return request.status();
+  json opened;
+  auto link = RemoteLink::open(daemon, options.connect_timeout, *request, opened);
+  if (!link.ok()) return link.status();
+  auto impl = Impl::open(std::move(link).value(), opened);
+  if (!impl.ok()) return impl.status();
+  return std::unique_ptr<Client>(new Client(std::move(impl).value()));
 }
 
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

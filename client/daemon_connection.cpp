@@ -144,6 +144,11 @@ Status DaemonConnection::check() {
 }
 
 Result<DaemonConnection::Reply> DaemonConnection::request(MessageType type, const nlohmann::json& body) {
+  if (Status s = send_request(type, body); !s.ok()) return s;
+  return receive_reply();
+}
+
+Status DaemonConnection::send_request(MessageType type, const nlohmann::json& body) {
   if (Status s = check(); !s.ok()) return s;
   std::string payload;
   try {
@@ -156,6 +161,11 @@ Result<DaemonConnection::Reply> DaemonConnection::request(MessageType type, cons
     if (auto why = reason_after_failed_write()) return lose(*why);
     return lose(s.message());
   }
+  return Status::Ok();
+}
+
+Result<DaemonConnection::Reply> DaemonConnection::receive_reply() {
+  if (!lost_.ok()) return lost_;
   auto frame = recv_frame(socket_.get(), true);
   if (!frame.ok()) {
     if (timed_out(frame.status())) {

@@ -33,6 +33,11 @@ class DaemonConnection {
   // Sends a request and waits for its reply; an {"ok":false} reply becomes its Status.
   // Once the connection is lost every call returns the same error.
   Result<Reply> request(MessageType type, const nlohmann::json& body);
+  // request() in two halves, for a caller that polls fd() in between (forkfeed-gateway):
+  // the request goes out, and later its reply is read (once fd() is readable, it does
+  // not wait for more than the rest of the frame).
+  Status send_request(MessageType type, const nlohmann::json& body);
+  Result<Reply> receive_reply();
 
   // Non-blocking: the error that ended the connection (the daemon closed it, died, or
   // sent a notice), or Ok while it is up.

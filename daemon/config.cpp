@@ -12,6 +12,8 @@
 #include "base/regular_file.h"
 #include "daemon/limit_fields.h"
 #include "protocol/stream_request.h"
+#include "remote/net_address.h"
+#include "remote/token.h"
 
 namespace forkfeed {
 namespace {
@@ -113,6 +115,11 @@ Status load_config_file(const std::string& path, DaemonConfig& config) {
       const YAML::Node& value = entry.second;
       if (key == "socket") {
         config.socket_path = value.as<std::string>();
+      } else if (key == "listen") {
+        if (!value.IsSequence()) return bad_key(path, key, "must be a list of HOST:PORT addresses");
+        for (const auto& address : value) config.listen.push_back(address.as<std::string>());
+      } else if (key == "token_file") {
+        config.token_file = value.as<std::string>();
       } else if (key == "log_level") {
         config.log_level = value.as<std::string>();
       } else if (key == "allow_uids") {
@@ -193,6 +200,25 @@ Status validate(const DaemonConfig& config) {
   }
   if (config.handshake.timeout.count() <= 0) {
     return Status::InvalidArgument("handshake_timeout_ms must be at least 1");
+  }
+  if (!config.token_file.empty() && config.listen.empty()) {
+    return Status::InvalidArgument("token_file is set but listen is not: give --listen HOST:PORT to serve remote "
+                                   "clients, or drop the token file");
+  }
+  if (!config.listen.empty()) {
+    if (config.token_file.empty()) {
+      return Status::InvalidArgument(
+          "--listen needs --token-file FILE: remote clients must present the token in it (make one with: head -c 32 "
+          "/dev/urandom | base64 > FILE; chmod 600 FILE)");
+    }
+    if (auto token = read_token_file(config.token_file, "--token-file"); !token.ok()) return token.status();
+    for (const std::string& address : config.listen) {
+      if (auto parsed = parse_net_address(address, "--listen"); !parsed.ok()) return parsed.status();
+    }
+    if (config.datasets.empty()) {
+      return Status::InvalidArgument("--listen serves remote clients only named datasets, and none is named: add "
+                                     "--dataset NAME=PATH");
+    }
   }
   for (const auto& [name, source] : config.datasets) {
     const std::string& p = source.path();

@@ -41,6 +41,10 @@ struct DaemonConfig {
   // Users besides the daemon's own that may connect; they may open named datasets only.
   std::vector<uid_t> allow_uids;
   std::string log_level = "info";
+  // HOST:PORT addresses to serve remote clients on (forkfeed-gateway, over UCX), and the
+  // file holding the token they must present: required when `listen` is not empty.
+  std::vector<std::string> listen;
+  std::string token_file;
 };
 
 // Reads `path` into `config`, keeping what the file does not set. Errors name the file

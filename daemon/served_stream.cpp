@@ -42,7 +42,7 @@ Result<ServedStream::Opened> ServedStream::open(std::uint64_t id, const LoaderOp
   opened.reply = to_json(StreamOpened{
       id, s.generation_, at.epoch, at.position, s.loader_->batches_per_epoch(), s.loader_->samples_per_epoch(),
       s.lent_.capacity(), options.workers, s.loader_->dataset().classes().size(), options.size, options.dtype,
-      resolve(options.layout, options.dtype), memory.size, LoaderInternals::order_key(*s.loader_),
+      resolve(options.layout, options.dtype), memory.size, memory.slot_bytes, LoaderInternals::order_key(*s.loader_),
       s.loader_->dataset().classes()});
   spdlog::info("stream {} opened for pid {} (uid {}): up to {} workers, {} slots, rank {}/{}, arena {:.1f} MiB", id,
                s.about_.value("pid", 0), s.about_.value("uid", 0), options.workers, s.lent_.capacity(),

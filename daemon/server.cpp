@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <new>
+#include <thread>
 
 namespace forkfeed {
 namespace {
@@ -56,8 +57,41 @@ Result<std::unique_ptr<Server>> Server::start(DaemonConfig config) {
   auto pool = WorkerPool::open(PoolOptions{.workers = config.limits.max_workers, .log_level = config.log_level});
   if (!pool.ok()) return pool.status();
   config.limits.max_workers = (*pool)->workers();  // 0 was "the CPUs": now a number
-  return std::unique_ptr<Server>(new Server(std::move(config), std::move(listener).value(), std::move(signals),
+  std::unique_ptr<Server> server(new Server(std::move(config), std::move(listener).value(), std::move(signals),
                                             std::move(stop), std::move(pool).value()));
+  // Spawned, never forked, from this (the main) thread: UCX never enters forkfeedd.
+  if (!server->config_.listen.empty()) {
+    auto gateway = GatewayProcess::start(server->config_, server->listener_.path());
+    if (!gateway.ok()) return gateway.status();
+    server->gateway_.emplace(std::move(gateway).value());
+    server->gateway_started_ = std::chrono::steady_clock::now();
+    server->listening_ = server->gateway_->listening();
+  }
+  return server;
+}
+
+void Server::restart_gateway() {
+  pollfd p{gateway_->pidfd(), POLLIN, 0};
+  if (::poll(&p, 1, 0) != 1) return;
+  auto exit = gateway_->child().poll();
+  spdlog::error("forkfeed-gateway (pid {}) {}; its remote streams are closed; starting another",
+                gateway_->pid(), exit ? exit->describe() : std::string("ended"));
+  if (std::chrono::steady_clock::now() - gateway_started_ < std::chrono::seconds(1)) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  gateway_started_ = std::chrono::steady_clock::now();
+  auto gateway = GatewayProcess::start(config_, listener_.path());
+  if (!gateway.ok()) {
+    spdlog::error("forkfeed-gateway could not start again: {}; remote clients are not served until forkfeedd restarts",
+                  gateway.status().message());
+    gateway_.reset();
+    std::lock_guard lock(mu_);
+    listening_ = nlohmann::json::array();
+    return;
+  }
+  gateway_.emplace(std::move(gateway).value());
+  std::lock_guard lock(mu_);
+  listening_ = gateway_->listening();
 }
 
 Server::Server(DaemonConfig config, Listener listener, UniqueFd signals, UniqueFd stop,
@@ -71,6 +105,7 @@ Server::Server(DaemonConfig config, Listener listener, UniqueFd signals, UniqueF
       started_(std::chrono::steady_clock::now()) {}
 
 Server::~Server() {
+  if (gateway_) gateway_->stop();
   listener_.close();
   const std::uint64_t one = 1;
   (void)!::write(stop_.get(), &one, sizeof one);
@@ -84,6 +119,11 @@ Status Server::run() {
       "forkfeedd {} listening on {}: at most {} streams, {} workers, {} MiB of arenas ({} MiB per stream)",
       ::getpid(), listener_.path(), limits.max_streams, limits.max_workers, limits.max_arena_bytes >> 20,
       limits.max_stream_arena_bytes >> 20);
+  if (gateway_) {
+    for (const std::string& address : gateway_->listening()) {
+      spdlog::info("remote clients: listening on {} (forkfeed-gateway, pid {})", address, gateway_->pid());
+    }
+  }
   while (true) {
     pollfd fds[2] = {{listener_.fd(), POLLIN, 0}, {signals_.get(), POLLIN, 0}};
     if (::poll(fds, 2, 100) < 0 && errno != EINTR) return Status::FromErrno("poll", errno);
@@ -100,7 +140,10 @@ Status Server::run() {
     expire_handshakes();
     wake_sessions(false);
     reap(false);
+    if (gateway_) restart_gateway();
   }
+  // Remote clients first: the gateway's streams close as its connections do.
+  if (gateway_) gateway_->stop();
   // Stop accepting first, so nobody connects to a daemon that is going away.
   listener_.close();
   const std::uint64_t one = 1;
@@ -210,8 +253,10 @@ nlohmann::json Server::stats() const {
   const Limits& limits = admission_.limits();
   nlohmann::json streams = nlohmann::json::array();
   std::size_t pending = 0;
+  nlohmann::json listening;
   {
     std::lock_guard lock(mu_);
+    listening = listening_;
     for (const auto& session : sessions_) {
       nlohmann::json s = session->stats();
       if (!s.is_null()) streams.push_back(std::move(s));
@@ -232,6 +277,7 @@ nlohmann::json Server::stats() const {
                           {"workers", pool_->workers()},
                           {"start_method", std::string(to_string(pool_->start_method()))},
                           {"arena_bytes", used.arena_bytes},
+                          {"listen", listening},
                           {"pending_connections", pending},
                           {"limits",
                            {{"max_streams", limits.max_streams},

@@ -200,7 +200,7 @@ class Loader::Impl {
     return s;
   }
   Loader::SharedMemory shared_memory() const {
-    return {arena_->fd(), arena_->data(), arena_->size()};
+    return {arena_->fd(), arena_->data(), arena_->size(), arena_->control().slots.slot_stride};
   }
 
  private:

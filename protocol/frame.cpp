@@ -50,7 +50,53 @@ Status read_exactly(int socket, char* out, std::size_t length, bool accept_fds, 
   return Status::Ok();
 }
 
+// InvalidArgument when the header breaks the protocol.
+Status check_header(const FrameHeader& header) {
+  if (header.magic != kFrameMagic)
+    return Status::InvalidArgument("not a forkfeed protocol message (bad magic)");
+  if (header.version != kProtocolVersion) {
+    return Status::InvalidArgument("protocol version " + std::to_string(header.version) +
+                                   ", but this side speaks " + std::to_string(kProtocolVersion) +
+                                   "; use forkfeed and forkfeedd of one release");
+  }
+  if (header.length > kMaxPayload) {
+    return Status::InvalidArgument("message of " + std::to_string(header.length) +
+                                   " bytes is over the limit of " + std::to_string(kMaxPayload));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+Status FrameReader::fill(int socket) {
+  char chunk[16384];
+  while (buffer_.size() < sizeof(FrameHeader) + kMaxPayload) {
+    const ssize_t n = ::recv(socket, chunk, sizeof chunk, MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      return Status::FromErrno("reading from the connection", errno);
+    }
+    if (n == 0) {
+      return Status::IoError(buffer_.empty() ? "connection closed" : "connection closed in the middle of a message");
+    }
+    buffer_.append(chunk, static_cast<std::size_t>(n));
+  }
+  return Status::Ok();
+}
+
+Result<std::optional<Frame>> FrameReader::next() {
+  if (buffer_.size() < sizeof(FrameHeader)) return std::optional<Frame>();
+  FrameHeader header{};
+  std::memcpy(&header, buffer_.data(), sizeof header);
+  if (Status s = check_header(header); !s.ok()) return s;
+  if (buffer_.size() < sizeof header + header.length) return std::optional<Frame>();
+  Frame frame;
+  frame.type = header.type;
+  frame.payload = buffer_.substr(sizeof header, header.length);
+  buffer_.erase(0, sizeof header + header.length);
+  return std::optional<Frame>(std::move(frame));
+}
 
 Status send_frame(int socket, MessageType type, std::string_view payload, std::span<const int> fds) {
   if (payload.size() > kMaxPayload) {
@@ -109,17 +155,7 @@ Result<Frame> recv_frame(int socket, bool accept_fds) {
       !s.ok()) {
     return s;
   }
-  if (header.magic != kFrameMagic)
-    return Status::InvalidArgument("not a forkfeed protocol message (bad magic)");
-  if (header.version != kProtocolVersion) {
-    return Status::InvalidArgument("protocol version " + std::to_string(header.version) +
-                                   ", but this side speaks " + std::to_string(kProtocolVersion) +
-                                   "; use forkfeed and forkfeedd of one release");
-  }
-  if (header.length > kMaxPayload) {
-    return Status::InvalidArgument("message of " + std::to_string(header.length) +
-                                   " bytes is over the limit of " + std::to_string(kMaxPayload));
-  }
+  if (Status s = check_header(header); !s.ok()) return s;
   frame.type = header.type;
   frame.payload.resize(header.length);
   if (Status s = read_exactly(socket, frame.payload.data(), header.length, accept_fds, frame.fds, false);

@@ -1,9 +1,11 @@
-// Frames on forkfeedd's Unix socket: a fixed header (magic, protocol version, message
-// type, payload length) followed by a JSON payload of at most kMaxPayload bytes. A
-// reply may carry fds (SCM_RIGHTS); a request never does.
+// Frames on forkfeedd's Unix socket, and on forkfeed-gateway's TCP one: a fixed header
+// (magic, protocol version, message type, payload length) followed by a JSON payload of
+// at most kMaxPayload bytes. A reply may carry fds (SCM_RIGHTS, on the Unix socket); a
+// request never does.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -25,8 +27,11 @@ enum class MessageType : std::uint16_t {
   kStats = 3,       // client or forkfeed-ctl: the stream's or the daemon's stats
   kClose = 4,       // client: close the stream and the connection
   kHello = 5,       // client, first: proves the daemon answers; the reply is {"protocol": N}
+                    // (to forkfeed-gateway: with {"token", "worker"}, see gateway/remote_session.h)
+  kCredit = 6,      // remote client, unanswered: {"count": N} receive slots freed
   kReply = 100,     // daemon: {"ok":true,...} or {"ok":false,"code":...,"error":...}
   kNotice = 101,    // daemon, unasked: {"error":...}, why it closes the connection now
+  kHeartbeat = 102, // forkfeed-gateway, unasked, every second: it is alive
 };
 
 struct FrameHeader {
@@ -46,6 +51,21 @@ struct Frame {
 
 // Sends one frame (MSG_NOSIGNAL: a closed peer is an error, not SIGPIPE).
 Status send_frame(int socket, MessageType type, std::string_view payload, std::span<const int> fds = {});
+
+// Frames from a non-blocking socket, assembled as their bytes arrive, so that a peer
+// that sends half a frame never holds a reader serving others (forkfeed-gateway).
+class FrameReader {
+ public:
+  // Reads what `socket` has now; IoError when the peer closed (a message starting with
+  // "connection closed") or the read failed.
+  Status fill(int socket);
+  // The next complete frame, if one is in; InvalidArgument for one that breaks the
+  // protocol (bad magic or version, over kMaxPayload): the rest cannot be trusted.
+  Result<std::optional<Frame>> next();
+
+ private:
+  std::string buffer_;
+};
 
 // Reads one frame. Fds that come with it are kept if `accept_fds`, else closed.
 // Errors: InvalidArgument for a frame that breaks the protocol (bad magic or version,

@@ -209,6 +209,7 @@ void for_each_reply_field(Opened& o, Visit&& visit) {
   visit("classes", o.classes, k64);
   visit("size", o.size, k32);
   visit("arena_bytes", o.arena_bytes, k64);
+  visit("slot_bytes", o.slot_bytes, k64);
 }
 
 }  // namespace
@@ -238,7 +239,7 @@ Result<StreamOpened> parse_stream_opened(const json& reply) {
   StreamOpened o;
   Status first = Status::Ok();
   for_each_reply_field(o, [&](const char* key, auto& out, std::uint64_t max) {
-    if (!first.ok() || (std::string_view(key) == "classes" && !reply.contains(key))) return;
+    if (!first.ok() || ((std::string_view(key) == "classes" || std::string_view(key) == "slot_bytes") && !reply.contains(key))) return;
     auto v = get_uint(reply, key, max);
     if (v.ok()) out = static_cast<std::remove_reference_t<decltype(out)>>(*v);
     else first = malformed(v.status().message());

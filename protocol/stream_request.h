@@ -39,6 +39,9 @@ struct StreamOpened {
   DType dtype = DType::kUint8;
   Layout layout = Layout::kAuto;  // resolved by the daemon; kAuto from one that does not say
   std::uint64_t arena_bytes = 0;
+  // One batch slot's: a batch's pixels, labels and sample indices lie within one (what a
+  // remote client's receive slots must hold).
+  std::uint64_t slot_bytes = 0;
   OrderKey order;
   // The class names by label when they fit in the reply (kMaxClassNameBytes); else empty
   // while `classes` is not 0.

@@ -165,11 +165,13 @@ forkfeed_daemon_test(bench_daemon_test)
 add_dependencies(bench_daemon_test forkfeed-bench)
 forkfeed_daemon_test(user_files_test)
 add_dependencies(user_files_test forkfeed-bench)
+forkfeed_daemon_test(remote_stream_test)
+add_dependencies(remote_stream_test forkfeed-bench forkfeed-gateway)  # a remote trainer to kill
 
 # The longest suites first (ctest -j starts tests in decreasing COST when it has no times
 # of an earlier run), so that no core idles at the end while one of them runs alone.
 foreach(test IN ITEMS bench_cli_test compare_test daemon_fuzz_test client_stream_test worker_death_test
-                      daemon_limits_test fused_decode_test)
+                      daemon_limits_test fused_decode_test remote_stream_test)
   if(TEST ${test})
     set_tests_properties(${test} PROPERTIES COST 100)
   endif()

@@ -8,6 +8,7 @@ packages=(
   ccache  # tools/test.sh: pip's build of the Python package reuses the Release build's objects
   libopencv-dev libboost-dev libspdlog-dev libgtest-dev
   libibverbs-dev ibverbs-providers libjpeg62-turbo-dev
+  libucx-dev  # remote/: UCX headers; libucp (libucx0) is loaded at run time for remote serving
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev
   tar  # GNU tar: the tests read shards it writes, in every format it writes
   python3  # tools/compare.sh's memory sampler and report, and its test

@@ -45,6 +45,14 @@ struct StreamOptions {
   std::chrono::milliseconds connect_timeout = kDefaultConnectTimeout;
 };
 
+// A forkfeedd on another machine: where it listens for remote clients (its --listen) and
+// the file holding the token it was started with (its --token-file; empty:
+// $FORKFEED_TOKEN_FILE).
+struct RemoteDaemon {
+  std::string address;  // HOST:PORT
+  std::string token_file;
+};
+
 class Client {
  public:
   // Connects to forkfeedd at `socket_path` and opens a stream; with `state` (a state()
@@ -52,6 +60,15 @@ class Client {
   static Result<std::unique_ptr<Client>> connect(const std::string& socket_path, const StreamOptions& options,
                                                  std::string_view state = {});
   static Result<std::unique_ptr<Client>> connect(const std::string& socket_path, const LoaderOptions& options,
+                                                 std::string_view state = {});
+  // Connects to a forkfeedd on another machine and opens a stream there. Requests go over
+  // a TCP connection to `daemon.address`, batches over UCX (RDMA where the fabric has it,
+  // else TCP; UCX_TLS and UCX_NET_DEVICES choose) into this process's own memory,
+  // registered once. It serves only its named datasets: options.dataset names one.
+  // Everything else is as the local connect()'s; a lost daemon or network fails the
+  // next call within 3 s. Loads UCX into this process: Loaders opened here afterwards
+  // spawn their workers (start_method auto).
+  static Result<std::unique_ptr<Client>> connect(const RemoteDaemon& daemon, const StreamOptions& options,
                                                  std::string_view state = {});
   // Closes the stream: the daemon stops its workers. Batches still held stay readable
   // until they are destroyed.

@@ -114,6 +114,8 @@ class Loader {
     int fd = -1;
     const std::byte* base = nullptr;
     std::size_t size = 0;
+    // One batch slot: a Batch's pixels, labels and sample indices lie within this many bytes.
+    std::size_t slot_bytes = 0;
   };
   SharedMemory shared_memory() const;
 

@@ -382,7 +382,11 @@ class Client(_Pass):
     from either resumes the other — plus ``socket`` (forkfeedd's Unix socket, default
     ``default_socket_path()``), ``dataset`` (a dataset named in forkfeedd's config,
     instead of ``root``/``manifest``/``shards``) and ``connect_timeout`` (seconds to
-    wait for the daemon to answer, default 10). The stream shares the daemon's pool of
+    wait for the daemon to answer, default 10). With ``address`` ("HOST:PORT", a
+    forkfeedd started with ``--listen``) the stream comes from another machine over UCX
+    (RDMA where the fabric has it, else TCP): ``dataset`` must name one of its datasets,
+    and ``token_file`` (default ``$FORKFEED_TOKEN_FILE``) holds the token it was started
+    with; batches land in this process's own memory. The stream shares the daemon's pool of
     workers: ``workers`` only caps how many it keeps busy at once (its batch slots), and
     ``start_method``, ``weight`` and ``log_level`` are the daemon's; ``pin_memory_device``
     is not supported.
@@ -403,6 +407,8 @@ class Client(_Pass):
         shard_label_field: Optional[str] = None,
         dataset: Optional[str] = None,
         socket: Optional[PathLike] = None,
+        address: Optional[str] = None,
+        token_file: Optional[PathLike] = None,
         connect_timeout: Optional[float] = None,
         batch_size: Optional[int] = None,
         workers: Optional[int] = None,
@@ -433,7 +439,8 @@ class Client(_Pass):
     ) -> None:
         options = self._options_from(locals())
         self._impl = _forkfeed.Client(options, socket=None if socket is None else os.fsencode(socket),
-                                      dataset=dataset, connect_timeout=connect_timeout)
+                                      dataset=dataset, connect_timeout=connect_timeout, address=address,
+                                      token_file=None if token_file is None else os.fsencode(token_file))
 
     @property
     def classes(self) -> List[str]:

@@ -108,6 +108,8 @@ class Client(_Pass):
         shard_label_field: Optional[str] = None,
         dataset: Optional[str] = None,
         socket: Optional[PathLike] = None,
+        address: Optional[str] = None,
+        token_file: Optional[PathLike] = None,
         connect_timeout: Optional[float] = None,
         batch_size: Optional[int] = None,
         workers: Optional[int] = None,

@@ -20,8 +20,10 @@ class PyClient : public PyPass<Client> {
  public:
   PyClient(const py::dict& options, const std::optional<std::string>& socket,
            const std::optional<std::string>& dataset, std::optional<double> connect_timeout,
-           const std::optional<std::string>& state)
-      : PyPass(connect(stream_options(options, dataset, connect_timeout), socket, state), "client") {}
+           const std::optional<std::string>& state, const std::optional<std::string>& address,
+           const std::optional<std::string>& token_file)
+      : PyPass(connect(stream_options(options, dataset, connect_timeout), socket, address, token_file, state),
+               "client") {}
 
   std::uint64_t classes() {
     return locked([](Client& c) { return c.classes(); });
@@ -45,7 +47,9 @@ class PyClient : public PyPass<Client> {
  private:
   static StreamOptions stream_options(const py::dict& options, const std::optional<std::string>& dataset,
                                       std::optional<double> connect_timeout) {
-    StreamOptions o{loader_options_from_dict(options), dataset.value_or(""), kDefaultConnectTimeout};
+    StreamOptions o;
+    o.loader = loader_options_from_dict(options);
+    o.dataset = dataset.value_or("");
     if (connect_timeout) {
       const double seconds = *connect_timeout;
       if (!(seconds > 0 && seconds <= 86400)) {
@@ -58,12 +62,18 @@ class PyClient : public PyPass<Client> {
   }
 
   static std::unique_ptr<Client> connect(const StreamOptions& o, const std::optional<std::string>& socket,
+                                         const std::optional<std::string>& address,
+                                         const std::optional<std::string>& token_file,
                                          const std::optional<std::string>& state) {
+    if (socket && address) {
+      raise(Status::InvalidArgument("give socket (a local forkfeedd) or address (a remote one), not both"));
+    }
     const std::string path = socket.value_or(default_socket_path());
     Result<std::unique_ptr<Client>> connected = Status::Internal("not connected");
     {
       py::gil_scoped_release nogil;
-      connected = Client::connect(path, o, state.value_or(""));
+      connected = address ? Client::connect(RemoteDaemon{*address, token_file.value_or("")}, o, state.value_or(""))
+                          : Client::connect(path, o, state.value_or(""));
     }
     if (!connected.ok()) raise(connected.status());
     return std::move(connected).value();
@@ -75,11 +85,14 @@ class PyClient : public PyPass<Client> {
 void register_client(py::module_& m) {
   py::class_<PyClient> c(m, "Client", "forkfeed::Client; forkfeed.Client wraps it.");
   c.def(py::init<const py::dict&, const std::optional<std::string>&, const std::optional<std::string>&,
-                 std::optional<double>, const std::optional<std::string>&>(),
+                 std::optional<double>, const std::optional<std::string>&, const std::optional<std::string>&,
+                 const std::optional<std::string>&>(),
         py::arg("options"), py::arg("socket") = py::none(), py::arg("dataset") = py::none(),
-        py::arg("connect_timeout") = py::none(), py::arg("state") = py::none(),
+        py::arg("connect_timeout") = py::none(), py::arg("state") = py::none(), py::arg("address") = py::none(),
+        py::arg("token_file") = py::none(),
         "Opens a stream on the forkfeedd at `socket` (default_socket_path() if None) from a "
-        "dict of LoaderOptions names, or of the config's `dataset`; resumes from `state` if given.");
+        "dict of LoaderOptions names, or of the config's `dataset`; or, with `address` (HOST:PORT), on a "
+        "remote forkfeedd over UCX, presenting the token in `token_file`; resumes from `state` if given.");
   def_pass(c);
   c.def("classes", &PyClient::classes, "Number of ImageFolder classes; 0 for a manifest.")
       .def("class_names", &PyClient::class_names,

@@ -56,13 +56,13 @@ def run_python(code: str, env=None, timeout=120) -> subprocess.CompletedProcess:
 
 class Daemon:
     """A forkfeedd run by a test on its own socket, serving `dataset` also by the name
-    "tiny"; stop() ends and reaps it (and so its workers)."""
+    "tiny", with `extra` flags; stop() ends and reaps it (and so its workers)."""
 
-    def __init__(self, socket_path: pathlib.Path, dataset: pathlib.Path):
+    def __init__(self, socket_path: pathlib.Path, dataset: pathlib.Path, *extra: str):
         self.socket = str(socket_path)
         self.process = subprocess.Popen(
             [str(BIN_DIR / "forkfeedd"), "--socket", self.socket, "--log-level", "warn",
-             "--max-workers", "16", "--dataset", f"tiny={dataset}"])
+             "--max-workers", "16", "--dataset", f"tiny={dataset}", *extra])
         deadline = time.monotonic() + 20
         while not self._accepts():
             if self.process.poll() is not None or time.monotonic() > deadline:

@@ -23,7 +23,9 @@ LAYERS = [
     ["process"],
     ["loader"],
     ["protocol"],
+    ["remote"],
     ["client", "daemon"],
+    ["gateway"],
 ]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 

@@ -176,12 +176,34 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
                  "Read through the forkfeedd listening on SOCKET (forkfeed::Client) instead of an "
                  "in-process Loader")
       ->type_name("SOCKET");
+  app.add_option("--remote", flags.remote_address,
+                 "Read through the forkfeedd on another machine listening at HOST:PORT (its --listen), over "
+                 "UCX; needs --dataset and its token (--token-file)")
+      ->type_name("HOST:PORT")
+      ->excludes("--daemon");
+  app.add_option("--dataset", flags.dataset,
+                 "With --daemon or --remote: a dataset named in forkfeedd's config, instead of --data, "
+                 "--manifest or --shards")
+      ->type_name("NAME");
+  app.add_option("--token-file", flags.token_file,
+                 "With --remote: the file with forkfeedd's token (default: $FORKFEED_TOKEN_FILE)")
+      ->type_name("FILE");
   cli::add_seconds_flag(app, "--connect-timeout", flags.connect_timeout,
                         "With --daemon: seconds to wait for forkfeedd to answer before giving up");
 
   try {
     app.parse(argc, argv);
-    if (data->count() + manifest->count() + shards->count() == 0 && !flags.fork_report) {
+    const std::size_t sources = data->count() + manifest->count() + shards->count();
+    if (!flags.dataset.empty() && flags.daemon_socket.empty() && flags.remote_address.empty()) {
+      throw CLI::ValidationError("--dataset", "names a dataset of a forkfeedd: give --daemon or --remote too");
+    }
+    if (!flags.dataset.empty() && sources > 0) {
+      throw CLI::ValidationError("--dataset", "give a dataset name or --data/--manifest/--shards, not both");
+    }
+    if (!flags.remote_address.empty() && flags.dataset.empty()) {
+      throw CLI::RequiredError("--dataset NAME (a remote forkfeedd serves only its named datasets)");
+    }
+    if (sources == 0 && flags.dataset.empty() && !flags.fork_report) {
       throw CLI::RequiredError("--data DIR, --manifest FILE or --shards SPEC");
     }
   } catch (const CLI::ParseError& e) {
@@ -211,7 +233,7 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
   o.shuffle = !no_shuffle;
   // Values that are each fine but not together (--rank 3 --world-size 2) are bad
   // arguments too, caught here rather than as a loader error.
-  if (const Status s = validate(o); !s.ok() && !flags.fork_report) {
+  if (const Status s = validate(o); !s.ok() && !flags.fork_report && flags.dataset.empty()) {
     std::fprintf(stderr, "forkfeed-bench: %s (see --help)\n", printable(s.message()).c_str());
     return cli::kExitBadArguments;
   }

@@ -22,6 +22,9 @@ struct BenchFlags {
   std::uint64_t probe_limit = 0;         // 0: probe every file
   std::string dump_path;                 // empty: no --dump-indices
   std::string daemon_socket;             // empty: an in-process Loader; else through forkfeedd
+  std::string remote_address;            // or through a remote forkfeedd (HOST:PORT, over UCX)
+  std::string dataset;                   // a dataset named in forkfeedd's config (--daemon, --remote)
+  std::string token_file;                // --remote's token; empty: $FORKFEED_TOKEN_FILE
   std::chrono::milliseconds connect_timeout = kDefaultConnectTimeout;  // for forkfeedd's answer
   std::string resume_path;               // empty: start from the beginning
   std::string save_state_path;           // empty: save no state

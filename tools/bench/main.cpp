@@ -164,11 +164,20 @@ Result<std::unique_ptr<Loader>> open_loader(const BenchFlags& flags) {
 
 // A stream on the forkfeedd at --daemon, from the --resume state if there is one.
 Result<std::unique_ptr<Client>> open_client(const BenchFlags& flags) {
-  const StreamOptions options{flags.options, {}, flags.connect_timeout};
-  if (flags.resume_path.empty()) return Client::connect(flags.daemon_socket, options);
-  Result<std::string> state = read_state_file(flags.resume_path);
-  if (!state.ok()) return state.status();
-  return Client::connect(flags.daemon_socket, options, *state);
+  StreamOptions options;
+  options.loader = flags.options;
+  options.connect_timeout = flags.connect_timeout;
+  options.dataset = flags.dataset;
+  std::string state;
+  if (!flags.resume_path.empty()) {
+    Result<std::string> saved = read_state_file(flags.resume_path);
+    if (!saved.ok()) return saved.status();
+    state = std::move(saved).value();
+  }
+  if (!flags.remote_address.empty()) {
+    return Client::connect(RemoteDaemon{flags.remote_address, flags.token_file}, options, state);
+  }
+  return Client::connect(flags.daemon_socket, options, state);
 }
 
 int run(const BenchFlags& flags) {
@@ -188,7 +197,7 @@ int run(const BenchFlags& flags) {
   const auto open_start = Clock::now();
   Status status;
   std::string state;
-  if (!flags.daemon_socket.empty()) {  // the same run through forkfeedd
+  if (!flags.daemon_socket.empty() || !flags.remote_address.empty()) {  // the same run through forkfeedd
     Result<std::unique_ptr<Client>> opened = open_client(flags);
     if (!opened.ok()) return fail(opened.status().message());
     std::unique_ptr<Client> client = std::move(opened).value();

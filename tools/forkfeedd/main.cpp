@@ -84,6 +84,17 @@ int main(int argc, char** argv) {
   app.add_option("--allow-uid", allow_uids, "Another user that may connect (named datasets only); repeatable")
       ->type_name("UID")
       ->check(forkfeed::cli::integer_of(allow_uids));
+  std::vector<std::string> listen;
+  std::string token_file;
+  app.add_option("--listen", listen,
+                 "Serve trainers on other machines at HOST:PORT over UCX (RDMA where the fabric has it, else "
+                 "TCP; UCX_TLS, UCX_NET_DEVICES choose), through the forkfeed-gateway process; named datasets "
+                 "only; repeatable; port 0 picks a free one (forkfeed-ctl stats shows it)")
+      ->type_name("HOST:PORT");
+  app.add_option("--token-file", token_file,
+                 "With --listen: the file holding the token remote clients must present (keep it chmod 600; "
+                 "clients get a copy as token_file or $FORKFEED_TOKEN_FILE)")
+      ->type_name("FILE");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off [default: info]");
   try {
     app.parse(argc, argv);
@@ -105,6 +116,8 @@ int main(int argc, char** argv) {
   }
   config.allow_uids.insert(config.allow_uids.end(), allow_uids.begin(), allow_uids.end());
   if (!log_level.empty()) config.log_level = log_level;
+  config.listen.insert(config.listen.end(), listen.begin(), listen.end());
+  if (!token_file.empty()) config.token_file = token_file;
   const auto level = spdlog::level::from_str(config.log_level);
   if (level == spdlog::level::off && config.log_level != "off") {
     return fail("unknown log level '" + config.log_level + "'; use trace, debug, info, warn, error or off");

@@ -1,0 +1,62 @@
+// LocalLink: forkfeedd's socket, its arena mapped read-only, the consumer channel.
+#include "client/local_link.h"
+
+#include <poll.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+
+namespace forkfeed {
+
+Result<std::unique_ptr<LocalLink>> LocalLink::open(DaemonConnection connection, const nlohmann::json& request,
+                                                   nlohmann::json& opened) {
+  auto reply = connection.request(MessageType::kOpenStream, request);
+  if (!reply.ok()) return reply.status();
+  if (reply->fds.size() != 4) {
+    return Status::Internal("forkfeedd sent " + std::to_string(reply->fds.size()) +
+                            " fds with a stream instead of 4; is it another forkfeed version?");
+  }
+  struct stat st {};
+  if (::fstat(reply->fds[0].get(), &st) != 0) return Status::FromErrno("fstat of the stream's arena", errno);
+  auto arena = Mapping::map_shared_readonly(reply->fds[0].get(), static_cast<std::size_t>(st.st_size));
+  if (!arena.ok()) return arena.status();
+  auto channel =
+      ConsumerChannel::attach(std::move(reply->fds[1]), std::move(reply->fds[2]), std::move(reply->fds[3]));
+  if (!channel.ok()) return channel.status();
+  opened = std::move(reply->body);
+  auto stream = std::make_shared<ClientStream>(std::move(arena).value(), std::move(channel).value());
+  return std::unique_ptr<LocalLink>(new LocalLink(std::move(connection), std::move(stream)));
+}
+
+Result<nlohmann::json> LocalLink::request(MessageType type, const nlohmann::json& body) {
+  auto reply = connection_.request(type, body);
+  if (!reply.ok()) return reply.status();
+  return std::move(reply->body);
+}
+
+std::optional<LinkDelivery> LocalLink::pop() {
+  auto d = stream_->channel().block().deliveries.try_pop();
+  if (!d) return std::nullopt;
+  return LinkDelivery{*d, stream_->arena().data(), stream_->arena().size()};
+}
+
+Result<bool> LocalLink::wait(int interrupt_fd) {
+  const int delivered = stream_->channel().delivered_fd();
+  pollfd p[3] = {{delivered, POLLIN, 0}, {connection_.fd(), POLLIN, 0}, {interrupt_fd, POLLIN, 0}};
+  while (::poll(p, 3, -1) < 0) {
+    if (errno != EINTR) return Status::FromErrno("poll for forkfeedd deliveries", errno);
+  }
+  if (p[1].revents != 0) {
+    if (Status s = connection_.check(); !s.ok()) return s;
+  }
+  if (p[2].revents != 0) return false;
+  ConsumerChannel::clear(delivered);
+  return true;
+}
+
+std::unique_ptr<detail::SlotLease> LocalLink::lend(const LinkDelivery& d) {
+  stream_->took();
+  return std::make_unique<ReturnLease>(stream_, d.record.handle, d.record.tag);
+}
+
+}  // namespace forkfeed

@@ -1,0 +1,36 @@
+// LocalLink: a stream on forkfeedd on this host — requests over its Unix socket, batches
+// read in place from the daemon's arena, deliveries and returns through the shared
+// consumer channel (ClientStream).
+#pragma once
+
+#include <memory>
+
+#include "client/client_stream.h"
+#include "client/daemon_connection.h"
+#include "client/stream_link.h"
+
+namespace forkfeed {
+
+class LocalLink final : public StreamLink {
+ public:
+  // Opens a stream with `request` (an open_stream body) on the daemon at the other end of
+  // `connection`; the reply's body in `opened`.
+  static Result<std::unique_ptr<LocalLink>> open(DaemonConnection connection, const nlohmann::json& request,
+                                                 nlohmann::json& opened);
+
+  Result<nlohmann::json> request(MessageType type, const nlohmann::json& body) override;
+  std::optional<LinkDelivery> pop() override;
+  Result<bool> wait(int interrupt_fd) override;
+  Status check() override { return connection_.check(); }
+  void drop(const LinkDelivery& d) override { stream_->give_back(d.record.handle, d.record.tag, false); }
+  std::unique_ptr<detail::SlotLease> lend(const LinkDelivery& d) override;
+  std::uint32_t held() const override { return stream_->held(); }
+
+ private:
+  LocalLink(DaemonConnection connection, std::shared_ptr<ClientStream> stream)
+      : connection_(std::move(connection)), stream_(std::move(stream)) {}
+  DaemonConnection connection_;
+  std::shared_ptr<ClientStream> stream_;
+};
+
+}  // namespace forkfeed

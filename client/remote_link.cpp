@@ -1,0 +1,432 @@
+// RemoteLink: the client's end of a stream over UCX.
+#include "client/remote_link.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+#include "base/owner_process.h"
+#include "base/unique_fd.h"
+#include "protocol/stream_request.h"
+#include "remote/net_address.h"
+#include "remote/tcp_socket.h"
+#include "remote/token.h"
+#include "transport/mapping.h"
+
+namespace forkfeed {
+
+using json = nlohmann::json;
+
+// The receive slots: a memfd of this process, registered with UCX once. A slot is free,
+// on its way (a rendezvous into it), or lent (a Batch or a delivery not yet taken); every
+// slot freed is a credit owed to the gateway.
+class ReceiveArena {
+ public:
+  static Result<std::shared_ptr<ReceiveArena>> create(std::shared_ptr<UcxContext> context, std::uint32_t slots,
+                                                      std::uint64_t slot_bytes) {
+    UniqueFd memfd(::memfd_create("forkfeed-remote-arena", MFD_CLOEXEC));
+    if (!memfd.valid()) return Status::FromErrno("memfd_create for the remote stream's receive arena", errno);
+    const std::uint64_t bytes = std::uint64_t{slots} * slot_bytes;
+    if (::ftruncate(memfd.get(), static_cast<off_t>(bytes)) != 0) {
+      return Status::FromErrno("sizing the receive arena to " + std::to_string(bytes) + " bytes", errno);
+    }
+    auto mapping = Mapping::map_shared(memfd.get(), bytes);
+    if (!mapping.ok()) return mapping.status();
+    auto memory = UcxMemory::map(std::move(context), mapping->data(), bytes, false);
+    if (!memory.ok()) return memory.status();
+    UniqueFd returned(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (!returned.valid()) return Status::FromErrno("eventfd for the receive arena", errno);
+    auto arena = std::shared_ptr<ReceiveArena>(new ReceiveArena(std::move(mapping).value(), std::move(memory).value(),
+                                                                std::move(returned), slot_bytes));
+    for (std::uint32_t i = slots; i-- > 0;) arena->free_.push_back(i);
+    arena->credits_ = slots;
+    return arena;
+  }
+
+  std::byte* slot(std::uint32_t i) const { return mapping_.data() + std::uint64_t{i} * slot_bytes_; }
+  std::uint64_t slot_bytes() const { return slot_bytes_; }
+  ucp_mem_h memh() const { return memory_.get(); }
+  int returned_fd() const { return returned_.get(); }
+  std::uint32_t held() const { return held_.load(std::memory_order_acquire); }
+  void lent() { held_.fetch_add(1, std::memory_order_acq_rel); }
+
+  // A free slot for an arriving batch; nullopt if the gateway sent more than its credits.
+  std::optional<std::uint32_t> take() {
+    std::lock_guard lock(mu_);
+    if (free_.empty()) return std::nullopt;
+    const std::uint32_t slot = free_.back();
+    free_.pop_back();
+    return slot;
+  }
+  // Any thread; nothing in the child of a fork() (the slots are the parent's).
+  void give_back(std::uint32_t slot, bool was_held) {
+    if (!owner_.here()) return;
+    {
+      std::lock_guard lock(mu_);
+      free_.push_back(slot);
+      credits_ += 1;
+      if (was_held) held_.fetch_sub(1, std::memory_order_acq_rel);
+    }
+    const std::uint64_t one = 1;
+    (void)!::write(returned_.get(), &one, sizeof one);
+  }
+  // The credits owed, now owed no more.
+  std::uint32_t take_credits() {
+    std::lock_guard lock(mu_);
+    return std::exchange(credits_, 0);
+  }
+
+ private:
+  ReceiveArena(Mapping mapping, UcxMemory memory, UniqueFd returned, std::uint64_t slot_bytes)
+      : mapping_(std::move(mapping)), memory_(std::move(memory)), returned_(std::move(returned)), slot_bytes_(slot_bytes) {}
+  Mapping mapping_;
+  UcxMemory memory_;  // unregistered before the mapping goes
+  UniqueFd returned_;  // readable: slots were given back (credits to send)
+  const std::uint64_t slot_bytes_;
+  std::mutex mu_;
+  std::vector<std::uint32_t> free_;
+  std::uint32_t credits_ = 0;
+  std::atomic<std::uint32_t> held_{0};
+  OwnerProcess owner_;
+};
+
+namespace {
+
+class RemoteLease final : public detail::SlotLease {
+ public:
+  RemoteLease(std::shared_ptr<ReceiveArena> arena, std::uint32_t slot) : arena_(std::move(arena)), slot_(slot) {}
+  ~RemoteLease() override { arena_->give_back(slot_, true); }
+
+ private:
+  std::shared_ptr<ReceiveArena> arena_;
+  std::uint32_t slot_;
+};
+
+// The token file: RemoteDaemon::token_file, else $FORKFEED_TOKEN_FILE.
+Result<std::string> client_token(const RemoteDaemon& daemon) {
+  std::string path = daemon.token_file;
+  if (path.empty()) {
+    const char* env = std::getenv("FORKFEED_TOKEN_FILE");
+    if (env == nullptr || *env == '\0') {
+      return Status::InvalidArgument(
+          "a remote forkfeedd asks for its token: set token_file (or FORKFEED_TOKEN_FILE) to a copy of the file "
+          "it was started with (--token-file)");
+    }
+    path = env;
+  }
+  return read_token_file(path, "the token file");
+}
+
+}  // namespace
+
+// One rendezvous receive in flight, for on_received.
+struct RemoteLink::Receive {
+  RemoteLink* link;
+  std::uint64_t sequence;
+};
+
+RemoteLink::RemoteLink(std::string address, UniqueFd control, std::shared_ptr<UcxContext> context,
+                       std::unique_ptr<UcxWorker> worker)
+    : address_(std::move(address)),
+      control_(std::move(control)),
+      context_(std::move(context)),
+      worker_(std::move(worker)),
+      last_heard_(Clock::now()) {}
+
+RemoteLink::~RemoteLink() {
+  // Closing the control connection ends the gateway's session and its endpoint to this
+  // worker, which ends the receives in flight. UCX must not destroy a worker with one
+  // still pending (it asserts): a worker whose gateway never ended them (gone without a
+  // word) is left, unused, to the end of the process.
+  control_.reset();
+  const Clock::time_point deadline = Clock::now() + kRemoteSilence;
+  while (receiving_ > 0 && Clock::now() < deadline) {
+    worker_->progress_and_arm();
+    if (receiving_ == 0) break;
+    pollfd p{worker_->event_fd(), POLLIN, 0};
+    (void)::poll(&p, 1, 50);
+  }
+  if (receiving_ > 0) (void)worker_.release();
+}
+
+Result<std::unique_ptr<RemoteLink>> RemoteLink::open(const RemoteDaemon& daemon, std::chrono::milliseconds timeout,
+                                                     const json& request, json& opened) {
+  auto token = client_token(daemon);
+  if (!token.ok()) return token.status();
+  const std::string& address = daemon.address;
+  auto where = parse_net_address(address, "the remote forkfeedd's address");
+  if (!where.ok()) return where.status();
+  auto control = connect_tcp(*where, timeout, "the remote forkfeedd");
+  if (!control.ok()) return control.status();
+  auto context = UcxContext::create();
+  if (!context.ok()) return context.status();
+  auto worker = UcxWorker::create(*context);
+  if (!worker.ok()) return worker.status();
+  auto worker_address = (*worker)->address();
+  if (!worker_address.ok()) return worker_address.status();
+  std::unique_ptr<RemoteLink> link(new RemoteLink(address, std::move(control).value(), std::move(context).value(),
+                                                  std::move(worker).value()));
+  if (Status s = link->worker_->set_am_handler(kDeliveryMessage, on_delivery, link.get()); !s.ok()) return s;
+  auto hello = link->request(MessageType::kHello, json{{"protocol", kProtocolVersion},
+                                                       {"token", *token},
+                                                       {"worker", bytes_to_json(*worker_address)}});
+  if (!hello.ok()) return hello.status();
+  auto reply = link->request(MessageType::kOpenStream, request);
+  if (!reply.ok()) return reply.status();
+  if (Status s = link->make_arena(*reply); !s.ok()) return s;
+  opened = std::move(reply).value();
+  return link;
+}
+
+Status RemoteLink::make_arena(const json& opened) {
+  auto slots = get_uint(opened, "slots", kChannelCapacity);
+  auto slot_bytes = get_uint(opened, "slot_bytes", std::uint64_t{1} << 36);
+  if (!slots.ok() || !slot_bytes.ok() || *slots == 0 || *slot_bytes == 0) {
+    return Status::Internal("the remote forkfeedd at " + address_ +
+                            " sent no receive slot sizes (slots, slot_bytes); is it another forkfeed version?");
+  }
+  auto arena = ReceiveArena::create(context_, static_cast<std::uint32_t>(*slots), *slot_bytes);
+  if (!arena.ok()) return arena.status();
+  arena_ = std::move(arena).value();
+  send_credits();
+  return Status::Ok();
+}
+
+Status RemoteLink::lose(const std::string& why) {
+  if (lost_.ok()) {
+    lost_ = Status::Unavailable("lost the connection to the remote forkfeedd at " + address_ + ": " + why +
+                                "; restart the daemon if it is down, then connect again with the last state() to "
+                                "continue exactly");
+  }
+  return lost_;
+}
+
+Status RemoteLink::check() {
+  if (lost_.ok()) {
+    read_control();
+    worker_->progress();
+    send_credits();
+  }
+  return lost_;
+}
+
+void RemoteLink::send_credits() {
+  if (!arena_ || !lost_.ok()) return;
+  const std::uint32_t credits = arena_->take_credits();
+  if (credits == 0) return;
+  if (Status s = send_frame(control_.get(), MessageType::kCredit, json{{"count", credits}}.dump()); !s.ok()) {
+    (void)lose("cannot send it credits: " + s.message());
+  }
+}
+
+void RemoteLink::read_control() {
+  pollfd p{control_.get(), POLLIN, 0};
+  if (!lost_.ok() || ::poll(&p, 1, 0) != 1) return;
+  // What came before the end is read first: a refusal's reply, the notice saying why.
+  const Status filled = reader_.fill(control_.get());
+  while (lost_.ok()) {
+    auto frame = reader_.next();
+    if (!frame.ok()) {
+      (void)lose("it broke the protocol: " + frame.status().message());
+      return;
+    }
+    if (!frame->has_value()) break;
+    last_heard_ = Clock::now();
+    const Frame& f = **frame;
+    switch (static_cast<MessageType>(f.type)) {
+      case MessageType::kHeartbeat:
+        break;
+      case MessageType::kReply:
+        reply_ = f.payload;
+        break;
+      case MessageType::kNotice: {
+        const json body = json::parse(f.payload, nullptr, false);
+        (void)lose(body.is_object() && body.contains("error") && body["error"].is_string()
+                       ? body["error"].get<std::string>()
+                       : std::string("it ended the connection"));
+        break;
+      }
+      default:
+        (void)lose("it sent a message of unknown type " + std::to_string(f.type));
+    }
+  }
+  if (!filled.ok()) {
+    (void)lose(filled.message().starts_with("connection closed")
+                   ? "it closed the connection (its forkfeedd or forkfeed-gateway stopped or crashed)"
+                   : filled.message());
+  }
+}
+
+Result<bool> RemoteLink::progress_until(const std::function<bool()>& until, int interrupt_fd) {
+  const Clock::time_point started = Clock::now();
+  while (true) {
+    read_control();
+    worker_->progress();
+    send_credits();
+    if (until()) return true;  // before the loss: a refusal's reply comes with its notice
+    if (!lost_.ok()) return lost_;
+    if (worker_->api().ucp_worker_arm(worker_->get()) == UCS_ERR_BUSY) continue;
+    // A trainer that computed for a minute between two calls did not hear the beats of
+    // that minute yet: silence counts from when it started waiting at the latest.
+    const Clock::time_point deadline = std::max(last_heard_, started) + kRemoteSilence;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) {
+      return lose("no word from it for " + std::to_string(kRemoteSilence.count()) +
+                  " ms (its host, its forkfeedd or the network is down)");
+    }
+    pollfd p[4] = {{worker_->event_fd(), POLLIN, 0},
+                   {control_.get(), POLLIN, 0},
+                   {arena_ ? arena_->returned_fd() : -1, POLLIN, 0},
+                   {interrupt_fd, POLLIN, 0}};
+    if (::poll(p, 4, static_cast<int>(left.count())) < 0 && errno != EINTR) {
+      return Status::FromErrno("poll for the remote forkfeedd", errno);
+    }
+    if (p[2].revents != 0) {
+      std::uint64_t count = 0;
+      (void)!::read(p[2].fd, &count, sizeof count);
+    }
+    if (p[3].revents != 0) return false;
+  }
+}
+
+Result<json> RemoteLink::request(MessageType type, const json& body) {
+  if (!lost_.ok()) return lost_;
+  std::string payload;
+  try {
+    payload = body.dump();
+  } catch (const json::exception& e) {
+    return Status::InvalidArgument(std::string("cannot write the request to forkfeedd: ") + e.what());
+  }
+  reply_.reset();
+  if (Status s = send_frame(control_.get(), type, payload); !s.ok()) {
+    if (s.code() == Status::Code::kInvalidArgument) return s;  // too large: nothing was sent
+    return lose("cannot send it a request: " + s.message());
+  }
+  auto done = progress_until([this] { return reply_.has_value(); }, -1);
+  if (!done.ok()) return done.status();
+  json reply = json::parse(*std::exchange(reply_, std::nullopt), nullptr, false);
+  if (!reply.is_object()) return lose("it sent a reply that is not a JSON object");
+  try {
+    if (Status s = reply_status(reply); !s.ok()) return s;
+  } catch (const json::exception& e) {
+    return lose(std::string("it sent a malformed reply: ") + e.what());
+  }
+  return reply;
+}
+
+std::optional<LinkDelivery> RemoteLink::pop() {
+  if (!lost_.ok()) return std::nullopt;
+  read_control();
+  worker_->progress();
+  send_credits();
+  auto head = arrivals_.find(next_sequence_);
+  if (head == arrivals_.end() || !head->second.ready) return std::nullopt;
+  const Arrival arrival = head->second;
+  arrivals_.erase(head);
+  next_sequence_ += 1;
+  LinkDelivery d{arrival.record, nullptr, 0};
+  if (d.record.kind == DeliveryKind::kBatch) {
+    d.record.handle = arrival.slot;
+    d.base = arena_->slot(arrival.slot);
+    d.bytes = arena_->slot_bytes();
+  }
+  return d;
+}
+
+Result<bool> RemoteLink::wait(int interrupt_fd) {
+  return progress_until(
+      [this] {
+        auto head = arrivals_.find(next_sequence_);
+        return head != arrivals_.end() && head->second.ready;
+      },
+      interrupt_fd);
+}
+
+void RemoteLink::drop(const LinkDelivery& d) { arena_->give_back(d.record.handle, false); }
+
+std::unique_ptr<detail::SlotLease> RemoteLink::lend(const LinkDelivery& d) {
+  arena_->lent();
+  return std::make_unique<RemoteLease>(arena_, d.record.handle);
+}
+
+std::uint32_t RemoteLink::held() const { return arena_ ? arena_->held() : 0; }
+
+ucs_status_t RemoteLink::on_delivery(void* arg, const void* header, std::size_t header_length, void* data,
+                                     std::size_t length, const ucp_am_recv_param_t* param) {
+  auto* link = static_cast<RemoteLink*>(arg);
+  link->last_heard_ = Clock::now();
+  return link->accept_delivery(header, header_length, data, length, param);
+}
+
+ucs_status_t RemoteLink::accept_delivery(const void* header, std::size_t header_length, void* data,
+                                         std::size_t length, const ucp_am_recv_param_t* param) {
+  const bool rendezvous = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+  const auto wire = read_delivery(header, header_length);
+  const auto kind = wire ? static_cast<DeliveryKind>(wire->kind) : DeliveryKind{};
+  if (!wire || wire->sequence < next_sequence_ || arrivals_.contains(wire->sequence) ||
+      (kind != DeliveryKind::kBatch && kind != DeliveryKind::kEndOfPass && kind != DeliveryKind::kError) ||
+      (kind != DeliveryKind::kBatch && rendezvous)) {
+    (void)lose("it sent a malformed delivery");
+    return UCS_OK;  // a rendezvous not received is dropped by UCX
+  }
+  Arrival& arrival = arrivals_[wire->sequence];
+  if (kind != DeliveryKind::kBatch) {
+    arrival.record = from_wire(*wire, std::string_view(static_cast<const char*>(data), length));
+    arrival.ready = true;
+    return UCS_OK;
+  }
+  arrival.record = from_wire(*wire, {});
+  const std::optional<std::uint32_t> slot = arena_ ? arena_->take() : std::nullopt;
+  if (!slot || length > arena_->slot_bytes()) {
+    arrivals_.erase(wire->sequence);
+    (void)lose(slot ? "it sent a batch larger than a receive slot" : "it sent a batch beyond its credits");
+    if (slot) arena_->give_back(*slot, false);
+    return UCS_OK;
+  }
+  arrival.slot = *slot;
+  if (!rendezvous) {  // small enough to come eagerly
+    std::memcpy(arena_->slot(*slot), data, length);
+    arrival.ready = true;
+    return UCS_OK;
+  }
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMH;
+  p.cb.recv_am = on_received;
+  auto* receive = new Receive{this, wire->sequence};
+  p.user_data = receive;
+  p.memh = arena_->memh();
+  ucs_status_ptr_t request =
+      worker_->api().ucp_am_recv_data_nbx(worker_->get(), data, arena_->slot(*slot), length, &p);
+  if (request == nullptr) {
+    delete receive;
+    arrival.ready = true;
+  } else if (!UCS_PTR_IS_ERR(request)) {
+    receiving_ += 1;
+  } else {
+    delete receive;
+    (void)lose("receiving a batch failed: " + worker_->api().error(UCS_PTR_STATUS(request)));
+  }
+  return UCS_INPROGRESS;
+}
+
+void RemoteLink::on_received(void* request, ucs_status_t status, std::size_t, void* user_data) {
+  std::unique_ptr<Receive> receive(static_cast<Receive*>(user_data));
+  RemoteLink* link = receive->link;
+  link->receiving_ -= 1;
+  link->worker_->api().ucp_request_free(request);
+  auto it = link->arrivals_.find(receive->sequence);
+  if (status != UCS_OK) {
+    (void)link->lose("receiving a batch failed: " + link->worker_->api().error(status));
+  } else if (it != link->arrivals_.end()) {
+    it->second.ready = true;
+  }
+}
+
+}  // namespace forkfeed

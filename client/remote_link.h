@@ -1,0 +1,84 @@
+// RemoteLink: a stream on a forkfeedd on another machine, through its forkfeed-gateway.
+// Requests, replies, credits and the gateway's heartbeats go over a TCP control
+// connection as forkfeedd's frames; batches come over UCX, by rendezvous from the
+// daemon's slot straight into a receive slot of this process's own arena (a memfd,
+// registered with UCX once). The gateway sends a batch only for a credit, and the link
+// gives a credit back for every receive slot freed (a Batch dropped, in any thread). The
+// worker progresses only in this link's calls (next(), requests): no thread of its own.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "base/unique_fd.h"
+#include "client/stream_link.h"
+#include "forkfeed/client.h"
+#include "remote/remote_wire.h"
+#include "remote/ucx.h"
+
+namespace forkfeed {
+
+class ReceiveArena;
+
+class RemoteLink final : public StreamLink {
+ public:
+  // Connects to the gateway at `address`, presents the token and opens a stream with
+  // `request` (an open_stream body); the reply's body in `opened`.
+  static Result<std::unique_ptr<RemoteLink>> open(const RemoteDaemon& daemon, std::chrono::milliseconds timeout,
+                                                  const nlohmann::json& request, nlohmann::json& opened);
+  ~RemoteLink() override;
+
+  Result<nlohmann::json> request(MessageType type, const nlohmann::json& body) override;
+  std::optional<LinkDelivery> pop() override;
+  Result<bool> wait(int interrupt_fd) override;
+  Status check() override;
+  void drop(const LinkDelivery& d) override;
+  std::unique_ptr<detail::SlotLease> lend(const LinkDelivery& d) override;
+  std::uint32_t held() const override;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  // A delivery on its way, by sequence number: ready once its bytes are in its slot.
+  struct Arrival {
+    DeliveryRecord record{};
+    std::uint32_t slot = 0;
+    bool ready = false;
+  };
+  struct Receive;  // one rendezvous receive in flight
+
+  RemoteLink(std::string address, UniqueFd control, std::shared_ptr<UcxContext> context,
+             std::unique_ptr<UcxWorker> worker);
+  // After the open_stream reply: the receive arena, and its slots as credits.
+  Status make_arena(const nlohmann::json& opened);
+  Status lose(const std::string& why);
+  // Progresses until `until` holds, the link is lost or the gateway was silent for
+  // kRemoteSilence; readable `interrupt_fd` (if not -1) ends it early with false.
+  Result<bool> progress_until(const std::function<bool()>& until, int interrupt_fd);
+  // Reads what the control connection brought: replies, heartbeats, a notice.
+  void read_control();
+  void send_credits();
+
+  static ucs_status_t on_delivery(void* arg, const void* header, std::size_t header_length, void* data,
+                                  std::size_t length, const ucp_am_recv_param_t* param);
+  static void on_received(void* request, ucs_status_t status, std::size_t length, void* user_data);
+  ucs_status_t accept_delivery(const void* header, std::size_t header_length, void* data, std::size_t length,
+                               const ucp_am_recv_param_t* param);
+
+  const std::string address_;
+  UniqueFd control_;
+  FrameReader reader_;
+  std::shared_ptr<UcxContext> context_;
+  std::unique_ptr<UcxWorker> worker_;
+  std::shared_ptr<ReceiveArena> arena_;  // shared with the leases of batches handed out
+  Status lost_;
+  Clock::time_point last_heard_;
+  std::optional<std::string> reply_;  // the reply to the request in flight, once it came
+  std::map<std::uint64_t, Arrival> arrivals_;
+  std::uint32_t receiving_ = 0;  // rendezvous receives in flight
+  std::uint64_t next_sequence_ = 0;
+};
+
+}  // namespace forkfeed

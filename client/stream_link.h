@@ -1,0 +1,49 @@
+// StreamLink: how a Client reaches its stream — forkfeedd's Unix socket and shared memory
+// (LocalLink), or forkfeed-gateway over UCX (RemoteLink). The Client keeps the pass (its
+// position, state(), the generation it drops stale deliveries by); a link only carries
+// requests and deliveries and owns the memory batches are read from.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "forkfeed/status.h"
+#include "loader/slot_pool.h"
+#include "protocol/consumer_channel.h"
+#include "protocol/frame.h"
+
+namespace forkfeed {
+
+// A delivery and where its bytes lie: the record's offsets are from `base`, inside
+// `bytes` (the arena for a local stream, a receive slot for a remote one).
+struct LinkDelivery {
+  DeliveryRecord record;
+  const std::byte* base = nullptr;
+  std::uint64_t bytes = 0;
+};
+
+class StreamLink {
+ public:
+  virtual ~StreamLink() = default;
+
+  // Sends a request and waits for its reply; an {"ok":false} reply becomes its Status.
+  // Fails the same way once the link is lost.
+  virtual Result<nlohmann::json> request(MessageType type, const nlohmann::json& body) = 0;
+  // The next delivery, if one has arrived; never waits.
+  virtual std::optional<LinkDelivery> pop() = 0;
+  // Waits until a delivery may have arrived (true), `interrupt_fd` is readable (false),
+  // or the link is lost (its error).
+  virtual Result<bool> wait(int interrupt_fd) = 0;
+  // Non-blocking: the error that ended the link, or Ok while it is up.
+  virtual Status check() = 0;
+  // A batch delivery not handed out (its pass is gone): its slot goes back now.
+  virtual void drop(const LinkDelivery& d) = 0;
+  // The lease of a batch handed out: destroying it, in any thread, gives the slot back.
+  virtual std::unique_ptr<detail::SlotLease> lend(const LinkDelivery& d) = 0;
+  // Batches handed out and not yet given back.
+  virtual std::uint32_t held() const = 0;
+};
+
+}  // namespace forkfeed

@@ -1,0 +1,105 @@
+// Gateway: listeners, the event loop, and the sessions' lifecycle.
+#include "gateway/gateway.h"
+
+#include <poll.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+
+#include "protocol/frame.h"
+#include "remote/net_address.h"
+#include "remote/remote_wire.h"
+#include "remote/tcp_socket.h"
+
+namespace forkfeed {
+namespace {
+
+// Connections at once, greeted or not: past it a newcomer is told so and closed.
+constexpr std::size_t kMaxSessions = 1024;
+
+}  // namespace
+
+Gateway::~Gateway() { sessions_.clear(); }  // their endpoints close while the worker lives
+
+Result<std::unique_ptr<Gateway>> Gateway::start(GatewaySettings settings, const std::vector<std::string>& addresses) {
+  std::unique_ptr<Gateway> gateway(new Gateway(std::move(settings)));
+  for (const std::string& text : addresses) {
+    auto address = parse_net_address(text, "--listen");
+    if (!address.ok()) return address.status();
+    auto listener = listen_tcp(*address);
+    if (!listener.ok()) return listener.status();
+    gateway->listening_.push_back(describe(*address));
+    gateway->listeners_.push_back(std::move(listener).value());
+  }
+  auto context = UcxContext::create();
+  if (!context.ok()) return context.status();
+  gateway->context_ = std::move(context).value();
+  auto worker = UcxWorker::create(gateway->context_);
+  if (!worker.ok()) return worker.status();
+  gateway->worker_ = std::move(worker).value();
+  return gateway;
+}
+
+void Gateway::accept(int listener) {
+  for (int i = 0; i < 32; ++i) {
+    sockaddr_storage from{};
+    socklen_t len = sizeof from;
+    UniqueFd fd(::accept4(listener, reinterpret_cast<sockaddr*>(&from), &len, SOCK_CLOEXEC));
+    if (!fd.valid()) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        spdlog::warn("accepting a remote client: {}", std::strerror(errno));
+      }
+      return;
+    }
+    tighten_tcp(fd.get());
+    const std::string peer = describe(from);
+    if (sessions_.size() >= kMaxSessions) {
+      (void)send_frame(fd.get(), MessageType::kNotice,
+                       R"({"error":"forkfeed-gateway serves its most connections; try again in a moment"})");
+      spdlog::warn("remote client {}: refused, {} connections already", peer, sessions_.size());
+      continue;
+    }
+    sessions_.push_back(std::make_unique<RemoteSession>(peer, std::move(fd), *worker_, settings_));
+    spdlog::debug("remote client {}: connected", peer);
+  }
+}
+
+Status Gateway::run(int stop_fd) {
+  std::vector<pollfd> fds;
+  std::vector<RemoteSession*> polled;
+  while (true) {
+    worker_->progress();  // sends complete; endpoints fail
+    const auto now = RemoteSession::Clock::now();
+    for (auto it = sessions_.begin(); it != sessions_.end();) {
+      (*it)->tick(now);
+      it = (*it)->finished() ? sessions_.erase(it) : std::next(it);
+    }
+    if (worker_->api().ucp_worker_arm(worker_->get()) == UCS_ERR_BUSY) continue;
+    fds.assign({{worker_->event_fd(), POLLIN, 0}, {stop_fd, POLLIN, 0}});
+    for (const UniqueFd& listener : listeners_) fds.push_back({listener.get(), POLLIN, 0});
+    const std::size_t first_session = fds.size();
+    polled.clear();
+    for (const auto& session : sessions_) {
+      fds.push_back({session->control_fd(), POLLIN, 0});
+      fds.push_back({session->daemon_fd(), POLLIN, 0});
+      fds.push_back({session->delivered_fd(), POLLIN, 0});
+      polled.push_back(session.get());
+    }
+    if (::poll(fds.data(), fds.size(), static_cast<int>(kHeartbeatInterval.count() / 2)) < 0 && errno != EINTR) {
+      return Status::FromErrno("poll in forkfeed-gateway", errno);
+    }
+    if (fds[1].revents != 0) return Status::Ok();
+    for (std::size_t i = 0; i < listeners_.size(); ++i) {
+      if (fds[2 + i].revents != 0) accept(listeners_[i].get());
+    }
+    for (std::size_t i = 0; i < polled.size(); ++i) {
+      const pollfd* p = &fds[first_session + 3 * i];
+      if (p[0].revents != 0) polled[i]->on_control();
+      if (p[1].revents != 0) polled[i]->on_daemon();
+      if (p[2].revents != 0) polled[i]->pump();
+    }
+  }
+}
+
+}  // namespace forkfeed

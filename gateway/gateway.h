@@ -1,0 +1,47 @@
+// Gateway: forkfeed-gateway's loop. forkfeedd spawns it, before anything in forkfeedd
+// could load UCX, when told to --listen; it is a local client of that forkfeedd and
+// serves remote clients, one RemoteSession each: their control connections on its TCP
+// listeners, their batches over UCX. UCX lives only here and in remote trainers: this
+// process starts no child, ever (the fork rule: UCX marks what it registers
+// MADV_DONTFORK and forbids a forked child to touch it).
+//
+// One thread, one UCX worker, driven by events: progress until idle, arm, then poll the
+// worker's fd with the listeners and each session's control connection, daemon socket
+// and deliveries.
+#pragma once
+
+#include <list>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/unique_fd.h"
+#include "gateway/remote_session.h"
+#include "remote/ucx.h"
+
+namespace forkfeed {
+
+class Gateway {
+ public:
+  // Listens on each of `addresses` (HOST:PORT; port 0: any free one).
+  static Result<std::unique_ptr<Gateway>> start(GatewaySettings settings, const std::vector<std::string>& addresses);
+  ~Gateway();
+
+  // "HOST:PORT" of each listener, the port resolved.
+  const std::vector<std::string>& listening() const { return listening_; }
+  // Serves until `stop_fd` is readable (or fails).
+  Status run(int stop_fd);
+
+ private:
+  explicit Gateway(GatewaySettings settings) : settings_(std::move(settings)) {}
+  void accept(int listener);
+
+  GatewaySettings settings_;
+  std::shared_ptr<UcxContext> context_;
+  std::unique_ptr<UcxWorker> worker_;
+  std::vector<UniqueFd> listeners_;
+  std::vector<std::string> listening_;
+  std::list<std::unique_ptr<RemoteSession>> sessions_;  // destroyed before the worker
+};
+
+}  // namespace forkfeed

@@ -1,0 +1,292 @@
+// RemoteSession: the greeting, the stream's requests, deliveries by credit.
+#include "gateway/remote_session.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "dataset/dataset_source.h"
+#include "protocol/stream_request.h"
+#include "remote/am_send.h"
+#include "remote/remote_wire.h"
+#include "remote/token.h"
+#include "transport/arena_layout.h"
+
+namespace forkfeed {
+namespace {
+
+using json = nlohmann::json;
+
+// A client that keeps sending bad requests is disconnected after this many.
+constexpr std::uint32_t kMaxBadRequests = 16;
+// A reply or a beat that cannot be written in this long ends the session: a client that
+// reads nothing must not hold the gateway's one thread.
+constexpr timeval kSendTimeout{0, 200 * 1000};
+
+json ok_reply(json body = json::object()) {
+  body["ok"] = true;
+  return body;
+}
+
+}  // namespace
+
+RemoteSession::RemoteSession(std::string peer, UniqueFd control, UcxWorker& worker, const GatewaySettings& settings)
+    : peer_(std::move(peer)),
+      control_(std::move(control)),
+      worker_(worker),
+      settings_(settings),
+      accepted_(Clock::now()),
+      last_beat_(accepted_) {
+  ::setsockopt(control_.get(), SOL_SOCKET, SO_SNDTIMEO, &kSendTimeout, sizeof kSendTimeout);
+}
+
+RemoteSession::~RemoteSession() {
+  endpoint_.close(false);  // what is in flight is moot: deliveries of a stream that ends
+  if (phase_ == Phase::kStreaming) spdlog::info("remote client {}: stream closed", peer_);
+  // daemon_ goes after: closing its connection closes the daemon's stream.
+}
+
+void RemoteSession::reply(const json& body) {
+  const std::string text = body.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (Status s = send_frame(control_.get(), MessageType::kReply, text); !s.ok()) end("cannot answer: " + s.message());
+}
+
+void RemoteSession::refuse(const Status& status) {
+  reply(error_reply(status));
+  if (++bad_requests_ >= kMaxBadRequests) end("too many bad requests");
+}
+
+void RemoteSession::end(const std::string& why) {
+  if (finished_) return;
+  finished_ = true;
+  spdlog::info("remote client {}: {}", peer_, why);
+  if (control_.valid()) {
+    (void)send_frame(control_.get(), MessageType::kNotice,
+                     json{{"error", why}}.dump(-1, ' ', false, json::error_handler_t::replace));
+  }
+}
+
+void RemoteSession::on_control() {
+  if (finished_) return;
+  const Status filled = reader_.fill(control_.get());  // what came before a close counts
+  while (!finished_) {
+    auto frame = reader_.next();
+    if (!frame.ok()) return end("broke the protocol: " + frame.status().message());
+    if (!frame->has_value()) break;
+    on_frame(**frame);
+  }
+  if (!filled.ok()) {
+    control_.reset();  // gone: nothing more to tell it
+    end(filled.message().starts_with("connection closed") ? "disconnected" : filled.message());
+  }
+}
+
+void RemoteSession::on_frame(const Frame& frame) {
+  const json body = json::parse(frame.payload, nullptr, false);
+  if (!body.is_object()) return refuse(Status::InvalidArgument("the message body must be a JSON object"));
+  const auto type = static_cast<MessageType>(frame.type);
+  if (phase_ == Phase::kGreeting) {
+    if (type != MessageType::kHello) {
+      refuse(Status::FailedPrecondition("forkfeedd asks remote clients for a hello with the token first"));
+      return end("refused: no hello");
+    }
+    return greet(body);
+  }
+  if (type == MessageType::kCredit) {
+    auto count = get_uint(body, "count", kChannelCapacity);
+    if (!count.ok()) return end("sent a bad credit: " + count.status().message());
+    credits_ += *count;
+    if (credits_ > kChannelCapacity) return end("sent more credits than it has receive slots");
+    return pump();
+  }
+  if (pending_) return end("sent a request before the previous one was answered");
+  switch (type) {
+    case MessageType::kOpenStream:
+      if (phase_ == Phase::kStreaming) {
+        return refuse(
+            Status::InvalidArgument("a stream is already open on this connection; open another connection for another"));
+      }
+      if (Status s = open_stream(body); !s.ok()) {
+        daemon_.reset();
+        return refuse(s);
+      }
+      pending_ = type;
+      return;
+    case MessageType::kSeek:
+    case MessageType::kStats:
+      if (phase_ != Phase::kStreaming) return refuse(Status::InvalidArgument("open a stream first"));
+      return forward(type, body);
+    case MessageType::kClose:
+      if (phase_ != Phase::kStreaming) {
+        reply(ok_reply());
+        return end("closed");
+      }
+      return forward(type, body);
+    case MessageType::kHello:
+      return reply(ok_reply(json{{"protocol", kProtocolVersion}}));
+    default:
+      return refuse(Status::InvalidArgument("unknown message type " + std::to_string(frame.type)));
+  }
+}
+
+void RemoteSession::greet(const json& body) {
+  const bool token = body.contains("token") && body["token"].is_string() &&
+                     tokens_equal(body["token"].get<std::string>(), settings_.token);
+  if (!token) {
+    refuse(Status::FailedPrecondition(
+        "forkfeedd refused the token: give the remote client the file this forkfeedd was started with "
+        "(--token-file), as token_file or FORKFEED_TOKEN_FILE"));
+    return end("refused: a wrong token");
+  }
+  auto worker = bytes_from_json(body, "worker");
+  if (!worker.ok() || worker->empty() || worker->size() > 64 * 1024) {
+    refuse(Status::InvalidArgument("the hello lacks the client's UCX worker address"));
+    return end("refused: no worker address");
+  }
+  auto endpoint = UcxEndpoint::connect(worker_, *worker, on_endpoint_error, this);
+  if (!endpoint.ok()) {
+    refuse(Status::Unavailable("forkfeed-gateway cannot reach this client over UCX: " +
+                               endpoint.status().message() + " (check UCX_TLS and UCX_NET_DEVICES on both sides)"));
+    return end("unreachable over UCX");
+  }
+  endpoint_ = std::move(endpoint).value();
+  phase_ = Phase::kGreeted;
+  reply(ok_reply(json{{"protocol", kProtocolVersion}}));
+}
+
+void RemoteSession::on_endpoint_error(void* arg, ucp_ep_h, ucs_status_t status) {
+  auto* session = static_cast<RemoteSession*>(arg);
+  // From inside the worker's progress: only mark it; the gateway's loop ends it.
+  session->end("its UCX endpoint failed: " + session->worker_.api().error(status));
+}
+
+Status RemoteSession::open_stream(const json& body) {
+  auto request = parse_stream_request(body);
+  if (!request.ok()) return request.status();
+  if (request->stream.dataset.empty() || DatasetSource::of(request->stream.loader).count() > 0) {
+    return Status::InvalidArgument(
+        "forkfeedd serves remote clients only the datasets named in its config (--dataset NAME=...), never a "
+        "path: give the dataset's name");
+  }
+  auto connection = DaemonConnection::connect(settings_.daemon_socket);
+  if (!connection.ok()) return connection.status();
+  daemon_.emplace(std::move(connection).value());
+  return daemon_->send_request(MessageType::kOpenStream, body);
+}
+
+void RemoteSession::forward(MessageType type, const json& body) {
+  if (Status s = daemon_->send_request(type, body); !s.ok()) return end(s.message());
+  pending_ = type;
+}
+
+void RemoteSession::on_daemon() {
+  if (!daemon_ || finished_) return;
+  if (!pending_) {  // unasked: a notice, or the daemon closed the stream
+    if (Status s = daemon_->check(); !s.ok()) end(s.message());
+    return;
+  }
+  auto answer = daemon_->receive_reply();
+  const MessageType asked = *std::exchange(pending_, std::nullopt);
+  if (!answer.ok()) {
+    // An {"ok":false} reply is the daemon's answer; a lost connection ends the client's.
+    if (!daemon_->lost().ok()) return end(answer.status().message());
+    if (asked == MessageType::kOpenStream) daemon_.reset();
+    return reply(error_reply(answer.status()));
+  }
+  switch (asked) {
+    case MessageType::kOpenStream:
+      if (Status s = attach_stream(*answer); !s.ok()) {
+        daemon_.reset();  // closes the daemon's stream
+        return reply(error_reply(s));
+      }
+      phase_ = Phase::kStreaming;
+      break;
+    case MessageType::kSeek:
+      if (auto g = get_uint(answer->body, "generation", ~std::uint64_t{0}); g.ok()) generation_ = *g;
+      break;
+    case MessageType::kClose:
+      reply(answer->body);
+      return end("closed");
+    default:
+      break;
+  }
+  reply(answer->body);
+  pump();
+}
+
+Status RemoteSession::attach_stream(DaemonConnection::Reply& answer) {
+  if (answer.fds.size() != 4) return Status::Internal("forkfeedd sent a stream without its 4 fds");
+  auto opened = parse_stream_opened(answer.body);
+  if (!opened.ok()) return opened.status();
+  struct stat st {};
+  if (::fstat(answer.fds[0].get(), &st) != 0) return Status::FromErrno("fstat of the stream's arena", errno);
+  auto arena = Mapping::map_shared_readonly(answer.fds[0].get(), static_cast<std::size_t>(st.st_size));
+  if (!arena.ok()) return arena.status();
+  auto registered = UcxMemory::map(worker_.context(), const_cast<std::byte*>(arena->data()), arena->size(), true);
+  if (!registered.ok()) return registered.status();
+  auto channel =
+      ConsumerChannel::attach(std::move(answer.fds[1]), std::move(answer.fds[2]), std::move(answer.fds[3]));
+  if (!channel.ok()) return channel.status();
+  stream_ = std::make_shared<SharedStream>(
+      SharedStream{std::move(arena).value(), std::move(registered).value(), std::move(channel).value()});
+  sample_bytes_ = sample_bytes(opened->dtype, opened->size);
+  batch_size_ = opened->order.batch_size;
+  generation_ = opened->generation;
+  spdlog::info("remote client {}: stream {} opened ({} slots of {:.1f} MiB)", peer_, opened->stream, opened->slots,
+               opened->slot_bytes / 1048576.0);
+  return Status::Ok();
+}
+
+void RemoteSession::SharedStream::give_back(std::uint32_t handle, std::uint64_t tag) {
+  (void)channel.block().returns.try_push(SlotReturn{handle, 0, tag});
+  channel.ring_returned();
+}
+
+void RemoteSession::pump() {
+  if (!stream_ || finished_) return;
+  ConsumerChannel::clear(stream_->channel.delivered_fd());
+  while (auto d = stream_->channel.block().deliveries.try_pop()) queued_.push_back(*d);
+  while (!queued_.empty()) {
+    const DeliveryRecord& d = queued_.front();
+    if (d.generation < generation_) {  // its pass was sought away: the client would drop it
+      if (d.kind == DeliveryKind::kBatch) stream_->give_back(d.handle, d.tag);
+      queued_.pop_front();
+      continue;
+    }
+    if (d.kind == DeliveryKind::kBatch) {
+      if (credits_ == 0) return;
+      if (!batch_delivery_fits(d, stream_->arena.size(), sample_bytes_, batch_size_)) {
+        return end("forkfeedd delivered a batch outside its arena; is it another forkfeed version?");
+      }
+      credits_ -= 1;
+      const BatchSpan span = batch_span(d);
+      const RemoteDelivery head = to_wire(d, sequence_++, span);
+      send_am(worker_, endpoint_.get(), kDeliveryMessage, &head, sizeof head,
+              AmPayload{stream_->arena.data() + span.offset, span.bytes, stream_->registered.get(), {}},
+              UCP_AM_SEND_FLAG_RNDV,
+              [stream = stream_, handle = d.handle, tag = d.tag](ucs_status_t) { stream->give_back(handle, tag); });
+    } else {
+      const RemoteDelivery head = to_wire(d, sequence_++, {});
+      send_am(worker_, endpoint_.get(), kDeliveryMessage, &head, sizeof head,
+              AmPayload{.owned = std::string(d.message, ::strnlen(d.message, kDeliveryMessageBytes))},
+              UCP_AM_SEND_FLAG_EAGER);
+    }
+    queued_.pop_front();
+  }
+}
+
+void RemoteSession::tick(Clock::time_point now) {
+  if (finished_) return;
+  if (phase_ == Phase::kGreeting && now - accepted_ > settings_.greeting_timeout) {
+    return end("no hello with the token within " + std::to_string(settings_.greeting_timeout.count()) + " ms");
+  }
+  if (now - last_beat_ >= kHeartbeatInterval) {
+    last_beat_ = now;
+    if (Status s = send_frame(control_.get(), MessageType::kHeartbeat, "{}"); !s.ok()) end(s.message());
+  }
+}
+
+}  // namespace forkfeed

@@ -1,0 +1,102 @@
+// RemoteSession: one remote client of forkfeed-gateway, on its TCP control connection.
+// It must greet first — {"token", "worker": its UCX worker address} — and then may open
+// one stream of a named dataset, which the session opens on the local forkfeedd as any
+// local client would (a DaemonConnection; the arena mapped read-only and registered with
+// UCX once; the consumer channel). Requests go on to the daemon and replies come back;
+// each delivery goes out over UCX in order, a batch only for a credit, by rendezvous from
+// its slot, and the slot goes back to the daemon once sent. The session ends when the
+// client closes, breaks the protocol, or its connection or endpoint fails.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "base/unique_fd.h"
+#include "client/daemon_connection.h"
+#include "protocol/consumer_channel.h"
+#include "protocol/frame.h"
+#include "remote/ucx.h"
+#include "transport/mapping.h"
+
+namespace forkfeed {
+
+struct GatewaySettings {
+  std::string daemon_socket;
+  std::string token;
+  std::chrono::milliseconds greeting_timeout{5000};
+};
+
+class RemoteSession {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // Takes the accepted connection `control`.
+  RemoteSession(std::string peer, UniqueFd control, UcxWorker& worker, const GatewaySettings& settings);
+  // Closes the endpoint first (what is in flight from the arena is cancelled), then the
+  // daemon's stream.
+  ~RemoteSession();
+  RemoteSession(const RemoteSession&) = delete;
+  RemoteSession& operator=(const RemoteSession&) = delete;
+
+  // The fds to poll (-1 while there is none): the control connection, the daemon's
+  // socket, the channel's deliveries.
+  int control_fd() const { return control_.get(); }
+  int daemon_fd() const { return daemon_ ? daemon_->fd() : -1; }
+  int delivered_fd() const { return stream_ ? stream_->channel.delivered_fd() : -1; }
+  // Each when its fd is readable.
+  void on_control();
+  void on_daemon();
+  void pump();  // sends what the daemon delivered, as credits allow
+  // Beats, and ends a client that has not greeted in time.
+  void tick(Clock::time_point now);
+  bool finished() const { return finished_; }
+
+ private:
+  enum class Phase { kGreeting, kGreeted, kStreaming };
+  void on_frame(const Frame& frame);
+  void greet(const nlohmann::json& body);
+  void reply(const nlohmann::json& body);
+  void refuse(const Status& status);
+  // Tells the client why the connection ends (a notice), then ends it.
+  void end(const std::string& why);
+  Status open_stream(const nlohmann::json& body);
+  Status attach_stream(DaemonConnection::Reply& reply);
+  void forward(MessageType type, const nlohmann::json& body);
+  static void on_endpoint_error(void* arg, ucp_ep_h ep, ucs_status_t status);
+
+  const std::string peer_;
+  UniqueFd control_;
+  FrameReader reader_;
+  UcxWorker& worker_;
+  const GatewaySettings& settings_;
+  const Clock::time_point accepted_;
+  Clock::time_point last_beat_;
+  Phase phase_ = Phase::kGreeting;
+  bool finished_ = false;
+  std::uint32_t bad_requests_ = 0;
+
+  std::optional<DaemonConnection> daemon_;
+  std::optional<MessageType> pending_;  // the request the daemon is answering
+  // The daemon's stream as this session sees it. Shared with every batch send in flight,
+  // which reads the arena until UCX calls it back (perhaps after this session ended) and
+  // then gives the daemon its slot back through the channel.
+  struct SharedStream {
+    Mapping arena;
+    UcxMemory registered;
+    ConsumerChannel channel;
+    void give_back(std::uint32_t handle, std::uint64_t tag);
+  };
+  std::shared_ptr<SharedStream> stream_;
+  std::uint64_t sample_bytes_ = 0;
+  std::uint32_t batch_size_ = 0;
+  std::uint64_t generation_ = 0;       // deliveries of older ones are not sent
+  std::deque<DeliveryRecord> queued_;  // taken from the ring, waiting for credits
+  std::uint64_t credits_ = 0;
+  std::uint64_t sequence_ = 0;
+  UcxEndpoint endpoint_;  // to the client's worker, once greeted; last: closed first
+};
+
+}  // namespace forkfeed

@@ -1,0 +1,77 @@
+"""forkfeed.Client(address=...), a stream of a forkfeedd serving other machines, tested
+over loopback TCP (UCX_TLS=tcp): the same torch batches and state_dict as a Loader, a
+state that resumes a local Loader, a wrong token refused, DaemonLostError within 3 s
+when the daemon dies, and a fork report that names UCX once it is loaded."""
+
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+os.environ["UCX_TLS"] = "tcp"  # before anything here loads UCX: the network path, not shared memory
+
+import forkfeed  # noqa: E402
+from conftest import BIN_DIR, Daemon  # noqa: E402
+
+OPTIONS = dict(batch_size=4, size=16, seed=5)
+
+
+@pytest.fixture
+def remote(tmp_path, dataset):
+    """(address, token file) of a forkfeedd listening on a free loopback port."""
+    token = tmp_path / "token"
+    token.write_text("a-token\n")
+    token.chmod(0o600)
+    d = Daemon(tmp_path / "forkfeedd.sock", dataset, "--listen", "127.0.0.1:0", "--token-file", str(token))
+    stats = subprocess.run([str(BIN_DIR / "forkfeed-ctl"), "--socket", d.socket, "stats"], capture_output=True,
+                           text=True, check=True).stdout
+    yield d, json.loads(stats)["daemon"]["listen"][0], str(token)
+    d.stop()
+
+
+def test_remote_batches_and_state_are_a_loaders(dataset, remote):
+    import torch
+
+    _, address, token = remote
+    with forkfeed.Client(dataset="tiny", address=address, token_file=token, **OPTIONS) as client, \
+            forkfeed.Loader(dataset, workers=1, **OPTIONS) as loader:
+        assert len(client) == len(loader) and client.classes == loader.classes
+        got, want = iter(client), iter(loader)
+        for _ in range(3):
+            (images, labels), (local_images, local_labels) = next(got), next(want)
+            assert isinstance(images, torch.Tensor) and torch.equal(images, local_images)
+            assert torch.equal(labels, local_labels)
+        state = client.state_dict()
+        assert state == loader.state_dict()
+        rest = [labels.tolist() for _, labels in got]
+    with forkfeed.Loader(dataset, workers=1, **OPTIONS) as resumed:
+        resumed.load_state_dict(state)
+        assert [labels.tolist() for _, labels in resumed] == rest
+    report = forkfeed.fork_report()
+    assert report["ucx_loaded"] and "UCX" in report["summary"]
+
+
+def test_a_wrong_token_is_refused(tmp_path, remote):
+    _, address, _ = remote
+    wrong = tmp_path / "wrong"
+    wrong.write_text("guess\n")
+    with pytest.raises(forkfeed.Error, match="refused the token"):
+        forkfeed.Client(dataset="tiny", address=address, token_file=wrong, **OPTIONS)
+    with pytest.raises(ValueError, match="not both"):
+        forkfeed.Client(dataset="tiny", address=address, socket="/nowhere", token_file=wrong, **OPTIONS)
+
+
+def test_a_dead_daemon_raises_daemon_lost_within_3_seconds(remote):
+    daemon, address, token = remote
+    with forkfeed.Client(dataset="tiny", address=address, token_file=token, **OPTIONS) as client:
+        batches = iter(client)
+        next(batches)
+        daemon.process.kill()
+        daemon.process.wait()
+        killed = time.monotonic()
+        with pytest.raises(forkfeed.DaemonLostError, match="remote forkfeedd"):
+            for _ in batches:
+                pass
+        assert time.monotonic() - killed < 3.5

@@ -1,0 +1,194 @@
+// The UCX handles: creation with forkfeed's settings, and their release.
+#include "remote/ucx.h"
+
+#include <poll.h>
+
+#include <cstdlib>
+#include <utility>
+
+namespace forkfeed {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Status ucx_error(const UcxApi& api, const std::string& what, ucs_status_t status) {
+  return Status::IoError(what + " failed: " + api.error(status));
+}
+
+// UCX checks its endpoints every 20 s by default; forkfeed wants a vanished peer noticed
+// in about a second. (A peer that is only busy, not progressing its worker, still has a
+// live connection: the check does not take it for dead.)
+void tighten_keepalive(const UcxApi& api, ucp_config_t* config) {
+  const std::pair<const char*, const char*> settings[] = {
+      {"KEEPALIVE_INTERVAL", "1s"}};
+  for (const auto& [name, value] : settings) {
+    if (std::getenv((std::string("UCX_") + name).c_str()) == nullptr) (void)api.ucp_config_modify(config, name, value);
+  }
+}
+
+}  // namespace
+
+Result<std::shared_ptr<UcxContext>> UcxContext::create() {
+  std::string why_not;
+  const UcxApi* api = UcxApi::get(why_not);
+  if (api == nullptr) return Status::Unavailable(why_not);
+  ucp_config_t* config = nullptr;
+  if (ucs_status_t s = api->ucp_config_read(nullptr, nullptr, &config); s != UCS_OK) {
+    return ucx_error(*api, "reading UCX's configuration (UCX_* variables)", s);
+  }
+  tighten_keepalive(*api, config);
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES;
+  params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+  ucp_context_h context = nullptr;
+  const ucs_status_t s = api->ucp_init_version(UCP_API_MAJOR, UCP_API_MINOR, &params, config, &context);
+  api->ucp_config_release(config);
+  if (s != UCS_OK) return ucx_error(*api, "initialising UCX (check UCX_TLS and UCX_NET_DEVICES)", s);
+  return std::shared_ptr<UcxContext>(new UcxContext(api, context));
+}
+
+UcxContext::~UcxContext() { api_->ucp_cleanup(context_); }
+
+Result<std::unique_ptr<UcxWorker>> UcxWorker::create(std::shared_ptr<UcxContext> context) {
+  const UcxApi& api = context->api();
+  ucp_worker_params_t params{};
+  params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  params.thread_mode = UCS_THREAD_MODE_SINGLE;
+  ucp_worker_h worker = nullptr;
+  if (ucs_status_t s = api.ucp_worker_create(context->get(), &params, &worker); s != UCS_OK) {
+    return ucx_error(api, "creating a UCX worker", s);
+  }
+  int fd = -1;
+  if (ucs_status_t s = api.ucp_worker_get_efd(worker, &fd); s != UCS_OK) {
+    api.ucp_worker_destroy(worker);
+    return ucx_error(api, "getting the UCX worker's event fd", s);
+  }
+  return std::unique_ptr<UcxWorker>(new UcxWorker(std::move(context), worker, fd));
+}
+
+UcxWorker::~UcxWorker() { api().ucp_worker_destroy(worker_); }
+
+void UcxWorker::progress() {
+  while (api().ucp_worker_progress(worker_) != 0) {
+  }
+}
+
+void UcxWorker::progress_and_arm() {
+  while (true) {
+    progress();
+    if (api().ucp_worker_arm(worker_) != UCS_ERR_BUSY) return;
+  }
+}
+
+Status UcxWorker::set_am_handler(unsigned id, ucp_am_recv_callback_t callback, void* arg) {
+  ucp_am_handler_param_t param{};
+  param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+  param.id = id;
+  param.cb = callback;
+  param.arg = arg;
+  if (ucs_status_t s = api().ucp_worker_set_am_recv_handler(worker_, &param); s != UCS_OK) {
+    return ucx_error(api(), "setting a UCX active message handler", s);
+  }
+  return Status::Ok();
+}
+
+Result<std::string> UcxWorker::address() const {
+  ucp_address_t* address = nullptr;
+  std::size_t length = 0;
+  if (ucs_status_t s = api().ucp_worker_get_address(worker_, &address, &length); s != UCS_OK) {
+    return ucx_error(api(), "getting the UCX worker's address", s);
+  }
+  std::string bytes(reinterpret_cast<const char*>(address), length);
+  api().ucp_worker_release_address(worker_, address);
+  return bytes;
+}
+
+Status UcxWorker::wait(ucs_status_ptr_t request, std::chrono::milliseconds timeout, const std::string& what) {
+  if (request == nullptr) return Status::Ok();
+  if (UCS_PTR_IS_ERR(request)) return ucx_error(api(), what, UCS_PTR_STATUS(request));
+  const Clock::time_point deadline = Clock::now() + timeout;
+  ucs_status_t s = UCS_INPROGRESS;
+  while (true) {
+    progress();
+    s = api().ucp_request_check_status(request);
+    if (s != UCS_INPROGRESS) break;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) break;
+    if (api().ucp_worker_arm(worker_) == UCS_ERR_BUSY) continue;
+    pollfd p{event_fd_, POLLIN, 0};
+    (void)::poll(&p, 1, static_cast<int>(left.count()));
+  }
+  api().ucp_request_free(request);  // an unfinished one is released when it finishes
+  if (s == UCS_INPROGRESS) return Status::DeadlineExceeded(what + " did not finish within " +
+                                                           std::to_string(timeout.count()) + " ms");
+  return s == UCS_OK ? Status::Ok() : ucx_error(api(), what, s);
+}
+
+Result<UcxEndpoint> UcxEndpoint::connect(UcxWorker& worker, std::string_view address, ErrorCallback on_error,
+                                         void* arg) {
+  ucp_ep_params_t params{};
+  params.field_mask =
+      UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLER | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+  params.address = reinterpret_cast<const ucp_address_t*>(address.data());
+  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  params.err_handler.cb = on_error;
+  params.err_handler.arg = arg;
+  ucp_ep_h ep = nullptr;
+  if (ucs_status_t s = worker.api().ucp_ep_create(worker.get(), &params, &ep); s != UCS_OK) {
+    return ucx_error(worker.api(), "creating a UCX endpoint", s);
+  }
+  return UcxEndpoint(&worker, ep);
+}
+
+UcxEndpoint& UcxEndpoint::operator=(UcxEndpoint&& other) noexcept {
+  if (this != &other) {
+    close(false);
+    worker_ = std::exchange(other.worker_, nullptr);
+    ep_ = std::exchange(other.ep_, nullptr);
+  }
+  return *this;
+}
+
+void UcxEndpoint::close(bool graceful) {
+  if (ep_ == nullptr) return;
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  param.flags = graceful ? 0 : UCP_EP_CLOSE_FLAG_FORCE;
+  ucs_status_ptr_t request = worker_->api().ucp_ep_close_nbx(std::exchange(ep_, nullptr), &param);
+  (void)worker_->wait(request, std::chrono::seconds(1), "closing a UCX endpoint");
+}
+
+Result<UcxMemory> UcxMemory::map(std::shared_ptr<UcxContext> context, void* base, std::size_t bytes,
+                                 bool read_only) {
+  ucp_mem_map_params_t params{};
+  params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_PROT;
+  params.address = base;
+  params.length = bytes;
+  params.prot = read_only ? UCP_MEM_MAP_PROT_LOCAL_READ | UCP_MEM_MAP_PROT_REMOTE_READ
+                          : UCP_MEM_MAP_PROT_LOCAL_READ | UCP_MEM_MAP_PROT_LOCAL_WRITE |
+                                UCP_MEM_MAP_PROT_REMOTE_READ | UCP_MEM_MAP_PROT_REMOTE_WRITE;
+  UcxMemory memory;
+  if (ucs_status_t s = context->api().ucp_mem_map(context->get(), &params, &memory.memh_); s != UCS_OK) {
+    return Status::IoError("registering " + std::to_string(bytes) + " bytes with UCX failed: " +
+                           context->api().error(s) +
+                           " (on a verbs fabric, RLIMIT_MEMLOCK must cover the batch arenas: ulimit -l)");
+  }
+  memory.context_ = std::move(context);
+  return memory;
+}
+
+UcxMemory& UcxMemory::operator=(UcxMemory&& other) noexcept {
+  if (this != &other) {
+    reset();
+    context_ = std::move(other.context_);
+    memh_ = std::exchange(other.memh_, nullptr);
+  }
+  return *this;
+}
+
+void UcxMemory::reset() {
+  if (memh_ != nullptr) context_->api().ucp_mem_unmap(context_->get(), std::exchange(memh_, nullptr));
+  context_.reset();
+}
+
+}  // namespace forkfeed

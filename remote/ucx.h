@@ -1,0 +1,117 @@
+// The UCX handles forkfeed holds, each with one owner: a context (the library's state
+// and the memory it registers), a worker (progress, one thread), an endpoint (one peer),
+// a registration of memory. Every call goes through UcxApi. Peers find each other by
+// worker address, exchanged on forkfeed's own TCP connection: no UCX listener, whose
+// connection handling a stranger could reach.
+//
+// A worker is driven by events, not a spin: progress() until idle, arm(), then poll its
+// event_fd() with the caller's other fds.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "forkfeed/status.h"
+#include "remote/ucx_api.h"
+
+namespace forkfeed {
+
+class UcxContext {
+ public:
+  // Active messages, configured from UCX's own environment (UCX_TLS, UCX_NET_DEVICES
+  // ...), with the endpoint keepalive at 1 s unless UCX_KEEPALIVE_INTERVAL says otherwise.
+  static Result<std::shared_ptr<UcxContext>> create();
+  ~UcxContext();
+  UcxContext(const UcxContext&) = delete;
+  UcxContext& operator=(const UcxContext&) = delete;
+
+  const UcxApi& api() const { return *api_; }
+  ucp_context_h get() const { return context_; }
+
+ private:
+  UcxContext(const UcxApi* api, ucp_context_h context) : api_(api), context_(context) {}
+  const UcxApi* api_;
+  ucp_context_h context_;
+};
+
+class UcxWorker {
+ public:
+  static Result<std::unique_ptr<UcxWorker>> create(std::shared_ptr<UcxContext> context);
+  ~UcxWorker();
+  UcxWorker(const UcxWorker&) = delete;
+  UcxWorker& operator=(const UcxWorker&) = delete;
+
+  const UcxApi& api() const { return context_->api(); }
+  const std::shared_ptr<UcxContext>& context() const { return context_; }
+  ucp_worker_h get() const { return worker_; }
+  // Readable when the worker has something to progress, once armed.
+  int event_fd() const { return event_fd_; }
+
+  // Runs callbacks until nothing is left to do.
+  void progress();
+  // Progresses, then arms the event fd: on return it is safe to poll event_fd().
+  void progress_and_arm();
+  Status set_am_handler(unsigned id, ucp_am_recv_callback_t callback, void* arg);
+  // The worker's address, for a peer to connect to (opaque bytes).
+  Result<std::string> address() const;
+  // Progresses until `request` (a non-blocking call's result) completes, at most
+  // `timeout`, and frees it; its error, or DeadlineExceeded.
+  Status wait(ucs_status_ptr_t request, std::chrono::milliseconds timeout, const std::string& what);
+
+ private:
+  UcxWorker(std::shared_ptr<UcxContext> context, ucp_worker_h worker, int event_fd)
+      : context_(std::move(context)), worker_(worker), event_fd_(event_fd) {}
+  std::shared_ptr<UcxContext> context_;
+  ucp_worker_h worker_;
+  int event_fd_;
+};
+
+// An endpoint's owner. Errors of the peer (gone, reset, unreachable) come to `on_error`
+// with `arg` during the worker's progress; the endpoint must then be closed (forced).
+class UcxEndpoint {
+ public:
+  using ErrorCallback = void (*)(void* arg, ucp_ep_h ep, ucs_status_t status);
+  UcxEndpoint() = default;
+  // To the worker whose address() is `address`.
+  static Result<UcxEndpoint> connect(UcxWorker& worker, std::string_view address, ErrorCallback on_error, void* arg);
+  UcxEndpoint(UcxEndpoint&& other) noexcept
+      : worker_(std::exchange(other.worker_, nullptr)), ep_(std::exchange(other.ep_, nullptr)) {}
+  UcxEndpoint& operator=(UcxEndpoint&& other) noexcept;
+  ~UcxEndpoint() { close(false); }
+
+  ucp_ep_h get() const { return ep_; }
+  bool valid() const { return ep_ != nullptr; }
+  // Flushes what was sent (when `graceful`; at most a second) and closes; forced when the
+  // peer failed or the flush did not finish.
+  void close(bool graceful);
+
+ private:
+  UcxEndpoint(UcxWorker* worker, ucp_ep_h ep) : worker_(worker), ep_(ep) {}
+  UcxWorker* worker_ = nullptr;
+  ucp_ep_h ep_ = nullptr;
+};
+
+// Memory registered with a context once, so that rendezvous transfers to and from it
+// need no registration of their own (on a verbs fabric: pinned, the NIC's to read).
+class UcxMemory {
+ public:
+  UcxMemory() = default;
+  // `read_only`: the memory is only sent from (it may be mapped read-only).
+  static Result<UcxMemory> map(std::shared_ptr<UcxContext> context, void* base, std::size_t bytes,
+                               bool read_only);
+  UcxMemory(UcxMemory&& other) noexcept
+      : context_(std::move(other.context_)), memh_(std::exchange(other.memh_, nullptr)) {}
+  UcxMemory& operator=(UcxMemory&& other) noexcept;
+  ~UcxMemory() { reset(); }
+  ucp_mem_h get() const { return memh_; }
+  void reset();
+
+ private:
+  std::shared_ptr<UcxContext> context_;
+  ucp_mem_h memh_ = nullptr;
+};
+
+}  // namespace forkfeed

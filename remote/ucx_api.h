@@ -1,0 +1,34 @@
+// UcxApi: the UCX entry points forkfeed uses, loaded at run time with dlopen. libforkfeed
+// does not link UCX, so that a process loads it only when it serves or reads batches over
+// the network (forkfeed-gateway, a remote Client): UCX loaded in a process is a fork
+// hazard (it calls ibv_fork_init and installs atfork handlers), which a trainer using
+// only local Loaders must not carry. The UCX headers give the types; nothing is linked.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <string>
+
+namespace forkfeed {
+
+#define FORKFEED_UCX_FUNCTIONS(X)                                                                           \
+  X(ucp_config_read) X(ucp_config_release) X(ucp_config_modify) X(ucp_init_version) X(ucp_cleanup)         \
+  X(ucp_worker_create) X(ucp_worker_destroy) X(ucp_worker_get_efd) X(ucp_worker_arm)                       \
+  X(ucp_worker_progress) X(ucp_worker_set_am_recv_handler) X(ucp_worker_get_address)                       \
+  X(ucp_worker_release_address) X(ucp_ep_create)                                                           \
+  X(ucp_ep_close_nbx) X(ucp_am_send_nbx) X(ucp_am_recv_data_nbx) X(ucp_am_data_release)                    \
+  X(ucp_request_check_status) X(ucp_request_free) X(ucp_mem_map) X(ucp_mem_unmap) X(ucs_status_string)
+
+struct UcxApi {
+#define FORKFEED_UCX_POINTER(name) decltype(&::name) name = nullptr;
+  FORKFEED_UCX_FUNCTIONS(FORKFEED_UCX_POINTER)
+#undef FORKFEED_UCX_POINTER
+
+  // libucp.so.0 with every entry point, loaded on first use and never unloaded; null
+  // with `why_not` saying what failed (UCX not installed: apt-get install libucx0).
+  static const UcxApi* get(std::string& why_not);
+  // "<ucs_status_string> (UCX status <n>)".
+  std::string error(ucs_status_t status) const;
+};
+
+}  // namespace forkfeed

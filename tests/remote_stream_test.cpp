@@ -1,0 +1,385 @@
+// forkfeedd serving other machines (forkfeed-gateway over UCX), tested over loopback
+// TCP (UCX_TLS=tcp, set before anything loads UCX): a remote stream is the local
+// Loader's stream, bytes and all, over epochs and ranks; states move between remote and
+// local; a wrong token and a path are refused; the daemon's death and a stopped gateway
+// reach a waiting client within 3 s; a killed remote client frees its stream; garbage
+// sent to the listener harms no other stream; no process with UCX loaded starts a child;
+// and the fork report names UCX once it is loaded.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include "client/daemon_connection.h"
+#include "forkfeed/client.h"
+#include "forkfeed/fork_safety.h"
+#include "protocol/frame.h"
+#include "remote/net_address.h"
+#include "tests/testing/daemon_process.h"
+#include "tests/testing/temp_dataset.h"
+
+extern char** environ;
+
+namespace forkfeed {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using json = nlohmann::json;
+
+class RemoteStreamTest : public testing::DaemonSuite<RemoteStreamTest> {
+ protected:
+  static void SetUpTestSuite() {
+    // Before any UCX context, here or in the daemon's gateway: the network path, not
+    // shared memory between two processes of one host.
+    ::setenv("UCX_TLS", "tcp", 1);
+    ::setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 1);
+    make_dataset(48, 3, 17, 40, 90);
+    token_ = dir_->path() + "/token";
+    std::ofstream(token_) << "s3cret-token\n";
+    ::chmod(token_.c_str(), 0600);
+  }
+
+  // A daemon serving the suite's dataset as "train" to remote clients on a free port.
+  static std::vector<std::string> remote_args() {
+    return {"--max-workers", "2", "--dataset", "train=" + root_, "--listen", "127.0.0.1:0", "--token-file", token_};
+  }
+
+  static LoaderOptions options(std::uint32_t rank = 0, std::uint32_t world = 1) {
+    LoaderOptions o = stream_options(2, 4);
+    o.rank = rank;
+    o.world_size = world;
+    o.seed = 11;
+    return o;
+  }
+
+  static StreamOptions remote_options(std::uint32_t rank = 0, std::uint32_t world = 1) {
+    StreamOptions s;
+    s.loader = options(rank, world);
+    s.loader.image_folder.clear();
+    s.dataset = "train";
+    return s;
+  }
+
+  // A remote Client of the daemon at `address`, or null (and a failure) if it cannot open.
+  static std::unique_ptr<Client> connect(const std::string& address, const StreamOptions& options,
+                                         std::string_view state = {}) {
+    auto client = Client::connect(RemoteDaemon{address, token_}, options, state);
+    EXPECT_TRUE(client.ok()) << client.status().message();
+    return client.ok() ? std::move(client).value() : nullptr;
+  }
+
+  static inline std::string token_;
+};
+
+json daemon_stats(const std::string& socket) {
+  auto connection = DaemonConnection::connect(socket);
+  if (!connection.ok()) return json();
+  auto reply = connection->request(MessageType::kStats, json::object());
+  return reply.ok() ? reply->body : json();
+}
+
+// Where the daemon's gateway listens.
+std::string remote_address(const testing::DaemonProcess& daemon) {
+  const json stats = daemon_stats(daemon.socket());
+  if (!stats.contains("daemon") || stats["daemon"]["listen"].empty()) return "";
+  return stats["daemon"]["listen"][0].get<std::string>();
+}
+
+std::uint64_t open_streams(const testing::DaemonProcess& daemon) {
+  const json stats = daemon_stats(daemon.socket());
+  return stats.contains("daemon") ? stats["daemon"]["streams"].get<std::uint64_t>() : ~std::uint64_t{0};
+}
+
+bool maps_ucx(pid_t pid) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  for (std::string line; std::getline(maps, line);) {
+    if (line.find("libucp.so") != std::string::npos) return true;
+  }
+  return false;
+}
+
+// The daemon's child that runs forkfeed-gateway.
+pid_t gateway_of(pid_t daemon) {
+  for (pid_t child : testing::children_of(daemon)) {
+    std::ifstream comm("/proc/" + std::to_string(child) + "/comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name.starts_with("forkfeed-gatewa")) return child;  // comm holds 15 characters
+  }
+  return -1;
+}
+
+TEST_F(RemoteStreamTest, ARemoteStreamIsTheLocalLoadersOverTwoEpochsAndTwoRanks) {
+  testing::HangGuard guard(120, "RemoteStreamTest.Equals");
+  testing::DaemonProcess daemon(socket_path("equal"), remote_args());
+  const std::string address = remote_address(daemon);
+  ASSERT_FALSE(address.empty());
+  for (std::uint32_t rank = 0; rank < 2; ++rank) {
+    auto remote = connect(address, remote_options(rank, 2));
+    ASSERT_TRUE(remote);
+    auto local = testing::open_loader(options(rank, 2));
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      const testing::Batches got = testing::read_pass(*remote);
+      const testing::Batches want = testing::read_pass(*local);
+      ASSERT_EQ(got.size(), 6u) << "rank " << rank << " epoch " << epoch;
+      EXPECT_TRUE(got == want) << "rank " << rank << " epoch " << epoch
+                               << ": the remote stream differs from the local Loader's (indices, labels or pixels)";
+    }
+    EXPECT_EQ(remote->state(), local->state());
+  }
+}
+
+TEST_F(RemoteStreamTest, AStateMovesFromRemoteToLocalAndBackExactly) {
+  testing::HangGuard guard(120, "RemoteStreamTest.Resume");
+  testing::DaemonProcess daemon(socket_path("resume"), remote_args());
+  const std::string address = remote_address(daemon);
+  const testing::Batches whole = testing::read_pass(*testing::open_loader(options()));
+  ASSERT_EQ(whole.size(), 12u);
+
+  testing::Batches seen;
+  std::string state;
+  {
+    auto remote = connect(address, remote_options());
+    ASSERT_TRUE(remote);
+    const testing::Batches part = testing::read_batches(*remote, 3);  // prefetch runs ahead of these
+    seen.insert(seen.end(), part.begin(), part.end());
+    state = remote->state();
+  }
+  {
+    auto local = Loader::open(options(), state);
+    ASSERT_TRUE(local.ok()) << local.status().message();
+    const testing::Batches part = testing::read_batches(**local, 4);
+    seen.insert(seen.end(), part.begin(), part.end());
+    state = (*local)->state();
+  }
+  auto remote = connect(address, remote_options(), state);
+  ASSERT_TRUE(remote);
+  const testing::Batches rest = testing::read_pass(*remote);
+  seen.insert(seen.end(), rest.begin(), rest.end());
+  EXPECT_TRUE(seen == whole) << "remote -> local -> remote did not give the undisturbed pass (" << seen.size()
+                             << " batches)";
+}
+
+TEST_F(RemoteStreamTest, AWrongTokenAndAPathAreRefusedWithReasons) {
+  testing::HangGuard guard(60, "RemoteStreamTest.Refused");
+  testing::DaemonProcess daemon(socket_path("refuse"), remote_args());
+  const std::string address = remote_address(daemon);
+  const std::string wrong = dir_->path() + "/wrong-token";
+  std::ofstream(wrong) << "guess\n";
+  auto refused = Client::connect(RemoteDaemon{address, wrong}, remote_options());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("refused the token"), std::string::npos) << refused.status().message();
+
+  StreamOptions path = remote_options();
+  path.loader.image_folder = root_;  // a name and a path: the gateway takes no path
+  auto with_path = Client::connect(RemoteDaemon{address, token_}, path);
+  ASSERT_FALSE(with_path.ok());
+  EXPECT_NE(with_path.status().message().find("never a path"), std::string::npos) << with_path.status().message();
+
+  StreamOptions no_name = remote_options();
+  no_name.dataset.clear();
+  no_name.loader.image_folder = root_;
+  auto unnamed = Client::connect(RemoteDaemon{address, token_}, no_name);
+  ASSERT_FALSE(unnamed.ok());
+  EXPECT_NE(unnamed.status().message().find("named"), std::string::npos) << unnamed.status().message();
+
+  StreamOptions unknown = remote_options();
+  unknown.dataset = "nope";
+  auto missing = Client::connect(RemoteDaemon{address, token_}, unknown);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("no dataset named 'nope'"), std::string::npos)
+      << missing.status().message();
+  EXPECT_EQ(open_streams(daemon), 0u);
+  // The gateway still serves.
+  auto fine = connect(address, remote_options());
+  ASSERT_TRUE(fine);
+  EXPECT_EQ(testing::read_pass(*fine).size(), 12u);
+}
+
+TEST_F(RemoteStreamTest, TheDaemonKilledWhileAClientWaitsIsAnErrorWithin3Seconds) {
+  testing::HangGuard guard(60, "RemoteStreamTest.DaemonKilled");
+  testing::DaemonProcess daemon(socket_path("kill"), remote_args());
+  auto remote = connect(remote_address(daemon), remote_options());
+  ASSERT_TRUE(remote);
+  ASSERT_EQ(testing::read_batches(*remote, 2).size(), 2u);
+  ASSERT_TRUE(daemon.signal_and_wait(SIGKILL, std::chrono::seconds(5)));
+  const Clock::time_point killed = Clock::now();
+  Status failed;
+  while (failed.ok() && Clock::now() - killed < std::chrono::seconds(10)) {  // what arrived, then the wait
+    auto b = remote->next();
+    if (!b.ok()) failed = b.status();
+  }
+  const double waited = std::chrono::duration<double>(Clock::now() - killed).count();
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.code(), Status::Code::kUnavailable) << failed.message();
+  EXPECT_NE(failed.message().find("lost the connection to the remote forkfeedd"), std::string::npos)
+      << failed.message();
+  EXPECT_LT(waited, 3.3 + 0.3) << failed.message();
+  EXPECT_FALSE(remote->next().ok()) << "the error stays";
+}
+
+TEST_F(RemoteStreamTest, AStoppedGatewayIsTakenForLostWithin3Seconds) {
+  testing::HangGuard guard(60, "RemoteStreamTest.Stopped");
+  testing::DaemonProcess daemon(socket_path("stop"), remote_args());
+  auto remote = connect(remote_address(daemon), remote_options());
+  ASSERT_TRUE(remote);
+  const pid_t gateway = gateway_of(daemon.pid());
+  ASSERT_GT(gateway, 0);
+  ASSERT_EQ(testing::read_batches(*remote, 1).size(), 1u);
+  ASSERT_EQ(::kill(gateway, SIGSTOP), 0);
+  Status failed;
+  Clock::time_point started = Clock::now();
+  for (int i = 0; i < 1000 && failed.ok(); ++i) {
+    started = Clock::now();  // the wait that fails is the one that found nothing arrived
+    auto b = remote->next();
+    if (!b.ok()) failed = b.status();
+  }
+  const double waited = std::chrono::duration<double>(Clock::now() - started).count();
+  ::kill(gateway, SIGCONT);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.message().find("no word from it"), std::string::npos) << failed.message();
+  EXPECT_GE(waited, 2.5);
+  EXPECT_LT(waited, 4.0);
+}
+
+TEST_F(RemoteStreamTest, AKilledRemoteClientFreesItsStream) {
+  testing::HangGuard guard(60, "RemoteStreamTest.ClientKilled");
+  testing::DaemonProcess daemon(socket_path("client"), remote_args());
+  const std::string address = remote_address(daemon);
+  // A trainer of its own (forkfeed-bench, reading slowly forever): this process has UCX
+  // loaded and must not fork one.
+  const std::string bench = std::string(FORKFEED_BIN_DIR) + "/forkfeed-bench";
+  std::vector<std::string> args = {bench, "--remote", address, "--dataset",   "train",  "--token-file", token_,
+                                   "--batch", "4",    "--size", "16",      "--epochs", "1000",  "--log-level",
+                                   "error"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t trainer = -1;
+  ASSERT_EQ(::posix_spawn(&trainer, bench.c_str(), nullptr, nullptr, argv.data(), environ), 0);
+  ASSERT_TRUE(testing::eventually([&] { return open_streams(daemon) == 1; }, std::chrono::seconds(20)))
+      << "the remote trainer's stream did not open";
+  ::kill(trainer, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(::waitpid(trainer, &status, 0), trainer);
+  const Clock::time_point killed = Clock::now();
+  EXPECT_TRUE(testing::eventually([&] { return open_streams(daemon) == 0; }, std::chrono::seconds(3)))
+      << "the killed remote client's stream is still open";
+  std::printf("remote stream freed %.0f ms after its client was killed\n",
+              std::chrono::duration<double, std::milli>(Clock::now() - killed).count());
+}
+
+// A frame's bytes as a peer would send them, its header's fields free to be wrong.
+std::string frame_bytes(std::uint16_t type, const std::string& payload, std::uint32_t magic = kFrameMagic,
+                        std::uint32_t length = ~0u) {
+  const FrameHeader header{magic, kProtocolVersion, type,
+                           length == ~0u ? static_cast<std::uint32_t>(payload.size()) : length, 0};
+  return std::string(reinterpret_cast<const char*>(&header), sizeof header) + payload;
+}
+
+std::string hello(const std::string& token, const std::string& worker = "") {
+  json body = {{"protocol", kProtocolVersion}, {"token", token}};
+  if (!worker.empty()) body["worker"] = worker;
+  return frame_bytes(static_cast<std::uint16_t>(MessageType::kHello), body.dump());
+}
+
+TEST_F(RemoteStreamTest, FiftyGarbageMessagesHarmNoOtherStream) {
+  testing::HangGuard guard(180, "RemoteStreamTest.Garbage");
+  testing::DaemonProcess daemon(socket_path("garbage"), remote_args());
+  const std::string address = remote_address(daemon);
+  auto victim = connect(address, remote_options());
+  ASSERT_TRUE(victim);
+  const testing::Batches first = testing::read_batches(*victim, 2);
+
+  const auto open = static_cast<std::uint16_t>(MessageType::kOpenStream);
+  const auto credit = static_cast<std::uint16_t>(MessageType::kCredit);
+  const std::string token = "s3cret-token";
+  // Each is one connection's whole conversation: not forkfeed at all, cut short, lying
+  // about its length, before the hello, a wrong token (with a garbage worker address,
+  // which UCX must never see: it asserts on one), a hello without a worker address,
+  // credits from nobody.
+  const std::vector<std::string> conversations = {
+      "GET / HTTP/1.0\r\n\r\n",
+      std::string(4096, '\xff'),
+      std::string(3, 'x'),
+      "",
+      frame_bytes(open, R"({"dataset":"train"})").substr(0, 20),
+      frame_bytes(open, "{}", 0xdeadbeef),
+      frame_bytes(open, "{}", kFrameMagic, 1u << 30),
+      frame_bytes(open, R"({"dataset":"train"})"),
+      frame_bytes(credit, R"({"count":3})"),
+      hello("guess"),
+      hello(token),
+      hello("guess", "not a UCX worker address"),
+      frame_bytes(static_cast<std::uint16_t>(MessageType::kHello), "not json"),
+      frame_bytes(static_cast<std::uint16_t>(MessageType::kHello), R"({"token": 7})"),
+      frame_bytes(42, "{}"),
+  };
+  sockaddr_storage where = *parse_net_address(address, "address");
+  for (int i = 0; i < 50; ++i) {
+    const std::string& junk = conversations[static_cast<std::size_t>(i) % conversations.size()];
+    UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    ASSERT_EQ(::connect(fd.get(), reinterpret_cast<const sockaddr*>(&where), sizeof(sockaddr_in)), 0);
+    (void)!::write(fd.get(), junk.data(), junk.size());
+    if (i % 3 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));  // some linger, some vanish
+  }
+  // The victim goes on, exactly.
+  const testing::Batches rest = testing::read_pass(*victim);
+  testing::Batches pass = first;
+  pass.insert(pass.end(), rest.begin(), rest.end());
+  EXPECT_TRUE(pass == testing::read_pass(*testing::open_loader(options())))
+      << "the stream beside the garbage changed (" << pass.size() << " batches)";
+  EXPECT_TRUE(testing::eventually([&] { return open_streams(daemon) == 1; }, std::chrono::seconds(5)))
+      << "garbage left streams open";
+  EXPECT_GT(gateway_of(daemon.pid()), 0) << "the gateway is gone";
+}
+
+TEST_F(RemoteStreamTest, NoProcessWithUcxLoadedHasAChild) {
+  testing::HangGuard guard(60, "RemoteStreamTest.NoChild");
+  testing::DaemonProcess daemon(socket_path("tree"), remote_args());
+  auto remote = connect(remote_address(daemon), remote_options());
+  ASSERT_TRUE(remote);
+  ASSERT_EQ(testing::read_batches(*remote, 3).size(), 3u);
+  const pid_t gateway = gateway_of(daemon.pid());
+  ASSERT_GT(gateway, 0);
+  EXPECT_TRUE(maps_ucx(gateway)) << "the gateway serves over UCX";
+  EXPECT_TRUE(testing::children_of(gateway).empty()) << "the gateway, with UCX loaded, started a process";
+  EXPECT_FALSE(maps_ucx(daemon.pid())) << "forkfeedd starts workers: UCX must never load in it";
+  for (pid_t child : testing::children_of(daemon.pid())) {
+    if (child != gateway) {
+      EXPECT_FALSE(maps_ucx(child)) << "worker " << child << " has UCX loaded";
+    }
+  }
+}
+
+TEST_F(RemoteStreamTest, TheForkReportNamesUcxAndAutoSpawnsAfterARemoteClient) {
+  testing::HangGuard guard(60, "RemoteStreamTest.ForkReport");
+  testing::DaemonProcess daemon(socket_path("report"), remote_args());
+  auto remote = connect(remote_address(daemon), remote_options());
+  ASSERT_TRUE(remote);
+  const ForkReport report = ForkSafety::assess();
+  EXPECT_TRUE(report.ucx_loaded);
+  const auto hazards = report.hazards();
+  EXPECT_NE(std::find(hazards.begin(), hazards.end(), ForkHazard::kUcx), hazards.end()) << report.summary();
+  EXPECT_NE(report.summary().find("UCX"), std::string::npos) << report.summary();
+  EXPECT_NE(report.describe().find("UCX is loaded"), std::string::npos) << report.describe();
+
+  LoaderOptions local = options();
+  local.start_method = StartMethod::kAuto;
+  local.fork_hazard = ForkHazardPolicy::kIgnore;
+  auto loader = testing::open_loader(local);
+  EXPECT_EQ(loader->stats().start_method, StartMethod::kSpawn) << "a local Loader forked beside UCX";
+  EXPECT_EQ(testing::read_pass(*loader).size(), 12u);
+}
+
+}  // namespace
+}  // namespace forkfeed
