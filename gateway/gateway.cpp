@@ -24,6 +24,8 @@ Gateway::~Gateway() { sessions_.clear(); }  // their endpoints close while the w
 
 Result<std::unique_ptr<Gateway>> Gateway::start(GatewaySettings settings, const std::vector<std::string>& addresses) {
   std::unique_ptr<Gateway> gateway(new Gateway(std::move(settings)));
+  gateway->settings_.on_endpoint_error = on_endpoint_error;
+  gateway->settings_.on_endpoint_error_arg = gateway.get();
   for (const std::string& text : addresses) {
     auto address = parse_net_address(text, "--listen");
     if (!address.ok()) return address.status();
@@ -39,6 +41,13 @@ Result<std::unique_ptr<Gateway>> Gateway::start(GatewaySettings settings, const 
   if (!worker.ok()) return worker.status();
   gateway->worker_ = std::move(worker).value();
   return gateway;
+}
+
+void Gateway::on_endpoint_error(void* arg, ucp_ep_h ep, ucs_status_t status) {
+  auto* gateway = static_cast<Gateway*>(arg);
+  for (const auto& session : gateway->sessions_) {
+    if (session->endpoint() == ep) session->endpoint_failed(gateway->worker_->api().error(status));
+  }
 }
 
 void Gateway::accept(int listener) {

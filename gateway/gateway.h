@@ -35,6 +35,9 @@ class Gateway {
  private:
   explicit Gateway(GatewaySettings settings) : settings_(std::move(settings)) {}
   void accept(int listener);
+  // From inside the worker's progress: the session (if still there) only marks itself
+  // finished; the loop ends it.
+  static void on_endpoint_error(void* arg, ucp_ep_h ep, ucs_status_t status);
 
   GatewaySettings settings_;
   std::shared_ptr<UcxContext> context_;

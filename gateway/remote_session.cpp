@@ -44,7 +44,9 @@ RemoteSession::RemoteSession(std::string peer, UniqueFd control, UcxWorker& work
 }
 
 RemoteSession::~RemoteSession() {
-  endpoint_.close(false);  // what is in flight is moot: deliveries of a stream that ends
+  // Flushed while the client is there (UCX 1.13's tcp transport crashed here, now and
+  // then, when a live endpoint was forced shut under traffic); forced once it failed.
+  endpoint_.close(!endpoint_failed_);
   if (phase_ == Phase::kStreaming) spdlog::info("remote client {}: stream closed", peer_);
   // daemon_ goes after: closing its connection closes the daemon's stream.
 }
@@ -146,7 +148,8 @@ void RemoteSession::greet(const json& body) {
     refuse(Status::InvalidArgument("the hello lacks the client's UCX worker address"));
     return end("refused: no worker address");
   }
-  auto endpoint = UcxEndpoint::connect(worker_, *worker, on_endpoint_error, this);
+  auto endpoint =
+      UcxEndpoint::connect(worker_, *worker, settings_.on_endpoint_error, settings_.on_endpoint_error_arg);
   if (!endpoint.ok()) {
     refuse(Status::Unavailable("forkfeed-gateway cannot reach this client over UCX: " +
                                endpoint.status().message() + " (check UCX_TLS and UCX_NET_DEVICES on both sides)"));
@@ -155,12 +158,6 @@ void RemoteSession::greet(const json& body) {
   endpoint_ = std::move(endpoint).value();
   phase_ = Phase::kGreeted;
   reply(ok_reply(json{{"protocol", kProtocolVersion}}));
-}
-
-void RemoteSession::on_endpoint_error(void* arg, ucp_ep_h, ucs_status_t status) {
-  auto* session = static_cast<RemoteSession*>(arg);
-  // From inside the worker's progress: only mark it; the gateway's loop ends it.
-  session->end("its UCX endpoint failed: " + session->worker_.api().error(status));
 }
 
 Status RemoteSession::open_stream(const json& body) {

@@ -28,6 +28,10 @@ struct GatewaySettings {
   std::string daemon_socket;
   std::string token;
   std::chrono::milliseconds greeting_timeout{5000};
+  // Where endpoint failures go: UCX may report one after its session ended, so they go
+  // to the gateway, which finds the session by endpoint (if it still has it).
+  UcxEndpoint::ErrorCallback on_endpoint_error = nullptr;
+  void* on_endpoint_error_arg = nullptr;
 };
 
 class RemoteSession {
@@ -53,6 +57,12 @@ class RemoteSession {
   // Beats, and ends a client that has not greeted in time.
   void tick(Clock::time_point now);
   bool finished() const { return finished_; }
+  ucp_ep_h endpoint() const { return endpoint_.get(); }
+  // The endpoint to the client failed: it is gone or unreachable.
+  void endpoint_failed(const std::string& why) {
+    endpoint_failed_ = true;
+    end("its UCX endpoint failed: " + why);
+  }
 
  private:
   enum class Phase { kGreeting, kGreeted, kStreaming };
@@ -65,7 +75,6 @@ class RemoteSession {
   Status open_stream(const nlohmann::json& body);
   Status attach_stream(DaemonConnection::Reply& reply);
   void forward(MessageType type, const nlohmann::json& body);
-  static void on_endpoint_error(void* arg, ucp_ep_h ep, ucs_status_t status);
 
   const std::string peer_;
   UniqueFd control_;
@@ -76,6 +85,7 @@ class RemoteSession {
   Clock::time_point last_beat_;
   Phase phase_ = Phase::kGreeting;
   bool finished_ = false;
+  bool endpoint_failed_ = false;
   std::uint32_t bad_requests_ = 0;
 
   std::optional<DaemonConnection> daemon_;
