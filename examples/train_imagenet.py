@@ -14,6 +14,7 @@ DataLoader on the same samples in the same order, with other crops.
   examples/train_imagenet.py --data DIR --size 64 --steps 20      # a quick run on a CPU
   examples/train_imagenet.py --data DIR --resume                  # go on from checkpoint.pt
   torchrun --nproc_per_node 2 examples/train_imagenet.py --data DIR   # one shard per rank
+  examples/train_imagenet.py --remote cpu1:13337,cpu2:13337 --dataset train  # decoded elsewhere
 
 Under torchrun every rank reads its own shard (forkfeed takes the rank and world size
 from $RANK and $WORLD_SIZE) and the model is wrapped in DistributedDataParallel; rank 0
@@ -36,9 +37,14 @@ MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 def forkfeed_loader(args):
     import forkfeed
 
-    return forkfeed.Loader(args.data, batch_size=args.batch_size, workers=args.workers,
-                           transform="train", size=args.size, dtype="float32", mean=MEAN, std=STD,
-                           seed=args.seed, drop_last=True)
+    options = dict(batch_size=args.batch_size, workers=args.workers, transform="train", size=args.size,
+                   dtype="float32", mean=MEAN, std=STD, seed=args.seed, drop_last=True)
+    if args.remote:
+        # Decoded on other machines: rank r reads from daemon r mod K (token: $FORKFEED_TOKEN_FILE).
+        addresses = args.remote.split(",")
+        rank = int(os.environ.get("RANK", os.environ.get("SLURM_PROCID", "0")))
+        return forkfeed.Client(dataset=args.dataset, address=addresses[rank % len(addresses)], **options)
+    return forkfeed.Loader(args.data, **options)
 
 
 class ResumableSampler(torch.utils.data.DistributedSampler):
@@ -73,7 +79,12 @@ def ignore_sigint(_worker_id):
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", required=True, metavar="DIR",
+    parser.add_argument("--remote", metavar="HOST:PORT[,...]",
+                        help="read from forkfeedd(s) on other machines (their --listen) instead of --data; "
+                             "rank r uses the (r mod K)-th; the token file is $FORKFEED_TOKEN_FILE")
+    parser.add_argument("--dataset", metavar="NAME", default="train",
+                        help="with --remote: the dataset's name in the daemons' config (default train)")
+    parser.add_argument("--data", required=False, metavar="DIR",
                         help="ImageFolder root: one subfolder of images per class")
     parser.add_argument("--loader", choices=["forkfeed", "torch"], default="forkfeed",
                         help="forkfeed.Loader, or torchvision's ImageFolder through a DataLoader (default forkfeed)")
@@ -90,7 +101,12 @@ def parse_args():
     parser.add_argument("--checkpoint", metavar="PATH", default="checkpoint.pt",
                         help="where checkpoints go (default checkpoint.pt)")
     parser.add_argument("--resume", action="store_true", help="go on from --checkpoint")
-    return parser.parse_args()
+    args = parser.parse_args()
+    if not args.data and not args.remote:
+        parser.error("give --data DIR, or --remote HOST:PORT for daemons that decode elsewhere")
+    if args.remote and args.loader != "forkfeed":
+        parser.error("--remote reads through forkfeed")
+    return args
 
 
 def main():

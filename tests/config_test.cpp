@@ -247,3 +247,53 @@ TEST_F(ConfigTest, ADatasetMayBeTarShardsWithItsLabelRule) {
 
 }  // namespace
 }  // namespace forkfeed
+
+namespace forkfeed {
+namespace {
+
+// Remote serving: listen needs a token file that holds a token, well-formed addresses and
+// a named dataset; a token file alone is a mistake too. Each refusal says what to do.
+TEST_F(ConfigTest, ListeningNeedsATokenAnAddressAndANamedDataset) {
+  const std::string token = file("s3cret\n", "token");
+  ASSERT_TRUE(load_config_file(file("listen: [127.0.0.1:0, '[::1]:13337']\ntoken_file: " + token +
+                                    "\ndatasets:\n  train: {image_folder: " + dir_.path() + "}\n"),
+                               config_)
+                  .ok());
+  EXPECT_EQ(config_.listen, (std::vector<std::string>{"127.0.0.1:0", "[::1]:13337"}));
+  EXPECT_EQ(config_.token_file, token);
+  EXPECT_TRUE(validate(config_).ok()) << validate(config_).message();
+
+  const auto refused = [&](DaemonConfig c, const std::string& expected) {
+    const Status s = validate(c);
+    EXPECT_FALSE(s.ok()) << "accepted; wanted: " << expected;
+    EXPECT_NE(s.message().find(expected), std::string::npos) << s.message();
+  };
+  DaemonConfig c = config_;
+  c.token_file.clear();
+  refused(c, "--listen needs --token-file");
+  c = config_;
+  c.token_file = file("", "empty-token");
+  refused(c, "is empty");
+  c = config_;
+  c.token_file = dir_.path() + "/missing";
+  refused(c, "cannot be read");
+  c = config_;
+  c.listen = {"10.0.0.7"};
+  refused(c, "no host and port");
+  c = config_;
+  c.listen = {"::1:80"};
+  refused(c, "in brackets");
+  c = config_;
+  c.listen = {"127.0.0.1:99999"};
+  refused(c, "0 to 65535");
+  c = config_;
+  c.datasets.clear();
+  refused(c, "add --dataset NAME=PATH");
+  c = config_;
+  c.listen.clear();
+  refused(c, "token_file is set but listen is not");
+  expect_refused("listen: 127.0.0.1:1\n", "listen", "must be a list");
+}
+
+}  // namespace
+}  // namespace forkfeed

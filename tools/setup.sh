@@ -9,6 +9,7 @@ packages=(
   libopencv-dev libboost-dev libspdlog-dev libgtest-dev
   libibverbs-dev ibverbs-providers libjpeg62-turbo-dev
   libucx-dev  # remote/: UCX headers; libucp (libucx0) is loaded at run time for remote serving
+  slurm-wlm munge  # tests/slurm: examples/slurm/remote_decode.sbatch on a one-node cluster
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev
   tar  # GNU tar: the tests read shards it writes, in every format it writes
   python3  # tools/compare.sh's memory sampler and report, and its test
