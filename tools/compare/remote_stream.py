@@ -2,13 +2,13 @@
 """One forkfeedd's stream read remotely (forkfeed-gateway over UCX) beside the same stream
 read through its Unix socket, on this machine.
 
-usage: remote_stream.py [--bin DIR] [--data DIR] [--images N] [--epochs E] [--rounds R]
+usage: remote_stream.py [--bin DIR] [--data DIR] [--images N] [--epochs E] [--rounds R] [--workers W]
 
 One forkfeedd serves a dataset by name and listens on loopback for remote clients. Each
-row is a forkfeed-bench run of E epochs, batch 64, 224 px uint8 (train transform), 2
-workers: through the Unix socket (shared memory, no copy), remotely with UCX_TLS=tcp (the
+row is a forkfeed-bench run of E epochs, batch 64, 224 px uint8 (train transform): through the Unix socket (shared memory, no copy), remotely with UCX_TLS=tcp (the
 network path: TCP over loopback) and remotely with UCX's default transports (on one host
-UCX picks shared memory). The runs alternate R rounds, and each row shows the median
+UCX picks shared memory). The daemon has W decode workers (default 2): on a 2-core
+machine, 1 leaves a core to the transfer, as a decode node and a GPU node would. The runs alternate R rounds, and each row shows the median
 round: images/s and its ratio to the local run, the batch bytes per second (GB/s) that
 crossed the transport, the p50/p99 wait for a batch, and the CPU seconds forkfeed-gateway
 spent per GB sent. Standard library only; the tools are this build's (--bin).
@@ -42,8 +42,8 @@ def gateway_of(daemon_pid):
     sys.exit("remote_stream.py: forkfeedd has no forkfeed-gateway")
 
 
-def bench(bin_dir, epochs, how, env=None):
-    cmd = [f"{bin_dir}/forkfeed-bench", "--dataset", "bench", "--workers", "2", "--batch", "64", "--size", "224",
+def bench(bin_dir, epochs, workers, how, env=None):
+    cmd = [f"{bin_dir}/forkfeed-bench", "--dataset", "bench", "--workers", str(workers), "--batch", "64", "--size", "224",
            "--epochs", str(epochs), "--json", "--log-level", "warn"] + how
     out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=env)
     if out.returncode != 0:
@@ -59,6 +59,7 @@ def main():
     parser.add_argument("--images", type=int, default=1024, help="images to generate (default 1024)")
     parser.add_argument("--epochs", type=int, default=2, help="epochs per run (default 2)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the three runs (default 3)")
+    parser.add_argument("--workers", type=int, default=2, help="the daemon's decode workers (default 2)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="forkfeed-remote-") as tmp:
@@ -75,7 +76,7 @@ def main():
         # The gateway inherits no UCX_TLS: each remote client's choice decides the transport.
         env = {k: v for k, v in os.environ.items() if not k.startswith("UCX_")}
         daemon = subprocess.Popen([f"{args.bin}/forkfeedd", "--socket", socket, "--log-level", "warn",
-                                   "--max-workers", "2", "--dataset", f"bench={data}", "--listen", "127.0.0.1:0",
+                                   "--max-workers", str(args.workers), "--dataset", f"bench={data}", "--listen", "127.0.0.1:0",
                                    "--token-file", token], env=env)
         try:
             deadline = time.monotonic() + 30
@@ -96,7 +97,7 @@ def main():
             for _ in range(args.rounds):
                 for name, (how, run_env, remote) in runs.items():
                     cpu = cpu_seconds(gateway)
-                    report = bench(args.bin, args.epochs, how, run_env)
+                    report = bench(args.bin, args.epochs, args.workers, how, run_env)
                     report["gateway_cpu_s"] = cpu_seconds(gateway) - cpu if remote else 0.0
                     results[name].append(report)
         finally:
@@ -104,7 +105,7 @@ def main():
             daemon.wait()
 
     print(f"{os.cpu_count()} CPUs; {args.epochs} epochs of {args.images} images per run, 224 px uint8, batch 64, "
-          f"2 workers; median of {args.rounds} rounds")
+          f"{args.workers} decode workers; median of {args.rounds} rounds")
     print(f"{'':<30}{'img/s':>8}{'vs local':>10}{'GB/s':>8}{'wait p50':>10}{'wait p99':>10}{'gateway CPU/GB':>16}")
     local = None
     for name, reports in results.items():
