@@ -136,6 +136,7 @@ class Client::Impl {
     auto stats = parse_loader_stats(*reply);
     if (!stats.ok()) return stats;
     // What this caller took, as a Loader counts it; the daemon counts what it sent ahead.
+    stats->pinned = link_->pinned();
     stats->delivered_batches = delivered_batches_;
     stats->delivered_samples = delivered_samples_;
     return stats;
@@ -225,14 +226,11 @@ Result<std::unique_ptr<Client>> Client::connect(const std::string& socket_path, 
 namespace {
 
 // The open_stream request of `options` and `state`; paths made absolute (the daemon's
-// working directory is not this process's).
-Result<json> open_request(const StreamOptions& options, std::string_view state) {
-  if (options.loader.pin_memory_device >= 0) {
-    return Status::InvalidArgument(
-        "pin_memory_device is not supported through forkfeedd; set it to -1 (page-lock "
-        "batches in the trainer) or use a Loader");
-  }
+// working directory is not this process's). The daemon never pins: a remote client pins
+// its own receive arena.
+json open_request(const StreamOptions& options, std::string_view state) {
   StreamRequest request{options, std::string(state)};
+  request.stream.loader.pin_memory_device = -1;
   request.stream.loader.image_folder = absolute_path(options.loader.image_folder);
   request.stream.loader.manifest = absolute_path(options.loader.manifest);
   request.stream.loader.shards = absolute_path(options.loader.shards);
@@ -243,12 +241,16 @@ Result<json> open_request(const StreamOptions& options, std::string_view state) 
 
 Result<std::unique_ptr<Client>> Client::connect(const std::string& socket_path, const StreamOptions& options,
                                                 std::string_view state) {
-  auto request = open_request(options, state);
-  if (!request.ok()) return request.status();
+  if (options.loader.pin_memory_device >= 0) {
+    return Status::InvalidArgument(
+        "pin_memory_device is not supported through a local forkfeedd (its memory is the daemon's); set it to "
+        "-1 (page-lock batches in the trainer), use a Loader, or a remote forkfeedd (whose batches land in this "
+        "process's memory)");
+  }
   auto connection = DaemonConnection::connect(socket_path, options.connect_timeout);
   if (!connection.ok()) return connection.status();
   json opened;
-  auto link = LocalLink::open(std::move(connection).value(), *request, opened);
+  auto link = LocalLink::open(std::move(connection).value(), open_request(options, state), opened);
   if (!link.ok()) return link.status();
   auto impl = Impl::open(std::move(link).value(), opened);
   if (!impl.ok()) return impl.status();
@@ -262,10 +264,13 @@ Result<std::unique_ptr<Client>> Client::connect(const RemoteDaemon& daemon, cons
                                    ") serves only the datasets named in its config: set StreamOptions::dataset "
                                    "(forkfeed-ctl stats lists them), not a path");
   }
-  auto request = open_request(options, state);
-  if (!request.ok()) return request.status();
+  if (options.loader.pin_memory_device < -1) {
+    return Status::InvalidArgument("pin_memory_device must be a CUDA device ordinal, or -1 for off; got " +
+                                   std::to_string(options.loader.pin_memory_device));
+  }
   json opened;
-  auto link = RemoteLink::open(daemon, options.connect_timeout, *request, opened);
+  auto link = RemoteLink::open(daemon, options.connect_timeout, options.loader.pin_memory_device,
+                               open_request(options, state), opened);
   if (!link.ok()) return link.status();
   auto impl = Impl::open(std::move(link).value(), opened);
   if (!impl.ok()) return impl.status();

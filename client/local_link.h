@@ -25,6 +25,7 @@ class LocalLink final : public StreamLink {
   void drop(const LinkDelivery& d) override { stream_->give_back(d.record.handle, d.record.tag, false); }
   std::unique_ptr<detail::SlotLease> lend(const LinkDelivery& d) override;
   std::uint32_t held() const override { return stream_->held(); }
+  bool pinned() const override { return false; }  // the daemon's memory: never the trainer's to pin
 
  private:
   LocalLink(DaemonConnection connection, std::shared_ptr<ClientStream> stream)

@@ -2,6 +2,7 @@
 #include "client/remote_link.h"
 
 #include <poll.h>
+#include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include "remote/tcp_socket.h"
 #include "remote/token.h"
 #include "transport/mapping.h"
+#include "transport/pinned_memory.h"
 
 namespace forkfeed {
 
@@ -30,7 +32,7 @@ using json = nlohmann::json;
 class ReceiveArena {
  public:
   static Result<std::shared_ptr<ReceiveArena>> create(std::shared_ptr<UcxContext> context, std::uint32_t slots,
-                                                      std::uint64_t slot_bytes) {
+                                                      std::uint64_t slot_bytes, int pin_device) {
     UniqueFd memfd(::memfd_create("forkfeed-remote-arena", MFD_CLOEXEC));
     if (!memfd.valid()) return Status::FromErrno("memfd_create for the remote stream's receive arena", errno);
     const std::uint64_t bytes = std::uint64_t{slots} * slot_bytes;
@@ -39,12 +41,18 @@ class ReceiveArena {
     }
     auto mapping = Mapping::map_shared(memfd.get(), bytes);
     if (!mapping.ok()) return mapping.status();
+    std::optional<PinnedRegistration> pinned;
+    if (pin_device >= 0) {
+      pinned.emplace(PinnedRegistration::pin({mapping->data(), bytes}, pin_device));
+      spdlog::info("{}", pinned->summary());
+    }
     auto memory = UcxMemory::map(std::move(context), mapping->data(), bytes, false);
     if (!memory.ok()) return memory.status();
     UniqueFd returned(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     if (!returned.valid()) return Status::FromErrno("eventfd for the receive arena", errno);
-    auto arena = std::shared_ptr<ReceiveArena>(new ReceiveArena(std::move(mapping).value(), std::move(memory).value(),
-                                                                std::move(returned), slot_bytes));
+    auto arena = std::shared_ptr<ReceiveArena>(new ReceiveArena(std::move(mapping).value(), std::move(pinned),
+                                                                std::move(memory).value(), std::move(returned),
+                                                                slot_bytes));
     for (std::uint32_t i = slots; i-- > 0;) arena->free_.push_back(i);
     arena->credits_ = slots;
     return arena;
@@ -55,6 +63,7 @@ class ReceiveArena {
   ucp_mem_h memh() const { return memory_.get(); }
   int returned_fd() const { return returned_.get(); }
   std::uint32_t held() const { return held_.load(std::memory_order_acquire); }
+  bool pinned() const { return pinned_ && pinned_->pinned(); }
   void lent() { held_.fetch_add(1, std::memory_order_acq_rel); }
 
   // A free slot for an arriving batch; nullopt if the gateway sent more than its credits.
@@ -84,9 +93,15 @@ class ReceiveArena {
   }
 
  private:
-  ReceiveArena(Mapping mapping, UcxMemory memory, UniqueFd returned, std::uint64_t slot_bytes)
-      : mapping_(std::move(mapping)), memory_(std::move(memory)), returned_(std::move(returned)), slot_bytes_(slot_bytes) {}
+  ReceiveArena(Mapping mapping, std::optional<PinnedRegistration> pinned, UcxMemory memory, UniqueFd returned,
+               std::uint64_t slot_bytes)
+      : mapping_(std::move(mapping)),
+        pinned_(std::move(pinned)),
+        memory_(std::move(memory)),
+        returned_(std::move(returned)),
+        slot_bytes_(slot_bytes) {}
   Mapping mapping_;
+  std::optional<PinnedRegistration> pinned_;  // unpinned before the mapping goes
   UcxMemory memory_;  // unregistered before the mapping goes
   UniqueFd returned_;  // readable: slots were given back (credits to send)
   const std::uint64_t slot_bytes_;
@@ -157,7 +172,7 @@ RemoteLink::~RemoteLink() {
 }
 
 Result<std::unique_ptr<RemoteLink>> RemoteLink::open(const RemoteDaemon& daemon, std::chrono::milliseconds timeout,
-                                                     const json& request, json& opened) {
+                                                     int pin_device, const json& request, json& opened) {
   auto token = client_token(daemon);
   if (!token.ok()) return token.status();
   const std::string& address = daemon.address;
@@ -180,19 +195,19 @@ Result<std::unique_ptr<RemoteLink>> RemoteLink::open(const RemoteDaemon& daemon,
   if (!hello.ok()) return hello.status();
   auto reply = link->request(MessageType::kOpenStream, request);
   if (!reply.ok()) return reply.status();
-  if (Status s = link->make_arena(*reply); !s.ok()) return s;
+  if (Status s = link->make_arena(*reply, pin_device); !s.ok()) return s;
   opened = std::move(reply).value();
   return link;
 }
 
-Status RemoteLink::make_arena(const json& opened) {
+Status RemoteLink::make_arena(const json& opened, int pin_device) {
   auto slots = get_uint(opened, "slots", kChannelCapacity);
   auto slot_bytes = get_uint(opened, "slot_bytes", std::uint64_t{1} << 36);
   if (!slots.ok() || !slot_bytes.ok() || *slots == 0 || *slot_bytes == 0) {
     return Status::Internal("the remote forkfeedd at " + address_ +
                             " sent no receive slot sizes (slots, slot_bytes); is it another forkfeed version?");
   }
-  auto arena = ReceiveArena::create(context_, static_cast<std::uint32_t>(*slots), *slot_bytes);
+  auto arena = ReceiveArena::create(context_, static_cast<std::uint32_t>(*slots), *slot_bytes, pin_device);
   if (!arena.ok()) return arena.status();
   arena_ = std::move(arena).value();
   send_credits();
@@ -357,6 +372,7 @@ std::unique_ptr<detail::SlotLease> RemoteLink::lend(const LinkDelivery& d) {
 }
 
 std::uint32_t RemoteLink::held() const { return arena_ ? arena_->held() : 0; }
+bool RemoteLink::pinned() const { return arena_ && arena_->pinned(); }
 
 ucs_status_t RemoteLink::on_delivery(void* arg, const void* header, std::size_t header_length, void* data,
                                      std::size_t length, const ucp_am_recv_param_t* param) {

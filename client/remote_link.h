@@ -25,10 +25,12 @@ class ReceiveArena;
 
 class RemoteLink final : public StreamLink {
  public:
-  // Connects to the gateway at `address`, presents the token and opens a stream with
-  // `request` (an open_stream body); the reply's body in `opened`.
+  // Connects to the gateway at `daemon`, presents the token and opens a stream with
+  // `request` (an open_stream body); the reply's body in `opened`. With `pin_device` >= 0
+  // the receive arena is page-locked for that CUDA device (as a Loader's slots are).
   static Result<std::unique_ptr<RemoteLink>> open(const RemoteDaemon& daemon, std::chrono::milliseconds timeout,
-                                                  const nlohmann::json& request, nlohmann::json& opened);
+                                                  int pin_device, const nlohmann::json& request,
+                                                  nlohmann::json& opened);
   ~RemoteLink() override;
 
   Result<nlohmann::json> request(MessageType type, const nlohmann::json& body) override;
@@ -38,6 +40,7 @@ class RemoteLink final : public StreamLink {
   void drop(const LinkDelivery& d) override;
   std::unique_ptr<detail::SlotLease> lend(const LinkDelivery& d) override;
   std::uint32_t held() const override;
+  bool pinned() const override;
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -52,7 +55,7 @@ class RemoteLink final : public StreamLink {
   RemoteLink(std::string address, UniqueFd control, std::shared_ptr<UcxContext> context,
              std::unique_ptr<UcxWorker> worker);
   // After the open_stream reply: the receive arena, and its slots as credits.
-  Status make_arena(const nlohmann::json& opened);
+  Status make_arena(const nlohmann::json& opened, int pin_device);
   Status lose(const std::string& why);
   // Progresses until `until` holds, the link is lost or the gateway was silent for
   // kRemoteSilence; readable `interrupt_fd` (if not -1) ends it early with false.

@@ -44,6 +44,8 @@ class StreamLink {
   virtual std::unique_ptr<detail::SlotLease> lend(const LinkDelivery& d) = 0;
   // Batches handed out and not yet given back.
   virtual std::uint32_t held() const = 0;
+  // Whether the memory batches are read from is page-locked for CUDA (pin_memory_device).
+  virtual bool pinned() const = 0;
 };
 
 }  // namespace forkfeed

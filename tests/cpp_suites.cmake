@@ -166,7 +166,8 @@ add_dependencies(bench_daemon_test forkfeed-bench)
 forkfeed_daemon_test(user_files_test)
 add_dependencies(user_files_test forkfeed-bench)
 forkfeed_daemon_test(remote_stream_test)
-add_dependencies(remote_stream_test forkfeed-bench forkfeed-gateway)  # a remote trainer to kill
+add_dependencies(remote_stream_test forkfeed-bench forkfeed-gateway fake_cudart)  # a trainer to kill; pinning
+target_compile_definitions(remote_stream_test PRIVATE FAKE_CUDART="$<TARGET_FILE:fake_cudart>")
 
 # The longest suites first (ctest -j starts tests in decreasing COST when it has no times
 # of an earlier run), so that no core idles at the end while one of them runs alone.

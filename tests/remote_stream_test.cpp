@@ -383,3 +383,55 @@ TEST_F(RemoteStreamTest, TheForkReportNamesUcxAndAutoSpawnsAfterARemoteClient) {
 
 }  // namespace
 }  // namespace forkfeed
+
+namespace forkfeed {
+namespace {
+
+// The daemon's memory is not the trainer's any more: a remote client page-locks its own
+// receive arena on its device (the test double of libcudart logs every call), and never
+// touches device 0.
+TEST_F(RemoteStreamTest, PinMemoryDevicePinsTheClientsOwnReceiveArena) {
+  testing::HangGuard guard(60, "RemoteStreamTest.Pinned");
+  testing::DaemonProcess daemon(socket_path("pin"), remote_args());
+  const std::string log = dir_->path() + "/cuda.log";
+  ::setenv("FORKFEED_CUDART", FAKE_CUDART, 1);
+  ::setenv("FAKE_CUDA_LOG", log.c_str(), 1);
+  StreamOptions o = remote_options();
+  o.loader.pin_memory_device = 1;
+  testing::Batches got;
+  {
+    auto remote = connect(remote_address(daemon), o);
+    ASSERT_TRUE(remote);
+    auto stats = remote->stats();
+    ASSERT_TRUE(stats.ok()) << stats.status().message();
+    EXPECT_TRUE(stats->pinned);
+    got = testing::read_pass(*remote);
+  }
+  ::unsetenv("FORKFEED_CUDART");
+  ::unsetenv("FAKE_CUDA_LOG");
+  EXPECT_TRUE(got == testing::read_pass(*testing::open_loader(options()))) << "pinned batches differ";
+  std::ifstream in(log);
+  std::string line, calls;
+  int registered = 0, unregistered = 0;
+  while (std::getline(in, line)) {
+    calls += line + "\n";
+    if (line.starts_with("cudaHostRegister ")) registered += 1;
+    if (line.starts_with("cudaHostUnregister ")) unregistered += 1;
+    if (line.starts_with("cudaHostRegister") || line.starts_with("cudaSetDevice")) {
+      EXPECT_NE(line.find("device=1"), std::string::npos) << line;
+    }
+  }
+  EXPECT_EQ(registered, 1) << calls;
+  EXPECT_EQ(unregistered, 1) << calls;
+
+  StreamOptions local = remote_options();
+  local.dataset.clear();
+  local.loader.image_folder = root_;
+  local.loader.pin_memory_device = 0;
+  auto refused = Client::connect(daemon.socket(), local);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("local forkfeedd"), std::string::npos) << refused.status().message();
+}
+
+}  // namespace
+}  // namespace forkfeed

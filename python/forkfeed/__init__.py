@@ -386,10 +386,11 @@ class Client(_Pass):
     forkfeedd started with ``--listen``) the stream comes from another machine over UCX
     (RDMA where the fabric has it, else TCP): ``dataset`` must name one of its datasets,
     and ``token_file`` (default ``$FORKFEED_TOKEN_FILE``) holds the token it was started
-    with; batches land in this process's own memory. The stream shares the daemon's pool of
-    workers: ``workers`` only caps how many it keeps busy at once (its batch slots), and
-    ``start_method``, ``weight`` and ``log_level`` are the daemon's; ``pin_memory_device``
-    is not supported.
+    with; batches land in this process's own memory, which ``pin_memory_device``
+    page-locks as a Loader's. The stream shares the daemon's pool of workers: ``workers``
+    only caps how many it keeps busy at once (its batch slots), and ``start_method``,
+    ``weight`` and ``log_level`` are the daemon's; ``pin_memory_device`` is refused for a
+    local daemon (its memory is the daemon's).
     If the daemon goes away, the next call raises an error saying so, never hangs:
     create a Client again from the last state_dict() to continue exactly. Ctrl-C while
     waiting for a batch raises KeyboardInterrupt at once, and the stream stays usable.
