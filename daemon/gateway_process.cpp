@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,8 +13,6 @@
 #include <sstream>
 
 #include "base/unique_fd.h"
-
-extern char** environ;
 
 namespace forkfeed {
 namespace {
@@ -52,28 +49,9 @@ Result<GatewayProcess> GatewayProcess::start(const DaemonConfig& config, const s
     args.push_back("--listen");
     args.push_back(address);
   }
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, ready_write.get(), kReadyFd);
-  posix_spawn_file_actions_addclosefrom_np(&actions, kReadyFd + 1);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t all, none;
-  sigfillset(&all);
-  sigemptyset(&none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-  pid_t pid = -1;
-  const int err = ::posix_spawn(&pid, path->c_str(), &actions, &attr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
+  const std::pair<int, int> fds[] = {{ready_write.get(), kReadyFd}};
+  auto child = ChildProcess::spawn(args, fds, kReadyFd + 1, "forkfeed-gateway");
   ready_write.reset();
-  if (err != 0) return Status::FromErrno("posix_spawn of " + *path, err);
-  auto child = ChildProcess::adopt(pid);
   if (!child.ok()) return child.status();
   // Its lines, until it closes the pipe: then it listens (or it failed, and says why on
   // the stderr it shares with forkfeedd).

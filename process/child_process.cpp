@@ -2,6 +2,7 @@
 #include "process/child_process.h"
 
 #include <signal.h>
+#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -12,6 +13,8 @@
 #include <vector>
 #include <cstring>
 #include <thread>
+
+extern char** environ;
 
 namespace forkfeed {
 
@@ -43,6 +46,32 @@ void close_fds_except(std::span<const int> keep) {
 
 bool ExitInfo::crashed() const {
   return signal == SIGSEGV || signal == SIGBUS || signal == SIGFPE || signal == SIGILL || signal == SIGABRT;
+}
+
+Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& args,
+                                         std::span<const std::pair<int, int>> fds, int close_from,
+                                         std::string_view what) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  for (const auto& [source, target] : fds) posix_spawn_file_actions_adddup2(&actions, source, target);
+  posix_spawn_file_actions_addclosefrom_np(&actions, close_from);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t all, none;
+  sigfillset(&all);
+  sigemptyset(&none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  const int err = ::posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (err != 0) return Status::FromErrno("posix_spawn of " + std::string(what) + " " + args[0], err);
+  return adopt(pid);
 }
 
 Result<ChildProcess> ChildProcess::adopt(pid_t pid) {

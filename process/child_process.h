@@ -11,7 +11,9 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include "base/owner_process.h"
 #include "base/unique_fd.h"
@@ -38,6 +40,13 @@ class ChildProcess {
   // getppid()), runs `body` and _exits with its result: it never returns here, and never
   // runs the parent's atexit handlers or static destructors.
   static Result<ChildProcess> fork(const std::function<int()>& body, std::span<const int> keep_fds = {});
+  // posix_spawn of the executable `args[0]` with `args`, this process's environment, every
+  // signal at its default and none blocked (nothing the parent ignores or blocks stays so);
+  // each of `fds` (source, target) dup2'd, then every fd from `close_from` up closed.
+  // `what` names it in errors ("the worker executable ...").
+  static Result<ChildProcess> spawn(const std::vector<std::string>& args,
+                                    std::span<const std::pair<int, int>> fds, int close_from,
+                                    std::string_view what);
   // Takes ownership of |pid|, a child of this process (from posix_spawn, say).
   static Result<ChildProcess> adopt(pid_t pid);
 

@@ -4,7 +4,6 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -98,37 +97,17 @@ class SpawnLauncher final : public WorkerLauncher {
     // Read only after the worker exited: it must never block this process.
     ::fcntl(startup_stderr.get(), F_SETFL, O_NONBLOCK);
 
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, pool_fd.get(), kSpawnPoolFd);
-    posix_spawn_file_actions_adddup2(&actions, socket_fd.get(), kSpawnSocketFd);
-    posix_spawn_file_actions_adddup2(&actions, stderr_fd.get(), kSpawnStderrFd);
-    posix_spawn_file_actions_adddup2(&actions, startup_write_end.get(), STDERR_FILENO);
-    posix_spawn_file_actions_addclosefrom_np(&actions, kSpawnStderrFd + 1);
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    sigset_t all, none;
-    sigfillset(&all);
-    sigemptyset(&none);
-    posix_spawnattr_setsigdefault(&attr, &all);  // nothing the trainer ignores stays ignored
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-
     const std::vector<std::string> args = {
         path_, "--worker-id", std::to_string(who.id), "--incarnation", std::to_string(who.incarnation),
         "--parent-pid", std::to_string(who.parent),
         "--log-level", std::to_string(who.log_level),
         // PR_SET_PDEATHSIG follows the spawning thread: only right from the main one.
         "--die-with-parent", ::gettid() == ::getpid() ? "1" : "0"};
-    std::vector<char*> argv;
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    pid_t pid = -1;
-    const int err = ::posix_spawn(&pid, path_.c_str(), &actions, &attr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
-    if (err != 0) return Status::FromErrno("posix_spawn of the worker executable " + path_, err);
-    auto child = ChildProcess::adopt(pid);
+    const std::pair<int, int> fds[] = {{pool_fd.get(), kSpawnPoolFd},
+                                       {socket_fd.get(), kSpawnSocketFd},
+                                       {stderr_fd.get(), kSpawnStderrFd},
+                                       {startup_write_end.get(), STDERR_FILENO}};
+    auto child = ChildProcess::spawn(args, fds, kSpawnStderrFd + 1, "the worker executable");
     if (!child.ok()) return child.status();
     return LaunchedWorker{std::move(child).value(), path_, std::move(startup_stderr)};
   }
