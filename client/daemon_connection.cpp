@@ -45,48 +45,61 @@ bool timed_out(const Status& s) { return s.code() == Status::Code::kDeadlineExce
 
 }  // namespace
 
-Result<DaemonConnection> DaemonConnection::connect(const std::string& socket_path,
-                                                   std::chrono::milliseconds timeout,
-                                                   RequestTimeout requests) {
+namespace {
+
+// "forkfeedd at PATH did not WHAT within N ms: is forkfeedd running and responsive? ..."
+Status no_answer(const std::string& socket_path, std::chrono::milliseconds timeout, const std::string& what) {
+  return Status::IoError(
+      "forkfeedd at " + socket_path + " did not " + what + " within " + std::to_string(timeout.count()) +
+      " ms: is forkfeedd running and responsive? (`forkfeed-ctl --socket " + socket_path +
+      " stats` asks it; a daemon that is only busy needs a longer timeout)");
+}
+
+}  // namespace
+
+Result<DaemonConnection> DaemonConnection::open(const std::string& socket_path, std::chrono::milliseconds timeout) {
   const Result<sockaddr_un> address =
       unix_socket_address(socket_path, "forkfeedd socket path", "start forkfeedd on a shorter one");
   if (!address.ok()) return address.status();
   const sockaddr_un& addr = address.value();
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return Status::FromErrno("socket for forkfeedd", errno);
-  const auto no_answer = [&](const std::string& what) {
-    return Status::IoError(
-        "forkfeedd at " + socket_path + " did not " + what + " within " + std::to_string(timeout.count()) +
-        " ms: is forkfeedd running and responsive? (`forkfeed-ctl --socket " + socket_path +
-        " stats` asks it; a daemon that is only busy needs a longer timeout)");
-  };
-  const auto refused = [&](const std::string& why) {
-    return Status::IoError("forkfeedd at " + socket_path + " refused the connection: " + why);
-  };
+  set_timeouts(fd.get(), timeout);  // a daemon that accepts nothing fills its backlog: connect() waits
+  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+    const int err = errno;
+    if (err == EAGAIN || err == EINPROGRESS) return no_answer(socket_path, timeout, "take the connection");
+    return Status::FromErrno("cannot connect to forkfeedd at " + socket_path +
+                                 " (is it running? start it with: forkfeedd --socket " + socket_path + ")",
+                             err);
+  }
+  set_timeouts(fd.get(), std::chrono::milliseconds(0));
+  return DaemonConnection(std::move(fd), socket_path);
+}
+
+Result<DaemonConnection> DaemonConnection::connect(const std::string& socket_path,
+                                                   std::chrono::milliseconds timeout,
+                                                   RequestTimeout requests) {
   const Clock::time_point deadline = Clock::now() + timeout;
   const auto time_left = [&] {
     return std::max(std::chrono::milliseconds(1),
                     std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
   };
-  set_timeouts(fd.get(), time_left());  // a daemon that accepts nothing fills its backlog: connect() waits
-  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
-    const int err = errno;
-    if (err == EAGAIN || err == EINPROGRESS) return no_answer("take the connection");
-    return Status::FromErrno("cannot connect to forkfeedd at " + socket_path +
-                                 " (is it running? start it with: forkfeedd --socket " + socket_path + ")",
-                             err);
-  }
-  DaemonConnection connection(std::move(fd), socket_path);
+  const auto refused = [&](const std::string& why) {
+    return Status::IoError("forkfeedd at " + socket_path + " refused the connection: " + why);
+  };
+  auto opened = open(socket_path, timeout);
+  if (!opened.ok()) return opened.status();
+  DaemonConnection connection = std::move(opened).value();
   // The hello: proves that a daemon answers before anyone waits on it without a timeout.
   set_timeouts(connection.fd(), time_left());
   if (Status s = send_frame(connection.fd(), MessageType::kHello, "{}"); !s.ok()) {
     if (auto why = connection.reason_after_failed_write()) return refused(*why);
-    return timed_out(s) ? no_answer("take the handshake") : refused(s.message());
+    return timed_out(s) ? no_answer(socket_path, timeout, "take the handshake") : refused(s.message());
   }
   set_timeouts(connection.fd(), time_left());
   auto frame = recv_frame(connection.fd(), false);
   if (!frame.ok()) {
-    if (timed_out(frame.status())) return no_answer("answer the handshake");
+    if (timed_out(frame.status())) return no_answer(socket_path, timeout, "answer the handshake");
     return refused(frame.status().message().starts_with("connection closed")
                        ? "it closed the connection without a reason"
                        : frame.status().message());

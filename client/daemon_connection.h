@@ -25,6 +25,10 @@ class DaemonConnection {
   static Result<DaemonConnection> connect(const std::string& socket_path,
                                           std::chrono::milliseconds timeout = kDefaultConnectTimeout,
                                           RequestTimeout requests = RequestTimeout::kNone);
+  // Only the connect, within `timeout`, no hello: the caller's first request (sent with
+  // send_request, its reply read once fd() is readable) is what proves a daemon answers.
+  // For forkfeed-gateway, whose one thread must never wait on a daemon.
+  static Result<DaemonConnection> open(const std::string& socket_path, std::chrono::milliseconds timeout);
 
   struct Reply {
     nlohmann::json body;

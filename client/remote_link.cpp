@@ -188,11 +188,24 @@ Result<std::unique_ptr<RemoteLink>> RemoteLink::open(const RemoteDaemon& daemon,
   if (!worker_address.ok()) return worker_address.status();
   std::unique_ptr<RemoteLink> link(new RemoteLink(address, std::move(control).value(), std::move(context).value(),
                                                   std::move(worker).value()));
-  if (Status s = link->worker_->set_am_handler(kDeliveryMessage, on_delivery, link.get()); !s.ok()) return s;
+  for (const auto& [id, handler] : {std::pair{kDeliveryMessage, &on_delivery}, {kWelcomeMessage, &on_welcome}}) {
+    if (Status s = link->worker_->set_am_handler(id, handler, link.get()); !s.ok()) return s;
+  }
   auto hello = link->request(MessageType::kHello, json{{"protocol", kProtocolVersion},
                                                        {"token", *token},
                                                        {"worker", bytes_to_json(*worker_address)}});
   if (!hello.ok()) return hello.status();
+  // Its welcome over UCX: the two workers' handshake is over, and batches can come.
+  const Clock::time_point deadline = Clock::now() + timeout;
+  auto welcomed = link->progress_until(
+      [&] { return link->welcomed_ || Clock::now() > deadline; }, -1);
+  if (!welcomed.ok()) return welcomed.status();
+  if (!link->welcomed_) {
+    return Status::Unavailable("the remote forkfeedd at " + address + " took the token, but nothing it sent over UCX "
+                               "reached this process within " + std::to_string(timeout.count()) +
+                               " ms: do UCX_TLS and UCX_NET_DEVICES allow a common transport on both machines, and "
+                               "does a firewall let UCX's connections through?");
+  }
   auto reply = link->request(MessageType::kOpenStream, request);
   if (!reply.ok()) return reply.status();
   if (Status s = link->make_arena(*reply, pin_device); !s.ok()) return s;
@@ -261,11 +274,12 @@ void RemoteLink::read_control() {
       case MessageType::kReply:
         reply_ = f.payload;
         break;
-      case MessageType::kNotice: {
+      case MessageType::kNotice: {  // the gateway's own word on why: nothing to add to it
         const json body = json::parse(f.payload, nullptr, false);
-        (void)lose(body.is_object() && body.contains("error") && body["error"].is_string()
-                       ? body["error"].get<std::string>()
-                       : std::string("it ended the connection"));
+        const std::string why = body.is_object() && body.contains("error") && body["error"].is_string()
+                                    ? body["error"].get<std::string>()
+                                    : std::string("no reason given");
+        if (lost_.ok()) lost_ = Status::Unavailable("the remote forkfeedd at " + address_ + " ended the connection: " + why);
         break;
       }
       default:
@@ -373,6 +387,12 @@ std::unique_ptr<detail::SlotLease> RemoteLink::lend(const LinkDelivery& d) {
 
 std::uint32_t RemoteLink::held() const { return arena_ ? arena_->held() : 0; }
 bool RemoteLink::pinned() const { return arena_ && arena_->pinned(); }
+
+ucs_status_t RemoteLink::on_welcome(void* arg, const void*, std::size_t, void*, std::size_t,
+                                    const ucp_am_recv_param_t*) {
+  static_cast<RemoteLink*>(arg)->welcomed_ = true;
+  return UCS_OK;
+}
 
 ucs_status_t RemoteLink::on_delivery(void* arg, const void* header, std::size_t header_length, void* data,
                                      std::size_t length, const ucp_am_recv_param_t* param) {

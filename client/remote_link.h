@@ -66,6 +66,8 @@ class RemoteLink final : public StreamLink {
 
   static ucs_status_t on_delivery(void* arg, const void* header, std::size_t header_length, void* data,
                                   std::size_t length, const ucp_am_recv_param_t* param);
+  static ucs_status_t on_welcome(void* arg, const void* header, std::size_t header_length, void* data,
+                                 std::size_t length, const ucp_am_recv_param_t* param);
   static void on_received(void* request, ucs_status_t status, std::size_t length, void* user_data);
   ucs_status_t accept_delivery(const void* header, std::size_t header_length, void* data, std::size_t length,
                                const ucp_am_recv_param_t* param);
@@ -79,6 +81,7 @@ class RemoteLink final : public StreamLink {
   Status lost_;
   Clock::time_point last_heard_;
   std::optional<std::string> reply_;  // the reply to the request in flight, once it came
+  bool welcomed_ = false;             // the gateway's first message over UCX came
   std::map<std::uint64_t, Arrival> arrivals_;
   std::uint32_t receiving_ = 0;  // rendezvous receives in flight
   std::uint64_t next_sequence_ = 0;

@@ -80,7 +80,10 @@ void Server::restart_gateway() {
     std::this_thread::sleep_for(std::chrono::seconds(1));
   }
   gateway_started_ = std::chrono::steady_clock::now();
-  auto gateway = GatewayProcess::start(config_, listener_.path());
+  // At the addresses it had (a port 0 resolved): its clients reconnect where they were.
+  DaemonConfig again = config_;
+  again.listen = gateway_->listening();
+  auto gateway = GatewayProcess::start(again, listener_.path());
   if (!gateway.ok()) {
     spdlog::error("forkfeed-gateway could not start again: {}; remote clients are not served until forkfeedd restarts",
                   gateway.status().message());

@@ -17,10 +17,40 @@ namespace {
 
 // Connections at once, greeted or not: past it a newcomer is told so and closed.
 constexpr std::size_t kMaxSessions = 1024;
+// Connections that have not greeted yet: past it the oldest of them makes room for the
+// newcomer, so that strangers holding sockets open cannot lock out clients with the token
+// (who greet within milliseconds of connecting).
+constexpr std::size_t kMaxGreeting = 128;
 
 }  // namespace
 
-Gateway::~Gateway() { sessions_.clear(); }  // their endpoints close while the worker lives
+Gateway::~Gateway() {
+  while (!sessions_.empty()) end_session(sessions_.begin());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (!closing_.empty() && std::chrono::steady_clock::now() < deadline) {
+    worker_->progress();
+    reap_closes(false);
+  }
+  reap_closes(true);
+}
+
+std::list<std::unique_ptr<RemoteSession>>::iterator Gateway::end_session(
+    std::list<std::unique_ptr<RemoteSession>>::iterator it) {
+  if (ucs_status_ptr_t request = (*it)->release_endpoint(); request != nullptr) {
+    closing_.push_back({request, std::chrono::steady_clock::now() + std::chrono::seconds(5)});
+  }
+  return sessions_.erase(it);
+}
+
+void Gateway::reap_closes(bool all) {
+  const auto now = std::chrono::steady_clock::now();
+  std::erase_if(closing_, [&](const Closing& c) {
+    const bool done = worker_->api().ucp_request_check_status(c.request) != UCS_INPROGRESS;
+    // An overdue one is let go: UCX releases it when (if ever) it completes.
+    if (done || all || now > c.deadline) worker_->api().ucp_request_free(c.request);
+    return done || all || now > c.deadline;
+  });
+}
 
 Result<std::unique_ptr<Gateway>> Gateway::start(GatewaySettings settings, const std::vector<std::string>& addresses) {
   std::unique_ptr<Gateway> gateway(new Gateway(std::move(settings)));
@@ -63,6 +93,14 @@ void Gateway::accept(int listener) {
     }
     tighten_tcp(fd.get());
     const std::string peer = describe(from);
+    std::size_t greeting = 0;
+    RemoteSession* oldest = nullptr;
+    for (const auto& session : sessions_) {
+      if (session->greeted() || session->finished()) continue;
+      greeting += 1;
+      if (oldest == nullptr) oldest = session.get();
+    }
+    if (greeting >= kMaxGreeting) oldest->crowd_out();
     if (sessions_.size() >= kMaxSessions) {
       (void)send_frame(fd.get(), MessageType::kNotice,
                        R"({"error":"forkfeed-gateway serves its most connections; try again in a moment"})");
@@ -82,8 +120,9 @@ Status Gateway::run(int stop_fd) {
     const auto now = RemoteSession::Clock::now();
     for (auto it = sessions_.begin(); it != sessions_.end();) {
       (*it)->tick(now);
-      it = (*it)->finished() ? sessions_.erase(it) : std::next(it);
+      it = (*it)->finished() ? end_session(it) : std::next(it);
     }
+    reap_closes(false);
     if (worker_->api().ucp_worker_arm(worker_->get()) == UCS_ERR_BUSY) continue;
     fds.assign({{worker_->event_fd(), POLLIN, 0}, {stop_fd, POLLIN, 0}});
     for (const UniqueFd& listener : listeners_) fds.push_back({listener.get(), POLLIN, 0});

@@ -10,6 +10,7 @@
 // and deliveries.
 #pragma once
 
+#include <chrono>
 #include <list>
 #include <memory>
 #include <string>
@@ -44,7 +45,17 @@ class Gateway {
   std::unique_ptr<UcxWorker> worker_;
   std::vector<UniqueFd> listeners_;
   std::vector<std::string> listening_;
+  // Ends `session`: its endpoint starts closing (watched in closing_), then it goes.
+  std::list<std::unique_ptr<RemoteSession>>::iterator end_session(std::list<std::unique_ptr<RemoteSession>>::iterator it);
+  // Watches the endpoint closes under way; frees those done, lets go of those overdue.
+  void reap_closes(bool all);
+
   std::list<std::unique_ptr<RemoteSession>> sessions_;  // destroyed before the worker
+  struct Closing {
+    ucs_status_ptr_t request;
+    std::chrono::steady_clock::time_point deadline;
+  };
+  std::vector<Closing> closing_;
 };
 
 }  // namespace forkfeed

@@ -44,9 +44,8 @@ RemoteSession::RemoteSession(std::string peer, UniqueFd control, UcxWorker& work
 }
 
 RemoteSession::~RemoteSession() {
-  // Flushed while the client is there (UCX 1.13's tcp transport crashed here, now and
-  // then, when a live endpoint was forced shut under traffic); forced once it failed.
-  endpoint_.close(!endpoint_failed_);
+  if (closing_ && closing_->request != nullptr) worker_.api().ucp_request_free(closing_->request);
+  endpoint_.close(!endpoint_failed_);  // only when the gateway itself is going
   if (phase_ == Phase::kStreaming) spdlog::info("remote client {}: stream closed", peer_);
   // daemon_ goes after: closing its connection closes the daemon's stream.
 }
@@ -157,6 +156,7 @@ void RemoteSession::greet(const json& body) {
   }
   endpoint_ = std::move(endpoint).value();
   phase_ = Phase::kGreeted;
+  send_am(worker_, endpoint_.get(), kWelcomeMessage, nullptr, 0, {}, UCP_AM_SEND_FLAG_EAGER);
   reply(ok_reply(json{{"protocol", kProtocolVersion}}));
 }
 
@@ -168,7 +168,9 @@ Status RemoteSession::open_stream(const json& body) {
         "forkfeedd serves remote clients only the datasets named in its config (--dataset NAME=...), never a "
         "path: give the dataset's name");
   }
-  auto connection = DaemonConnection::connect(settings_.daemon_socket);
+  // No hello: the open_stream's reply, read when it comes, proves the daemon answers. A
+  // connect the daemon does not take at once is an error, not a wait for everyone.
+  auto connection = DaemonConnection::open(settings_.daemon_socket, std::chrono::milliseconds(200));
   if (!connection.ok()) return connection.status();
   daemon_.emplace(std::move(connection).value());
   return daemon_->send_request(MessageType::kOpenStream, body);
@@ -205,8 +207,10 @@ void RemoteSession::on_daemon() {
       if (auto g = get_uint(answer->body, "generation", ~std::uint64_t{0}); g.ok()) generation_ = *g;
       break;
     case MessageType::kClose:
-      reply(answer->body);
-      return end("closed");
+      // Flushed while the client is there (UCX 1.13's tcp transport crashed, now and
+      // then, when a live endpoint was forced shut under traffic).
+      closing_ = Closing{answer->body, endpoint_.start_close(true), Clock::now() + kHeartbeatInterval * 2};
+      return;
     default:
       break;
   }
@@ -243,7 +247,7 @@ void RemoteSession::SharedStream::give_back(std::uint32_t handle, std::uint64_t 
 }
 
 void RemoteSession::pump() {
-  if (!stream_ || finished_) return;
+  if (!stream_ || finished_ || !endpoint_.valid()) return;  // not while the endpoint closes
   ConsumerChannel::clear(stream_->channel.delivered_fd());
   while (auto d = stream_->channel.block().deliveries.try_pop()) queued_.push_back(*d);
   while (!queued_.empty()) {
@@ -277,6 +281,13 @@ void RemoteSession::pump() {
 
 void RemoteSession::tick(Clock::time_point now) {
   if (finished_) return;
+  if (closing_) {
+    const bool done = closing_->request == nullptr ||
+                      worker_.api().ucp_request_check_status(closing_->request) != UCS_INPROGRESS;
+    if (!done && now < closing_->deadline) return;
+    reply(closing_->reply);
+    return end("closed");
+  }
   if (phase_ == Phase::kGreeting && now - accepted_ > settings_.greeting_timeout) {
     return end("no hello with the token within " + std::to_string(settings_.greeting_timeout.count()) + " ms");
   }

@@ -39,8 +39,8 @@ class RemoteSession {
   using Clock = std::chrono::steady_clock;
   // Takes the accepted connection `control`.
   RemoteSession(std::string peer, UniqueFd control, UcxWorker& worker, const GatewaySettings& settings);
-  // Closes the endpoint first (what is in flight from the arena is cancelled), then the
-  // daemon's stream.
+  // Closes the daemon's stream. REQUIRES: release_endpoint() was called, or the gateway
+  // is going (then the endpoint closes here, waiting).
   ~RemoteSession();
   RemoteSession(const RemoteSession&) = delete;
   RemoteSession& operator=(const RemoteSession&) = delete;
@@ -57,6 +57,12 @@ class RemoteSession {
   // Beats, and ends a client that has not greeted in time.
   void tick(Clock::time_point now);
   bool finished() const { return finished_; }
+  bool greeted() const { return phase_ != Phase::kGreeting; }
+  // Ends a connection that has not greeted, to make room for a newer one.
+  void crowd_out() { end("closed to make room: it sent no hello with the token in time"); }
+  // Starts closing the endpoint to the client: flushed while the client is there, forced
+  // once it failed. The request, for the gateway to see through without waiting on it.
+  ucs_status_ptr_t release_endpoint() { return endpoint_.start_close(!endpoint_failed_); }
   ucp_ep_h endpoint() const { return endpoint_.get(); }
   // The endpoint to the client failed: it is gone or unreachable.
   void endpoint_failed(const std::string& why) {
@@ -90,6 +96,15 @@ class RemoteSession {
 
   std::optional<DaemonConnection> daemon_;
   std::optional<MessageType> pending_;  // the request the daemon is answering
+  // A close the daemon answered: the reply waits until the endpoint to the client is
+  // closed, so that the client (progressing while it waits for the reply) never tears
+  // its worker down under the gateway's endpoint.
+  struct Closing {
+    nlohmann::json reply;
+    ucs_status_ptr_t request;
+    Clock::time_point deadline;
+  };
+  std::optional<Closing> closing_;
   // The daemon's stream as this session sees it. Shared with every batch send in flight,
   // which reads the arena until UCX calls it back (perhaps after this session ended) and
   // then gives the daemon its slot back through the channel.

@@ -30,7 +30,7 @@ void send_am(UcxWorker& worker, ucp_ep_h ep, unsigned id, const void* header, st
              AmPayload payload, std::uint32_t flags, std::function<void(ucs_status_t)> done) {
   auto state = std::make_unique<SendState>();
   const auto* h = static_cast<const std::byte*>(header);
-  state->header.assign(h, h + header_bytes);
+  if (header_bytes > 0) state->header.assign(h, h + header_bytes);
   state->payload = std::move(payload);
   state->done = std::move(done);
   state->api = &worker.api();

@@ -19,7 +19,13 @@
 
 namespace forkfeed {
 
-inline constexpr unsigned kDeliveryMessage = 1;  // the active message id
+inline constexpr unsigned kDeliveryMessage = 1;  // the active message ids
+// Header-only, once, right after the gateway connected to the client's worker: the client
+// takes the stream as open only once it came, so that UCX's connection handshake between
+// the two is over before either side may close (UCX 1.13 asserts when a worker is
+// destroyed with its part of that handshake still pending), and a client that UCX cannot
+// reach hears so at once.
+inline constexpr unsigned kWelcomeMessage = 2;
 inline constexpr std::uint32_t kRemoteMagic = 0x6666726b;  // "krff"
 inline constexpr std::uint16_t kRemoteVersion = 1;
 // The gateway beats this often on the control connection; a client that hears nothing

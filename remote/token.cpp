@@ -1,29 +1,30 @@
 // Token files and their comparison.
 #include "remote/token.h"
 
-#include <fstream>
-#include <iterator>
-
 #include "base/printable.h"
+#include "base/regular_file.h"
 
 namespace forkfeed {
 
-inline constexpr std::size_t kMaxTokenBytes = 4096;
+inline constexpr std::uint64_t kMaxTokenBytes = 4096;
 
 Result<std::string> read_token_file(const std::string& path, std::string_view what) {
-  const auto bad = [&](const std::string& why) {
-    return Status::InvalidArgument(std::string(what) + " " + printable(path) + " " + why +
-                                   "; it must hold the token, e.g. made with: head -c 32 /dev/urandom | base64 > FILE; "
-                                   "chmod 600 FILE");
-  };
+  constexpr std::string_view kMake =
+      "it must hold the token, e.g. made with: head -c 32 /dev/urandom | base64 > FILE; chmod 600 FILE";
   if (path.empty()) return Status::InvalidArgument(std::string(what) + " is not set");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return bad("cannot be read");
-  std::string token((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
-  if (token.empty()) return bad("is empty");
-  if (token.size() > kMaxTokenBytes) return bad("holds more than 4 KiB");
-  return token;
+  // A directory, a FIFO or /dev/zero is refused at once, not read (base/regular_file.h).
+  auto token = read_regular_file(path, what, SizeLimit{kMaxTokenBytes, "4 KiB", kMake});
+  if (!token.ok()) {
+    if (token.status().code() == Status::Code::kInvalidArgument) return token.status();
+    return Status::InvalidArgument(std::string(what) + " " + printable(path) + " cannot be read (" +
+                                   token.status().message() + "); " + std::string(kMake));
+  }
+  std::string text = std::move(token).value();
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  if (text.empty()) {
+    return Status::InvalidArgument(std::string(what) + " " + printable(path) + " is empty; " + std::string(kMake));
+  }
+  return text;
 }
 
 bool tokens_equal(std::string_view a, std::string_view b) {

@@ -151,11 +151,17 @@ UcxEndpoint& UcxEndpoint::operator=(UcxEndpoint&& other) noexcept {
 
 void UcxEndpoint::close(bool graceful) {
   if (ep_ == nullptr) return;
+  UcxWorker* worker = worker_;
+  (void)worker->wait(start_close(graceful), std::chrono::seconds(1), "closing a UCX endpoint");
+}
+
+ucs_status_ptr_t UcxEndpoint::start_close(bool graceful) {
+  if (ep_ == nullptr) return nullptr;
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
   param.flags = graceful ? 0 : UCP_EP_CLOSE_FLAG_FORCE;
   ucs_status_ptr_t request = worker_->api().ucp_ep_close_nbx(std::exchange(ep_, nullptr), &param);
-  (void)worker_->wait(request, std::chrono::seconds(1), "closing a UCX endpoint");
+  return UCS_PTR_IS_ERR(request) ? nullptr : request;
 }
 
 Result<UcxMemory> UcxMemory::map(std::shared_ptr<UcxContext> context, void* base, std::size_t bytes,

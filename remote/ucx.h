@@ -87,6 +87,10 @@ class UcxEndpoint {
   // Flushes what was sent (when `graceful`; at most a second) and closes; forced when the
   // peer failed or the flush did not finish.
   void close(bool graceful);
+  // Starts closing (flushing first when `graceful`) without waiting: the request to watch
+  // (ucp_request_check_status, then ucp_request_free), or null when already closed. A
+  // caller that serves other peers meanwhile must not wait on one that stopped answering.
+  ucs_status_ptr_t start_close(bool graceful);
 
  private:
   UcxEndpoint(UcxWorker* worker, ucp_ep_h ep) : worker_(worker), ep_(ep) {}

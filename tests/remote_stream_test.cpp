@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,7 +24,9 @@
 #include "forkfeed/client.h"
 #include "forkfeed/fork_safety.h"
 #include "protocol/frame.h"
+#include "protocol/stream_request.h"
 #include "remote/net_address.h"
+#include "remote/ucx.h"
 #include "tests/testing/daemon_process.h"
 #include "tests/testing/temp_dataset.h"
 
@@ -431,6 +434,152 @@ TEST_F(RemoteStreamTest, PinMemoryDevicePinsTheClientsOwnReceiveArena) {
   auto refused = Client::connect(daemon.socket(), local);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("local forkfeedd"), std::string::npos) << refused.status().message();
+}
+
+}  // namespace
+}  // namespace forkfeed
+
+namespace forkfeed {
+namespace {
+
+// Found from outside (a hostile review): closing a remote Client right after opening it
+// aborted the trainer within ~20 cycles (UCX asserted: its worker destroyed with its part
+// of the connection handshake still pending).
+TEST_F(RemoteStreamTest, OpeningAndClosingRemoteClientsOverAndOverIsSafe) {
+  testing::HangGuard guard(120, "RemoteStreamTest.OpenClose");
+  testing::DaemonProcess daemon(socket_path("openclose"), remote_args());
+  const std::string address = remote_address(daemon);
+  for (int i = 0; i < 40; ++i) {
+    auto remote = connect(address, remote_options());
+    ASSERT_TRUE(remote) << "cycle " << i;
+    if (i % 2 == 1) {
+      ASSERT_TRUE(remote->next().ok()) << "cycle " << i;
+    }
+  }
+  EXPECT_TRUE(testing::eventually([&] { return open_streams(daemon) == 0; }, std::chrono::seconds(5)));
+  EXPECT_GT(gateway_of(daemon.pid()), 0) << "the gateway is gone";
+}
+
+// A control connection of a remote client, spoken by hand: greets with the token and
+// `worker`'s address, then opens a stream and grants credits, and never progresses the
+// worker (a client whose host froze or vanished, to UCX).
+UniqueFd frozen_client(const std::string& address, const std::string& token, UcxWorker& worker) {
+  auto where = parse_net_address(address, "address");
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  EXPECT_EQ(::connect(fd.get(), reinterpret_cast<const sockaddr*>(&*where), sizeof(sockaddr_in)), 0);
+  const auto ask = [&](MessageType type, const json& body) {
+    EXPECT_TRUE(send_frame(fd.get(), type, body.dump()).ok());
+    while (true) {
+      auto frame = recv_frame(fd.get(), false);
+      EXPECT_TRUE(frame.ok());
+      if (!frame.ok() || frame->type != static_cast<std::uint16_t>(MessageType::kHeartbeat)) return;
+    }
+  };
+  ask(MessageType::kHello, {{"protocol", kProtocolVersion}, {"token", token},
+                            {"worker", bytes_to_json(*worker.address())}});
+  json open = to_json(StreamRequest{StreamOptions{}, {}});
+  open["dataset"] = "train";
+  open["batch_size"] = 16;
+  open["size"] = 64;
+  ask(MessageType::kOpenStream, open);
+  EXPECT_TRUE(send_frame(fd.get(), MessageType::kCredit, R"({"count":3})").ok());
+  return fd;
+}
+
+// Found from outside: the gateway closed each finished client's endpoint waiting up to a
+// second on its one thread, so that a few clients gone silent to UCX stalled its beats
+// past 3 s and every other remote client took it for lost.
+TEST_F(RemoteStreamTest, ClientsGoneSilentToUcxDoNotStallTheOthers) {
+  testing::HangGuard guard(120, "RemoteStreamTest.Frozen");
+  testing::DaemonProcess daemon(socket_path("frozen"), remote_args());
+  const std::string address = remote_address(daemon);
+  auto context = UcxContext::create();
+  ASSERT_TRUE(context.ok()) << context.status().message();
+  std::vector<std::unique_ptr<UcxWorker>> workers;
+  std::vector<UniqueFd> frozen;
+  for (int i = 0; i < 5; ++i) {
+    auto worker = UcxWorker::create(*context);
+    ASSERT_TRUE(worker.ok());
+    frozen.push_back(frozen_client(address, "s3cret-token", **worker));
+    workers.push_back(std::move(worker).value());
+  }
+  auto bystander = connect(address, remote_options());
+  ASSERT_TRUE(bystander);
+  ASSERT_TRUE(testing::eventually([&] { return open_streams(daemon) == 6; }, std::chrono::seconds(10)));
+  frozen.clear();  // they go: the gateway closes 5 endpoints whose peers never answer
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    EXPECT_EQ(testing::read_pass(*bystander).size(), 12u) << "epoch " << epoch;
+  }
+  EXPECT_TRUE(testing::eventually([&] { return open_streams(daemon) == 1; }, std::chrono::seconds(10)));
+}
+
+// Found from outside: strangers holding idle connections (no token) filled the gateway's
+// table and locked out clients that had one.
+TEST_F(RemoteStreamTest, IdleStrangersCannotLockOutAClientWithTheToken) {
+  testing::HangGuard guard(120, "RemoteStreamTest.Flood");
+  // More than the gateway's table holds (1024): fds for both ends, the daemon's inherited.
+  constexpr int kStrangers = 1100;
+  rlimit files{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &files), 0);
+  if (files.rlim_max < kStrangers + 300) GTEST_SKIP() << "RLIMIT_NOFILE's hard limit is " << files.rlim_max;
+  const rlimit before = files;
+  files.rlim_cur = files.rlim_max;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &files), 0);
+  testing::DaemonProcess daemon(socket_path("flood"), remote_args());
+  const std::string address = remote_address(daemon);
+  auto where = parse_net_address(address, "address");
+  std::vector<UniqueFd> idle;
+  for (int i = 0; i < kStrangers; ++i) {
+    UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    ASSERT_EQ(::connect(fd.get(), reinterpret_cast<const sockaddr*>(&*where), sizeof(sockaddr_in)), 0);
+    idle.push_back(std::move(fd));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // all accepted
+  auto remote = connect(address, remote_options());
+  EXPECT_TRUE(remote);
+  if (remote) {
+    EXPECT_EQ(testing::read_pass(*remote).size(), 12u);
+  }
+  remote.reset();
+  idle.clear();
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &before), 0);
+}
+
+// Found from outside: a gateway restarted after a crash listened on a new port when
+// --listen said port 0, so its clients could not reconnect where they were.
+TEST_F(RemoteStreamTest, ARestartedGatewayListensWhereItDid) {
+  testing::HangGuard guard(120, "RemoteStreamTest.Restart");
+  testing::DaemonProcess daemon(socket_path("restart"), remote_args());
+  const std::string address = remote_address(daemon);
+  auto remote = connect(address, remote_options());
+  ASSERT_TRUE(remote);
+  auto local = Client::connect(daemon.socket(), [&] {
+    StreamOptions o;
+    o.loader = options();
+    return o;
+  }());
+  ASSERT_TRUE(local.ok()) << local.status().message();
+  ASSERT_EQ(testing::read_batches(**local, 2).size(), 2u);
+  const pid_t first = gateway_of(daemon.pid());
+  ASSERT_GT(first, 0);
+  ASSERT_EQ(::kill(first, SIGKILL), 0);
+  Status failed;
+  while (failed.ok()) {
+    auto b = remote->next();
+    if (!b.ok()) failed = b.status();
+  }
+  EXPECT_EQ(failed.code(), Status::Code::kUnavailable) << failed.message();
+  ASSERT_TRUE(testing::eventually(
+      [&] {
+        const pid_t now = gateway_of(daemon.pid());
+        return now > 0 && now != first && remote_address(daemon) == address;
+      },
+      std::chrono::seconds(10)))
+      << "no gateway at " << address << " again (now: " << remote_address(daemon) << ")";
+  EXPECT_EQ(testing::read_pass(**local).size(), 10u) << "the local stream went on";
+  auto again = connect(address, remote_options());
+  ASSERT_TRUE(again);
+  EXPECT_EQ(testing::read_pass(*again).size(), 12u);
 }
 
 }  // namespace

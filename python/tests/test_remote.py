@@ -75,3 +75,13 @@ def test_a_dead_daemon_raises_daemon_lost_within_3_seconds(remote):
             for _ in batches:
                 pass
         assert time.monotonic() - killed < 3.5
+
+
+def test_opening_and_closing_remote_clients_over_and_over(remote):
+    """Found from outside: closing a remote Client right after opening it aborted the
+    process within ~20 cycles (UCX asserted: the worker was destroyed with its part of
+    the connection handshake still pending)."""
+    _, address, token = remote
+    for cycle in range(100):
+        client = forkfeed.Client(dataset="tiny", address=address, token_file=token, output="numpy", **OPTIONS)
+        client.close()
