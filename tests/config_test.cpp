@@ -278,6 +278,13 @@ TEST_F(ConfigTest, ListeningNeedsATokenAnAddressAndANamedDataset) {
   c.token_file = dir_.path() + "/missing";
   refused(c, "cannot be read");
   c = config_;
+  c.token_file = dir_.path();
+  refused(c, "is a directory, not a regular file");
+  const std::string fifo = dir_.path() + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  c.token_file = fifo;
+  refused(c, "is a FIFO");  // refused at once, not waited on
+  c = config_;
   c.listen = {"10.0.0.7"};
   refused(c, "no host and port");
   c = config_;
