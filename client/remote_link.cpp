@@ -156,6 +156,7 @@ RemoteLink::RemoteLink(std::string address, UniqueFd control, std::shared_ptr<Uc
       last_heard_(Clock::now()) {}
 
 RemoteLink::~RemoteLink() {
+  if (!owner_.here()) return;  // a fork's child: UCX and the stream are the parent's
   // Closing the control connection ends the gateway's session and its endpoint to this
   // worker, which ends the receives in flight. UCX must not destroy a worker with one
   // still pending (it asserts): a worker whose gateway never ended them (gone without a

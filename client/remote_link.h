@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "base/owner_process.h"
 #include "base/unique_fd.h"
 #include "client/stream_link.h"
 #include "forkfeed/client.h"
@@ -73,6 +74,7 @@ class RemoteLink final : public StreamLink {
                                const ucp_am_recv_param_t* param);
 
   const std::string address_;
+  OwnerProcess owner_;
   UniqueFd control_;
   FrameReader reader_;
   std::shared_ptr<UcxContext> context_;

@@ -47,7 +47,9 @@ Result<std::shared_ptr<UcxContext>> UcxContext::create() {
   return std::shared_ptr<UcxContext>(new UcxContext(api, context));
 }
 
-UcxContext::~UcxContext() { api_->ucp_cleanup(context_); }
+UcxContext::~UcxContext() {
+  if (owner_.here()) api_->ucp_cleanup(context_);
+}
 
 Result<std::unique_ptr<UcxWorker>> UcxWorker::create(std::shared_ptr<UcxContext> context) {
   const UcxApi& api = context->api();
@@ -66,7 +68,9 @@ Result<std::unique_ptr<UcxWorker>> UcxWorker::create(std::shared_ptr<UcxContext>
   return std::unique_ptr<UcxWorker>(new UcxWorker(std::move(context), worker, fd));
 }
 
-UcxWorker::~UcxWorker() { api().ucp_worker_destroy(worker_); }
+UcxWorker::~UcxWorker() {
+  if (owner_.here()) api().ucp_worker_destroy(worker_);
+}
 
 void UcxWorker::progress() {
   while (api().ucp_worker_progress(worker_) != 0) {
@@ -145,12 +149,17 @@ UcxEndpoint& UcxEndpoint::operator=(UcxEndpoint&& other) noexcept {
     close(false);
     worker_ = std::exchange(other.worker_, nullptr);
     ep_ = std::exchange(other.ep_, nullptr);
+    owner_ = other.owner_;
   }
   return *this;
 }
 
 void UcxEndpoint::close(bool graceful) {
   if (ep_ == nullptr) return;
+  if (!owner_.here()) {
+    ep_ = nullptr;
+    return;
+  }
   UcxWorker* worker = worker_;
   (void)worker->wait(start_close(graceful), std::chrono::seconds(1), "closing a UCX endpoint");
 }
@@ -188,12 +197,14 @@ UcxMemory& UcxMemory::operator=(UcxMemory&& other) noexcept {
     reset();
     context_ = std::move(other.context_);
     memh_ = std::exchange(other.memh_, nullptr);
+    owner_ = other.owner_;
   }
   return *this;
 }
 
 void UcxMemory::reset() {
-  if (memh_ != nullptr) context_->api().ucp_mem_unmap(context_->get(), std::exchange(memh_, nullptr));
+  if (memh_ != nullptr && owner_.here()) context_->api().ucp_mem_unmap(context_->get(), memh_);
+  memh_ = nullptr;
   context_.reset();
 }
 

@@ -1,6 +1,8 @@
 // The UCX handles forkfeed holds, each with one owner: a context (the library's state
 // and the memory it registers), a worker (progress, one thread), an endpoint (one peer),
-// a registration of memory. Every call goes through UcxApi. Peers find each other by
+// a registration of memory. Every call goes through UcxApi. In the child of a fork()
+// (a trainer that forks with a remote Client open) releasing a handle calls nothing:
+// UCX forbids a forked child to touch it, and the handles are the parent's. Peers find each other by
 // worker address, exchanged on forkfeed's own TCP connection: no UCX listener, whose
 // connection handling a stranger could reach.
 //
@@ -14,6 +16,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/owner_process.h"
 #include "forkfeed/status.h"
 #include "remote/ucx_api.h"
 
@@ -35,6 +38,7 @@ class UcxContext {
   UcxContext(const UcxApi* api, ucp_context_h context) : api_(api), context_(context) {}
   const UcxApi* api_;
   ucp_context_h context_;
+  OwnerProcess owner_;
 };
 
 class UcxWorker {
@@ -67,6 +71,7 @@ class UcxWorker {
   std::shared_ptr<UcxContext> context_;
   ucp_worker_h worker_;
   int event_fd_;
+  OwnerProcess owner_;
 };
 
 // An endpoint's owner. Errors of the peer (gone, reset, unreachable) come to `on_error`
@@ -78,7 +83,7 @@ class UcxEndpoint {
   // To the worker whose address() is `address`.
   static Result<UcxEndpoint> connect(UcxWorker& worker, std::string_view address, ErrorCallback on_error, void* arg);
   UcxEndpoint(UcxEndpoint&& other) noexcept
-      : worker_(std::exchange(other.worker_, nullptr)), ep_(std::exchange(other.ep_, nullptr)) {}
+      : worker_(std::exchange(other.worker_, nullptr)), ep_(std::exchange(other.ep_, nullptr)), owner_(other.owner_) {}
   UcxEndpoint& operator=(UcxEndpoint&& other) noexcept;
   ~UcxEndpoint() { close(false); }
 
@@ -96,6 +101,7 @@ class UcxEndpoint {
   UcxEndpoint(UcxWorker* worker, ucp_ep_h ep) : worker_(worker), ep_(ep) {}
   UcxWorker* worker_ = nullptr;
   ucp_ep_h ep_ = nullptr;
+  OwnerProcess owner_;
 };
 
 // Memory registered with a context once, so that rendezvous transfers to and from it
@@ -107,7 +113,7 @@ class UcxMemory {
   static Result<UcxMemory> map(std::shared_ptr<UcxContext> context, void* base, std::size_t bytes,
                                bool read_only);
   UcxMemory(UcxMemory&& other) noexcept
-      : context_(std::move(other.context_)), memh_(std::exchange(other.memh_, nullptr)) {}
+      : context_(std::move(other.context_)), memh_(std::exchange(other.memh_, nullptr)), owner_(other.owner_) {}
   UcxMemory& operator=(UcxMemory&& other) noexcept;
   ~UcxMemory() { reset(); }
   ucp_mem_h get() const { return memh_; }
@@ -116,6 +122,7 @@ class UcxMemory {
  private:
   std::shared_ptr<UcxContext> context_;
   ucp_mem_h memh_ = nullptr;
+  OwnerProcess owner_;
 };
 
 }  // namespace forkfeed

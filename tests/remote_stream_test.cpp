@@ -224,8 +224,9 @@ TEST_F(RemoteStreamTest, TheDaemonKilledWhileAClientWaitsIsAnErrorWithin3Seconds
   const double waited = std::chrono::duration<double>(Clock::now() - killed).count();
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(failed.code(), Status::Code::kUnavailable) << failed.message();
-  EXPECT_NE(failed.message().find("lost the connection to the remote forkfeedd"), std::string::npos)
-      << failed.message();
+  // Whichever the client hears first: the gateway's word that its daemon went, or the
+  // gateway itself going (it dies with its daemon).
+  EXPECT_NE(failed.message().find("remote forkfeedd at"), std::string::npos) << failed.message();
   EXPECT_LT(waited, 3.3 + 0.3) << failed.message();
   EXPECT_FALSE(remote->next().ok()) << "the error stays";
 }
@@ -251,7 +252,7 @@ TEST_F(RemoteStreamTest, AStoppedGatewayIsTakenForLostWithin3Seconds) {
   ASSERT_FALSE(failed.ok());
   EXPECT_NE(failed.message().find("no word from it"), std::string::npos) << failed.message();
   EXPECT_GE(waited, 2.5);
-  EXPECT_LT(waited, 4.0);
+  EXPECT_LT(waited, 4.5);  // 3 s of silence, and a loaded machine's wake-up
 }
 
 TEST_F(RemoteStreamTest, AKilledRemoteClientFreesItsStream) {

@@ -85,3 +85,15 @@ def test_opening_and_closing_remote_clients_over_and_over(remote):
     for cycle in range(100):
         client = forkfeed.Client(dataset="tiny", address=address, token_file=token, output="numpy", **OPTIONS)
         client.close()
+
+
+def test_a_forked_child_leaves_the_remote_stream_and_ucx_alone(remote):
+    """A trainer that forks with a remote Client open: the child cannot use it, and
+    letting go of its copy touches no UCX (forbidden in a forked child) and closes
+    nothing of the parent's, which reads its whole pass exactly once."""
+    from conftest import IMAGES
+    from test_fork import run_forking
+
+    _, address, token = remote
+    run_forking(f"source = forkfeed.Client(dataset='tiny', address={address!r}, token_file={token!r}, "
+                f"batch_size=5, workers=2, size=16, output='numpy')", IMAGES)
