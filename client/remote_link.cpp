@@ -3,114 +3,21 @@
 
 #include <poll.h>
 #include <spdlog/spdlog.h>
-#include <sys/eventfd.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstdlib>
-#include <mutex>
 #include <vector>
 
-#include "base/owner_process.h"
-#include "base/unique_fd.h"
+#include "client/receive_arena.h"
 #include "protocol/stream_request.h"
 #include "remote/net_address.h"
 #include "remote/tcp_socket.h"
 #include "remote/token.h"
-#include "transport/mapping.h"
-#include "transport/pinned_memory.h"
 
 namespace forkfeed {
 
 using json = nlohmann::json;
-
-// The receive slots: a memfd of this process, registered with UCX once. A slot is free,
-// on its way (a rendezvous into it), or lent (a Batch or a delivery not yet taken); every
-// slot freed is a credit owed to the gateway.
-class ReceiveArena {
- public:
-  static Result<std::shared_ptr<ReceiveArena>> create(std::shared_ptr<UcxContext> context, std::uint32_t slots,
-                                                      std::uint64_t slot_bytes, int pin_device) {
-    UniqueFd memfd(::memfd_create("forkfeed-remote-arena", MFD_CLOEXEC));
-    if (!memfd.valid()) return Status::FromErrno("memfd_create for the remote stream's receive arena", errno);
-    const std::uint64_t bytes = std::uint64_t{slots} * slot_bytes;
-    if (::ftruncate(memfd.get(), static_cast<off_t>(bytes)) != 0) {
-      return Status::FromErrno("sizing the receive arena to " + std::to_string(bytes) + " bytes", errno);
-    }
-    auto mapping = Mapping::map_shared(memfd.get(), bytes);
-    if (!mapping.ok()) return mapping.status();
-    std::optional<PinnedRegistration> pinned;
-    if (pin_device >= 0) {
-      pinned.emplace(PinnedRegistration::pin({mapping->data(), bytes}, pin_device));
-      spdlog::info("{}", pinned->summary());
-    }
-    auto memory = UcxMemory::map(std::move(context), mapping->data(), bytes, false);
-    if (!memory.ok()) return memory.status();
-    UniqueFd returned(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-    if (!returned.valid()) return Status::FromErrno("eventfd for the receive arena", errno);
-    auto arena = std::shared_ptr<ReceiveArena>(new ReceiveArena(std::move(mapping).value(), std::move(pinned),
-                                                                std::move(memory).value(), std::move(returned),
-                                                                slot_bytes));
-    for (std::uint32_t i = slots; i-- > 0;) arena->free_.push_back(i);
-    arena->credits_ = slots;
-    return arena;
-  }
-
-  std::byte* slot(std::uint32_t i) const { return mapping_.data() + std::uint64_t{i} * slot_bytes_; }
-  std::uint64_t slot_bytes() const { return slot_bytes_; }
-  ucp_mem_h memh() const { return memory_.get(); }
-  int returned_fd() const { return returned_.get(); }
-  std::uint32_t held() const { return held_.load(std::memory_order_acquire); }
-  bool pinned() const { return pinned_ && pinned_->pinned(); }
-  void lent() { held_.fetch_add(1, std::memory_order_acq_rel); }
-
-  // A free slot for an arriving batch; nullopt if the gateway sent more than its credits.
-  std::optional<std::uint32_t> take() {
-    std::lock_guard lock(mu_);
-    if (free_.empty()) return std::nullopt;
-    const std::uint32_t slot = free_.back();
-    free_.pop_back();
-    return slot;
-  }
-  // Any thread; nothing in the child of a fork() (the slots are the parent's).
-  void give_back(std::uint32_t slot, bool was_held) {
-    if (!owner_.here()) return;
-    {
-      std::lock_guard lock(mu_);
-      free_.push_back(slot);
-      credits_ += 1;
-      if (was_held) held_.fetch_sub(1, std::memory_order_acq_rel);
-    }
-    const std::uint64_t one = 1;
-    (void)!::write(returned_.get(), &one, sizeof one);
-  }
-  // The credits owed, now owed no more.
-  std::uint32_t take_credits() {
-    std::lock_guard lock(mu_);
-    return std::exchange(credits_, 0);
-  }
-
- private:
-  ReceiveArena(Mapping mapping, std::optional<PinnedRegistration> pinned, UcxMemory memory, UniqueFd returned,
-               std::uint64_t slot_bytes)
-      : mapping_(std::move(mapping)),
-        pinned_(std::move(pinned)),
-        memory_(std::move(memory)),
-        returned_(std::move(returned)),
-        slot_bytes_(slot_bytes) {}
-  Mapping mapping_;
-  std::optional<PinnedRegistration> pinned_;  // unpinned before the mapping goes
-  UcxMemory memory_;  // unregistered before the mapping goes
-  UniqueFd returned_;  // readable: slots were given back (credits to send)
-  const std::uint64_t slot_bytes_;
-  std::mutex mu_;
-  std::vector<std::uint32_t> free_;
-  std::uint32_t credits_ = 0;
-  std::atomic<std::uint32_t> held_{0};
-  OwnerProcess owner_;
-};
 
 namespace {
 
@@ -238,12 +145,14 @@ Status RemoteLink::lose(const std::string& why) {
 }
 
 Status RemoteLink::check() {
-  if (lost_.ok()) {
-    read_control();
-    worker_->progress();
-    send_credits();
-  }
+  if (lost_.ok()) service();
   return lost_;
+}
+
+void RemoteLink::service() {
+  read_control();
+  worker_->progress();
+  send_credits();
 }
 
 void RemoteLink::send_credits() {
@@ -297,9 +206,7 @@ void RemoteLink::read_control() {
 Result<bool> RemoteLink::progress_until(const std::function<bool()>& until, int interrupt_fd) {
   const Clock::time_point started = Clock::now();
   while (true) {
-    read_control();
-    worker_->progress();
-    send_credits();
+    service();
     if (until()) return true;  // before the loss: a refusal's reply comes with its notice
     if (!lost_.ok()) return lost_;
     if (worker_->api().ucp_worker_arm(worker_->get()) == UCS_ERR_BUSY) continue;
@@ -353,9 +260,7 @@ Result<json> RemoteLink::request(MessageType type, const json& body) {
 
 std::optional<LinkDelivery> RemoteLink::pop() {
   if (!lost_.ok()) return std::nullopt;
-  read_control();
-  worker_->progress();
-  send_credits();
+  service();
   auto head = arrivals_.find(next_sequence_);
   if (head == arrivals_.end() || !head->second.ready) return std::nullopt;
   const Arrival arrival = head->second;

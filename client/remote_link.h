@@ -61,6 +61,9 @@ class RemoteLink final : public StreamLink {
   // Progresses until `until` holds, the link is lost or the gateway was silent for
   // kRemoteSilence; readable `interrupt_fd` (if not -1) ends it early with false.
   Result<bool> progress_until(const std::function<bool()>& until, int interrupt_fd);
+  // What every call does first: reads the control connection, progresses the worker
+  // (deliveries arrive), gives the credits owed.
+  void service();
   // Reads what the control connection brought: replies, heartbeats, a notice.
   void read_control();
   void send_credits();

@@ -385,11 +385,6 @@ TEST_F(RemoteStreamTest, TheForkReportNamesUcxAndAutoSpawnsAfterARemoteClient) {
   EXPECT_EQ(testing::read_pass(*loader).size(), 12u);
 }
 
-}  // namespace
-}  // namespace forkfeed
-
-namespace forkfeed {
-namespace {
 
 // The daemon's memory is not the trainer's any more: a remote client page-locks its own
 // receive arena on its device (the test double of libcudart logs every call), and never
@@ -437,11 +432,6 @@ TEST_F(RemoteStreamTest, PinMemoryDevicePinsTheClientsOwnReceiveArena) {
   EXPECT_NE(refused.status().message().find("local forkfeedd"), std::string::npos) << refused.status().message();
 }
 
-}  // namespace
-}  // namespace forkfeed
-
-namespace forkfeed {
-namespace {
 
 // Found from outside (a hostile review): closing a remote Client right after opening it
 // aborted the trainer within ~20 cycles (UCX asserted: its worker destroyed with its part

@@ -1,0 +1,73 @@
+// ReceiveArena: a remote Client's receive slots — a memfd of this process, registered
+// with UCX once (and page-locked for CUDA when asked). A slot is free, on its way (a
+// rendezvous into it), or lent (a Batch, or a delivery not yet taken); every slot freed is
+// a credit owed to the gateway. Shared by the RemoteLink and the leases of the batches it
+// handed out, so that a Batch stays readable after its Client is gone.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "base/owner_process.h"
+#include "base/unique_fd.h"
+#include "forkfeed/status.h"
+#include "remote/ucx.h"
+#include "transport/mapping.h"
+#include "transport/pinned_memory.h"
+
+namespace forkfeed {
+
+class ReceiveArena {
+ public:
+  // `slots` of `slot_bytes`; with `pin_device` >= 0 page-locked for that CUDA device.
+  static Result<std::shared_ptr<ReceiveArena>> create(std::shared_ptr<UcxContext> context, std::uint32_t slots,
+                                                      std::uint64_t slot_bytes, int pin_device);
+  std::byte* slot(std::uint32_t i) const { return mapping_.data() + std::uint64_t{i} * slot_bytes_; }
+  std::uint64_t slot_bytes() const { return slot_bytes_; }
+  ucp_mem_h memh() const { return memory_.get(); }
+  int returned_fd() const { return returned_.get(); }
+  std::uint32_t held() const { return held_.load(std::memory_order_acquire); }
+  bool pinned() const { return pinned_ && pinned_->pinned(); }
+  void lent() { held_.fetch_add(1, std::memory_order_acq_rel); }
+
+  // A free slot for an arriving batch; nullopt if the gateway sent more than its credits.
+  std::optional<std::uint32_t> take() {
+    std::lock_guard lock(mu_);
+    if (free_.empty()) return std::nullopt;
+    const std::uint32_t slot = free_.back();
+    free_.pop_back();
+    return slot;
+  }
+  // Any thread; nothing in the child of a fork() (the slots are the parent's).
+  void give_back(std::uint32_t slot, bool was_held);
+  // The credits owed, now owed no more.
+  std::uint32_t take_credits() {
+    std::lock_guard lock(mu_);
+    return std::exchange(credits_, 0);
+  }
+
+ private:
+  ReceiveArena(Mapping mapping, std::optional<PinnedRegistration> pinned, UcxMemory memory, UniqueFd returned,
+               std::uint64_t slot_bytes)
+      : mapping_(std::move(mapping)),
+        pinned_(std::move(pinned)),
+        memory_(std::move(memory)),
+        returned_(std::move(returned)),
+        slot_bytes_(slot_bytes) {}
+  Mapping mapping_;
+  std::optional<PinnedRegistration> pinned_;  // unpinned before the mapping goes
+  UcxMemory memory_;  // unregistered before the mapping goes
+  UniqueFd returned_;  // readable: slots were given back (credits to send)
+  const std::uint64_t slot_bytes_;
+  std::mutex mu_;
+  std::vector<std::uint32_t> free_;
+  std::uint32_t credits_ = 0;
+  std::atomic<std::uint32_t> held_{0};
+  OwnerProcess owner_;
+};
+
+}  // namespace forkfeed
