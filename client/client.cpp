@@ -16,13 +16,14 @@
 #include "base/owner_process.h"
 #include "base/unique_fd.h"
 #include "client/daemon_connection.h"
+#include "client/fan_in_link.h"
 #include "client/local_link.h"
-#include "client/remote_link.h"
 #include "dataset/dataset_source.h"
 #include "loader/batch_factory.h"
 #include "loader/pass_position.h"
 #include "loader/slot_count.h"
 #include "protocol/stream_request.h"
+#include "remote/net_address.h"
 #include "transport/arena_layout.h"
 
 namespace forkfeed {
@@ -34,8 +35,9 @@ using json = nlohmann::json;
 
 class Client::Impl {
  public:
-  Impl(std::unique_ptr<StreamLink> link, UniqueFd interrupt, const StreamOpened& opened)
+  Impl(std::unique_ptr<StreamLink> link, FanInLink* remote, UniqueFd interrupt, const StreamOpened& opened)
       : link_(std::move(link)),
+        remote_(remote),
         interrupt_(std::move(interrupt)),
         opened_(opened),
         position_(opened.batches_per_epoch, {opened.epoch, opened.position}),
@@ -46,12 +48,14 @@ class Client::Impl {
     if (owner_.here() && link_->check().ok()) (void)link_->request(MessageType::kClose, json::object());
   }
 
-  static Result<std::unique_ptr<Impl>> open(std::unique_ptr<StreamLink> link, const json& opened_body) {
+  // `remote`: `link` when it is a remote Client's.
+  static Result<std::unique_ptr<Impl>> open(std::unique_ptr<StreamLink> link, FanInLink* remote,
+                                            const json& opened_body) {
     auto opened = parse_stream_opened(opened_body);
     if (!opened.ok()) return opened.status();
     UniqueFd interrupt(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     if (!interrupt.valid()) return Status::FromErrno("eventfd for Client::interrupt", errno);
-    return std::make_unique<Impl>(std::move(link), std::move(interrupt), *opened);
+    return std::make_unique<Impl>(std::move(link), remote, std::move(interrupt), *opened);
   }
 
   Status check_process() const {
@@ -66,7 +70,7 @@ class Client::Impl {
     while (true) {
       std::optional<LinkDelivery> delivery = link_->pop();
       if (!delivery) {
-        if (link_->held() >= opened_.slots) return every_slot_held();
+        if (link_->held() >= link_->slots()) return every_slot_held();
         if (Status s = wait_for_delivery(); !s.ok()) return s;
         continue;
       }
@@ -78,6 +82,9 @@ class Client::Impl {
       switch (d->kind) {
         case DeliveryKind::kBatch:
           return batch(*delivery);
+        case DeliveryKind::kEmpty:  // every sample skipped: consumed, as a Loader does
+          position_.delivered(d->epoch, d->index);
+          continue;
         case DeliveryKind::kEndOfPass:
           position_.ended(d->epoch);
           return std::optional<Batch>();
@@ -144,6 +151,13 @@ class Client::Impl {
 
   std::uint64_t epoch() const { return position_.epoch(); }
   const StreamOpened& opened() const { return opened_; }
+  std::vector<RemoteDaemonStats> daemons() const { return remote_ ? remote_->daemons() : std::vector<RemoteDaemonStats>{}; }
+  Status add_daemon(const RemoteDaemon& daemon) {
+    if (Status s = check_process(); !s.ok()) return s;
+    if (!remote_) return Status::InvalidArgument("add_daemon: this Client reads from a forkfeedd on this host; connect to remote daemons (RemoteDaemon) to add more");
+    if (auto where = parse_net_address(daemon.address, "the remote forkfeedd's address"); !where.ok()) return where.status();
+    return remote_->add_daemon(daemon);
+  }
 
  private:
   // Asks the daemon to start a pass at |seek|.
@@ -205,6 +219,7 @@ class Client::Impl {
 
   OwnerProcess owner_;
   std::unique_ptr<StreamLink> link_;
+  FanInLink* remote_;  // link_, when the daemons are remote
   UniqueFd interrupt_;  // a non-blocking eventfd, readable while an interrupt is pending
   const StreamOpened opened_;
 
@@ -228,8 +243,8 @@ namespace {
 // The open_stream request of `options` and `state`; paths made absolute (the daemon's
 // working directory is not this process's). The daemon never pins: a remote client pins
 // its own receive arena.
-json open_request(const StreamOptions& options, std::string_view state) {
-  StreamRequest request{options, std::string(state)};
+json open_request(const StreamOptions& options, std::string_view state, bool demand) {
+  StreamRequest request{options, std::string(state), demand};
   request.stream.loader.pin_memory_device = -1;
   request.stream.loader.image_folder = absolute_path(options.loader.image_folder);
   request.stream.loader.manifest = absolute_path(options.loader.manifest);
@@ -250,17 +265,25 @@ Result<std::unique_ptr<Client>> Client::connect(const std::string& socket_path, 
   auto connection = DaemonConnection::connect(socket_path, options.connect_timeout);
   if (!connection.ok()) return connection.status();
   json opened;
-  auto link = LocalLink::open(std::move(connection).value(), open_request(options, state), opened);
+  auto link = LocalLink::open(std::move(connection).value(), open_request(options, state, false), opened);
   if (!link.ok()) return link.status();
-  auto impl = Impl::open(std::move(link).value(), opened);
+  auto impl = Impl::open(std::move(link).value(), nullptr, opened);
   if (!impl.ok()) return impl.status();
   return std::unique_ptr<Client>(new Client(std::move(impl).value()));
 }
 
 Result<std::unique_ptr<Client>> Client::connect(const RemoteDaemon& daemon, const StreamOptions& options,
                                                 std::string_view state) {
+  return connect(std::vector<RemoteDaemon>{daemon}, options, state);
+}
+
+Result<std::unique_ptr<Client>> Client::connect(const std::vector<RemoteDaemon>& daemons,
+                                                const StreamOptions& options, std::string_view state) {
+  std::string addresses;
+  for (const RemoteDaemon& d : daemons) addresses += (addresses.empty() ? "" : ", ") + d.address;
+  if (daemons.empty()) return Status::InvalidArgument("no remote forkfeedd address given: give at least one HOST:PORT");
   if (options.dataset.empty()) {
-    return Status::InvalidArgument("a remote forkfeedd (" + daemon.address +
+    return Status::InvalidArgument("a remote forkfeedd (" + addresses +
                                    ") serves only the datasets named in its config: set StreamOptions::dataset "
                                    "(forkfeed-ctl stats lists them), not a path");
   }
@@ -268,11 +291,25 @@ Result<std::unique_ptr<Client>> Client::connect(const RemoteDaemon& daemon, cons
     return Status::InvalidArgument("pin_memory_device must be a CUDA device ordinal, or -1 for off; got " +
                                    std::to_string(options.loader.pin_memory_device));
   }
+  if (options.overdue.count() <= 0) {
+    return Status::InvalidArgument("overdue must be positive (milliseconds); got " +
+                                   std::to_string(options.overdue.count()));
+  }
+  for (std::size_t i = 0; i < daemons.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (daemons[i].address == daemons[j].address) {
+        return Status::InvalidArgument("the remote forkfeedd at " + daemons[i].address +
+                                       " is given twice; give each daemon once");
+      }
+    }
+  }
   json opened;
-  auto link = RemoteLink::open(daemon, options.connect_timeout, options.loader.pin_memory_device,
-                               open_request(options, state), opened);
+  FanInLink::Settings settings{options.connect_timeout, options.overdue, options.loader.pin_memory_device,
+                               open_request(options, state, true)};
+  auto link = FanInLink::open(daemons, std::move(settings), opened);
   if (!link.ok()) return link.status();
-  auto impl = Impl::open(std::move(link).value(), opened);
+  FanInLink* remote = link->get();
+  auto impl = Impl::open(std::move(link).value(), remote, opened);
   if (!impl.ok()) return impl.status();
   return std::unique_ptr<Client>(new Client(std::move(impl).value()));
 }
@@ -295,6 +332,8 @@ std::uint32_t Client::workers() const { return impl_->opened().workers; }
 std::uint64_t Client::classes() const { return impl_->opened().classes; }
 const std::vector<std::string>& Client::class_names() const { return impl_->opened().class_names; }
 Result<LoaderStats> Client::stats() { return impl_->stats(); }
+std::vector<RemoteDaemonStats> Client::daemons() const { return impl_->daemons(); }
+Status Client::add_daemon(const RemoteDaemon& daemon) { return impl_->add_daemon(daemon); }
 
 Client::Iterator Client::begin() {
   if (Status s = impl_->reset(); !s.ok()) throw Error(s);  // a new range-for is a new pass

@@ -163,6 +163,11 @@ Result<DaemonConnection::Reply> DaemonConnection::request(MessageType type, cons
 
 Status DaemonConnection::send_request(MessageType type, const nlohmann::json& body) {
   if (Status s = check(); !s.ok()) return s;
+  return send(type, body);
+}
+
+Status DaemonConnection::send(MessageType type, const nlohmann::json& body) {
+  if (!lost_.ok()) return lost_;
   std::string payload;
   try {
     payload = body.dump();  // strings go as bytes_to_json() makes them; this is the backstop

@@ -41,6 +41,9 @@ class DaemonConnection {
   // the request goes out, and later its reply is read (once fd() is readable, it does
   // not wait for more than the rest of the frame).
   Status send_request(MessageType type, const nlohmann::json& body);
+  // An unanswered message (a want), sent without reading what the daemon sent: it may
+  // go out while a reply is on its way.
+  Status send(MessageType type, const nlohmann::json& body);
   Result<Reply> receive_reply();
 
   // Non-blocking: the error that ended the connection (the daemon closed it, died, or

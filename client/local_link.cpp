@@ -6,6 +6,8 @@
 
 #include <cerrno>
 
+#include "protocol/stream_request.h"
+
 namespace forkfeed {
 
 Result<std::unique_ptr<LocalLink>> LocalLink::open(DaemonConnection connection, const nlohmann::json& request,
@@ -23,9 +25,12 @@ Result<std::unique_ptr<LocalLink>> LocalLink::open(DaemonConnection connection, 
   auto channel =
       ConsumerChannel::attach(std::move(reply->fds[1]), std::move(reply->fds[2]), std::move(reply->fds[3]));
   if (!channel.ok()) return channel.status();
+  auto slots = get_uint(reply->body, "slots", kChannelCapacity);
+  if (!slots.ok()) return Status::Internal("forkfeedd sent a malformed stream: " + slots.status().message());
   opened = std::move(reply->body);
   auto stream = std::make_shared<ClientStream>(std::move(arena).value(), std::move(channel).value());
-  return std::unique_ptr<LocalLink>(new LocalLink(std::move(connection), std::move(stream)));
+  return std::unique_ptr<LocalLink>(
+      new LocalLink(std::move(connection), std::move(stream), static_cast<std::uint32_t>(*slots)));
 }
 
 Result<nlohmann::json> LocalLink::request(MessageType type, const nlohmann::json& body) {

@@ -25,13 +25,15 @@ class LocalLink final : public StreamLink {
   void drop(const LinkDelivery& d) override { stream_->give_back(d.record.handle, d.record.tag, false); }
   std::unique_ptr<detail::SlotLease> lend(const LinkDelivery& d) override;
   std::uint32_t held() const override { return stream_->held(); }
+  std::uint32_t slots() const override { return slots_; }
   bool pinned() const override { return false; }  // the daemon's memory: never the trainer's to pin
 
  private:
-  LocalLink(DaemonConnection connection, std::shared_ptr<ClientStream> stream)
-      : connection_(std::move(connection)), stream_(std::move(stream)) {}
+  LocalLink(DaemonConnection connection, std::shared_ptr<ClientStream> stream, std::uint32_t slots)
+      : connection_(std::move(connection)), stream_(std::move(stream)), slots_(slots) {}
   DaemonConnection connection_;
   std::shared_ptr<ClientStream> stream_;
+  std::uint32_t slots_;
 };
 
 }  // namespace forkfeed

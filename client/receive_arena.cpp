@@ -31,7 +31,7 @@ Result<std::shared_ptr<ReceiveArena>> ReceiveArena::create(std::shared_ptr<UcxCo
   if (!returned.valid()) return Status::FromErrno("eventfd for the receive arena", errno);
   auto arena = std::shared_ptr<ReceiveArena>(new ReceiveArena(std::move(mapping).value(), std::move(pinned),
                                                               std::move(memory).value(), std::move(returned),
-                                                              slot_bytes));
+                                                              slots, slot_bytes));
   for (std::uint32_t i = slots; i-- > 0;) arena->free_.push_back(i);
   arena->credits_ = slots;
   return arena;

@@ -33,6 +33,11 @@ class ReceiveArena {
   std::uint32_t held() const { return held_.load(std::memory_order_acquire); }
   bool pinned() const { return pinned_ && pinned_->pinned(); }
   void lent() { held_.fetch_add(1, std::memory_order_acq_rel); }
+  std::uint32_t slots() const { return slots_; }
+  std::uint32_t free_count() const {
+    std::lock_guard lock(mu_);
+    return static_cast<std::uint32_t>(free_.size());
+  }
 
   // A free slot for an arriving batch; nullopt if the gateway sent more than its credits.
   std::optional<std::uint32_t> take() {
@@ -52,18 +57,20 @@ class ReceiveArena {
 
  private:
   ReceiveArena(Mapping mapping, std::optional<PinnedRegistration> pinned, UcxMemory memory, UniqueFd returned,
-               std::uint64_t slot_bytes)
+               std::uint32_t slots, std::uint64_t slot_bytes)
       : mapping_(std::move(mapping)),
         pinned_(std::move(pinned)),
         memory_(std::move(memory)),
         returned_(std::move(returned)),
+        slots_(slots),
         slot_bytes_(slot_bytes) {}
   Mapping mapping_;
   std::optional<PinnedRegistration> pinned_;  // unpinned before the mapping goes
   UcxMemory memory_;  // unregistered before the mapping goes
   UniqueFd returned_;  // readable: slots were given back (credits to send)
+  const std::uint32_t slots_;
   const std::uint64_t slot_bytes_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::vector<std::uint32_t> free_;
   std::uint32_t credits_ = 0;
   std::atomic<std::uint32_t> held_{0};

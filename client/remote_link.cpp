@@ -203,35 +203,60 @@ void RemoteLink::read_control() {
   }
 }
 
+bool RemoteLink::arm() { return worker_->api().ucp_worker_arm(worker_->get()) != UCS_ERR_BUSY; }
+
+void RemoteLink::add_poll_fds(std::vector<pollfd>& fds) const {
+  fds.push_back({worker_->event_fd(), POLLIN, 0});
+  fds.push_back({control_.get(), POLLIN, 0});
+  fds.push_back({arena_ ? arena_->returned_fd() : -1, POLLIN, 0});
+}
+
+void RemoteLink::after_poll(const pollfd* mine) {
+  if (mine[2].revents != 0) {  // the slots freed are credits, which service() gives
+    std::uint64_t count = 0;
+    (void)!::read(mine[2].fd, &count, sizeof count);
+  }
+}
+
+Status RemoteLink::lose_silent() {
+  return lose("no word from it for " + std::to_string(kRemoteSilence.count()) +
+              " ms (its host, its forkfeedd or the network is down)");
+}
+
 Result<bool> RemoteLink::progress_until(const std::function<bool()>& until, int interrupt_fd) {
   const Clock::time_point started = Clock::now();
+  std::vector<pollfd> fds;
   while (true) {
     service();
     if (until()) return true;  // before the loss: a refusal's reply comes with its notice
     if (!lost_.ok()) return lost_;
-    if (worker_->api().ucp_worker_arm(worker_->get()) == UCS_ERR_BUSY) continue;
+    if (!arm()) continue;
     // A trainer that computed for a minute between two calls did not hear the beats of
     // that minute yet: silence counts from when it started waiting at the latest.
-    const Clock::time_point deadline = std::max(last_heard_, started) + kRemoteSilence;
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) {
-      return lose("no word from it for " + std::to_string(kRemoteSilence.count()) +
-                  " ms (its host, its forkfeedd or the network is down)");
-    }
-    pollfd p[4] = {{worker_->event_fd(), POLLIN, 0},
-                   {control_.get(), POLLIN, 0},
-                   {arena_ ? arena_->returned_fd() : -1, POLLIN, 0},
-                   {interrupt_fd, POLLIN, 0}};
-    if (::poll(p, 4, static_cast<int>(left.count())) < 0 && errno != EINTR) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(silence_deadline(started) - Clock::now());
+    if (left.count() <= 0) return lose_silent();
+    fds.clear();
+    add_poll_fds(fds);
+    fds.push_back({interrupt_fd, POLLIN, 0});
+    if (::poll(fds.data(), fds.size(), static_cast<int>(left.count())) < 0 && errno != EINTR) {
       return Status::FromErrno("poll for the remote forkfeedd", errno);
     }
-    if (p[2].revents != 0) {
-      std::uint64_t count = 0;
-      (void)!::read(p[2].fd, &count, sizeof count);
-    }
-    if (p[3].revents != 0) return false;
+    after_poll(fds.data());
+    if (fds[kPollFds].revents != 0) return false;
   }
 }
+
+Status RemoteLink::want(std::uint64_t generation, std::span<const std::uint64_t> batches) {
+  if (!lost_.ok()) return lost_;
+  const json body{{"generation", generation}, {"batches", batches}};
+  if (Status s = send_frame(control_.get(), MessageType::kWant, body.dump()); !s.ok()) {
+    return lose("cannot send it the batches wanted: " + s.message());
+  }
+  return Status::Ok();
+}
+
+std::uint32_t RemoteLink::free_slots() const { return arena_ ? arena_->free_count() : 0; }
+std::uint32_t RemoteLink::slots() const { return arena_ ? arena_->slots() : 0; }
 
 Result<json> RemoteLink::request(MessageType type, const json& body) {
   if (!lost_.ok()) return lost_;
@@ -313,7 +338,8 @@ ucs_status_t RemoteLink::accept_delivery(const void* header, std::size_t header_
   const auto wire = read_delivery(header, header_length);
   const auto kind = wire ? static_cast<DeliveryKind>(wire->kind) : DeliveryKind{};
   if (!wire || wire->sequence < next_sequence_ || arrivals_.contains(wire->sequence) ||
-      (kind != DeliveryKind::kBatch && kind != DeliveryKind::kEndOfPass && kind != DeliveryKind::kError) ||
+      (kind != DeliveryKind::kBatch && kind != DeliveryKind::kEndOfPass && kind != DeliveryKind::kError &&
+       kind != DeliveryKind::kEmpty) ||
       (kind != DeliveryKind::kBatch && rendezvous)) {
     (void)lose("it sent a malformed delivery");
     return UCS_OK;  // a rendezvous not received is dropped by UCX

@@ -7,8 +7,13 @@
 // worker progresses only in this link's calls (next(), requests): no thread of its own.
 #pragma once
 
+#include <poll.h>
+
+#include <algorithm>
 #include <chrono>
 #include <map>
+#include <span>
+#include <vector>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,10 +46,33 @@ class RemoteLink final : public StreamLink {
   void drop(const LinkDelivery& d) override;
   std::unique_ptr<detail::SlotLease> lend(const LinkDelivery& d) override;
   std::uint32_t held() const override;
+  std::uint32_t slots() const override;
   bool pinned() const override;
 
- private:
+  // For FanInLink, which draws one rank's pass from several links.
   using Clock = std::chrono::steady_clock;
+  const std::string& address() const { return address_; }
+  // Asks the daemon's stream, opened on demand, for `batches` of the pass `generation`.
+  Status want(std::uint64_t generation, std::span<const std::uint64_t> batches);
+  // Receive slots neither holding a delivery nor lent: the most batches to want now.
+  std::uint32_t free_slots() const;
+  // Rendezvous receives in flight: once none is, the link is destroyed without a wait.
+  std::uint32_t receiving() const { return receiving_; }
+  // One wait on several links: service() each (reads the control connection, progresses
+  // the worker, gives credits); arm() each, and service again those that say false (more
+  // to progress); poll what add_poll_fds() added; after_poll() each with its entries;
+  // lose_silent() those past silence_deadline(when the wait began).
+  void service();
+  bool arm();
+  static constexpr std::size_t kPollFds = 3;
+  void add_poll_fds(std::vector<pollfd>& fds) const;
+  void after_poll(const pollfd* mine);
+  Clock::time_point silence_deadline(Clock::time_point since) const {
+    return std::max(last_heard_, since) + kRemoteSilence;
+  }
+  Status lose_silent();
+
+ private:
   // A delivery on its way, by sequence number: ready once its bytes are in its slot.
   struct Arrival {
     DeliveryRecord record{};
@@ -61,9 +89,6 @@ class RemoteLink final : public StreamLink {
   // Progresses until `until` holds, the link is lost or the gateway was silent for
   // kRemoteSilence; readable `interrupt_fd` (if not -1) ends it early with false.
   Result<bool> progress_until(const std::function<bool()>& until, int interrupt_fd);
-  // What every call does first: reads the control connection, progresses the worker
-  // (deliveries arrive), gives the credits owed.
-  void service();
   // Reads what the control connection brought: replies, heartbeats, a notice.
   void read_control();
   void send_credits();

@@ -16,12 +16,16 @@
 
 namespace forkfeed {
 
+class StreamLink;
+
 // A delivery and where its bytes lie: the record's offsets are from `base`, inside
 // `bytes` (the arena for a local stream, a receive slot for a remote one).
 struct LinkDelivery {
   DeliveryRecord record;
   const std::byte* base = nullptr;
   std::uint64_t bytes = 0;
+  // The link that received it, for a link of links (FanInLink): drop() and lend() go there.
+  StreamLink* carrier = nullptr;
 };
 
 class StreamLink {
@@ -42,8 +46,10 @@ class StreamLink {
   virtual void drop(const LinkDelivery& d) = 0;
   // The lease of a batch handed out: destroying it, in any thread, gives the slot back.
   virtual std::unique_ptr<detail::SlotLease> lend(const LinkDelivery& d) = 0;
-  // Batches handed out and not yet given back.
+  // Batches handed out and not yet given back, and the most there can be: when held()
+  // reaches slots(), nothing more can arrive until the caller releases a batch.
   virtual std::uint32_t held() const = 0;
+  virtual std::uint32_t slots() const = 0;
   // Whether the memory batches are read from is page-locked for CUDA (pin_memory_device).
   virtual bool pinned() const = 0;
 };

@@ -19,10 +19,17 @@ namespace forkfeed {
 using json = nlohmann::json;
 
 Result<ServedStream::Opened> ServedStream::open(std::uint64_t id, const LoaderOptions& options,
-                                                std::string_view state, std::shared_ptr<WorkerPool> pool,
-                                                Admission::Ticket ticket, json about) {
+                                                std::string_view state, bool demand,
+                                                std::shared_ptr<WorkerPool> pool, Admission::Ticket ticket,
+                                                json about) {
   auto loader = Loader::open(options, state, std::move(pool));
   if (!loader.ok()) return loader.status();
+  // Where the stream starts, for the reply. On demand, its epoch starts with nothing
+  // wanted: before the first next(), nothing was issued yet.
+  const PassPosition::Seek at = LoaderInternals::position(**loader);
+  if (demand) {
+    if (Status s = LoaderInternals::begin_demand(**loader, at.epoch); !s.ok()) return s;
+  }
   auto channel = ConsumerChannel::create();
   if (!channel.ok()) return channel.status();
   const Loader::SharedMemory memory = (*loader)->shared_memory();
@@ -36,9 +43,8 @@ Result<ServedStream::Opened> ServedStream::open(std::uint64_t id, const LoaderOp
     if (!opened.fds.back().valid()) return Status::FromErrno("duplicating the consumer channel's fds", errno);
   }
   opened.stream.reset(new ServedStream(id, std::move(loader).value(), std::move(channel).value(),
-                                       slot_count(options), std::move(ticket), std::move(about)));
+                                       slot_count(options), demand, std::move(ticket), std::move(about)));
   const ServedStream& s = *opened.stream;
-  const PassPosition::Seek at = LoaderInternals::position(*s.loader_);
   opened.reply = to_json(StreamOpened{
       id, s.generation_, at.epoch, at.position, s.loader_->batches_per_epoch(), s.loader_->samples_per_epoch(),
       s.lent_.capacity(), options.workers, s.loader_->dataset().classes().size(), options.size, options.dtype,
@@ -51,13 +57,14 @@ Result<ServedStream::Opened> ServedStream::open(std::uint64_t id, const LoaderOp
 }
 
 ServedStream::ServedStream(std::uint64_t id, std::unique_ptr<Loader> loader, ConsumerChannel channel,
-                           std::uint32_t slots, Admission::Ticket ticket, json about)
+                           std::uint32_t slots, bool demand, Admission::Ticket ticket, json about)
     : id_(id),
       ticket_(std::move(ticket)),
       loader_(std::move(loader)),
       channel_(std::move(channel)),
       memory_(loader_->shared_memory()),
       lent_(slots),
+      demand_(demand),
       about_(std::move(about)),
       opened_(std::chrono::steady_clock::now()) {}
 
@@ -71,50 +78,111 @@ Result<json> ServedStream::seek(const json& body) {
   if (!epoch.ok()) return Status::InvalidArgument("seek: " + epoch.status().message());
   auto position = get_uint(body, "position", loader_->batches_per_epoch());
   if (!position.ok()) return Status::InvalidArgument("seek: " + position.status().message());
-  if (Status s = LoaderInternals::seek(*loader_, {*epoch, *position}); !s.ok()) return s;
+  if (Status s = demand_ ? LoaderInternals::begin_demand(*loader_, *epoch)
+                         : LoaderInternals::seek(*loader_, {*epoch, *position});
+      !s.ok()) {
+    return s;
+  }
   // Whatever is still in the ring belongs to the old pass: the client drops it.
   generation_ += 1;
   fatal_sent_ = false;
   return json{{"generation", generation_}};
 }
 
+Status ServedStream::want(const json& body) {
+  if (!demand_) return Status::InvalidArgument("want: the stream was not opened on demand");
+  auto generation = get_uint(body, "generation", ~std::uint64_t{0});
+  if (!generation.ok()) return Status::InvalidArgument("want: " + generation.status().message());
+  if (!body.contains("batches") || !body["batches"].is_array() || body["batches"].size() > kChannelCapacity) {
+    return Status::InvalidArgument("want: batches must be an array of at most " +
+                                   std::to_string(kChannelCapacity) + " batch indices");
+  }
+  if (*generation != generation_) return Status::Ok();  // it crossed a seek
+  for (const json& b : body["batches"]) {
+    if (!b.is_number_unsigned()) return Status::InvalidArgument("want: a batch index must be an unsigned integer");
+    // More wanted than slots can hold would only wait; bounded so that a client cannot
+    // grow the loader's list without end.
+    if (LoaderInternals::wanted(*loader_) >= 2 * std::size_t{kChannelCapacity}) {
+      return Status::InvalidArgument("want: more batches wanted than the stream has slots for");
+    }
+    if (Status s = LoaderInternals::want(*loader_, b.get<std::uint64_t>()); !s.ok()) {
+      return Status::InvalidArgument("want: " + s.message());
+    }
+  }
+  return Status::Ok();
+}
+
 bool ServedStream::can_produce() const {
   // The ring's head is the client's to write: a bogus one only stalls its own stream.
-  return !fatal_sent_ && !lent_.full() && channel_.block().deliveries.size() < kChannelCapacity;
+  return !fatal_sent_ && !lent_.full() && channel_.block().deliveries.size() < kChannelCapacity &&
+         (!demand_ || LoaderInternals::wanted(*loader_) > 0);
 }
 
 void ServedStream::produce() {
-  auto next = loader_->next();
-  // Woken (interrupt()) to answer the client or to stop: nothing to deliver, the pass is
-  // unchanged and the next produce() goes on with it.
-  if (!next.ok() && next.status().code() == Status::Code::kCancelled && !LoaderInternals::broken(*loader_)) return;
-  DeliveryRecord d{};
-  if (!next.ok()) {
-    const Status& s = next.status();
-    d.kind = DeliveryKind::kError;
-    d.code = static_cast<std::uint32_t>(s.code());
-    d.fatal = LoaderInternals::broken(*loader_) ? 1 : 0;  // a bad file fails its batch; a broken loader stays
-    std::snprintf(d.message, sizeof d.message, "%s", s.message().c_str());
-    d.epoch = loader_->epoch();
-    const PassPosition::Seek at = LoaderInternals::position(*loader_);
-    d.index = at.epoch == d.epoch ? at.position : loader_->batches_per_epoch();
-    if (d.fatal != 0) fatal_sent_ = true;
-  } else if (!next->has_value()) {
-    d.kind = DeliveryKind::kEndOfPass;
-    d.epoch = loader_->epoch();
-    d.index = loader_->batches_per_epoch();
-  } else {
-    Batch& batch = **next;
-    d = batch_delivery(batch, memory_.base);
-    delivered_batches_ += 1;
-    delivered_samples_ += batch.size();
-    const LentBatches::Ticket ticket = lent_.lend(std::move(batch));
-    d.handle = ticket.handle;
-    d.tag = ticket.tag;
-  }
+  DeliveryRecord d = demand_ ? next_wanted() : next_delivery();
+  if (d.kind == DeliveryKind{}) return;  // interrupted: nothing to deliver
   d.generation = generation_;
   (void)channel_.block().deliveries.try_push(d);  // can_produce() saw room; only this thread pushes
   channel_.ring_delivered();
+}
+
+// Woken (interrupt()) to answer the client or to stop, the loader gives Cancelled:
+// nothing to deliver (a record of no kind), the pass is unchanged and the next produce()
+// goes on with it.
+DeliveryRecord ServedStream::next_delivery() {
+  auto next = loader_->next();
+  if (!next.ok()) {
+    if (next.status().code() == Status::Code::kCancelled && !LoaderInternals::broken(*loader_)) return {};
+    const PassPosition::Seek at = LoaderInternals::position(*loader_);
+    return error_record(next.status(), at.epoch == loader_->epoch() ? at.position : loader_->batches_per_epoch());
+  }
+  if (!next->has_value()) {
+    DeliveryRecord d{};
+    d.kind = DeliveryKind::kEndOfPass;
+    d.epoch = loader_->epoch();
+    d.index = loader_->batches_per_epoch();
+    return d;
+  }
+  return lend(std::move(**next));
+}
+
+DeliveryRecord ServedStream::next_wanted() {
+  auto next = LoaderInternals::next_wanted(*loader_);
+  if (!next.ok()) {
+    if (next.status().code() == Status::Code::kCancelled && !LoaderInternals::broken(*loader_)) return {};
+    return error_record(next.status(), 0);  // broken: the stream's batch no longer matters
+  }
+  if (!next->batch.ok()) return error_record(next->batch.status(), next->index);
+  if (!next->batch->has_value()) {
+    DeliveryRecord d{};
+    d.kind = DeliveryKind::kEmpty;
+    d.epoch = loader_->epoch();
+    d.index = next->index;
+    return d;
+  }
+  return lend(std::move(**next->batch));
+}
+
+DeliveryRecord ServedStream::lend(Batch batch) {
+  DeliveryRecord d = batch_delivery(batch, memory_.base);
+  delivered_batches_ += 1;
+  delivered_samples_ += batch.size();
+  const LentBatches::Ticket ticket = lent_.lend(std::move(batch));
+  d.handle = ticket.handle;
+  d.tag = ticket.tag;
+  return d;
+}
+
+DeliveryRecord ServedStream::error_record(const Status& s, std::uint64_t index) {
+  DeliveryRecord d{};
+  d.kind = DeliveryKind::kError;
+  d.code = static_cast<std::uint32_t>(s.code());
+  d.fatal = LoaderInternals::broken(*loader_) ? 1 : 0;  // a bad file fails its batch; a broken loader stays
+  std::snprintf(d.message, sizeof d.message, "%s", s.message().c_str());
+  d.epoch = loader_->epoch();
+  d.index = index;
+  if (d.fatal != 0) fatal_sent_ = true;
+  return d;
 }
 
 void ServedStream::drain_returns() {

@@ -30,16 +30,21 @@ class ServedStream {
   };
   // Opens the loader for `options`, which forkfeedd has completed, validated and
   // admitted under `ticket`, from `state` if not empty, on the daemon's `pool`. `about`
-  // (who asked, for what) heads the stream's stats.
-  static Result<Opened> open(std::uint64_t id, const LoaderOptions& options, std::string_view state,
+  // (who asked, for what) heads the stream's stats. A stream on `demand` makes only the
+  // batches the client wants (StreamRequest::demand).
+  static Result<Opened> open(std::uint64_t id, const LoaderOptions& options, std::string_view state, bool demand,
                              std::shared_ptr<WorkerPool> pool, Admission::Ticket ticket, nlohmann::json about);
   ~ServedStream();
   ServedStream(const ServedStream&) = delete;
   ServedStream& operator=(const ServedStream&) = delete;
 
   // The seek request: the loader goes to `epoch`, `position` (as load_state would), and
-  // a new pass id makes the client drop what the ring still holds. The reply's body.
+  // a new pass id makes the client drop what the ring still holds. The reply's body. On
+  // demand: the epoch starts on demand, with nothing wanted.
   Result<nlohmann::json> seek(const nlohmann::json& body);
+  // The want message of a stream on demand: {"generation", "batches"}; a want of an older
+  // generation (it crossed a seek) is ignored. InvalidArgument for a malformed one.
+  Status want(const nlohmann::json& body);
   // Whether produce() has somewhere to put a delivery: a slot the client may take, room
   // in the ring, and no lasting error sent in this pass.
   bool can_produce() const;
@@ -58,7 +63,13 @@ class ServedStream {
 
  private:
   ServedStream(std::uint64_t id, std::unique_ptr<Loader> loader, ConsumerChannel channel, std::uint32_t slots,
-               Admission::Ticket ticket, nlohmann::json about);
+               bool demand, Admission::Ticket ticket, nlohmann::json about);
+  // What produce() pushes: the loader's next batch, or its next wanted one.
+  DeliveryRecord next_delivery();
+  DeliveryRecord next_wanted();
+  // A batch lent to the client, or the record of an error.
+  DeliveryRecord lend(Batch batch);
+  DeliveryRecord error_record(const Status& s, std::uint64_t index);
 
   const std::uint64_t id_;
   Admission::Ticket ticket_;  // given back last
@@ -66,6 +77,7 @@ class ServedStream {
   ConsumerChannel channel_;
   Loader::SharedMemory memory_;
   LentBatches lent_;  // at the client or in its deliveries ring; released before the loader goes
+  const bool demand_;
   std::uint64_t generation_ = 1;  // StreamOpened::generation
   bool fatal_sent_ = false;  // the loader's lasting error went out for this generation
   std::uint64_t bad_returns_ = 0;

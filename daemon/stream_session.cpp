@@ -165,6 +165,7 @@ bool StreamSession::handle_request() {
   }
   if (a.then == Answer::Then::kHandshakeEnded) return refuse_ended_handshake();
   if (a.then == Answer::Then::kClose) return false;
+  if (a.then == Answer::Then::kNone) return handshake_.end_request(stream_ != nullptr) || refuse_ended_handshake();
   const json& answer = a.reply;
   if (!answer["ok"].get<bool>() && ++protocol_errors_ >= kMaxProtocolErrors) {
     (void)reply(error_reply(Status::InvalidArgument("too many bad requests; closing the connection")));
@@ -198,6 +199,15 @@ StreamSession::Answer StreamSession::answer_request(const Frame& frame, std::vec
       case MessageType::kSeek:
         answer = seek(body);
         break;
+      case MessageType::kWant:
+        // Unanswered: a bad one ends the connection, with a notice saying why.
+        if (Status s = stream_ ? stream_->want(body) : Status::InvalidArgument("want: open a stream first");
+            !s.ok()) {
+          spdlog::info("stream {} (pid {}): {}", id_, peer_.pid, s.message());
+          (void)send_frame(peer_.socket.get(), MessageType::kNotice, json{{"error", s.message()}}.dump());
+          return Answer{Answer::Then::kClose, {}};
+        }
+        return Answer{Answer::Then::kNone, {}};
       case MessageType::kStats:
         if (stream_) publish_stats();
         answer = ok_reply(stream_ ? stats() : context_.daemon_stats());
@@ -282,7 +292,8 @@ json StreamSession::open_stream(const json& body, std::vector<UniqueFd>& fds) {
              {"world_size", options.world_size},
              {"batch_size", options.batch_size},
              {"workers", options.workers}};
-  auto opened = ServedStream::open(id_, options, request->state, context_.pool, std::move(ticket).value(),
+  auto opened = ServedStream::open(id_, options, request->state, request->demand, context_.pool,
+                                   std::move(ticket).value(),
                                    std::move(about));
   if (!opened.ok()) return error_reply(opened.status());
   {

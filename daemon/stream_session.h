@@ -67,10 +67,11 @@ class StreamSession {
   void close_stream();
   // Reads and answers one request; false: close the connection.
   bool handle_request();
-  // What a request calls for: a reply (with fds, for open_stream), or the end of the
-  // connection, asked for (close, replied to already) or because the handshake ended.
+  // What a request calls for: a reply (with fds, for open_stream), none (a want), or the
+  // end of the connection, asked for (close, replied to already), for a bad want (a
+  // notice sent) or because the handshake ended.
   struct Answer {
-    enum class Then { kReply, kClose, kHandshakeEnded };
+    enum class Then { kReply, kNone, kClose, kHandshakeEnded };
     Then then = Then::kReply;
     nlohmann::json reply;
   };

@@ -103,6 +103,11 @@ void RemoteSession::on_frame(const Frame& frame) {
     if (credits_ > kChannelCapacity) return end("sent more credits than it has receive slots");
     return pump();
   }
+  if (type == MessageType::kWant) {  // unanswered, so never pending: on to the daemon, which checks it
+    if (phase_ != Phase::kStreaming) return end("sent a want before its stream was open");
+    if (Status s = daemon_->send(type, body); !s.ok()) return end(s.message());
+    return;
+  }
   if (pending_) return end("sent a request before the previous one was answered");
   switch (type) {
     case MessageType::kOpenStream:

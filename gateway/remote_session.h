@@ -2,7 +2,8 @@
 // It must greet first — {"token", "worker": its UCX worker address} — and then may open
 // one stream of a named dataset, which the session opens on the local forkfeedd as any
 // local client would (a DaemonConnection; the arena mapped read-only and registered with
-// UCX once; the consumer channel). Requests go on to the daemon and replies come back;
+// UCX once; the consumer channel). Requests — and the unanswered wants of a stream on
+// demand — go on to the daemon and replies come back;
 // each delivery goes out over UCX in order, a batch only for a credit, by rendezvous from
 // its slot, and the slot goes back to the daemon once sent. The session ends when the
 // client closes, breaks the protocol, or its connection or endpoint fails.

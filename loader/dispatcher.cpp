@@ -28,20 +28,40 @@ void Dispatcher::begin_generation() {
   ready_.clear();
 }
 
-void Dispatcher::begin_pass(const Sampler& sampler, PassPosition::Seek from) {
+void Dispatcher::start(const Sampler& sampler, std::uint64_t epoch) {
   begin_generation();
   sampler_ = &sampler;
-  epoch_ = from.epoch;
-  order_ = sampler.epoch_order(from.epoch);
+  if (order_.empty() || epoch != epoch_) order_ = sampler.epoch_order(epoch);
+  epoch_ = epoch;
+  wanted_.clear();
+}
+
+void Dispatcher::begin_pass(const Sampler& sampler, PassPosition::Seek from) {
+  start(sampler, from.epoch);
+  on_demand_ = false;
   issued_ = from.position;
 }
 
+void Dispatcher::begin_demand(const Sampler& sampler, std::uint64_t epoch) {
+  start(sampler, epoch);
+  on_demand_ = true;
+}
+
+std::optional<std::uint64_t> Dispatcher::unissued() const {
+  if (on_demand_) return wanted_.empty() ? std::nullopt : std::optional(wanted_.front());
+  return issued_ < sampler_->batches_per_epoch() ? std::optional(issued_) : std::nullopt;
+}
+
 Status Dispatcher::issue() {
-  while (issued_ < sampler_->batches_per_epoch()) {
+  while (const std::optional<std::uint64_t> batch = unissued()) {
     auto slot = slots_->take();
     if (!slot) return Status::Ok();
-    Status s = submit(epoch_, issued_, *slot, sampler_->batch(order_, issued_));
-    ++issued_;
+    Status s = submit(epoch_, *batch, *slot, sampler_->batch(order_, *batch));
+    if (on_demand_) {
+      wanted_.pop_front();
+    } else {
+      ++issued_;
+    }
     if (!s.ok()) return s;
   }
   return Status::Ok();

@@ -42,6 +42,11 @@ class Dispatcher {
   // Starts the pass at |from| in a new generation: issue() then hands out its batches
   // from |from|.position on, in |sampler|'s order, which must outlive this.
   void begin_pass(const Sampler& sampler, PassPosition::Seek from);
+  // Starts a pass of `epoch` on demand, in a new generation: issue() then hands out only
+  // the batches want() names, in the order named.
+  void begin_demand(const Sampler& sampler, std::uint64_t epoch);
+  // REQUIRES: a pass on demand, batch < batches_per_epoch
+  void want(std::uint64_t batch) { wanted_.push_back(batch); }
   // Submits the pass's next batches while there are free slots. An error (a full task
   // ring) stays: the loader cannot go on.
   Status issue();
@@ -83,6 +88,9 @@ class Dispatcher {
     std::uint64_t issued_ns;
   };
   Status place(Task task, std::vector<std::uint64_t> samples);
+  void start(const Sampler& sampler, std::uint64_t epoch);
+  // The pass's next batch to issue, if any.
+  std::optional<std::uint64_t> unissued() const;
   std::uint32_t least_loaded_worker() const;
 
   std::shared_ptr<Arena> arena_;
@@ -97,7 +105,9 @@ class Dispatcher {
   const Sampler* sampler_ = nullptr;
   std::uint64_t epoch_ = 0;
   std::vector<std::uint64_t> order_;
-  std::uint64_t issued_ = 0;
+  std::uint64_t issued_ = 0;           // a whole pass: batches submitted, from the first
+  bool on_demand_ = false;             // a pass on demand: wanted_ says what to submit
+  std::deque<std::uint64_t> wanted_;   //   and in which order
   std::vector<std::deque<Issued>> ledger_;      // per worker: issued, not yet completed, in order
   std::map<std::uint64_t, Completion> ready_;  // finished, waiting for their turn
   std::uint64_t worker_ns_ = 0;

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <deque>
 #include <new>
 #include <optional>
 
@@ -103,28 +104,57 @@ class Loader::Impl {
     // workers is replaced at once.
     handle_events(std::chrono::milliseconds(0));
     while (true) {
-      // Completions were taken in by handle_events: they free slots and show which
-      // workers are idle.
       if (broken_.ok()) broken_ = dispatcher_->issue();
       if (pass_.complete()) {
         pass_.ended(pass_.epoch());
         return std::optional<Batch>();
       }
-      if (auto c = dispatcher_->take(pass_.position())) {
-        const std::uint64_t index = pass_.position();
+      const std::uint64_t index = pass_.position();
+      auto batch = take(index);
+      if (!consumed(batch)) return batch;
+      pass_.delivered(pass_.epoch(), index);  // the position moves on delivery only
+      if (!batch.ok() || batch->has_value()) return batch;
+      // every sample of that batch was skipped
+    }
+  }
+
+  // The next batch wanted of a pass on demand, as next() would deliver it in a whole
+  // pass; the index of the batch the call was about comes with it.
+  Result<LoaderInternals::Wanted> next_wanted() {
+    if (Status s = check_process(); !s.ok()) return s;
+    if (broken_reported_) return broken_;
+    if (!demand_ || demand_->empty()) return Status::FailedPrecondition("no batch is wanted");
+    handle_events(std::chrono::milliseconds(0));
+    const std::uint64_t index = demand_->front();
+    auto batch = take(index);
+    if (!consumed(batch)) return batch.status();
+    demand_->pop_front();
+    return LoaderInternals::Wanted{index, std::move(batch)};
+  }
+
+  // Whether take() gave its batch: a Batch, nothing, or its bad file's error.
+  bool consumed(const Result<std::optional<Batch>>& batch) const {
+    return batch.ok() || (batch.status().code() == Status::Code::kBadData && !broken_reported_);
+  }
+
+  // Waits for batch `index` of the pass and makes it what next() hands out: a Batch, a
+  // batch failed by its own bad data (consumed: the pass goes on after it), or nullopt
+  // when every sample was skipped. Any other failure — the machine's, a dataset changed
+  // under the loader, a bug of ours, an interrupt, a full pool of slots — leaves the
+  // batch where it is (broken_reported_ says whether for good), so that state() resumes
+  // there and no good sample is lost.
+  Result<std::optional<Batch>> take(std::uint64_t index) {
+    while (true) {
+      // Completions were taken in by handle_events: they free slots and show which
+      // workers are idle.
+      if (broken_.ok()) broken_ = dispatcher_->issue();
+      if (auto c = dispatcher_->take(index)) {
         auto batch = delivery_->deliver(*c, pass_.epoch(), index);
-        // A batch failed by its own bad data is consumed: the pass goes on after it. Any
-        // other failure (the machine's, a dataset changed under the loader, a bug of
-        // ours) stops the loader at that batch, so that state() resumes there and no
-        // good sample is lost.
         if (!batch.ok() && batch.status().code() != Status::Code::kBadData) {
           broken_ = batch.status();
           broken_reported_ = true;
-          return broken_;
         }
-        pass_.delivered(pass_.epoch(), index);  // the position moves on delivery only
-        if (!batch.ok() || batch->has_value()) return batch;
-        continue;  // every sample of that batch was skipped
+        return batch;
       }
       // Batches completed before a fatal error are still delivered, in order; once the
       // error is reported, it stays.
@@ -132,14 +162,12 @@ class Loader::Impl {
         broken_reported_ = true;
         return broken_;
       }
-      if (dispatcher_->in_flight() == 0 && slots_->free_count() == 0) {
-        return every_slot_held();
-      }
+      if (dispatcher_->in_flight() == 0 && slots_->free_count() == 0) return every_slot_held();
       // Checked only where next() would wait: a worker that is stopped (SIGSTOP) or
       // stuck must not hold up a Ctrl-C. The signal also cuts the wait's poll() short.
       if (interrupted_.exchange(false, std::memory_order_relaxed)) {
-        return Status::Cancelled("interrupted while waiting for batch " + std::to_string(pass_.position()) +
-                               " (Loader::interrupt); the pass is unchanged and next() goes on with it");
+        return Status::Cancelled("interrupted while waiting for batch " + std::to_string(index) +
+                                 " (Loader::interrupt); the pass is unchanged and next() goes on with it");
       }
       handle_events(kEventWait);
     }
@@ -178,6 +206,27 @@ class Loader::Impl {
     return Status::Ok();
   }
   PassPosition::Seek resume_point() const { return pass_.resume_point(); }
+  // For LoaderInternals: a pass on demand.
+  Status begin_demand(std::uint64_t epoch) {
+    if (Status s = check_process(); !s.ok()) return s;
+    if (Status s = PassPosition::check_epoch(epoch, "epoch"); !s.ok()) return s;
+    dispatcher_->begin_demand(sampler_, epoch);
+    pass_.start({epoch, 0});
+    demand_.emplace();
+    interrupted_.store(false, std::memory_order_relaxed);
+    return Status::Ok();
+  }
+  Status want(std::uint64_t batch) {
+    if (!demand_) return Status::FailedPrecondition("the pass is not on demand: seek it on demand first");
+    if (batch >= sampler_.batches_per_epoch()) {
+      return Status::InvalidArgument("batch " + std::to_string(batch) + " is past the end of the epoch (" +
+                                     std::to_string(sampler_.batches_per_epoch()) + " batches)");
+    }
+    demand_->push_back(batch);
+    dispatcher_->want(batch);
+    return Status::Ok();
+  }
+  std::size_t wanted() const { return demand_ ? demand_->size() : 0; }
   const OrderKey& key() const { return key_; }
   bool broken() const { return broken_reported_; }
 
@@ -208,6 +257,7 @@ class Loader::Impl {
   // slots come back with their (discarded) completions.
   void begin_pass(PassPosition::Seek seek) {
     dispatcher_->begin_pass(sampler_, seek);
+    demand_.reset();
     pass_.start(seek);
     interrupted_.store(false, std::memory_order_relaxed);  // an interrupt is for the pass it cut short
   }
@@ -247,6 +297,9 @@ class Loader::Impl {
 
   // The current pass.
   PassPosition pass_;  // epoch and batches handed to the caller
+  // A pass on demand (forkfeedd serving a fan-in client): the batches wanted and not yet
+  // handed out, in the order wanted; pass_ then only holds the epoch.
+  std::optional<std::deque<std::uint64_t>> demand_;
   Status broken_;
   bool broken_reported_ = false;
   // Set by interrupt(), perhaps from a signal handler: lock-free, so async-signal-safe.
@@ -313,6 +366,10 @@ PassPosition::Seek LoaderInternals::position(const Loader& loader) { return load
 const OrderKey& LoaderInternals::order_key(const Loader& loader) { return loader.impl_->key(); }
 Status LoaderInternals::seek(Loader& loader, PassPosition::Seek to) { return loader.impl_->seek(to); }
 bool LoaderInternals::broken(const Loader& loader) { return loader.impl_->broken(); }
+Status LoaderInternals::begin_demand(Loader& loader, std::uint64_t epoch) { return loader.impl_->begin_demand(epoch); }
+Status LoaderInternals::want(Loader& loader, std::uint64_t batch) { return loader.impl_->want(batch); }
+std::size_t LoaderInternals::wanted(const Loader& loader) { return loader.impl_->wanted(); }
+Result<LoaderInternals::Wanted> LoaderInternals::next_wanted(Loader& loader) { return loader.impl_->next_wanted(); }
 
 Loader::Iterator Loader::begin() {
   if (Status s = impl_->reset(); !s.ok()) throw Error(s);  // a new range-for is a new pass

@@ -3,6 +3,11 @@
 // recomputing what the Loader already holds (its order key hashes the whole index).
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "forkfeed/batch.h"
 #include "forkfeed/loader.h"
 #include "forkfeed/status.h"
 #include "loader/checkpoint.h"
@@ -21,6 +26,26 @@ class LoaderInternals {
   // Whether next() reported an error that ends the loader: every later next() repeats
   // it. A bad file (on_error=fail), an interrupt or a full pool of slots does not.
   static bool broken(const Loader& loader);
+
+  // A pass on demand, for forkfeedd serving one rank from several daemons (a fan-in
+  // client asks each for the batches it chose): begin_demand() starts a pass of `epoch`
+  // in a new generation that issues nothing until want() names a batch; next_wanted()
+  // then gives the wanted batches in the order wanted, each as next() would give it in a
+  // whole pass (nullopt: every sample skipped; BadData: its bad file), with its index.
+  // A seek (or a load_state, reset, set_epoch) ends it.
+  static Status begin_demand(Loader& loader, std::uint64_t epoch);
+  // InvalidArgument for a batch past the epoch's end; FailedPrecondition outside a pass
+  // on demand.
+  static Status want(Loader& loader, std::uint64_t batch);
+  // Batches wanted and not yet given by next_wanted().
+  static std::size_t wanted(const Loader& loader);
+  struct Wanted {
+    std::uint64_t index;
+    Result<std::optional<Batch>> batch;
+  };
+  // REQUIRES: wanted() > 0, else FailedPrecondition. An error of the call itself (an
+  // interrupt, a broken loader: see broken()) leaves the batch wanted.
+  static Result<Wanted> next_wanted(Loader& loader);
 };
 
 }  // namespace forkfeed

@@ -25,6 +25,8 @@ enum class DeliveryKind : std::uint32_t {
   kBatch = 1,      // a batch in the arena; return `handle` and `tag` when done
   kEndOfPass = 2,  // the pass of `epoch` is over (Loader::next() gave nullopt)
   kError = 3,      // Loader::next() failed; `epoch` and `index` say where the pass stands after it
+                   // (a stream on demand: `index` is the batch it failed on)
+  kEmpty = 4,      // a stream on demand: batch `index` was wanted and every sample of it was skipped
 };
 
 struct DeliveryRecord {

@@ -29,6 +29,7 @@ enum class MessageType : std::uint16_t {
   kHello = 5,       // client, first: proves the daemon answers; the reply is {"protocol": N}
                     // (to forkfeed-gateway: with {"token", "worker"}, see gateway/remote_session.h)
   kCredit = 6,      // remote client, unanswered: {"count": N} receive slots freed
+  kWant = 7,        // client of a stream on demand, unanswered: {"generation", "batches": [...]}
   kReply = 100,     // daemon: {"ok":true,...} or {"ok":false,"code":...,"error":...}
   kNotice = 101,    // daemon, unasked: {"error":...}, why it closes the connection now
   kHeartbeat = 102, // forkfeed-gateway, unasked, every second: it is alive

@@ -103,6 +103,7 @@ void for_each_field(Request& r, Visit&& visit) {
     if (scope == OptionScope::kStream) visit(key, field);
   });
   visit("state", r.state);
+  visit("demand", r.demand);
 }
 
 // Reads body[key] into `out`, leaving the default when the key is absent. A name that

@@ -17,6 +17,10 @@ namespace forkfeed {
 struct StreamRequest {
   StreamOptions stream;
   std::string state;  // empty: start at options.epoch
+  // A stream on demand: the daemon decodes only the batches the client wants (kWant),
+  // and a seek starts an epoch on demand. How a fan-in client splits a rank's pass
+  // among several daemons.
+  bool demand = false;
 };
 
 nlohmann::json to_json(const StreamRequest& request);

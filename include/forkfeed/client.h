@@ -34,6 +34,10 @@ std::string default_socket_path();
 // handshake (not for the stream to open: a large dataset may take longer to index).
 inline constexpr std::chrono::milliseconds kDefaultConnectTimeout = std::chrono::seconds(10);
 
+// How long a remote daemon may hold batches without delivering one before they are
+// asked of the others (StreamOptions::overdue).
+inline constexpr std::chrono::milliseconds kDefaultOverdue = std::chrono::seconds(2);
+
 // What a stream reads and how. The stream shares the daemon's one pool of workers:
 // loader.workers only caps how many it keeps busy (its batch slots, within the daemon's
 // max_stream_workers); start_method, weight and log_level are the daemon's. Relative paths are taken from this process's working directory.
@@ -43,6 +47,10 @@ struct StreamOptions {
   std::string dataset;
   // connect() fails with an error saying so when the daemon does not answer in time.
   std::chrono::milliseconds connect_timeout = kDefaultConnectTimeout;
+  // Remote daemons only: one that holds batches of the pass and delivered none for this
+  // long is overdue — a hung node — and its batches are asked of the other daemons too
+  // (the first copy is kept). With one daemon, nothing else to ask.
+  std::chrono::milliseconds overdue = kDefaultOverdue;
 };
 
 // A forkfeedd on another machine: where it listens for remote clients (its --listen) and
@@ -51,6 +59,20 @@ struct StreamOptions {
 struct RemoteDaemon {
   std::string address;  // HOST:PORT
   std::string token_file;
+};
+
+// What one remote daemon of a Client did for it (Client::daemons()).
+struct RemoteDaemonStats {
+  std::string address;
+  bool up = false;       // connected now
+  bool stalled = false;  // overdue: its batches are asked of the others too
+  std::uint64_t batches = 0;     // first copies it delivered (samples skipped whole included)
+  std::uint64_t bytes = 0;       // of their pixels
+  std::uint64_t wait_ns = 0;     // from asking for a batch to its arrival, summed over batches
+  std::uint64_t reassigned = 0;  // its batches asked of the others when it was lost or overdue
+  std::uint64_t duplicates = 0;  // copies it delivered after another daemon's (dropped)
+  std::uint64_t losses = 0;      // times the connection to it was lost
+  std::string last_error;        // why it was last lost; empty if never
 };
 
 class Client {
@@ -70,6 +92,18 @@ class Client {
   // spawn their workers (start_method auto).
   static Result<std::unique_ptr<Client>> connect(const RemoteDaemon& daemon, const StreamOptions& options,
                                                  std::string_view state = {});
+  // One rank's stream drawn from several remote daemons at once (a fan-in), each serving
+  // the same named dataset: every batch of the pass is asked of one daemon, the next one
+  // going to whichever has a free receive slot (so each makes batches at its own speed),
+  // and they are handed out in the pass's order — the stream, state() and resume are
+  // exactly one daemon's, or a Loader's. A daemon that dies or cannot be reached loses
+  // nothing: its batches are asked of the others (logged with its address), and it is
+  // tried again now and then, rejoining at a batch boundary; one overdue has its batches
+  // asked of the others too. Only when every daemon is lost does a call fail. A daemon
+  // that refuses (token, dataset) fails connect(); one unreachable at connect time is
+  // left out and tried again, as long as one other connects.
+  static Result<std::unique_ptr<Client>> connect(const std::vector<RemoteDaemon>& daemons,
+                                                 const StreamOptions& options, std::string_view state = {});
   // Closes the stream: the daemon stops its workers. Batches still held stay readable
   // until they are destroyed.
   ~Client();
@@ -110,8 +144,13 @@ class Client {
   // them: it does when they take at most 48 KiB (ImageNet's take 10); else empty while
   // classes() is not 0.
   const std::vector<std::string>& class_names() const;
-  // The stream's loader stats, asked from the daemon.
+  // The stream's loader stats, asked from the daemon (from every remote daemon, summed).
   Result<LoaderStats> stats();
+  // A remote Client's daemons, in the order given (those added after); empty for a local one.
+  std::vector<RemoteDaemonStats> daemons() const;
+  // Adds a remote daemon to a remote Client: it joins at the next batch boundary, as a
+  // lost one that comes back does. InvalidArgument for a local Client or a bad address.
+  Status add_daemon(const RemoteDaemon& daemon);
 
   // Range-for over one pass, as Loader's: begin() is a reset(). Errors are thrown as
   // forkfeed::Error.

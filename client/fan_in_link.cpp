@@ -1,0 +1,447 @@
+// FanInLink: the members, their losses and returns, the pass in order.
+#include "client/fan_in_link.h"
+
+#include <poll.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+
+#include "loader/slot_count.h"
+
+namespace forkfeed {
+
+using json = nlohmann::json;
+
+namespace {
+
+// A lost daemon is tried again after this, doubled at each failure up to the most.
+constexpr std::chrono::seconds kFirstRetry{1};
+constexpr std::chrono::seconds kMostRetry{30};
+// Trying a lost daemon again waits at most this long for it (next() waits meanwhile).
+constexpr std::chrono::milliseconds kRejoinTimeout{2000};
+
+// Whether two daemons' streams make the same batches.
+bool same_order(const StreamOpened& a, const StreamOpened& b) {
+  return a.order == b.order && a.batches_per_epoch == b.batches_per_epoch && a.size == b.size &&
+         a.dtype == b.dtype && a.layout == b.layout && a.classes == b.classes;
+}
+
+// Errors that say a daemon cannot be reached now, rather than that it refuses.
+bool unreachable(const Status& s) {
+  return s.code() == Status::Code::kUnavailable || s.code() == Status::Code::kDeadlineExceeded;
+}
+
+std::uint64_t ns(std::chrono::steady_clock::duration d) {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+}
+
+}  // namespace
+
+Result<std::unique_ptr<FanInLink>> FanInLink::open(const std::vector<RemoteDaemon>& daemons, Settings settings,
+                                                   json& opened) {
+  if (daemons.empty()) return Status::InvalidArgument("no remote forkfeedd address given");
+  std::unique_ptr<FanInLink> link(new FanInLink(std::move(settings)));
+  std::vector<std::string> unreached;
+  json first;
+  for (const RemoteDaemon& daemon : daemons) {
+    link->add(daemon);
+    const auto i = static_cast<std::uint32_t>(link->members_.size() - 1);
+    json reply;
+    const Status s = link->connect(i, link->settings_.connect_timeout, reply);
+    if (s.ok()) {
+      if (first.is_null()) first = std::move(reply);
+      continue;
+    }
+    if (!unreachable(s)) return s;
+    unreached.push_back(s.message());
+    link->members_[i].stats.last_error = s.message();
+    link->members_[i].retry_at = Clock::now() + link->members_[i].backoff;
+  }
+  if (first.is_null()) {
+    std::string why;
+    for (const std::string& u : unreached) why += (why.empty() ? "" : "; ") + u;
+    return Status::Unavailable(why);
+  }
+  for (const std::string& u : unreached) {
+    spdlog::warn("forkfeed: {}; going on without it, and trying it again from time to time", u);
+  }
+  link->epoch_ = link->shape_.epoch;
+  link->generation_ = link->shape_.generation;
+  link->plan_.start(link->shape_.position, link->shape_.batches_per_epoch);
+  first["slots"] = link->slots();
+  opened = std::move(first);
+  return link;
+}
+
+FanInLink::~FanInLink() = default;
+
+void FanInLink::add(const RemoteDaemon& daemon) {
+  Member m;
+  m.daemon = daemon;
+  m.stats.address = daemon.address;
+  m.backoff = kFirstRetry;
+  members_.push_back(std::move(m));
+  (void)plan_.add_daemon();
+}
+
+Status FanInLink::connect(std::uint32_t i, std::chrono::milliseconds timeout, json& reply) {
+  Member& m = members_[i];
+  auto link = RemoteLink::open(m.daemon, timeout, settings_.pin_device, settings_.request, reply);
+  if (!link.ok()) return link.status();
+  auto opened = parse_stream_opened(reply);
+  if (!opened.ok()) return opened.status();
+  if (shape_from_.empty()) {
+    shape_ = *opened;
+    shape_from_ = m.daemon.address;
+  } else if (!same_order(*opened, shape_)) {
+    return Status::FailedPrecondition(
+        "the remote forkfeedd at " + m.daemon.address + " serves the dataset in another order than the one at " +
+        shape_from_ + " (its files, or the image size, dtype or layout differ): every daemon of one Client must "
+        "serve the same files under the same name");
+  }
+  m.link = std::move(link).value();
+  m.generation = opened->generation;
+  m.stats.up = true;
+  plan_.up(i);
+  return Status::Ok();
+}
+
+Status FanInLink::seek(std::uint32_t i) {
+  Member& m = members_[i];
+  auto reply = m.link->request(MessageType::kSeek, json{{"epoch", epoch_}, {"position", 0}});
+  if (!reply.ok()) return reply.status();
+  auto generation = get_uint(*reply, "generation", ~std::uint64_t{0});
+  if (!generation.ok()) return Status::Internal("a malformed seek reply: " + generation.status().message());
+  m.generation = *generation;
+  return Status::Ok();
+}
+
+bool FanInLink::any_up() const {
+  return std::any_of(members_.begin(), members_.end(), [](const Member& m) { return m.link != nullptr; });
+}
+
+void FanInLink::lose(std::uint32_t i, const Status& why) {
+  Member& m = members_[i];
+  if (!m.link) return;
+  const std::uint64_t taken = plan_.lost(i);
+  m.stats.reassigned += taken;
+  m.stats.losses += 1;
+  m.stats.up = false;
+  m.stats.stalled = false;
+  m.stats.last_error = why.message();
+  retired_.push_back(std::move(m.link));
+  m.retry_at = Clock::now() + m.backoff;
+  if (!any_up()) {
+    std::string each;
+    for (const Member& member : members_) each += "; " + member.stats.last_error;
+    failed_ = members_.size() == 1 ? why : Status::Unavailable("lost every remote forkfeedd of this stream" + each);
+    spdlog::error("forkfeed: {}", failed_.message());
+    return;
+  }
+  spdlog::warn("forkfeed: {}; its {} batch(es) of the pass in progress go to the other daemons, and it is tried "
+               "again in {} s",
+               why.message(), taken, std::chrono::duration_cast<std::chrono::seconds>(m.backoff).count());
+}
+
+void FanInLink::rejoin(Clock::time_point now) {
+  for (std::uint32_t i = 0; i < members_.size(); ++i) {
+    Member& m = members_[i];
+    if (m.link || now < m.retry_at || !failed_.ok()) continue;
+    json reply;
+    Status s = connect(i, std::min(settings_.connect_timeout, kRejoinTimeout), reply);
+    if (s.ok()) {
+      s = seek(i);
+      if (!s.ok()) {
+        lose(i, s);
+        continue;
+      }
+      m.backoff = kFirstRetry;
+      spdlog::info("forkfeed: the remote forkfeedd at {} joined the stream at batch {} of epoch {}", m.daemon.address,
+                   plan_.head(), epoch_);
+      continue;
+    }
+    m.stats.last_error = s.message();
+    m.backoff = std::min<Clock::duration>(m.backoff * 2, kMostRetry);
+    m.retry_at = Clock::now() + m.backoff;
+    spdlog::debug("forkfeed: {} (tried again in {} s)", s.message(),
+                  std::chrono::duration_cast<std::chrono::seconds>(m.backoff).count());
+  }
+}
+
+void FanInLink::accept(std::uint32_t i, LinkDelivery d) {
+  Member& m = members_[i];
+  const DeliveryRecord& r = d.record;
+  const bool batch = r.kind == DeliveryKind::kBatch;
+  if (r.generation != m.generation || r.kind == DeliveryKind::kEndOfPass) {  // of a pass sought away
+    if (batch) m.link->drop(d);
+    return;
+  }
+  if (r.kind == DeliveryKind::kError && r.fatal != 0) {
+    char message[kDeliveryMessageBytes];
+    std::snprintf(message, sizeof message, "%s", r.message);
+    return lose(i, Status::Unavailable("the remote forkfeedd at " + m.daemon.address + " cannot go on: " + message));
+  }
+  if (r.epoch != epoch_) {
+    if (batch) m.link->drop(d);
+    return lose(i, Status::Unavailable("the remote forkfeedd at " + m.daemon.address +
+                                       " sent a batch of another epoch; is it another forkfeed version?"));
+  }
+  const FanInPlan::Arrival a = plan_.arrived(i, r.index, Clock::now());
+  m.stats.wait_ns += ns(a.waited);
+  m.stats.stalled = false;
+  if (!a.first) {
+    m.stats.duplicates += 1;
+    if (batch) m.link->drop(d);
+    return;
+  }
+  m.stats.batches += 1;
+  if (batch) m.stats.bytes += r.pixel_bytes;
+  d.carrier = m.link.get();
+  arrived_.emplace(r.index, d);
+}
+
+void FanInLink::collect() {
+  if (!failed_.ok()) return;
+  for (std::uint32_t i = 0; i < members_.size(); ++i) {
+    Member& m = members_[i];
+    if (!m.link) continue;
+    if (Status s = m.link->check(); !s.ok()) {
+      lose(i, s);
+      continue;
+    }
+    while (m.link) {
+      std::optional<LinkDelivery> d = m.link->pop();
+      if (!d) break;
+      accept(i, *d);
+    }
+    if (m.link) {
+      if (Status s = m.link->check(); !s.ok()) lose(i, s);
+    }
+  }
+  if (!failed_.ok()) return;
+  for (const FanInPlan::Stall& stall : plan_.stall_overdue(Clock::now(), settings_.overdue)) {
+    Member& m = members_[stall.daemon];
+    m.stats.stalled = true;
+    m.stats.reassigned += stall.taken;
+    spdlog::warn("forkfeed: the remote forkfeedd at {} delivered nothing for {} ms; its {} batch(es) are asked of "
+                 "the other daemons too",
+                 m.daemon.address, settings_.overdue.count(), stall.taken);
+  }
+  const auto wants = plan_.assign(
+      [this](std::uint32_t d) { return members_[d].link ? members_[d].link->free_slots() : 0u; }, Clock::now());
+  for (const FanInPlan::Want& want : wants) {
+    Member& m = members_[want.daemon];
+    if (Status s = m.link->want(m.generation, want.batches); !s.ok()) lose(want.daemon, s);
+  }
+  // Lost links go once nothing of theirs is in flight or waiting to be handed out.
+  std::erase_if(retired_, [this](const std::unique_ptr<RemoteLink>& link) {
+    link->service();
+    if (link->receiving() > 0) return false;
+    return std::none_of(arrived_.begin(), arrived_.end(),
+                        [&](const auto& a) { return a.second.carrier == link.get(); });
+  });
+}
+
+std::optional<LinkDelivery> FanInLink::take_head() {
+  while (plan_.head_arrived()) {
+    auto node = arrived_.extract(plan_.head());
+    plan_.handed_out();
+    LinkDelivery d = node.mapped();
+    d.record.generation = generation_;
+    // The Client's rule for an error: where the pass stands after it (the bad batch is consumed).
+    if (d.record.kind == DeliveryKind::kError) d.record.index += 1;
+    return d;
+  }
+  if (plan_.over() && !end_handed_) {
+    end_handed_ = true;
+    LinkDelivery d;
+    d.record.kind = DeliveryKind::kEndOfPass;
+    d.record.generation = generation_;
+    d.record.epoch = epoch_;
+    d.record.index = shape_.batches_per_epoch;
+    return d;
+  }
+  return std::nullopt;
+}
+
+std::optional<LinkDelivery> FanInLink::pop() {
+  if (!failed_.ok()) return std::nullopt;
+  if (end_handed_) {  // the stream goes on with the next epoch, as a daemon's loader does
+    if (Status s = begin(epoch_ + 1, 0); !s.ok() && failed_.ok()) failed_ = s;
+    if (!failed_.ok()) return std::nullopt;
+  }
+  rejoin(Clock::now());  // between two batches
+  collect();
+  if (!failed_.ok()) return std::nullopt;
+  return take_head();
+}
+
+Status FanInLink::check() {
+  collect();
+  return failed_;
+}
+
+Result<bool> FanInLink::wait(int interrupt_fd) {
+  const Clock::time_point started = Clock::now();
+  std::vector<pollfd> fds;
+  std::vector<std::uint32_t> polled;
+  while (true) {
+    collect();
+    if (!failed_.ok()) return failed_;
+    if (plan_.head_arrived() || plan_.over() || end_handed_) return true;
+    if (!plan_.anything_outstanding()) {
+      // Nothing is on its way and nothing could be asked for: every receive slot holds a
+      // batch the caller has not released.
+      return every_slot_held();
+    }
+    bool armed = true;
+    for (const Member& m : members_) armed = armed && (!m.link || m.link->arm());
+    if (!armed) continue;
+    Clock::time_point deadline = Clock::time_point::max();
+    fds.clear();
+    polled.clear();
+    for (std::uint32_t i = 0; i < members_.size(); ++i) {
+      const Member& m = members_[i];
+      if (!m.link) {
+        deadline = std::min(deadline, m.retry_at);
+        continue;
+      }
+      deadline = std::min(deadline, m.link->silence_deadline(started));
+      m.link->add_poll_fds(fds);
+      polled.push_back(i);
+    }
+    if (auto overdue = plan_.next_overdue(settings_.overdue)) deadline = std::min(deadline, *overdue);
+    fds.push_back({interrupt_fd, POLLIN, 0});
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (::poll(fds.data(), fds.size(), static_cast<int>(std::clamp<std::int64_t>(left + 1, 0, 60000))) < 0 &&
+        errno != EINTR) {
+      return Status::FromErrno("poll for the remote forkfeedd daemons", errno);
+    }
+    const Clock::time_point now = Clock::now();
+    for (std::size_t k = 0; k < polled.size(); ++k) {
+      Member& m = members_[polled[k]];
+      m.link->after_poll(&fds[k * RemoteLink::kPollFds]);
+      if (now >= m.link->silence_deadline(started)) lose(polled[k], m.link->lose_silent());
+    }
+    if (fds.back().revents != 0) return false;
+    rejoin(now);
+  }
+}
+
+Status FanInLink::begin(std::uint64_t epoch, std::uint64_t position) {
+  for (auto& [index, d] : arrived_) {
+    if (d.record.kind == DeliveryKind::kBatch) d.carrier->drop(d);
+  }
+  arrived_.clear();
+  epoch_ = epoch;
+  end_handed_ = false;
+  plan_.start(position, shape_.batches_per_epoch);
+  for (std::uint32_t i = 0; i < members_.size(); ++i) {
+    if (!members_[i].link) continue;
+    if (Status s = seek(i); !s.ok()) {
+      if (!members_[i].link->check().ok()) {
+        lose(i, s);
+        continue;
+      }
+      return s;  // the daemon refused: the Client says why
+    }
+  }
+  return failed_;
+}
+
+Result<json> FanInLink::request(MessageType type, const json& body) {
+  if (!failed_.ok()) return failed_;
+  switch (type) {
+    case MessageType::kSeek: {
+      auto epoch = get_uint(body, "epoch", ~std::uint64_t{0});
+      auto position = get_uint(body, "position", shape_.batches_per_epoch);
+      if (!epoch.ok() || !position.ok()) return Status::InvalidArgument("a seek needs its epoch and position");
+      if (Status s = begin(*epoch, *position); !s.ok()) return s;
+      generation_ += 1;
+      return json{{"ok", true}, {"generation", generation_}};
+    }
+    case MessageType::kStats:
+      return stats();
+    case MessageType::kClose:
+      close();
+      return json{{"ok", true}};
+    default:
+      return Status::InvalidArgument("a remote Client sends no request of type " +
+                                     std::to_string(static_cast<int>(type)));
+  }
+}
+
+Result<json> FanInLink::stats() {
+  LoaderStats sum;
+  bool any = false;
+  for (std::uint32_t i = 0; i < members_.size(); ++i) {
+    Member& m = members_[i];
+    if (!m.link) continue;
+    auto reply = m.link->request(MessageType::kStats, json::object());
+    if (!reply.ok()) {
+      if (!m.link->check().ok()) lose(i, reply.status());
+      continue;
+    }
+    auto s = parse_loader_stats(*reply);
+    if (!s.ok()) return s.status();
+    if (!any) sum.start_method = s->start_method;
+    any = true;
+    sum.skipped_samples += s->skipped_samples;
+    sum.skipped_bytes += s->skipped_bytes;
+    sum.worker_restarts += s->worker_restarts;
+    sum.arena_bytes += s->arena_bytes;
+    sum.index_bytes += s->index_bytes;
+    sum.slots += s->slots;
+    sum.worker_ns += s->worker_ns;
+    sum.wait_ns += s->wait_ns;
+  }
+  if (!failed_.ok()) return failed_;
+  json body = json::object();
+  write_loader_stats(sum, body);
+  return body;
+}
+
+void FanInLink::close() {
+  for (Member& m : members_) {
+    if (m.link) (void)m.link->request(MessageType::kClose, json::object());
+  }
+}
+
+std::uint32_t FanInLink::held() const {
+  std::uint32_t n = 0;
+  for (const Member& m : members_) n += m.link ? m.link->held() : 0;
+  for (const auto& link : retired_) n += link->held();
+  return n;
+}
+
+std::uint32_t FanInLink::slots() const {
+  std::uint32_t n = 0;
+  for (const Member& m : members_) n += m.link ? m.link->slots() : 0;
+  for (const auto& link : retired_) n += link->held();  // a batch it lent still counts
+  return n;
+}
+
+bool FanInLink::pinned() const {
+  return std::any_of(members_.begin(), members_.end(), [](const Member& m) { return m.link && m.link->pinned(); });
+}
+
+std::vector<RemoteDaemonStats> FanInLink::daemons() const {
+  std::vector<RemoteDaemonStats> out;
+  for (const Member& m : members_) out.push_back(m.stats);
+  return out;
+}
+
+Status FanInLink::add_daemon(const RemoteDaemon& daemon) {
+  for (const Member& m : members_) {
+    if (m.daemon.address == daemon.address) {
+      return Status::InvalidArgument("the remote forkfeedd at " + daemon.address + " is already one of this Client's");
+    }
+  }
+  add(daemon);
+  members_.back().retry_at = Clock::now();
+  return Status::Ok();
+}
+
+}  // namespace forkfeed

@@ -1,0 +1,104 @@
+// FanInLink: a remote Client's stream, drawn from one or more remote daemons (a fan-in).
+// Each daemon serves a stream of the same dataset and options opened on demand: it makes
+// only the batches this link wants of it. FanInPlan decides which daemon makes which
+// batch (by credit; again elsewhere when one is lost or overdue); this link talks to
+// the daemons — one RemoteLink each — and hands the batches to the Client in the pass's
+// order, so that the Client's position, state() and generation rule work as over one
+// link. A lost daemon is tried again with a growing back-off, at a batch boundary.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "client/fan_in_plan.h"
+#include "client/remote_link.h"
+#include "client/stream_link.h"
+#include "forkfeed/client.h"
+#include "protocol/stream_request.h"
+
+namespace forkfeed {
+
+class FanInLink final : public StreamLink {
+ public:
+  struct Settings {
+    std::chrono::milliseconds connect_timeout;
+    std::chrono::milliseconds overdue;
+    int pin_device = -1;
+    nlohmann::json request;  // the open_stream body, on demand
+  };
+  // Opens the stream on every daemon; the first reply (the pass the Client starts with)
+  // in `opened`, its slots those of all. Fails if a daemon refuses, or serves another
+  // order (dataset, options), or none can be reached.
+  static Result<std::unique_ptr<FanInLink>> open(const std::vector<RemoteDaemon>& daemons, Settings settings,
+                                                 nlohmann::json& opened);
+  ~FanInLink() override;
+
+  // kSeek starts a pass on every daemon; kStats sums theirs; kClose closes them all.
+  Result<nlohmann::json> request(MessageType type, const nlohmann::json& body) override;
+  std::optional<LinkDelivery> pop() override;
+  Result<bool> wait(int interrupt_fd) override;
+  Status check() override;
+  void drop(const LinkDelivery& d) override { d.carrier->drop(d); }
+  std::unique_ptr<detail::SlotLease> lend(const LinkDelivery& d) override { return d.carrier->lend(d); }
+  std::uint32_t held() const override;
+  std::uint32_t slots() const override;
+  bool pinned() const override;
+
+  std::vector<RemoteDaemonStats> daemons() const;
+  // A new daemon, tried at the next batch boundary.
+  Status add_daemon(const RemoteDaemon& daemon);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Member {
+    RemoteDaemon daemon;
+    std::unique_ptr<RemoteLink> link;  // null while lost
+    std::uint64_t generation = 0;      // of its stream, as of its last seek
+    Clock::time_point retry_at{};
+    Clock::duration backoff{};
+    RemoteDaemonStats stats;
+  };
+  explicit FanInLink(Settings settings) : settings_(std::move(settings)) {}
+
+  void add(const RemoteDaemon& daemon);
+  // Opens member `i`'s stream, its reply in `reply`; one that does not match the first
+  // stream's order is an error.
+  Status connect(std::uint32_t i, std::chrono::milliseconds timeout, nlohmann::json& reply);
+  // Seeks member `i` to the current pass on demand.
+  Status seek(std::uint32_t i);
+  // Member `i` is lost for `why`: its batches go to the others.
+  void lose(std::uint32_t i, const Status& why);
+  // Tries the lost members whose time has come.
+  void rejoin(Clock::time_point now);
+  // Takes in what every member delivered, stalls the overdue, sends the wants.
+  void collect();
+  void accept(std::uint32_t i, LinkDelivery d);
+  // The next delivery in the pass's order, if it came.
+  std::optional<LinkDelivery> take_head();
+  // Starts the pass at (epoch, position) on every member.
+  Status begin(std::uint64_t epoch, std::uint64_t position);
+  Result<nlohmann::json> stats();
+  void close();
+  bool any_up() const;
+
+  const Settings settings_;
+  StreamOpened shape_;  // the first daemon's stream: every other must match its order
+  std::string shape_from_;  // that daemon's address
+  std::vector<Member> members_;
+  FanInPlan plan_;
+  std::uint64_t epoch_ = 0;
+  std::uint64_t generation_ = 0;  // the Client's: one more at each seek
+  bool end_handed_ = false;       // the pass's end went out: the next pop starts the next epoch
+  std::map<std::uint64_t, LinkDelivery> arrived_;  // by batch index: come, not handed out
+  // Lost links, kept while a receive is in flight in them or a batch that came by them
+  // waits in arrived_.
+  std::vector<std::unique_ptr<RemoteLink>> retired_;
+  Status failed_;  // every daemon lost
+};
+
+}  // namespace forkfeed
