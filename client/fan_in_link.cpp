@@ -136,7 +136,10 @@ void FanInLink::lose(std::uint32_t i, const Status& why) {
   if (!any_up()) {
     std::string each;
     for (const Member& member : members_) each += "; " + member.stats.last_error;
-    failed_ = members_.size() == 1 ? why : Status::Unavailable("lost every remote forkfeedd of this stream" + each);
+    const bool one = members_.size() == 1;
+    failed_ = Status::Unavailable((one ? why.message() : "lost every remote forkfeedd of this stream" + each) +
+                                  (one ? "; restart it" : "; restart them") +
+                                  ", then connect again with the last state() to continue exactly");
     spdlog::error("forkfeed: {}", failed_.message());
     return;
   }

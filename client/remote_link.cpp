@@ -137,9 +137,7 @@ Status RemoteLink::make_arena(const json& opened, int pin_device) {
 
 Status RemoteLink::lose(const std::string& why) {
   if (lost_.ok()) {
-    lost_ = Status::Unavailable("lost the connection to the remote forkfeedd at " + address_ + ": " + why +
-                                "; restart the daemon if it is down, then connect again with the last state() to "
-                                "continue exactly");
+    lost_ = Status::Unavailable("lost the connection to the remote forkfeedd at " + address_ + ": " + why);
   }
   return lost_;
 }

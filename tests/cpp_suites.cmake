@@ -58,6 +58,7 @@ forkfeed_test(dataset_index_test)
 forkfeed_test(sampler_test)
 forkfeed_test(pass_position_test)
 forkfeed_test(dispatcher_test)
+forkfeed_test(fan_in_plan_test)
 forkfeed_test(delivery_test)
 forkfeed_test(checkpoint_test)
 forkfeed_test(tar_test)
@@ -168,11 +169,13 @@ add_dependencies(user_files_test forkfeed-bench)
 forkfeed_daemon_test(remote_stream_test)
 add_dependencies(remote_stream_test forkfeed-bench forkfeed-gateway fake_cudart)  # a trainer to kill; pinning
 target_compile_definitions(remote_stream_test PRIVATE FAKE_CUDART="$<TARGET_FILE:fake_cudart>")
+forkfeed_daemon_test(fan_in_test)
+add_dependencies(fan_in_test forkfeed-gateway)
 
 # The longest suites first (ctest -j starts tests in decreasing COST when it has no times
 # of an earlier run), so that no core idles at the end while one of them runs alone.
 foreach(test IN ITEMS bench_cli_test compare_test daemon_fuzz_test client_stream_test worker_death_test
-                      daemon_limits_test fused_decode_test remote_stream_test)
+                      daemon_limits_test fused_decode_test remote_stream_test fan_in_test)
   if(TEST ${test})
     set_tests_properties(${test} PROPERTIES COST 100)
   endif()

@@ -35,6 +35,10 @@ extern char** environ;
 namespace forkfeed {
 namespace {
 
+using testing::daemon_stats;
+using testing::gateway_of;
+using testing::remote_address;
+
 using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
 
@@ -83,20 +87,6 @@ class RemoteStreamTest : public testing::DaemonSuite<RemoteStreamTest> {
   static inline std::string token_;
 };
 
-json daemon_stats(const std::string& socket) {
-  auto connection = DaemonConnection::connect(socket);
-  if (!connection.ok()) return json();
-  auto reply = connection->request(MessageType::kStats, json::object());
-  return reply.ok() ? reply->body : json();
-}
-
-// Where the daemon's gateway listens.
-std::string remote_address(const testing::DaemonProcess& daemon) {
-  const json stats = daemon_stats(daemon.socket());
-  if (!stats.contains("daemon") || stats["daemon"]["listen"].empty()) return "";
-  return stats["daemon"]["listen"][0].get<std::string>();
-}
-
 std::uint64_t open_streams(const testing::DaemonProcess& daemon) {
   const json stats = daemon_stats(daemon.socket());
   return stats.contains("daemon") ? stats["daemon"]["streams"].get<std::uint64_t>() : ~std::uint64_t{0};
@@ -108,17 +98,6 @@ bool maps_ucx(pid_t pid) {
     if (line.find("libucp.so") != std::string::npos) return true;
   }
   return false;
-}
-
-// The daemon's child that runs forkfeed-gateway.
-pid_t gateway_of(pid_t daemon) {
-  for (pid_t child : testing::children_of(daemon)) {
-    std::ifstream comm("/proc/" + std::to_string(child) + "/comm");
-    std::string name;
-    std::getline(comm, name);
-    if (name.starts_with("forkfeed-gatewa")) return child;  // comm holds 15 characters
-  }
-  return -1;
 }
 
 TEST_F(RemoteStreamTest, ARemoteStreamIsTheLocalLoadersOverTwoEpochsAndTwoRanks) {

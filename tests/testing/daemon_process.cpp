@@ -14,6 +14,8 @@
 #include <thread>
 
 #include "base/unique_fd.h"
+#include "client/daemon_connection.h"
+#include "protocol/frame.h"
 
 extern char** environ;
 
@@ -104,6 +106,29 @@ int memfd_mappings(pid_t pid, const std::string& name) {
     if (line.find("/memfd:" + name) != std::string::npos) ++n;
   }
   return n;
+}
+
+nlohmann::json daemon_stats(const std::string& socket) {
+  auto connection = DaemonConnection::connect(socket);
+  if (!connection.ok()) return nlohmann::json();
+  auto reply = connection->request(MessageType::kStats, nlohmann::json::object());
+  return reply.ok() ? reply->body : nlohmann::json();
+}
+
+std::string remote_address(const DaemonProcess& daemon) {
+  const nlohmann::json stats = daemon_stats(daemon.socket());
+  if (!stats.contains("daemon") || stats["daemon"]["listen"].empty()) return "";
+  return stats["daemon"]["listen"][0].get<std::string>();
+}
+
+pid_t gateway_of(pid_t daemon) {
+  for (pid_t child : children_of(daemon)) {
+    std::ifstream comm("/proc/" + std::to_string(child) + "/comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name.starts_with("forkfeed-gatewa")) return child;  // comm holds 15 characters
+  }
+  return -1;
 }
 
 }  // namespace forkfeed::testing

@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "base/unique_fd.h"
 #include "forkfeed/client.h"
 #include "forkfeed/loader.h"
@@ -82,6 +84,15 @@ bool connectable(const std::string& socket);
 Batches read_pass(Client& client, std::size_t max_batches = 1000);
 // Reads `count` batches through next(), crossing epoch ends. Fails the test at an error.
 Batches read_batches(Client& client, std::size_t count);
+
+// The daemon's (or the stream's) stats through the socket `socket`; null if it cannot
+// be asked.
+nlohmann::json daemon_stats(const std::string& socket);
+// Where the daemon's gateway listens (its first --listen, port resolved); empty if it
+// does not.
+std::string remote_address(const DaemonProcess& daemon);
+// The daemon's child that runs forkfeed-gateway, or -1.
+pid_t gateway_of(pid_t daemon);
 
 // Lines of /proc/<pid>/maps that map a memfd named `name` ("forkfeed-arena", ...).
 int memfd_mappings(pid_t pid, const std::string& name);

@@ -1,0 +1,252 @@
+// One rank drawn from several remote daemons (a fan-in), over loopback TCP (UCX_TLS=tcp):
+// the stream is the local Loader's over epochs and ranks with two and three daemons; a
+// daemon SIGKILLed before the first batch, mid-epoch, at an epoch boundary or during a
+// resume loses and repeats nothing; a stopped (hung) daemon is routed around within the
+// overdue time; a state taken while one is down resumes a Loader exactly; a daemon that
+// comes back at its address rejoins; all of them gone is an error within 3 s.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <thread>
+
+#include "forkfeed/client.h"
+#include "tests/testing/daemon_process.h"
+#include "tests/testing/temp_dataset.h"
+
+namespace forkfeed {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+class FanInTest : public testing::DaemonSuite<FanInTest> {
+ protected:
+  static void SetUpTestSuite() {
+    ::setenv("UCX_TLS", "tcp", 1);  // before any UCX context: the network path
+    ::setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 1);
+    make_dataset(96, 3, 23, 40, 90);
+    token_ = dir_->path() + "/token";
+    std::ofstream(token_) << "fan-in-token\n";
+  }
+
+  // A daemon serving the suite's dataset as "train" at `listen`.
+  static std::unique_ptr<testing::DaemonProcess> start(const std::string& name,
+                                                       const std::string& listen = "127.0.0.1:0") {
+    return std::make_unique<testing::DaemonProcess>(
+        socket_path(name), std::vector<std::string>{"--max-workers", "1", "--dataset", "train=" + root_, "--listen",
+                                                    listen, "--token-file", token_});
+  }
+
+  static LoaderOptions options(std::uint32_t rank = 0, std::uint32_t world = 1) {
+    LoaderOptions o = stream_options(1, 4);  // 24 batches per epoch for one rank
+    o.rank = rank;
+    o.world_size = world;
+    o.seed = 5;
+    return o;
+  }
+
+  static std::unique_ptr<Client> connect(const std::vector<std::string>& addresses, std::uint32_t rank = 0,
+                                         std::uint32_t world = 1, std::string_view state = {},
+                                         std::chrono::milliseconds overdue = kDefaultOverdue) {
+    StreamOptions s;
+    s.loader = options(rank, world);
+    s.loader.image_folder.clear();
+    s.dataset = "train";
+    s.overdue = overdue;
+    std::vector<RemoteDaemon> daemons;
+    for (const std::string& a : addresses) daemons.push_back(RemoteDaemon{a, token_});
+    auto client = Client::connect(daemons, s, state);
+    EXPECT_TRUE(client.ok()) << client.status().message();
+    return client.ok() ? std::move(client).value() : nullptr;
+  }
+
+  // Reads `count` batches of `client` and of `loader`, across epoch ends; both
+  // sequences must be equal.
+  static void expect_same(Client& client, Loader& loader, std::size_t count, const std::string& what) {
+    const testing::Batches got = testing::read_batches(client, count);
+    const testing::Batches want = testing::read_batches(loader, count);
+    EXPECT_TRUE(got == want) << what << ": the fan-in stream differs from the Loader's (" << got.size() << " of "
+                             << count << " batches read)";
+  }
+
+  static inline std::string token_;
+};
+
+std::vector<std::string> addresses_of(const std::vector<std::unique_ptr<testing::DaemonProcess>>& daemons) {
+  std::vector<std::string> out;
+  for (const auto& d : daemons) out.push_back(testing::remote_address(*d));
+  return out;
+}
+
+TEST_F(FanInTest, TwoAndThreeDaemonsGiveTheLoadersStreamOverThreeEpochsAndTwoRanks) {
+  testing::HangGuard guard(180, "FanInTest.Equals");
+  std::vector<std::unique_ptr<testing::DaemonProcess>> daemons;
+  for (const char* name : {"eq0", "eq1", "eq2"}) daemons.push_back(start(name));
+  const std::vector<std::string> all = addresses_of(daemons);
+  for (std::size_t k : {2u, 3u}) {
+    const std::vector<std::string> some(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(k));
+    for (std::uint32_t rank = 0; rank < 2; ++rank) {
+      auto client = connect(some, rank, 2);
+      ASSERT_TRUE(client);
+      auto loader = testing::open_loader(options(rank, 2));
+      for (int epoch = 0; epoch < 3; ++epoch) {
+        const testing::Batches got = testing::read_pass(*client);
+        const testing::Batches want = testing::read_pass(*loader);
+        ASSERT_EQ(got.size(), 12u);
+        EXPECT_TRUE(got == want) << k << " daemons, rank " << rank << ", epoch " << epoch;
+      }
+      EXPECT_EQ(client->state(), loader->state());
+      for (const RemoteDaemonStats& d : client->daemons()) {
+        EXPECT_GT(d.batches, 0u) << d.address << " served nothing: the pass was not shared";
+        EXPECT_TRUE(d.up);
+        EXPECT_EQ(d.losses, 0u);
+      }
+    }
+  }
+}
+
+TEST_F(FanInTest, ADaemonKilledAtAnyPointLosesAndRepeatsNothing) {
+  testing::HangGuard guard(180, "FanInTest.Kill");
+  struct Point {
+    std::size_t after;  // batches read before the kill
+    const char* what;
+  };
+  for (const Point& p : {Point{0, "before the first batch"}, Point{9, "mid-epoch"}, Point{24, "at an epoch boundary"}}) {
+    auto d0 = start("kill0");
+    auto d1 = start("kill1");
+    auto client = connect({testing::remote_address(*d0), testing::remote_address(*d1)});
+    ASSERT_TRUE(client);
+    auto loader = testing::open_loader(options());
+    expect_same(*client, *loader, p.after, p.what);
+    ASSERT_TRUE(d0->signal_and_wait(SIGKILL, 5s));
+    expect_same(*client, *loader, 48 - p.after, std::string(p.what) + ", after the kill");
+    EXPECT_EQ(client->state(), loader->state()) << p.what;
+    const auto stats = client->daemons();
+    EXPECT_FALSE(stats[0].up) << p.what;
+    EXPECT_EQ(stats[0].losses, 1u) << p.what;
+    EXPECT_NE(stats[0].last_error.find(stats[0].address), std::string::npos) << stats[0].last_error;
+  }
+}
+
+TEST_F(FanInTest, ADaemonKilledDuringAResumeLosesNothingAndAStateTakenMeanwhileResumesALoader) {
+  testing::HangGuard guard(120, "FanInTest.Resume");
+  auto d0 = start("res0");
+  auto d1 = start("res1");
+  auto whole = testing::open_loader(options());
+  const testing::Batches pass = testing::read_batches(*whole, 48);
+  auto head = testing::open_loader(options());
+  (void)testing::read_batches(*head, 17);
+  auto client = connect({testing::remote_address(*d0), testing::remote_address(*d1)}, 0, 1, head->state());
+  ASSERT_TRUE(client);
+  ASSERT_TRUE(d1->signal_and_wait(SIGKILL, 5s));  // before the resumed stream's first batch came
+  testing::Batches seen = testing::read_batches(*client, 10);
+  // A state taken while daemon 1 is down resumes a plain Loader exactly.
+  auto local = Loader::open(options(), client->state());
+  ASSERT_TRUE(local.ok()) << local.status().message();
+  const testing::Batches rest = testing::read_batches(**local, 48 - 27);
+  seen.insert(seen.end(), rest.begin(), rest.end());
+  EXPECT_TRUE(seen == testing::Batches(pass.begin() + 17, pass.end()))
+      << "resume with a daemon killed, then a Loader from its state, differ from the undisturbed run";
+}
+
+TEST_F(FanInTest, AStoppedDaemonIsRoutedAroundWithinTheOverdueTime) {
+  testing::HangGuard guard(120, "FanInTest.Stop");
+  auto d0 = start("stop0");
+  auto d1 = start("stop1");
+  auto client = connect({testing::remote_address(*d0), testing::remote_address(*d1)}, 0, 1, {}, 500ms);
+  ASSERT_TRUE(client);
+  auto loader = testing::open_loader(options());
+  expect_same(*client, *loader, 5, "before the stop");
+  // A hung node: the daemon and its gateway stop; their batches must come from daemon 1.
+  const pid_t gateway = testing::gateway_of(d0->pid());
+  ASSERT_GT(gateway, 0);
+  ::kill(d0->pid(), SIGSTOP);
+  ::kill(gateway, SIGSTOP);
+  const Clock::time_point stopped = Clock::now();
+  testing::Batches got;
+  Clock::duration longest{};
+  for (int i = 0; i < 19; ++i) {
+    const Clock::time_point t = Clock::now();
+    got.push_back(testing::read_batches(*client, 1).at(0));
+    longest = std::max(longest, Clock::now() - t);
+  }
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - stopped);
+  ::kill(gateway, SIGCONT);
+  ::kill(d0->pid(), SIGCONT);
+  EXPECT_TRUE(got == testing::read_batches(*loader, 19)) << "the stream around a stopped daemon differs";
+  EXPECT_LT(longest, 2500ms) << "a wait for one batch outlasted the overdue time (0.5 s) by far";
+  const auto stats = client->daemons();
+  EXPECT_GT(stats[0].reassigned, 0u) << "nothing of the stopped daemon was asked of the other";
+  EXPECT_GT(stats[1].batches, 19u);
+  std::printf("[          ] 19 batches around a stopped daemon in %lld ms; longest wait %lld ms\n",
+              static_cast<long long>(took.count()),
+              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(longest).count()));
+}
+
+TEST_F(FanInTest, ADaemonBackAtItsAddressRejoinsAndEveryDaemonGoneIsAnErrorWithin3Seconds) {
+  testing::HangGuard guard(120, "FanInTest.Rejoin");
+  auto d0 = start("back0");
+  auto d1 = start("back1");
+  const std::string a0 = testing::remote_address(*d0);
+  auto client = connect({a0, testing::remote_address(*d1)});
+  ASSERT_TRUE(client);
+  auto loader = testing::open_loader(options());
+  expect_same(*client, *loader, 3, "before the kill");
+  ASSERT_TRUE(d0->signal_and_wait(SIGKILL, 5s));
+  d0.reset();
+  expect_same(*client, *loader, 3, "after the kill");
+  d0 = start("back0b", a0);  // the same port
+  const Clock::time_point restarted = Clock::now();
+  while (!client->daemons()[0].up && Clock::now() - restarted < 20s) {
+    expect_same(*client, *loader, 1, "while it comes back");
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_TRUE(client->daemons()[0].up) << "the daemon back at " << a0 << " did not rejoin";
+  const std::uint64_t before = client->daemons()[0].batches;
+  expect_same(*client, *loader, 24, "after the rejoin");
+  EXPECT_GT(client->daemons()[0].batches, before) << "the daemon rejoined but served nothing";
+
+  // Both gone while the client waits: an error naming them within 3 s.
+  ASSERT_TRUE(d0->signal_and_wait(SIGKILL, 5s));
+  ASSERT_TRUE(d1->signal_and_wait(SIGKILL, 5s));
+  const Clock::time_point killed = Clock::now();
+  Status status;
+  for (int i = 0; i < 200 && status.ok(); ++i) {
+    auto next = client->next();
+    if (!next.ok()) status = next.status();
+  }
+  const auto took = Clock::now() - killed;
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.code(), Status::Code::kUnavailable) << status.message();
+  EXPECT_NE(status.message().find(a0), std::string::npos) << status.message();
+  EXPECT_LT(took, 3s) << status.message();
+}
+
+TEST_F(FanInTest, DaemonsServingOtherFilesAndAnAddressGivenTwiceAreRefused) {
+  testing::HangGuard guard(60, "FanInTest.Refused");
+  auto d0 = start("other0");
+  testing::TempDir other_dir;
+  const std::string other = testing::make_image_folder(other_dir.path(), 96, 3, 99, 40, 90);
+  testing::DaemonProcess d1(socket_path("other1"), {"--max-workers", "1", "--dataset", "train=" + other, "--listen",
+                                                    "127.0.0.1:0", "--token-file", token_});
+  const std::string a0 = testing::remote_address(*d0), a1 = testing::remote_address(d1);
+  StreamOptions s;
+  s.loader = options();
+  s.loader.image_folder.clear();
+  s.dataset = "train";
+  auto refused = Client::connect({RemoteDaemon{a0, token_}, RemoteDaemon{a1, token_}}, s);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("another order"), std::string::npos) << refused.status().message();
+  EXPECT_NE(refused.status().message().find(a1), std::string::npos) << refused.status().message();
+  auto twice = Client::connect({RemoteDaemon{a0, token_}, RemoteDaemon{a0, token_}}, s);
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.status().message().find("given twice"), std::string::npos) << twice.status().message();
+}
+
+}  // namespace
+}  // namespace forkfeed
