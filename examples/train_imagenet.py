@@ -40,10 +40,9 @@ def forkfeed_loader(args):
     options = dict(batch_size=args.batch_size, workers=args.workers, transform="train", size=args.size,
                    dtype="float32", mean=MEAN, std=STD, seed=args.seed, drop_last=True)
     if args.remote:
-        # Decoded on other machines: rank r reads from daemon r mod K (token: $FORKFEED_TOKEN_FILE).
-        addresses = args.remote.split(",")
-        rank = int(os.environ.get("RANK", os.environ.get("SLURM_PROCID", "0")))
-        return forkfeed.Client(dataset=args.dataset, address=addresses[rank % len(addresses)], **options)
+        # Decoded on other machines: every rank draws its own pass from all the daemons, and
+        # goes on without one that dies (token: $FORKFEED_TOKEN_FILE).
+        return forkfeed.Client(dataset=args.dataset, address=args.remote.split(","), **options)
     return forkfeed.Loader(args.data, **options)
 
 
@@ -81,7 +80,8 @@ def parse_args():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--remote", metavar="HOST:PORT[,...]",
                         help="read from forkfeedd(s) on other machines (their --listen) instead of --data; "
-                             "rank r uses the (r mod K)-th; the token file is $FORKFEED_TOKEN_FILE")
+                             "every rank draws from all of them, going on without one that dies; the token file "
+                             "is $FORKFEED_TOKEN_FILE")
     parser.add_argument("--dataset", metavar="NAME", default="train",
                         help="with --remote: the dataset's name in the daemons' config (default train)")
     parser.add_argument("--data", required=False, metavar="DIR",
