@@ -70,7 +70,12 @@ class Client::Impl {
     while (true) {
       std::optional<LinkDelivery> delivery = link_->pop();
       if (!delivery) {
-        if (link_->held() >= link_->slots()) return every_slot_held();
+        if (link_->held() >= link_->slots()) {
+          // A lost daemon first: its receive slots no longer count, and the caller's
+          // batches from it may be all that is left.
+          if (Status s = link_->check(); !s.ok()) return s;
+          return every_slot_held();
+        }
         if (Status s = wait_for_delivery(); !s.ok()) return s;
         continue;
       }

@@ -387,7 +387,18 @@ class Client(_Pass):
     (RDMA where the fabric has it, else TCP): ``dataset`` must name one of its datasets,
     and ``token_file`` (default ``$FORKFEED_TOKEN_FILE``) holds the token it was started
     with; batches land in this process's own memory, which ``pin_memory_device``
-    page-locks as a Loader's. The stream shares the daemon's pool of workers: ``workers``
+    page-locks as a Loader's.
+
+    ``address`` may also be a list of "HOST:PORT" (each daemon once, all serving the
+    same files under the name ``dataset``, all with the token in ``token_file``): one
+    stream drawn from all of them at once (a fan-in). Each batch is asked of one daemon,
+    the next going to whichever has room, so each makes batches at its own speed; they
+    come in the pass's order, and the stream, state_dict and resume are exactly one
+    daemon's (or a Loader's). A daemon that dies or cannot be reached loses nothing: its
+    batches are asked of the others, and it is tried again now and then; one that holds
+    batches for ``overdue`` seconds (default 2) without delivering one has them asked of
+    the others too. Only when every daemon is lost does a call raise
+    ``DaemonLostError``. ``daemons()`` says what each did; ``add_daemon()`` adds one. The stream shares the daemon's pool of workers: ``workers``
     only caps how many it keeps busy at once (its batch slots), and ``start_method``,
     ``weight`` and ``log_level`` are the daemon's; ``pin_memory_device`` is refused for a
     local daemon (its memory is the daemon's).
@@ -408,9 +419,10 @@ class Client(_Pass):
         shard_label_field: Optional[str] = None,
         dataset: Optional[str] = None,
         socket: Optional[PathLike] = None,
-        address: Optional[str] = None,
+        address: Union[str, Sequence[str], None] = None,
         token_file: Optional[PathLike] = None,
         connect_timeout: Optional[float] = None,
+        overdue: Optional[float] = None,
         batch_size: Optional[int] = None,
         workers: Optional[int] = None,
         prefetch: Optional[int] = None,
@@ -441,7 +453,8 @@ class Client(_Pass):
         options = self._options_from(locals())
         self._impl = _forkfeed.Client(options, socket=None if socket is None else os.fsencode(socket),
                                       dataset=dataset, connect_timeout=connect_timeout, address=address,
-                                      token_file=None if token_file is None else os.fsencode(token_file))
+                                      token_file=None if token_file is None else os.fsencode(token_file),
+                                      overdue=overdue)
 
     @property
     def classes(self) -> List[str]:
@@ -472,3 +485,21 @@ class Client(_Pass):
         skipped samples, worker restarts, the arena's size and slots (as Loader.stats();
         the workers always "spawn"). Raises if the daemon is gone."""
         return self._open().stats()
+
+    def daemons(self) -> List[Dict[str, Any]]:
+        """What each remote forkfeedd of the stream did for it, in the order given (those
+        added after): dicts with ``address``, ``up`` (connected now), ``stalled``
+        (overdue: its batches are asked of the others too), ``batches`` (first copies it
+        delivered), ``bytes`` (of their pixels), ``wait_ns`` and ``wait_s`` (from asking
+        for a batch to its arrival, summed over its batches), ``reassigned`` (its batches
+        asked of the others when it was lost or overdue), ``duplicates`` (copies it
+        delivered after another's, dropped), ``losses`` (times it was lost) and
+        ``last_error`` (why it was last lost; empty if never). Empty for a local daemon."""
+        return self._open().daemons()
+
+    def add_daemon(self, address: str, token_file: Optional[PathLike] = None) -> None:
+        """Adds a remote forkfeedd ("HOST:PORT", serving the same files under the name
+        ``dataset``, with the token in ``token_file``, default ``$FORKFEED_TOKEN_FILE``)
+        to this remote stream: it joins at the next batch boundary, as a lost one that
+        comes back does. ValueError for a local Client or a bad address."""
+        self._open().add_daemon(address, None if token_file is None else os.fsencode(token_file))

@@ -108,9 +108,10 @@ class Client(_Pass):
         shard_label_field: Optional[str] = None,
         dataset: Optional[str] = None,
         socket: Optional[PathLike] = None,
-        address: Optional[str] = None,
+        address: Union[str, Sequence[str], None] = None,
         token_file: Optional[PathLike] = None,
         connect_timeout: Optional[float] = None,
+        overdue: Optional[float] = None,
         batch_size: Optional[int] = None,
         workers: Optional[int] = None,
         prefetch: Optional[int] = None,
@@ -145,3 +146,5 @@ class Client(_Pass):
     @property
     def workers(self) -> int: ...
     def stats(self) -> Dict[str, Any]: ...
+    def daemons(self) -> List[Dict[str, Any]]: ...
+    def add_daemon(self, address: str, token_file: Optional[PathLike] = None) -> None: ...

@@ -1,6 +1,7 @@
 // forkfeed-bench's flags, declared with CLI11; the help text is the tool's manual.
 #include "tools/bench/flags.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <limits>
 
@@ -49,7 +50,8 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
       "  forkfeed-bench --data /tmp/imgs --no-shuffle --dump-indices order.tsv\n"
       "  forkfeed-bench --data /tmp/imgs --epochs 2 --stop-after-batches 5 --save-state s.json\n"
       "  forkfeed-bench --data /tmp/imgs --epochs 2 --resume s.json --workers 4\n"
-      "  forkfeed-bench --data /tmp/imgs --probe --probe-limit 500 --transform eval\n\n"
+      "  forkfeed-bench --data /tmp/imgs --probe --probe-limit 500 --transform eval\n"
+      "  forkfeed-bench --remote node1:7000,node2:7000 --dataset train --token-file token --overdue 5\n\n"
       "The dump has one line per delivered sample: epoch<TAB>batch<TAB>sample_index<TAB>label.\n"
       "Exit status: 0 done (or stopped by --stop-after-batches), 1 bad data, bad state or\n"
       "loader error, 2 bad arguments, 130 interrupted.");
@@ -176,11 +178,16 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
                  "Read through the forkfeedd listening on SOCKET (forkfeed::Client) instead of an "
                  "in-process Loader")
       ->type_name("SOCKET");
-  app.add_option("--remote", flags.remote_address,
-                 "Read through the forkfeedd on another machine listening at HOST:PORT (its --listen), over "
-                 "UCX; needs --dataset and its token (--token-file)")
-      ->type_name("HOST:PORT")
-      ->excludes("--daemon");
+  std::string remote;
+  auto* remote_flag =
+      app.add_option("--remote", remote,
+                     "Read through the forkfeedd on another machine listening at HOST:PORT (its --listen), over "
+                     "UCX; needs --dataset and its token (--token-file). Several, comma-separated "
+                     "(HOST:PORT,HOST:PORT,...): one stream drawn from all of them at once, each serving the same "
+                     "--dataset with the same token; a daemon lost midway loses no batch, and each one's share "
+                     "is printed after the run")
+          ->type_name("HOST:PORT[,...]")
+          ->excludes("--daemon");
   app.add_option("--dataset", flags.dataset,
                  "With --daemon or --remote: a dataset named in forkfeedd's config, instead of --data, "
                  "--manifest or --shards")
@@ -189,18 +196,42 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
                  "With --remote: the file with forkfeedd's token (default: $FORKFEED_TOKEN_FILE)")
       ->type_name("FILE");
   cli::add_seconds_flag(app, "--connect-timeout", flags.connect_timeout,
-                        "With --daemon: seconds to wait for forkfeedd to answer before giving up");
+                        "With --daemon or --remote: seconds to wait for forkfeedd to answer before giving up");
+  cli::add_seconds_flag(app, "--overdue", flags.overdue,
+                        "With --remote: a daemon that holds batches and delivered none for this long is "
+                        "overdue, and its batches are asked of the other daemons too")
+      ->type_name("SECONDS")
+      ->needs(remote_flag);
 
   try {
     app.parse(argc, argv);
+    if (remote_flag->count() > 0) {
+      // HOST:PORT,HOST:PORT: each address once, none empty (a stray comma is a typo).
+      std::size_t begin = 0;
+      for (;;) {
+        const std::size_t comma = remote.find(',', begin);
+        std::string address = remote.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
+        if (address.empty()) {
+          throw CLI::ValidationError("--remote", "an empty address in '" + printable(remote) +
+                                                     "': give HOST:PORT, or several separated by single commas");
+        }
+        if (std::find(flags.remote_addresses.begin(), flags.remote_addresses.end(), address) !=
+            flags.remote_addresses.end()) {
+          throw CLI::ValidationError("--remote", printable(address) + " is given twice: give each daemon once");
+        }
+        flags.remote_addresses.push_back(std::move(address));
+        if (comma == std::string::npos) break;
+        begin = comma + 1;
+      }
+    }
     const std::size_t sources = data->count() + manifest->count() + shards->count();
-    if (!flags.dataset.empty() && flags.daemon_socket.empty() && flags.remote_address.empty()) {
+    if (!flags.dataset.empty() && flags.daemon_socket.empty() && flags.remote_addresses.empty()) {
       throw CLI::ValidationError("--dataset", "names a dataset of a forkfeedd: give --daemon or --remote too");
     }
     if (!flags.dataset.empty() && sources > 0) {
       throw CLI::ValidationError("--dataset", "give a dataset name or --data/--manifest/--shards, not both");
     }
-    if (!flags.remote_address.empty() && flags.dataset.empty()) {
+    if (!flags.remote_addresses.empty() && flags.dataset.empty()) {
       throw CLI::RequiredError("--dataset NAME (a remote forkfeedd serves only its named datasets)");
     }
     if (sources == 0 && flags.dataset.empty() && !flags.fork_report) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "forkfeed/client.h"
 #include "forkfeed/options.h"
@@ -22,10 +23,12 @@ struct BenchFlags {
   std::uint64_t probe_limit = 0;         // 0: probe every file
   std::string dump_path;                 // empty: no --dump-indices
   std::string daemon_socket;             // empty: an in-process Loader; else through forkfeedd
-  std::string remote_address;            // or through a remote forkfeedd (HOST:PORT, over UCX)
+  std::vector<std::string> remote_addresses;  // or through remote forkfeedds (HOST:PORT each, over UCX;
+                                              // several: one stream drawn from all, a fan-in)
   std::string dataset;                   // a dataset named in forkfeedd's config (--daemon, --remote)
   std::string token_file;                // --remote's token; empty: $FORKFEED_TOKEN_FILE
   std::chrono::milliseconds connect_timeout = kDefaultConnectTimeout;  // for forkfeedd's answer
+  std::chrono::milliseconds overdue = kDefaultOverdue;  // --remote: a daemon's silence before its batches move
   std::string resume_path;               // empty: start from the beginning
   std::string save_state_path;           // empty: save no state
   std::uint64_t stop_after_batches = 0;  // 0: run the whole schedule

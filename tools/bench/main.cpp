@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/printable.h"
 #include "forkfeed/client.h"
@@ -162,11 +163,12 @@ Result<std::unique_ptr<Loader>> open_loader(const BenchFlags& flags) {
   return Loader::open(flags.options, *state);
 }
 
-// A stream on the forkfeedd at --daemon, from the --resume state if there is one.
+// A stream on the forkfeedd at --daemon, or on the remote ones of --remote, from the --resume state if there is one.
 Result<std::unique_ptr<Client>> open_client(const BenchFlags& flags) {
   StreamOptions options;
   options.loader = flags.options;
   options.connect_timeout = flags.connect_timeout;
+  options.overdue = flags.overdue;
   options.dataset = flags.dataset;
   std::string state;
   if (!flags.resume_path.empty()) {
@@ -174,8 +176,10 @@ Result<std::unique_ptr<Client>> open_client(const BenchFlags& flags) {
     if (!saved.ok()) return saved.status();
     state = std::move(saved).value();
   }
-  if (!flags.remote_address.empty()) {
-    return Client::connect(RemoteDaemon{flags.remote_address, flags.token_file}, options, state);
+  if (!flags.remote_addresses.empty()) {
+    std::vector<RemoteDaemon> daemons;
+    for (const std::string& address : flags.remote_addresses) daemons.push_back({address, flags.token_file});
+    return Client::connect(daemons, options, state);
   }
   return Client::connect(flags.daemon_socket, options, state);
 }
@@ -197,7 +201,7 @@ int run(const BenchFlags& flags) {
   const auto open_start = Clock::now();
   Status status;
   std::string state;
-  if (!flags.daemon_socket.empty() || !flags.remote_address.empty()) {  // the same run through forkfeedd
+  if (!flags.daemon_socket.empty() || !flags.remote_addresses.empty()) {  // the same run through forkfeedd
     Result<std::unique_ptr<Client>> opened = open_client(flags);
     if (!opened.ok()) return fail(opened.status().message());
     std::unique_ptr<Client> client = std::move(opened).value();
@@ -209,6 +213,7 @@ int run(const BenchFlags& flags) {
     status = run_passes(*client, flags, dump, report);
     g_client = nullptr;
     if (auto stats = client->stats(); stats.ok()) report.stats = *stats;
+    report.daemons = client->daemons();
     report.options.workers = client->workers();
     state = client->state();
   } else {

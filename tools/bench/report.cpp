@@ -9,6 +9,7 @@
 #include "base/printable.h"
 #include "dataset/dataset_source.h"
 #include "protocol/stream_request.h"
+#include "transport/arena_layout.h"
 
 namespace forkfeed::bench {
 namespace {
@@ -33,6 +34,18 @@ std::string format(const char* fmt, Args... args) {
 }
 
 unsigned long long ull(std::uint64_t v) { return static_cast<unsigned long long>(v); }
+
+// Samples whose pixels a remote daemon delivered: its bytes over one sample's (samples it
+// skipped are not in them).
+double daemon_images(const RunReport& r, const RemoteDaemonStats& d) {
+  const std::size_t per_sample = sample_bytes(r.options.dtype, r.options.size);
+  return per_sample > 0 ? static_cast<double>(d.bytes) / static_cast<double>(per_sample) : 0.0;
+}
+
+// Mean time from asking a daemon for a batch to its arrival.
+double mean_wait_ms(const RemoteDaemonStats& d) {
+  return d.batches > 0 ? static_cast<double>(d.wait_ns) / 1e6 / static_cast<double>(d.batches) : 0.0;
+}
 
 }  // namespace
 
@@ -90,6 +103,21 @@ void print_human(const RunReport& r, std::FILE* out) {
   line(out, "skipped",
        format("%llu%s (on error %s)", ull(r.stats.skipped_samples), bytes.c_str(),
               std::string(to_string(o.on_error)).c_str()));
+  for (std::size_t i = 0; i < r.daemons.size(); ++i) {
+    // One line per remote daemon: its share of the run, and whether it held out.
+    const RemoteDaemonStats& d = r.daemons[i];
+    std::string state = d.up ? "up" : "down";
+    if (d.stalled) state += ", overdue";
+    std::string extra;
+    if (d.duplicates > 0) extra += format(", %llu duplicates dropped", ull(d.duplicates));
+    if (!d.last_error.empty()) extra += ", last lost: " + d.last_error;
+    line(out, i == 0 ? "daemons" : "",
+         format("%s: %llu batches, %.1f MB, %.1f images/s, mean wait %.3f ms, %llu reassigned, %llu losses (%s)",
+                printable(d.address).c_str(), ull(d.batches), static_cast<double>(d.bytes) / 1e6,
+                r.wall_s > 0 ? daemon_images(r, d) / r.wall_s : 0.0, mean_wait_ms(d), ull(d.reassigned),
+                ull(d.losses), state.c_str()) +
+             printable(extra));
+  }
   if (!r.resumed_from.empty()) line(out, "resumed", "from " + printable(r.resumed_from));
   if (!r.saved_state.empty()) line(out, "state", "saved to " + printable(r.saved_state));
   std::fflush(out);
@@ -131,6 +159,25 @@ std::string json_line(const RunReport& r) {
   j["world_size"] = o.world_size;
   j["shuffle"] = o.shuffle;
   j["drop_last"] = o.drop_last;
+  if (!r.daemons.empty()) {  // --remote: what each remote forkfeedd delivered
+    nlohmann::json daemons = nlohmann::json::array();
+    for (const RemoteDaemonStats& d : r.daemons) {
+      daemons.push_back({{"address", printable(d.address)},
+                         {"up", d.up},
+                         {"stalled", d.stalled},
+                         {"batches", d.batches},
+                         {"bytes", d.bytes},
+                         {"images", daemon_images(r, d)},
+                         {"images_per_s", r.wall_s > 0 ? daemon_images(r, d) / r.wall_s : 0.0},
+                         {"wait_ns", d.wait_ns},
+                         {"mean_wait_ms", mean_wait_ms(d)},
+                         {"reassigned", d.reassigned},
+                         {"duplicates", d.duplicates},
+                         {"losses", d.losses},
+                         {"last_error", printable(d.last_error)}});
+    }
+    j["daemons"] = std::move(daemons);
+  }
   return j.dump();
 }
 

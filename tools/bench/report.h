@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "forkfeed/client.h"
 #include "forkfeed/loader.h"
 #include "forkfeed/options.h"
 
@@ -21,6 +22,7 @@ struct RunReport {
   LoaderStats stats;
   std::string resumed_from;  // the --resume file; empty: started from the beginning
   std::string saved_state;   // the --save-state file written; empty: none
+  std::vector<RemoteDaemonStats> daemons;  // --remote: what each remote forkfeedd delivered
 
   // What was measured. `epochs` counts passes finished by this run; the first may have
   // begun in the run that saved the --resume state.
