@@ -14,7 +14,9 @@
 #include <memory>
 #include <thread>
 
+#include "client/daemon_connection.h"
 #include "forkfeed/client.h"
+#include "protocol/stream_request.h"
 #include "tests/testing/daemon_process.h"
 #include "tests/testing/temp_dataset.h"
 
@@ -246,6 +248,37 @@ TEST_F(FanInTest, DaemonsServingOtherFilesAndAnAddressGivenTwiceAreRefused) {
   auto twice = Client::connect({RemoteDaemon{a0, token_}, RemoteDaemon{a0, token_}}, s);
   ASSERT_FALSE(twice.ok());
   EXPECT_NE(twice.status().message().find("given twice"), std::string::npos) << twice.status().message();
+}
+
+// The want message, as forkfeedd takes it: a stale generation is ignored, a batch past
+// the epoch or a want on a stream not on demand ends the connection with a notice.
+TEST_F(FanInTest, ForkfeeddRefusesABadWantWithANoticeAndIgnoresAStaleOne) {
+  testing::HangGuard guard(60, "FanInTest.Want");
+  auto daemon = start("want");
+  for (const bool demand : {true, false}) {
+    auto connection = DaemonConnection::connect(daemon->socket());
+    ASSERT_TRUE(connection.ok()) << connection.status().message();
+    StreamRequest request{StreamOptions{options(), {}}, {}, demand};
+    auto opened = connection->request(MessageType::kOpenStream, to_json(request));
+    ASSERT_TRUE(opened.ok()) << opened.status().message();
+    if (demand) {
+      const nlohmann::json stale{{"generation", 99}, {"batches", {0}}};
+      ASSERT_TRUE(connection->send(MessageType::kWant, stale).ok());
+      ASSERT_TRUE(connection->request(MessageType::kStats, nlohmann::json::object()).ok())
+          << "a stale want is ignored, unanswered";
+    }
+    // Past the epoch's end (24 batches) on demand; any want on a stream not on demand.
+    ASSERT_TRUE(connection->send(MessageType::kWant, {{"generation", 1}, {"batches", {demand ? 24 : 0}}}).ok());
+    const Clock::time_point sent = Clock::now();
+    Status s;
+    while (s.ok() && Clock::now() - sent < 5s) {
+      s = connection->check();
+      std::this_thread::sleep_for(10ms);
+    }
+    EXPECT_FALSE(s.ok()) << "forkfeedd kept a connection that sent a bad want";
+    EXPECT_NE(s.message().find(demand ? "past the end of the epoch" : "not opened on demand"), std::string::npos)
+        << s.message();
+  }
 }
 
 }  // namespace

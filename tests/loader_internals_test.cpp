@@ -120,5 +120,31 @@ TEST(LoaderInternalsBrokenTest, ABadFileIsNotLastingAWorkerDeathPastTheBudgetIs)
   EXPECT_TRUE(LoaderInternals::broken(**loader));
 }
 
+// A pass on demand gives the batches wanted, in the order wanted, each as the whole
+// pass has it; a seek ends it; a batch past the epoch and a want outside it are refused.
+TEST_F(LoaderInternalsTest, APassOnDemandGivesTheWantedBatchesAsTheWholePassHasThem) {
+  const testing::Batches whole = testing::read_pass(*loader_);  // epoch 0
+  ASSERT_EQ(whole.size(), 4u);
+  EXPECT_EQ(LoaderInternals::want(*loader_, 0).code(), Status::Code::kFailedPrecondition) << "not on demand yet";
+  ASSERT_TRUE(LoaderInternals::begin_demand(*loader_, 0).ok());
+  EXPECT_EQ(LoaderInternals::want(*loader_, 4).code(), Status::Code::kInvalidArgument) << "past the epoch's end";
+  EXPECT_EQ(LoaderInternals::next_wanted(*loader_).status().code(), Status::Code::kFailedPrecondition);
+  for (std::uint64_t b : {2u, 0u, 3u}) ASSERT_TRUE(LoaderInternals::want(*loader_, b).ok());
+  EXPECT_EQ(LoaderInternals::wanted(*loader_), 3u);
+  for (std::uint64_t b : {2u, 0u, 3u}) {
+    auto w = LoaderInternals::next_wanted(*loader_);
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    EXPECT_EQ(w->index, b);
+    ASSERT_TRUE(w->batch.ok() && w->batch->has_value());
+    EXPECT_TRUE(testing::BatchRecord(**w->batch) == whole[b]) << "batch " << b << " on demand differs";
+  }
+  EXPECT_EQ(LoaderInternals::wanted(*loader_), 0u);
+  // A seek ends the pass on demand: the loader goes on as a Loader.
+  ASSERT_TRUE(LoaderInternals::seek(*loader_, {0, 1}).ok());
+  EXPECT_EQ(LoaderInternals::wanted(*loader_), 0u);
+  const testing::Batches rest = testing::read_pass(*loader_);
+  EXPECT_TRUE(rest == testing::Batches(whole.begin() + 1, whole.end()));
+}
+
 }  // namespace
 }  // namespace forkfeed
