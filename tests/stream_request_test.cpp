@@ -43,6 +43,7 @@ StreamRequest unusual_request() {
   o.max_pixels = 99;
   o.max_file_bytes = 4096;
   r.state = "{\"forkfeed_state\":1}";
+  r.demand = true;
   return r;
 }
 
@@ -79,11 +80,12 @@ TEST(StreamRequestTest, EveryFieldRoundTrips) {
   EXPECT_EQ(b.shard_label, a.shard_label);
   EXPECT_EQ(b.shard_label_field, a.shard_label_field);
   EXPECT_EQ(got->state, sent.state);
+  EXPECT_EQ(got->demand, sent.demand);
 }
 
 TEST(StreamRequestTest, EveryKeyWrittenIsKnownAndAbsentKeysKeepTheDefaults) {
   const json body = to_json(StreamRequest{});
-  EXPECT_EQ(body.size(), 27u) << body.dump();  // 23; shards, shard_label, shard_label_field; layout
+  EXPECT_EQ(body.size(), 28u) << body.dump();  // 23; shards, shard_label, shard_label_field; layout; demand
   for (const auto& [key, value] : body.items()) {
     EXPECT_TRUE(parse_stream_request(json{{key, value}}).ok()) << key;
   }
