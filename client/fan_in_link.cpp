@@ -232,9 +232,15 @@ void FanInLink::collect() {
                  "the other daemons too",
                  m.daemon.address, settings_.overdue.count(), stall.taken);
   }
-  const auto wants = plan_.assign(
+  const FanInPlan::Assignment assignment = plan_.assign(
       [this](std::uint32_t d) { return members_[d].link ? members_[d].link->free_slots() : 0u; }, Clock::now());
-  for (const FanInPlan::Want& want : wants) {
+  for (const std::uint64_t index : assignment.evicted) {  // room for the batch the pass waits for
+    auto evicted = arrived_.extract(index);
+    if (!evicted.empty() && evicted.mapped().record.kind == DeliveryKind::kBatch) {
+      evicted.mapped().carrier->drop(evicted.mapped());
+    }
+  }
+  for (const FanInPlan::Want& want : assignment.wants) {
     Member& m = members_[want.daemon];
     if (Status s = m.link->want(m.generation, want.batches); !s.ok()) lose(want.daemon, s);
   }

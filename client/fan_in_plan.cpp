@@ -75,8 +75,8 @@ std::optional<std::uint32_t> FanInPlan::pick(std::uint64_t index, std::vector<st
   return best;
 }
 
-std::vector<FanInPlan::Want> FanInPlan::assign(const std::function<std::uint32_t(std::uint32_t)>& free_slots,
-                                               Clock::time_point now) {
+FanInPlan::Assignment FanInPlan::assign(const std::function<std::uint32_t(std::uint32_t)>& free_slots,
+                                        Clock::time_point now) {
   // A daemon's room: its free slots less the batches wanted of it that have not taken one.
   std::vector<std::uint32_t> room(daemons_.size(), 0);
   for (std::uint32_t d = 0; d < daemons_.size(); ++d) {
@@ -84,7 +84,8 @@ std::vector<FanInPlan::Want> FanInPlan::assign(const std::function<std::uint32_t
     const std::uint64_t free = free_slots(d), wanted = daemons_[d].wanted.size();
     room[d] = free > wanted ? static_cast<std::uint32_t>(free - wanted) : 0;
   }
-  std::vector<Want> wants;
+  Assignment out;
+  std::vector<Want>& wants = out.wants;
   auto give = [&](std::uint32_t d, std::uint64_t index) {
     Daemon& daemon = daemons_[d];
     if (daemon.wanted.empty()) daemon.busy_since = now;
@@ -115,7 +116,73 @@ std::vector<FanInPlan::Want> FanInPlan::assign(const std::function<std::uint32_t
     if (!d) break;
     give(*d, planned_++);
   }
-  return wants;
+  make_room(free_slots, room, out, [&](std::uint32_t d, std::uint64_t index) {
+    if (index == planned_) {
+      ++planned_;
+    } else {
+      requeued_.erase(index);
+    }
+    give(d, index);
+  });
+  return out;
+}
+
+std::vector<std::uint64_t> FanInPlan::later_arrivals(std::uint32_t d, std::uint64_t index) const {
+  std::vector<std::uint64_t> later;
+  for (auto it = arrived_.rbegin(); it != arrived_.rend() && it->first > index; ++it) {
+    if (it->second == d) later.push_back(it->first);
+  }
+  return later;
+}
+
+// The awaited batch lands if a daemon that holds it has a free slot (its gateway sends
+// only for a free slot) or one could be asked for it. Else slots that hold later batches
+// are freed: one of a holder's (its next delivery may be the awaited batch), or as many
+// of another daemon's as it needs to be asked for it. Each eviction frees a slot for good
+// progress; an evicted batch is asked for again once the pass has room for it.
+void FanInPlan::make_room(const std::function<std::uint32_t(std::uint32_t)>& free_slots,
+                          std::vector<std::uint32_t>& room, Assignment& out,
+                          const std::function<void(std::uint32_t, std::uint64_t)>& give) {
+  const std::uint64_t a = awaited();
+  if (a >= end_) return;
+  auto evict = [&](std::uint32_t d, std::size_t count) {
+    const std::vector<std::uint64_t> later = later_arrivals(d, a);
+    for (std::size_t i = 0; i < count && i < later.size(); ++i) {
+      arrived_.erase(later[i]);
+      requeued_.insert(later[i]);
+      out.evicted.push_back(later[i]);
+    }
+  };
+  // Holders that are stalled do not count: they deliver nothing now.
+  if (auto h = holders_.find(a); h != holders_.end()) {
+    const auto delivering = [&](std::uint32_t d) { return daemons_[d].up && !daemons_[d].stalled; };
+    for (std::uint32_t d : h->second) {
+      if (delivering(d) && free_slots(d) > 0) return;  // it can come
+    }
+    for (std::uint32_t d : h->second) {
+      if (delivering(d) && !later_arrivals(d, a).empty()) return evict(d, 1);
+    }
+    if (covered(a)) return;  // its holder's slots are the caller's or on their way: they free
+  }
+  if (pick(a, room)) return;  // assign() could not, but room may have come since
+  // Another daemon, up and not stalled, with enough later batches to make room for it.
+  std::optional<std::uint32_t> best;
+  std::size_t best_need = 0;
+  for (std::uint32_t d = 0; d < daemons_.size(); ++d) {
+    const Daemon& daemon = daemons_[d];
+    if (!daemon.up || daemon.stalled || daemon.wanted.contains(a)) continue;
+    const std::size_t wanted = daemon.wanted.size(), free = free_slots(d);
+    const std::size_t need = wanted + 1 > free ? wanted + 1 - free : 0;
+    if (later_arrivals(d, a).size() < need) continue;
+    if (!best || need < best_need) {
+      best = d;
+      best_need = need;
+    }
+  }
+  if (!best) return;  // nothing to evict: the caller holds every slot, or batches are on their way
+  evict(*best, best_need);
+  room[*best] = 1;
+  give(*best, a);
 }
 
 FanInPlan::Arrival FanInPlan::arrived(std::uint32_t d, std::uint64_t index, Clock::time_point now) {
@@ -132,7 +199,7 @@ FanInPlan::Arrival FanInPlan::arrived(std::uint32_t d, std::uint64_t index, Cloc
     if (h->second.empty()) holders_.erase(h);
   }
   if (index < next_ || index >= end_ || arrived_.contains(index)) return a;
-  arrived_.insert(index);
+  arrived_.emplace(index, d);
   requeued_.erase(index);
   a.first = true;
   return a;

@@ -4,7 +4,10 @@
 // - by credit: the next batch goes to the daemon with the most free receive slots, so
 //   that each makes batches in proportion to its speed and a slow one holds up nobody
 //   while the others have room; the last free slot of a daemon is kept for the batch the
-//   pass waits for, so that it always finds a slot even when later batches fill the rest;
+//   pass waits for;
+// - the batch the pass waits for can always come: when it cannot land anywhere (the
+//   caller holds batches, later ones fill the rest), later batches that came and wait in
+//   receive slots are evicted — dropped, and asked for again later;
 // - in order: batches are handed out by index, each once; a copy that comes after the
 //   first (or outside the pass) is a duplicate, to drop;
 // - a lost daemon's batches that did not come go back to the plan, lowest first;
@@ -38,12 +41,17 @@ class FanInPlan {
   // A new pass: batches [position, end) to hand out; nothing wanted of anyone.
   void start(std::uint64_t position, std::uint64_t end);
 
-  // What to want of whom now. `free_slots(d)`: daemon d's receive slots that hold nothing.
+  // What to want of whom now, and which batches that came to evict (drop: they are
+  // asked for again later). `free_slots(d)`: daemon d's receive slots that hold nothing.
   struct Want {
     std::uint32_t daemon;
     std::vector<std::uint64_t> batches;
   };
-  std::vector<Want> assign(const std::function<std::uint32_t(std::uint32_t)>& free_slots, Clock::time_point now);
+  struct Assignment {
+    std::vector<Want> wants;
+    std::vector<std::uint64_t> evicted;
+  };
+  Assignment assign(const std::function<std::uint32_t(std::uint32_t)>& free_slots, Clock::time_point now);
 
   // Batch `index` came from daemon `d`: `first` when it is the batch's first copy (keep
   // it), else a duplicate or not of the pass (drop it); `waited` since it was wanted of d.
@@ -91,13 +99,18 @@ class FanInPlan {
   // The first batch the pass waits for: not come yet.
   std::uint64_t awaited() const;
   std::optional<std::uint32_t> pick(std::uint64_t index, std::vector<std::uint32_t>& room) const;
+  // Makes room for the awaited batch when it cannot land anywhere; see assign().
+  void make_room(const std::function<std::uint32_t(std::uint32_t)>& free_slots, std::vector<std::uint32_t>& room,
+                 Assignment& out, const std::function<void(std::uint32_t, std::uint64_t)>& give);
+  // Batches that came from daemon `d` after `index`, highest first.
+  std::vector<std::uint64_t> later_arrivals(std::uint32_t d, std::uint64_t index) const;
 
   std::vector<Daemon> daemons_;
   std::uint64_t next_ = 0, end_ = 0;
   std::uint64_t planned_ = 0;               // batches below it were wanted of someone
   std::set<std::uint64_t> requeued_;        // below planned_: to want again
   std::map<std::uint64_t, std::vector<std::uint32_t>> holders_;  // wanted, not come: of whom
-  std::set<std::uint64_t> arrived_;         // come, not handed out
+  std::map<std::uint64_t, std::uint32_t> arrived_;  // come, not handed out: from whom
 };
 
 }  // namespace forkfeed
