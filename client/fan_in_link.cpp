@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 
+#include "loader/pass_position.h"
 #include "loader/slot_count.h"
 
 namespace forkfeed {
@@ -30,7 +32,8 @@ bool same_order(const StreamOpened& a, const StreamOpened& b) {
 
 // Errors that say a daemon cannot be reached now, rather than that it refuses.
 bool unreachable(const Status& s) {
-  return s.code() == Status::Code::kUnavailable || s.code() == Status::Code::kDeadlineExceeded;
+  return s.code() == Status::Code::kUnavailable || s.code() == Status::Code::kDeadlineExceeded ||
+         s.code() == Status::Code::kIoError;  // a connection refused or reset
 }
 
 std::uint64_t ns(std::chrono::steady_clock::duration d) {
@@ -49,7 +52,7 @@ Result<std::unique_ptr<FanInLink>> FanInLink::open(const std::vector<RemoteDaemo
     link->add(daemon);
     const auto i = static_cast<std::uint32_t>(link->members_.size() - 1);
     json reply;
-    const Status s = link->connect(i, link->settings_.connect_timeout, reply);
+    const Status s = link->connect(i, link->settings_.connect_timeout, reply, false);
     if (s.ok()) {
       if (first.is_null()) first = std::move(reply);
       continue;
@@ -86,9 +89,9 @@ void FanInLink::add(const RemoteDaemon& daemon) {
   (void)plan_.add_daemon();
 }
 
-Status FanInLink::connect(std::uint32_t i, std::chrono::milliseconds timeout, json& reply) {
+Status FanInLink::connect(std::uint32_t i, std::chrono::milliseconds timeout, json& reply, bool bound_open) {
   Member& m = members_[i];
-  auto link = RemoteLink::open(m.daemon, timeout, settings_.pin_device, settings_.request, reply);
+  auto link = RemoteLink::open(m.daemon, timeout, settings_.pin_device, settings_.request, reply, bound_open);
   if (!link.ok()) return link.status();
   auto opened = parse_stream_opened(reply);
   if (!opened.ok()) return opened.status();
@@ -108,14 +111,69 @@ Status FanInLink::connect(std::uint32_t i, std::chrono::milliseconds timeout, js
   return Status::Ok();
 }
 
-Status FanInLink::seek(std::uint32_t i) {
-  Member& m = members_[i];
-  auto reply = m.link->request(MessageType::kSeek, json{{"epoch", epoch_}, {"position", 0}});
-  if (!reply.ok()) return reply.status();
-  auto generation = get_uint(*reply, "generation", ~std::uint64_t{0});
-  if (!generation.ok()) return Status::Internal("a malformed seek reply: " + generation.status().message());
-  m.generation = *generation;
-  return Status::Ok();
+void FanInLink::seek(std::vector<std::uint32_t> which, Clock::time_point deadline) {
+  const json body{{"epoch", epoch_}, {"position", 0}};
+  std::erase_if(which, [&](std::uint32_t i) {
+    const Status s = members_[i].link->send_request(MessageType::kSeek, body);
+    if (!s.ok()) lose(i, s);
+    return !s.ok();
+  });
+  while (!which.empty()) {
+    for (std::uint32_t i : which) members_[i].link->service();
+    std::erase_if(which, [&](std::uint32_t i) {
+      Member& m = members_[i];
+      if (!m.link) return true;
+      auto reply = m.link->take_reply();
+      if (!reply) {
+        if (Status s = m.link->check(); !s.ok()) lose(i, s);
+        return !m.link;
+      }
+      // The epoch was checked: a refusal, or a reply without a generation, is a daemon gone wrong.
+      auto generation = reply->ok() ? get_uint(**reply, "generation", ~std::uint64_t{0})
+                                    : Result<std::uint64_t>(reply->status());
+      if (!generation.ok()) {
+        lose(i, Status::Unavailable("the remote forkfeedd at " + m.daemon.address +
+                                    " refused to start a pass: " + generation.status().message()));
+      } else {
+        m.generation = *generation;
+      }
+      return true;
+    });
+    if (which.empty()) break;
+    if (Clock::now() >= deadline) {
+      for (std::uint32_t i : which) {
+        lose(i, Status::Unavailable("the remote forkfeedd at " + members_[i].daemon.address +
+                                    " did not start a pass within " + std::to_string(settings_.overdue.count()) +
+                                    " ms (overdue): a hung node?"));
+      }
+      break;
+    }
+    (void)poll(which, deadline, -1);
+  }
+}
+
+bool FanInLink::poll(const std::vector<std::uint32_t>& which, Clock::time_point deadline, int interrupt_fd) {
+  for (std::uint32_t i : which) {
+    if (!members_[i].link->arm()) return false;  // more to progress first
+  }
+  std::vector<pollfd> fds;
+  for (std::uint32_t i : which) members_[i].link->add_poll_fds(fds);
+  fds.push_back({interrupt_fd, POLLIN, 0});
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  if (::poll(fds.data(), fds.size(), static_cast<int>(std::clamp<std::int64_t>(left + 1, 0, 60000))) < 0 &&
+      errno != EINTR) {
+    spdlog::warn("forkfeed: poll for the remote forkfeedd daemons failed: {}", std::strerror(errno));
+  }
+  for (std::size_t k = 0; k < which.size(); ++k) members_[which[k]].link->after_poll(&fds[k * RemoteLink::kPollFds]);
+  return fds.back().revents != 0;
+}
+
+std::vector<std::uint32_t> FanInLink::up() const {
+  std::vector<std::uint32_t> up;
+  for (std::uint32_t i = 0; i < members_.size(); ++i) {
+    if (members_[i].link) up.push_back(i);
+  }
+  return up;
 }
 
 bool FanInLink::any_up() const {
@@ -153,13 +211,11 @@ void FanInLink::rejoin(Clock::time_point now) {
     Member& m = members_[i];
     if (m.link || now < m.retry_at || !failed_.ok()) continue;
     json reply;
-    Status s = connect(i, std::min(settings_.connect_timeout, kRejoinTimeout), reply);
+    const auto timeout = std::min(settings_.connect_timeout, kRejoinTimeout);
+    Status s = connect(i, timeout, reply, true);
     if (s.ok()) {
-      s = seek(i);
-      if (!s.ok()) {
-        lose(i, s);
-        continue;
-      }
+      seek({i}, Clock::now() + timeout);
+      if (!m.link) continue;  // lost again
       m.backoff = kFirstRetry;
       spdlog::info("forkfeed: the remote forkfeedd at {} joined the stream at batch {} of epoch {}", m.daemon.address,
                    plan_.head(), epoch_);
@@ -294,8 +350,6 @@ Status FanInLink::check() {
 
 Result<bool> FanInLink::wait(int interrupt_fd) {
   const Clock::time_point started = Clock::now();
-  std::vector<pollfd> fds;
-  std::vector<std::uint32_t> polled;
   while (true) {
     collect();
     if (!failed_.ok()) return failed_;
@@ -305,41 +359,26 @@ Result<bool> FanInLink::wait(int interrupt_fd) {
       // batch the caller has not released.
       return every_slot_held();
     }
-    bool armed = true;
-    for (const Member& m : members_) armed = armed && (!m.link || m.link->arm());
-    if (!armed) continue;
+    const std::vector<std::uint32_t> polled = up();
     Clock::time_point deadline = Clock::time_point::max();
-    fds.clear();
-    polled.clear();
-    for (std::uint32_t i = 0; i < members_.size(); ++i) {
-      const Member& m = members_[i];
-      if (!m.link) {
-        deadline = std::min(deadline, m.retry_at);
-        continue;
-      }
-      deadline = std::min(deadline, m.link->silence_deadline(started));
-      m.link->add_poll_fds(fds);
-      polled.push_back(i);
+    for (const Member& m : members_) {
+      deadline = std::min(deadline, m.link ? m.link->silence_deadline(started) : m.retry_at);
     }
     if (auto overdue = plan_.next_overdue(settings_.overdue)) deadline = std::min(deadline, *overdue);
-    fds.push_back({interrupt_fd, POLLIN, 0});
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (::poll(fds.data(), fds.size(), static_cast<int>(std::clamp<std::int64_t>(left + 1, 0, 60000))) < 0 &&
-        errno != EINTR) {
-      return Status::FromErrno("poll for the remote forkfeedd daemons", errno);
-    }
+    if (poll(polled, deadline, interrupt_fd)) return false;
     const Clock::time_point now = Clock::now();
-    for (std::size_t k = 0; k < polled.size(); ++k) {
-      Member& m = members_[polled[k]];
-      m.link->after_poll(&fds[k * RemoteLink::kPollFds]);
-      if (now >= m.link->silence_deadline(started)) lose(polled[k], m.link->lose_silent());
+    for (std::uint32_t i : polled) {
+      RemoteLink* link = members_[i].link.get();
+      if (link && now >= link->silence_deadline(started)) lose(i, link->lose_silent());
     }
-    if (fds.back().revents != 0) return false;
     rejoin(now);
   }
 }
 
 Status FanInLink::begin(std::uint64_t epoch, std::uint64_t position) {
+  // What a daemon would refuse is refused here, before anything changes.
+  if (Status s = PassPosition::check_epoch(epoch, "epoch"); !s.ok()) return s;
+  if (position >= shape_.batches_per_epoch) return Status::InvalidArgument("a pass starts within its epoch");
   for (auto& [index, d] : arrived_) {
     if (d.record.kind == DeliveryKind::kBatch) d.carrier->drop(d);
   }
@@ -347,16 +386,8 @@ Status FanInLink::begin(std::uint64_t epoch, std::uint64_t position) {
   epoch_ = epoch;
   end_handed_ = false;
   plan_.start(position, shape_.batches_per_epoch);
-  for (std::uint32_t i = 0; i < members_.size(); ++i) {
-    if (!members_[i].link) continue;
-    if (Status s = seek(i); !s.ok()) {
-      if (!members_[i].link->check().ok()) {
-        lose(i, s);
-        continue;
-      }
-      return s;  // the daemon refused: the Client says why
-    }
-  }
+  // At once, so that a hung daemon holds the others up no longer than `overdue`.
+  seek(up(), Clock::now() + settings_.overdue);
   return failed_;
 }
 

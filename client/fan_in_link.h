@@ -66,11 +66,17 @@ class FanInLink final : public StreamLink {
   explicit FanInLink(Settings settings) : settings_(std::move(settings)) {}
 
   void add(const RemoteDaemon& daemon);
-  // Opens member `i`'s stream, its reply in `reply`; one that does not match the first
-  // stream's order is an error.
-  Status connect(std::uint32_t i, std::chrono::milliseconds timeout, nlohmann::json& reply);
-  // Seeks member `i` to the current pass on demand.
-  Status seek(std::uint32_t i);
+  // Opens member `i`'s stream, its reply in `reply` (RemoteLink::open's `timeout` and
+  // `bound_open`); one that does not match the first stream's order is an error.
+  Status connect(std::uint32_t i, std::chrono::milliseconds timeout, nlohmann::json& reply, bool bound_open);
+  // Starts the current pass on demand on members `which`, at once; those that have not
+  // answered by `deadline`, or refuse, are lost.
+  void seek(std::vector<std::uint32_t> which, Clock::time_point deadline);
+  // One poll over members `which` (and `interrupt_fd`, if not -1) until `deadline` at
+  // the latest; true if interrupt_fd became readable.
+  bool poll(const std::vector<std::uint32_t>& which, Clock::time_point deadline, int interrupt_fd);
+  // The members that are up.
+  std::vector<std::uint32_t> up() const;
   // Member `i` is lost for `why`: its batches go to the others.
   void lose(std::uint32_t i, const Status& why);
   // Tries the lost members whose time has come.

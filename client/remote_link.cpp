@@ -80,7 +80,8 @@ RemoteLink::~RemoteLink() {
 }
 
 Result<std::unique_ptr<RemoteLink>> RemoteLink::open(const RemoteDaemon& daemon, std::chrono::milliseconds timeout,
-                                                     int pin_device, const json& request, json& opened) {
+                                                     int pin_device, const json& request, json& opened,
+                                                     bool bound_open) {
   auto token = client_token(daemon);
   if (!token.ok()) return token.status();
   const std::string& address = daemon.address;
@@ -99,14 +100,16 @@ Result<std::unique_ptr<RemoteLink>> RemoteLink::open(const RemoteDaemon& daemon,
   for (const auto& [id, handler] : {std::pair{kDeliveryMessage, &on_delivery}, {kWelcomeMessage, &on_welcome}}) {
     if (Status s = link->worker_->set_am_handler(id, handler, link.get()); !s.ok()) return s;
   }
-  auto hello = link->request(MessageType::kHello, json{{"protocol", kProtocolVersion},
-                                                       {"token", *token},
-                                                       {"worker", bytes_to_json(*worker_address)}});
+  // From the connect on: the hello and the welcome (with bound_open, the opening too).
+  const Clock::time_point deadline = Clock::now() + timeout;
+  auto hello = link->request(MessageType::kHello,
+                             json{{"protocol", kProtocolVersion},
+                                  {"token", *token},
+                                  {"worker", bytes_to_json(*worker_address)}},
+                             deadline);
   if (!hello.ok()) return hello.status();
   // Its welcome over UCX: the two workers' handshake is over, and batches can come.
-  const Clock::time_point deadline = Clock::now() + timeout;
-  auto welcomed = link->progress_until(
-      [&] { return link->welcomed_ || Clock::now() > deadline; }, -1);
+  auto welcomed = link->progress_until([&] { return link->welcomed_; }, -1, deadline);
   if (!welcomed.ok()) return welcomed.status();
   if (!link->welcomed_) {
     return Status::Unavailable("the remote forkfeedd at " + address + " took the token, but nothing it sent over UCX "
@@ -114,7 +117,7 @@ Result<std::unique_ptr<RemoteLink>> RemoteLink::open(const RemoteDaemon& daemon,
                                " ms: do UCX_TLS and UCX_NET_DEVICES allow a common transport on both machines, and "
                                "does a firewall let UCX's connections through?");
   }
-  auto reply = link->request(MessageType::kOpenStream, request);
+  auto reply = link->request(MessageType::kOpenStream, request, bound_open ? deadline : Clock::time_point::max());
   if (!reply.ok()) return reply.status();
   if (Status s = link->make_arena(*reply, pin_device); !s.ok()) return s;
   opened = std::move(reply).value();
@@ -221,22 +224,26 @@ Status RemoteLink::lose_silent() {
               " ms (its host, its forkfeedd or the network is down)");
 }
 
-Result<bool> RemoteLink::progress_until(const std::function<bool()>& until, int interrupt_fd) {
+Result<bool> RemoteLink::progress_until(const std::function<bool()>& until, int interrupt_fd,
+                                        Clock::time_point deadline) {
   const Clock::time_point started = Clock::now();
   std::vector<pollfd> fds;
   while (true) {
     service();
     if (until()) return true;  // before the loss: a refusal's reply comes with its notice
     if (!lost_.ok()) return lost_;
+    if (Clock::now() >= deadline) return false;
     if (!arm()) continue;
     // A trainer that computed for a minute between two calls did not hear the beats of
     // that minute yet: silence counts from when it started waiting at the latest.
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(silence_deadline(started) - Clock::now());
-    if (left.count() <= 0) return lose_silent();
+    const Clock::time_point silent = silence_deadline(started);
+    if (Clock::now() >= silent) return lose_silent();
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::min(silent, deadline) - Clock::now()).count() + 1;
     fds.clear();
     add_poll_fds(fds);
     fds.push_back({interrupt_fd, POLLIN, 0});
-    if (::poll(fds.data(), fds.size(), static_cast<int>(left.count())) < 0 && errno != EINTR) {
+    if (::poll(fds.data(), fds.size(), static_cast<int>(left)) < 0 && errno != EINTR) {
       return Status::FromErrno("poll for the remote forkfeedd", errno);
     }
     after_poll(fds.data());
@@ -257,6 +264,21 @@ std::uint32_t RemoteLink::free_slots() const { return arena_ ? arena_->free_coun
 std::uint32_t RemoteLink::slots() const { return arena_ ? arena_->slots() : 0; }
 
 Result<json> RemoteLink::request(MessageType type, const json& body) {
+  return request(type, body, Clock::time_point::max());
+}
+
+Result<json> RemoteLink::request(MessageType type, const json& body, Clock::time_point deadline) {
+  const Clock::time_point sent = Clock::now();
+  if (Status s = send_request(type, body); !s.ok()) return s;
+  auto done = progress_until([this] { return reply_.has_value(); }, -1, deadline);
+  if (!done.ok()) return done.status();
+  if (auto reply = take_reply()) return std::move(*reply);
+  return lose("it did not answer within the " +
+              std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - sent).count()) +
+              " ms given");
+}
+
+Status RemoteLink::send_request(MessageType type, const json& body) {
   if (!lost_.ok()) return lost_;
   std::string payload;
   try {
@@ -269,8 +291,11 @@ Result<json> RemoteLink::request(MessageType type, const json& body) {
     if (s.code() == Status::Code::kInvalidArgument) return s;  // too large: nothing was sent
     return lose("cannot send it a request: " + s.message());
   }
-  auto done = progress_until([this] { return reply_.has_value(); }, -1);
-  if (!done.ok()) return done.status();
+  return Status::Ok();
+}
+
+std::optional<Result<json>> RemoteLink::take_reply() {
+  if (!reply_) return std::nullopt;
   json reply = json::parse(*std::exchange(reply_, std::nullopt), nullptr, false);
   if (!reply.is_object()) return lose("it sent a reply that is not a JSON object");
   try {

@@ -34,9 +34,12 @@ class RemoteLink final : public StreamLink {
   // Connects to the gateway at `daemon`, presents the token and opens a stream with
   // `request` (an open_stream body); the reply's body in `opened`. With `pin_device` >= 0
   // the receive arena is page-locked for that CUDA device (as a Loader's slots are).
+  // `timeout` bounds the connect, the hello and the welcome over UCX, and with
+  // `bound_open` the stream's opening too (else that may take as long as the daemon
+  // needs to index the dataset, while it beats).
   static Result<std::unique_ptr<RemoteLink>> open(const RemoteDaemon& daemon, std::chrono::milliseconds timeout,
                                                   int pin_device, const nlohmann::json& request,
-                                                  nlohmann::json& opened);
+                                                  nlohmann::json& opened, bool bound_open = false);
   ~RemoteLink() override;
 
   Result<nlohmann::json> request(MessageType type, const nlohmann::json& body) override;
@@ -51,6 +54,10 @@ class RemoteLink final : public StreamLink {
 
   // For FanInLink, which draws one rank's pass from several links.
   using Clock = std::chrono::steady_clock;
+  // request() in two halves, for requests to several links at once: the request goes
+  // out; its reply, once service() has read it (nullopt until then).
+  Status send_request(MessageType type, const nlohmann::json& body);
+  std::optional<Result<nlohmann::json>> take_reply();
   const std::string& address() const { return address_; }
   // Asks the daemon's stream, opened on demand, for `batches` of the pass `generation`.
   Status want(std::uint64_t generation, std::span<const std::uint64_t> batches);
@@ -86,9 +93,13 @@ class RemoteLink final : public StreamLink {
   // After the open_stream reply: the receive arena, and its slots as credits.
   Status make_arena(const nlohmann::json& opened, int pin_device);
   Status lose(const std::string& why);
-  // Progresses until `until` holds, the link is lost or the gateway was silent for
-  // kRemoteSilence; readable `interrupt_fd` (if not -1) ends it early with false.
-  Result<bool> progress_until(const std::function<bool()>& until, int interrupt_fd);
+  // request(), lost if no reply came by `deadline`.
+  Result<nlohmann::json> request(MessageType type, const nlohmann::json& body, Clock::time_point deadline);
+  // Progresses until `until` holds (true), the link is lost or the gateway was silent for
+  // kRemoteSilence (its error), or `interrupt_fd` (if not -1) is readable or `deadline`
+  // passed (false).
+  Result<bool> progress_until(const std::function<bool()>& until, int interrupt_fd,
+                              Clock::time_point deadline = Clock::time_point::max());
   // Reads what the control connection brought: replies, heartbeats, a notice.
   void read_control();
   void send_credits();
