@@ -142,14 +142,17 @@ void FanInLink::seek(std::vector<std::uint32_t> which, Clock::time_point deadlin
     if (which.empty()) break;
     if (Clock::now() >= deadline) {
       for (std::uint32_t i : which) {
-        lose(i, Status::Unavailable("the remote forkfeedd at " + members_[i].daemon.address +
-                                    " did not start a pass within " + std::to_string(settings_.overdue.count()) +
-                                    " ms (overdue): a hung node?"));
+        lose(i,
+             Status::Unavailable("the remote forkfeedd at " + members_[i].daemon.address +
+                                 " did not start a pass within " + std::to_string(settings_.overdue.count()) +
+                                 " ms (overdue): a hung node?"),
+             true);
       }
       break;
     }
     (void)poll(which, deadline, -1);
   }
+  settle();
 }
 
 bool FanInLink::poll(const std::vector<std::uint32_t>& which, Clock::time_point deadline, int interrupt_fd) {
@@ -180,9 +183,10 @@ bool FanInLink::any_up() const {
   return std::any_of(members_.begin(), members_.end(), [](const Member& m) { return m.link != nullptr; });
 }
 
-void FanInLink::lose(std::uint32_t i, const Status& why) {
+void FanInLink::lose(std::uint32_t i, const Status& why, bool silent) {
   Member& m = members_[i];
   if (!m.link) return;
+  m.silent = silent;
   const std::uint64_t taken = plan_.lost(i);
   m.stats.reassigned += taken;
   m.stats.losses += 1;
@@ -191,19 +195,30 @@ void FanInLink::lose(std::uint32_t i, const Status& why) {
   m.stats.last_error = why.message();
   retired_.push_back(std::move(m.link));
   m.retry_at = Clock::now() + m.backoff;
-  if (!any_up()) {
-    std::string each;
-    for (const Member& member : members_) each += "; " + member.stats.last_error;
-    const bool one = members_.size() == 1;
-    failed_ = Status::Unavailable((one ? why.message() : "lost every remote forkfeedd of this stream" + each) +
-                                  (one ? "; restart it" : "; restart them") +
-                                  ", then connect again with the last state() to continue exactly");
-    spdlog::error("forkfeed: {}", failed_.message());
-    return;
-  }
+  last_loss_ = why;
   spdlog::warn("forkfeed: {}; its {} batch(es) of the pass in progress go to the other daemons, and it is tried "
                "again in {} s",
                why.message(), taken, std::chrono::duration_cast<std::chrono::seconds>(m.backoff).count());
+}
+
+void FanInLink::settle() {
+  if (!failed_.ok() || settling_ || any_up()) return;
+  settling_ = true;
+  for (Member& m : members_) {
+    if (!m.silent) m.retry_at = Clock::time_point::min();  // a hung one would only hold us up
+  }
+  rejoin(Clock::now());
+  settling_ = false;
+  if (any_up()) return;
+  std::string each;
+  for (const Member& member : members_) each += "; " + member.stats.last_error;
+  // One daemon's error keeps its code (a lasting error of its loader is not a lost daemon).
+  const bool one = members_.size() == 1;
+  failed_ = Status::FromCode(one ? last_loss_.code() : Status::Code::kUnavailable,
+                             (one ? last_loss_.message() : "lost every remote forkfeedd of this stream" + each) +
+                                 (one ? "; restart it" : "; restart them") +
+                                 ", then connect again with the last state() to continue exactly");
+  spdlog::error("forkfeed: {}", failed_.message());
 }
 
 void FanInLink::rejoin(Clock::time_point now) {
@@ -240,7 +255,9 @@ void FanInLink::accept(std::uint32_t i, LinkDelivery d) {
   if (r.kind == DeliveryKind::kError && r.fatal != 0) {
     char message[kDeliveryMessageBytes];
     std::snprintf(message, sizeof message, "%s", r.message);
-    return lose(i, Status::Unavailable("the remote forkfeedd at " + m.daemon.address + " cannot go on: " + message));
+    auto code = static_cast<Status::Code>(r.code);
+    if (code == Status::Code::kOk) code = Status::Code::kInternal;  // a lasting error is never Ok
+    return lose(i, Status::FromCode(code, "the remote forkfeedd at " + m.daemon.address + " cannot go on: " + message));
   }
   if (r.epoch != epoch_) {
     if (batch) m.link->drop(d);
@@ -279,6 +296,7 @@ void FanInLink::collect() {
       if (Status s = m.link->check(); !s.ok()) lose(i, s);
     }
   }
+  settle();
   if (!failed_.ok()) return;
   for (const FanInPlan::Stall& stall : plan_.stall_overdue(Clock::now(), settings_.overdue)) {
     Member& m = members_[stall.daemon];
@@ -300,6 +318,7 @@ void FanInLink::collect() {
     Member& m = members_[want.daemon];
     if (Status s = m.link->want(m.generation, want.batches); !s.ok()) lose(want.daemon, s);
   }
+  settle();
   // Lost links go once nothing of theirs is in flight or waiting to be handed out.
   std::erase_if(retired_, [this](const std::unique_ptr<RemoteLink>& link) {
     link->service();
@@ -310,7 +329,7 @@ void FanInLink::collect() {
 }
 
 std::optional<LinkDelivery> FanInLink::take_head() {
-  while (plan_.head_arrived()) {
+  if (plan_.head_arrived()) {
     auto node = arrived_.extract(plan_.head());
     plan_.handed_out();
     LinkDelivery d = node.mapped();
@@ -369,8 +388,9 @@ Result<bool> FanInLink::wait(int interrupt_fd) {
     const Clock::time_point now = Clock::now();
     for (std::uint32_t i : polled) {
       RemoteLink* link = members_[i].link.get();
-      if (link && now >= link->silence_deadline(started)) lose(i, link->lose_silent());
+      if (link && now >= link->silence_deadline(started)) lose(i, link->lose_silent(), true);
     }
+    settle();
     rejoin(now);
   }
 }

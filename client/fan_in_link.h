@@ -61,6 +61,7 @@ class FanInLink final : public StreamLink {
     std::uint64_t generation = 0;      // of its stream, as of its last seek
     Clock::time_point retry_at{};
     Clock::duration backoff{};
+    bool silent = false;  // lost for silence: not tried again before its time
     RemoteDaemonStats stats;
   };
   explicit FanInLink(Settings settings) : settings_(std::move(settings)) {}
@@ -77,8 +78,13 @@ class FanInLink final : public StreamLink {
   bool poll(const std::vector<std::uint32_t>& which, Clock::time_point deadline, int interrupt_fd);
   // The members that are up.
   std::vector<std::uint32_t> up() const;
-  // Member `i` is lost for `why`: its batches go to the others.
-  void lose(std::uint32_t i, const Status& why);
+  // Member `i` is lost for `why`: its batches go to the others. `silent`: it stopped
+  // answering (a hung node), rather than closed its connection.
+  void lose(std::uint32_t i, const Status& why, bool silent = false);
+  // When every member is lost: each that closed its connection (not a silent one) is
+  // tried once more at once — a daemon restarted at its address comes back here — and
+  // only if none answers does the link fail.
+  void settle();
   // Tries the lost members whose time has come.
   void rejoin(Clock::time_point now);
   // Takes in what every member delivered, stalls the overdue, sends the wants.
@@ -104,7 +110,9 @@ class FanInLink final : public StreamLink {
   // Lost links, kept while a receive is in flight in them or a batch that came by them
   // waits in arrived_.
   std::vector<std::unique_ptr<RemoteLink>> retired_;
-  Status failed_;  // every daemon lost
+  Status failed_;     // every daemon lost, and none came back when tried once more
+  Status last_loss_;  // why the last one was lost
+  bool settling_ = false;
 };
 
 }  // namespace forkfeed

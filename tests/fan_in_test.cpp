@@ -288,5 +288,28 @@ TEST_F(FanInTest, ForkfeeddRefusesABadWantWithANoticeAndIgnoresAStaleOne) {
   }
 }
 
+// Both connections found lost at one call, while one daemon is already back at its
+// address (restarted between two calls): it is tried at once, and the pass goes on.
+TEST_F(FanInTest, LosingEveryDaemonAtOnceTriesThemBeforeFailing) {
+  testing::HangGuard guard(60, "FanInTest.Settle");
+  auto d0 = start("settle0");
+  auto d1 = start("settle1");
+  const std::string a0 = testing::remote_address(*d0);
+  auto client = connect({a0, testing::remote_address(*d1)});
+  ASSERT_TRUE(client);
+  auto loader = testing::open_loader(options());
+  expect_same(*client, *loader, 3, "before");
+  ASSERT_TRUE(d0->signal_and_wait(SIGKILL, 5s));
+  d0.reset();
+  d0 = start("settle0b", a0);
+  // Its gateway listens at a0 (so the old one, which dies with its daemon, is gone).
+  for (int i = 0; i < 1000 && testing::remote_address(*d0) != a0; ++i) std::this_thread::sleep_for(20ms);
+  ASSERT_EQ(testing::remote_address(*d0), a0) << testing::daemon_stats(d0->socket()).dump();
+  ASSERT_TRUE(d1->signal_and_wait(SIGKILL, 5s));
+  expect_same(*client, *loader, 30, "with daemon 0 back and daemon 1 gone");
+  EXPECT_TRUE(client->daemons()[0].up);
+  EXPECT_EQ(client->daemons()[0].losses, 1u);
+}
+
 }  // namespace
 }  // namespace forkfeed

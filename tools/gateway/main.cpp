@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -77,5 +78,10 @@ int main(int argc, char** argv) {
     ::close(ready_fd);
   }
   if (forkfeed::Status s = (*gateway)->run(stop.get()); !s.ok()) return fail(s.message(), 1);
-  return 0;
+  // Asked to stop (forkfeedd stops, or died: the parent death signal): end here, without
+  // tearing UCX down. With sends in flight its teardown asserts (UCX 1.13) and takes the
+  // process down slowly, holding the listening port, while a forkfeedd restarted in its
+  // place wants it; the kernel closes every connection and frees every mapping at once.
+  spdlog::shutdown();
+  std::_Exit(0);
 }
