@@ -216,9 +216,16 @@ TEST_F(FanInTest, ADaemonBackAtItsAddressRejoinsAndEveryDaemonGoneIsAnErrorWithi
     std::this_thread::sleep_for(100ms);
   }
   ASSERT_TRUE(client->daemons()[0].up) << "the daemon back at " << a0 << " did not rejoin";
+  // It serves again: batches go by credit, so it takes its share as soon as it has room
+  // (within three epochs even on a loaded machine).
   const std::uint64_t before = client->daemons()[0].batches;
-  expect_same(*client, *loader, 24, "after the rejoin");
-  EXPECT_GT(client->daemons()[0].batches, before) << "the daemon rejoined but served nothing";
+  for (int i = 0; i < 72 && client->daemons()[0].batches == before; ++i) {
+    expect_same(*client, *loader, 1, "after the rejoin");
+  }
+  const RemoteDaemonStats back = client->daemons()[0];
+  EXPECT_GT(back.batches, before) << "the daemon rejoined but served nothing: up " << back.up << ", duplicates "
+                                  << back.duplicates << ", reassigned " << back.reassigned << ", losses "
+                                  << back.losses << ", last error " << back.last_error;
 
   // Both gone while the client waits: an error naming them within 3 s.
   ASSERT_TRUE(d0->signal_and_wait(SIGKILL, 5s));
