@@ -209,6 +209,13 @@ TEST_F(FanInTest, ADaemonBackAtItsAddressRejoinsAndEveryDaemonGoneIsAnErrorWithi
   ASSERT_TRUE(d0->signal_and_wait(SIGKILL, 5s));
   d0.reset();
   expect_same(*client, *loader, 3, "after the kill");
+  // The client learns of the loss when its connection closes (the gateway dies after its
+  // daemon): until then the daemon still counts as up.
+  for (int i = 0; i < 200 && client->daemons()[0].up; ++i) {
+    expect_same(*client, *loader, 1, "until the loss is seen");
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_FALSE(client->daemons()[0].up) << "the client never saw the killed daemon go";
   d0 = start("back0b", a0);  // the same port
   const Clock::time_point restarted = Clock::now();
   while (!client->daemons()[0].up && Clock::now() - restarted < 20s) {
