@@ -1,5 +1,5 @@
 // Crop geometry: torchvision's RandomResizedCrop bounds and fallback, eval resize+crop.
-#include "workers/crop.h"
+#include "transforms/crop.h"
 
 #include <gtest/gtest.h>
 

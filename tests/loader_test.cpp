@@ -17,7 +17,7 @@
 
 #include "testing/temp_dataset.h"
 #include "testing/small_options.h"
-#include "workers/crop.h"
+#include "transforms/crop.h"
 
 namespace forkfeed {
 namespace {

@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "forkfeed/status.h"
-#include "workers/crop.h"
+#include "transforms/crop.h"
 
 namespace forkfeed {
 

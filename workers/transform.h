@@ -13,7 +13,7 @@
 
 #include "base/keyed_rng.h"
 #include "transport/arena_layout.h"
-#include "workers/crop.h"
+#include "transforms/crop.h"
 #include "workers/pixel_store.h"
 
 namespace forkfeed {

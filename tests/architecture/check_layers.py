@@ -19,6 +19,7 @@ LAYERS = [
     ["cuda"],
     ["transport"],
     ["dataset"],
+    ["transforms"],
     ["workers"],
     ["process"],
     ["loader"],

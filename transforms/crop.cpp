@@ -1,5 +1,5 @@
 // Crop geometry, transcribed from torchvision so the same image gets the same crop.
-#include "workers/crop.h"
+#include "transforms/crop.h"
 
 #include <algorithm>
 #include <cmath>

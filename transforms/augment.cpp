@@ -1,0 +1,1 @@
+// transforms/augment.cpp: being written.

@@ -1,0 +1,58 @@
+// The deterministic image ops of torchvision.transforms.functional, on one sample: RGB
+// uint8, interleaved (CV_8UC3, any size, continuous or a view), changed in place. Each
+// follows torchvision 0.14's tensor implementation (functional_tensor.py) — the same
+// float arithmetic, the same rounding or truncation back to uint8 — so that a sample
+// matches what torchvision makes of the same uint8 tensor within one level
+// (python/tests/test_transform_fidelity.py measures it op by op).
+//
+// The random transforms (transforms/pipeline.cpp) and the AutoAugment family
+// (transforms/augment.h) draw their parameters from the sample's KeyedRng and call these.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <opencv2/core/mat.hpp>
+
+namespace forkfeed::fn {
+
+enum class Interpolation { kNearest, kBilinear };
+
+// Colour for pixels that a geometric op moves in from outside the image (torchvision's
+// `fill`; None is 0).
+using Fill = std::array<float, 3>;
+
+void adjust_brightness(cv::Mat& img, double factor);
+void adjust_contrast(cv::Mat& img, double factor);
+void adjust_saturation(cv::Mat& img, double factor);
+// hue_factor in [-0.5, 0.5].
+void adjust_hue(cv::Mat& img, double hue_factor);
+// rgb_to_grayscale(num_output_channels=3): the three channels equal.
+void rgb_to_grayscale(cv::Mat& img);
+// bits in [0, 8].
+void posterize(cv::Mat& img, int bits);
+void solarize(cv::Mat& img, double threshold);
+void autocontrast(cv::Mat& img);
+void equalize(cv::Mat& img);
+void adjust_sharpness(cv::Mat& img, double factor);
+void invert(cv::Mat& img);
+// kernel sizes odd and positive, sigmas positive; reflect padding, as torchvision.
+void gaussian_blur(cv::Mat& img, std::array<int, 2> kernel_size, std::array<double, 2> sigma);
+void hflip(cv::Mat& img);
+void vflip(cv::Mat& img);
+
+// F.affine's parameters: degrees, pixels, a factor, degrees; `center` in pixels from the
+// top-left corner (None: the image's center).
+struct AffineParams {
+  double angle = 0;
+  std::array<double, 2> translate = {0, 0};
+  double scale = 1;
+  std::array<double, 2> shear = {0, 0};
+  std::optional<std::array<double, 2>> center;
+};
+// F.affine(img, angle, translate, scale, shear, interpolation, fill, center).
+void affine(cv::Mat& img, const AffineParams& params, Interpolation interpolation, const Fill& fill);
+// F.rotate(img, angle, interpolation, expand=False, center, fill).
+void rotate(cv::Mat& img, double angle, Interpolation interpolation, const Fill& fill,
+            std::optional<std::array<double, 2>> center = std::nullopt);
+
+}  // namespace forkfeed::fn

@@ -1,0 +1,1 @@
+// transforms/functional_color.cpp: being written.

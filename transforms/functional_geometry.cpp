@@ -1,0 +1,1 @@
+// transforms/functional_geometry.cpp: being written.

@@ -1,0 +1,1 @@
+// transforms/pipeline.cpp: being written.

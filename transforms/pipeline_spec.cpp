@@ -1,0 +1,1 @@
+// transforms/pipeline_spec.cpp: being written.
