@@ -1,0 +1,1 @@
+// transforms/augment_ops.cpp: being written.
