@@ -7,6 +7,12 @@
         for images, labels in loader:   # tensors whose memory is the batch slot
             ...
 
+``transform`` is "train", "eval", or a pipeline of torchvision's ops run by the C++
+workers: ``transform=[RandomResizedCrop(176), RandomHorizontalFlip(), TrivialAugmentWide(),
+Normalize(), RandomErasing(p=0.1)]`` with the ops of ``forkfeed.transforms``, or the same as
+one string. ``forkfeed.transforms`` also has MixUp and CutMix, which the trainer applies to
+each batch.
+
 The package binds the C++ ``forkfeed::Loader``, and ``forkfeed::Client`` for a stream
 served by the forkfeedd daemon (``forkfeed.Client``, the same API): options, order,
 resume and errors are the C++ ones. Python adds only the defaults of ``rank`` and
@@ -20,7 +26,7 @@ import os
 import threading
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
-from forkfeed import _forkfeed
+from forkfeed import _forkfeed, transforms
 from forkfeed._forkfeed import (BadDataError, DaemonLostError, Error, WorkerDiedError, default_socket_path,
                                  fork_report)
 
@@ -108,6 +114,8 @@ class _Pass:
         if not self._numpy:
             import torch.utils.dlpack  # noqa: F401 (fails here, not at the first batch)
         options = {name: arguments[name] for name in _OPTION_NAMES}
+        if options["transform"] is not None:  # a list of ops becomes the one string the C++ side parses
+            options["transform"] = transforms.pipeline_spec(options["transform"])
         if options["rank"] is None or options["world_size"] is None:
             default_rank, default_world_size = _default_rank_and_world_size()
             options["rank"] = default_rank if options["rank"] is None else options["rank"]
@@ -257,6 +265,14 @@ class Loader(_Pass):
     else to $RANK/$WORLD_SIZE, else 0/1. ``output`` chooses torch tensors (the
     default) or numpy arrays.
 
+    ``transform``: "train" (RandomResizedCrop(size) and a flip), "eval" (Resize and
+    CenterCrop(size)), or a pipeline: a list of ``forkfeed.transforms`` ops, or the same as
+    one string, e.g. "RandomResizedCrop(224), RandomHorizontalFlip(), Normalize()". Its ops
+    are torchvision's, with their arguments; Normalize() makes the batches float32 (its mean
+    and std default to ``mean`` and ``std``), and the last crop sets the size (``size`` may
+    be left out). A bad op or argument raises ValueError naming it; torchvision's own
+    transform objects raise TypeError (forkfeed's workers run C++, not them).
+
     Iterating gives one pass (epoch) of ``(images, labels)``: images uint8 or
     float32, NHWC or NCHW by ``layout`` ("nhwc", "nchw"; by default NHWC for uint8 and
     NCHW for float32), labels int64; both are views of the batch slot in shared memory,
@@ -283,7 +299,7 @@ class Loader(_Pass):
         workers: Optional[int] = None,
         prefetch: Optional[int] = None,
         weight: Optional[int] = None,
-        transform: Optional[str] = None,
+        transform: Union[str, Sequence[Union[transforms.Op, str]], None] = None,
         size: Optional[int] = None,
         dtype: Optional[str] = None,
         layout: Optional[str] = None,
@@ -427,7 +443,7 @@ class Client(_Pass):
         workers: Optional[int] = None,
         prefetch: Optional[int] = None,
         weight: Optional[int] = None,
-        transform: Optional[str] = None,
+        transform: Union[str, Sequence[Union[transforms.Op, str]], None] = None,
         size: Optional[int] = None,
         dtype: Optional[str] = None,
         layout: Optional[str] = None,

@@ -4,6 +4,8 @@ from typing import Any, Dict, Iterator, List, Literal, NamedTuple, Optional, Seq
 
 from typing_extensions import Self
 
+from forkfeed import transforms as transforms
+
 PathLike = Union[str, bytes, os.PathLike[str], os.PathLike[bytes]]
 
 class Error(RuntimeError): ...
@@ -66,7 +68,7 @@ class Loader(_Pass):
         workers: Optional[int] = None,
         prefetch: Optional[int] = None,
         weight: Optional[int] = None,
-        transform: Optional[Literal["train", "eval"]] = None,
+        transform: Union[Literal["train", "eval"], str, Sequence[Union[transforms.Op, str]], None] = None,
         size: Optional[int] = None,
         dtype: Optional[Literal["uint8", "float32"]] = None,
         layout: Optional[Literal["auto", "nhwc", "nchw"]] = None,
@@ -116,7 +118,7 @@ class Client(_Pass):
         workers: Optional[int] = None,
         prefetch: Optional[int] = None,
         weight: Optional[int] = None,
-        transform: Optional[Literal["train", "eval"]] = None,
+        transform: Union[Literal["train", "eval"], str, Sequence[Union[transforms.Op, str]], None] = None,
         size: Optional[int] = None,
         dtype: Optional[Literal["uint8", "float32"]] = None,
         layout: Optional[Literal["auto", "nhwc", "nchw"]] = None,

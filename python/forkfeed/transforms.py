@@ -1,0 +1,553 @@
+"""Transform pipelines for forkfeed.Loader and forkfeed.Client, written as with
+torchvision.transforms, and the batch-level MixUp and CutMix for the training loop.
+
+    from forkfeed.transforms import (RandomResizedCrop, RandomHorizontalFlip, TrivialAugmentWide,
+                                     Normalize, RandomErasing)
+    loader = forkfeed.Loader(root, batch_size=256, transform=[
+        RandomResizedCrop(176), RandomHorizontalFlip(), TrivialAugmentWide(), Normalize(),
+        RandomErasing(p=0.1)])
+
+The ops do nothing in Python: each keeps its arguments and prints itself as the spec text
+the C++ workers run (``str(RandomResizedCrop(176))`` is ``"RandomResizedCrop(176)"``), so
+a list of them and the string ``"RandomResizedCrop(176), RandomHorizontalFlip(), ..."``
+are the same pipeline, and the string is also what forkfeed-bench's ``--transform`` and
+forkfeedd's ``transform:`` take. Names, arguments and defaults are torchvision 0.14's; the
+C++ side checks the values when the loader opens and names the op and argument it refuses.
+Two differences: ``Normalize()``'s mean and std default to the loader's ``mean`` and
+``std`` (ImageNet's unless given), and there is no ToTensor: a pipeline with Normalize
+gives float32 batches, one without gives uint8. The output size is the last crop's.
+
+MixUp and CutMix mix whole batches, so they run in the trainer, on the batch tensors and on
+their device. Their random draws come from (seed, epoch, batch index) only, as forkfeed's
+per-sample draws come from (seed, epoch, sample index): a resumed run mixes its batches
+exactly as an uninterrupted one did.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import math
+import numbers
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
+
+__all__ = [
+    "InterpolationMode", "AutoAugmentPolicy", "Op", "pipeline_spec",
+    "Resize", "CenterCrop", "RandomCrop", "RandomResizedCrop", "RandomHorizontalFlip", "RandomVerticalFlip",
+    "ColorJitter", "RandomGrayscale", "Grayscale", "GaussianBlur", "RandomRotation", "RandomAffine",
+    "RandomPosterize", "RandomSolarize", "RandomAutocontrast", "RandomEqualize", "RandomAdjustSharpness",
+    "RandomInvert", "AutoAugment", "RandAugment", "TrivialAugmentWide", "AugMix", "Normalize", "RandomErasing",
+    "MixUp", "CutMix", "MixUpOrCutMix",
+]
+
+
+class InterpolationMode(enum.Enum):
+    """torchvision.transforms.InterpolationMode's members and values; torchvision's own
+    members and their strings ("bilinear") are taken as well."""
+
+    NEAREST = "nearest"
+    BILINEAR = "bilinear"
+    BICUBIC = "bicubic"
+    BOX = "box"
+    HAMMING = "hamming"
+    LANCZOS = "lanczos"
+
+
+class AutoAugmentPolicy(enum.Enum):
+    """torchvision.transforms.AutoAugmentPolicy's members and values."""
+
+    IMAGENET = "imagenet"
+    CIFAR10 = "cifar10"
+    SVHN = "svhn"
+
+
+# Arguments whose values are members of an enum, by name, as in torchvision's signatures.
+_ENUM_ARGUMENTS = {"interpolation": InterpolationMode, "policy": AutoAugmentPolicy}
+
+
+class Op:
+    """One sample-level op of a pipeline: its arguments as attributes, and ``str()`` the
+    spec text that builds it, with only the arguments that differ from the defaults.
+
+    Values are kept as the spec spells them (ints, floats, strings, None, tuples for
+    sequences, the enums above), so they can be printed back exactly: floats as
+    ``repr()`` prints them, which reads back as the same double."""
+
+    def __init__(self, arguments: Dict[str, Any]) -> None:
+        """Keeps a subclass's ``__init__`` arguments, given as its ``locals()``."""
+        for name in self._parameters():
+            setattr(self, name, _canonical(type(self).__name__, name, arguments[name]))
+
+    @classmethod
+    def _parameters(cls) -> Dict[str, inspect.Parameter]:
+        parameters = dict(inspect.signature(cls.__init__).parameters)
+        del parameters["self"]
+        return parameters
+
+    def __str__(self) -> str:
+        parts = []
+        for name, parameter in self._parameters().items():
+            value = getattr(self, name)
+            if parameter.default is inspect.Parameter.empty:  # required: positional, as usually written
+                parts.append(_render(value))
+            elif value != _canonical(type(self).__name__, name, parameter.default):
+                parts.append(f"{name}={_render(value)}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+    __repr__ = __str__
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and str(self) == str(other)
+
+    def __hash__(self) -> int:
+        return hash(str(self))
+
+
+def _canonical(op: str, name: str, value: Any) -> Any:
+    """`value` as the spec spells it; TypeError naming the op and argument for a value
+    that has no spelling (an object, a function, an image)."""
+    if name in _ENUM_ARGUMENTS:
+        return _enum_member(op, name, _ENUM_ARGUMENTS[name], value)
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        if not math.isfinite(value):
+            raise ValueError(f"{op}: {name}={value!r} is not a finite number")
+        return float(value)
+    if hasattr(value, "tolist") and not isinstance(value, enum.Enum):  # numpy arrays, torch tensors
+        return _canonical(op, name, value.tolist())
+    if isinstance(value, (list, tuple)):
+        return tuple(_canonical(op, name, item) for item in value)
+    raise TypeError(f"{op}: {name}={value!r} is a {type(value).__name__}; a pipeline's arguments are numbers, "
+                    "strings, None or tuples of them, as the spec text spells them")
+
+
+def _enum_member(op: str, name: str, kind: type, value: Any) -> enum.Enum:
+    """The member of `kind` that `value` names: one of its own, torchvision's member of the
+    same name (InterpolationMode.BILINEAR), or its value as a string ("bilinear")."""
+    if isinstance(value, kind):
+        return value
+    text = value.value if isinstance(value, enum.Enum) else value
+    for member in kind:
+        if isinstance(text, str) and text.lower() == member.value:
+            return member
+    choices = ", ".join(f"{kind.__name__}.{m.name}" for m in kind)
+    raise ValueError(f"{op}: {name}={value!r} is not one of {choices} (or their strings, e.g. "
+                     f"{next(iter(kind)).value!r})")
+
+
+def _render(value: Any) -> str:
+    """A canonical value as Python would write it, which is how the spec reads it."""
+    if isinstance(value, enum.Enum):
+        return f"{type(value).__name__}.{value.name}"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(map(_render, value)) + ("," if len(value) == 1 else "") + ")"
+    if isinstance(value, str):
+        if '"' in value or "\\" in value:
+            raise ValueError(f"the string {value!r} has a quote or a backslash, which the spec text cannot hold")
+        return f'"{value}"'
+    return repr(value)  # None, True, ints; floats round-trip
+
+
+# The ops, in torchvision.transforms' order, each with torchvision 0.14's constructor. An
+# argument forkfeed cannot honour (RandomCrop's padding, RandomRotation's expand) is still
+# taken here, so that torchvision's code ports as it is; the loader refuses it when it opens,
+# saying why. `inplace` is taken and changes nothing: each sample is written in its own slot.
+
+
+class Resize(Op):
+    """Resizes the shorter side to ``size`` (an int), or to ``(height, width)``."""
+
+    def __init__(self, size, interpolation=InterpolationMode.BILINEAR, max_size=None, antialias=None):
+        super().__init__(locals())
+
+
+class CenterCrop(Op):
+    """Crops the center ``size`` (an int for a square, or ``(height, width)``)."""
+
+    def __init__(self, size):
+        super().__init__(locals())
+
+
+class RandomCrop(Op):
+    """Crops ``size`` at a random place, after ``padding``."""
+
+    def __init__(self, size, padding=None, pad_if_needed=False, fill=0, padding_mode="constant"):
+        super().__init__(locals())
+
+
+class RandomResizedCrop(Op):
+    """Crops a random area (a ``scale`` of the image's, of aspect ``ratio``) and resizes it
+    to ``size``; forkfeed decodes only that area of a JPEG."""
+
+    def __init__(self, size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0),
+                 interpolation=InterpolationMode.BILINEAR, antialias=None):
+        super().__init__(locals())
+
+
+class RandomHorizontalFlip(Op):
+    """Flips left to right with probability ``p``."""
+
+    def __init__(self, p=0.5):
+        super().__init__(locals())
+
+
+class RandomVerticalFlip(Op):
+    """Flips upside down with probability ``p``."""
+
+    def __init__(self, p=0.5):
+        super().__init__(locals())
+
+
+class ColorJitter(Op):
+    """Each factor a number x (drawn from [max(0, 1 - x), 1 + x]; for hue [-x, x]) or a
+    (min, max) pair; the four adjustments in a random order."""
+
+    def __init__(self, brightness=0, contrast=0, saturation=0, hue=0):
+        super().__init__(locals())
+
+
+class RandomGrayscale(Op):
+    """Makes the sample gray (three equal channels) with probability ``p``."""
+
+    def __init__(self, p=0.1):
+        super().__init__(locals())
+
+
+class Grayscale(Op):
+    """Makes the sample gray (ITU-R 601-2 luma, as torchvision); the batch keeps three channels."""
+
+    def __init__(self, num_output_channels=1):
+        super().__init__(locals())
+
+
+class GaussianBlur(Op):
+    """Blurs with a ``kernel_size`` Gaussian of a sigma drawn from ``sigma`` (a number or (min, max))."""
+
+    def __init__(self, kernel_size, sigma=(0.1, 2.0)):
+        super().__init__(locals())
+
+
+class RandomRotation(Op):
+    """Rotates by an angle drawn from ``degrees`` (x: [-x, x], or (min, max)), filling with ``fill``."""
+
+    def __init__(self, degrees, interpolation=InterpolationMode.NEAREST, expand=False, center=None, fill=0):
+        super().__init__(locals())
+
+
+class RandomAffine(Op):
+    """Rotates, translates, scales and shears by amounts drawn from the arguments' ranges."""
+
+    def __init__(self, degrees, translate=None, scale=None, shear=None, interpolation=InterpolationMode.NEAREST,
+                 fill=0, center=None):
+        super().__init__(locals())
+
+
+class RandomPosterize(Op):
+    """Keeps ``bits`` bits of each channel, with probability ``p``."""
+
+    def __init__(self, bits, p=0.5):
+        super().__init__(locals())
+
+
+class RandomSolarize(Op):
+    """Inverts the pixels at or above ``threshold``, with probability ``p``."""
+
+    def __init__(self, threshold, p=0.5):
+        super().__init__(locals())
+
+
+class RandomAutocontrast(Op):
+    """Stretches each channel to the full range, with probability ``p``."""
+
+    def __init__(self, p=0.5):
+        super().__init__(locals())
+
+
+class RandomEqualize(Op):
+    """Equalizes each channel's histogram, with probability ``p``."""
+
+    def __init__(self, p=0.5):
+        super().__init__(locals())
+
+
+class RandomAdjustSharpness(Op):
+    """Sharpens by ``sharpness_factor`` (below 1 blurs), with probability ``p``."""
+
+    def __init__(self, sharpness_factor, p=0.5):
+        super().__init__(locals())
+
+
+class RandomInvert(Op):
+    """Inverts the colours, with probability ``p``."""
+
+    def __init__(self, p=0.5):
+        super().__init__(locals())
+
+
+class AutoAugment(Op):
+    """AutoAugment's learned ``policy``: two ops of a sub-policy drawn per sample."""
+
+    def __init__(self, policy=AutoAugmentPolicy.IMAGENET, interpolation=InterpolationMode.NEAREST, fill=None):
+        super().__init__(locals())
+
+
+class RandAugment(Op):
+    """``num_ops`` ops drawn per sample, each of ``magnitude`` out of ``num_magnitude_bins``."""
+
+    def __init__(self, num_ops=2, magnitude=9, num_magnitude_bins=31, interpolation=InterpolationMode.NEAREST,
+                 fill=None):
+        super().__init__(locals())
+
+
+class TrivialAugmentWide(Op):
+    """One op per sample, of a magnitude drawn too (torchvision's ResNet-50 recipe uses it)."""
+
+    def __init__(self, num_magnitude_bins=31, interpolation=InterpolationMode.NEAREST, fill=None):
+        super().__init__(locals())
+
+
+class AugMix(Op):
+    """Mixes ``mixture_width`` chains of ops with the sample by Dirichlet and Beta(``alpha``) weights."""
+
+    def __init__(self, severity=3, mixture_width=3, chain_depth=-1, alpha=1.0, all_ops=True,
+                 interpolation=InterpolationMode.BILINEAR, fill=None):
+        super().__init__(locals())
+
+
+class Normalize(Op):
+    """``(x / 255 - mean) / std`` per channel, making the batch float32. Unlike
+    torchvision's, mean and std may be left out: they are then the loader's ``mean`` and
+    ``std`` options (ImageNet's unless given)."""
+
+    def __init__(self, mean=None, std=None, inplace=False):
+        super().__init__(locals())
+
+
+class RandomErasing(Op):
+    """Erases a random rectangle; ``value`` is a number, a per-channel tuple or "random"."""
+
+    def __init__(self, p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0, inplace=False):
+        super().__init__(locals())
+
+
+# Every op by name, in the order above.
+_OPS = {op.__name__: op for op in Op.__subclasses__()}
+
+# What torchvision's objects that have no op here become, for the message that refuses them.
+_TORCHVISION_HINTS = {
+    "ToTensor": "leave it out: batches are tensors already, and Normalize() makes them float32",
+    "PILToTensor": "leave it out: batches are tensors already (uint8 without Normalize())",
+    "ConvertImageDtype": "leave it out: Normalize() makes the batch float32; without it, it is uint8",
+    "Compose": "pass the list of its ops (forkfeed.transforms objects) or the string form",
+}
+
+
+def pipeline_spec(transform: Union[str, Sequence[Union[Op, str]]]) -> str:
+    """The spec text of a pipeline: a str as it is (``"train"``, ``"eval"`` or ops), a list
+    or tuple of ops (or of spec strings) joined with ", ". Refuses torchvision's own
+    objects, batch-level ops and anything else with a TypeError naming ``transform``."""
+    if isinstance(transform, str):
+        return transform
+    if not isinstance(transform, (list, tuple)):
+        raise TypeError(f"transform must be a str (\"train\", \"eval\" or a pipeline such as "
+                        f"\"RandomResizedCrop(224), RandomHorizontalFlip()\") or a list of forkfeed.transforms ops, "
+                        f"got {_describe(transform)}{_torchvision_hint(transform)}")
+    if not transform:
+        raise ValueError("transform is an empty list: give at least one op, or leave transform out for \"train\"")
+    parts = []
+    for i, op in enumerate(transform):
+        if isinstance(op, (Op, str)):
+            parts.append(str(op))
+        elif isinstance(op, (MixUp, CutMix, MixUpOrCutMix)):
+            raise TypeError(f"transform[{i}] is {type(op).__name__}, which mixes whole batches: call it on each "
+                            "batch in the training loop (images, targets = mix(batch)), not in the loader")
+        elif type(op).__module__.startswith("torchvision"):
+            raise TypeError(f"transform[{i}] is torchvision's {type(op).__name__}, which forkfeed's C++ workers "
+                            f"cannot run{_torchvision_hint(op)}")
+        else:
+            raise TypeError(f"transform[{i}] is {_describe(op)}; a pipeline's ops are forkfeed.transforms objects "
+                            "or spec strings")
+    return ", ".join(parts)
+
+
+def _describe(value: Any) -> str:
+    kind = type(value)
+    return f"{kind.__module__}.{kind.__qualname__}" if kind.__module__ != "builtins" else kind.__name__
+
+
+def _torchvision_hint(value: Any) -> str:
+    """What to write instead of one of torchvision's transforms, or "" for anything else."""
+    if not type(value).__module__.startswith("torchvision"):
+        return ""
+    name = type(value).__name__
+    if name in _TORCHVISION_HINTS:
+        return f": {_TORCHVISION_HINTS[name]}"
+    if name in _OPS:
+        return f": use forkfeed.transforms.{name} (the same arguments) or the string form \"{name}(...)\""
+    return f": forkfeed has no {name}; its ops are {', '.join(_OPS)}"
+
+
+# Batch-level mixing --------------------------------------------------------------------
+
+# Mixed into each generator's key, so the draws of MixUp, CutMix and the choice between them
+# for one batch are independent even with the same seed.
+_MIXUP_SALT, _CUTMIX_SALT, _CHOICE_SALT = 0x6D69787570, 0x6375746D6978, 0x63686F696365
+
+
+def _generator(seed: int, epoch: int, batch_index: int, salt: int) -> Any:
+    """numpy's generator for one batch: its SeedSequence hashes the whole key, so nearby
+    keys (batch 7, batch 8) give unrelated streams."""
+    import numpy as np
+
+    for name, value in (("seed", seed), ("epoch", epoch), ("batch_index", batch_index)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+            raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+    return np.random.default_rng([int(seed), int(epoch), int(batch_index), salt])
+
+
+class _BatchMix:
+    """What MixUp and CutMix share: the arguments, the key, the checks of a batch and the
+    one-hot targets, following torchvision's references/classification/transforms.py
+    (RandomMixup, RandomCutmix): with probability ``p`` each sample is mixed with the
+    previous one in the batch (the batch rolled by one), in a proportion lambda drawn
+    from Beta(alpha, alpha), and so are their one-hot targets."""
+
+    _salt = 0
+
+    def __init__(self, num_classes: int, p: float = 0.5, alpha: float = 1.0, seed: int = 0) -> None:
+        name = type(self).__name__
+        if isinstance(num_classes, bool) or not isinstance(num_classes, numbers.Integral) or num_classes < 1:
+            raise ValueError(f"{name}: num_classes must be a positive int, got {num_classes!r}")
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"{name}: p is a probability, 0 to 1, got {p!r}")
+        if not alpha > 0:
+            raise ValueError(f"{name}: alpha must be above 0 (Beta(alpha, alpha)), got {alpha!r}")
+        _generator(seed, 0, 0, 0)  # checks the seed now rather than at the first batch
+        self.num_classes, self.p, self.alpha, self.seed = int(num_classes), float(p), float(alpha), int(seed)
+
+    def __call__(self, images: Any, labels: Any = None, *, epoch: Optional[int] = None,
+                 batch_index: Optional[int] = None) -> Tuple[Any, Any]:
+        """``(mixed images, targets)`` on the images' device: the images a new tensor (or
+        themselves, when the draw leaves the batch unmixed), the targets float (the images'
+        dtype) of shape (batch, num_classes), each row summing to 1.
+
+        Either ``mix(batch)`` with a ``forkfeed.Batch`` (from ``next_batch()``, which
+        carries its epoch and index), or ``mix(images, labels, epoch=e, batch_index=b)``
+        with the pass's epoch and the batch's index in it (after a resume, the index the
+        pass resumed at, not 0). ``images`` are float NCHW; ``labels`` int64 class indices."""
+        images, labels, epoch, batch_index = _unpack(type(self).__name__, images, labels, epoch, batch_index)
+        return self._mix(images, labels, epoch, batch_index)
+
+    def _mix(self, images: Any, labels: Any, epoch: int, batch_index: int) -> Tuple[Any, Any]:
+        import torch
+
+        name = type(self).__name__
+        if not isinstance(images, torch.Tensor) or not isinstance(labels, torch.Tensor):
+            raise TypeError(f"{name} mixes torch tensors, got {type(images).__name__} and {type(labels).__name__} "
+                            "(a Loader with output=\"numpy\" gives numpy arrays: torch.from_numpy() them)")
+        if not images.is_floating_point():
+            raise TypeError(f"{name} needs float images to mix, got {images.dtype}: end the loader's transform "
+                            "with Normalize() (float32 batches), or convert the batch before mixing")
+        if images.dim() != 4 or labels.dim() != 1 or len(labels) != len(images):
+            raise ValueError(f"{name} takes a batch of images (N, C, H, W) and N class indices, got images "
+                             f"{tuple(images.shape)} and labels {tuple(labels.shape)}")
+        if labels.dtype != torch.int64:
+            raise TypeError(f"{name} takes int64 class indices as labels, got {labels.dtype}")
+        targets = torch.nn.functional.one_hot(labels, self.num_classes).to(images.dtype)
+        rng = _generator(self.seed, epoch, batch_index, self._salt)
+        if rng.random() >= self.p:
+            return images, targets
+        lam = float(rng.beta(self.alpha, self.alpha))
+        mixed, lam = self._mix_images(images, images.roll(1, 0), lam, rng)
+        return mixed, targets * lam + targets.roll(1, 0) * (1.0 - lam)
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(num_classes={self.num_classes}, p={self.p}, alpha={self.alpha}, "
+                f"seed={self.seed})")
+
+
+class MixUp(_BatchMix):
+    """Each image becomes ``lambda * image + (1 - lambda) * previous image`` (torchvision's
+    RandomMixup). torchvision's ResNet-50 recipe uses ``alpha=0.2``, ``p=1.0``, in a
+    ``MixUpOrCutMix`` with ``CutMix(alpha=1.0, p=1.0)``."""
+
+    _salt = _MIXUP_SALT
+
+    def _mix_images(self, images: Any, rolled: Any, lam: float, rng: Any) -> Tuple[Any, float]:
+        return images * lam + rolled * (1.0 - lam), lam
+
+
+class CutMix(_BatchMix):
+    """Pastes a box of the previous image into each image (torchvision's RandomCutmix): the
+    box covers about ``1 - lambda`` of the image around a uniformly drawn center, clipped
+    at the borders, and lambda becomes the area left, so the targets weigh what is seen."""
+
+    _salt = _CUTMIX_SALT
+
+    def _mix_images(self, images: Any, rolled: Any, lam: float, rng: Any) -> Tuple[Any, float]:
+        if images.shape[1] not in (1, 3) and images.shape[-1] in (1, 3):
+            raise ValueError(f"CutMix takes NCHW images, got shape {tuple(images.shape)}, which looks NHWC: open "
+                             "the loader with layout=\"nchw\" (float32's default) or pass images.permute(0, 3, 1, 2)")
+        y1, y2, x1, x2 = self.box(images.shape[-2], images.shape[-1], lam, rng)
+        mixed = images.clone()
+        mixed[:, :, y1:y2, x1:x2] = rolled[:, :, y1:y2, x1:x2]
+        return mixed, 1.0 - (x2 - x1) * (y2 - y1) / (images.shape[-1] * images.shape[-2])
+
+    @staticmethod
+    def box(height: int, width: int, lam: float, rng: Any) -> Tuple[int, int, int, int]:
+        """``(y1, y2, x1, x2)``: a box of half-sides ``sqrt(1 - lam) / 2`` of the image's,
+        centred at a uniform pixel, clipped (RandomCutmix's arithmetic)."""
+        center_x, center_y = int(rng.integers(width)), int(rng.integers(height))
+        r = 0.5 * math.sqrt(1.0 - lam)
+        half_w, half_h = int(r * width), int(r * height)
+        return (max(center_y - half_h, 0), min(center_y + half_h, height),
+                max(center_x - half_w, 0), min(center_x + half_w, width))
+
+
+class MixUpOrCutMix:
+    """One of ``mixes`` per batch (torchvision.transforms.RandomChoice, as torchvision's
+    recipe picks RandomMixup or RandomCutmix), with probabilities ``p`` (default equal),
+    drawn from the same (seed, epoch, batch index) as the mixes' own draws; the mixes must
+    share a seed, which is the key's."""
+
+    def __init__(self, mixes: Sequence[_BatchMix], p: Optional[Sequence[float]] = None) -> None:
+        mixes = list(mixes)
+        if not mixes or not all(isinstance(m, _BatchMix) for m in mixes):
+            raise TypeError(f"MixUpOrCutMix takes a list of MixUp and CutMix, got {mixes!r}")
+        if len({m.seed for m in mixes}) != 1:
+            raise ValueError(f"MixUpOrCutMix: the mixes have seeds {[m.seed for m in mixes]}; give them one seed, "
+                             "the batch key of all three draws")
+        if len({m.num_classes for m in mixes}) != 1:
+            raise ValueError(f"MixUpOrCutMix: the mixes have num_classes {[m.num_classes for m in mixes]}; "
+                             "the targets of every batch must have one width")
+        if p is not None and (len(p) != len(mixes) or min(p) < 0 or sum(p) <= 0):
+            raise ValueError(f"MixUpOrCutMix: p must be {len(mixes)} weights, not negative, not all 0, got {p!r}")
+        self.mixes, self.seed = mixes, mixes[0].seed
+        self.p = None if p is None else [w / sum(p) for w in p]
+
+    def __call__(self, images: Any, labels: Any = None, *, epoch: Optional[int] = None,
+                 batch_index: Optional[int] = None) -> Tuple[Any, Any]:
+        """As ``MixUp.__call__``: ``mix(batch)`` or ``mix(images, labels, epoch=e, batch_index=b)``."""
+        images, labels, epoch, batch_index = _unpack("MixUpOrCutMix", images, labels, epoch, batch_index)
+        choice = int(_generator(self.seed, epoch, batch_index, _CHOICE_SALT).choice(len(self.mixes), p=self.p))
+        return self.mixes[choice]._mix(images, labels, epoch, batch_index)
+
+    def __repr__(self) -> str:
+        return f"MixUpOrCutMix({self.mixes!r}, p={self.p!r})"
+
+
+def _unpack(name: str, images: Any, labels: Any, epoch: Optional[int],
+            batch_index: Optional[int]) -> Tuple[Any, Any, int, int]:
+    """(images, labels, epoch, batch index) of a mix's call: from a forkfeed.Batch, or as given."""
+    if labels is None and hasattr(images, "epoch") and hasattr(images, "index"):  # a forkfeed.Batch
+        if epoch is not None or batch_index is not None:
+            raise TypeError(f"{name}(batch) takes the epoch and index from the batch; give neither epoch= nor "
+                            "batch_index=")
+        return images.images, images.labels, images.epoch, images.index
+    if labels is None or epoch is None or batch_index is None:
+        raise TypeError(f"{name} takes a forkfeed.Batch (from next_batch()), or images, labels and the keywords "
+                        "epoch= and batch_index= (the batch's index in its pass), which key its random draws")
+    return images, labels, epoch, batch_index

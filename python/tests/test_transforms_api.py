@@ -1,0 +1,312 @@
+"""forkfeed.transforms: the ops print the spec text torchvision would read back as the same
+transform, a list of them reaches the C++ side as one string, torchvision's own objects
+are refused with what to write instead, and MixUp and CutMix mix batches as torchvision's
+references do, drawing only from (seed, epoch, batch index)."""
+
+import enum
+import inspect
+
+import pytest
+import torch
+
+import forkfeed
+from forkfeed import transforms as T
+
+torchvision_transforms = pytest.importorskip("torchvision.transforms",
+                                             reason="the ops are checked against torchvision's (python3-torchvision)")
+
+# One of each op, with arguments that differ from the defaults, and its spec text.
+SAMPLES = [
+    (T.Resize(232, interpolation=T.InterpolationMode.BICUBIC, max_size=300, antialias=True),
+     "Resize(232, interpolation=InterpolationMode.BICUBIC, max_size=300, antialias=True)"),
+    (T.CenterCrop((224, 200)), "CenterCrop((224, 200))"),
+    (T.RandomCrop(32, padding=4, padding_mode="reflect"), 'RandomCrop(32, padding=4, padding_mode="reflect")'),
+    (T.RandomResizedCrop(176, scale=(0.25, 1.0)), "RandomResizedCrop(176, scale=(0.25, 1.0))"),
+    (T.RandomHorizontalFlip(0.3), "RandomHorizontalFlip(p=0.3)"),
+    (T.RandomVerticalFlip(p=1), "RandomVerticalFlip(p=1)"),
+    (T.ColorJitter(0.4, 0.4, 0.4, hue=0.1), "ColorJitter(brightness=0.4, contrast=0.4, saturation=0.4, hue=0.1)"),
+    (T.RandomGrayscale(0.2), "RandomGrayscale(p=0.2)"),
+    (T.Grayscale(3), "Grayscale(num_output_channels=3)"),
+    (T.GaussianBlur(5, sigma=(0.5, 1.5)), "GaussianBlur(5, sigma=(0.5, 1.5))"),
+    (T.RandomRotation(15, fill=[124, 116, 104]), "RandomRotation(15, fill=(124, 116, 104))"),
+    (T.RandomAffine(10, translate=(0.1, 0.1), scale=(0.9, 1.1), shear=5),
+     "RandomAffine(10, translate=(0.1, 0.1), scale=(0.9, 1.1), shear=5)"),
+    (T.RandomPosterize(4), "RandomPosterize(4)"),
+    (T.RandomSolarize(128.0, p=0.2), "RandomSolarize(128.0, p=0.2)"),
+    (T.RandomAutocontrast(0.75), "RandomAutocontrast(p=0.75)"),
+    (T.RandomEqualize(p=0.25), "RandomEqualize(p=0.25)"),
+    (T.RandomAdjustSharpness(2, p=0.4), "RandomAdjustSharpness(2, p=0.4)"),
+    (T.RandomInvert(0.1), "RandomInvert(p=0.1)"),
+    (T.AutoAugment(interpolation="bilinear"), "AutoAugment(interpolation=InterpolationMode.BILINEAR)"),
+    (T.RandAugment(num_ops=3, magnitude=5), "RandAugment(num_ops=3, magnitude=5)"),
+    (T.TrivialAugmentWide(fill=[128, 128, 128]), "TrivialAugmentWide(fill=(128, 128, 128))"),
+    (T.AugMix(severity=2, all_ops=False), "AugMix(severity=2, all_ops=False)"),
+    (T.Normalize((0.5, 0.5, 0.5), (0.25, 0.25, 0.25)), "Normalize(mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25))"),
+    (T.RandomErasing(0.1, value="random"), 'RandomErasing(p=0.1, value="random")'),
+]
+
+
+def test_every_op_has_a_sample():
+    assert {type(op).__name__ for op, _ in SAMPLES} == set(T._OPS)
+    assert len(T._OPS) == 24
+
+
+@pytest.mark.parametrize("name", sorted(T._OPS))
+def test_signature_is_torchvisions(name):
+    """The same arguments in the same order with the same defaults; only Normalize's mean
+    and std may be left out (the loader's then)."""
+    ours = inspect.signature(T._OPS[name].__init__).parameters
+    theirs = inspect.signature(getattr(torchvision_transforms, name).__init__).parameters
+    assert list(ours) == list(theirs)
+    for key, parameter in ours.items():
+        default = theirs[key].default
+        if name == "Normalize" and key in ("mean", "std"):
+            assert parameter.default is None and default is inspect.Parameter.empty
+        elif isinstance(default, enum.Enum):
+            assert parameter.default.value == default.value, key
+        else:
+            assert parameter.default == default, key
+
+
+@pytest.mark.parametrize("op,text", SAMPLES, ids=[type(op).__name__ for op, _ in SAMPLES])
+def test_str_is_the_spec_and_reads_back(op, text):
+    assert str(op) == text
+    assert eval(text, vars(T)) == op
+    # torchvision reads the same text as its own transform: the names, argument names and
+    # spellings are its own.
+    tv = {name: getattr(torchvision_transforms, name)
+          for name in (*T._OPS, "InterpolationMode", "AutoAugmentPolicy")}
+    built = eval(text, tv)
+    assert type(built).__name__ == type(op).__name__
+
+
+def test_defaults_are_left_out():
+    assert str(T.RandomResizedCrop(224, scale=(0.08, 1.0), ratio=(0.75, 4 / 3))) == "RandomResizedCrop(224)"
+    assert str(T.Normalize()) == "Normalize()"
+    assert str(T.AutoAugment(T.AutoAugmentPolicy.IMAGENET)) == "AutoAugment()"
+    assert str(T.ColorJitter(0.0, hue=0)) == "ColorJitter()"
+
+
+def test_floats_round_trip_exactly():
+    p = 0.1 + 0.2  # 0.30000000000000004: repr keeps every bit
+    assert eval(str(T.RandomErasing(p)), vars(T)).p == p
+    assert str(T.Resize(5, interpolation=torchvision_transforms.InterpolationMode.NEAREST)) == \
+        "Resize(5, interpolation=InterpolationMode.NEAREST)"
+
+
+def test_arrays_and_tensors_become_tuples():
+    import numpy
+
+    op = T.Normalize(numpy.array([0.5, 0.25, 0.125]), torch.tensor([0.5, 0.5, 0.5]))
+    assert str(op) == "Normalize(mean=(0.5, 0.25, 0.125), std=(0.5, 0.5, 0.5))"
+    assert op.mean == (0.5, 0.25, 0.125)
+
+
+def test_values_without_a_spelling_are_refused_naming_op_and_argument():
+    with pytest.raises(TypeError, match=r"Resize: size=.*object"):
+        T.Resize(object())
+    with pytest.raises(ValueError, match=r"RandomRotation: degrees=nan"):
+        T.RandomRotation(float("nan"))
+    with pytest.raises(ValueError, match=r"RandomResizedCrop: interpolation='cubic' is not one of .*BICUBIC"):
+        T.RandomResizedCrop(224, interpolation="cubic")
+    with pytest.raises(ValueError, match="quote"):
+        str(T.RandomCrop(8, padding_mode='a"b'))
+
+
+# A list of ops is the C++ side's one string ---------------------------------------------------------------
+
+
+def test_pipeline_spec_joins_ops_and_strings():
+    ops = [T.RandomResizedCrop(176), T.RandomHorizontalFlip(), T.TrivialAugmentWide(), T.Normalize(),
+           T.RandomErasing(p=0.1)]
+    spec = "RandomResizedCrop(176), RandomHorizontalFlip(), TrivialAugmentWide(), Normalize(), RandomErasing(p=0.1)"
+    assert T.pipeline_spec(ops) == spec
+    assert T.pipeline_spec(tuple(ops)) == spec
+    assert T.pipeline_spec(spec) == spec
+    assert T.pipeline_spec("train") == "train"
+    assert T.pipeline_spec([T.CenterCrop(224), "Normalize()"]) == "CenterCrop(224), Normalize()"
+
+
+class _Opened(Exception):
+    """Raised by the stand-in for the extension, with the options it was given."""
+
+
+@pytest.mark.parametrize("face", ["Loader", "Client"])
+def test_loader_and_client_pass_a_list_as_the_joined_string(monkeypatch, face):
+    def record(options, *args, **kwargs):
+        raise _Opened(options)
+
+    monkeypatch.setattr(forkfeed._forkfeed, face, record)
+    ops = [T.RandomResizedCrop(32), T.RandomHorizontalFlip(p=0.25), T.Normalize()]
+    for transform, expected in ((ops, "RandomResizedCrop(32), RandomHorizontalFlip(p=0.25), Normalize()"),
+                                ("eval", "eval"), (None, None)):
+        with pytest.raises(_Opened) as opened:
+            getattr(forkfeed, face)("/nowhere", transform=transform)
+        assert opened.value.args[0].get("transform") == expected
+
+
+def test_torchvision_objects_are_refused_with_what_to_write():
+    tv = torchvision_transforms
+    cases = [
+        ([tv.RandomResizedCrop(224)], r"transform\[0\] is torchvision's RandomResizedCrop.*forkfeed\.transforms\."
+                                      r"RandomResizedCrop .*string form"),
+        ([T.CenterCrop(8), tv.ToTensor()], r"transform\[1\] is torchvision's ToTensor.*leave it out"),
+        ([tv.Lambda(abs)], r"forkfeed has no Lambda; its ops are Resize, CenterCrop"),
+        (tv.Compose([tv.CenterCrop(8)]), r"^transform must be .*Compose: pass the list of its ops"),
+    ]
+    for transform, message in cases:
+        with pytest.raises(TypeError, match=message):
+            forkfeed.Loader("/nowhere", transform=transform)
+
+
+def test_other_values_are_refused_naming_transform():
+    for transform, error, message in ((42, TypeError, r"^transform must be a str"),
+                                      ([T.CenterCrop(8), 42], TypeError, r"transform\[1\] is int"),
+                                      ([T.MixUp(10)], TypeError, r"transform\[0\] is MixUp, which mixes whole "
+                                                                 r"batches"),
+                                      ([], ValueError, r"transform is an empty list")):
+        with pytest.raises(error, match=message):
+            forkfeed.Loader("/nowhere", transform=transform)
+
+
+# MixUp and CutMix ----------------------------------------------------------------------------------------
+
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),
+                                                                 reason="no CUDA device"))]
+
+
+def constant_batch(n=8, channels=3, height=16, width=16, device="cpu"):
+    """Sample i all (i + 1), label i: which sample a pixel came from, and in what share,
+    can be read off the result."""
+    images = (torch.arange(n, dtype=torch.float32) + 1).view(n, 1, 1, 1).expand(n, channels, height, width)
+    return images.contiguous().to(device), torch.arange(n, device=device)
+
+
+@pytest.mark.parametrize("kind", [T.MixUp, T.CutMix])
+@pytest.mark.parametrize("device", DEVICES)
+def test_same_key_same_mix_other_key_other_mix(kind, device):
+    images, labels = constant_batch(device=device)
+    mix = kind(num_classes=10, p=1.0, alpha=1.0, seed=7)
+    a = mix(images, labels, epoch=2, batch_index=5)
+    b = kind(num_classes=10, p=1.0, alpha=1.0, seed=7)(images, labels, epoch=2, batch_index=5)
+    assert a[0].device == images.device and a[1].device == images.device
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    for other in (dict(epoch=2, batch_index=6), dict(epoch=3, batch_index=5)):
+        assert not torch.equal(a[1], mix(images, labels, **other)[1]), other
+    assert not torch.equal(a[1], kind(num_classes=10, p=1.0, seed=8)(images, labels, epoch=2, batch_index=5)[1])
+    if device == "cuda":  # the draws are the key's, not the device's
+        cpu = mix(images.cpu(), labels.cpu(), epoch=2, batch_index=5)
+        assert torch.allclose(cpu[0], a[0].cpu()) and torch.allclose(cpu[1], a[1].cpu())
+
+
+@pytest.mark.parametrize("kind", [T.MixUp, T.CutMix])
+def test_targets_are_one_hot_mixed_and_sum_to_one(kind):
+    images, labels = constant_batch()
+    for batch_index in range(20):
+        mixed, targets = kind(num_classes=10, p=0.5)(images, labels, epoch=0, batch_index=batch_index)
+        assert targets.shape == (8, 10) and targets.dtype == torch.float32
+        assert torch.allclose(targets.sum(1), torch.ones(8))
+        # Each sample weighs itself lambda and the previous one (the batch rolled by one) 1 - lambda.
+        lam = targets[0, 0].item()
+        for i in range(8):
+            assert targets[i, i].item() == pytest.approx(lam)
+            if lam < 1:
+                assert targets[i, (i - 1) % 8].item() == pytest.approx(1 - lam)
+        if lam == 1:
+            assert mixed is images  # not mixed: the batch as it came
+
+
+def test_mixup_mixes_the_images_as_the_targets():
+    images, labels = constant_batch()
+    mixed, targets = T.MixUp(num_classes=10, p=1.0, alpha=0.2)(images, labels, epoch=1, batch_index=3)
+    for i in range(8):
+        lam = targets[i, i].item()
+        assert torch.allclose(mixed[i], lam * images[i] + (1 - lam) * images[(i - 1) % 8])
+
+
+def lambdas(kind, alpha, draws=3000, p=1.0):
+    mix = kind(num_classes=2, p=p, alpha=alpha, seed=11)
+    images, labels = constant_batch(n=2, height=32, width=32)
+    return [mix(images, labels, epoch=0, batch_index=b)[1][0, 0].item() for b in range(draws)]
+
+
+def test_mixup_lambda_is_beta_alpha_alpha():
+    for alpha in (0.2, 1.0):
+        drawn = lambdas(T.MixUp, alpha)
+        mean = sum(drawn) / len(drawn)
+        variance = sum((x - mean) ** 2 for x in drawn) / len(drawn)
+        # Beta(a, a): mean a / 2a = 1/2, variance 1 / (4 (2a + 1)); the standard error of the
+        # mean over 3000 draws is below 0.01.
+        assert mean == pytest.approx(0.5, abs=0.04)
+        assert variance == pytest.approx(1 / (4 * (2 * alpha + 1)), rel=0.1)
+    assert sum(x < 1 for x in lambdas(T.MixUp, 1.0, draws=2000, p=0.5)) / 2000 == pytest.approx(0.5, abs=0.05)
+
+
+def test_cutmix_box_area_is_the_targets_lambda():
+    images, labels = constant_batch(height=24, width=40)
+    mix = T.CutMix(num_classes=10, p=1.0, alpha=1.0)
+    for batch_index in range(50):
+        mixed, targets = mix(images, labels, epoch=0, batch_index=batch_index)
+        for i in range(8):
+            pasted = (mixed[i] == images[(i - 1) % 8]).all(0)  # pixels of the previous sample
+            lam = 1 - pasted.sum().item() / (24 * 40)
+            assert targets[i, i].item() == pytest.approx(lam)
+            if lam < 1:
+                rows, cols = pasted.any(1).nonzero(), pasted.any(0).nonzero()  # one box, the same in every sample
+                assert pasted.sum().item() == len(rows) * len(cols)
+                assert (mixed[i] == images[i]).all(0).sum().item() == round(lam * 24 * 40)
+    # The box is drawn for 1 - lambda and clipped at the borders, so the corrected lambda
+    # is at least the drawn one: its mean over Beta(1, 1) is above 1/2.
+    drawn = lambdas(T.CutMix, 1.0, draws=1000)
+    assert 0.5 < sum(drawn) / len(drawn) < 0.7
+
+
+def test_mix_or_cutmix_picks_one_per_batch_by_the_key():
+    images, labels = constant_batch()
+    mixup, cutmix = T.MixUp(num_classes=10, p=1.0, alpha=0.2), T.CutMix(num_classes=10, p=1.0, alpha=1.0)
+    either = T.MixUpOrCutMix([mixup, cutmix])
+    picked = []
+    for batch_index in range(200):
+        out = either(images, labels, epoch=4, batch_index=batch_index)
+        again = either(images, labels, epoch=4, batch_index=batch_index)
+        assert torch.equal(out[0], again[0])
+        by_mixup = mixup(images, labels, epoch=4, batch_index=batch_index)
+        by_cutmix = cutmix(images, labels, epoch=4, batch_index=batch_index)
+        if torch.equal(out[0], by_mixup[0]) and torch.equal(out[1], by_mixup[1]):
+            picked.append("mixup")
+        else:
+            assert torch.equal(out[0], by_cutmix[0]) and torch.equal(out[1], by_cutmix[1])
+            picked.append("cutmix")
+    assert 70 < picked.count("mixup") < 130
+    only_cutmix = T.MixUpOrCutMix([mixup, cutmix], p=[0, 1])
+    out = only_cutmix(images, labels, epoch=0, batch_index=0)
+    assert torch.equal(out[0], cutmix(images, labels, epoch=0, batch_index=0)[0])
+    with pytest.raises(ValueError, match="one seed"):
+        T.MixUpOrCutMix([mixup, T.CutMix(num_classes=10, seed=1)])
+
+
+@pytest.mark.parametrize("mix", [T.MixUp(num_classes=10), T.MixUpOrCutMix([T.MixUp(10), T.CutMix(10)])])
+def test_a_forkfeed_batch_carries_its_key(mix):
+    images, labels = constant_batch()
+    batch = forkfeed.Batch(images, labels, list(range(8)), 3, 9)
+    by_batch = mix(batch)
+    by_key = mix(images, labels, epoch=3, batch_index=9)
+    assert torch.equal(by_batch[0], by_key[0]) and torch.equal(by_batch[1], by_key[1])
+    with pytest.raises(TypeError, match="epoch= and batch_index="):
+        mix(images, labels)
+    with pytest.raises(TypeError, match="takes the epoch and index from the batch"):
+        mix(batch, epoch=3)
+
+
+def test_batches_mixing_cannot_take_are_refused_saying_what_to_do():
+    images, labels = constant_batch()
+    with pytest.raises(TypeError, match=r"float images.*torch.uint8.*Normalize\(\)"):
+        T.MixUp(10)(images.to(torch.uint8), labels, epoch=0, batch_index=0)
+    with pytest.raises(ValueError, match=r"looks NHWC.*layout=\"nchw\""):
+        T.CutMix(10, p=1.0)(images.permute(0, 2, 3, 1), labels, epoch=0, batch_index=0)
+    with pytest.raises(TypeError, match="int64 class indices"):
+        T.MixUp(10)(images, labels.to(torch.int32), epoch=0, batch_index=0)
+    with pytest.raises(ValueError, match="batch_index must be a non-negative int"):
+        T.MixUp(10)(images, labels, epoch=0, batch_index=-1)
+    with pytest.raises(ValueError, match="alpha"):
+        T.CutMix(10, alpha=0)
