@@ -4,7 +4,12 @@ made by forkfeed-mkdata), reading it with forkfeed or with PyTorch's DataLoader.
 
 The two loaders give the same batches to the same loop: float32 NCHW images normalised
 with ImageNet's mean and std, after RandomResizedCrop(size) and a random horizontal flip,
-and int64 labels. A checkpoint (model, optimizer, epoch and where the loader stands) is
+and int64 labels. --recipe resnet50-v2 takes the data side of torchvision's ResNet-50 v2
+recipe instead: RandomResizedCrop(176), a flip, TrivialAugmentWide and RandomErasing(p=0.1)
+in the loader, MixUp (alpha 0.2) or CutMix (alpha 1.0) on each batch, cross-entropy with
+label smoothing 0.1, and Resize(232) + CenterCrop(224) for --val (its sizes scale with
+--size, of which 224 is the recipe's). The mixing draws from (seed, epoch, batch) only, so
+a resumed run mixes as an uninterrupted one. A checkpoint (model, optimizer, epoch and where the loader stands) is
 written at the end of every epoch and after --steps steps, or on Ctrl-C or SIGTERM
 after the step in progress; --resume goes on from it, mid-epoch included. With forkfeed
 the resumed run trains on the batches of an uninterrupted one, crops included; with the
@@ -13,6 +18,7 @@ DataLoader on the same samples in the same order, with other crops.
   examples/train_imagenet.py --data DIR                           # forkfeed, 224x224
   examples/train_imagenet.py --data DIR --size 64 --steps 20      # a quick run on a CPU
   examples/train_imagenet.py --data DIR --resume                  # go on from checkpoint.pt
+  examples/train_imagenet.py --data DIR --val VAL --recipe resnet50-v2   # top-1 on VAL each epoch
   torchrun --nproc_per_node 2 examples/train_imagenet.py --data DIR   # one shard per rank
   examples/train_imagenet.py --remote cpu1:13337,cpu2:13337 --dataset train  # decoded elsewhere
 
@@ -34,16 +40,51 @@ import torchvision
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
 
-def forkfeed_loader(args):
+def recipe_sizes(args):
+    """(train crop, eval resize, eval crop): torchvision's resnet50-v2 recipe trains at 176
+    and evaluates Resize(232) + CenterCrop(224), here scaled to --size as the eval crop."""
+    if args.recipe == "classic":
+        return args.size, round(args.size / 0.875), args.size
+    return round(args.size * 176 / 224), round(args.size * 232 / 224), args.size
+
+
+def forkfeed_transforms(args):
+    """The (train, eval) pipelines, as forkfeed.transforms ops or shorthands."""
+    from forkfeed.transforms import (CenterCrop, Normalize, RandomErasing, RandomHorizontalFlip, RandomResizedCrop,
+                                     Resize, TrivialAugmentWide)
+
+    if args.recipe == "classic":
+        return "train", "eval"
+    train_crop, eval_resize, eval_crop = recipe_sizes(args)
+    return ([RandomResizedCrop(train_crop), RandomHorizontalFlip(), TrivialAugmentWide(), Normalize(),
+             RandomErasing(p=0.1)],
+            [Resize(eval_resize), CenterCrop(eval_crop), Normalize()])
+
+
+def forkfeed_loader(args, root, train=True):
     import forkfeed
 
-    options = dict(batch_size=args.batch_size, workers=args.workers, transform="train", size=args.size,
-                   dtype="float32", mean=MEAN, std=STD, seed=args.seed, drop_last=True)
+    transform = forkfeed_transforms(args)[0 if train else 1]
+    options = dict(batch_size=args.batch_size, workers=args.workers, transform=transform, dtype="float32",
+                   mean=MEAN, std=STD, seed=args.seed, drop_last=train, shuffle=train)
+    if isinstance(transform, str):  # a pipeline's size is its last crop's
+        options["size"] = args.size
     if args.remote:
         # Decoded on other machines: every rank draws its own pass from all the daemons, and
         # goes on without one that dies (token: $FORKFEED_TOKEN_FILE).
-        return forkfeed.Client(dataset=args.dataset, address=args.remote.split(","), **options)
-    return forkfeed.Loader(args.data, **options)
+        return forkfeed.Client(dataset=root, address=args.remote.split(","), **options)
+    return forkfeed.Loader(root, **options)
+
+
+def batch_mix(args, num_classes):
+    """What mixes each training batch: None for the classic recipe; for resnet50-v2 MixUp or
+    CutMix, one of them per batch, keyed by the loader's seed and (epoch, batch)."""
+    if args.recipe == "classic":
+        return None
+    from forkfeed.transforms import CutMix, MixUp, MixUpOrCutMix
+
+    return MixUpOrCutMix([MixUp(num_classes, p=1.0, alpha=0.2, seed=args.seed),
+                          CutMix(num_classes, p=1.0, alpha=1.0, seed=args.seed)])
 
 
 class ResumableSampler(torch.utils.data.DistributedSampler):
@@ -59,16 +100,29 @@ class ResumableSampler(torch.utils.data.DistributedSampler):
         return super().__len__() - self.skip
 
 
-def torch_loader(args):
-    from torchvision import datasets, transforms
+def torchvision_transforms(args):
+    """The (train, eval) pipelines of forkfeed_transforms(), in torchvision's objects."""
+    from torchvision import transforms as T
 
-    dataset = datasets.ImageFolder(args.data, transforms.Compose([
-        transforms.RandomResizedCrop(args.size), transforms.RandomHorizontalFlip(),
-        transforms.ToTensor(), transforms.Normalize(MEAN, STD)]))
+    train_crop, eval_resize, eval_crop = recipe_sizes(args)
+    train = [T.RandomResizedCrop(train_crop), T.RandomHorizontalFlip()]
+    if args.recipe == "resnet50-v2":
+        train.append(T.TrivialAugmentWide())
+    train += [T.ToTensor(), T.Normalize(MEAN, STD)]
+    if args.recipe == "resnet50-v2":
+        train.append(T.RandomErasing(p=0.1))
+    evaluate = [T.Resize(eval_resize), T.CenterCrop(eval_crop), T.ToTensor(), T.Normalize(MEAN, STD)]
+    return T.Compose(train), T.Compose(evaluate)
+
+
+def torch_loader(args, root, train=True):
+    from torchvision import datasets
+
+    dataset = datasets.ImageFolder(root, torchvision_transforms(args)[0 if train else 1])
     rank, world_size = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
-    sampler = ResumableSampler(dataset, world_size, rank, shuffle=True, seed=args.seed, drop_last=True)
+    sampler = ResumableSampler(dataset, world_size, rank, shuffle=train, seed=args.seed, drop_last=train)
     return torch.utils.data.DataLoader(dataset, batch_size=args.batch_size, sampler=sampler,
-                                       num_workers=args.workers, drop_last=True, worker_init_fn=ignore_sigint)
+                                       num_workers=args.workers, drop_last=train, worker_init_fn=ignore_sigint)
 
 
 def ignore_sigint(_worker_id):
@@ -86,6 +140,13 @@ def parse_args():
                         help="with --remote: the dataset's name in the daemons' config (default train)")
     parser.add_argument("--data", required=False, metavar="DIR",
                         help="ImageFolder root: one subfolder of images per class")
+    parser.add_argument("--val", metavar="DIR",
+                        help="ImageFolder root of validation images (with --remote: the daemons' dataset name): "
+                             "top-1 accuracy after every epoch")
+    parser.add_argument("--recipe", choices=("classic", "resnet50-v2"), default="classic",
+                        help="classic: RandomResizedCrop + flip (the default); resnet50-v2: the data side of "
+                             "torchvision's ResNet-50 v2 recipe: TrivialAugmentWide, RandomErasing, MixUp or "
+                             "CutMix per batch, label smoothing 0.1, trained at 176/224 of --size")
     parser.add_argument("--loader", choices=["forkfeed", "torch"], default="forkfeed",
                         help="forkfeed.Loader, or torchvision's ImageFolder through a DataLoader (default forkfeed)")
     parser.add_argument("--epochs", type=int, metavar="E", default=90, help="train until this epoch (default 90)")
@@ -109,15 +170,34 @@ def parse_args():
     return args
 
 
+def evaluate(model, loader, device):
+    """Top-1 accuracy over the loader's pass, all ranks' shards together."""
+    model.eval()
+    counts = torch.zeros(2, dtype=torch.int64, device=device)  # correct, seen
+    with torch.no_grad():
+        for images, labels in loader:
+            images, labels = images.to(device, non_blocking=True), labels.to(device, non_blocking=True)
+            counts += torch.stack([(model(images).argmax(1) == labels).sum(), torch.tensor(len(labels), device=device)])
+    model.train()
+    if dist.is_initialized():
+        dist.all_reduce(counts)
+    return counts[0].item() / max(counts[1].item(), 1)
+
+
 def main():
     args = parse_args()
     # forkfeed first, before torch.distributed or CUDA start threads: its workers are
     # then forked, which is quicker than spawning them (forkfeed.fork_report() says why).
-    loader = forkfeed_loader(args) if args.loader == "forkfeed" else None
+    train_root = args.dataset if args.remote else args.data
+    loader = val_loader = None
+    if args.loader == "forkfeed":
+        loader = forkfeed_loader(args, train_root)
+        val_loader = forkfeed_loader(args, args.val, train=False) if args.val else None
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # started by torchrun
         dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
     if loader is None:
-        loader = torch_loader(args)
+        loader = torch_loader(args, train_root)
+        val_loader = torch_loader(args, args.val, train=False) if args.val else None
     rank = dist.get_rank() if dist.is_initialized() else 0
     log = print if rank == 0 else (lambda *_, **__: None)
     device = torch.device(f"cuda:{os.environ.get('LOCAL_RANK', 0)}" if torch.cuda.is_available() else "cpu")
@@ -129,6 +209,8 @@ def main():
     torch.manual_seed(args.seed)
     model = torchvision.models.resnet18(num_classes=len(classes)).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, weight_decay=1e-4)
+    mix = batch_mix(args, len(classes))
+    label_smoothing = 0.1 if args.recipe == "resnet50-v2" else 0.0
     trained = model
     if dist.is_initialized():
         trained = torch.nn.parallel.DistributedDataParallel(
@@ -168,7 +250,12 @@ def main():
         started = time.perf_counter()
         for images, labels in batches:
             images, labels = images.to(device, non_blocking=True), labels.to(device, non_blocking=True)
-            loss = torch.nn.functional.cross_entropy(trained(images), labels)
+            targets = labels
+            if mix is not None:
+                # On the device, keyed by the batch's place in the pass (`batch` counts from where
+                # a resumed run resumed): a resumed run mixes exactly as an uninterrupted one.
+                images, targets = mix(images, labels, epoch=epoch, batch_index=batch)
+            loss = torch.nn.functional.cross_entropy(trained(images), targets, label_smoothing=label_smoothing)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -183,6 +270,8 @@ def main():
         # add up to an uninterrupted one.
         log(f"epoch {epoch}: {samples} samples, label sum {label_sum}, step {step}", flush=True)
         if batch == batches_per_epoch:
+            if val_loader is not None:
+                log(f"epoch {epoch}: top-1 {evaluate(model, val_loader, device):.4f} on {args.val}", flush=True)
             epoch, batch = epoch + 1, 0
         if rank == 0:
             # The loader has delivered exactly the batches trained on: its state resumes after them.

@@ -14,6 +14,7 @@ usage: tools/compare.sh [--data DIR] [--workers N] [--batch B] [--size S]
                         [--transform train|eval] [--dtype uint8|float32|both] [--epochs E]
                         [--images N] [--seed X] [--repeat R] [--generate N] [--bin DIR]
                         [--no-torch] [--no-python] [--shards] [--json]
+                        [--transforms [SPEC]]...
 
 Measures, on one folder and in one run, one after the other on a warm page cache:
   1. forkfeed-bench --probe: one core decoding + transforming every file, with OpenCV's
@@ -36,6 +37,18 @@ of PSS over the whole process tree (the loader and all its workers), sampled eve
 500 ms. It prints images/s, peak PSS and wait p50/p99 per loader, and the ratios
 forkfeed / PyTorch, from Python / forkfeed-bench, from Python / PyTorch, fused / OpenCV
 (single core) and forkfeed / (N x fused probe).
+
+With --transforms, it measures transform pipelines instead, each written as forkfeed and
+torchvision both read it ("RandomResizedCrop(224), TrivialAugmentWide(), Normalize()"):
+forkfeed from Python (step 3) with transform=SPEC against the PyTorch DataLoader (step 4)
+with the same text read as torchvision.transforms ops (ToTensor() put before Normalize(),
+whose mean and std are ImageNet's as forkfeed's are; PILToTensor() where there is no
+Normalize(), so both give the same dtype), one right after the other, and the --transform
+shorthand (train) the same way. It prints per pipeline: images/s of both, forkfeed /
+PyTorch, and each one's cost per sample (one worker's time, workers / images/s), with
+forkfeed's set against the shorthand's: what the pipeline's ops add. --dtype does not
+apply (a pipeline with Normalize() gives float32, one without uint8); --images defaults
+to 512 and --repeat to 3.
 
   --data DIR        ImageFolder root to measure (default: a generated set, see --generate)
   --workers N       decode workers of every loader (default 2)
@@ -63,6 +76,10 @@ forkfeed / PyTorch, from Python / forkfeed-bench, from Python / PyTorch, fused /
   --shards          add forkfeed-bench on the same images as tar shards of 1000 samples,
                     packed once into BIN/../compare-shards/<name of the folder>
   --json            print one JSON object instead of the table
+  --transforms SPEC measure the pipeline SPEC (again for more); without a SPEC, three:
+                    (a) RandomResizedCrop(224), RandomHorizontalFlip()
+                    (b) (a), TrivialAugmentWide(), Normalize(), RandomErasing(0.1)
+                    (c) (b) with ColorJitter(0.4, 0.4, 0.4) before Normalize()
   -h, --help        this text
 
 Without --no-torch, missing python3-torch, python3-torchvision or python3-numpy are
@@ -74,6 +91,8 @@ package is not built. Progress goes to stderr. Exit status: 0 measured,
 Example:
   tools/compare.sh                                  # 2000 generated images, 2 workers
   tools/compare.sh --data /data/imagenet/val --images 5000 --workers 8 --batch 256
+  tools/compare.sh --transforms                     # the three pipelines above
+  tools/compare.sh --transforms "RandomResizedCrop(176), RandomHorizontalFlip(), AutoAugment(), Normalize()"
 EOF
 }
 
@@ -83,9 +102,22 @@ bad_usage() { say "$* (see --help)"; exit 2; }
 
 data="" workers=2 batch=64 size=224 transform=train dtype=uint8 epochs=2 images=0 seed=0 repeat=1
 generate=2000 bin="" torch=1 from_python=1 json=0 shards=0
+pipelines=() given=()  # --transforms' specs; the options given
 while [[ $# -gt 0 ]]; do
   case $1 in
     -h | --help) usage; exit 0 ;;
+    --transforms)
+      # Its value is optional: the next argument, unless that is the next option.
+      if [[ $# -ge 2 && $2 != --* ]]; then
+        [[ -n $2 ]] || bad_usage "--transforms needs a pipeline, e.g. \"RandomResizedCrop(224), RandomHorizontalFlip()\""
+        pipelines+=("$2")
+        shift 2
+      else
+        pipelines+=(default)
+        shift
+      fi
+      continue
+      ;;
     --no-torch) torch=0; shift; continue ;;
     --no-python) from_python=0; shift; continue ;;
     --shards) shards=1; shift; continue ;;
@@ -96,6 +128,7 @@ while [[ $# -gt 0 ]]; do
       ;;
     *) bad_usage "unknown argument: $1" ;;
   esac
+  given+=("$1")
   case $1 in
     --data) data=$2 ;;
     --workers) workers=$2 ;;
@@ -122,6 +155,22 @@ done
 [[ $dtype == uint8 || $dtype == float32 || $dtype == both ]] ||
   bad_usage "--dtype must be uint8, float32 or both, got '$dtype'"
 [[ -z $data || -d $data ]] || die "--data $data is not a folder; give an ImageFolder root (one subfolder per class)"
+
+was_given() { [[ " ${given[*]} " == *" $1 "* ]]; }
+if [[ ${#pipelines[@]} -gt 0 ]]; then
+  if [[ " ${pipelines[*]} " == *" default "* ]]; then
+    flip="RandomResizedCrop(224), RandomHorizontalFlip()"
+    pipelines=("$flip" "$flip, TrivialAugmentWide(), Normalize(), RandomErasing(0.1)"
+               "$flip, TrivialAugmentWide(), ColorJitter(0.4, 0.4, 0.4), Normalize(), RandomErasing(0.1)")
+  fi
+  ! was_given --dtype ||
+    bad_usage "--dtype does not apply to --transforms: a pipeline with Normalize() gives float32, one without uint8"
+  [[ $shards -eq 0 ]] || bad_usage "--shards does not apply to --transforms"
+  [[ $torch -eq 1 || $from_python -eq 1 ]] ||
+    bad_usage "--transforms compares forkfeed from Python with PyTorch: with --no-torch and --no-python nothing is left"
+  was_given --images || images=512
+  was_given --repeat || repeat=3
+fi
 
 # Installs the Debian packages given with apt-get, through sudo when not root. Returns
 # non-zero, having said why, when that cannot be done.
@@ -237,17 +286,19 @@ sample_pss=("$python" "$root/tools/compare/peak_pss.py" --interval-ms 500)
 # The measurements, in order. Each runs for every dtype back to back, so that float32 /
 # uint8 compares runs seconds apart, not minutes.
 steps=(probe forkfeed)
+[[ ${#pipelines[@]} -gt 0 ]] && steps=()  # pipelines: the two Python rows only
 [[ -n $shard_spec ]] && steps+=(shards)
 [[ $from_python -eq 1 ]] && steps+=(python)
 [[ $torch -eq 1 ]] && steps+=(torch)
 
 # Runs step $1 for dtype $2, leaving its JSON files in the folder $3 for report.py; $4
-# prefixes the progress line ("run 2/3, ").
+# prefixes the progress line ("run 2/3, "); $5, if given, is the transform (default --transform's).
 measure() {
-  local step=$1 dtype=$2 dir=$3 run=$4
+  local step=$1 dtype=$2 dir=$3 run=$4 transform=${5:-$transform}
   local common=(--transform "$transform" --size "$size" --dtype "$dtype" --seed "$seed")
   local loader_args=(--data "$data" --workers "$workers" --batch "$batch" --epochs "$epochs" "${common[@]}" "${limit[@]}")
   local what="$run$dtype, $step:"
+  [[ -z ${5:-} ]] || what="$run$step:"  # a pipeline makes its own dtype
   case $step in
     probe)
       say "$what one core, OpenCV vs fused decode, $transform ${size}x$size"
@@ -307,6 +358,38 @@ with open(path, "w") as f:
     json.dump(settings, f)
 EOF
 }
+
+# --transforms: in each run, each pipeline's two rows one right after the other, the
+# shorthand first; pipeline_report.py prints them.
+if [[ ${#pipelines[@]} -gt 0 ]]; then
+  all=("$transform" "${pipelines[@]}")
+  read -r load _ </proc/loadavg
+  "$python" - "$out/settings.json" "$data" "$schedule" "$load" "$workers" "$batch" "$size" "$images" "$seed" \
+    "$repeat" "$(nproc)" "${all[@]}" <<'EOF'
+import json, sys
+path, data, schedule, load, *rest = sys.argv[1:]
+names = ["workers", "batch", "size", "images", "seed", "repeat", "cpus"]
+settings = dict(zip(names, map(int, rest[:len(names)])))
+settings.update(data=data, schedule=schedule, load_before=float(load), pipelines=rest[len(names):])
+with open(path, "w") as f:
+    json.dump(settings, f)
+EOF
+  for ((r = 1; r <= repeat; r++)); do
+    for i in "${!all[@]}"; do
+      dir=$out/run$r/p$i
+      mkdir -p "$dir"
+      [[ -z $torch_skipped ]] || echo "$torch_skipped" >"$dir/torch.skipped"
+      [[ -z $python_skipped ]] || echo "$python_skipped" >"$dir/python.skipped"
+      for step in "${steps[@]}"; do
+        measure "$step" uint8 "$dir" "run $r/$repeat, pipeline $i/$((${#all[@]} - 1)), " "${all[$i]}"
+      done
+    done
+  done
+  report_args=()
+  [[ $json -eq 1 ]] && report_args=(--json)
+  "$python" "$root/tools/compare/pipeline_report.py" "$out" "${report_args[@]}"
+  exit
+fi
 
 dtypes=("$dtype")
 [[ $dtype == both ]] && dtypes=(uint8 float32)

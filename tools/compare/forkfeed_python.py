@@ -14,7 +14,7 @@ import json
 import sys
 import time
 
-from loader_run import parse_arguments, percentile
+from loader_run import is_shorthand, parse_arguments, percentile
 
 
 def main():
@@ -28,14 +28,16 @@ def main():
         sys.exit(f"forkfeed_python.py: {e}; build forkfeed with its Python package (python3-dev, "
                  f"python3-pybind11, python3-torch) and set PYTHONPATH=BUILD/python")
 
+    # A pipeline makes its own size (its last crop) and its dtype (float32 with Normalize()).
+    size = dict(size=args.size) if is_shorthand(args.transform) else {}
     loader = forkfeed.Loader(args.data, batch_size=args.batch, workers=args.workers, transform=args.transform,
-                             size=args.size, dtype=args.dtype, seed=args.seed, on_error="skip")
+                             dtype=args.dtype, seed=args.seed, on_error="skip", **size)
     startup_s = time.perf_counter() - start
 
     waits_ms, images, batches, epochs, checksum = [], 0, 0, 0, 0
     stopped = False
     first = None
-    shape = None
+    shape = dtype = None
     while epochs < args.epochs and not stopped:
         it = iter(loader)  # a new pass: the next epoch once one is over
         while True:
@@ -51,7 +53,7 @@ def main():
             checksum += int(pixels.view(-1)[:: 4096 // pixels.element_size()].sum())
             images += len(labels)
             batches += 1
-            shape = list(pixels.shape)
+            shape, dtype = list(pixels.shape), str(pixels.dtype).replace("torch.", "")
             if batches == args.stop_after_batches:
                 stopped = True
                 break
@@ -68,7 +70,7 @@ def main():
         "classes": classes, "skipped": stats["skipped_samples"],
         "workers": args.workers, "batch_size": args.batch, "size": args.size,
         "transform": args.transform, "dtype": args.dtype, "seed": args.seed,
-        "batch_shape": shape, "start_method": stats["start_method"],
+        "batch_shape": shape, "batch_dtype": dtype, "start_method": stats["start_method"],
         "arena_bytes": stats["arena_bytes"], "slots": stats["slots"],
         "checksum": checksum, "torch_version": torch.__version__,
     }), flush=True)

@@ -5,7 +5,13 @@ forkfeed-bench times a loader. Prints one JSON object on one line.
 
 train: RandomResizedCrop(size) + RandomHorizontalFlip(); eval: Resize(round(size / 0.875))
 + CenterCrop(size). Then PILToTensor() for uint8 (forkfeed's uint8, though CHW), or
-ToTensor() + Normalize(ImageNet mean/std) for float32. Workers are kept across epochs
+ToTensor() + Normalize(ImageNet mean/std) for float32. A pipeline (--transform
+"RandomResizedCrop(224), TrivialAugmentWide(), Normalize()") is read as Python with
+torchvision.transforms' names in scope: forkfeed spells its ops as torchvision does, so
+the text is the same pipeline to both. Normalize() takes ImageNet's mean and std, as
+forkfeed's does by default, with ToTensor() before it; without Normalize(), PILToTensor()
+goes before the first op that needs a tensor (RandomErasing) or last: both loaders then
+give the same dtype. Workers are kept across epochs
 (persistent_workers) as forkfeed keeps its own; the clock runs from the first batch
 asked for to the last one received, as in forkfeed-bench, and the wait per batch is
 the time spent in next(). Run it with Debian's /usr/bin/python3 and python3-torch,
@@ -15,7 +21,25 @@ import json
 import sys
 import time
 
-from loader_run import parse_arguments, percentile
+from loader_run import is_shorthand, parse_arguments, percentile
+
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)  # forkfeed's defaults: ImageNet's
+
+# Ops that take a tensor in torchvision 0.14: the conversion from PIL goes before the first.
+TENSOR_OPS = ("Normalize", "RandomErasing")
+
+
+def pipeline(spec, transforms):
+    """torchvision's transforms for forkfeed's pipeline text `spec`, with the conversion to a
+    tensor inserted."""
+    names = {name: getattr(transforms, name) for name in dir(transforms) if not name.startswith("_")}
+    names["Normalize"] = lambda mean=MEAN, std=STD, inplace=False: transforms.Normalize(mean, std, inplace)
+    names["T"] = names["transforms"] = transforms  # "T.RandomCrop(...)", as forkfeed takes it too
+    steps = eval(f"[{spec}]", {"__builtins__": {}}, names)
+    kinds = [type(step).__name__ for step in steps]
+    to_tensor = transforms.ToTensor() if "Normalize" in kinds else transforms.PILToTensor()
+    at = next((i for i, kind in enumerate(kinds) if kind in TENSOR_OPS), len(steps))
+    return steps[:at] + [to_tensor] + steps[at:]
 
 
 def main():
@@ -29,15 +53,17 @@ def main():
         sys.exit(f"torch_loader.py: {e}; install python3-torch and python3-torchvision "
                  f"(apt-get install python3-torch python3-torchvision) and run with /usr/bin/python3")
 
-    if args.transform == "train":
-        steps = [transforms.RandomResizedCrop(args.size), transforms.RandomHorizontalFlip()]
+    if not is_shorthand(args.transform):
+        steps = pipeline(args.transform, transforms)
     else:
-        steps = [transforms.Resize(round(args.size / 0.875)), transforms.CenterCrop(args.size)]
-    if args.dtype == "uint8":
-        steps.append(transforms.PILToTensor())
-    else:
-        steps += [transforms.ToTensor(),
-                  transforms.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])]
+        if args.transform == "train":
+            steps = [transforms.RandomResizedCrop(args.size), transforms.RandomHorizontalFlip()]
+        else:
+            steps = [transforms.Resize(round(args.size / 0.875)), transforms.CenterCrop(args.size)]
+        if args.dtype == "uint8":
+            steps.append(transforms.PILToTensor())
+        else:
+            steps += [transforms.ToTensor(), transforms.Normalize(MEAN, STD)]
 
     torch.manual_seed(args.seed)
     start = time.perf_counter()
@@ -84,6 +110,7 @@ def main():
         "workers": args.workers, "batch_size": args.batch, "size": args.size,
         "transform": args.transform, "dtype": args.dtype, "seed": args.seed,
         "batch_shape": list(pixels.shape) if batches else None,
+        "batch_dtype": str(pixels.dtype).replace("torch.", "") if batches else None,
         "torch_version": torch.__version__, "torchvision_version": torchvision.__version__,
     }), flush=True)
 
