@@ -1,1 +1,350 @@
-// transforms/functional_color.cpp: being written.
+// The colour, blur and flip ops of transforms/functional.h, each in torchvision 0.14's
+// tensor arithmetic for uint8 images: float32 where torch computes in float32, every
+// product rounded before it is summed (torch runs one kernel per operator), and torch's
+// truncating `.to(torch.uint8)` or its round-half-to-even where it rounds. (Built for
+// a target with FMA, GCC's default -ffp-contract=fast may fuse adjust_hue's products,
+// which can move a value by a level; the blends take their products from tables.)
+#include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "transforms/functional.h"
+
+namespace forkfeed::fn {
+namespace {
+
+// A float32 value for each uint8 level.
+using Levels = std::array<float, 256>;
+
+// Every row of `img` (which may be a view) as interleaved RGB bytes.
+template <typename RowOp>
+void for_each_row(cv::Mat& img, RowOp&& row_op) {
+  for (int y = 0; y < img.rows; ++y) row_op(img.ptr<uint8_t>(y), img.cols);
+}
+
+// torch's `.clamp(0, 255).to(torch.uint8)`: the cast truncates.
+uint8_t clamp_to_u8(float value) { return static_cast<uint8_t>(std::clamp(value, 0.0f, 255.0f)); }
+
+// `factor * level` in float32 for every level: one side of torch's _blend.
+Levels scaled_levels(float factor) {
+  Levels out;
+  for (int v = 0; v < 256; ++v) out[v] = factor * static_cast<float>(v);
+  return out;
+}
+
+// _blend(img1, img2, ratio) = ratio * img1 + (1.0 - ratio) * img2, the weights float32
+// scalars (the second computed in double first, as Python does).
+struct BlendWeights {
+  float own;
+  float other;
+};
+BlendWeights blend_weights(double ratio) {
+  return {static_cast<float>(ratio), static_cast<float>(1.0 - ratio)};
+}
+
+void apply_lut(cv::Mat& img, const std::array<uint8_t, 256>& lut) {
+  cv::LUT(img, cv::Mat(1, 256, CV_8UC1, const_cast<uint8_t*>(lut.data())), img);
+}
+
+// One table per channel, for the ops that treat R, G and B each on its own.
+void apply_channel_luts(cv::Mat& img, const std::array<std::array<uint8_t, 256>, 3>& luts) {
+  cv::Mat table(1, 256, CV_8UC3);
+  auto* entries = table.ptr<uint8_t>();
+  for (int v = 0; v < 256; ++v) {
+    for (int c = 0; c < 3; ++c) entries[3 * v + c] = luts[c][v];
+  }
+  cv::LUT(img, table, img);
+}
+
+// rgb_to_grayscale's (0.2989 * r + 0.587 * g + 0.114 * b).to(uint8), one table per weight.
+class Grayscale {
+ public:
+  Grayscale() : red_(scaled_levels(0.2989f)), green_(scaled_levels(0.587f)), blue_(scaled_levels(0.114f)) {}
+  uint8_t operator()(const uint8_t* rgb) const {
+    return static_cast<uint8_t>(red_[rgb[0]] + green_[rgb[1]] + blue_[rgb[2]]);
+  }
+
+ private:
+  Levels red_, green_, blue_;
+};
+
+// torch.mean(rgb_to_grayscale(img).to(float32)): torch sums in float32, which is exact
+// while the sum stays below 2^24 (any image up to 65793 pixels); an exact integer sum
+// matches it there and is the closest float beyond.
+float grayscale_mean(cv::Mat& img) {
+  const Grayscale gray;
+  int64_t sum = 0;
+  for_each_row(img, [&](const uint8_t* row, int width) {
+    int64_t row_sum = 0;
+    for (int x = 0; x < width; ++x) row_sum += gray(row + 3 * x);
+    sum += row_sum;
+  });
+  return static_cast<float>(sum) / static_cast<float>(img.total());
+}
+
+// The per-channel (minimum, maximum) of img.
+std::array<std::array<uint8_t, 2>, 3> channel_ranges(cv::Mat& img) {
+  std::array<std::array<uint8_t, 2>, 3> ranges = {{{255, 0}, {255, 0}, {255, 0}}};
+  for_each_row(img, [&](const uint8_t* row, int width) {
+    for (int x = 0; x < width; ++x) {
+      for (int c = 0; c < 3; ++c) {
+        ranges[c][0] = std::min(ranges[c][0], row[3 * x + c]);
+        ranges[c][1] = std::max(ranges[c][1], row[3 * x + c]);
+      }
+    }
+  });
+  return ranges;
+}
+
+// autocontrast's table for one channel: (v - min) * (255 / (max - min)), the division
+// being torch's reciprocal() * 255; a flat channel stays as it is.
+std::array<uint8_t, 256> autocontrast_lut(uint8_t minimum, uint8_t maximum) {
+  std::array<uint8_t, 256> lut;
+  const bool flat = minimum == maximum;
+  const float offset = flat ? 0.0f : static_cast<float>(minimum);
+  const float scale = flat ? 1.0f : (1.0f / static_cast<float>(maximum - minimum)) * 255.0f;
+  for (int v = 0; v < 256; ++v) lut[v] = clamp_to_u8((static_cast<float>(v) - offset) * scale);
+  return lut;
+}
+
+// _scale_channel's table: integer floor divisions throughout; `hist` is one channel's.
+std::array<uint8_t, 256> equalize_lut(const std::array<int64_t, 256>& hist) {
+  std::array<uint8_t, 256> lut;
+  int64_t total = 0;
+  int64_t last_nonzero = 0;
+  for (int64_t count : hist) {
+    total += count;
+    if (count != 0) last_nonzero = count;
+  }
+  // The sum of every non-zero bin but the last one.
+  const int64_t step = (total - last_nonzero) / 255;
+  int64_t cumulative = 0;
+  for (int v = 0; v < 256; ++v) {
+    // The table is shifted right by one: level v maps through the sum of bins below it.
+    lut[v] = step == 0 ? static_cast<uint8_t>(v)
+                       : static_cast<uint8_t>(std::min<int64_t>((cumulative + step / 2) / step, 255));
+    cumulative += hist[v];
+  }
+  return lut;
+}
+
+// _get_gaussian_kernel1d in float32: pdf = exp(-0.5 * (x / sigma)^2) over
+// linspace(-(k-1)/2, (k-1)/2, k), divided by its sum.
+cv::Mat gaussian_kernel(int size, double sigma) {
+  cv::Mat kernel(size, 1, CV_32F);
+  const float sigma_f = static_cast<float>(sigma);
+  const float half = static_cast<float>(size - 1) * 0.5f;
+  float sum = 0;
+  for (int i = 0; i < size; ++i) {
+    const float ratio = (static_cast<float>(i) - half) / sigma_f;
+    kernel.at<float>(i) = std::exp(-0.5f * (ratio * ratio));
+    sum += kernel.at<float>(i);
+  }
+  for (int i = 0; i < size; ++i) kernel.at<float>(i) /= sum;
+  return kernel;
+}
+
+// _rgb2hsv then _hsv2rgb of one pixel, levels as float32 v / 255 (convert_image_dtype),
+// with the hue turned by `hue_shift`; results are (x * 255).to(uint8), truncated.
+class HueShift {
+ public:
+  explicit HueShift(float hue_shift) : shift_(hue_shift) {
+    for (int v = 0; v < 256; ++v) unit_[v] = static_cast<float>(v) / 255.0f;
+  }
+
+  void operator()(uint8_t* rgb) const {
+    const float r = unit_[rgb[0]], g = unit_[rgb[1]], b = unit_[rgb[2]];
+    const float maxc = std::max({r, g, b});
+    const float minc = std::min({r, g, b});
+    const bool flat = maxc == minc;
+    const float chroma = maxc - minc;
+    const float s = chroma / (flat ? 1.0f : maxc);
+    const float divisor = flat ? 1.0f : chroma;
+    const float rc = (maxc - r) / divisor, gc = (maxc - g) / divisor, bc = (maxc - b) / divisor;
+    float h;
+    if (maxc == r) {
+      h = bc - gc;
+    } else if (maxc == g) {
+      h = 2.0f + rc - bc;
+    } else {
+      h = 4.0f + gc - rc;
+    }
+    h = fraction(h / 6.0f + 1.0f);
+    write_rgb(fraction(h + shift_), s, maxc, rgb);
+  }
+
+ private:
+  // floor(x) for |x| < 2^31, without the library call that SSE2 would need.
+  static float floor_of(float x) {
+    const auto truncated = static_cast<float>(static_cast<int>(x));
+    return truncated > x ? truncated - 1.0f : truncated;
+  }
+
+  // x - floor(x): torch.fmod(x, 1.0) for x >= 0, and torch.remainder(x, 1.0), which adds
+  // 1 to a negative fmod, for any x; the same float either way, as fmod is exact and
+  // both round x + k only once.
+  static float fraction(float x) { return x - floor_of(x); }
+
+  // clamp(x, 0, 1) as minss/maxss rather than branches, which noise mispredicts.
+  static float unit_clamp(float x) { return std::min(std::max(x, 0.0f), 1.0f); }
+
+  static void write_rgb(float h, float s, float v, uint8_t* rgb) {
+    const float sector = floor_of(h * 6.0f);
+    const float f = h * 6.0f - sector;
+    const float p = unit_clamp(v * (1.0f - s));
+    const float q = unit_clamp(v * (1.0f - s * f));
+    const float t = unit_clamp(v * (1.0f - s * (1.0f - f)));
+    // h can round up to 1.0, sector 6, which torch's `i % 6` folds to 0.
+    const std::array<std::array<float, 3>, 6> by_sector = {
+        {{v, t, p}, {q, v, p}, {p, v, t}, {p, q, v}, {t, p, v}, {v, p, q}}};
+    const auto& out = by_sector[static_cast<size_t>(static_cast<int>(sector) % 6)];
+    for (int c = 0; c < 3; ++c) rgb[c] = static_cast<uint8_t>(out[c] * 255.0f);
+  }
+
+  float shift_;
+  Levels unit_;
+};
+
+// _blurred_degenerate_image's 3x3 kernel (1s around a 5, over 13) rounded to nearest: in
+// integers, round(sum / 13) exactly, since sum / 13 never ends in .5.
+uint8_t degenerate(const uint8_t* up, const uint8_t* mid, const uint8_t* down) {
+  const int sum = up[-3] + up[0] + up[3] + mid[-3] + 5 * mid[0] + mid[3] + down[-3] + down[0] + down[3];
+  return static_cast<uint8_t>((2 * sum + 13) / 26);
+}
+
+}  // namespace
+
+void adjust_brightness(cv::Mat& img, double factor) {
+  // _blend with a black image: (1 - factor) * 0 adds nothing.
+  const Levels scaled = scaled_levels(blend_weights(factor).own);
+  std::array<uint8_t, 256> lut;
+  for (int v = 0; v < 256; ++v) lut[v] = clamp_to_u8(scaled[v]);
+  apply_lut(img, lut);
+}
+
+void adjust_contrast(cv::Mat& img, double factor) {
+  const BlendWeights weights = blend_weights(factor);
+  const float mean_part = weights.other * grayscale_mean(img);
+  const Levels scaled = scaled_levels(weights.own);
+  std::array<uint8_t, 256> lut;
+  for (int v = 0; v < 256; ++v) lut[v] = clamp_to_u8(scaled[v] + mean_part);
+  apply_lut(img, lut);
+}
+
+void adjust_saturation(cv::Mat& img, double factor) {
+  const BlendWeights weights = blend_weights(factor);
+  const Levels own = scaled_levels(weights.own);
+  const Levels other = scaled_levels(weights.other);
+  const Grayscale gray;
+  for_each_row(img, [&](uint8_t* row, int width) {
+    for (uint8_t* px = row; px < row + 3 * width; px += 3) {
+      const float gray_part = other[gray(px)];
+      for (int c = 0; c < 3; ++c) px[c] = clamp_to_u8(own[px[c]] + gray_part);
+    }
+  });
+}
+
+void adjust_hue(cv::Mat& img, double hue_factor) {
+  const HueShift shift(static_cast<float>(hue_factor));
+  for_each_row(img, [&](uint8_t* row, int width) {
+    for (uint8_t* px = row; px < row + 3 * width; px += 3) shift(px);
+  });
+}
+
+void rgb_to_grayscale(cv::Mat& img) {
+  const Grayscale gray;
+  for_each_row(img, [&](uint8_t* row, int width) {
+    for (uint8_t* px = row; px < row + 3 * width; px += 3) px[0] = px[1] = px[2] = gray(px);
+  });
+}
+
+void posterize(cv::Mat& img, int bits) {
+  // torch's `img & -(2 ** (8 - bits))`, the mask cast to uint8 (so 0 for bits = 0).
+  const auto mask = static_cast<uint8_t>(0xFF << (8 - std::clamp(bits, 0, 8)));
+  std::array<uint8_t, 256> lut;
+  for (int v = 0; v < 256; ++v) lut[v] = static_cast<uint8_t>(v & mask);
+  apply_lut(img, lut);
+}
+
+void solarize(cv::Mat& img, double threshold) {
+  // torch compares the uint8 levels with the threshold as float32.
+  const auto bound = static_cast<float>(threshold);
+  std::array<uint8_t, 256> lut;
+  for (int v = 0; v < 256; ++v) lut[v] = static_cast<uint8_t>(static_cast<float>(v) >= bound ? 255 - v : v);
+  apply_lut(img, lut);
+}
+
+void autocontrast(cv::Mat& img) {
+  const auto ranges = channel_ranges(img);
+  std::array<std::array<uint8_t, 256>, 3> luts;
+  for (int c = 0; c < 3; ++c) luts[c] = autocontrast_lut(ranges[c][0], ranges[c][1]);
+  apply_channel_luts(img, luts);
+}
+
+void equalize(cv::Mat& img) {
+  std::array<std::array<int64_t, 256>, 3> hists = {};
+  for_each_row(img, [&](const uint8_t* row, int width) {
+    for (int x = 0; x < width; ++x) {
+      for (int c = 0; c < 3; ++c) ++hists[c][row[3 * x + c]];
+    }
+  });
+  std::array<std::array<uint8_t, 256>, 3> luts;
+  for (int c = 0; c < 3; ++c) luts[c] = equalize_lut(hists[c]);
+  apply_channel_luts(img, luts);
+}
+
+void adjust_sharpness(cv::Mat& img, double factor) {
+  if (img.rows <= 2 || img.cols <= 2) return;
+  const BlendWeights weights = blend_weights(factor);
+  const Levels own = scaled_levels(weights.own);
+  const Levels other = scaled_levels(weights.other);
+  const cv::Mat source = img.clone();
+  const int row_bytes = 3 * img.cols;
+  // The blurred image keeps the 1-pixel border, so there the blend is of a pixel with
+  // itself — which torch computes all the same, and which can lose a level.
+  const auto blend_row = [&](const uint8_t* row, const uint8_t* blurred, uint8_t* out, int begin, int end) {
+    for (int i = begin; i < end; ++i) out[i] = clamp_to_u8(own[row[i]] + other[blurred[i]]);
+  };
+  std::vector<uint8_t> blurred(static_cast<size_t>(row_bytes));
+  for (int y = 0; y < img.rows; ++y) {
+    const uint8_t* row = source.ptr<uint8_t>(y);
+    uint8_t* out = img.ptr<uint8_t>(y);
+    if (y == 0 || y == img.rows - 1) {
+      blend_row(row, row, out, 0, row_bytes);
+      continue;
+    }
+    const uint8_t* up = source.ptr<uint8_t>(y - 1);
+    const uint8_t* down = source.ptr<uint8_t>(y + 1);
+    for (int i = 3; i < row_bytes - 3; ++i) blurred[i] = degenerate(up + i, row + i, down + i);
+    blend_row(row, row, out, 0, 3);
+    blend_row(row, blurred.data(), out, 3, row_bytes - 3);
+    blend_row(row, row, out, row_bytes - 3, row_bytes);
+  }
+}
+
+void invert(cv::Mat& img) {
+  std::array<uint8_t, 256> lut;
+  for (int v = 0; v < 256; ++v) lut[v] = static_cast<uint8_t>(255 - v);
+  apply_lut(img, lut);
+}
+
+void gaussian_blur(cv::Mat& img, std::array<int, 2> kernel_size, std::array<double, 2> sigma) {
+  // torch convolves in float32 and rounds half to even, as the conversion back does here;
+  // BORDER_REFLECT_101 is torch's "reflect" padding, ISOLATED because the pixels around a
+  // view are not the image's.
+  cv::Mat blurred;
+  cv::sepFilter2D(img, blurred, CV_32F, gaussian_kernel(kernel_size[0], sigma[0]),
+                  gaussian_kernel(kernel_size[1], sigma[1]), cv::Point(-1, -1), 0,
+                  cv::BORDER_REFLECT_101 | cv::BORDER_ISOLATED);
+  blurred.convertTo(img, CV_8U);
+}
+
+void hflip(cv::Mat& img) { cv::flip(img, img, 1); }
+
+void vflip(cv::Mat& img) { cv::flip(img, img, 0); }
+
+}  // namespace forkfeed::fn
