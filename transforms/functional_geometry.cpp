@@ -1,1 +1,229 @@
-// transforms/functional_geometry.cpp: being written.
+// F.affine and F.rotate as torchvision 0.14 computes them for a uint8 tensor: the inverse
+// matrix in double (_get_inverse_affine_matrix), the sampling grid in float32
+// (_gen_affine_grid), then grid_sample's CPU kernel (zeros padding, align_corners=False)
+// and the fill blend of _apply_grid_transform. Every float operation is done in torch's
+// order so each source coordinate and each interpolated value is bit-identical to torch's.
+// Torch's grid comes from a BLAS product without fused multiply-adds, but its AVX2
+// grid_sample kernel is compiled with FMA contraction: we fuse exactly where it does, and
+// nowhere else, which holds as long as this file is built without -mfma (the x86-64
+// default) or with -ffp-contract=off.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include <opencv2/core.hpp>
+
+#include "transforms/functional.h"
+
+namespace forkfeed::fn {
+namespace {
+
+// CPython's math.radians and math.degrees multiply by pi/180 and 180/pi; matching the
+// constant keeps the matrix identical to the last bit.
+constexpr double kPi = 3.14159265358979323846;
+constexpr double kRadiansPerDegree = kPi / 180.0;
+
+using Matrix = std::array<double, 6>;
+
+// _get_inverse_affine_matrix(center, angle, translate, scale, shear), inverted=True.
+Matrix inverse_affine_matrix(const std::array<double, 2>& center, double angle,
+                             const std::array<double, 2>& translate, double scale,
+                             const std::array<double, 2>& shear) {
+  const double rot = angle * kRadiansPerDegree;
+  const double sx = shear[0] * kRadiansPerDegree;
+  const double sy = shear[1] * kRadiansPerDegree;
+  const double a = std::cos(rot - sy) / std::cos(sy);
+  const double b = -std::cos(rot - sy) * std::tan(sx) / std::cos(sy) - std::sin(rot);
+  const double c = std::sin(rot - sy) / std::cos(sy);
+  const double d = -std::sin(rot - sy) * std::tan(sx) / std::cos(sy) + std::cos(rot);
+  Matrix m = {d / scale, -b / scale, 0.0, -c / scale, a / scale, 0.0};
+  const auto [cx, cy] = center;
+  const auto [tx, ty] = translate;
+  m[2] += m[0] * (-cx - tx) + m[1] * (-cy - ty);
+  m[5] += m[3] * (-cx - tx) + m[4] * (-cy - ty);
+  m[2] += cx;
+  m[5] += cy;
+  return m;
+}
+
+// The tensor path measures `center` from the image's center, not its corner.
+std::array<double, 2> tensor_center(const std::optional<std::array<double, 2>>& center, const cv::Mat& img) {
+  if (!center) return {0.0, 0.0};
+  return {(*center)[0] - img.cols * 0.5, (*center)[1] - img.rows * 0.5};
+}
+
+// fma(a, b, c) rounded once to float, as torch's fused kernels compute it, without libm's
+// slow fmaf on CPUs or builds without FMA: the product of two floats is exact in double, so
+// the result differs only where the double sum lands exactly on a float midpoint that the
+// exact one misses by less than 2^-53.
+float fused_multiply_add(float a, float b, float c) {
+  return static_cast<float>(static_cast<double>(a) * b + c);
+}
+
+// Per output column and row, the terms of _gen_affine_grid's product (base_grid @ theta,
+// theta rescaled by half the image's extent), and per output pixel the source coordinate
+// in pixels as grid_sample unnormalises it: fma(g + 1, size / 2, -0.5). One per thread,
+// reset per image, keeps its column tables' memory.
+class SourceGrid {
+ public:
+  void reset(const Matrix& m, int width, int height) {
+    width_ = width;
+    height_ = height;
+    const float half_w = static_cast<float>(0.5 * width), half_h = static_cast<float>(0.5 * height);
+    for (int k = 0; k < 3; ++k) {
+      x_theta_[k] = static_cast<float>(m[k]) / half_w;
+      y_theta_[k] = static_cast<float>(m[3 + k]) / half_h;
+    }
+    scale_x_ = static_cast<float>(width) / 2;
+    scale_y_ = static_cast<float>(height) / 2;
+    column_x_.resize(width);
+    column_y_.resize(width);
+    for (int i = 0; i < width; ++i) {
+      const float base = base_coordinate(i, width);
+      column_x_[i] = base * x_theta_[0];
+      column_y_[i] = base * y_theta_[0];
+    }
+  }
+
+  void start_row(int j) {
+    const float base = base_coordinate(j, height_);
+    row_x_ = base * x_theta_[1];
+    row_y_ = base * y_theta_[1];
+  }
+  float x(int i) const {
+    return fused_multiply_add((column_x_[i] + row_x_) + x_theta_[2] + 1.0f, scale_x_, -0.5f);
+  }
+  float y(int i) const {
+    return fused_multiply_add((column_y_[i] + row_y_) + y_theta_[2] + 1.0f, scale_y_, -0.5f);
+  }
+  int width() const { return width_; }
+  int height() const { return height_; }
+
+ private:
+  // linspace(-n/2 + 0.5, n/2 - 0.5, n): exact half-integers.
+  static float base_coordinate(int k, int n) { return static_cast<float>(k - n * 0.5 + 0.5); }
+
+  int width_ = 0, height_ = 0;
+  float x_theta_[3] = {}, y_theta_[3] = {};
+  float scale_x_ = 0, scale_y_ = 0;
+  std::vector<float> column_x_, column_y_;
+  float row_x_ = 0, row_y_ = 0;
+};
+
+// torch.round (half to even) and the cast back to uint8.
+std::uint8_t to_uint8(float v) { return cv::saturate_cast<std::uint8_t>(v); }
+
+// The input with a border of zero pixels, so that any corner a bilinear sample touches
+// can be read: torch's masked gather reads zeros there too.
+class PaddedSource {
+ public:
+  explicit PaddedSource(const cv::Mat& img) : width_(img.cols), height_(img.rows) {
+    thread_local cv::Mat padded;  // reused: no allocation per call for a steady image size
+    // ISOLATED: a view's neighbours in its parent image are not its border.
+    cv::copyMakeBorder(img, padded, 1, 1, 1, 1, cv::BORDER_CONSTANT | cv::BORDER_ISOLATED,
+                       cv::Scalar::all(0));
+    padded_ = &padded;
+  }
+  // REQUIRES: -1 <= x <= width, -1 <= y <= height.
+  const std::uint8_t* at(int x, int y) const { return padded_->ptr<std::uint8_t>(y + 1) + 3 * (x + 1); }
+  bool contains(int x, int y) const { return x >= 0 && x < width_ && y >= 0 && y < height_; }
+  int width() const { return width_; }
+  int height() const { return height_; }
+
+ private:
+  int width_, height_;
+  const cv::Mat* padded_;
+};
+
+void sample_nearest(const PaddedSource& src, SourceGrid& grid, const Fill& fill, cv::Mat& dst) {
+  const std::uint8_t outside[3] = {to_uint8(fill[0]), to_uint8(fill[1]), to_uint8(fill[2])};
+  for (int j = 0; j < dst.rows; ++j) {
+    grid.start_row(j);
+    std::uint8_t* out = dst.ptr<std::uint8_t>(j);
+    for (int i = 0; i < dst.cols; ++i, out += 3) {
+      // Half to even, and INT_MIN past int's range: torch's round() and int conversion.
+      const int x = cvRound(grid.x(i)), y = cvRound(grid.y(i));
+      const std::uint8_t* in = src.contains(x, y) ? src.at(x, y) : outside;
+      std::copy(in, in + 3, out);
+    }
+  }
+}
+
+// One output pixel of grid_sample's bilinear kernel: the three channels and the sampled
+// mask (the weight that fell inside the image), each the sum over nw, ne, sw, se in torch's
+// order and fusion.
+struct Bilinear {
+  float value[3] = {0, 0, 0};
+  float mask = 0;
+};
+
+Bilinear bilinear_at(const PaddedSource& src, float x, float y) {
+  Bilinear r;
+  const float x_w = std::floor(x), y_n = std::floor(y);
+  // Past here no corner is inside (and the casts below could overflow).
+  if (!(x_w >= -1 && x_w < src.width() && y_n >= -1 && y_n < src.height())) return r;
+  const float w = x - x_w, e = 1.0f - w, n = y - y_n, s = 1.0f - n;
+  const float nw = s * e, ne = s * w, sw = n * e, se = n * w;
+  const int ix = static_cast<int>(x_w), iy = static_cast<int>(y_n);
+  const std::uint8_t* north = src.at(ix, iy);
+  const std::uint8_t* south = src.at(ix, iy + 1);
+  for (int c = 0; c < 3; ++c) {
+    float v = north[c] * nw;
+    v = fused_multiply_add(north[3 + c], ne, v);
+    v = fused_multiply_add(south[c], sw, v);
+    r.value[c] = fused_multiply_add(south[3 + c], se, v);
+  }
+  float mask = src.contains(ix, iy) ? nw : 0.0f;
+  mask = fused_multiply_add(src.contains(ix + 1, iy), ne, mask);
+  mask = fused_multiply_add(src.contains(ix, iy + 1), sw, mask);
+  r.mask = fused_multiply_add(src.contains(ix + 1, iy + 1), se, mask);
+  return r;
+}
+
+void sample_bilinear(const PaddedSource& src, SourceGrid& grid, const Fill& fill, cv::Mat& dst) {
+  // fill=None skips the blend; blending with zeros would scale the border twice.
+  const bool blend = fill != Fill{0, 0, 0};
+  for (int j = 0; j < dst.rows; ++j) {
+    grid.start_row(j);
+    std::uint8_t* out = dst.ptr<std::uint8_t>(j);
+    for (int i = 0; i < dst.cols; ++i, out += 3) {
+      const Bilinear b = bilinear_at(src, grid.x(i), grid.y(i));
+      for (int c = 0; c < 3; ++c) {
+        out[c] = to_uint8(blend ? b.value[c] * b.mask + (1.0f - b.mask) * fill[c] : b.value[c]);
+      }
+    }
+  }
+}
+
+// _apply_grid_transform(img, _gen_affine_grid(theta, ...), mode, fill), the output the
+// input's size; the input is copied aside first so img can be written in place.
+void warp(cv::Mat& img, const Matrix& m, Interpolation interpolation, const Fill& fill) {
+  if (img.empty()) return;
+  CV_Assert(img.type() == CV_8UC3);
+  const PaddedSource source(img);
+  thread_local SourceGrid grid;
+  grid.reset(m, img.cols, img.rows);
+  if (interpolation == Interpolation::kNearest) {
+    sample_nearest(source, grid, fill, img);
+  } else {
+    sample_bilinear(source, grid, fill, img);
+  }
+}
+
+}  // namespace
+
+void affine(cv::Mat& img, const AffineParams& params, Interpolation interpolation, const Fill& fill) {
+  const Matrix m = inverse_affine_matrix(tensor_center(params.center, img), params.angle, params.translate,
+                                         params.scale, params.shear);
+  warp(img, m, interpolation, fill);
+}
+
+void rotate(cv::Mat& img, double angle, Interpolation interpolation, const Fill& fill,
+            std::optional<std::array<double, 2>> center) {
+  // F.rotate negates the angle: affine turns clockwise, rotate counter-clockwise.
+  const Matrix m = inverse_affine_matrix(tensor_center(center, img), -angle, {0.0, 0.0}, 1.0, {0.0, 0.0});
+  warp(img, m, interpolation, fill);
+}
+
+}  // namespace forkfeed::fn
