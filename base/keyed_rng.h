@@ -21,6 +21,13 @@ class KeyedRng {
   // Uniform in [lo, hi).
   double uniform(double lo, double hi) { return lo + (hi - lo) * (next() >> 11) * 0x1.0p-53; }
 
+  // Standard normal (Box-Muller; one of the pair, so a draw is always two numbers).
+  double normal() {
+    const double u1 = 1.0 - uniform(0.0, 1.0);  // in (0, 1]: the log is finite
+    const double u2 = uniform(0.0, 1.0);
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  }
+
   // Uniform in [0, n), without modulo bias (Lemire's multiply-shift with rejection).
   // REQUIRES: n > 0
   std::uint64_t below(std::uint64_t n) {

@@ -4,7 +4,6 @@
 
 namespace forkfeed {
 
-std::optional<TransformKind> parse_transform(std::string_view name) { return parse_enum<TransformKind>(name); }
 std::optional<DType> parse_dtype(std::string_view name) { return parse_enum<DType>(name); }
 std::optional<OnError> parse_on_error(std::string_view name) { return parse_enum<OnError>(name); }
 std::optional<StartMethod> parse_start_method(std::string_view name) { return parse_enum<StartMethod>(name); }
@@ -12,7 +11,6 @@ std::optional<ForkHazardPolicy> parse_fork_hazard(std::string_view name) {
   return parse_enum<ForkHazardPolicy>(name);
 }
 
-std::string_view to_string(TransformKind kind) { return enum_name(kind); }
 std::string_view to_string(DType dtype) { return enum_name(dtype); }
 std::string_view to_string(OnError on_error) { return enum_name(on_error); }
 std::string_view to_string(StartMethod method) { return enum_name(method); }

@@ -24,9 +24,6 @@ struct EnumName {
 template <typename E>
 inline constexpr std::array<EnumName<E>, 0> kEnumNames{};
 template <>
-inline constexpr std::array<EnumName<TransformKind>, 2> kEnumNames<TransformKind>{
-    {{TransformKind::kTrain, "train"}, {TransformKind::kEval, "eval"}}};
-template <>
 inline constexpr std::array<EnumName<DType>, 2> kEnumNames<DType>{
     {{DType::kUint8, "uint8"}, {DType::kFloat32, "float32"}}};
 template <>

@@ -16,6 +16,7 @@
 #include "base/out_of_memory.h"
 #include "base/printable.h"
 #include "loader/slot_count.h"
+#include "loader/transform_spec.h"
 #include "protocol/stream_request.h"
 
 namespace forkfeed {
@@ -275,6 +276,7 @@ json StreamSession::open_stream(const json& body, std::vector<UniqueFd>& fds) {
   options.start_method = StartMethod::kSpawn;  // this process has threads: never fork it
   options.pin_memory_device = -1;
   if (Status s = validate(options); !s.ok()) return error_reply(s);
+  options = resolve_transform(options).value();  // the size and dtype that admission weighs
   auto ticket = context_.admission->admit(options);
   if (!ticket.ok()) return error_reply(ticket.status());
   options.workers = ticket->workers();

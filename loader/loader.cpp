@@ -31,6 +31,7 @@
 #include "loader/sampler.h"
 #include "loader/slot_count.h"
 #include "loader/supervisor.h"
+#include "loader/transform_spec.h"
 #include "process/worker_pool.h"
 #include "transport/pinned_memory.h"
 
@@ -317,9 +318,11 @@ Result<std::unique_ptr<Loader>> Loader::open(const LoaderOptions& options, std::
   return open(options, {}, std::move(pool));
 }
 
-Result<std::unique_ptr<Loader>> Loader::open(const LoaderOptions& options, std::string_view state,
+Result<std::unique_ptr<Loader>> Loader::open(const LoaderOptions& given, std::string_view state,
                                              std::shared_ptr<WorkerPool> pool) {
-  if (Status s = validate(options); !s.ok()) return s;
+  if (Status s = validate(given); !s.ok()) return s;
+  // From here on, size and dtype are what the transform makes (validate checked it).
+  const LoaderOptions options = resolve_transform(given).value();
   if (Status s = set_log_level(options.log_level); !s.ok()) return s;
   auto index = open_dataset(options);  // names the index it was building if memory runs out
   if (!index.ok()) return index.status();

@@ -1,13 +1,24 @@
-// transform_spec(): the part of LoaderOptions a worker's transform needs, in the form
-// the arena carries to the workers. One definition, for the Loader and for
-// forkfeed-bench --probe, so the probe measures exactly what a loader run decodes.
+// The transform's side of the options: checking it, resolving what it makes (size and
+// dtype), and the TransformSpec the arena carries to the workers. One definition, for
+// the Loader, forkfeedd and forkfeed-bench --probe, so the probe measures exactly what a
+// loader run decodes.
 #pragma once
 
 #include "forkfeed/options.h"
+#include "transforms/pipeline.h"
 #include "transport/arena_layout.h"
 
 namespace forkfeed {
 
-TransformSpec transform_spec(const LoaderOptions& options);
+// The pipeline `o.transform` names, built with the options it takes from `o`; an error
+// names the op and the argument (or says the text is too long).
+Result<Pipeline> pipeline_of(const LoaderOptions& o);
+
+// `o` with size and dtype set to what its transform makes. Every loader runs on resolved
+// options; resolving twice changes nothing.
+Result<LoaderOptions> resolve_transform(const LoaderOptions& o);
+
+// The spec of resolved options.
+TransformSpec transform_spec(const LoaderOptions& resolved);
 
 }  // namespace forkfeed

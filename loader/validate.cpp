@@ -12,6 +12,7 @@
 #include "forkfeed/options.h"
 #include "loader/pass_position.h"
 #include "loader/slot_count.h"
+#include "loader/transform_spec.h"
 #include "transport/arena.h"
 #include "transport/arena_layout.h"
 
@@ -68,7 +69,15 @@ Status validate(const LoaderOptions& o) {
     return bad("workers x prefetch = " + std::to_string(std::uint64_t{o.workers} * o.prefetch) + " exceeds " +
                std::to_string(kRingCapacity - 1) + "; lower prefetch or workers");
   }
-  if (o.size < 8 || o.size > 4096) return bad("size must be in [8, 4096], got " + std::to_string(o.size));
+  if (o.size != 0 && (o.size < 8 || o.size > 4096)) {
+    return bad("size must be in [8, 4096] (or 0: the transform's), got " + std::to_string(o.size));
+  }
+  auto resolved = resolve_transform(o);
+  if (!resolved.ok()) return resolved.status();
+  if (resolved->size < 8 || resolved->size > 4096) {
+    return bad("the transform makes " + std::to_string(resolved->size) + " x " + std::to_string(resolved->size) +
+               " samples; the size must be in [8, 4096]");
+  }
   if (Status s = PassPosition::check_epoch(o.epoch, "epoch"); !s.ok()) return s;
   if (o.world_size == 0) return bad("world size must be at least 1");
   if (o.rank >= o.world_size) {
@@ -82,13 +91,13 @@ Status validate(const LoaderOptions& o) {
                std::to_string(o.pin_memory_device));
   }
   // Invariant 6: the arena is slots x batch bytes, all of it backed by memory.
-  const std::uint64_t arena = arena_batch_bytes(o);
+  const std::uint64_t arena = arena_batch_bytes(*resolved);
   const std::uint64_t ram = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGE_SIZE);
   if (arena > ram / 2) {
     return Status::ResourceExhausted(
         "the batch slots would need " + std::to_string(arena >> 20) + " MiB (" +
         std::to_string(slot_count(o)) + " slots x batch " + std::to_string(o.batch_size) + " x " +
-        std::to_string(sample_bytes(o.dtype, o.size)) + " bytes per sample), over half of this machine's " +
+        std::to_string(sample_bytes(resolved->dtype, resolved->size)) + " bytes per sample), over half of this machine's " +
         std::to_string(ram >> 20) + " MiB; lower batch_size, size, workers or prefetch");
   }
   return Status::Ok();

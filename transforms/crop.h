@@ -1,8 +1,8 @@
-// Where in the decoded image a sample's output comes from: torchvision's
-// RandomResizedCrop (+ horizontal flip) for training, resize + center crop for eval.
-// Pure functions of the image size and the sample's random stream.
+// The geometry of torchvision's crops and resizes, transcribed so the same image gets
+// the same box: pure functions of the image size and the sample's random stream.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 #include "base/keyed_rng.h"
@@ -11,22 +11,20 @@ namespace forkfeed {
 
 struct CropBox {
   int x = 0, y = 0, width = 0, height = 0;
-  bool flip = false;
 };
 
-// torchvision.transforms.RandomResizedCrop.get_params with scale (0.08, 1) and ratio
-// (3/4, 4/3), followed by RandomHorizontalFlip(p=0.5); same algorithm, including the
-// ten attempts and the central fallback. Python's round() is round-half-to-even.
-CropBox random_resized_crop(int width, int height, KeyedRng& rng);
+// RandomResizedCrop.get_params(img, scale, ratio): the same algorithm, including the ten
+// attempts and the central fallback. Python's round() is round-half-to-even.
+CropBox random_resized_crop(int width, int height, KeyedRng& rng, std::array<double, 2> scale = {0.08, 1.0},
+                            std::array<double, 2> ratio = {3.0 / 4.0, 4.0 / 3.0});
 
-// Eval: the image is resized so its shorter side is `resize_to` (the longer side
-// scaled and truncated, as torchvision's Resize(int) does), then the center
-// size x size is kept.
-struct EvalPlan {
-  int resized_width = 0, resized_height = 0;
-  CropBox crop;  // in resized coordinates
-};
-EvalPlan center_crop_plan(int width, int height, int size);
+// Resize(int): the shorter side becomes `shorter`, the longer one scaled and truncated
+// (torchvision's _compute_resized_output_size); {width, height}, saturated at INT32_MAX
+// for a 1 x 10^7 strip (the caller refuses anything that large).
+std::array<int, 2> resized_size(int width, int height, int shorter);
+
+// CenterCrop's offset along one side: round((length - crop) / 2).
+int center_crop_offset(int length, int crop);
 
 // round(size / 0.875): 256 for 224, the usual ImageNet eval resize.
 int eval_resize_for(int size);
@@ -36,17 +34,11 @@ struct Region {
   double x = 0, y = 0, width = 0, height = 0;
 };
 
-// Where one output sample comes from in the decoded image: `source` is resized to the
-// output size, then mirrored if `flip`. Both transforms reduce to this, which is what
-// lets a decoder decode only `source` (the fused path).
+// Where one output sample comes from in the decoded image: `source`, resized to the
+// output size. Every pipeline's geometry reduces to this (transforms/pipeline.h), which
+// is what lets a decoder decode only `source` (the fused path).
 struct SampleWindow {
   Region source;
-  bool flip = false;
 };
-
-// Train: the RandomResizedCrop box, exactly.
-SampleWindow train_window(int width, int height, KeyedRng& rng);
-// Eval: the part of the original image that the center crop of the resized image shows.
-SampleWindow eval_window(const EvalPlan& plan, int width, int height);
 
 }  // namespace forkfeed

@@ -1,1 +1,176 @@
-// transforms/pipeline.cpp: being written.
+// Pipeline: building one from its text (the order rules, the output size) and running
+// its stages on a sample.
+#include "transforms/pipeline.h"
+
+#include <cctype>
+#include <string>
+
+#include "transforms/functional.h"
+#include "transforms/pipeline_spec.h"
+
+namespace forkfeed {
+namespace {
+
+constexpr std::uint32_t kShorthandSize = 224;
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+// The pipelines the shorthands stand for.
+std::string expand(std::string_view text, std::uint32_t size) {
+  const std::string n = std::to_string(size == 0 ? kShorthandSize : size);
+  if (text == "train") return "RandomResizedCrop(" + n + "), RandomHorizontalFlip()";
+  if (text == "eval") return "Resize(" + std::to_string(eval_resize_for(std::stoi(n))) + "), CenterCrop(" + n + ")";
+  return std::string(text);
+}
+
+Status order_error(const OpCall& op, const std::string& why) {
+  return Status::InvalidArgument("transform: " + op.text + " " + why);
+}
+
+}  // namespace
+
+Result<Pipeline> Pipeline::build(std::string_view text, const PipelineOptions& options) {
+  const std::string expanded = expand(trim(text), options.size);
+  auto calls = parse_calls(expanded);
+  if (!calls.ok()) return calls.status();
+
+  Pipeline p;
+  p.max_pixels_ = options.max_pixels;
+  p.normalisation_ = {options.mean, options.std};
+  const OpCall* to_tensor = nullptr;
+  const OpCall* last_pixels = nullptr;
+  Stage reached = Stage::kGeometry;
+  for (const OpCall& call : *calls) {
+    // Format conversions: every batch is a tensor already. ToTensor's scaling to [0, 1]
+    // is part of Normalize here, so it must be followed by one.
+    if (call.name == "ToTensor" || call.name == "PILToTensor") {
+      if (!call.positional.empty() || !call.keywords.empty()) return order_error(call, "takes no arguments");
+      if (call.name == "ToTensor") to_tensor = &call;
+      continue;
+    }
+    auto made = make_op(call, p.normalisation_);
+    if (!made.ok()) return made.status();
+    std::unique_ptr<Op> op = std::move(made).value();
+    const Stage stage = op->stage();
+    // A flip after Normalize is the same flip before it: it moves back to the pixels.
+    const bool moves_back = stage == Stage::kPixels && op->commutes_with_mirror() &&
+                            (call.name == "RandomHorizontalFlip" || call.name == "RandomVerticalFlip");
+    if (stage == Stage::kGeometry && reached != Stage::kGeometry) {
+      return order_error(call, "comes after " + (last_pixels ? last_pixels->text : std::string("Normalize()")) +
+                                   ": forkfeed crops and resizes while it decodes, so Resize, CenterCrop, RandomCrop "
+                                   "and RandomResizedCrop come first");
+    }
+    if (moves_back && !p.tensor_.empty()) {
+      return order_error(call, "comes after RandomErasing: put flips before it");
+    }
+    if (stage == Stage::kPixels && reached > Stage::kPixels && !moves_back) {
+      return order_error(call, "works on uint8 images and comes after Normalize(): put it before Normalize()");
+    }
+    if (stage == Stage::kNormalize && p.normalise_) return order_error(call, "is the second Normalize: keep one");
+    if (stage == Stage::kTensor && !p.normalise_) {
+      return order_error(call, "works on the normalised float tensor: put it after Normalize() (torchvision "
+                               "refuses it on an image too)");
+    }
+    switch (stage) {
+      case Stage::kGeometry: p.geometry_.push_back(std::move(op)); break;
+      case Stage::kPixels:
+        if (!moves_back) last_pixels = &call;
+        p.pixels_.push_back(std::move(op));
+        break;
+      case Stage::kNormalize:
+        p.normalise_ = true;
+        p.normalisation_ = *op->normalisation();
+        break;
+      case Stage::kTensor: p.tensor_.push_back(std::move(op)); break;
+    }
+    if (!moves_back && stage > reached) reached = stage;
+  }
+  if (to_tensor != nullptr && !p.normalise_) {
+    return order_error(*to_tensor, "without Normalize() after it: forkfeed's batches are uint8 unless normalised; "
+                                   "drop ToTensor() (or use PILToTensor()), or add Normalize()");
+  }
+
+  std::array<int, 2> shape{-1, -1};
+  for (const auto& op : p.geometry_) shape = op->shape(shape);
+  if (shape[0] < 0 || shape[0] != shape[1]) {
+    const std::string made = shape[0] < 0 ? std::string("samples whose size depends on the image")
+                                          : std::to_string(shape[1]) + "x" + std::to_string(shape[0]) + " samples";
+    return Status::InvalidArgument("transform \"" + std::string(trim(text)) + "\" makes " + made +
+                                   "; batches need one square size: end its crops and resizes with CenterCrop(n), "
+                                   "RandomCrop(n), RandomResizedCrop(n) or Resize((n, n))");
+  }
+  p.size_ = static_cast<std::uint32_t>(shape[0]);
+  if (options.size != 0 && options.size != p.size_) {
+    return Status::InvalidArgument("size " + std::to_string(options.size) + " differs from the " +
+                                   std::to_string(p.size_) + " x " + std::to_string(p.size_) +
+                                   " samples the transform makes: leave size out (0) or make them agree");
+  }
+  if (options.dtype == DType::kFloat32) p.normalise_ = true;
+  return p;
+}
+
+Status Pipeline::steps(int width, int height, KeyedRng& rng, std::vector<GeometryStep>& out) const {
+  out.clear();
+  for (const auto& op : geometry_) {
+    auto step = op->step(width, height, rng);
+    if (!step.ok()) return step.status();
+    const auto pixels = static_cast<std::uint64_t>(step->out_width) * static_cast<std::uint64_t>(step->out_height);
+    if (step->resizes() && pixels > max_pixels_) {
+      return Status::BadData("aspect ratio too extreme for the resize: " + std::to_string(width) + "x" +
+                             std::to_string(height) + " would become " + std::to_string(pixels) +
+                             " pixels > max_pixels " + std::to_string(max_pixels_));
+    }
+    out.push_back(*step);
+    width = step->out_width;
+    height = step->out_height;
+  }
+  return Status::Ok();
+}
+
+Result<SampleWindow> Pipeline::plan(int width, int height, KeyedRng& rng) const {
+  thread_local std::vector<GeometryStep> steps_of_sample;
+  if (Status s = steps(width, height, rng, steps_of_sample); !s.ok()) return s;
+  // Each step keeps part of the view and rescales it: map that part back to the image.
+  Region r{0, 0, static_cast<double>(width), static_cast<double>(height)};
+  double view_width = width, view_height = height;
+  for (const GeometryStep& s : steps_of_sample) {
+    const double sx = r.width / view_width, sy = r.height / view_height;
+    r = {r.x + s.x * sx, r.y + s.y * sy, s.width * sx, s.height * sy};
+    view_width = s.out_width;
+    view_height = s.out_height;
+  }
+  return SampleWindow{r};
+}
+
+bool Pipeline::pixel_ops_are_mirrors() const {
+  for (const auto& op : pixels_) {
+    if (!op->is_mirror()) return false;
+  }
+  return true;
+}
+
+bool Pipeline::run_pixels(cv::Mat& sample, KeyedRng& rng) {
+  bool mirror = false;
+  for (const auto& op : pixels_) {
+    if (op->is_mirror()) {
+      mirror ^= op->mirrors(rng);
+      continue;
+    }
+    if (mirror && !op->commutes_with_mirror()) {
+      fn::hflip(sample);
+      mirror = false;
+    }
+    op->run(sample, rng);
+  }
+  return mirror;
+}
+
+void Pipeline::run_tensor(TensorSample sample, KeyedRng& rng) {
+  for (const auto& op : tensor_) op->run(sample, rng);
+}
+
+}  // namespace forkfeed

@@ -69,9 +69,13 @@ struct WorkerChannel {
   alignas(64) std::atomic<std::uint64_t> incarnation{0};
 };
 
-// What a worker needs to turn a file into output pixels.
+// The longest transform text a loader takes (with its terminating NUL).
+inline constexpr std::size_t kTransformTextBytes = 2048;
+
+// What a worker needs to turn a file into output pixels. The options it was made from
+// were resolved (loader/transform_spec.h): size and dtype are what the pipeline makes.
 struct TransformSpec {
-  TransformKind kind;
+  char pipeline[kTransformTextBytes];  // LoaderOptions::transform, NUL-terminated
   DType dtype;
   Layout layout;  // resolved: nhwc or nchw
   std::uint32_t size;

@@ -31,7 +31,7 @@ Status SamplePipeline::decode_fused(FileBytes file, KeyedRng& rng, std::byte* ou
              !s.ok()) {
     return s;
   }
-  transform_.write(region, window->flip, out);
+  transform_.write(region, rng, out);
   return Status::Ok();
 }
 

@@ -1,24 +1,29 @@
-// Transform: plan the window, resize it with OpenCV, and write it into slot memory (PixelStore).
+// Transform: resize the planned window with OpenCV, run the pipeline's pixel ops, write
+// the sample into slot memory (PixelStore), run its tensor ops there.
 #include "workers/transform.h"
 
-#include <algorithm>
-
 #include <opencv2/imgproc.hpp>
-#include <string>
+#include <stdexcept>
 
 namespace forkfeed {
+namespace {
 
-Result<SampleWindow> Transform::plan(int width, int height, KeyedRng& rng) const {
-  if (spec_.kind == TransformKind::kTrain) return train_window(width, height, rng);
-  const EvalPlan plan = center_crop_plan(width, height, static_cast<int>(spec_.size));
-  const auto resized_pixels = static_cast<std::uint64_t>(plan.resized_width) * plan.resized_height;
-  if (plan.resized_width <= 0 || plan.resized_height <= 0 || resized_pixels > spec_.max_pixels) {
-    return Status::BadData("aspect ratio too extreme for the eval resize: " + std::to_string(width) + "x" +
-                           std::to_string(height) + " would become " + std::to_string(resized_pixels) +
-                           " pixels > max_pixels " + std::to_string(spec_.max_pixels));
-  }
-  return eval_window(plan, width, height);
+Pipeline pipeline_for(const TransformSpec& spec) {
+  const PipelineOptions options{spec.size, spec.dtype, {spec.mean[0], spec.mean[1], spec.mean[2]},
+                                {spec.std[0], spec.std[1], spec.std[2]}, spec.max_pixels};
+  auto pipeline = Pipeline::build(spec.pipeline, options);
+  // The loader built this same text with these same options before it started workers.
+  if (!pipeline.ok()) throw std::invalid_argument(pipeline.status().message());
+  return std::move(pipeline).value();
 }
+
+Normalisation normalisation_of(const OpDefaults& d) {
+  const float mean[3] = {d.mean[0], d.mean[1], d.mean[2]};
+  const float std[3] = {d.std[0], d.std[1], d.std[2]};
+  return Normalisation::of(mean, std);
+}
+
+}  // namespace
 
 void Transform::resize(const cv::Mat& from, cv::Mat& to) {
   const bool halves = 2 * to.cols <= from.cols && 2 * to.rows <= from.rows;
@@ -27,37 +32,54 @@ void Transform::resize(const cv::Mat& from, cv::Mat& to) {
 }
 
 Transform::Transform(const TransformSpec& spec)
-    : spec_(spec),
-      makes_in_slot_(spec.dtype == DType::kUint8 && resolve(spec.layout, spec.dtype) == Layout::kNhwc),
-      store_(spec.dtype, resolve(spec.layout, spec.dtype), Normalisation::of(spec.mean, spec.std)) {}
+    : pipeline_(pipeline_for(spec)),
+      layout_(resolve(spec.layout, pipeline_.dtype())),
+      makes_in_slot_(pipeline_.dtype() == DType::kUint8 && layout_ == Layout::kNhwc && pipeline_.pixel_ops_are_mirrors()),
+      store_(pipeline_.dtype(), layout_, normalisation_of(pipeline_.normalisation())) {}
 
-void Transform::write(const cv::Mat& window, bool flip, std::byte* out) {
-  const int size = static_cast<int>(spec_.size);
-  if (makes_in_slot_ && !flip) {
-    cv::Mat slot(size, size, CV_8UC3, out);
-    resize(window, slot);
+void Transform::write(const cv::Mat& window, KeyedRng& rng, std::byte* out) {
+  const int size = static_cast<int>(pipeline_.size());
+  if (makes_in_slot_) {
+    // Flips alone look at no pixel: their draws can come before the resize.
+    const bool mirror = pipeline_.run_pixels(square_, rng);
+    if (!mirror) {
+      cv::Mat slot(size, size, CV_8UC3, out);
+      resize(window, slot);
+      return;
+    }
+    square_.create(size, size, CV_8UC3);
+    resize(window, square_);
+    store_.write(square_, true, out);
     return;
   }
   square_.create(size, size, CV_8UC3);
   resize(window, square_);
-  store_.write(square_, flip, out);
+  finish(rng, out);
+}
+
+void Transform::finish(KeyedRng& rng, std::byte* out) {
+  const bool mirror = pipeline_.run_pixels(square_, rng);
+  store_.write(square_, mirror, out);
+  if (pipeline_.has_tensor_ops()) {
+    pipeline_.run_tensor({reinterpret_cast<float*>(out), square_.rows, layout_}, rng);
+  }
 }
 
 Status Transform::apply(const cv::Mat& rgb, KeyedRng& rng, std::byte* out) {
-  auto window = plan(rgb.cols, rgb.rows, rng);
-  if (!window.ok()) return window.status();
-  if (spec_.kind == TransformKind::kTrain) {
-    const Region& r = window->source;
-    write(rgb(cv::Rect(static_cast<int>(r.x), static_cast<int>(r.y), static_cast<int>(r.width),
-                       static_cast<int>(r.height))),
-          window->flip, out);
-    return Status::Ok();
+  if (Status s = pipeline_.steps(rgb.cols, rgb.rows, rng, steps_); !s.ok()) return s;
+  cv::Mat image = rgb;
+  int next = 0;
+  for (const GeometryStep& step : steps_) {
+    image = image(cv::Rect(step.x, step.y, step.width, step.height));
+    if (!step.resizes()) continue;
+    cv::Mat& to = scaled_[next];
+    next ^= 1;
+    to.create(step.out_height, step.out_width, CV_8UC3);
+    resize(image, to);
+    image = to;
   }
-  const int size = static_cast<int>(spec_.size);
-  const EvalPlan plan = center_crop_plan(rgb.cols, rgb.rows, size);
-  resized_.create(plan.resized_height, plan.resized_width, CV_8UC3);
-  resize(rgb, resized_);
-  store_.write(resized_(cv::Rect(plan.crop.x, plan.crop.y, size, size)), false, out);
+  image.copyTo(square_);
+  finish(rng, out);
   return Status::Ok();
 }
 

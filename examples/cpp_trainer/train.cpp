@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
   options.batch_size = 8;
   options.size = 16;
   options.dtype = forkfeed::DType::kFloat32;  // normalised with ImageNet's mean and std
-  options.transform = forkfeed::TransformKind::kEval;
+  options.transform = "eval";
   options.workers = argc > 3 ? static_cast<std::uint32_t>(std::atoi(argv[3])) : 2;
   const int epochs = argc > 2 ? std::atoi(argv[2]) : 2;
 

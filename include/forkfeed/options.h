@@ -12,10 +12,6 @@
 
 namespace forkfeed {
 
-// train: RandomResizedCrop(size, scale (0.08, 1), ratio (3/4, 4/3)) + horizontal flip (p=0.5).
-// eval:  resize the shorter side to round(size / 0.875), then center crop size x size.
-enum class TransformKind { kTrain, kEval };
-
 // What a file that cannot be decoded does to its batch.
 // fail: the batch is an error naming the file (after every earlier batch was delivered).
 // skip: the sample is left out of its batch, counted in LoaderStats::skipped_samples
@@ -70,8 +66,20 @@ struct LoaderOptions {
   // have work. Only the process that runs the loader sets it (forkfeedd's streams: 1).
   std::uint32_t weight = 1;
 
-  TransformKind transform = TransformKind::kTrain;
-  std::uint32_t size = 224;
+  // What becomes of each image: a pipeline of torchvision's ops, in their spelling —
+  //   "RandomResizedCrop(176), RandomHorizontalFlip(), TrivialAugmentWide(), Normalize(),
+  //    RandomErasing(p=0.1)"
+  // — or a shorthand: "train" is RandomResizedCrop(size), RandomHorizontalFlip(); "eval"
+  // is Resize(round(size / 0.875)), CenterCrop(size). Crops and resizes come first (the
+  // decoder does them); Normalize() makes the samples float32; RandomErasing comes after
+  // it. Checked at open: an error names the op and the argument. (transforms/ops.cpp
+  // lists every op; the README has what each matches of torchvision.)
+  std::string transform = "train";
+  // Output height and width; 0: what the transform makes (224 for train and eval). A
+  // pipeline must make this size when it is given.
+  std::uint32_t size = 0;
+  // float32 on a pipeline without Normalize() appends Normalize(mean, std); a pipeline
+  // with Normalize() is float32 whatever this says.
   DType dtype = DType::kUint8;
   Layout layout = Layout::kAuto;  // nhwc for uint8, nchw for float32
   std::array<float, 3> mean = {0.485f, 0.456f, 0.406f};
@@ -113,14 +121,12 @@ struct LoaderOptions {
 // Returns the first problem with `options`, phrased so the user can fix it.
 Status validate(const LoaderOptions& options);
 
-std::optional<TransformKind> parse_transform(std::string_view name);
 std::optional<DType> parse_dtype(std::string_view name);
 std::optional<OnError> parse_on_error(std::string_view name);
 std::optional<StartMethod> parse_start_method(std::string_view name);
 std::optional<ForkHazardPolicy> parse_fork_hazard(std::string_view name);
 std::optional<ShardLabel> parse_shard_label(std::string_view name);
 std::optional<Layout> parse_layout(std::string_view name);
-std::string_view to_string(TransformKind kind);
 std::string_view to_string(DType dtype);
 std::string_view to_string(OnError on_error);
 std::string_view to_string(StartMethod method);

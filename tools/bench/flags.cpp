@@ -9,6 +9,7 @@
 
 #include "base/option_names.h"
 #include "base/printable.h"
+#include "loader/transform_spec.h"
 #include "tools/cli/exit_status.h"
 #include "tools/cli/integer_flag.h"
 #include "tools/cli/seconds_flag.h"
@@ -58,7 +59,6 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
 
   LoaderOptions& o = flags.options;
   // The defaults shown in --help are LoaderOptions' own.
-  std::string transform(to_string(o.transform));
   std::string dtype(to_string(o.dtype));
   std::string on_error(to_string(o.on_error));
   std::string start_method(to_string(o.start_method));
@@ -94,9 +94,12 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
       ->type_name("E")
       ->check(cli::integer_of(flags.epochs))
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000'000}));
-  app.add_option("--transform", transform, "train: random resized crop + flip; eval: resize + center crop")
-      ->check(CLI::IsMember(enum_names<TransformKind>()));
-  app.add_option("--size", o.size, "Output height and width in pixels")
+  app.add_option("--transform", o.transform,
+                 "train (RandomResizedCrop + flip), eval (Resize + CenterCrop), or a pipeline of "
+                 "torchvision's ops in one quoted argument, e.g. \"RandomResizedCrop(176), "
+                 "RandomHorizontalFlip(), TrivialAugmentWide(), Normalize(), RandomErasing(0.1)\"")
+      ->capture_default_str();
+  app.add_option("--size", o.size, "Output height and width in pixels; 0: the transform's (224 for train and eval)")
       ->type_name("S")
       ->check(cli::integer_of(o.size));
   app.add_option("--dtype", dtype, "uint8, or float32 normalised ((x / 255 - mean) / std)")
@@ -241,20 +244,18 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
     return cli::parse_exit(app, e);
   }
   // The IsMember checks above admit only names these parsers know.
-  const std::optional<TransformKind> kind = parse_transform(transform);
   const std::optional<DType> type = parse_dtype(dtype);
   const std::optional<OnError> error_policy = parse_on_error(on_error);
   const std::optional<StartMethod> method = parse_start_method(start_method);
   const std::optional<ForkHazardPolicy> hazard_policy = parse_fork_hazard(fork_hazard);
   const std::optional<ShardLabel> label = parse_shard_label(shard_label);
   const std::optional<Layout> pixel_layout = parse_layout(layout);
-  if (!kind || !type || !error_policy || !method || !hazard_policy || !label || !pixel_layout) {
+  if (!type || !error_policy || !method || !hazard_policy || !label || !pixel_layout) {
     std::fprintf(stderr,
-                 "forkfeed-bench: unknown --transform %s, --dtype %s, --on-error %s or --start-method %s\n",
-                 transform.c_str(), dtype.c_str(), on_error.c_str(), start_method.c_str());
+                 "forkfeed-bench: unknown --dtype %s, --on-error %s or --start-method %s\n", dtype.c_str(),
+                 on_error.c_str(), start_method.c_str());
     return cli::kExitBadArguments;
   }
-  o.transform = *kind;
   o.dtype = *type;
   o.on_error = *error_policy;
   o.start_method = *method;
@@ -268,6 +269,8 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
     std::fprintf(stderr, "forkfeed-bench: %s (see --help)\n", printable(s.message()).c_str());
     return cli::kExitBadArguments;
   }
+  // What the report shows: the size and dtype the transform makes.
+  if (auto resolved = resolve_transform(o); resolved.ok()) o = std::move(resolved).value();
   return std::nullopt;
 }
 

@@ -197,7 +197,7 @@ std::string json_line(const ProbeReport& r) {
   j["bytes"] = r.bytes;
   j["warm_s"] = r.warm_s;
   j["slot_bytes"] = r.slot_bytes;
-  j["transform"] = std::string(to_string(o.transform));
+  j["transform"] = o.transform;
   j["size"] = o.size;
   j["dtype"] = std::string(to_string(o.dtype));
   j["seed"] = o.seed;
@@ -226,7 +226,7 @@ void print_human(const ProbeReport& r, std::FILE* out) {
   std::fprintf(out, "%-12s %zu files, %.1f MB, read once in %.3f s to warm the page cache\n", "probed",
                r.files.size(), static_cast<double>(r.bytes) / 1e6, r.warm_s);
   std::fprintf(out, "%-12s %s %ux%u %s, seed %llu, one thread\n", "transform",
-               std::string(to_string(o.transform)).c_str(), o.size, o.size,
+               o.transform.c_str(), o.size, o.size,
                std::string(to_string(o.dtype)).c_str(), static_cast<unsigned long long>(o.seed));
   std::fprintf(
       out, "%-12s the slots of a loader's arena for --workers %u --prefetch %u --batch %u, %.1f MiB\n",

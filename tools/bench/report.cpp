@@ -70,7 +70,7 @@ void print_human(const RunReport& r, std::FILE* out) {
   line(out, "restarts", format("%llu (at most %u)", ull(r.stats.worker_restarts), o.max_worker_restarts));
   line(out, "batch", format("%u%s", o.batch_size, o.drop_last ? " (drop last)" : ""));
   line(out, "transform",
-       format("%s %ux%u %s%s", std::string(to_string(o.transform)).c_str(), o.size, o.size,
+       format("%s %ux%u %s%s", o.transform.c_str(), o.size, o.size,
               std::string(to_string(o.dtype)).c_str(), o.shuffle ? "" : ", no shuffle"));
   line(out, "images", format("%llu", ull(r.images)));
   line(out, "batches", format("%llu", ull(r.batches)));
@@ -152,7 +152,7 @@ std::string json_line(const RunReport& r) {
   j["task_timeout_ms"] = o.task_timeout_ms;
   j["batch_size"] = o.batch_size;
   j["size"] = o.size;
-  j["transform"] = std::string(to_string(o.transform));
+  j["transform"] = o.transform;
   j["dtype"] = std::string(to_string(o.dtype));
   j["seed"] = o.seed;
   j["rank"] = o.rank;

@@ -22,13 +22,12 @@ int run(char** argv) {
   o.workers = static_cast<std::uint32_t>(std::stoul(argv[4]));
   o.size = static_cast<std::uint32_t>(std::stoul(argv[5]));
   o.seed = std::stoull(argv[6]);
-  const auto transform = forkfeed::parse_transform(argv[7]);
+  o.transform = argv[7];
   const auto dtype = forkfeed::parse_dtype(argv[8]);
-  if (!transform || !dtype) {
-    std::cerr << "reference_batches: bad transform or dtype\n";
+  if (!dtype) {
+    std::cerr << "reference_batches: bad dtype\n";
     return 2;
   }
-  o.transform = *transform;
   o.dtype = *dtype;
   const int epochs = std::stoi(argv[9]);
   o.log_level = "warn";

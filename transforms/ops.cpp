@@ -1,0 +1,602 @@
+// The ops of a pipeline, one class each, and make_op(): the one table of what exists,
+// what each takes and at which stage it runs.
+#include "transforms/ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "transforms/augment.h"
+#include "transforms/crop.h"
+#include "transforms/functional.h"
+#include "transforms/op_args.h"
+
+namespace forkfeed {
+
+Result<GeometryStep> Op::step(int width, int height, KeyedRng&) const {
+  return GeometryStep{0, 0, width, height, width, height};
+}
+void Op::run(cv::Mat&, KeyedRng&) {}
+void Op::run(TensorSample&, KeyedRng&) {}
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+using fn::Interpolation;
+
+// Python's round(): half to even.
+int round_half_even(double v) { return static_cast<int>(std::nearbyint(v)); }
+
+// torch.rand(1) < p.
+bool draw(KeyedRng& rng, double p) { return rng.uniform(0.0, 1.0) < p; }
+
+std::string size_text(std::array<int, 2> hw) { return std::to_string(hw[1]) + "x" + std::to_string(hw[0]); }
+
+Status too_small(const char* op, int width, int height, std::array<int, 2> crop) {
+  return Status::BadData(std::string(op) + "(" + size_text(crop) + ") needs an image at least that large; this one is " +
+                         std::to_string(width) + "x" + std::to_string(height) +
+                         " (after the ops before it): resize first, e.g. Resize(" +
+                         std::to_string(std::max(crop[0], crop[1])) + ")");
+}
+
+// ---- geometry ---------------------------------------------------------------------
+
+class Resize : public Op {
+ public:
+  explicit Resize(OpArgs& a) : Op(Stage::kGeometry) {
+    a.require("size");
+    size_ = a.size("size").value_or(std::array<int, 2>{1, 1});
+    tuple_ = a.given("size") && a.numbers("size", 1, 2, 1, 65536).value_or(std::vector<double>{}).size() == 2;
+    a.interpolation("interpolation", Interpolation::kBilinear, {Interpolation::kBilinear});
+    max_size_ = a.integer("max_size", 0, 1, 65536);
+    a.flag("antialias", true);
+    if (tuple_ && max_size_ > 0) a.fail("max_size", "is only allowed with a single size (as in torchvision)");
+  }
+  Result<GeometryStep> step(int width, int height, KeyedRng&) const override {
+    const auto [w, h] = output(width, height);
+    return GeometryStep{0, 0, width, height, w, h};
+  }
+  std::array<int, 2> shape(std::array<int, 2> in) const override {
+    if (tuple_) return size_;
+    if (in[0] < 0) return in;
+    const auto [w, h] = output(in[1], in[0]);
+    return {h, w};
+  }
+
+ private:
+  std::array<int, 2> output(int width, int height) const {
+    if (tuple_) return {size_[1], size_[0]};
+    std::array<int, 2> wh = resized_size(width, height, size_[0]);
+    const int longer = std::max(wh[0], wh[1]);
+    if (max_size_ > 0 && longer > max_size_) {
+      const int shorter = static_cast<int>(static_cast<std::int64_t>(max_size_) * std::min(wh[0], wh[1]) / longer);
+      wh = wh[0] >= wh[1] ? std::array<int, 2>{max_size_, shorter} : std::array<int, 2>{shorter, max_size_};
+    }
+    return wh;
+  }
+  std::array<int, 2> size_{};
+  bool tuple_ = false;
+  int max_size_ = 0;
+};
+
+class CenterCrop : public Op {
+ public:
+  explicit CenterCrop(OpArgs& a) : Op(Stage::kGeometry) {
+    a.require("size");
+    size_ = a.size("size").value_or(std::array<int, 2>{1, 1});
+  }
+  Result<GeometryStep> step(int width, int height, KeyedRng&) const override {
+    const auto [h, w] = size_;
+    if (w > width || h > height) return too_small("CenterCrop", width, height, size_);
+    return GeometryStep{center_crop_offset(width, w), center_crop_offset(height, h), w, h, w, h};
+  }
+  std::array<int, 2> shape(std::array<int, 2>) const override { return size_; }
+
+ private:
+  std::array<int, 2> size_{};
+};
+
+class RandomCrop : public Op {
+ public:
+  explicit RandomCrop(OpArgs& a) : Op(Stage::kGeometry) {
+    a.require("size");
+    size_ = a.size("size").value_or(std::array<int, 2>{1, 1});
+    if (a.present("padding")) a.fail("padding", "is not supported: forkfeed's RandomCrop does not pad (leave it None)");
+    if (a.flag("pad_if_needed", false)) a.fail("pad_if_needed", "is not supported: forkfeed's RandomCrop does not pad");
+    a.fill("fill");
+    a.word("padding_mode", "constant", {"constant", "edge", "reflect", "symmetric"});
+  }
+  Result<GeometryStep> step(int width, int height, KeyedRng& rng) const override {
+    const auto [h, w] = size_;
+    if (w > width || h > height) return too_small("RandomCrop", width, height, size_);
+    if (w == width && h == height) return GeometryStep{0, 0, w, h, w, h};
+    const int y = static_cast<int>(rng.below(static_cast<std::uint64_t>(height - h + 1)));
+    const int x = static_cast<int>(rng.below(static_cast<std::uint64_t>(width - w + 1)));
+    return GeometryStep{x, y, w, h, w, h};
+  }
+  std::array<int, 2> shape(std::array<int, 2>) const override { return size_; }
+
+ private:
+  std::array<int, 2> size_{};
+};
+
+// torchvision's ranges: a pair with min <= max.
+std::array<double, 2> pair_of(OpArgs& a, std::string_view name, std::array<double, 2> fallback, double lo, double hi) {
+  const auto v = a.numbers(name, 2, 2, lo, hi);
+  if (!v) return fallback;
+  if (v->size() != 2 || (*v)[0] > (*v)[1]) {
+    a.fail(name, "must be a tuple (min, max) with min <= max");
+    return fallback;
+  }
+  return {(*v)[0], (*v)[1]};
+}
+
+class RandomResizedCrop : public Op {
+ public:
+  explicit RandomResizedCrop(OpArgs& a) : Op(Stage::kGeometry) {
+    a.require("size");
+    size_ = a.size("size").value_or(std::array<int, 2>{1, 1});
+    scale_ = pair_of(a, "scale", {0.08, 1.0}, 0, kInf);
+    ratio_ = pair_of(a, "ratio", {3.0 / 4.0, 4.0 / 3.0}, 1e-6, kInf);
+    if (scale_[1] <= 0) a.fail("scale", "must include a positive area");
+    a.interpolation("interpolation", Interpolation::kBilinear, {Interpolation::kBilinear});
+    a.flag("antialias", true);
+  }
+  Result<GeometryStep> step(int width, int height, KeyedRng& rng) const override {
+    const CropBox b = random_resized_crop(width, height, rng, scale_, ratio_);
+    return GeometryStep{b.x, b.y, b.width, b.height, size_[1], size_[0]};
+  }
+  std::array<int, 2> shape(std::array<int, 2>) const override { return size_; }
+
+ private:
+  std::array<int, 2> size_{};
+  std::array<double, 2> scale_{}, ratio_{};
+};
+
+// ---- pixels -----------------------------------------------------------------------
+
+// An op applied with probability p (torchvision's Random* wrappers of one function).
+class Sometimes : public Op {
+ public:
+  Sometimes(OpArgs& a, double default_p, std::function<void(cv::Mat&)> apply, bool commutes)
+      : Op(Stage::kPixels), apply_(std::move(apply)), commutes_(commutes) {
+    p_ = a.number("p", default_p, 0, 1);
+  }
+  void run(cv::Mat& sample, KeyedRng& rng) override {
+    if (draw(rng, p_)) apply_(sample);
+  }
+  bool commutes_with_mirror() const override { return commutes_; }
+
+ private:
+  double p_ = 0;
+  std::function<void(cv::Mat&)> apply_;
+  bool commutes_;
+};
+
+class RandomHorizontalFlip : public Op {
+ public:
+  explicit RandomHorizontalFlip(OpArgs& a) : Op(Stage::kPixels) { p_ = a.number("p", 0.5, 0, 1); }
+  bool is_mirror() const override { return true; }
+  bool mirrors(KeyedRng& rng) const override { return draw(rng, p_); }
+  void run(cv::Mat& sample, KeyedRng& rng) override {
+    if (mirrors(rng)) fn::hflip(sample);
+  }
+  bool commutes_with_mirror() const override { return true; }
+
+ private:
+  double p_ = 0.5;
+};
+
+// ColorJitter's ranges: a number v is [max(0, 1 - v), 1 + v] (hue: [-v, v]); a range
+// that can only give the identity is None, as torchvision's _check_input makes it.
+std::optional<std::array<double, 2>> jitter(OpArgs& a, std::string_view name, bool hue) {
+  const double center = hue ? 0 : 1, bound = hue ? 0.5 : kInf;
+  const auto v = a.numbers(name, 2, 2, hue ? -0.5 : 0, bound);
+  if (!v) return std::nullopt;
+  std::array<double, 2> range{};
+  if (v->size() == 1) {
+    if (hue && (*v)[0] > 0.5) a.fail(name, "must be in [0, 0.5]");
+    range = {hue ? -(*v)[0] : std::max(0.0, center - (*v)[0]), center + (*v)[0]};
+  } else {
+    range = {(*v)[0], (*v)[1]};
+    if (range[0] > range[1]) a.fail(name, "must be a tuple (min, max) with min <= max");
+  }
+  if (range[0] == center && range[1] == center) return std::nullopt;
+  return range;
+}
+
+class ColorJitter : public Op {
+ public:
+  explicit ColorJitter(OpArgs& a) : Op(Stage::kPixels) {
+    ranges_[0] = jitter(a, "brightness", false);
+    ranges_[1] = jitter(a, "contrast", false);
+    ranges_[2] = jitter(a, "saturation", false);
+    ranges_[3] = jitter(a, "hue", true);
+  }
+  void run(cv::Mat& sample, KeyedRng& rng) override {
+    // get_params: torch.randperm(4), then a factor for each op that is not None.
+    std::array<int, 4> order{0, 1, 2, 3};
+    for (int i = 3; i > 0; --i) std::swap(order[i], order[rng.below(static_cast<std::uint64_t>(i) + 1)]);
+    std::array<double, 4> factor{};
+    for (int i = 0; i < 4; ++i) {
+      if (ranges_[i]) factor[i] = rng.uniform((*ranges_[i])[0], (*ranges_[i])[1]);
+    }
+    for (int i : order) {
+      if (!ranges_[i]) continue;
+      switch (i) {
+        case 0: fn::adjust_brightness(sample, factor[0]); break;
+        case 1: fn::adjust_contrast(sample, factor[1]); break;
+        case 2: fn::adjust_saturation(sample, factor[2]); break;
+        default: fn::adjust_hue(sample, factor[3]); break;
+      }
+    }
+  }
+  bool commutes_with_mirror() const override { return true; }
+
+ private:
+  std::array<std::optional<std::array<double, 2>>, 4> ranges_;
+};
+
+class Grayscale : public Op {
+ public:
+  explicit Grayscale(OpArgs& a) : Op(Stage::kPixels) {
+    if (a.integer("num_output_channels", 1, 1, 3) != 3) {
+      a.fail("num_output_channels", "must be 3: batches have three channels (write Grayscale(3))");
+    }
+  }
+  void run(cv::Mat& sample, KeyedRng&) override { fn::rgb_to_grayscale(sample); }
+  bool commutes_with_mirror() const override { return true; }
+};
+
+class GaussianBlur : public Op {
+ public:
+  explicit GaussianBlur(OpArgs& a) : Op(Stage::kPixels) {
+    a.require("kernel_size");
+    const auto k = a.numbers("kernel_size", 2, 2, 1, 255).value_or(std::vector<double>{1});
+    kernel_ = {static_cast<int>(k[0]), static_cast<int>(k.back())};
+    for (std::size_t i = 0; i < k.size(); ++i) {
+      if (k[i] != std::floor(k[i]) || static_cast<int>(k[i]) % 2 == 0) {
+        a.fail("kernel_size", "must be odd and positive integers");
+      }
+    }
+    const auto s = a.numbers("sigma", 2, 2, 0, kInf).value_or(std::vector<double>{0.1, 2.0});
+    sigma_ = {s[0], s.back()};
+    if (sigma_[0] <= 0 || sigma_[0] > sigma_[1]) a.fail("sigma", "must be positive, as a number or (min, max)");
+  }
+  void run(cv::Mat& sample, KeyedRng& rng) override {
+    const double sigma = rng.uniform(sigma_[0], sigma_[1]);
+    fn::gaussian_blur(sample, {kernel_[0], kernel_[1]}, {sigma, sigma});
+  }
+  bool commutes_with_mirror() const override { return true; }
+
+ private:
+  std::array<int, 2> kernel_{};
+  std::array<double, 2> sigma_{};
+};
+
+// A degrees argument: d is (-d, d), or (min, max).
+std::array<double, 2> degrees_of(OpArgs& a, std::string_view name) {
+  const auto d = a.numbers(name, 2, 2, -kInf, kInf).value_or(std::vector<double>{0});
+  if (d.size() == 1) {
+    if (d[0] < 0) a.fail(name, "must be non-negative as a single number");
+    return {-d[0], d[0]};
+  }
+  if (d[0] > d[1]) a.fail(name, "must be a tuple (min, max) with min <= max");
+  return {d[0], d[1]};
+}
+
+std::optional<std::array<double, 2>> center_of(OpArgs& a) {
+  const auto c = a.numbers("center", 2, 2, -kInf, kInf);
+  if (!c) return std::nullopt;
+  if (c->size() != 2) a.fail("center", "must be (x, y)");
+  return std::array<double, 2>{(*c)[0], c->back()};
+}
+
+class RandomRotation : public Op {
+ public:
+  explicit RandomRotation(OpArgs& a) : Op(Stage::kPixels) {
+    a.require("degrees");
+    degrees_ = degrees_of(a, "degrees");
+    interpolation_ = a.interpolation("interpolation", Interpolation::kNearest,
+                                     {Interpolation::kNearest, Interpolation::kBilinear});
+    if (a.flag("expand", false)) a.fail("expand", "is not supported: the output size must stay the same");
+    center_ = center_of(a);
+    fill_ = a.fill("fill");
+  }
+  void run(cv::Mat& sample, KeyedRng& rng) override {
+    fn::rotate(sample, rng.uniform(degrees_[0], degrees_[1]), interpolation_, fill_, center_);
+  }
+
+ private:
+  std::array<double, 2> degrees_{};
+  Interpolation interpolation_ = Interpolation::kNearest;
+  std::optional<std::array<double, 2>> center_;
+  fn::Fill fill_{};
+};
+
+class RandomAffine : public Op {
+ public:
+  explicit RandomAffine(OpArgs& a) : Op(Stage::kPixels) {
+    a.require("degrees");
+    degrees_ = degrees_of(a, "degrees");
+    if (auto t = a.numbers("translate", 2, 2, 0, 1)) {
+      if (t->size() != 2) a.fail("translate", "must be (max_dx, max_dy), fractions of the width and height");
+      translate_ = std::array<double, 2>{(*t)[0], t->back()};
+    }
+    if (auto s = a.numbers("scale", 2, 2, 0, kInf)) {
+      if (s->size() != 2 || (*s)[0] <= 0 || (*s)[0] > (*s)[1]) a.fail("scale", "must be (min, max), positive");
+      scale_ = std::array<double, 2>{(*s)[0], s->back()};
+    }
+    if (auto sh = a.numbers("shear", 2, 4, -kInf, kInf)) {
+      if (sh->size() == 1) {
+        if ((*sh)[0] < 0) a.fail("shear", "must be non-negative as a single number");
+        shear_ = {-(*sh)[0], (*sh)[0], 0, 0};
+      } else if (sh->size() == 2) {
+        shear_ = {(*sh)[0], (*sh)[1], 0, 0};
+      } else if (sh->size() == 4) {
+        shear_ = {(*sh)[0], (*sh)[1], (*sh)[2], (*sh)[3]};
+        shear_y_ = true;
+      } else {
+        a.fail("shear", "must be a number, (min_x, max_x) or (min_x, max_x, min_y, max_y)");
+      }
+      has_shear_ = true;
+    }
+    interpolation_ = a.interpolation("interpolation", Interpolation::kNearest,
+                                     {Interpolation::kNearest, Interpolation::kBilinear});
+    fill_ = a.fill("fill");
+    center_ = center_of(a);
+  }
+  void run(cv::Mat& sample, KeyedRng& rng) override {
+    // RandomAffine.get_params, in its order: angle, translation, scale, shear.
+    fn::AffineParams p;
+    p.angle = rng.uniform(degrees_[0], degrees_[1]);
+    if (translate_) {
+      const double max_dx = (*translate_)[0] * sample.cols, max_dy = (*translate_)[1] * sample.rows;
+      p.translate = {static_cast<double>(round_half_even(rng.uniform(-max_dx, max_dx))),
+                     static_cast<double>(round_half_even(rng.uniform(-max_dy, max_dy)))};
+    }
+    if (scale_) p.scale = rng.uniform((*scale_)[0], (*scale_)[1]);
+    if (has_shear_) {
+      p.shear[0] = rng.uniform(shear_[0], shear_[1]);
+      if (shear_y_) p.shear[1] = rng.uniform(shear_[2], shear_[3]);
+    }
+    p.center = center_;
+    fn::affine(sample, p, interpolation_, fill_);
+  }
+
+ private:
+  std::array<double, 2> degrees_{};
+  std::optional<std::array<double, 2>> translate_, scale_;
+  std::array<double, 4> shear_{};
+  bool has_shear_ = false, shear_y_ = false;
+  Interpolation interpolation_ = Interpolation::kNearest;
+  fn::Fill fill_{};
+  std::optional<std::array<double, 2>> center_;
+};
+
+// The AutoAugment family: a policy struct of transforms/augment.h, run per sample.
+template <typename Policy>
+class Augment : public Op {
+ public:
+  explicit Augment(Policy policy) : Op(Stage::kPixels), policy_(policy) {}
+  void run(cv::Mat& sample, KeyedRng& rng) override {
+    if constexpr (std::is_same_v<Policy, augment::AugMix>) {
+      policy_.run(sample, rng);
+    } else {
+      policy_.run(sample, rng, drawn_);
+    }
+  }
+
+ private:
+  Policy policy_;
+  std::vector<augment::DrawnOp> drawn_;  // reused across samples
+};
+
+template <typename Policy>
+void read_common(OpArgs& a, Policy& p) {
+  p.interpolation = a.interpolation("interpolation", p.interpolation, {Interpolation::kNearest, Interpolation::kBilinear});
+  p.fill = a.fill("fill");
+}
+
+std::unique_ptr<Op> auto_augment(OpArgs& a) {
+  augment::AutoAugment p;
+  a.word("policy", "imagenet", {"imagenet"});
+  read_common(a, p);
+  return std::make_unique<Augment<augment::AutoAugment>>(p);
+}
+
+std::unique_ptr<Op> rand_augment(OpArgs& a) {
+  augment::RandAugment p;
+  p.num_ops = a.integer("num_ops", 2, 0, 16);
+  p.num_magnitude_bins = a.integer("num_magnitude_bins", 31, 2, 1000);
+  p.magnitude = a.integer("magnitude", 9, 0, p.num_magnitude_bins - 1);
+  read_common(a, p);
+  return std::make_unique<Augment<augment::RandAugment>>(p);
+}
+
+std::unique_ptr<Op> trivial_augment_wide(OpArgs& a) {
+  augment::TrivialAugmentWide p;
+  p.num_magnitude_bins = a.integer("num_magnitude_bins", 31, 2, 1000);
+  read_common(a, p);
+  return std::make_unique<Augment<augment::TrivialAugmentWide>>(p);
+}
+
+std::unique_ptr<Op> aug_mix(OpArgs& a) {
+  augment::AugMix p;
+  p.severity = a.integer("severity", 3, 1, 10);
+  p.mixture_width = a.integer("mixture_width", 3, 1, 16);
+  p.chain_depth = a.integer("chain_depth", -1, -1, 16);
+  if (p.chain_depth == 0) a.fail("chain_depth", "must be -1 (1 to 3 ops, drawn) or at least 1");
+  p.alpha = a.number("alpha", 1.0, 0, kInf);
+  if (p.alpha <= 0) a.fail("alpha", "must be positive");
+  p.all_ops = a.flag("all_ops", true);
+  read_common(a, p);
+  return std::make_unique<Augment<augment::AugMix>>(p);
+}
+
+// ---- normalize and tensor ops -----------------------------------------------------
+
+class Normalize : public Op {
+ public:
+  Normalize(OpArgs& a, const OpDefaults& defaults) : Op(Stage::kNormalize), values_(defaults) {
+    read(a, "mean", values_.mean, -kInf);
+    read(a, "std", values_.std, 0);
+    if (std::any_of(values_.std.begin(), values_.std.end(), [](float s) { return !(s > 0); })) {
+      a.fail("std", "must be positive");
+    }
+    a.flag("inplace", false);
+  }
+  const OpDefaults* normalisation() const override { return &values_; }
+
+ private:
+  static void read(OpArgs& a, std::string_view name, std::array<float, 3>& out, double lo) {
+    const auto v = a.numbers(name, 1, 3, lo, kInf);
+    if (!v) return;
+    if (v->size() == 2) a.fail(name, "must be one number or three (R, G, B)");
+    for (int c = 0; c < 3; ++c) out[c] = static_cast<float>((*v)[v->size() == 3 ? c : 0]);
+  }
+  OpDefaults values_;
+};
+
+class RandomErasing : public Op {
+ public:
+  explicit RandomErasing(OpArgs& a) : Op(Stage::kTensor) {
+    p_ = a.number("p", 0.5, 0, 1);
+    scale_ = pair_of(a, "scale", {0.02, 0.33}, 0, 1);
+    ratio_ = pair_of(a, "ratio", {0.3, 3.3}, 1e-6, kInf);
+    if (a.is_word("value")) {
+      random_ = a.word("value", "random", {"random"}) == "random";
+    } else {
+      if (auto v = a.numbers("value", 1, 3, -kInf, kInf)) {
+        if (v->size() == 2) a.fail("value", "must be a number, three numbers or 'random'");
+        for (int c = 0; c < 3; ++c) value_[c] = static_cast<float>((*v)[v->size() == 3 ? c : 0]);
+      }
+    }
+    a.flag("inplace", false);
+  }
+  void run(TensorSample& s, KeyedRng& rng) override {
+    if (!draw(rng, p_)) return;
+    // RandomErasing.get_params: ten tries for a box that fits; none: unchanged.
+    const double area = static_cast<double>(s.size) * s.size;
+    const double log_min = std::log(ratio_[0]), log_max = std::log(ratio_[1]);
+    for (int attempt = 0; attempt < 10; ++attempt) {
+      const double erase_area = area * rng.uniform(scale_[0], scale_[1]);
+      const double aspect = std::exp(rng.uniform(log_min, log_max));
+      const int h = round_half_even(std::sqrt(erase_area * aspect));
+      const int w = round_half_even(std::sqrt(erase_area / aspect));
+      if (!(h < s.size && w < s.size)) continue;
+      const int y = static_cast<int>(rng.below(static_cast<std::uint64_t>(s.size - h + 1)));
+      const int x = static_cast<int>(rng.below(static_cast<std::uint64_t>(s.size - w + 1)));
+      erase(s, x, y, w, h, rng);
+      return;
+    }
+  }
+
+ private:
+  void erase(TensorSample& s, int x, int y, int w, int h, KeyedRng& rng) const {
+    const std::size_t n = static_cast<std::size_t>(s.size);
+    for (int c = 0; c < 3; ++c) {
+      for (int row = y; row < y + h; ++row) {
+        for (int col = x; col < x + w; ++col) {
+          const std::size_t at = s.layout == Layout::kNchw ? (c * n + row) * n + col : (row * n + col) * 3 + c;
+          s.data[at] = random_ ? static_cast<float>(rng.normal()) : value_[c];
+        }
+      }
+    }
+  }
+  double p_ = 0.5;
+  std::array<double, 2> scale_{}, ratio_{};
+  bool random_ = false;
+  std::array<float, 3> value_{0, 0, 0};
+};
+
+// ---- the table --------------------------------------------------------------------
+
+using Make = std::function<std::unique_ptr<Op>(OpArgs&, const OpDefaults&)>;
+
+struct OpEntry {
+  std::string_view name;
+  std::vector<std::string_view> params;
+  Make make;
+};
+
+template <typename T>
+Make plain() {
+  return [](OpArgs& a, const OpDefaults&) { return std::make_unique<T>(a); };
+}
+
+Make sometimes(double default_p, std::function<void(cv::Mat&)> apply, bool commutes = true) {
+  return [=](OpArgs& a, const OpDefaults&) { return std::make_unique<Sometimes>(a, default_p, apply, commutes); };
+}
+
+const std::vector<OpEntry>& table() {
+  static const std::vector<OpEntry> ops = {
+      {"Resize", {"size", "interpolation", "max_size", "antialias"}, plain<Resize>()},
+      {"CenterCrop", {"size"}, plain<CenterCrop>()},
+      {"RandomCrop", {"size", "padding", "pad_if_needed", "fill", "padding_mode"}, plain<RandomCrop>()},
+      {"RandomResizedCrop", {"size", "scale", "ratio", "interpolation", "antialias"}, plain<RandomResizedCrop>()},
+      {"RandomHorizontalFlip", {"p"}, plain<RandomHorizontalFlip>()},
+      {"RandomVerticalFlip", {"p"}, sometimes(0.5, fn::vflip)},
+      {"ColorJitter", {"brightness", "contrast", "saturation", "hue"}, plain<ColorJitter>()},
+      {"Grayscale", {"num_output_channels"}, plain<Grayscale>()},
+      {"RandomGrayscale", {"p"}, sometimes(0.1, fn::rgb_to_grayscale)},
+      {"GaussianBlur", {"kernel_size", "sigma"}, plain<GaussianBlur>()},
+      {"RandomRotation", {"degrees", "interpolation", "expand", "center", "fill"}, plain<RandomRotation>()},
+      {"RandomAffine", {"degrees", "translate", "scale", "shear", "interpolation", "fill", "center"},
+       plain<RandomAffine>()},
+      {"RandomPosterize", {"bits", "p"},
+       [](OpArgs& a, const OpDefaults&) -> std::unique_ptr<Op> {
+         a.require("bits");
+         const int bits = a.integer("bits", 8, 0, 8);
+         return std::make_unique<Sometimes>(a, 0.5, [bits](cv::Mat& m) { fn::posterize(m, bits); }, true);
+       }},
+      {"RandomSolarize", {"threshold", "p"},
+       [](OpArgs& a, const OpDefaults&) -> std::unique_ptr<Op> {
+         a.require("threshold");
+         const double threshold = a.number("threshold", 256, 0, 256);
+         return std::make_unique<Sometimes>(a, 0.5, [threshold](cv::Mat& m) { fn::solarize(m, threshold); }, true);
+       }},
+      {"RandomAdjustSharpness", {"sharpness_factor", "p"},
+       [](OpArgs& a, const OpDefaults&) -> std::unique_ptr<Op> {
+         a.require("sharpness_factor");
+         const double factor = a.number("sharpness_factor", 1, 0, kInf);
+         return std::make_unique<Sometimes>(a, 0.5, [factor](cv::Mat& m) { fn::adjust_sharpness(m, factor); }, true);
+       }},
+      {"RandomAutocontrast", {"p"}, sometimes(0.5, fn::autocontrast)},
+      {"RandomEqualize", {"p"}, sometimes(0.5, fn::equalize)},
+      {"RandomInvert", {"p"}, sometimes(0.5, fn::invert)},
+      {"AutoAugment", {"policy", "interpolation", "fill"}, [](OpArgs& a, const OpDefaults&) { return auto_augment(a); }},
+      {"RandAugment", {"num_ops", "magnitude", "num_magnitude_bins", "interpolation", "fill"},
+       [](OpArgs& a, const OpDefaults&) { return rand_augment(a); }},
+      {"TrivialAugmentWide", {"num_magnitude_bins", "interpolation", "fill"},
+       [](OpArgs& a, const OpDefaults&) { return trivial_augment_wide(a); }},
+      {"AugMix", {"severity", "mixture_width", "chain_depth", "alpha", "all_ops", "interpolation", "fill"},
+       [](OpArgs& a, const OpDefaults&) { return aug_mix(a); }},
+      {"Normalize", {"mean", "std", "inplace"},
+       [](OpArgs& a, const OpDefaults& d) { return std::make_unique<Normalize>(a, d); }},
+      {"RandomErasing", {"p", "scale", "ratio", "value", "inplace"}, plain<RandomErasing>()},
+  };
+  return ops;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Op>> make_op(const OpCall& call, const OpDefaults& defaults) {
+  for (const OpEntry& e : table()) {
+    if (e.name != call.name) continue;
+    OpArgs args(call, e.params);
+    if (!args.status().ok()) return args.status();
+    std::unique_ptr<Op> op = e.make(args, defaults);
+    if (!args.status().ok()) return args.status();
+    return op;
+  }
+  std::string names;
+  for (const OpEntry& e : table()) names.append(names.empty() ? "" : ", ").append(e.name);
+  return Status::InvalidArgument("transform: unknown op '" + call.name + "' in " + call.text + " (forkfeed has: " +
+                                 names + "; or the shorthands train and eval)");
+}
+
+}  // namespace forkfeed

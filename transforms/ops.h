@@ -1,0 +1,86 @@
+// Op: one op of a pipeline, made from its call (make_op) and run by transforms/pipeline.cpp.
+// Every op is torchvision's of the same name: the same arguments and defaults, the same
+// random draws (from the sample's KeyedRng instead of torch's global generator), the
+// same arithmetic (transforms/functional.h, transforms/augment.h).
+//
+// An op works at one of four stages, in this order in every pipeline:
+//   geometry:  Resize, CenterCrop, RandomCrop, RandomResizedCrop. They only choose which
+//              part of the image becomes the sample and its size, so they are planned
+//              from the image's header and done by the decoder (the fused path).
+//   pixels:    flips, colour, blur, rotation, affine, the AutoAugment family: on the
+//              small uint8 sample, in place.
+//   normalize: Normalize: uint8 to float32, written into the slot.
+//   tensor:    RandomErasing: on the float32 sample in the slot.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+
+#include "base/keyed_rng.h"
+#include "forkfeed/options.h"
+#include "forkfeed/status.h"
+#include "transforms/pipeline_spec.h"
+#include <opencv2/core/mat.hpp>
+
+namespace forkfeed {
+
+enum class Stage { kGeometry, kPixels, kNormalize, kTensor };
+
+// What a geometry op does to a width x height image: keeps `crop` (in its pixels), then
+// resizes that to out_width x out_height (the crop's own size: no resize).
+struct GeometryStep {
+  int x = 0, y = 0, width = 0, height = 0;
+  int out_width = 0, out_height = 0;
+  bool resizes() const { return out_width != width || out_height != height; }
+};
+
+// The normalised float32 sample in its slot, for the tensor ops.
+struct TensorSample {
+  float* data;
+  int size;       // height and width
+  Layout layout;  // kNhwc or kNchw
+};
+
+// What an op may default to from the loader's options.
+struct OpDefaults {
+  std::array<float, 3> mean;
+  std::array<float, 3> std;
+};
+
+class Op {
+ public:
+  explicit Op(Stage stage) : stage_(stage) {}
+  virtual ~Op() = default;
+  Stage stage() const { return stage_; }
+
+  // Geometry: what the op does to a width x height image, drawing from `rng`; bad data
+  // when the image cannot give it (smaller than a crop), naming the op.
+  virtual Result<GeometryStep> step(int width, int height, KeyedRng& rng) const;
+  // Geometry: the output's {height, width} for an input of `in` ({-1, -1}: depends on
+  // the image), without looking at pixels; what the pipeline checks at open.
+  virtual std::array<int, 2> shape(std::array<int, 2> in) const { return in; }
+
+  // Pixels: changes the uint8 sample in place.
+  virtual void run(cv::Mat& sample, KeyedRng& rng);
+  // Pixels: a horizontal mirror of the sample, drawn (RandomHorizontalFlip): the pipeline
+  // folds it into the store when every op after it commutes with mirroring.
+  virtual bool mirrors(KeyedRng& /*rng*/) const { return false; }
+  virtual bool is_mirror() const { return false; }
+  // Pixels: whether the op gives the same result on a mirrored sample, mirrored (colour ops).
+  virtual bool commutes_with_mirror() const { return false; }
+
+  // Normalize: the mean and std.
+  virtual const OpDefaults* normalisation() const { return nullptr; }
+
+  // Tensor: changes the float32 sample in place.
+  virtual void run(TensorSample& sample, KeyedRng& rng);
+
+ private:
+  Stage stage_;
+};
+
+// The op `call` names, checked; an error names the op and the argument.
+Result<std::unique_ptr<Op>> make_op(const OpCall& call, const OpDefaults& defaults);
+
+}  // namespace forkfeed

@@ -1,0 +1,75 @@
+// Pipeline: a transform as the workers run it — the ops of its text, split by stage
+// (transforms/ops.h), with what it makes: a size x size sample, uint8 or (after
+// Normalize) float32.
+//
+//   text ── parse_calls ── make_op ──▶ geometry ops │ pixel ops │ Normalize │ tensor ops
+//                                        plan()        run_pixels()  (store)   run_tensor()
+//
+// The geometry ops reduce to one window of the decoded image (plan), which the decoder
+// decodes alone and the Transform resizes into the sample; the pixel ops then work on
+// that small uint8 sample in place, the store normalises it into the slot, and the
+// tensor ops work on the slot. Every draw comes from the sample's KeyedRng, in the
+// pipeline's order, so a sample depends only on (seed, epoch, index).
+//
+// "train" and "eval" are shorthands for RandomResizedCrop(size), RandomHorizontalFlip()
+// and Resize(round(size / 0.875)), CenterCrop(size). Options ask for float32 (dtype) on a
+// pipeline without Normalize: Normalize() is appended, with the options' mean and std.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "forkfeed/options.h"
+#include "forkfeed/status.h"
+#include "transforms/crop.h"
+#include "transforms/ops.h"
+
+namespace forkfeed {
+
+// What a pipeline takes from the loader's options.
+struct PipelineOptions {
+  std::uint32_t size = 0;  // 0: the pipeline's own; else it must make this size
+  DType dtype = DType::kUint8;
+  std::array<float, 3> mean{};
+  std::array<float, 3> std{};
+  std::uint64_t max_pixels = 0;  // a Resize past this many pixels is bad data
+};
+
+class Pipeline {
+ public:
+  // Reads and checks `text`: every error names the op and the argument, or the order.
+  static Result<Pipeline> build(std::string_view text, const PipelineOptions& options);
+
+  std::uint32_t size() const { return size_; }
+  DType dtype() const { return normalise_ ? DType::kFloat32 : DType::kUint8; }
+  // Normalize's mean and std (the options' when the pipeline has no Normalize).
+  const OpDefaults& normalisation() const { return normalisation_; }
+
+  // The window of a width x height image that becomes the sample.
+  Result<SampleWindow> plan(int width, int height, KeyedRng& rng) const;
+  // The same draws, as steps to do one after another on the whole image (the reference).
+  Status steps(int width, int height, KeyedRng& rng, std::vector<GeometryStep>& out) const;
+
+  // Whether every pixel op is a horizontal flip (or there is none): then run_pixels()
+  // only draws, and touches no pixel.
+  bool pixel_ops_are_mirrors() const;
+  bool has_tensor_ops() const { return !tensor_.empty(); }
+  // The pixel ops on the size x size uint8 sample, in place. Returns whether the sample
+  // is still to be mirrored: a drawn flip waits (the store mirrors for free while it
+  // writes) until an op that does not commute with mirroring comes.
+  bool run_pixels(cv::Mat& sample, KeyedRng& rng);
+  void run_tensor(TensorSample sample, KeyedRng& rng);
+
+ private:
+  Pipeline() = default;
+  std::vector<std::unique_ptr<Op>> geometry_, pixels_, tensor_;
+  bool normalise_ = false;
+  OpDefaults normalisation_{};
+  std::uint32_t size_ = 0;
+  std::uint64_t max_pixels_ = 0;
+};
+
+}  // namespace forkfeed
