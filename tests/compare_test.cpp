@@ -194,6 +194,35 @@ TEST_F(CompareTest, TableNamesTheRatiosAndWhyTorchIsMissing) {
   }
 }
 
+// --transforms: the pipeline and the shorthand it is set against, each from Python (the
+// PyTorch rows need torchvision), in pipeline_report.py's --json object.
+TEST_F(CompareTest, TransformsSetsEachPipelineAgainstTheShorthand) {
+  const std::string spec = "RandomResizedCrop(32), RandomHorizontalFlip(), Normalize()";
+  const testing::CommandOutcome o = compare({"--no-torch", "--json", "--data", root_, "--images", "16", "--batch", "8",
+                                             "--size", "32", "--repeat", "1", "--transforms", spec});
+  ASSERT_TRUE(o.exited && o.code == 0) << o.describe();
+  const nlohmann::json j = nlohmann::json::parse(o.out);
+  ASSERT_EQ(j["pipelines"].size(), 2u) << j;
+  EXPECT_EQ(j["pipelines"][0]["spec"], "train") << j;
+  EXPECT_EQ(j["pipelines"][1]["spec"], spec) << j;
+  for (const nlohmann::json& p : j["pipelines"]) {
+    EXPECT_EQ(p["torch_skipped"], "--no-torch") << j;
+    if (python_package_built()) {
+      EXPECT_EQ(p["python"]["images"], 16) << j;
+      EXPECT_GT(number(p["forkfeed_us_per_sample"]), 0.0) << j;
+    } else {
+      EXPECT_TRUE(p["python"].is_null()) << j;
+    }
+  }
+  if (python_package_built()) {
+    EXPECT_EQ(j["pipelines"][1]["python"]["batch_dtype"], "float32") << j;
+    EXPECT_GT(number(j["pipelines"][1]["forkfeed_cost_over_shorthand"]), 0.0) << j;
+  }
+  const testing::CommandOutcome bad = compare({"--no-torch", "--data", root_, "--transforms", "--dtype", "float32"});
+  EXPECT_TRUE(bad.exited && bad.code == 2) << bad.describe();
+  EXPECT_NE(bad.err.find("--dtype does not apply to --transforms"), std::string::npos) << bad.describe();
+}
+
 TEST_F(CompareTest, BadArgumentsExitTwoWithOneLine) {
   const testing::CommandOutcome o = compare({"--no-torch", "--data", root_, "--transform", "bogus"});
   EXPECT_TRUE(o.exited && o.code == 2) << o.describe();

@@ -116,7 +116,7 @@ def _canonical(op: str, name: str, value: Any) -> Any:
         if not math.isfinite(value):
             raise ValueError(f"{op}: {name}={value!r} is not a finite number")
         return float(value)
-    if hasattr(value, "tolist") and not isinstance(value, enum.Enum):  # numpy arrays, torch tensors
+    if hasattr(value, "tolist"):  # numpy arrays, torch tensors
         return _canonical(op, name, value.tolist())
     if isinstance(value, (list, tuple)):
         return tuple(_canonical(op, name, item) for item in value)

@@ -79,8 +79,19 @@ def test_torch_dataloader_runs_and_resumes(dataset, tmp_path):
     assert {epoch: n for epoch, (n, _) in trained_per_epoch(first, rest).items()} == {0: 48, 1: 8}
 
 
+def test_resnet50_v2_recipe_mixes_a_resumed_run_as_an_uninterrupted_one(dataset, tmp_path):
+    # Its pipeline runs in forkfeed's workers; MixUp or CutMix, keyed by (seed, epoch, batch),
+    # in the loop: the weights are bit for bit those of one run only if both repeat.
+    recipe = ["--recipe", "resnet50-v2", "--epochs", "1"]
+    whole = train(dataset, tmp_path / "whole.pt", *recipe, "--val", str(dataset))
+    assert re.search(r"^epoch 0: top-1 [0-9.]+ on ", whole, re.M), whole
+    train(dataset, tmp_path / "cut.pt", *recipe, "--steps", "2")
+    train(dataset, tmp_path / "cut.pt", *recipe, "--resume")
+    assert same_training(tmp_path / "whole.pt", tmp_path / "cut.pt")
+
+
 def test_help_names_every_option():
     out = subprocess.run([sys.executable, str(EXAMPLE), "--help"], capture_output=True, text=True, check=True).stdout
     for option in ("--loader", "--epochs", "--steps", "--size", "--batch-size", "--workers", "--checkpoint",
-                   "--resume", "torchrun"):
+                   "--resume", "--recipe", "resnet50-v2", "--val", "torchrun"):
         assert option in out

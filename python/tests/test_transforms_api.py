@@ -310,3 +310,36 @@ def test_batches_mixing_cannot_take_are_refused_saying_what_to_do():
         T.MixUp(10)(images, labels, epoch=0, batch_index=-1)
     with pytest.raises(ValueError, match="alpha"):
         T.CutMix(10, alpha=0)
+
+
+# Through the C++ workers.
+
+
+PIPELINE = [T.RandomResizedCrop(32), T.RandomHorizontalFlip(), T.TrivialAugmentWide(), T.Normalize(),
+            T.RandomErasing(p=0.25)]
+
+
+def test_a_pipeline_with_normalize_gives_float32_of_its_crop_size(dataset):
+    with forkfeed.Loader(dataset, batch_size=4, workers=2, seed=1, transform=PIPELINE) as loader, \
+            forkfeed.Loader(dataset, batch_size=4, workers=2, seed=1, transform=", ".join(map(str, PIPELINE))) as same:
+        batch, again = loader.next_batch(), same.next_batch()
+        assert batch.images.dtype == torch.float32 and tuple(batch.images.shape) == (4, 3, 32, 32)
+        assert torch.equal(batch.images, again.images)  # the list is the string
+        images, targets = T.MixUpOrCutMix([T.MixUp(loader.num_classes, p=1.0, alpha=0.2, seed=1),
+                                           T.CutMix(loader.num_classes, p=1.0, seed=1)])(batch)
+        assert images.shape == batch.images.shape and torch.allclose(targets.sum(1), torch.ones(4))
+
+
+def test_a_pipeline_without_normalize_gives_uint8(dataset):
+    with forkfeed.Loader(dataset, batch_size=4, workers=1, transform=[T.Resize(40), T.CenterCrop(24)]) as loader:
+        batch = loader.next_batch()
+        assert batch.images.dtype == torch.uint8 and tuple(batch.images.shape) == (4, 24, 24, 3)
+        with pytest.raises(TypeError, match=r"Normalize\(\)"):
+            T.MixUp(loader.num_classes)(batch)
+
+
+def test_a_bad_op_or_argument_raises_naming_it(dataset):
+    with pytest.raises(ValueError, match=r"unknown op 'RandomSpin'"):
+        forkfeed.Loader(dataset, batch_size=4, transform=[T.RandomResizedCrop(32), "RandomSpin(3)"])
+    with pytest.raises(ValueError, match=r"RandomHorizontalFlip's p must be .*, got 2"):
+        forkfeed.Loader(dataset, batch_size=4, transform=[T.RandomResizedCrop(32), T.RandomHorizontalFlip(p=2)])
