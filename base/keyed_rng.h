@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
+#include <numbers>
 
 namespace forkfeed {
 
@@ -25,7 +26,7 @@ class KeyedRng {
   double normal() {
     const double u1 = 1.0 - uniform(0.0, 1.0);  // in (0, 1]: the log is finite
     const double u2 = uniform(0.0, 1.0);
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
   }
 
   // Uniform in [0, n), without modulo bias (Lemire's multiply-shift with rejection).

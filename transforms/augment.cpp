@@ -190,12 +190,6 @@ void apply_all(cv::Mat& img, const std::vector<DrawnOp>& ops, fn::Interpolation 
   }
 }
 
-// A standard normal by Box-Muller; 1 - u keeps the logarithm's argument in (0, 1].
-double normal(KeyedRng& rng) {
-  const double radius = std::sqrt(-2.0 * std::log(1.0 - rng.uniform(0, 1)));
-  return radius * std::cos(2.0 * std::numbers::pi * rng.uniform(0, 1));
-}
-
 // Gamma(alpha, 1) as torch's sample_gamma draws it: Marsaglia and Tsang's rejection, with
 // alpha < 1 boosted to alpha + 1 and scaled back by u^(1/alpha).
 double gamma(KeyedRng& rng, double alpha) {
@@ -213,7 +207,7 @@ double gamma(KeyedRng& rng, double alpha) {
     double x = 0;
     double y = 0;
     do {
-      x = normal(rng);
+      x = rng.normal();
       y = 1.0 + c * x;
     } while (y <= 0);
     const double v = y * y * y;
