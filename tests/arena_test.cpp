@@ -5,6 +5,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstring>
+
 #include "testing/temp_dataset.h"
 
 namespace forkfeed {
@@ -12,7 +14,7 @@ namespace {
 
 ArenaSpec spec(std::uint32_t workers, std::uint32_t slots, std::uint32_t batch, std::uint64_t sample_bytes) {
   TransformSpec t{};
-  t.kind = TransformKind::kEval;
+  std::strcpy(t.pipeline, "eval");
   t.dtype = DType::kUint8;
   t.size = 32;
   return ArenaSpec{workers, slots, batch, sample_bytes, t, OnError::kFail};

@@ -145,7 +145,8 @@ TEST_F(BenchCliTest, HelpExitsZeroAndDescribesFlags) {
   EXPECT_NE(o.out.find("--dump-indices"), std::string::npos) << o.out;
 }
 
-// The choices shown are base/option_names.h's tables, whatever they hold.
+// The choices shown are base/option_names.h's tables, whatever they hold. --transform
+// takes text (a pipeline of ops), not a choice: its help names the shorthands.
 TEST_F(BenchCliTest, HelpListsTheEnumNames) {
   const Outcome o = run_bench(dir_.path(), {"--help"});
   ASSERT_TRUE(o.exited && o.code == 0) << describe(o);
@@ -154,7 +155,7 @@ TEST_F(BenchCliTest, HelpListsTheEnumNames) {
     for (const std::string& n : names) choices += (choices.empty() ? "{" : ",") + n;
     return o.out.find(choices + "}") != std::string::npos;
   };
-  EXPECT_TRUE(lists(enum_names<TransformKind>())) << o.out;
+  EXPECT_NE(o.out.find("train (RandomResizedCrop + flip), eval (Resize + CenterCrop)"), std::string::npos) << o.out;
   EXPECT_TRUE(lists(enum_names<DType>())) << o.out;
   EXPECT_TRUE(lists(enum_names<OnError>())) << o.out;
   EXPECT_TRUE(lists(enum_names<StartMethod>())) << o.out;
@@ -174,10 +175,20 @@ TEST_F(BenchCliTest, DataAndManifestTogetherIsAnError) {
   EXPECT_EQ(lines_of(o.err).size(), 1u) << describe(o);
 }
 
+// --transform takes any text; the loader's check of the options refuses a bad one,
+// naming the op (or its argument) at fault, with the bad-arguments exit.
 TEST_F(BenchCliTest, UnknownTransformIsAnError) {
-  const Outcome o = run_bench(dir_.path(), {"--data", root(), "--transform", "bogus"});
-  EXPECT_TRUE(o.exited && o.code != 0) << describe(o);
-  EXPECT_NE(o.err.find("bogus"), std::string::npos) << describe(o);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"bogus", "bogus"},
+      {"RandomResizedCrop(32), Bogus()", "unknown op 'Bogus'"},
+      {"RandomResizedCrop(32), RandomHorizontalFlip(p=2)", "RandomHorizontalFlip's p"}};
+  for (const auto& [text, named] : cases) {
+    const Outcome o = run_bench(dir_.path(), {"--data", root(), "--transform", text});
+    EXPECT_TRUE(o.exited && o.code == 2) << text << ": " << describe(o);
+    EXPECT_EQ(lines_of(o.err).size(), 1u) << text << ": " << describe(o);
+    EXPECT_NE(o.err.find("transform"), std::string::npos) << text << ": " << describe(o);
+    EXPECT_NE(o.err.find(named), std::string::npos) << text << ": " << describe(o);
+  }
 }
 
 TEST_F(BenchCliTest, MalformedNumbersAreErrors) {
@@ -268,6 +279,22 @@ TEST_F(BenchCliTest, JsonRunDeliversEverySampleOncePerEpoch) {
     EXPECT_LT(key.second, 5u);
     EXPECT_LE(count, 8);
   }
+}
+
+// A pipeline's text runs as given; its size (no --size) is the one it makes, which the
+// report shows.
+TEST_F(BenchCliTest, APipelineRunsAtTheSizeItMakes) {
+  const std::string text = "Resize(40), CenterCrop(32), RandomHorizontalFlip()";
+  const Outcome o =
+      run_bench(dir_.path(), {"--data", root(), "--json", "--batch", "8", "--workers", "1", "--transform", text});
+  ASSERT_TRUE(o.exited && o.code == 0) << describe(o);
+  const std::vector<std::string> out_lines = lines_of(o.out);
+  ASSERT_EQ(out_lines.size(), 1u) << describe(o);
+  const nlohmann::json j = nlohmann::json::parse(out_lines.back(), nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(j.is_discarded()) << out_lines.back();
+  EXPECT_EQ(j.value("transform", ""), text);
+  EXPECT_EQ(j.value("size", 0u), 32u);
+  EXPECT_EQ(j.value("images", 0u), kImages);
 }
 
 TEST_F(BenchCliTest, NoShuffleDeliversIndexOrder) {

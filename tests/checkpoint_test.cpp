@@ -220,7 +220,7 @@ TEST(Checkpoint, OrderKeyTakesTheOptionsThatDecideTheOrder) {
   LoaderOptions other = options;
   other.workers = 7;
   other.prefetch = 5;
-  other.transform = TransformKind::kEval;
+  other.transform = "eval";
   other.epoch = 4;
   EXPECT_EQ(order_key(index, other), key);
 }

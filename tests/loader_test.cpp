@@ -128,7 +128,7 @@ cv::Mat reference_eval(const std::string& path, int size) {
 
 TEST_F(LoaderTest, EvalPixelsMatchAnOpenCvReference) {
   LoaderOptions o = options(2, 16);
-  o.transform = TransformKind::kEval;
+  o.transform = "eval";
   o.size = 32;
   auto loader = open(o);
   ASSERT_TRUE(loader);
@@ -238,7 +238,7 @@ TEST_F(LoaderTest, StrangeFilesAreErrorsNamingThemNotHangsOrDeaths) {
   { std::ofstream(root + "/class_000/c_empty.jpg"); }
   LoaderOptions o = options(2, 1);
   o.image_folder = root;
-  o.transform = TransformKind::kEval;
+  o.transform = "eval";
   o.size = 224;  // the strip would resize to 256 x 5120000
   o.shuffle = false;
   auto loader = open(o);

@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -197,7 +198,7 @@ TEST_F(PinnedMemoryTest, RegistersExactlyTheBatchSlots) {
   auto index = DatasetIndex::from_image_folder(root_);
   ASSERT_TRUE(index.ok()) << index.status().message();
   TransformSpec t{};
-  t.kind = TransformKind::kEval;
+  std::strcpy(t.pipeline, "eval");
   t.size = 16;
   auto arena = Arena::create(ArenaSpec{2, 5, 4, 16 * 16 * 3, t, OnError::kFail}, *index);
   ASSERT_TRUE(arena.ok()) << arena.status().message();

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -218,7 +219,7 @@ TEST_F(SampleReaderTest, ASliceDecodesToThePixelsOfTheFile) {
   const std::string shard = dir_.path() + "/a.tar";
   const auto offsets = write_shard(shard, images_);
   TransformSpec spec{};
-  spec.kind = TransformKind::kTrain;
+  std::strcpy(spec.pipeline, "train");
   spec.dtype = DType::kUint8;
   spec.size = 24;
   for (int c = 0; c < 3; ++c) spec.std[c] = 1.0f;

@@ -25,7 +25,7 @@ StreamRequest unusual_request() {
   o.batch_size = 7;
   o.workers = 5;
   o.prefetch = 3;
-  o.transform = TransformKind::kEval;
+  o.transform = "Resize(110), CenterCrop(96), RandomHorizontalFlip()";
   o.size = 96;
   o.dtype = DType::kFloat32;
   o.layout = Layout::kNhwc;
@@ -104,13 +104,17 @@ TEST(StreamRequestTest, ErrorsNameTheField) {
   EXPECT_EQ(message({{"dtype", 8}}), "bad open_stream request: dtype must be a string");
   EXPECT_EQ(message({{"on_error", "retry"}}), "bad open_stream request: unknown on_error 'retry'; use fail or skip");
   // A field of the wrong type is reported before a name no enum value has.
-  EXPECT_EQ(message({{"transform", "crop"}, {"size", "big"}}), "bad open_stream request: size must be an integer in [0, 4294967295]");
-  EXPECT_EQ(message({{"transform", "crop"}, {"dtype", "int4"}}),
-            "bad open_stream request: unknown transform 'crop'; use train or eval");
+  EXPECT_EQ(message({{"dtype", "int4"}, {"size", "big"}}), "bad open_stream request: size must be an integer in [0, 4294967295]");
+  EXPECT_EQ(message({{"dtype", "int4"}, {"on_error", "retry"}}),
+            "bad open_stream request: unknown dtype 'int4'; use uint8 or float32");
   // An empty name is the default, as an absent key.
-  auto empty = parse_stream_request({{"transform", ""}});
+  auto empty = parse_stream_request({{"dtype", ""}});
   ASSERT_TRUE(empty.ok());
-  EXPECT_EQ(empty->stream.loader.transform, LoaderOptions{}.transform);
+  EXPECT_EQ(empty->stream.loader.dtype, LoaderOptions{}.dtype);
+  // The transform is text, read at open (Loader::open names a bad op): any string parses.
+  auto text = parse_stream_request({{"transform", "crop"}});
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  EXPECT_EQ(text->stream.loader.transform, "crop");
 }
 
 // A path need not be UTF-8, which a JSON string must be: it travels as its bytes, through

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 
 #include "transport/arena.h"
@@ -15,7 +16,7 @@ namespace forkfeed::testing {
 inline std::shared_ptr<Arena> small_arena(const DatasetIndex& index, std::uint32_t workers, std::uint32_t slots,
                                           std::uint32_t batch, std::uint32_t size, OnError on_error) {
   TransformSpec t{};
-  t.kind = TransformKind::kEval;
+  std::strcpy(t.pipeline, "eval");
   t.dtype = DType::kUint8;
   t.size = size;
   auto arena = Arena::create(ArenaSpec{workers, slots, batch, std::uint64_t{size} * size * 3, t, on_error}, index);
