@@ -13,45 +13,12 @@
 #include "loader/pass_position.h"
 #include "loader/slot_count.h"
 #include "loader/transform_spec.h"
+#include "transforms/ops.h"
 #include "transport/arena.h"
 #include "transport/arena_layout.h"
 
 namespace forkfeed {
 
-namespace {
-
-std::string number(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", value);
-  return text;
-}
-
-// mean and std of (x / 255 - mean) / std: finite, std positive, and every output of a
-// pixel in [0, 255] finite in float32 (a std of 1e-45, or a mean of 1e300, would fill
-// batches with inf, -inf or NaN).
-Status check_normalisation(const std::array<float, 3>& mean, const std::array<float, 3>& std) {
-  constexpr const char* kChannel[] = {"R", "G", "B"};
-  for (int c = 0; c < 3; ++c) {
-    const std::string which = std::string(" of channel ") + kChannel[c];
-    if (!std::isfinite(mean[c])) {
-      return Status::InvalidArgument("mean" + which + " must be a finite number, got " + number(mean[c]));
-    }
-    if (!std::isfinite(std[c]) || !(std[c] > 0.0f)) {
-      return Status::InvalidArgument("std" + which + " must be a finite number > 0, got " + number(std[c]));
-    }
-    const double largest = std::max(std::abs(0.0 - mean[c]), std::abs(1.0 - mean[c])) / std[c];
-    if (!(largest <= std::numeric_limits<float>::max()) || std::fpclassify(std[c]) != FP_NORMAL) {
-      return Status::InvalidArgument(
-          "std" + which + " = " + number(std[c]) + " with mean " + number(mean[c]) +
-          " makes normalised pixels overflow float32; mean and std are fractions of full scale (of x / 255), "
-          "as torchvision's Normalize takes them: ImageNet's are mean 0.485 0.456 0.406, std 0.229 0.224 "
-          "0.225");
-    }
-  }
-  return Status::Ok();
-}
-
-}  // namespace
 
 Status validate(const LoaderOptions& o) {
   auto bad = [](std::string msg) { return Status::InvalidArgument(std::move(msg)); };

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <limits>
 #include <string>
@@ -15,6 +16,40 @@
 #include "transforms/op_args.h"
 
 namespace forkfeed {
+namespace {
+
+std::string number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
+}  // namespace
+
+// mean and std of (x / 255 - mean) / std: finite, std positive, and every output of a
+// pixel in [0, 255] finite in float32 (a std of 1e-45, or a mean of 1e300, would fill
+// batches with inf, -inf or NaN).
+Status check_normalisation(const std::array<float, 3>& mean, const std::array<float, 3>& std) {
+  constexpr const char* kChannel[] = {"R", "G", "B"};
+  for (int c = 0; c < 3; ++c) {
+    const std::string which = std::string(" of channel ") + kChannel[c];
+    if (!std::isfinite(mean[c])) {
+      return Status::InvalidArgument("mean" + which + " must be a finite number, got " + number(mean[c]));
+    }
+    if (!std::isfinite(std[c]) || !(std[c] > 0.0f)) {
+      return Status::InvalidArgument("std" + which + " must be a finite number > 0, got " + number(std[c]));
+    }
+    const double largest = std::max(std::abs(0.0 - mean[c]), std::abs(1.0 - mean[c])) / std[c];
+    if (!(largest <= std::numeric_limits<float>::max()) || std::fpclassify(std[c]) != FP_NORMAL) {
+      return Status::InvalidArgument(
+          "std" + which + " = " + number(std[c]) + " with mean " + number(mean[c]) +
+          " makes normalised pixels overflow float32; mean and std are fractions of full scale (of x / 255), "
+          "as torchvision's Normalize takes them: ImageNet's are mean 0.485 0.456 0.406, std 0.229 0.224 "
+          "0.225");
+    }
+  }
+  return Status::Ok();
+}
 
 Result<GeometryStep> Op::step(int width, int height, KeyedRng&) const {
   return GeometryStep{0, 0, width, height, width, height};
@@ -54,11 +89,13 @@ class Resize : public Op {
     max_size_ = a.integer("max_size", 0, 1, 65536);
     a.flag("antialias", true);
     if (tuple_ && max_size_ > 0) a.fail("max_size", "is only allowed with a single size (as in torchvision)");
+    if (!tuple_ && max_size_ > 0 && max_size_ <= size_[0]) a.fail("max_size", "must be larger than size (as in torchvision)");
   }
   Result<GeometryStep> step(int width, int height, KeyedRng&) const override {
     const auto [w, h] = output(width, height);
     return GeometryStep{0, 0, width, height, w, h};
   }
+  bool resamples() const override { return true; }
   std::array<int, 2> shape(std::array<int, 2> in) const override {
     if (tuple_) return size_;
     if (in[0] < 0) return in;
@@ -149,6 +186,7 @@ class RandomResizedCrop : public Op {
     const CropBox b = random_resized_crop(width, height, rng, scale_, ratio_);
     return GeometryStep{b.x, b.y, b.width, b.height, size_[1], size_[0]};
   }
+  bool resamples() const override { return true; }
   std::array<int, 2> shape(std::array<int, 2>) const override { return size_; }
 
  private:
@@ -198,7 +236,9 @@ std::optional<std::array<double, 2>> jitter(OpArgs& a, std::string_view name, bo
   if (!v) return std::nullopt;
   std::array<double, 2> range{};
   if (v->size() == 1) {
-    if (hue && (*v)[0] > 0.5) a.fail(name, "must be in [0, 0.5]");
+    if ((*v)[0] < 0 || (hue && (*v)[0] > 0.5)) {
+      a.fail(name, hue ? "must be in [0, 0.5] as one number" : "must be non-negative as one number");
+    }
     range = {hue ? -(*v)[0] : std::max(0.0, center - (*v)[0]), center + (*v)[0]};
   } else {
     range = {(*v)[0], (*v)[1]};
@@ -444,9 +484,7 @@ class Normalize : public Op {
   Normalize(OpArgs& a, const OpDefaults& defaults) : Op(Stage::kNormalize), values_(defaults) {
     read(a, "mean", values_.mean, -kInf);
     read(a, "std", values_.std, 0);
-    if (std::any_of(values_.std.begin(), values_.std.end(), [](float s) { return !(s > 0); })) {
-      a.fail("std", "must be positive");
-    }
+    if (Status s = check_normalisation(values_.mean, values_.std); !s.ok()) a.fail("mean/std", "are out of range: " + s.message());
     a.flag("inplace", false);
   }
   const OpDefaults* normalisation() const override { return &values_; }

@@ -48,6 +48,10 @@ struct OpDefaults {
   std::array<float, 3> std;
 };
 
+// mean and std of (x / 255 - mean) / std: finite, std positive, and every output of a
+// pixel in [0, 255] finite in float32 — for the options' mean and std and Normalize's.
+Status check_normalisation(const std::array<float, 3>& mean, const std::array<float, 3>& std);
+
 class Op {
  public:
   explicit Op(Stage stage) : stage_(stage) {}
@@ -60,6 +64,9 @@ class Op {
   // Geometry: the output's {height, width} for an input of `in` ({-1, -1}: depends on
   // the image), without looking at pixels; what the pipeline checks at open.
   virtual std::array<int, 2> shape(std::array<int, 2> in) const { return in; }
+  // Geometry: whether the op may resample the image (Resize, RandomResizedCrop), not
+  // only crop it.
+  virtual bool resamples() const { return false; }
 
   // Pixels: changes the uint8 sample in place.
   virtual void run(cv::Mat& sample, KeyedRng& rng);

@@ -2,6 +2,7 @@
 // its stages on a sample.
 #include "transforms/pipeline.h"
 
+#include <algorithm>
 #include <cctype>
 #include <string>
 
@@ -57,7 +58,7 @@ Result<Pipeline> Pipeline::build(std::string_view text, const PipelineOptions& o
     std::unique_ptr<Op> op = std::move(made).value();
     const Stage stage = op->stage();
     // A flip after Normalize is the same flip before it: it moves back to the pixels.
-    const bool moves_back = stage == Stage::kPixels && op->commutes_with_mirror() &&
+    const bool moves_back = stage == Stage::kPixels && reached >= Stage::kNormalize &&
                             (call.name == "RandomHorizontalFlip" || call.name == "RandomVerticalFlip");
     if (stage == Stage::kGeometry && reached != Stage::kGeometry) {
       return order_error(call, "comes after " + (last_pixels ? last_pixels->text : std::string("Normalize()")) +
@@ -110,6 +111,8 @@ Result<Pipeline> Pipeline::build(std::string_view text, const PipelineOptions& o
                                    " samples the transform makes: leave size out (0) or make them agree");
   }
   if (options.dtype == DType::kFloat32) p.normalise_ = true;
+  const auto resamples = [](const std::unique_ptr<Op>& op) { return op->resamples(); };
+  p.fusable_ = std::count_if(p.geometry_.begin(), p.geometry_.end(), resamples) <= 1;
   return p;
 }
 

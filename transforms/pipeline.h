@@ -48,6 +48,10 @@ class Pipeline {
   // Normalize's mean and std (the options' when the pipeline has no Normalize).
   const OpDefaults& normalisation() const { return normalisation_; }
 
+  // Whether the crops and resizes reduce to one window resized once: at most one of
+  // them resamples. Two (Resize((16, 16)), Resize((64, 64))) keep the loss of the
+  // first: such a pipeline decodes the whole image and does them one after another.
+  bool fusable() const { return fusable_; }
   // The window of a width x height image that becomes the sample.
   Result<SampleWindow> plan(int width, int height, KeyedRng& rng) const;
   // The same draws, as steps to do one after another on the whole image (the reference).
@@ -67,6 +71,7 @@ class Pipeline {
   Pipeline() = default;
   std::vector<std::unique_ptr<Op>> geometry_, pixels_, tensor_;
   bool normalise_ = false;
+  bool fusable_ = true;
   OpDefaults normalisation_{};
   std::uint32_t size_ = 0;
   std::uint64_t max_pixels_ = 0;

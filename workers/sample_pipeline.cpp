@@ -54,7 +54,8 @@ Status SamplePipeline::run(const SampleSource& source, std::uint64_t epoch, std:
     auto file = reader_.read(source);
     if (!file.ok()) return file.status();
     KeyedRng rng({spec_.seed, epoch, index});
-    s = path_ == DecodePath::kFused ? decode_fused(*file, rng, out) : decode_reference(*file, rng, out);
+    const bool fused = path_ == DecodePath::kFused && transform_.fusable();
+    s = fused ? decode_fused(*file, rng, out) : decode_reference(*file, rng, out);
   } catch (const cv::Exception& e) {
     s = decode_failure(e.code == cv::Error::StsNoMem, "cannot decode or transform image",
                        printable(e.what()));

@@ -37,6 +37,10 @@ class Transform {
   // writes the sample to `out` (sample_bytes() of them).
   void write(const cv::Mat& window, KeyedRng& rng, std::byte* out);
 
+  // Whether plan() and write() do what the pipeline says (Pipeline::fusable); if not,
+  // apply() must.
+  bool fusable() const { return pipeline_.fusable(); }
+
   // The reference: the whole pipeline on the whole decoded image.
   Status apply(const cv::Mat& rgb, KeyedRng& rng, std::byte* out);
 
