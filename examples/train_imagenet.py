@@ -8,8 +8,9 @@ and int64 labels. --recipe resnet50-v2 takes the data side of torchvision's ResN
 recipe instead: RandomResizedCrop(176), a flip, TrivialAugmentWide and RandomErasing(p=0.1)
 in the loader, MixUp (alpha 0.2) or CutMix (alpha 1.0) on each batch, cross-entropy with
 label smoothing 0.1, and Resize(232) + CenterCrop(224) for --val (its sizes scale with
---size, of which 224 is the recipe's). The mixing draws from (seed, epoch, batch) only, so
-a resumed run mixes as an uninterrupted one. A checkpoint (model, optimizer, epoch and where the loader stands) is
+--size, of which 224 is the recipe's). The mixing draws from (seed, rank, epoch, batch)
+only, so a resumed run mixes as an uninterrupted one and each rank with its own lambda and
+box. A checkpoint (model, optimizer, epoch and where the loader stands) is
 written at the end of every epoch and after --steps steps, or on Ctrl-C or SIGTERM
 after the step in progress; --resume goes on from it, mid-epoch included. With forkfeed
 the resumed run trains on the batches of an uninterrupted one, crops included; with the
@@ -76,15 +77,16 @@ def forkfeed_loader(args, root, train=True):
     return forkfeed.Loader(root, **options)
 
 
-def batch_mix(args, num_classes):
+def batch_mix(args, num_classes, rank):
     """What mixes each training batch: None for the classic recipe; for resnet50-v2 MixUp or
-    CutMix, one of them per batch, keyed by the loader's seed and (epoch, batch)."""
+    CutMix, one of them per batch, keyed by the loader's seed, this process's rank and
+    (epoch, batch): each rank draws its own lambda and box, and a resumed run the same ones."""
     if args.recipe == "classic":
         return None
     from forkfeed.transforms import CutMix, MixUp, MixUpOrCutMix
 
-    return MixUpOrCutMix([MixUp(num_classes, p=1.0, alpha=0.2, seed=args.seed),
-                          CutMix(num_classes, p=1.0, alpha=1.0, seed=args.seed)])
+    return MixUpOrCutMix([MixUp(num_classes, p=1.0, alpha=0.2, seed=args.seed, rank=rank),
+                          CutMix(num_classes, p=1.0, alpha=1.0, seed=args.seed, rank=rank)])
 
 
 class ResumableSampler(torch.utils.data.DistributedSampler):
@@ -209,7 +211,7 @@ def main():
     torch.manual_seed(args.seed)
     model = torchvision.models.resnet18(num_classes=len(classes)).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, weight_decay=1e-4)
-    mix = batch_mix(args, len(classes))
+    mix = batch_mix(args, len(classes), rank)
     label_smoothing = 0.1 if args.recipe == "resnet50-v2" else 0.0
     trained = model
     if dist.is_initialized():

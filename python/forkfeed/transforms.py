@@ -18,9 +18,10 @@ Two differences: ``Normalize()``'s mean and std default to the loader's ``mean``
 gives float32 batches, one without gives uint8. The output size is the last crop's.
 
 MixUp and CutMix mix whole batches, so they run in the trainer, on the batch tensors and on
-their device. Their random draws come from (seed, epoch, batch index) only, as forkfeed's
-per-sample draws come from (seed, epoch, sample index): a resumed run mixes its batches
-exactly as an uninterrupted one did.
+their device. Their random draws come from (seed, rank, epoch, batch index) only, as
+forkfeed's per-sample draws come from (seed, epoch, sample index): a resumed run mixes its
+batches exactly as an uninterrupted one did, and the ranks of a data-parallel job draw
+their own lambdas and boxes, as torchvision's reference (one generator per process) does.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import enum
 import inspect
 import math
 import numbers
+import os
 from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 __all__ = [
@@ -396,16 +398,34 @@ def _torchvision_hint(value: Any) -> str:
 # for one batch are independent even with the same seed.
 _MIXUP_SALT, _CUTMIX_SALT, _CHOICE_SALT = 0x6D69787570, 0x6375746D6978, 0x63686F696365
 
+# alpha's range. numpy's Beta(alpha, alpha) sampler (Johnk's algorithm for alpha < 1) takes
+# longer and longer as alpha shrinks and does not return at all near 1e-10 (numpy 1.24:
+# about 5 ms a draw at 1e-8, a hang at 1e-10), and an infinite alpha draws NaN; below 1e-3
+# lambda is already 0 or 1 nearly always (no mixing) and above 1e3 it is 1/2 within a few
+# hundredths, so nothing a recipe wants lies outside.
+_ALPHA_MIN, _ALPHA_MAX = 1e-3, 1e3
 
-def _generator(seed: int, epoch: int, batch_index: int, salt: int) -> Any:
-    """numpy's generator for one batch: its SeedSequence hashes the whole key, so nearby
-    keys (batch 7, batch 8) give unrelated streams."""
+
+def _generator(seed: int, rank: int, epoch: int, batch_index: int, salt: int) -> Any:
+    """numpy's generator for one batch of one rank: its SeedSequence hashes the whole key,
+    so nearby keys (batch 7, batch 8; rank 0, rank 1) give unrelated streams."""
     import numpy as np
 
-    for name, value in (("seed", seed), ("epoch", epoch), ("batch_index", batch_index)):
+    for name, value in (("seed", seed), ("rank", rank), ("epoch", epoch), ("batch_index", batch_index)):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
             raise ValueError(f"{name} must be a non-negative int, got {value!r}")
-    return np.random.default_rng([int(seed), int(epoch), int(batch_index), salt])
+    return np.random.default_rng([int(seed), int(rank), int(epoch), int(batch_index), salt])
+
+
+def _default_rank(name: str) -> int:
+    """The rank a mix keys its draws by when given none: the Loader's default (torch.distributed's
+    rank when it is initialised, else $RANK, else 0)."""
+    from forkfeed import _default_rank_and_world_size  # not at import: forkfeed imports this module
+
+    try:
+        return _default_rank_and_world_size()[0]
+    except ValueError:
+        raise ValueError(f"{name}: RANK={os.environ.get('RANK')!r} must be an integer (or pass rank=)") from None
 
 
 class _BatchMix:
@@ -413,20 +433,34 @@ class _BatchMix:
     one-hot targets, following torchvision's references/classification/transforms.py
     (RandomMixup, RandomCutmix): with probability ``p`` each sample is mixed with the
     previous one in the batch (the batch rolled by one), in a proportion lambda drawn
-    from Beta(alpha, alpha), and so are their one-hot targets."""
+    from Beta(alpha, alpha), and so are their one-hot targets.
+
+    ``alpha`` is finite, from 1e-3 to 1e3; ``p`` from 0 to 1. The draws of a batch are keyed
+    by (``seed``, ``rank``, epoch, batch index): one seed for all ranks of a data-parallel
+    job, and each rank mixes its batch with its own lambda (and box), as torchvision's
+    reference does. ``rank=None`` is the Loader's default, taken when the mix is made:
+    torch.distributed's rank when it is initialised, else $RANK (torchrun sets it), else 0;
+    make the mix after ``init_process_group`` or pass ``rank=``. A resumed run on the same
+    ranks repeats every draw."""
 
     _salt = 0
 
-    def __init__(self, num_classes: int, p: float = 0.5, alpha: float = 1.0, seed: int = 0) -> None:
+    def __init__(self, num_classes: int, p: float = 0.5, alpha: float = 1.0, seed: int = 0,
+                 rank: Optional[int] = None) -> None:
         name = type(self).__name__
         if isinstance(num_classes, bool) or not isinstance(num_classes, numbers.Integral) or num_classes < 1:
             raise ValueError(f"{name}: num_classes must be a positive int, got {num_classes!r}")
-        if not 0.0 <= p <= 1.0:
-            raise ValueError(f"{name}: p is a probability, 0 to 1, got {p!r}")
-        if not alpha > 0:
-            raise ValueError(f"{name}: alpha must be above 0 (Beta(alpha, alpha)), got {alpha!r}")
-        _generator(seed, 0, 0, 0)  # checks the seed now rather than at the first batch
-        self.num_classes, self.p, self.alpha, self.seed = int(num_classes), float(p), float(alpha), int(seed)
+        if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0:  # also NaN
+            raise ValueError(f"{name}: p is a probability, a number from 0 to 1, got {p!r}")
+        if (isinstance(alpha, bool) or not isinstance(alpha, numbers.Real)
+                or not _ALPHA_MIN <= alpha <= _ALPHA_MAX):  # also NaN and inf
+            raise ValueError(f"{name}: alpha (of Beta(alpha, alpha)) must be a finite number from {_ALPHA_MIN:g} "
+                             f"to {_ALPHA_MAX:g}, got {alpha!r}")
+        if rank is None:
+            rank = _default_rank(name)
+        _generator(seed, rank, 0, 0, 0)  # checks the seed and rank now rather than at the first batch
+        self.num_classes, self.p, self.alpha = int(num_classes), float(p), float(alpha)
+        self.seed, self.rank = int(seed), int(rank)
 
     def __call__(self, images: Any, labels: Any = None, *, epoch: Optional[int] = None,
                  batch_index: Optional[int] = None) -> Tuple[Any, Any]:
@@ -457,7 +491,7 @@ class _BatchMix:
         if labels.dtype != torch.int64:
             raise TypeError(f"{name} takes int64 class indices as labels, got {labels.dtype}")
         targets = torch.nn.functional.one_hot(labels, self.num_classes).to(images.dtype)
-        rng = _generator(self.seed, epoch, batch_index, self._salt)
+        rng = _generator(self.seed, self.rank, epoch, batch_index, self._salt)
         if rng.random() >= self.p:
             return images, targets
         lam = float(rng.beta(self.alpha, self.alpha))
@@ -466,7 +500,7 @@ class _BatchMix:
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(num_classes={self.num_classes}, p={self.p}, alpha={self.alpha}, "
-                f"seed={self.seed})")
+                f"seed={self.seed}, rank={self.rank})")
 
 
 class MixUp(_BatchMix):
@@ -510,8 +544,8 @@ class CutMix(_BatchMix):
 class MixUpOrCutMix:
     """One of ``mixes`` per batch (torchvision.transforms.RandomChoice, as torchvision's
     recipe picks RandomMixup or RandomCutmix), with probabilities ``p`` (default equal),
-    drawn from the same (seed, epoch, batch index) as the mixes' own draws; the mixes must
-    share a seed, which is the key's."""
+    drawn from the same (seed, rank, epoch, batch index) as the mixes' own draws; the mixes
+    must share a seed and a rank, which are the key's (so each rank picks for itself)."""
 
     def __init__(self, mixes: Sequence[_BatchMix], p: Optional[Sequence[float]] = None) -> None:
         mixes = list(mixes)
@@ -520,19 +554,25 @@ class MixUpOrCutMix:
         if len({m.seed for m in mixes}) != 1:
             raise ValueError(f"MixUpOrCutMix: the mixes have seeds {[m.seed for m in mixes]}; give them one seed, "
                              "the batch key of all three draws")
+        if len({m.rank for m in mixes}) != 1:
+            raise ValueError(f"MixUpOrCutMix: the mixes have ranks {[m.rank for m in mixes]}; give them one rank, "
+                             "this process's")
         if len({m.num_classes for m in mixes}) != 1:
             raise ValueError(f"MixUpOrCutMix: the mixes have num_classes {[m.num_classes for m in mixes]}; "
                              "the targets of every batch must have one width")
-        if p is not None and (len(p) != len(mixes) or min(p) < 0 or sum(p) <= 0):
-            raise ValueError(f"MixUpOrCutMix: p must be {len(mixes)} weights, not negative, not all 0, got {p!r}")
-        self.mixes, self.seed = mixes, mixes[0].seed
+        if p is not None and (len(p) != len(mixes) or not all(isinstance(w, numbers.Real) and 0 <= w < math.inf
+                                                              for w in p) or sum(p) <= 0):
+            raise ValueError(f"MixUpOrCutMix: p must be {len(mixes)} finite weights, not negative, not all 0, "
+                             f"got {p!r}")
+        self.mixes, self.seed, self.rank = mixes, mixes[0].seed, mixes[0].rank
         self.p = None if p is None else [w / sum(p) for w in p]
 
     def __call__(self, images: Any, labels: Any = None, *, epoch: Optional[int] = None,
                  batch_index: Optional[int] = None) -> Tuple[Any, Any]:
         """As ``MixUp.__call__``: ``mix(batch)`` or ``mix(images, labels, epoch=e, batch_index=b)``."""
         images, labels, epoch, batch_index = _unpack("MixUpOrCutMix", images, labels, epoch, batch_index)
-        choice = int(_generator(self.seed, epoch, batch_index, _CHOICE_SALT).choice(len(self.mixes), p=self.p))
+        rng = _generator(self.seed, self.rank, epoch, batch_index, _CHOICE_SALT)
+        choice = int(rng.choice(len(self.mixes), p=self.p))
         return self.mixes[choice]._mix(images, labels, epoch, batch_index)
 
     def __repr__(self) -> str:
