@@ -7,19 +7,22 @@
 
 namespace forkfeed {
 namespace {
-int round_half_even(double v) { return static_cast<int>(std::nearbyint(v)); }
 int saturate(std::int64_t v) { return static_cast<int>(std::min<std::int64_t>(v, INT32_MAX)); }
 }  // namespace
+
+std::array<int, 2> draw_box_sides(double area, std::array<double, 2> scale, std::array<double, 2> log_ratio,
+                                  KeyedRng& rng) {
+  const double target_area = area * rng.uniform(scale[0], scale[1]);
+  const double aspect = std::exp(rng.uniform(log_ratio[0], log_ratio[1]));
+  return {round_half_even(std::sqrt(target_area * aspect)), round_half_even(std::sqrt(target_area / aspect))};
+}
 
 CropBox random_resized_crop(int width, int height, KeyedRng& rng, std::array<double, 2> scale,
                             std::array<double, 2> ratio) {
   const double area = static_cast<double>(width) * height;
-  const double log_min = std::log(ratio[0]), log_max = std::log(ratio[1]);
+  const std::array<double, 2> log_ratio{std::log(ratio[0]), std::log(ratio[1])};
   for (int attempt = 0; attempt < 10; ++attempt) {
-    const double target_area = area * rng.uniform(scale[0], scale[1]);
-    const double aspect = std::exp(rng.uniform(log_min, log_max));
-    const int w = round_half_even(std::sqrt(target_area * aspect));
-    const int h = round_half_even(std::sqrt(target_area / aspect));
+    const auto [w, h] = draw_box_sides(area, scale, log_ratio, rng);
     if (0 < w && w <= width && 0 < h && h <= height) {
       CropBox box{static_cast<int>(rng.below(width - w + 1)), 0, w, h};
       box.y = static_cast<int>(rng.below(height - h + 1));

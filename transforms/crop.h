@@ -3,11 +3,21 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 
 #include "base/keyed_rng.h"
 
 namespace forkfeed {
+
+// Python's round(): half to even.
+inline int round_half_even(double v) { return static_cast<int>(std::nearbyint(v)); }
+
+// One try of torchvision's box samplers (RandomResizedCrop's and RandomErasing's
+// get_params): an area of `area` x uniform(scale) and an aspect ratio log-uniform in
+// [log_ratio[0], log_ratio[1]], drawn in that order; {round(sqrt(a r)), round(sqrt(a / r))}.
+std::array<int, 2> draw_box_sides(double area, std::array<double, 2> scale, std::array<double, 2> log_ratio,
+                                  KeyedRng& rng);
 
 struct CropBox {
   int x = 0, y = 0, width = 0, height = 0;

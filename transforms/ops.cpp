@@ -62,9 +62,6 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 using fn::Interpolation;
 
-// Python's round(): half to even.
-int round_half_even(double v) { return static_cast<int>(std::nearbyint(v)); }
-
 // torch.rand(1) < p.
 bool draw(KeyedRng& rng, double p) { return rng.uniform(0.0, 1.0) < p; }
 
@@ -223,9 +220,16 @@ class RandomHorizontalFlip : public Op {
     if (mirrors(rng)) fn::hflip(sample);
   }
   bool commutes_with_mirror() const override { return true; }
+  bool only_moves_pixels() const override { return true; }
 
  private:
   double p_ = 0.5;
+};
+
+class RandomVerticalFlip : public Sometimes {
+ public:
+  explicit RandomVerticalFlip(OpArgs& a) : Sometimes(a, 0.5, fn::vflip, true) {}
+  bool only_moves_pixels() const override { return true; }
 };
 
 // ColorJitter's ranges: a number v is [max(0, 1 - v), 1 + v] (hue: [-v, v]); a range
@@ -519,12 +523,9 @@ class RandomErasing : public Op {
     if (!draw(rng, p_)) return;
     // RandomErasing.get_params: ten tries for a box that fits; none: unchanged.
     const double area = static_cast<double>(s.size) * s.size;
-    const double log_min = std::log(ratio_[0]), log_max = std::log(ratio_[1]);
+    const std::array<double, 2> log_ratio{std::log(ratio_[0]), std::log(ratio_[1])};
     for (int attempt = 0; attempt < 10; ++attempt) {
-      const double erase_area = area * rng.uniform(scale_[0], scale_[1]);
-      const double aspect = std::exp(rng.uniform(log_min, log_max));
-      const int h = round_half_even(std::sqrt(erase_area * aspect));
-      const int w = round_half_even(std::sqrt(erase_area / aspect));
+      const auto [h, w] = draw_box_sides(area, scale_, log_ratio, rng);
       if (!(h < s.size && w < s.size)) continue;
       const int y = static_cast<int>(rng.below(static_cast<std::uint64_t>(s.size - h + 1)));
       const int x = static_cast<int>(rng.below(static_cast<std::uint64_t>(s.size - w + 1)));
@@ -577,7 +578,7 @@ const std::vector<OpEntry>& table() {
       {"RandomCrop", {"size", "padding", "pad_if_needed", "fill", "padding_mode"}, plain<RandomCrop>()},
       {"RandomResizedCrop", {"size", "scale", "ratio", "interpolation", "antialias"}, plain<RandomResizedCrop>()},
       {"RandomHorizontalFlip", {"p"}, plain<RandomHorizontalFlip>()},
-      {"RandomVerticalFlip", {"p"}, sometimes(0.5, fn::vflip)},
+      {"RandomVerticalFlip", {"p"}, plain<RandomVerticalFlip>()},
       {"ColorJitter", {"brightness", "contrast", "saturation", "hue"}, plain<ColorJitter>()},
       {"Grayscale", {"num_output_channels"}, plain<Grayscale>()},
       {"RandomGrayscale", {"p"}, sometimes(0.1, fn::rgb_to_grayscale)},

@@ -76,6 +76,9 @@ class Op {
   virtual bool is_mirror() const { return false; }
   // Pixels: whether the op gives the same result on a mirrored sample, mirrored (colour ops).
   virtual bool commutes_with_mirror() const { return false; }
+  // Pixels: whether the op only moves pixels, changing no value (flips): it gives the same
+  // result before Normalize as after it.
+  virtual bool only_moves_pixels() const { return false; }
 
   // Normalize: the mean and std.
   virtual const OpDefaults* normalisation() const { return nullptr; }

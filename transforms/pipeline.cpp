@@ -58,8 +58,7 @@ Result<Pipeline> Pipeline::build(std::string_view text, const PipelineOptions& o
     std::unique_ptr<Op> op = std::move(made).value();
     const Stage stage = op->stage();
     // A flip after Normalize is the same flip before it: it moves back to the pixels.
-    const bool moves_back = stage == Stage::kPixels && reached >= Stage::kNormalize &&
-                            (call.name == "RandomHorizontalFlip" || call.name == "RandomVerticalFlip");
+    const bool moves_back = stage == Stage::kPixels && reached >= Stage::kNormalize && op->only_moves_pixels();
     if (stage == Stage::kGeometry && reached != Stage::kGeometry) {
       return order_error(call, "comes after " + (last_pixels ? last_pixels->text : std::string("Normalize()")) +
                                    ": forkfeed crops and resizes while it decodes, so Resize, CenterCrop, RandomCrop "
