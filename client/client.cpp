@@ -20,6 +20,7 @@
 #include "client/local_link.h"
 #include "dataset/dataset_source.h"
 #include "loader/batch_factory.h"
+#include "loader/option_ranges.h"
 #include "loader/pass_position.h"
 #include "loader/slot_count.h"
 #include "protocol/stream_request.h"
@@ -292,10 +293,7 @@ Result<std::unique_ptr<Client>> Client::connect(const std::vector<RemoteDaemon>&
                                    ") serves only the datasets named in its config: set StreamOptions::dataset "
                                    "(forkfeed-ctl stats lists them), not a path");
   }
-  if (options.loader.pin_memory_device < -1) {
-    return Status::InvalidArgument("pin_memory_device must be a CUDA device ordinal, or -1 for off; got " +
-                                   std::to_string(options.loader.pin_memory_device));
-  }
+  if (Status s = check_option("pin_memory_device", options.loader.pin_memory_device); !s.ok()) return s;
   if (options.overdue.count() <= 0) {
     return Status::InvalidArgument("overdue must be positive (milliseconds); got " +
                                    std::to_string(options.overdue.count()));

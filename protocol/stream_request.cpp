@@ -10,6 +10,7 @@
 #include "base/option_names.h"
 #include "base/printable.h"
 #include "loader/option_fields.h"
+#include "loader/option_ranges.h"
 #include "loader/order_key.h"
 #include "loader/stats_fields.h"
 
@@ -134,10 +135,17 @@ Status read_field(const json& body, const char* key, T& out, Status& unknown_nam
     }
     if (parsed) out = *parsed;
   } else {
-    auto v = get_uint(body, key, std::numeric_limits<T>::max());
-    if (!v.ok()) return bad(v.status().message());
-    out = static_cast<T>(*v);
+    // The option's own range (loader/option_ranges.h), with validate()'s words, not the
+    // range of its C++ type.
+    const json& v = body.at(key);
+    const OptionRange range = option_range<T>(key);
+    const bool in = v.is_number_unsigned()  ? range.holds(v.get<std::uint64_t>())
+                    : v.is_number_integer() ? range.holds(v.get<std::int64_t>())
+                                            : false;
+    if (!in) return bad(option_out_of_range(key, range, v.dump()).message());
+    out = static_cast<T>(v.is_number_unsigned() ? v.get<std::uint64_t>() : v.get<std::int64_t>());
   }
+
   return Status::Ok();
 }
 
