@@ -182,7 +182,9 @@ TEST_F(BenchCliTest, UnknownTransformIsAnError) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"bogus", "bogus"},
       {"RandomResizedCrop(32), Bogus()", "unknown op 'Bogus'"},
-      {"RandomResizedCrop(32), RandomHorizontalFlip(p=2)", "RandomHorizontalFlip's p"}};
+      {"RandomResizedCrop(32), RandomHorizontalFlip(p=2)", "RandomHorizontalFlip's p"},
+      // No image could pass: refused before a file is read, not skipped file by file.
+      {"Resize(20000), RandomCrop(64)", "over max_pixels"}};
   for (const auto& [text, named] : cases) {
     const Outcome o = run_bench(dir_.path(), {"--data", root(), "--transform", text});
     EXPECT_TRUE(o.exited && o.code == 2) << text << ": " << describe(o);
