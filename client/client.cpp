@@ -85,6 +85,9 @@ class Client::Impl {
         if (d->kind == DeliveryKind::kBatch) link_->drop(*delivery);
         continue;
       }
+      // The skips on the way to the record count once the caller takes it, as a Loader
+      // counts them (a batch it could not take leaves them with the record).
+      if (d->kind != DeliveryKind::kBatch) skipped_samples_ += d->skipped;
       switch (d->kind) {
         case DeliveryKind::kBatch:
           return batch(*delivery);
@@ -152,6 +155,8 @@ class Client::Impl {
     stats->pinned = link_->pinned();
     stats->delivered_batches = delivered_batches_;
     stats->delivered_samples = delivered_samples_;
+    stats->skipped_samples = opened_.index_skipped_samples + skipped_samples_;
+    stats->skipped_bytes = opened_.index_skipped_bytes;
     return stats;
   }
 
@@ -209,6 +214,7 @@ class Client::Impl {
     position_.delivered(d.epoch, d.index);
     delivered_batches_ += 1;
     delivered_samples_ += d.count;
+    skipped_samples_ += d.skipped;
     const std::byte* base = delivery.base;
     BatchFactory::Parts parts{base + d.pixels_offset,
                               d.pixel_bytes,
@@ -233,6 +239,7 @@ class Client::Impl {
   PassPosition position_;
   std::uint64_t generation_;  // StreamOpened::generation, as of the last seek
   std::uint64_t delivered_batches_ = 0, delivered_samples_ = 0;  // handed to the caller
+  std::uint64_t skipped_samples_ = 0;  // carried by the records the caller took
   Status broken_;
   bool broken_reported_ = false;
 };

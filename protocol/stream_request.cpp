@@ -145,7 +145,6 @@ Status read_field(const json& body, const char* key, T& out, Status& unknown_nam
     if (!in) return bad(option_out_of_range(key, range, v.dump()).message());
     out = static_cast<T>(v.is_number_unsigned() ? v.get<std::uint64_t>() : v.get<std::int64_t>());
   }
-
   return Status::Ok();
 }
 
@@ -219,6 +218,13 @@ void for_each_reply_field(Opened& o, Visit&& visit) {
   visit("size", o.size, k32);
   visit("arena_bytes", o.arena_bytes, k64);
   visit("slot_bytes", o.slot_bytes, k64);
+  visit("index_skipped_samples", o.index_skipped_samples, k64);
+  visit("index_skipped_bytes", o.index_skipped_bytes, k64);
+}
+
+// Fields an older forkfeedd does not send: they stay 0.
+bool optional_reply_field(std::string_view key) {
+  return key == "classes" || key == "slot_bytes" || key == "index_skipped_samples" || key == "index_skipped_bytes";
 }
 
 }  // namespace
@@ -248,7 +254,7 @@ Result<StreamOpened> parse_stream_opened(const json& reply) {
   StreamOpened o;
   Status first = Status::Ok();
   for_each_reply_field(o, [&](const char* key, auto& out, std::uint64_t max) {
-    if (!first.ok() || ((std::string_view(key) == "classes" || std::string_view(key) == "slot_bytes") && !reply.contains(key))) return;
+    if (!first.ok() || (optional_reply_field(key) && !reply.contains(key))) return;
     auto v = get_uint(reply, key, max);
     if (v.ok()) out = static_cast<std::remove_reference_t<decltype(out)>>(*v);
     else first = malformed(v.status().message());

@@ -1,0 +1,74 @@
+// What a Client reports is its caller's, as a Loader's with the same options: skipped
+// samples count the batches the caller consumed, not those forkfeedd prefetched.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "forkfeed/client.h"
+#include "forkfeed/loader.h"
+#include "tests/testing/daemon_process.h"
+#include "tests/testing/temp_dataset.h"
+
+namespace forkfeed {
+namespace {
+
+constexpr std::uint32_t kGood = 20;
+constexpr std::uint32_t kBad = 4;  // two per class, first in index order
+
+class ClientStatsTest : public testing::DaemonSuite<ClientStatsTest> {
+ protected:
+  static void SetUpTestSuite() {
+    make_dataset(kGood, 2, 7, 40, 70);
+    for (const auto& entry : std::filesystem::directory_iterator(root_)) {
+      for (int b = 0; b < 2; ++b) std::ofstream(entry.path() / ("0_bad_" + std::to_string(b) + ".jpg")) << "no image\n";
+    }
+  }
+
+  // Unshuffled: the bad files lead each epoch, so a daemon that runs ahead into the next
+  // epoch has skipped some of them before its caller asked.
+  static LoaderOptions options() {
+    LoaderOptions o = stream_options(2, 4);
+    o.on_error = OnError::kSkip;
+    o.shuffle = false;
+    o.log_level = "off";
+    return o;
+  }
+
+  static std::uint64_t daemon_skips(const std::string& socket) {
+    const nlohmann::json stats = testing::daemon_stats(socket);
+    if (!stats.contains("streams") || stats["streams"].size() != 1) return 0;
+    return stats["streams"][0].value("skipped_samples", std::uint64_t{0});
+  }
+};
+
+// The reported case: a Client counted 12 skipped samples in an epoch where a Loader on the
+// same files counted 10; the extra were in batches prefetched and never delivered.
+TEST_F(ClientStatsTest, SkippedSamplesFollowWhatTheCallerConsumed) {
+  testing::HangGuard guard(120, "ClientStatsTest.SkippedSamplesFollowWhatTheCallerConsumed");
+  auto loader = testing::open_loader(options());
+  ASSERT_TRUE(loader);
+  testing::read_pass(*loader);
+  ASSERT_EQ(loader->stats().skipped_samples, kBad);
+
+  testing::DaemonProcess daemon(socket_path("skips"), {"--max-workers", "2"});
+  auto client = Client::connect(daemon.socket(), options());
+  ASSERT_TRUE(client.ok()) << client.status().message();
+  for (std::uint64_t epoch = 1; epoch <= 2; ++epoch) {
+    SCOPED_TRACE("epoch " + std::to_string(epoch - 1));
+    const testing::Batches pass = testing::read_pass(**client);
+    ASSERT_FALSE(pass.empty());
+    // The daemon goes on into the next epoch, whose first batches hold bad files.
+    EXPECT_TRUE(testing::eventually([&] { return daemon_skips(daemon.socket()) > epoch * kBad; },
+                                    std::chrono::seconds(30)))
+        << "the daemon did not run ahead";
+    auto stats = (*client)->stats();
+    ASSERT_TRUE(stats.ok()) << stats.status().message();
+    EXPECT_EQ(stats->skipped_samples, epoch * kBad) << "as a Loader counts them: those the caller passed";
+    EXPECT_EQ(stats->delivered_samples, epoch * kGood);
+  }
+}
+
+}  // namespace
+}  // namespace forkfeed
