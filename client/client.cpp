@@ -22,6 +22,7 @@
 #include "loader/batch_factory.h"
 #include "loader/option_ranges.h"
 #include "loader/pass_position.h"
+#include "loader/pass_yield.h"
 #include "loader/slot_count.h"
 #include "protocol/stream_request.h"
 #include "remote/net_address.h"
@@ -42,7 +43,9 @@ class Client::Impl {
         interrupt_(std::move(interrupt)),
         opened_(opened),
         position_(opened.batches_per_epoch, {opened.epoch, opened.position}),
-        generation_(opened.generation) {}
+        generation_(opened.generation) {
+    yield_.start(opened.position, counts());
+  }
 
   ~Impl() {
     // In a fork's child the stream is the parent's: its copy of the socket only closes.
@@ -96,6 +99,7 @@ class Client::Impl {
           continue;
         case DeliveryKind::kEndOfPass:
           position_.ended(d->epoch);
+          if (Status s = yield_.at_end(d->epoch, counts()); !s.ok()) return s;
           return std::optional<Batch>();
         case DeliveryKind::kError: {
           d->message[kDeliveryMessageBytes - 1] = '\0';
@@ -181,6 +185,7 @@ class Client::Impl {
     generation_ = *generation;
     (void)take_interrupt();  // an interrupt is for the pass it cut short
     position_.start(seek);
+    yield_.start(seek.position, counts());
     return Status::Ok();
   }
 
@@ -197,6 +202,8 @@ class Client::Impl {
     }
     return Status::Ok();
   }
+
+  PassYield::Counts counts() const { return {delivered_samples_, skipped_samples_}; }
 
   // Whether an interrupt was pending; clears it.
   bool take_interrupt() {
@@ -240,6 +247,7 @@ class Client::Impl {
   std::uint64_t generation_;  // StreamOpened::generation, as of the last seek
   std::uint64_t delivered_batches_ = 0, delivered_samples_ = 0;  // handed to the caller
   std::uint64_t skipped_samples_ = 0;  // carried by the records the caller took
+  PassYield yield_;                    // whether the pass gave the caller anything
   Status broken_;
   bool broken_reported_ = false;
 };

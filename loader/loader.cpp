@@ -28,6 +28,7 @@
 #include "loader/dispatcher.h"
 #include "loader/loader_internals.h"
 #include "loader/pass_position.h"
+#include "loader/pass_yield.h"
 #include "loader/sampler.h"
 #include "loader/slot_count.h"
 #include "loader/supervisor.h"
@@ -108,6 +109,7 @@ class Loader::Impl {
       if (broken_.ok()) broken_ = dispatcher_->issue();
       if (pass_.complete()) {
         pass_.ended(pass_.epoch());
+        if (Status s = yield_.at_end(pass_.epoch(), delivery_->counts()); !s.ok()) return s;
         return std::optional<Batch>();
       }
       const std::uint64_t index = pass_.position();
@@ -260,6 +262,7 @@ class Loader::Impl {
     dispatcher_->begin_pass(sampler_, seek);
     demand_.reset();
     pass_.start(seek);
+    yield_.start(seek.position, delivery_->counts());
     interrupted_.store(false, std::memory_order_relaxed);  // an interrupt is for the pass it cut short
   }
 
@@ -298,6 +301,7 @@ class Loader::Impl {
 
   // The current pass.
   PassPosition pass_;  // epoch and batches handed to the caller
+  PassYield yield_;    // whether it gave the caller anything
   // A pass on demand (forkfeedd serving a fan-in client): the batches wanted and not yet
   // handed out, in the order wanted; pass_ then only holds the epoch.
   std::optional<std::deque<std::uint64_t>> demand_;

@@ -665,6 +665,15 @@ TEST_F(BenchCliTest, AValueOutsideAnOptionsRangeGetsTheOptionsRange) {
   }
 }
 
+// A pass of which every sample was skipped (no image is 500 pixels wide) is a failure,
+// not a run of 0 images that exits 0.
+TEST_F(BenchCliTest, APassThatSkippedEverySampleExitsNonZero) {
+  const Outcome o = run_bench(dir_.path(), {"--data", root(), "--workers", "1", "--batch", "8", "--on-error", "skip",
+                                            "--transform", "RandomCrop(500)", "--log-level", "off"});
+  EXPECT_TRUE(o.exited && o.code == 1) << describe(o);
+  EXPECT_NE(o.err.find("every sample of epoch 0's pass was skipped"), std::string::npos) << describe(o);
+}
+
 // --help promises 2 for bad arguments, whichever check catches them: CLI11's parser
 // (its own codes are 104 to 114) or the loader's validation of the values together.
 TEST_F(BenchCliTest, BadArgumentsExitWithTheDocumentedCode) {

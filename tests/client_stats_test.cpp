@@ -1,5 +1,6 @@
 // What a Client reports is its caller's, as a Loader's with the same options: skipped
-// samples count the batches the caller consumed, not those forkfeedd prefetched.
+// samples count the batches the caller consumed, not those forkfeedd prefetched; and a
+// pass that skipped every sample is the same error.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -67,6 +68,31 @@ TEST_F(ClientStatsTest, SkippedSamplesFollowWhatTheCallerConsumed) {
     ASSERT_TRUE(stats.ok()) << stats.status().message();
     EXPECT_EQ(stats->skipped_samples, epoch * kBad) << "as a Loader counts them: those the caller passed";
     EXPECT_EQ(stats->delivered_samples, epoch * kGood);
+  }
+}
+
+// As a Loader's (skipped_samples_test): a pass of which every sample was skipped ends in
+// an error naming the count, and the next call goes on with the next epoch.
+TEST_F(ClientStatsTest, APassThatSkippedEverySampleIsAnErrorThroughTheDaemonToo) {
+  testing::HangGuard guard(120, "ClientStatsTest.APassThatSkippedEverySample");
+  testing::DaemonProcess daemon(socket_path("empty"), {"--max-workers", "2"});
+  LoaderOptions o = options();
+  o.size = 0;
+  o.transform = "RandomCrop(100)";  // every image is 40 to 70 pixels
+  auto client = Client::connect(daemon.socket(), o);
+  ASSERT_TRUE(client.ok()) << client.status().message();
+  for (std::uint64_t epoch = 0; epoch < 2; ++epoch) {
+    auto end = (*client)->next();
+    ASSERT_FALSE(end.ok()) << "epoch " << epoch << " ended as a success";
+    EXPECT_EQ(end.status().code(), Status::Code::kBadData);
+    EXPECT_NE(end.status().message().find("every sample of epoch " + std::to_string(epoch) + "'s pass was skipped (" +
+                                          std::to_string(kGood + kBad)),
+              std::string::npos)
+        << end.status().message();
+    EXPECT_EQ((*client)->epoch(), epoch);
+    auto stats = (*client)->stats();
+    ASSERT_TRUE(stats.ok());
+    EXPECT_EQ(stats->skipped_samples, (epoch + 1) * (kGood + kBad));
   }
 }
 
