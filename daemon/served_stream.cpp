@@ -25,6 +25,8 @@ Result<ServedStream::Opened> ServedStream::open(std::uint64_t id, const LoaderOp
                                                 json about) {
   auto loader = Loader::open(options, state, std::move(pool));
   if (!loader.ok()) return loader.status();
+  // Its slots are its options'; the workers it keeps busy at once, the ticket's.
+  LoaderInternals::limit_in_flight(**loader, ticket.workers() * options.prefetch);
   // Where the stream starts, for the reply. On demand, its epoch starts with nothing
   // wanted: before the first next(), nothing was issued yet.
   const PassPosition::Seek at = LoaderInternals::position(**loader);
@@ -56,7 +58,7 @@ Result<ServedStream::Opened> ServedStream::open(std::uint64_t id, const LoaderOp
                                       s.loader_->batches_per_epoch(),
                                       s.loader_->samples_per_epoch(),
                                       s.lent_.capacity(),
-                                      options.workers,
+                                      s.ticket_.workers(),
                                       s.loader_->dataset().classes().size(),
                                       options.size,
                                       options.dtype,
@@ -68,7 +70,7 @@ Result<ServedStream::Opened> ServedStream::open(std::uint64_t id, const LoaderOp
                                       LoaderInternals::order_key(*s.loader_),
                                       s.loader_->dataset().classes()});
   spdlog::info("stream {} opened for pid {} (uid {}): up to {} workers, {} slots, rank {}/{}, arena {:.1f} MiB", id,
-               s.about_.value("pid", 0), s.about_.value("uid", 0), options.workers, s.lent_.capacity(),
+               s.about_.value("pid", 0), s.about_.value("uid", 0), s.ticket_.workers(), s.lent_.capacity(),
                options.rank, options.world_size, memory.size / 1048576.0);
   return opened;
 }

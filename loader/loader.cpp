@@ -232,6 +232,7 @@ class Loader::Impl {
   std::size_t wanted() const { return demand_ ? demand_->size() : 0; }
   const OrderKey& key() const { return key_; }
   bool broken() const { return broken_reported_; }
+  void limit_in_flight(std::uint32_t tasks) { dispatcher_->limit_in_flight(tasks); }
 
   std::uint64_t epoch() const { return pass_.epoch(); }
   const Sampler& sampler() const { return sampler_; }
@@ -373,6 +374,7 @@ PassPosition::Seek LoaderInternals::position(const Loader& loader) { return load
 const OrderKey& LoaderInternals::order_key(const Loader& loader) { return loader.impl_->key(); }
 Status LoaderInternals::seek(Loader& loader, PassPosition::Seek to) { return loader.impl_->seek(to); }
 bool LoaderInternals::broken(const Loader& loader) { return loader.impl_->broken(); }
+void LoaderInternals::limit_in_flight(Loader& loader, std::uint32_t tasks) { loader.impl_->limit_in_flight(tasks); }
 Status LoaderInternals::begin_demand(Loader& loader, std::uint64_t epoch) { return loader.impl_->begin_demand(epoch); }
 Status LoaderInternals::want(Loader& loader, std::uint64_t batch) { return loader.impl_->want(batch); }
 std::size_t LoaderInternals::wanted(const Loader& loader) { return loader.impl_->wanted(); }

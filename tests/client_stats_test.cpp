@@ -1,11 +1,13 @@
-// What a Client reports is its caller's, as a Loader's with the same options: skipped
-// samples count the batches the caller consumed, not those forkfeedd prefetched; and a
-// pass that skipped every sample is the same error.
+// What a Client reports and holds is its caller's, as a Loader's with the same options:
+// skipped samples count the batches the caller consumed, not those forkfeedd prefetched;
+// a pass that skipped every sample is the same error; and a stream's batch slots follow
+// its own options, not the size of the daemon's pool.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <vector>
 
 #include "forkfeed/client.h"
 #include "forkfeed/loader.h"
@@ -94,6 +96,39 @@ TEST_F(ClientStatsTest, APassThatSkippedEverySampleIsAnErrorThroughTheDaemonToo)
     ASSERT_TRUE(stats.ok());
     EXPECT_EQ(stats->skipped_samples, (epoch + 1) * (kGood + kBad));
   }
+}
+
+// The reported case: workers=2, prefetch=2 hold 5 slots in a Loader but 3 through a
+// forkfeedd of --max-workers 1, which said nothing of its cap. The slots follow the
+// options; the cap only bounds how many workers the stream keeps busy (Client::workers).
+TEST_F(ClientStatsTest, SlotsFollowTheClientsOptionsNotTheDaemonsPoolSize) {
+  testing::HangGuard guard(120, "ClientStatsTest.SlotsFollowTheClientsOptions");
+  LoaderOptions o = options();
+  o.on_error = OnError::kFail;
+  o.image_folder = testing::make_image_folder(dir_->path() + "/good", 24, 2, 9, 40, 70);
+  o.workers = 2;
+  o.prefetch = 2;
+  auto loader = testing::open_loader(o);
+  ASSERT_TRUE(loader);
+  const std::uint32_t slots = loader->stats().slots;
+  ASSERT_EQ(slots, 5u);
+
+  testing::DaemonProcess daemon(socket_path("slots"), {"--max-workers", "1"});
+  auto client = Client::connect(daemon.socket(), o);
+  ASSERT_TRUE(client.ok()) << client.status().message();
+  EXPECT_EQ((*client)->workers(), 1u) << "the workers it keeps busy: the daemon's cap";
+  auto stats = (*client)->stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->slots, slots);
+  std::vector<Batch> held;
+  for (std::uint32_t i = 0; i < slots; ++i) {
+    auto b = (*client)->next();
+    ASSERT_TRUE(b.ok() && b->has_value()) << "batch " << i << ": " << (b.ok() ? "end of pass" : b.status().message());
+    held.push_back(std::move(**b));
+  }
+  auto starved = (*client)->next();
+  ASSERT_FALSE(starved.ok());
+  EXPECT_EQ(starved.status().code(), Status::Code::kResourceExhausted) << starved.status().message();
 }
 
 }  // namespace
