@@ -246,8 +246,8 @@ class Client::Impl {
   PassPosition position_;
   std::uint64_t generation_;  // StreamOpened::generation, as of the last seek
   std::uint64_t delivered_batches_ = 0, delivered_samples_ = 0;  // handed to the caller
-  std::uint64_t skipped_samples_ = 0;  // carried by the records the caller took
-  PassYield yield_;                    // whether the pass gave the caller anything
+  std::uint64_t skipped_samples_ = 0;                            // carried by the records the caller took
+  PassYield yield_;                                              // whether the pass gave the caller anything
   Status broken_;
   bool broken_reported_ = false;
 };

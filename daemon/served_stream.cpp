@@ -51,27 +51,16 @@ Result<ServedStream::Opened> ServedStream::open(std::uint64_t id, const LoaderOp
   // Before any batch, the loader's skips are the index's.
   const LoaderStats at_open = s.loader_->stats();
   opened.stream->skipped_counted_ = at_open.skipped_samples;
-  opened.reply = to_json(StreamOpened{id,
-                                      s.generation_,
-                                      at.epoch,
-                                      at.position,
-                                      s.loader_->batches_per_epoch(),
-                                      s.loader_->samples_per_epoch(),
-                                      s.lent_.capacity(),
-                                      s.ticket_.workers(),
-                                      s.loader_->dataset().classes().size(),
-                                      options.size,
-                                      options.dtype,
-                                      resolve(options.layout, options.dtype),
-                                      memory.size,
-                                      memory.slot_bytes,
-                                      at_open.skipped_samples,
-                                      at_open.skipped_bytes,
-                                      LoaderInternals::order_key(*s.loader_),
-                                      s.loader_->dataset().classes()});
-  spdlog::info("stream {} opened for pid {} (uid {}): up to {} workers, {} slots, rank {}/{}, arena {:.1f} MiB", id,
-               s.about_.value("pid", 0), s.about_.value("uid", 0), s.ticket_.workers(), s.lent_.capacity(),
-               options.rank, options.world_size, memory.size / 1048576.0);
+  opened.reply = to_json(StreamOpened{
+      id, s.generation_, at.epoch, at.position, s.loader_->batches_per_epoch(),
+      s.loader_->samples_per_epoch(), s.lent_.capacity(), s.ticket_.workers(),
+      s.loader_->dataset().classes().size(), options.size, options.dtype,
+      resolve(options.layout, options.dtype), memory.size, memory.slot_bytes, at_open.skipped_samples,
+      at_open.skipped_bytes, LoaderInternals::order_key(*s.loader_), s.loader_->dataset().classes()});
+  spdlog::info(
+      "stream {} opened for pid {} (uid {}): up to {} workers, {} slots, rank {}/{}, arena {:.1f} MiB", id,
+      s.about_.value("pid", 0), s.about_.value("uid", 0), s.ticket_.workers(), s.lent_.capacity(),
+      options.rank, options.world_size, memory.size / 1048576.0);
   return opened;
 }
 
@@ -144,7 +133,8 @@ void ServedStream::produce() {
   // What the loader skipped since the last record goes with this one (what does not fit
   // in its field, with the next).
   const std::uint64_t skipped = loader_->stats().skipped_samples - skipped_counted_;
-  d.skipped = static_cast<std::uint32_t>(std::min<std::uint64_t>(skipped, std::numeric_limits<std::uint32_t>::max()));
+  d.skipped =
+      static_cast<std::uint32_t>(std::min<std::uint64_t>(skipped, std::numeric_limits<std::uint32_t>::max()));
   skipped_counted_ += d.skipped;
   (void)channel_.block().deliveries.try_push(d);  // can_produce() saw room; only this thread pushes
   channel_.ring_delivered();

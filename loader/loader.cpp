@@ -374,7 +374,9 @@ PassPosition::Seek LoaderInternals::position(const Loader& loader) { return load
 const OrderKey& LoaderInternals::order_key(const Loader& loader) { return loader.impl_->key(); }
 Status LoaderInternals::seek(Loader& loader, PassPosition::Seek to) { return loader.impl_->seek(to); }
 bool LoaderInternals::broken(const Loader& loader) { return loader.impl_->broken(); }
-void LoaderInternals::limit_in_flight(Loader& loader, std::uint32_t tasks) { loader.impl_->limit_in_flight(tasks); }
+void LoaderInternals::limit_in_flight(Loader& loader, std::uint32_t tasks) {
+  loader.impl_->limit_in_flight(tasks);
+}
 Status LoaderInternals::begin_demand(Loader& loader, std::uint64_t epoch) { return loader.impl_->begin_demand(epoch); }
 Status LoaderInternals::want(Loader& loader, std::uint64_t batch) { return loader.impl_->want(batch); }
 std::size_t LoaderInternals::wanted(const Loader& loader) { return loader.impl_->wanted(); }

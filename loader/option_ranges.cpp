@@ -27,7 +27,9 @@ constexpr std::array kRanges = {
     NamedRange{"epoch", {.min = 0, .max = PassPosition::kMaxEpoch - 1, .why = "epochs count from 0"}},
     NamedRange{"world_size", {.min = 1, .max = kUint32, .why = "ranks sharing the dataset"}},
     NamedRange{"pin_memory_device",
-               {.min = -1, .max = std::numeric_limits<std::int32_t>::max(), .why = "a CUDA device ordinal, or -1 for off"}},
+               {.min = -1,
+                .max = std::numeric_limits<std::int32_t>::max(),
+                .why = "a CUDA device ordinal, or -1 for off"}},
     NamedRange{"max_pixels", {.min = 1, .max = std::numeric_limits<std::uint64_t>::max()}},
     NamedRange{"max_file_bytes", {.min = 1, .max = std::numeric_limits<std::uint64_t>::max()}},
 };
@@ -59,7 +61,8 @@ std::optional<OptionRange> narrower_option_range(std::string_view name) {
 }
 
 Status option_out_of_range(std::string_view name, const OptionRange& range, std::string_view got) {
-  return Status::InvalidArgument(std::string(name) + " must be " + range.text() + ", got " + std::string(got));
+  return Status::InvalidArgument(std::string(name) + " must be " + range.text() + ", got " +
+                                 std::string(got));
 }
 
 }  // namespace forkfeed

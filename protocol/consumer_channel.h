@@ -16,7 +16,7 @@
 namespace forkfeed {
 
 inline constexpr std::uint64_t kChannelMagic = 0x6c6e6e6168636b66ULL;  // "fkchannl"
-inline constexpr std::uint32_t kChannelVersion = 2;  // 2: DeliveryRecord::skipped
+inline constexpr std::uint32_t kChannelVersion = 2;                    // 2: DeliveryRecord::skipped
 // Bounds the batch slots of one stream: every slot may sit in the deliveries ring.
 inline constexpr std::uint32_t kChannelCapacity = 256;
 inline constexpr std::size_t kDeliveryMessageBytes = 1024;

@@ -224,7 +224,8 @@ void for_each_reply_field(Opened& o, Visit&& visit) {
 
 // Fields an older forkfeedd does not send: they stay 0.
 bool optional_reply_field(std::string_view key) {
-  return key == "classes" || key == "slot_bytes" || key == "index_skipped_samples" || key == "index_skipped_bytes";
+  return key == "classes" || key == "slot_bytes" || key == "index_skipped_samples" ||
+         key == "index_skipped_bytes";
 }
 
 }  // namespace
@@ -256,8 +257,10 @@ Result<StreamOpened> parse_stream_opened(const json& reply) {
   for_each_reply_field(o, [&](const char* key, auto& out, std::uint64_t max) {
     if (!first.ok() || (optional_reply_field(key) && !reply.contains(key))) return;
     auto v = get_uint(reply, key, max);
-    if (v.ok()) out = static_cast<std::remove_reference_t<decltype(out)>>(*v);
-    else first = malformed(v.status().message());
+    if (v.ok())
+      out = static_cast<std::remove_reference_t<decltype(out)>>(*v);
+    else
+      first = malformed(v.status().message());
   });
   if (!first.ok()) return first;
   const auto dtype = reply.contains("dtype") && reply["dtype"].is_string()

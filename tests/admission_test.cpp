@@ -100,7 +100,8 @@ TEST(Admission, AStreamsArenaIsSizedForTheSlotsItAsksForWhateverItsCap) {
   auto ticket = admission.admit(options);
   ASSERT_TRUE(ticket.ok()) << ticket.status().message();
   ASSERT_EQ(ticket->workers(), 2u) << "the workers it keeps busy: the pool's 2";
-  EXPECT_EQ(ticket->arena_bytes(), arena_batch_bytes(options)) << "sized for the 16 x prefetch + 1 slots asked";
+  EXPECT_EQ(ticket->arena_bytes(), arena_batch_bytes(options))
+      << "sized for the 16 x prefetch + 1 slots asked";
   EXPECT_EQ(admission.totals().arena_bytes, ticket->arena_bytes());
 }
 

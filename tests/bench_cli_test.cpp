@@ -654,13 +654,18 @@ TEST_F(BenchCliTest, IntegerFlagsRefuseOverflowAndNegativeValues) {
 TEST_F(BenchCliTest, AValueOutsideAnOptionsRangeGetsTheOptionsRange) {
   for (const auto& [flag, values, range] :
        {std::tuple<std::string, std::vector<std::string>, std::string>{
-            "--prefetch", {"0", "-1"}, "must be an integer from 1 to 4294967295 (batches in flight per worker)"},
+            "--prefetch",
+            {"0", "-1"},
+            "must be an integer from 1 to 4294967295 (batches in flight per worker)"},
         {"--batch", {"0", "-1", "65537"}, "must be an integer from 1 to 65536 (samples per batch)"},
-        {"--size", {"7", "-1", "4097"}, "must be 0 (the transform's) or an integer from 8 to 4096 (pixels)"}}) {
+        {"--size",
+         {"7", "-1", "4097"},
+         "must be 0 (the transform's) or an integer from 8 to 4096 (pixels)"}}) {
     for (const std::string& value : values) {
       const Outcome o = run_bench(dir_.path(), {"--data", root(), flag, value});
       EXPECT_TRUE(o.exited && o.code == 2) << flag << " " << value << ": " << describe(o);
-      EXPECT_NE(o.err.find(range + ", got " + value), std::string::npos) << flag << " " << value << ": " << describe(o);
+      EXPECT_NE(o.err.find(range + ", got " + value), std::string::npos)
+          << flag << " " << value << ": " << describe(o);
     }
   }
 }
@@ -668,8 +673,8 @@ TEST_F(BenchCliTest, AValueOutsideAnOptionsRangeGetsTheOptionsRange) {
 // A pass of which every sample was skipped (no image is 500 pixels wide) is a failure,
 // not a run of 0 images that exits 0.
 TEST_F(BenchCliTest, APassThatSkippedEverySampleExitsNonZero) {
-  const Outcome o = run_bench(dir_.path(), {"--data", root(), "--workers", "1", "--batch", "8", "--on-error", "skip",
-                                            "--transform", "RandomCrop(500)", "--log-level", "off"});
+  const Outcome o = run_bench(dir_.path(), {"--data", root(), "--workers", "1", "--batch", "8", "--on-error",
+                                            "skip", "--transform", "RandomCrop(500)", "--log-level", "off"});
   EXPECT_TRUE(o.exited && o.code == 1) << describe(o);
   EXPECT_NE(o.err.find("every sample of epoch 0's pass was skipped"), std::string::npos) << describe(o);
 }

@@ -25,7 +25,8 @@ class ClientStatsTest : public testing::DaemonSuite<ClientStatsTest> {
   static void SetUpTestSuite() {
     make_dataset(kGood, 2, 7, 40, 70);
     for (const auto& entry : std::filesystem::directory_iterator(root_)) {
-      for (int b = 0; b < 2; ++b) std::ofstream(entry.path() / ("0_bad_" + std::to_string(b) + ".jpg")) << "no image\n";
+      for (int b = 0; b < 2; ++b)
+        std::ofstream(entry.path() / ("0_bad_" + std::to_string(b) + ".jpg")) << "no image\n";
     }
   }
 
@@ -87,8 +88,8 @@ TEST_F(ClientStatsTest, APassThatSkippedEverySampleIsAnErrorThroughTheDaemonToo)
     auto end = (*client)->next();
     ASSERT_FALSE(end.ok()) << "epoch " << epoch << " ended as a success";
     EXPECT_EQ(end.status().code(), Status::Code::kBadData);
-    EXPECT_NE(end.status().message().find("every sample of epoch " + std::to_string(epoch) + "'s pass was skipped (" +
-                                          std::to_string(kGood + kBad)),
+    EXPECT_NE(end.status().message().find("every sample of epoch " + std::to_string(epoch) +
+                                          "'s pass was skipped (" + std::to_string(kGood + kBad)),
               std::string::npos)
         << end.status().message();
     EXPECT_EQ((*client)->epoch(), epoch);
@@ -123,7 +124,8 @@ TEST_F(ClientStatsTest, SlotsFollowTheClientsOptionsNotTheDaemonsPoolSize) {
   std::vector<Batch> held;
   for (std::uint32_t i = 0; i < slots; ++i) {
     auto b = (*client)->next();
-    ASSERT_TRUE(b.ok() && b->has_value()) << "batch " << i << ": " << (b.ok() ? "end of pass" : b.status().message());
+    ASSERT_TRUE(b.ok() && b->has_value())
+        << "batch " << i << ": " << (b.ok() ? "end of pass" : b.status().message());
     held.push_back(std::move(**b));
   }
   auto starved = (*client)->next();

@@ -107,9 +107,10 @@ TEST(OptionRangesTest, AValueOutsideTheRangeGetsOneMessageFromEveryFace) {
       EXPECT_EQ(request.status().message(), "bad open_stream request: " + expected);
     }
   }
-  EXPECT_EQ(parse_stream_request(nlohmann::json{{"size", "big"}}).status().message(),
-            "bad open_stream request: size must be 0 (the transform's) or an integer from 8 to 4096 (pixels), got "
-            "\"big\"");
+  EXPECT_EQ(
+      parse_stream_request(nlohmann::json{{"size", "big"}}).status().message(),
+      "bad open_stream request: size must be 0 (the transform's) or an integer from 8 to 4096 (pixels), got "
+      "\"big\"");
   EXPECT_TRUE(parse_stream_request(nlohmann::json{{"size", 0}}).ok());
 }
 

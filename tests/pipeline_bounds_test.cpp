@@ -34,18 +34,23 @@ void expect_refused(const std::string& text, const std::vector<std::string>& wor
 // each in float32 and raises "from is out of bounds for float" (or "to-from to exceed the
 // limit") at its first sample.
 TEST(PipelineBounds, MagnitudesTorchCannotDrawAreRefusedWithTheAllowedRange) {
-  expect_refused("CenterCrop(32), RandomRotation(1e300)", {"RandomRotation's degrees", "3.40282e+38", "1e300"});
-  expect_refused("CenterCrop(32), RandomAffine(0, shear=1e308)", {"RandomAffine's shear", "3.40282e+38", "1e308"});
+  expect_refused("CenterCrop(32), RandomRotation(1e300)",
+                 {"RandomRotation's degrees", "3.40282e+38", "1e300"});
+  expect_refused("CenterCrop(32), RandomAffine(0, shear=1e308)",
+                 {"RandomAffine's shear", "3.40282e+38", "1e308"});
   expect_refused("CenterCrop(32), RandomAffine(0, scale=(1e300, 1e300))",
                  {"RandomAffine's scale", "3.40282e+38", "(1e300, 1e300)"});
   // Each end within float32, but wider than its largest number: torch refuses it too.
-  expect_refused("CenterCrop(32), RandomRotation(2e38)", {"RandomRotation's degrees", "spans more than 3.4e38"});
+  expect_refused("CenterCrop(32), RandomRotation(2e38)",
+                 {"RandomRotation's degrees", "spans more than 3.4e38"});
   expect_refused("CenterCrop(32), RandomAffine(0, shear=(-2e38, 2e38))", {"RandomAffine's shear", "spans"});
-  expect_refused("CenterCrop(32), RandomAffine(0, shear=(0, 1, -2e38, 2e38))", {"RandomAffine's shear", "spans"});
+  expect_refused("CenterCrop(32), RandomAffine(0, shear=(0, 1, -2e38, 2e38))",
+                 {"RandomAffine's shear", "spans"});
   expect_refused("RandomResizedCrop(32, scale=(0.5, 1e39))", {"RandomResizedCrop's scale", "3.40282e+38"});
   expect_refused("RandomResizedCrop(32, ratio=(0.5, 1e39))", {"RandomResizedCrop's ratio", "3.40282e+38"});
   expect_refused("CenterCrop(32), ColorJitter(brightness=1e39)", {"ColorJitter's brightness", "3.40282e+38"});
-  expect_refused("CenterCrop(32), GaussianBlur(3, sigma=(0.1, 1e39))", {"GaussianBlur's sigma", "3.40282e+38"});
+  expect_refused("CenterCrop(32), GaussianBlur(3, sigma=(0.1, 1e39))",
+                 {"GaussianBlur's sigma", "3.40282e+38"});
   expect_refused("CenterCrop(32), AugMix(alpha=1e39)", {"AugMix's alpha", "3.40282e+38"});
   // What torch draws from is still taken: a full turn and more, and a span up to 3.4e38.
   EXPECT_EQ(error_of("CenterCrop(32), RandomRotation(720)"), "(built)");
@@ -74,9 +79,11 @@ TEST(PipelineBounds, RandomErasingSaysWhatItsValueMayBe) {
   for (const std::string text : {"CenterCrop(32), Normalize(), RandomErasing(value=nan)",
                                  "CenterCrop(32), Normalize(), RandomErasing(value='noise')",
                                  "CenterCrop(32), Normalize(), RandomErasing(value=(1, 2))"}) {
-    expect_refused(text, {"RandomErasing's value", "a number in [-3.4e38, 3.4e38], three of them (R, G, B) or 'random'"});
+    expect_refused(text, {"RandomErasing's value",
+                          "a number in [-3.4e38, 3.4e38], three of them (R, G, B) or 'random'"});
   }
-  expect_refused("CenterCrop(32), Normalize(), RandomErasing(value=1e39)", {"RandomErasing's value", "3.40282e+38"});
+  expect_refused("CenterCrop(32), Normalize(), RandomErasing(value=1e39)",
+                 {"RandomErasing's value", "3.40282e+38"});
   EXPECT_EQ(error_of("CenterCrop(32), Normalize(), RandomErasing(value=(0.5, -1, 2))"), "(built)");
   EXPECT_EQ(error_of("CenterCrop(32), Normalize(), RandomErasing(value='random')"), "(built)");
 }

@@ -221,8 +221,8 @@ TEST_F(SkippedSamplesTest, APassThatSkippedEverySampleIsAnErrorNotAnEnd) {
     auto end = loader.next();
     ASSERT_FALSE(end.ok()) << "epoch " << epoch << " ended as a success with every sample skipped";
     EXPECT_EQ(end.status().code(), Status::Code::kBadData);
-    EXPECT_NE(end.status().message().find("every sample of epoch " + std::to_string(epoch) + "'s pass was skipped (" +
-                                          std::to_string(all)),
+    EXPECT_NE(end.status().message().find("every sample of epoch " + std::to_string(epoch) +
+                                          "'s pass was skipped (" + std::to_string(all)),
               std::string::npos)
         << end.status().message();
     EXPECT_EQ(loader.stats().skipped_samples, all * (epoch + 1));

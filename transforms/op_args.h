@@ -48,8 +48,8 @@ class OpArgs {
   fn::Fill fill(std::string_view name);
   // A word (string or name) among `choices`, compared case-insensitively after the last '.';
   // a problem says what the argument must be: `what`, or "one of" the choices.
-  std::string word(std::string_view name, std::string_view fallback, std::initializer_list<std::string_view> choices,
-                   std::string_view what = {});
+  std::string word(std::string_view name, std::string_view fallback,
+                   std::initializer_list<std::string_view> choices, std::string_view what = {});
   // Records that `name` is required.
   void require(std::string_view name);
   // Records a problem with `name` that only the op can judge (e.g. min > max).

@@ -70,8 +70,9 @@ using fn::Interpolation;
 // A range to draw from, checked as torch checks it (its ends are in [-kFloatMax, kFloatMax]).
 std::array<double, 2> drawn(OpArgs& a, std::string_view name, std::array<double, 2> range) {
   if (range[1] - range[0] > kFloatMax) {
-    a.fail(name, "spans more than 3.4e38, the largest float32: torchvision draws from it in float32 and refuses "
-                 "a wider range");
+    a.fail(name,
+           "spans more than 3.4e38, the largest float32: torchvision draws from it in float32 and refuses "
+           "a wider range");
   }
   return range;
 }
@@ -95,8 +96,9 @@ class Resize : public Op {
   explicit Resize(OpArgs& a) : Op(Stage::kGeometry) {
     a.require("size");
     if (a.is_float("size")) {
-      a.fail("size", "must be an int or a sequence, as torchvision's Resize takes it (it refuses a float such as "
-                     "100.0 or 1e2: write 100)");
+      a.fail("size",
+             "must be an int or a sequence, as torchvision's Resize takes it (it refuses a float such as "
+             "100.0 or 1e2: write 100)");
     }
     size_ = a.size("size").value_or(std::array<int, 2>{1, 1});
     tuple_ = a.given("size") && a.numbers("size", 1, 2, 1, 65536).value_or(std::vector<double>{}).size() == 2;

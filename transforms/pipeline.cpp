@@ -39,10 +39,10 @@ Status check_pixels(const Op& op, const OpCall& call, std::uint64_t max_pixels) 
   const auto [h, w] = op.least_shape();
   const std::uint64_t pixels = static_cast<std::uint64_t>(h) * static_cast<std::uint64_t>(w);
   if (max_pixels == 0 || pixels <= max_pixels) return Status::Ok();
-  return Status::InvalidArgument("transform: " + call.text + " makes images of at least " + std::to_string(w) + "x" +
-                                 std::to_string(h) + " = " + std::to_string(pixels) + " pixels, over max_pixels " +
-                                 std::to_string(max_pixels) +
-                                 ", so every image would be refused as bad data: lower its size or raise max_pixels");
+  return Status::InvalidArgument(
+      "transform: " + call.text + " makes images of at least " + std::to_string(w) + "x" + std::to_string(h) +
+      " = " + std::to_string(pixels) + " pixels, over max_pixels " + std::to_string(max_pixels) +
+      ", so every image would be refused as bad data: lower its size or raise max_pixels");
 }
 
 }  // namespace

@@ -99,7 +99,8 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
                  "torchvision's ops in one quoted argument, e.g. \"RandomResizedCrop(176), "
                  "RandomHorizontalFlip(), TrivialAugmentWide(), Normalize(), RandomErasing(0.1)\"")
       ->capture_default_str();
-  app.add_option("--size", o.size, "Output height and width in pixels; 0: the transform's (224 for train and eval)")
+  app.add_option("--size", o.size,
+                 "Output height and width in pixels; 0: the transform's (224 for train and eval)")
       ->type_name("S")
       ->check(cli::option_integer("size", o.size));
   app.add_option("--dtype", dtype, "uint8, or float32 normalised ((x / 255 - mean) / std)")
@@ -110,7 +111,9 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
   app.add_option("--seed", o.seed, "Seed of the shuffle and of the random crops")
       ->type_name("X")
       ->check(cli::option_integer("seed", o.seed));
-  app.add_option("--rank", o.rank, "This process's rank")->type_name("R")->check(cli::option_integer("rank", o.rank));
+  app.add_option("--rank", o.rank, "This process's rank")
+      ->type_name("R")
+      ->check(cli::option_integer("rank", o.rank));
   app.add_option("--world-size", o.world_size, "Number of ranks sharing the dataset")
       ->type_name("W")
       ->check(cli::option_integer("world_size", o.world_size));
