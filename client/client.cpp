@@ -20,7 +20,9 @@
 #include "client/local_link.h"
 #include "dataset/dataset_source.h"
 #include "loader/batch_factory.h"
+#include "loader/option_ranges.h"
 #include "loader/pass_position.h"
+#include "loader/pass_yield.h"
 #include "loader/slot_count.h"
 #include "protocol/stream_request.h"
 #include "remote/net_address.h"
@@ -41,7 +43,9 @@ class Client::Impl {
         interrupt_(std::move(interrupt)),
         opened_(opened),
         position_(opened.batches_per_epoch, {opened.epoch, opened.position}),
-        generation_(opened.generation) {}
+        generation_(opened.generation) {
+    yield_.start(opened.position, counts());
+  }
 
   ~Impl() {
     // In a fork's child the stream is the parent's: its copy of the socket only closes.
@@ -84,6 +88,9 @@ class Client::Impl {
         if (d->kind == DeliveryKind::kBatch) link_->drop(*delivery);
         continue;
       }
+      // The skips on the way to the record count once the caller takes it, as a Loader
+      // counts them (a batch it could not take leaves them with the record).
+      if (d->kind != DeliveryKind::kBatch) skipped_samples_ += d->skipped;
       switch (d->kind) {
         case DeliveryKind::kBatch:
           return batch(*delivery);
@@ -92,6 +99,7 @@ class Client::Impl {
           continue;
         case DeliveryKind::kEndOfPass:
           position_.ended(d->epoch);
+          if (Status s = yield_.at_end(d->epoch, counts()); !s.ok()) return s;
           return std::optional<Batch>();
         case DeliveryKind::kError: {
           d->message[kDeliveryMessageBytes - 1] = '\0';
@@ -151,6 +159,8 @@ class Client::Impl {
     stats->pinned = link_->pinned();
     stats->delivered_batches = delivered_batches_;
     stats->delivered_samples = delivered_samples_;
+    stats->skipped_samples = opened_.index_skipped_samples + skipped_samples_;
+    stats->skipped_bytes = opened_.index_skipped_bytes;
     return stats;
   }
 
@@ -175,6 +185,7 @@ class Client::Impl {
     generation_ = *generation;
     (void)take_interrupt();  // an interrupt is for the pass it cut short
     position_.start(seek);
+    yield_.start(seek.position, counts());
     return Status::Ok();
   }
 
@@ -192,6 +203,8 @@ class Client::Impl {
     return Status::Ok();
   }
 
+  PassYield::Counts counts() const { return {delivered_samples_, skipped_samples_}; }
+
   // Whether an interrupt was pending; clears it.
   bool take_interrupt() {
     std::uint64_t count = 0;
@@ -208,6 +221,7 @@ class Client::Impl {
     position_.delivered(d.epoch, d.index);
     delivered_batches_ += 1;
     delivered_samples_ += d.count;
+    skipped_samples_ += d.skipped;
     const std::byte* base = delivery.base;
     BatchFactory::Parts parts{base + d.pixels_offset,
                               d.pixel_bytes,
@@ -232,6 +246,8 @@ class Client::Impl {
   PassPosition position_;
   std::uint64_t generation_;  // StreamOpened::generation, as of the last seek
   std::uint64_t delivered_batches_ = 0, delivered_samples_ = 0;  // handed to the caller
+  std::uint64_t skipped_samples_ = 0;                            // carried by the records the caller took
+  PassYield yield_;                                              // whether the pass gave the caller anything
   Status broken_;
   bool broken_reported_ = false;
 };
@@ -292,10 +308,7 @@ Result<std::unique_ptr<Client>> Client::connect(const std::vector<RemoteDaemon>&
                                    ") serves only the datasets named in its config: set StreamOptions::dataset "
                                    "(forkfeed-ctl stats lists them), not a path");
   }
-  if (options.loader.pin_memory_device < -1) {
-    return Status::InvalidArgument("pin_memory_device must be a CUDA device ordinal, or -1 for off; got " +
-                                   std::to_string(options.loader.pin_memory_device));
-  }
+  if (Status s = check_option("pin_memory_device", options.loader.pin_memory_device); !s.ok()) return s;
   if (options.overdue.count() <= 0) {
     return Status::InvalidArgument("overdue must be positive (milliseconds); got " +
                                    std::to_string(options.overdue.count()));

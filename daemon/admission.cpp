@@ -33,18 +33,18 @@ Result<Admission::Ticket> Admission::admit(const LoaderOptions& options) {
                                      std::to_string(limits_.max_streams) +
                                      " streams (max_streams); close one or raise --max-streams");
   }
-  // Every stream shares the pool's workers; `workers` only caps its share, through the
-  // slots it may fill at once.
-  LoaderOptions granted = options;
+  // Every stream shares the pool's workers; `workers` caps how many it keeps busy at
+  // once. Its batch slots are its own options' (workers x prefetch + 1), as a Loader's
+  // with the same options: the pool's size changes what it may hold in no way.
   const std::uint32_t cap = limits_.max_stream_workers > 0 ? limits_.max_stream_workers : limits_.max_workers;
-  granted.workers = std::min({std::max(options.workers, 1u), cap, limits_.max_workers});
-  const std::uint64_t bytes = arena_batch_bytes(granted);
+  const std::uint32_t workers = std::min({std::max(options.workers, 1u), cap, limits_.max_workers});
+  const std::uint64_t bytes = arena_batch_bytes(options);
   if (bytes > limits_.max_stream_arena_bytes) {
     return Status::ResourceExhausted(
-        "the stream's batch slots need " + mib(bytes) + " (" + std::to_string(slot_count(granted)) +
-        " slots of " + std::to_string(granted.batch_size) + " samples), over forkfeedd's " +
+        "the stream's batch slots need " + mib(bytes) + " (" + std::to_string(slot_count(options)) +
+        " slots of " + std::to_string(options.batch_size) + " samples), over forkfeedd's " +
         mib(limits_.max_stream_arena_bytes) +
-        " per stream (max_stream_arena_bytes); lower batch_size, size or prefetch");
+        " per stream (max_stream_arena_bytes); lower batch_size, size, workers or prefetch");
   }
   if (used_.arena_bytes + bytes > limits_.max_arena_bytes) {
     return Status::ResourceExhausted(
@@ -52,14 +52,14 @@ Result<Admission::Ticket> Admission::admit(const LoaderOptions& options) {
         mib(limits_.max_arena_bytes - std::min(used_.arena_bytes, limits_.max_arena_bytes)) +
         " of forkfeedd's " + mib(limits_.max_arena_bytes) +
         " (max_arena_bytes) are free; wait for a stream to close or lower batch_size, "
-        "size or prefetch");
+        "size, workers or prefetch");
   }
   used_.streams += 1;
-  used_.workers += granted.workers;
+  used_.workers += workers;
   used_.arena_bytes += bytes;
   Ticket t;
   t.admission_ = this;
-  t.workers_ = granted.workers;
+  t.workers_ = workers;
   t.arena_bytes_ = bytes;
   return t;
 }

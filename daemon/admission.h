@@ -16,8 +16,9 @@ namespace forkfeed {
 struct Limits {
   std::uint32_t max_streams = 64;
   std::uint32_t max_workers = 0;  // the pool's size; 0: the number of CPUs
-  // The most workers one stream may keep busy at once (its batch slots are this times
-  // prefetch, plus one); 0: max_workers. The pool shares its workers fairly either way.
+  // The most workers one stream may keep busy at once (its tasks in flight: this times
+  // prefetch); 0: max_workers. Its batch slots are its own options' either way, and the
+  // pool shares its workers fairly.
   std::uint32_t max_stream_workers = 0;
   std::uint64_t max_arena_bytes = 0;         // all streams; 0: half of the machine's memory
   std::uint64_t max_stream_arena_bytes = 0;  // one stream; 0: max_arena_bytes
@@ -44,9 +45,9 @@ class Admission {
     std::uint64_t arena_bytes_ = 0;
   };
 
-  // Admits a stream that asks for `options.workers` workers: its share is capped at that,
-  // max_stream_workers and max_workers. The arena bytes are those of `options` with the
-  // granted worker count.
+  // Admits a stream that asks for `options.workers` workers: how many it keeps busy at
+  // once is capped at that, max_stream_workers and max_workers (Ticket::workers). The
+  // arena bytes are those of `options`: its slots, workers x prefetch + 1, as asked.
   Result<Ticket> admit(const LoaderOptions& options);
 
   struct Totals {

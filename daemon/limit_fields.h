@@ -29,7 +29,7 @@ void for_each_limit(Config& config, Visit&& visit) {
                    "Decode workers, one pool that every stream shares fairly [default: the CPU count]"},
         config.limits.max_workers);
   visit(LimitField{"max_stream_workers", kCount,
-                   "Workers one stream may keep busy at once (its slots: this x prefetch + 1) [default: "
+                   "Workers one stream may keep busy at once (tasks in flight: this x prefetch) [default: "
                    "max-workers]"},
         config.limits.max_stream_workers);
   visit(LimitField{"max_arena_bytes", kBytes, "Batch slot memory of all streams, e.g. 64G [default: half of RAM]"},

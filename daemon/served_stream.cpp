@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <limits>
 #include <string>
 
 #include "loader/loader_internals.h"
@@ -24,6 +25,8 @@ Result<ServedStream::Opened> ServedStream::open(std::uint64_t id, const LoaderOp
                                                 json about) {
   auto loader = Loader::open(options, state, std::move(pool));
   if (!loader.ok()) return loader.status();
+  // Its slots are its options'; the workers it keeps busy at once, the ticket's.
+  LoaderInternals::limit_in_flight(**loader, ticket.workers() * options.prefetch);
   // Where the stream starts, for the reply. On demand, its epoch starts with nothing
   // wanted: before the first next(), nothing was issued yet.
   const PassPosition::Seek at = LoaderInternals::position(**loader);
@@ -45,14 +48,19 @@ Result<ServedStream::Opened> ServedStream::open(std::uint64_t id, const LoaderOp
   opened.stream.reset(new ServedStream(id, std::move(loader).value(), std::move(channel).value(),
                                        slot_count(options), demand, std::move(ticket), std::move(about)));
   const ServedStream& s = *opened.stream;
+  // Before any batch, the loader's skips are the index's.
+  const LoaderStats at_open = s.loader_->stats();
+  opened.stream->skipped_counted_ = at_open.skipped_samples;
   opened.reply = to_json(StreamOpened{
-      id, s.generation_, at.epoch, at.position, s.loader_->batches_per_epoch(), s.loader_->samples_per_epoch(),
-      s.lent_.capacity(), options.workers, s.loader_->dataset().classes().size(), options.size, options.dtype,
-      resolve(options.layout, options.dtype), memory.size, memory.slot_bytes, LoaderInternals::order_key(*s.loader_),
-      s.loader_->dataset().classes()});
-  spdlog::info("stream {} opened for pid {} (uid {}): up to {} workers, {} slots, rank {}/{}, arena {:.1f} MiB", id,
-               s.about_.value("pid", 0), s.about_.value("uid", 0), options.workers, s.lent_.capacity(),
-               options.rank, options.world_size, memory.size / 1048576.0);
+      id, s.generation_, at.epoch, at.position, s.loader_->batches_per_epoch(),
+      s.loader_->samples_per_epoch(), s.lent_.capacity(), s.ticket_.workers(),
+      s.loader_->dataset().classes().size(), options.size, options.dtype,
+      resolve(options.layout, options.dtype), memory.size, memory.slot_bytes, at_open.skipped_samples,
+      at_open.skipped_bytes, LoaderInternals::order_key(*s.loader_), s.loader_->dataset().classes()});
+  spdlog::info(
+      "stream {} opened for pid {} (uid {}): up to {} workers, {} slots, rank {}/{}, arena {:.1f} MiB", id,
+      s.about_.value("pid", 0), s.about_.value("uid", 0), s.ticket_.workers(), s.lent_.capacity(),
+      options.rank, options.world_size, memory.size / 1048576.0);
   return opened;
 }
 
@@ -122,6 +130,12 @@ void ServedStream::produce() {
   DeliveryRecord d = demand_ ? next_wanted() : next_delivery();
   if (d.kind == DeliveryKind{}) return;  // interrupted: nothing to deliver
   d.generation = generation_;
+  // What the loader skipped since the last record goes with this one (what does not fit
+  // in its field, with the next).
+  const std::uint64_t skipped = loader_->stats().skipped_samples - skipped_counted_;
+  d.skipped =
+      static_cast<std::uint32_t>(std::min<std::uint64_t>(skipped, std::numeric_limits<std::uint32_t>::max()));
+  skipped_counted_ += d.skipped;
   (void)channel_.block().deliveries.try_push(d);  // can_produce() saw room; only this thread pushes
   channel_.ring_delivered();
 }

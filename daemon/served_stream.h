@@ -84,6 +84,9 @@ class ServedStream {
   nlohmann::json about_;
   std::chrono::steady_clock::time_point opened_;
   std::uint64_t delivered_batches_ = 0, delivered_samples_ = 0;
+  // The loader's skipped_samples that records carried (DeliveryRecord::skipped), the
+  // index's included: the next record carries what the loader skipped beyond.
+  std::uint64_t skipped_counted_ = 0;
 };
 
 }  // namespace forkfeed

@@ -277,15 +277,14 @@ json StreamSession::open_stream(const json& body, std::vector<UniqueFd>& fds) {
   options.pin_memory_device = -1;
   if (Status s = validate(options); !s.ok()) return error_reply(s);
   options = resolve_transform(options).value();  // the size and dtype that admission weighs
-  auto ticket = context_.admission->admit(options);
-  if (!ticket.ok()) return error_reply(ticket.status());
-  options.workers = ticket->workers();
   if (slot_count(options) > kChannelCapacity) {
     return error_reply(
         Status::InvalidArgument("workers x prefetch + 1 = " + std::to_string(slot_count(options)) +
                                 " batch slots, over forkfeedd's " + std::to_string(kChannelCapacity) +
-                                " per stream; lower prefetch"));
+                                " per stream; lower workers or prefetch"));
   }
+  auto ticket = context_.admission->admit(options);  // caps the workers it keeps busy, not its slots
+  if (!ticket.ok()) return error_reply(ticket.status());
   json about{{"pid", peer_.pid},
              {"uid", peer_.uid},
              {"dataset",
@@ -293,7 +292,7 @@ json StreamSession::open_stream(const json& body, std::vector<UniqueFd>& fds) {
              {"rank", options.rank},
              {"world_size", options.world_size},
              {"batch_size", options.batch_size},
-             {"workers", options.workers}};
+             {"workers", ticket->workers()}};
   auto opened = ServedStream::open(id_, options, request->state, request->demand, context_.pool,
                                    std::move(ticket).value(),
                                    std::move(about));

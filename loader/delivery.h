@@ -14,6 +14,7 @@
 #include "forkfeed/batch.h"
 #include "forkfeed/dataset.h"
 #include "forkfeed/loader.h"
+#include "loader/pass_yield.h"
 #include "loader/slot_pool.h"
 #include "transport/slot_contents.h"
 
@@ -33,6 +34,8 @@ class Delivery {
 
   // Adds what was delivered and skipped so far to `stats`.
   void count_into(LoaderStats& stats) const;
+  // Samples delivered and skipped so far.
+  PassYield::Counts counts() const { return {samples_, skipped_}; }
 
  private:
   void report_skipped(const SlotContents& slot);

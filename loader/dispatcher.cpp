@@ -54,6 +54,7 @@ std::optional<std::uint64_t> Dispatcher::unissued() const {
 
 Status Dispatcher::issue() {
   while (const std::optional<std::uint64_t> batch = unissued()) {
+    if (in_flight_limit_ > 0 && in_flight() >= in_flight_limit_) return Status::Ok();
     auto slot = slots_->take();
     if (!slot) return Status::Ok();
     Status s = submit(epoch_, *batch, *slot, sampler_->batch(order_, *batch));

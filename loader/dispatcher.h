@@ -47,9 +47,11 @@ class Dispatcher {
   void begin_demand(const Sampler& sampler, std::uint64_t epoch);
   // REQUIRES: a pass on demand, batch < batches_per_epoch
   void want(std::uint64_t batch) { wanted_.push_back(batch); }
-  // Submits the pass's next batches while there are free slots. An error (a full task
-  // ring) stays: the loader cannot go on.
+  // Submits the pass's next batches while there are free slots (and fewer tasks in
+  // flight than the limit). An error (a full task ring) stays: the loader cannot go on.
   Status issue();
+  // At most `tasks` in flight at once; 0: as many as there are free slots.
+  void limit_in_flight(std::uint32_t tasks) { in_flight_limit_ = tasks; }
 
   // Issues batch `batch_id` of `epoch`'s pass, `samples`, into `slot`, on the least
   // loaded worker. Samples a worker died on are left out as skipped; under
@@ -100,6 +102,7 @@ class Dispatcher {
   const WorkerHealth& health_;
   const PoolMemory& pool_;
   std::uint32_t spread_;
+  std::uint32_t in_flight_limit_ = 0;
   std::uint64_t generation_ = 0;
   // The pass: its batches in order, and how many were submitted.
   const Sampler* sampler_ = nullptr;

@@ -28,6 +28,7 @@
 #include "loader/dispatcher.h"
 #include "loader/loader_internals.h"
 #include "loader/pass_position.h"
+#include "loader/pass_yield.h"
 #include "loader/sampler.h"
 #include "loader/slot_count.h"
 #include "loader/supervisor.h"
@@ -108,6 +109,7 @@ class Loader::Impl {
       if (broken_.ok()) broken_ = dispatcher_->issue();
       if (pass_.complete()) {
         pass_.ended(pass_.epoch());
+        if (Status s = yield_.at_end(pass_.epoch(), delivery_->counts()); !s.ok()) return s;
         return std::optional<Batch>();
       }
       const std::uint64_t index = pass_.position();
@@ -230,6 +232,7 @@ class Loader::Impl {
   std::size_t wanted() const { return demand_ ? demand_->size() : 0; }
   const OrderKey& key() const { return key_; }
   bool broken() const { return broken_reported_; }
+  void limit_in_flight(std::uint32_t tasks) { dispatcher_->limit_in_flight(tasks); }
 
   std::uint64_t epoch() const { return pass_.epoch(); }
   const Sampler& sampler() const { return sampler_; }
@@ -260,6 +263,7 @@ class Loader::Impl {
     dispatcher_->begin_pass(sampler_, seek);
     demand_.reset();
     pass_.start(seek);
+    yield_.start(seek.position, delivery_->counts());
     interrupted_.store(false, std::memory_order_relaxed);  // an interrupt is for the pass it cut short
   }
 
@@ -298,6 +302,7 @@ class Loader::Impl {
 
   // The current pass.
   PassPosition pass_;  // epoch and batches handed to the caller
+  PassYield yield_;    // whether it gave the caller anything
   // A pass on demand (forkfeedd serving a fan-in client): the batches wanted and not yet
   // handed out, in the order wanted; pass_ then only holds the epoch.
   std::optional<std::deque<std::uint64_t>> demand_;
@@ -369,6 +374,9 @@ PassPosition::Seek LoaderInternals::position(const Loader& loader) { return load
 const OrderKey& LoaderInternals::order_key(const Loader& loader) { return loader.impl_->key(); }
 Status LoaderInternals::seek(Loader& loader, PassPosition::Seek to) { return loader.impl_->seek(to); }
 bool LoaderInternals::broken(const Loader& loader) { return loader.impl_->broken(); }
+void LoaderInternals::limit_in_flight(Loader& loader, std::uint32_t tasks) {
+  loader.impl_->limit_in_flight(tasks);
+}
 Status LoaderInternals::begin_demand(Loader& loader, std::uint64_t epoch) { return loader.impl_->begin_demand(epoch); }
 Status LoaderInternals::want(Loader& loader, std::uint64_t batch) { return loader.impl_->want(batch); }
 std::size_t LoaderInternals::wanted(const Loader& loader) { return loader.impl_->wanted(); }

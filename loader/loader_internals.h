@@ -26,6 +26,10 @@ class LoaderInternals {
   // Whether next() reported an error that ends the loader: every later next() repeats
   // it. A bad file (on_error=fail), an interrupt or a full pool of slots does not.
   static bool broken(const Loader& loader);
+  // forkfeedd caps how many of a stream's tasks are in flight at once (the workers it
+  // may keep busy, times prefetch), apart from its batch slots, which follow its options.
+  // 0: no cap (a Loader's own: its slots).
+  static void limit_in_flight(Loader& loader, std::uint32_t tasks);
 
   // A pass on demand, for forkfeedd serving one rank from several daemons (a fan-in
   // client asks each for the batches it chose): begin_demand() starts a pass of `epoch`

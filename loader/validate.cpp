@@ -10,7 +10,8 @@
 
 #include "dataset/dataset_source.h"
 #include "forkfeed/options.h"
-#include "loader/pass_position.h"
+#include "loader/option_fields.h"
+#include "loader/option_ranges.h"
 #include "loader/slot_count.h"
 #include "loader/transform_spec.h"
 #include "transforms/ops.h"
@@ -23,21 +24,19 @@ namespace forkfeed {
 Status validate(const LoaderOptions& o) {
   auto bad = [](std::string msg) { return Status::InvalidArgument(std::move(msg)); };
   if (Status s = DatasetSource::of(o).check(); !s.ok()) return s;
-  if (o.batch_size == 0 || o.batch_size > 65536) {
-    return bad("batch size must be in [1, 65536], got " + std::to_string(o.batch_size));
-  }
-  if (o.workers == 0) return bad("workers must be at least 1");
-  if (o.prefetch == 0) return bad("prefetch must be at least 1 (batches in flight per worker)");
-  if (o.weight == 0 || o.weight > 1000) {
-    return bad("weight must be 1 to 1000 (a share of a shared pool's worker time), got " + std::to_string(o.weight));
-  }
+  // Each integer option within its range (loader/option_ranges.cpp), in the table's order.
+  Status out_of_range = Status::Ok();
+  for_each_option(o, [&](std::string_view name, const auto& value, OptionScope) {
+    using T = std::remove_cvref_t<decltype(value)>;
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      if (out_of_range.ok()) out_of_range = check_option<T>(name, value);
+    }
+  });
+  if (!out_of_range.ok()) return out_of_range;
   // Every slot may be queued on one worker's ring, so slots must fit in a ring.
   if (std::uint64_t{o.workers} * o.prefetch + 1 > kRingCapacity) {
     return bad("workers x prefetch = " + std::to_string(std::uint64_t{o.workers} * o.prefetch) + " exceeds " +
                std::to_string(kRingCapacity - 1) + "; lower prefetch or workers");
-  }
-  if (o.size != 0 && (o.size < 8 || o.size > 4096)) {
-    return bad("size must be in [8, 4096] (or 0: the transform's), got " + std::to_string(o.size));
   }
   auto resolved = resolve_transform(o);
   if (!resolved.ok()) return resolved.status();
@@ -45,18 +44,10 @@ Status validate(const LoaderOptions& o) {
     return bad("the transform makes " + std::to_string(resolved->size) + " x " + std::to_string(resolved->size) +
                " samples; the size must be in [8, 4096]");
   }
-  if (Status s = PassPosition::check_epoch(o.epoch, "epoch"); !s.ok()) return s;
-  if (o.world_size == 0) return bad("world size must be at least 1");
   if (o.rank >= o.world_size) {
     return bad("rank " + std::to_string(o.rank) + " is out of range for world size " + std::to_string(o.world_size));
   }
   if (Status s = check_normalisation(o.mean, o.std); !s.ok()) return s;
-  if (o.max_pixels == 0) return bad("max_pixels must be at least 1");
-  if (o.max_file_bytes == 0) return bad("max_file_bytes must be at least 1");
-  if (o.pin_memory_device < -1) {
-    return bad("pin_memory_device must be a CUDA device ordinal, or -1 for off; got " +
-               std::to_string(o.pin_memory_device));
-  }
   // Invariant 6: the arena is slots x batch bytes, all of it backed by memory.
   const std::uint64_t arena = arena_batch_bytes(*resolved);
   const std::uint64_t ram = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGE_SIZE);

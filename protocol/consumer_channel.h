@@ -16,7 +16,7 @@
 namespace forkfeed {
 
 inline constexpr std::uint64_t kChannelMagic = 0x6c6e6e6168636b66ULL;  // "fkchannl"
-inline constexpr std::uint32_t kChannelVersion = 1;
+inline constexpr std::uint32_t kChannelVersion = 2;                    // 2: DeliveryRecord::skipped
 // Bounds the batch slots of one stream: every slot may sit in the deliveries ring.
 inline constexpr std::uint32_t kChannelCapacity = 256;
 inline constexpr std::size_t kDeliveryMessageBytes = 1024;
@@ -43,6 +43,10 @@ struct DeliveryRecord {
   DeliveryKind kind;
   std::uint32_t code;                   // kError: a Status::Code
   std::uint32_t fatal;                  // kError: the stream stays broken (Loader's error "stays")
+  // Samples the Loader's next() skipped on its way to this record: this batch's own and
+  // those of wholly skipped batches it passed over. Counted by the client when its caller
+  // takes the record, so that skipped_samples follow consumption, not prefetch.
+  std::uint32_t skipped;
   char message[kDeliveryMessageBytes];  // kError: NUL-terminated
 };
 

@@ -10,6 +10,7 @@
 #include "base/option_names.h"
 #include "base/printable.h"
 #include "loader/option_fields.h"
+#include "loader/option_ranges.h"
 #include "loader/order_key.h"
 #include "loader/stats_fields.h"
 
@@ -134,9 +135,15 @@ Status read_field(const json& body, const char* key, T& out, Status& unknown_nam
     }
     if (parsed) out = *parsed;
   } else {
-    auto v = get_uint(body, key, std::numeric_limits<T>::max());
-    if (!v.ok()) return bad(v.status().message());
-    out = static_cast<T>(*v);
+    // The option's own range (loader/option_ranges.h), with validate()'s words, not the
+    // range of its C++ type.
+    const json& v = body.at(key);
+    const OptionRange range = option_range<T>(key);
+    const bool in = v.is_number_unsigned()  ? range.holds(v.get<std::uint64_t>())
+                    : v.is_number_integer() ? range.holds(v.get<std::int64_t>())
+                                            : false;
+    if (!in) return bad(option_out_of_range(key, range, v.dump()).message());
+    out = static_cast<T>(v.is_number_unsigned() ? v.get<std::uint64_t>() : v.get<std::int64_t>());
   }
   return Status::Ok();
 }
@@ -211,6 +218,14 @@ void for_each_reply_field(Opened& o, Visit&& visit) {
   visit("size", o.size, k32);
   visit("arena_bytes", o.arena_bytes, k64);
   visit("slot_bytes", o.slot_bytes, k64);
+  visit("index_skipped_samples", o.index_skipped_samples, k64);
+  visit("index_skipped_bytes", o.index_skipped_bytes, k64);
+}
+
+// Fields an older forkfeedd does not send: they stay 0.
+bool optional_reply_field(std::string_view key) {
+  return key == "classes" || key == "slot_bytes" || key == "index_skipped_samples" ||
+         key == "index_skipped_bytes";
 }
 
 }  // namespace
@@ -240,10 +255,12 @@ Result<StreamOpened> parse_stream_opened(const json& reply) {
   StreamOpened o;
   Status first = Status::Ok();
   for_each_reply_field(o, [&](const char* key, auto& out, std::uint64_t max) {
-    if (!first.ok() || ((std::string_view(key) == "classes" || std::string_view(key) == "slot_bytes") && !reply.contains(key))) return;
+    if (!first.ok() || (optional_reply_field(key) && !reply.contains(key))) return;
     auto v = get_uint(reply, key, max);
-    if (v.ok()) out = static_cast<std::remove_reference_t<decltype(out)>>(*v);
-    else first = malformed(v.status().message());
+    if (v.ok())
+      out = static_cast<std::remove_reference_t<decltype(out)>>(*v);
+    else
+      first = malformed(v.status().message());
   });
   if (!first.ok()) return first;
   const auto dtype = reply.contains("dtype") && reply["dtype"].is_string()

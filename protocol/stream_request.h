@@ -46,6 +46,10 @@ struct StreamOpened {
   // One batch slot's: a batch's pixels, labels and sample indices lie within one (what a
   // remote client's receive slots must hold).
   std::uint64_t slot_bytes = 0;
+  // Left out of the dataset's index when it was built (LoaderStats::skipped_samples and
+  // skipped_bytes before any batch): the part of a Client's stats that no delivery carries.
+  std::uint64_t index_skipped_samples = 0;
+  std::uint64_t index_skipped_bytes = 0;
   OrderKey order;
   // The class names by label when they fit in the reply (kMaxClassNameBytes); else empty
   // while `classes` is not 0.

@@ -30,6 +30,7 @@ RemoteDelivery to_wire(const DeliveryRecord& d, std::uint64_t sequence, const Ba
   w.count = d.count;
   w.code = d.code;
   w.fatal = d.fatal;
+  w.skipped = d.skipped;
   return w;
 }
 
@@ -46,6 +47,7 @@ DeliveryRecord from_wire(const RemoteDelivery& w, std::string_view message) {
   d.count = w.count;
   d.code = w.code;
   d.fatal = w.fatal;
+  d.skipped = w.skipped;
   const std::size_t n = std::min(message.size(), kDeliveryMessageBytes - 1);
   if (n > 0) std::memcpy(d.message, message.data(), n);
   d.message[n] = '\0';

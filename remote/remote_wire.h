@@ -50,7 +50,7 @@ struct RemoteDelivery {
   std::uint32_t count = 0;
   std::uint32_t code = 0;
   std::uint32_t fatal = 0;
-  std::uint32_t reserved = 0;
+  std::uint32_t skipped = 0;  // DeliveryRecord::skipped (0 from a gateway before it)
 };
 static_assert(sizeof(RemoteDelivery) == 88);  // within verbs' 128-byte AM header
 

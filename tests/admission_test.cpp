@@ -92,14 +92,16 @@ TEST(Admission, MaxStreamsIsRefusedWithItsName) {
   EXPECT_NE(c.status().message().find("--max-streams"), std::string::npos) << c.status().message();
 }
 
-TEST(Admission, AStreamsArenaIsSizedForTheWorkersItGets) {
+// A stream's slots are its own options' (workers x prefetch + 1), as a Loader's: the cap
+// on the workers it keeps busy does not shrink them (it used to, silently).
+TEST(Admission, AStreamsArenaIsSizedForTheSlotsItAsksForWhateverItsCap) {
   Admission admission(limits(8, 2));
-  LoaderOptions options = asking(16, 8);
+  const LoaderOptions options = asking(16, 8);
   auto ticket = admission.admit(options);
   ASSERT_TRUE(ticket.ok()) << ticket.status().message();
-  ASSERT_EQ(ticket->workers(), 2u);
-  options.workers = 2;
-  EXPECT_EQ(ticket->arena_bytes(), arena_batch_bytes(options)) << "sized for the 16 workers asked";
+  ASSERT_EQ(ticket->workers(), 2u) << "the workers it keeps busy: the pool's 2";
+  EXPECT_EQ(ticket->arena_bytes(), arena_batch_bytes(options))
+      << "sized for the 16 x prefetch + 1 slots asked";
   EXPECT_EQ(admission.totals().arena_bytes, ticket->arena_bytes());
 }
 

@@ -19,6 +19,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -181,7 +182,9 @@ TEST_F(BenchCliTest, UnknownTransformIsAnError) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"bogus", "bogus"},
       {"RandomResizedCrop(32), Bogus()", "unknown op 'Bogus'"},
-      {"RandomResizedCrop(32), RandomHorizontalFlip(p=2)", "RandomHorizontalFlip's p"}};
+      {"RandomResizedCrop(32), RandomHorizontalFlip(p=2)", "RandomHorizontalFlip's p"},
+      // No image could pass: refused before a file is read, not skipped file by file.
+      {"Resize(20000), RandomCrop(64)", "over max_pixels"}};
   for (const auto& [text, named] : cases) {
     const Outcome o = run_bench(dir_.path(), {"--data", root(), "--transform", text});
     EXPECT_TRUE(o.exited && o.code == 2) << text << ": " << describe(o);
@@ -641,10 +644,39 @@ TEST_F(BenchCliTest, IntegerFlagsRefuseOverflowAndNegativeValues) {
     EXPECT_TRUE(o.exited && o.code == 2) << args[0] << " " << args[1] << ": " << describe(o);
     EXPECT_EQ(lines_of(o.err).size(), 1u) << describe(o);
     EXPECT_NE(o.err.find(args[0]), std::string::npos) << describe(o);
-    EXPECT_NE(o.err.find(args[0] == "--seed" && args[1] == "-1" ? "negative" : "must be an integer from"),
-              std::string::npos)
-        << describe(o);
+    EXPECT_NE(o.err.find("must be an integer from"), std::string::npos) << describe(o);
   }
+}
+
+// A flag that sets an option states the option's range, the one validate() and every other
+// face states, for any value outside it: --prefetch 0 and --prefetch -1 alike (they named
+// two ranges, "at least 1" and "not negative").
+TEST_F(BenchCliTest, AValueOutsideAnOptionsRangeGetsTheOptionsRange) {
+  for (const auto& [flag, values, range] :
+       {std::tuple<std::string, std::vector<std::string>, std::string>{
+            "--prefetch",
+            {"0", "-1"},
+            "must be an integer from 1 to 4294967295 (batches in flight per worker)"},
+        {"--batch", {"0", "-1", "65537"}, "must be an integer from 1 to 65536 (samples per batch)"},
+        {"--size",
+         {"7", "-1", "4097"},
+         "must be 0 (the transform's) or an integer from 8 to 4096 (pixels)"}}) {
+    for (const std::string& value : values) {
+      const Outcome o = run_bench(dir_.path(), {"--data", root(), flag, value});
+      EXPECT_TRUE(o.exited && o.code == 2) << flag << " " << value << ": " << describe(o);
+      EXPECT_NE(o.err.find(range + ", got " + value), std::string::npos)
+          << flag << " " << value << ": " << describe(o);
+    }
+  }
+}
+
+// A pass of which every sample was skipped (no image is 500 pixels wide) is a failure,
+// not a run of 0 images that exits 0.
+TEST_F(BenchCliTest, APassThatSkippedEverySampleExitsNonZero) {
+  const Outcome o = run_bench(dir_.path(), {"--data", root(), "--workers", "1", "--batch", "8", "--on-error",
+                                            "skip", "--transform", "RandomCrop(500)", "--log-level", "off"});
+  EXPECT_TRUE(o.exited && o.code == 1) << describe(o);
+  EXPECT_NE(o.err.find("every sample of epoch 0's pass was skipped"), std::string::npos) << describe(o);
 }
 
 // --help promises 2 for bad arguments, whichever check catches them: CLI11's parser

@@ -202,6 +202,57 @@ TEST_F(SkippedSamplesTest, EverySkipIsLoggedWithItsPathAndReason) {
   }
 }
 
+// A pass that skipped every sample (RandomCrop(64) of images of 20 to 36 pixels: no
+// image passes, which only decoding shows) is an error naming the count, not an end of
+// pass: it used to end with 0 images, and forkfeed-bench exited 0. The next call goes on
+// with the next epoch. A pass resumed past its start is not judged: its first batches
+// may have been delivered to another process.
+TEST_F(SkippedSamplesTest, APassThatSkippedEverySampleIsAnErrorNotAnEnd) {
+  testing::HangGuard guard(120, "SkippedSamplesTest.APassThatSkippedEverySample");
+  LoaderOptions o = options();
+  o.size = 0;
+  o.transform = "RandomCrop(64)";
+  o.log_level = "off";
+  auto opened = Loader::open(o);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  Loader& loader = **opened;
+  const std::uint64_t all = kGood + kClasses * kBadPerClass;
+  for (std::uint64_t epoch = 0; epoch < 2; ++epoch) {
+    auto end = loader.next();
+    ASSERT_FALSE(end.ok()) << "epoch " << epoch << " ended as a success with every sample skipped";
+    EXPECT_EQ(end.status().code(), Status::Code::kBadData);
+    EXPECT_NE(end.status().message().find("every sample of epoch " + std::to_string(epoch) +
+                                          "'s pass was skipped (" + std::to_string(all)),
+              std::string::npos)
+        << end.status().message();
+    EXPECT_EQ(loader.stats().skipped_samples, all * (epoch + 1));
+    EXPECT_EQ(loader.epoch(), epoch);
+  }
+
+  // Resumed at batch 3 of epoch 0 (a state of the same order taken by a loader whose
+  // samples pass): the rest of that pass ends quietly; the next epoch, seen whole, does not.
+  LoaderOptions passing = options();
+  auto saver = Loader::open(passing);
+  ASSERT_TRUE(saver.ok()) << saver.status().message();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE((*saver)->next().ok());
+  auto resumed = Loader::open(o, (*saver)->state());
+  ASSERT_TRUE(resumed.ok()) << resumed.status().message();
+  auto end = (*resumed)->next();
+  ASSERT_TRUE(end.ok()) << end.status().message();
+  EXPECT_FALSE(end->has_value());
+  EXPECT_FALSE((*resumed)->next().ok()) << "epoch 1, seen whole, skipped every sample";
+
+  // One good sample in a pass is a success.
+  LoaderOptions some = options();
+  some.size = 0;
+  some.transform = "RandomCrop(21)";  // images of 20 pixels are skipped, larger ones pass
+  auto partly = Loader::open(some);
+  ASSERT_TRUE(partly.ok()) << partly.status().message();
+  std::uint64_t delivered = 0;
+  for (const BatchRecord& b : testing::read_pass(**partly)) delivered += b.indices.size();
+  EXPECT_GT(delivered, 0u);
+}
+
 // A worker that crashes decoding a file has that file skipped from then on, and the
 // loader's line names it and says why (it used to be "skipped " and nothing else). The
 // crash is a SIGSEGV sent while the worker's channel says it is decoding a sample: large

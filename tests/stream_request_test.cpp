@@ -98,13 +98,18 @@ TEST(StreamRequestTest, ErrorsNameTheField) {
   auto message = [](const json& body) { return parse_stream_request(body).status().message(); };
   EXPECT_EQ(message({{"colour", 1}}),
             "bad open_stream request: unknown field 'colour'; is the client of another forkfeed version?");
-  EXPECT_EQ(message({{"workers", -1}}), "bad open_stream request: workers must be an integer in [0, 4294967295]");
+  EXPECT_EQ(
+      message({{"workers", -1}}),
+      "bad open_stream request: workers must be an integer from 1 to 4294967295 (decode workers), got -1");
   EXPECT_EQ(message({{"shuffle", 1}}), "bad open_stream request: shuffle must be true or false");
   EXPECT_EQ(message({{"mean", {1, 2}}}), "bad open_stream request: mean must be an array of 3 numbers");
   EXPECT_EQ(message({{"dtype", 8}}), "bad open_stream request: dtype must be a string");
   EXPECT_EQ(message({{"on_error", "retry"}}), "bad open_stream request: unknown on_error 'retry'; use fail or skip");
   // A field of the wrong type is reported before a name no enum value has.
-  EXPECT_EQ(message({{"dtype", "int4"}, {"size", "big"}}), "bad open_stream request: size must be an integer in [0, 4294967295]");
+  EXPECT_EQ(
+      message({{"dtype", "int4"}, {"size", "big"}}),
+      "bad open_stream request: size must be 0 (the transform's) or an integer from 8 to 4096 (pixels), got "
+      "\"big\"");
   EXPECT_EQ(message({{"dtype", "int4"}, {"on_error", "retry"}}),
             "bad open_stream request: unknown dtype 'int4'; use uint8 or float32");
   // An empty name is the default, as an absent key.

@@ -77,6 +77,11 @@ bool OpArgs::is_word(std::string_view name) const {
   return v != nullptr && v->kind == SpecValue::Kind::kWord;
 }
 
+bool OpArgs::is_float(std::string_view name) const {
+  const SpecValue* v = find(name);
+  return v != nullptr && v->kind == SpecValue::Kind::kNumber && !v->integer;
+}
+
 void OpArgs::bad(std::string_view name, const SpecValue& value, const std::string& what) {
   if (status_.ok()) {
     status_ = Status::InvalidArgument("transform: " + op_ + "'s " + std::string(name) + " must be " + what +
@@ -204,7 +209,7 @@ fn::Fill OpArgs::fill(std::string_view name) {
 }
 
 std::string OpArgs::word(std::string_view name, std::string_view fallback,
-                         std::initializer_list<std::string_view> choices) {
+                         std::initializer_list<std::string_view> choices, std::string_view what) {
   const SpecValue* v = find(name);
   if (v == nullptr) return std::string(fallback);
   const std::string w = v->kind == SpecValue::Kind::kWord ? lower_last_part(v->word) : std::string();
@@ -213,7 +218,7 @@ std::string OpArgs::word(std::string_view name, std::string_view fallback,
   }
   std::string names;
   for (std::string_view c : choices) names.append(names.empty() ? "'" : ", '").append(c).append("'");
-  bad(name, *v, "one of " + names);
+  bad(name, *v, what.empty() ? "one of " + names : std::string(what));
   return std::string(fallback);
 }
 

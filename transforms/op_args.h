@@ -28,6 +28,8 @@ class OpArgs {
   bool present(std::string_view name) const;
   // Given as a string or a name (not a number).
   bool is_word(std::string_view name) const;
+  // Given as one number written as a float (100.0, 1e2), not as an int.
+  bool is_float(std::string_view name) const;
 
   // Each returns `fallback` when the argument is not given (or is None, for the
   // optional ones) and records a problem when it is given but wrong.
@@ -44,8 +46,10 @@ class OpArgs {
                                   std::initializer_list<fn::Interpolation> supported);
   // None, a number (every channel) or three numbers.
   fn::Fill fill(std::string_view name);
-  // A word (string or name) among `choices`, compared case-insensitively after the last '.'.
-  std::string word(std::string_view name, std::string_view fallback, std::initializer_list<std::string_view> choices);
+  // A word (string or name) among `choices`, compared case-insensitively after the last '.';
+  // a problem says what the argument must be: `what`, or "one of" the choices.
+  std::string word(std::string_view name, std::string_view fallback,
+                   std::initializer_list<std::string_view> choices, std::string_view what = {});
   // Records that `name` is required.
   void require(std::string_view name);
   // Records a problem with `name` that only the op can judge (e.g. min > max).

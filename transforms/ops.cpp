@@ -60,7 +60,22 @@ void Op::run(TensorSample&, KeyedRng&) {}
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+// torchvision draws every random parameter in float32 (torch.empty(1).uniform_(lo, hi)),
+// and torch refuses a range whose ends float32 cannot hold, or wider than its largest
+// number: such an op fails at torchvision's first sample ("from is out of bounds for
+// float"); here it is refused when the pipeline is read, with the allowed range.
+constexpr double kFloatMax = std::numeric_limits<float>::max();
 using fn::Interpolation;
+
+// A range to draw from, checked as torch checks it (its ends are in [-kFloatMax, kFloatMax]).
+std::array<double, 2> drawn(OpArgs& a, std::string_view name, std::array<double, 2> range) {
+  if (range[1] - range[0] > kFloatMax) {
+    a.fail(name,
+           "spans more than 3.4e38, the largest float32: torchvision draws from it in float32 and refuses "
+           "a wider range");
+  }
+  return range;
+}
 
 // torch.rand(1) < p.
 bool draw(KeyedRng& rng, double p) { return rng.uniform(0.0, 1.0) < p; }
@@ -80,6 +95,11 @@ class Resize : public Op {
  public:
   explicit Resize(OpArgs& a) : Op(Stage::kGeometry) {
     a.require("size");
+    if (a.is_float("size")) {
+      a.fail("size",
+             "must be an int or a sequence, as torchvision's Resize takes it (it refuses a float such as "
+             "100.0 or 1e2: write 100)");
+    }
     size_ = a.size("size").value_or(std::array<int, 2>{1, 1});
     tuple_ = a.given("size") && a.numbers("size", 1, 2, 1, 65536).value_or(std::vector<double>{}).size() == 2;
     a.interpolation("interpolation", Interpolation::kBilinear, {Interpolation::kBilinear});
@@ -93,6 +113,11 @@ class Resize : public Op {
     return GeometryStep{0, 0, width, height, w, h};
   }
   bool resamples() const override { return true; }
+  std::array<int, 2> least_shape() const override {
+    if (tuple_) return size_;
+    // The shorter side becomes size, the longer at least that; max_size may shorten both.
+    return max_size_ > 0 ? std::array<int, 2>{0, 0} : std::array<int, 2>{size_[0], size_[0]};
+  }
   std::array<int, 2> shape(std::array<int, 2> in) const override {
     if (tuple_) return size_;
     if (in[0] < 0) return in;
@@ -128,6 +153,7 @@ class CenterCrop : public Op {
     return GeometryStep{center_crop_offset(width, w), center_crop_offset(height, h), w, h, w, h};
   }
   std::array<int, 2> shape(std::array<int, 2>) const override { return size_; }
+  std::array<int, 2> least_shape() const override { return size_; }
 
  private:
   std::array<int, 2> size_{};
@@ -152,6 +178,7 @@ class RandomCrop : public Op {
     return GeometryStep{x, y, w, h, w, h};
   }
   std::array<int, 2> shape(std::array<int, 2>) const override { return size_; }
+  std::array<int, 2> least_shape() const override { return size_; }
 
  private:
   std::array<int, 2> size_{};
@@ -173,8 +200,8 @@ class RandomResizedCrop : public Op {
   explicit RandomResizedCrop(OpArgs& a) : Op(Stage::kGeometry) {
     a.require("size");
     size_ = a.size("size").value_or(std::array<int, 2>{1, 1});
-    scale_ = pair_of(a, "scale", {0.08, 1.0}, 0, kInf);
-    ratio_ = pair_of(a, "ratio", {3.0 / 4.0, 4.0 / 3.0}, 1e-6, kInf);
+    scale_ = pair_of(a, "scale", {0.08, 1.0}, 0, kFloatMax);
+    ratio_ = pair_of(a, "ratio", {3.0 / 4.0, 4.0 / 3.0}, 1e-6, kFloatMax);
     if (scale_[1] <= 0) a.fail("scale", "must include a positive area");
     a.interpolation("interpolation", Interpolation::kBilinear, {Interpolation::kBilinear});
     a.flag("antialias", true);
@@ -185,6 +212,7 @@ class RandomResizedCrop : public Op {
   }
   bool resamples() const override { return true; }
   std::array<int, 2> shape(std::array<int, 2>) const override { return size_; }
+  std::array<int, 2> least_shape() const override { return size_; }
 
  private:
   std::array<int, 2> size_{};
@@ -235,7 +263,7 @@ class RandomVerticalFlip : public Sometimes {
 // ColorJitter's ranges: a number v is [max(0, 1 - v), 1 + v] (hue: [-v, v]); a range
 // that can only give the identity is None, as torchvision's _check_input makes it.
 std::optional<std::array<double, 2>> jitter(OpArgs& a, std::string_view name, bool hue) {
-  const double center = hue ? 0 : 1, bound = hue ? 0.5 : kInf;
+  const double center = hue ? 0 : 1, bound = hue ? 0.5 : kFloatMax;
   const auto v = a.numbers(name, 2, 2, hue ? -0.5 : 0, bound);
   if (!v) return std::nullopt;
   std::array<double, 2> range{};
@@ -306,7 +334,7 @@ class GaussianBlur : public Op {
         a.fail("kernel_size", "must be odd and positive integers");
       }
     }
-    const auto s = a.numbers("sigma", 2, 2, 0, kInf).value_or(std::vector<double>{0.1, 2.0});
+    const auto s = a.numbers("sigma", 2, 2, 0, kFloatMax).value_or(std::vector<double>{0.1, 2.0});
     sigma_ = {s[0], s.back()};
     if (sigma_[0] <= 0 || sigma_[0] > sigma_[1]) a.fail("sigma", "must be positive, as a number or (min, max)");
   }
@@ -323,13 +351,13 @@ class GaussianBlur : public Op {
 
 // A degrees argument: d is (-d, d), or (min, max).
 std::array<double, 2> degrees_of(OpArgs& a, std::string_view name) {
-  const auto d = a.numbers(name, 2, 2, -kInf, kInf).value_or(std::vector<double>{0});
+  const auto d = a.numbers(name, 2, 2, -kFloatMax, kFloatMax).value_or(std::vector<double>{0});
   if (d.size() == 1) {
     if (d[0] < 0) a.fail(name, "must be non-negative as a single number");
-    return {-d[0], d[0]};
+    return drawn(a, name, {-d[0], d[0]});
   }
   if (d[0] > d[1]) a.fail(name, "must be a tuple (min, max) with min <= max");
-  return {d[0], d[1]};
+  return drawn(a, name, {d[0], d[1]});
 }
 
 std::optional<std::array<double, 2>> center_of(OpArgs& a) {
@@ -370,11 +398,11 @@ class RandomAffine : public Op {
       if (t->size() != 2) a.fail("translate", "must be (max_dx, max_dy), fractions of the width and height");
       translate_ = std::array<double, 2>{(*t)[0], t->back()};
     }
-    if (auto s = a.numbers("scale", 2, 2, 0, kInf)) {
+    if (auto s = a.numbers("scale", 2, 2, 0, kFloatMax)) {
       if (s->size() != 2 || (*s)[0] <= 0 || (*s)[0] > (*s)[1]) a.fail("scale", "must be (min, max), positive");
       scale_ = std::array<double, 2>{(*s)[0], s->back()};
     }
-    if (auto sh = a.numbers("shear", 2, 4, -kInf, kInf)) {
+    if (auto sh = a.numbers("shear", 2, 4, -kFloatMax, kFloatMax)) {
       if (sh->size() == 1) {
         if ((*sh)[0] < 0) a.fail("shear", "must be non-negative as a single number");
         shear_ = {-(*sh)[0], (*sh)[0], 0, 0};
@@ -387,6 +415,8 @@ class RandomAffine : public Op {
         a.fail("shear", "must be a number, (min_x, max_x) or (min_x, max_x, min_y, max_y)");
       }
       has_shear_ = true;
+      drawn(a, "shear", {shear_[0], shear_[1]});
+      drawn(a, "shear", {shear_[2], shear_[3]});
     }
     interpolation_ = a.interpolation("interpolation", Interpolation::kNearest,
                                      {Interpolation::kNearest, Interpolation::kBilinear});
@@ -474,7 +504,7 @@ std::unique_ptr<Op> aug_mix(OpArgs& a) {
   p.mixture_width = a.integer("mixture_width", 3, 1, 16);
   p.chain_depth = a.integer("chain_depth", -1, -1, 16);
   if (p.chain_depth == 0) a.fail("chain_depth", "must be -1 (1 to 3 ops, drawn) or at least 1");
-  p.alpha = a.number("alpha", 1.0, 0, kInf);
+  p.alpha = a.number("alpha", 1.0, 0, kFloatMax);
   if (p.alpha <= 0) a.fail("alpha", "must be positive");
   p.all_ops = a.flag("all_ops", true);
   read_common(a, p);
@@ -509,11 +539,13 @@ class RandomErasing : public Op {
     p_ = a.number("p", 0.5, 0, 1);
     scale_ = pair_of(a, "scale", {0.02, 0.33}, 0, 1);
     ratio_ = pair_of(a, "ratio", {0.3, 3.3}, 1e-6, kInf);
+    // The erased pixels are float32: a value past its range would write inf.
+    const char* value = "a number in [-3.4e38, 3.4e38], three of them (R, G, B) or 'random'";
     if (a.is_word("value")) {
-      random_ = a.word("value", "random", {"random"}) == "random";
+      random_ = a.word("value", "random", {"random"}, value) == "random";
     } else {
-      if (auto v = a.numbers("value", 1, 3, -kInf, kInf)) {
-        if (v->size() == 2) a.fail("value", "must be a number, three numbers or 'random'");
+      if (auto v = a.numbers("value", 1, 3, -kFloatMax, kFloatMax)) {
+        if (v->size() == 2) a.fail("value", std::string("must be ") + value);
         for (int c = 0; c < 3; ++c) value_[c] = static_cast<float>((*v)[v->size() == 3 ? c : 0]);
       }
     }

@@ -64,6 +64,9 @@ class Op {
   // Geometry: the output's {height, width} for an input of `in` ({-1, -1}: depends on
   // the image), without looking at pixels; what the pipeline checks at open.
   virtual std::array<int, 2> shape(std::array<int, 2> in) const { return in; }
+  // Geometry: the smallest {height, width} the op's output can have, whatever the image
+  // ({0, 0}: no bound); what the pipeline weighs against max_pixels at open.
+  virtual std::array<int, 2> least_shape() const { return {0, 0}; }
   // Geometry: whether the op may resample the image (Resize, RandomResizedCrop), not
   // only crop it.
   virtual bool resamples() const { return false; }

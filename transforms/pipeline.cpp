@@ -32,6 +32,19 @@ Status order_error(const OpCall& op, const std::string& why) {
   return Status::InvalidArgument("transform: " + op.text + " " + why);
 }
 
+// A geometry op whose output is larger than max_pixels for every image: each image
+// would be refused as bad data (over max_pixels, when decoded or when resized), so the
+// pipeline is refused instead, before any is read.
+Status check_pixels(const Op& op, const OpCall& call, std::uint64_t max_pixels) {
+  const auto [h, w] = op.least_shape();
+  const std::uint64_t pixels = static_cast<std::uint64_t>(h) * static_cast<std::uint64_t>(w);
+  if (max_pixels == 0 || pixels <= max_pixels) return Status::Ok();
+  return Status::InvalidArgument(
+      "transform: " + call.text + " makes images of at least " + std::to_string(w) + "x" + std::to_string(h) +
+      " = " + std::to_string(pixels) + " pixels, over max_pixels " + std::to_string(max_pixels) +
+      ", so every image would be refused as bad data: lower its size or raise max_pixels");
+}
+
 }  // namespace
 
 Result<Pipeline> Pipeline::build(std::string_view text, const PipelineOptions& options) {
@@ -75,6 +88,7 @@ Result<Pipeline> Pipeline::build(std::string_view text, const PipelineOptions& o
       return order_error(call, "works on the normalised float tensor: put it after Normalize() (torchvision "
                                "refuses it on an image too)");
     }
+    if (Status s = check_pixels(*op, call, options.max_pixels); !s.ok()) return s;
     switch (stage) {
       case Stage::kGeometry: p.geometry_.push_back(std::move(op)); break;
       case Stage::kPixels:

@@ -94,6 +94,7 @@ class Reader {
       if (close == ')' && v.tuple.size() == 1 && !comma) {
         v.kind = SpecValue::Kind::kNumber;
         v.number = v.tuple[0];
+        v.integer = integer_literal(text_.substr(start + 1, pos_ - start - 2));
         v.tuple.clear();
       } else {
         v.kind = SpecValue::Kind::kTuple;
@@ -120,6 +121,7 @@ class Reader {
       if (!n.ok()) return n.status();
       v.kind = SpecValue::Kind::kNumber;
       v.number = *n;
+      v.integer = integer_literal(text_.substr(start, pos_ - start));
     }
     v.text = std::string(text_.substr(start, pos_ - start));
     return v;
@@ -135,6 +137,15 @@ class Reader {
     }
     pos_ += used;
     return n;
+  }
+
+  // Whether `text` (a number as written, maybe with spaces around) is an int in
+  // Python: a sign and decimal digits, no point and no exponent.
+  static bool integer_literal(std::string_view text) {
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+    if (!text.empty() && (text.front() == '-' || text.front() == '+')) text.remove_prefix(1);
+    return !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
   }
 
   // A name, dotted names included (InterpolationMode.BILINEAR); empty if none is here.

@@ -39,8 +39,10 @@ inline constexpr std::chrono::milliseconds kDefaultConnectTimeout = std::chrono:
 inline constexpr std::chrono::milliseconds kDefaultOverdue = std::chrono::seconds(2);
 
 // What a stream reads and how. The stream shares the daemon's one pool of workers:
-// loader.workers only caps how many it keeps busy (its batch slots, within the daemon's
-// max_stream_workers); start_method, weight and log_level are the daemon's. Relative paths are taken from this process's working directory.
+// loader.workers only caps how many it keeps busy at once (within the daemon's
+// max_stream_workers and pool size); its batch slots are loader.workers x prefetch + 1, as
+// a Loader's; start_method, weight and log_level are the daemon's. Relative paths are taken from this
+// process's working directory.
 struct StreamOptions {
   LoaderOptions loader;
   // A dataset named in forkfeedd's config, instead of loader.image_folder / manifest.
@@ -136,7 +138,8 @@ class Client {
   std::uint64_t samples_per_epoch() const;
   // Samples in the whole dataset, all ranks together.
   std::uint64_t dataset_size() const;
-  // Workers the daemon runs for this stream.
+  // Workers the daemon keeps busy for this stream at most: loader.workers, capped by the
+  // daemon (its slots follow loader.workers all the same).
   std::uint32_t workers() const;
   // Classes of the dataset: its ImageFolder's class folders; 0 for a manifest.
   std::uint64_t classes() const;

@@ -68,8 +68,10 @@ class Loader {
 
   // The next batch of the current pass, or nullopt once the pass is over (the next call
   // then starts the following epoch). A batch holding a bad file is an error naming the
-  // file, and the pass goes on with the batch after it. A dead worker is replaced and its
-  // batches re-issued; past max_worker_restarts the error stays: recreate the Loader.
+  // file, and the pass goes on with the batch after it. A pass that skipped every sample
+  // (on_error=skip) ends in a BadData error naming the count instead of nullopt; the next
+  // call starts the following epoch. A dead worker is replaced and its batches
+  // re-issued; past max_worker_restarts the error stays: recreate the Loader.
   Result<std::optional<Batch>> next();
   // Makes the next() that waits for a batch, the one in progress or a later one, return
   // Status::Code::kCancelled at once instead, leaving the pass (and state()) as it was.

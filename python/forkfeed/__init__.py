@@ -415,7 +415,8 @@ class Client(_Pass):
     batches for ``overdue`` seconds (default 2) without delivering one has them asked of
     the others too. Only when every daemon is lost does a call raise
     ``DaemonLostError``. ``daemons()`` says what each did; ``add_daemon()`` adds one. The stream shares the daemon's pool of workers: ``workers``
-    only caps how many it keeps busy at once (its batch slots), and ``start_method``,
+    only caps how many it keeps busy at once (its batch slots are ``workers * prefetch + 1``,
+    as a Loader's, whatever the daemon's cap), and ``start_method``,
     ``weight`` and ``log_level`` are the daemon's; ``pin_memory_device`` is refused for a
     local daemon (its memory is the daemon's).
     If the daemon goes away, the next call raises an error saying so, never hangs:

@@ -10,6 +10,7 @@
 
 #include "base/option_names.h"
 #include "loader/option_fields.h"
+#include "loader/option_ranges.h"
 #include "python/src/bindings.h"
 
 namespace forkfeed::python {
@@ -24,14 +25,15 @@ namespace {
                        py::str(py::type::handle_of(got).attr("__name__")).cast<std::string>() + ")");
 }
 
-// An int (not a bool) in [lo, hi].
+// An int (not a bool) in the option's range (loader/option_ranges.h): a value outside,
+// however the field's type would take it, gets the message validate() gives.
 template <typename T>
-T integer(const std::string& name, py::handle value) {
-  constexpr long long lo = static_cast<long long>(std::numeric_limits<T>::min());
-  const std::string range = "an integer in [" + std::to_string(lo) + ", " +
-                            std::to_string(std::numeric_limits<T>::max()) + "]";
-  if (PyBool_Check(value.ptr()) || !PyLong_Check(value.ptr())) bad_type(name, range, value);
-  if (py::int_(lo) > value || value > py::int_(std::numeric_limits<T>::max())) bad_value(name, range, value);
+T integer(const std::string& name, std::string_view field, py::handle value) {
+  const OptionRange range = option_range<T>(field);
+  if (PyBool_Check(value.ptr()) || !PyLong_Check(value.ptr())) bad_type(name, range.text(), value);
+  const bool in = (range.zero_too && value.equal(py::int_(0))) ||
+                  (py::int_(range.min) <= value && value <= py::int_(range.max));
+  if (!in) raise(option_out_of_range(name, range, py::repr(value).cast<std::string>()));
   if constexpr (std::is_signed_v<T>) {
     return static_cast<T>(value.cast<long long>());
   } else {
@@ -117,7 +119,7 @@ std::string_view field_name(std::string_view keyword) {
 }
 
 template <typename T>
-T convert(const std::string& name, py::handle value) {
+T convert(const std::string& name, std::string_view field, py::handle value) {
   if constexpr (std::is_same_v<T, bool>) {
     return boolean(name, value);
   } else if constexpr (std::is_same_v<T, std::array<float, 3>>) {
@@ -125,7 +127,7 @@ T convert(const std::string& name, py::handle value) {
   } else if constexpr (std::is_enum_v<T>) {
     return enumerated<T>(name, value);
   } else {
-    return integer<T>(name, value);
+    return integer<T>(name, field, value);
   }
 }
 
@@ -147,7 +149,7 @@ LoaderOptions loader_options_from_dict(const py::dict& options) {
       if constexpr (std::is_same_v<T, std::string>) {
         out = names_a_path(field) ? path(name, value) : string(name, value);
       } else {
-        out = convert<T>(name, value);
+        out = convert<T>(name, field, value);
       }
       known = true;
     });

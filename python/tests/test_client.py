@@ -144,3 +144,19 @@ def test_a_folder_whose_name_is_not_utf8_is_served_as_a_loader_reads_it(tmp_path
         assert client.classes == loader.classes == [os.fsdecode(b"class-\xfe"), "class_000"]
         assert run(client, epochs=1) == run(loader, epochs=1)
 
+
+@pytest.mark.parametrize("face", ["Loader", "Client"])
+def test_a_pass_that_skipped_every_sample_raises(dataset, daemon, face):
+    # RandomCrop(64) of images of 24 to 48 pixels: every sample is skipped as bad data, which
+    # only decoding shows. The pass ends in BadDataError, not in an empty epoch; the next
+    # one goes on (and fails alike).
+    options = dict(batch_size=4, transform="RandomCrop(64)", on_error="skip", workers=1)
+    opened = (forkfeed.Client(dataset, socket=daemon.socket, **options) if face == "Client"
+              else forkfeed.Loader(dataset, log_level="off", **options))
+    with opened as source:
+        for epoch in range(2):
+            with pytest.raises(forkfeed.BadDataError, match=rf"every sample of epoch {epoch}'s pass was skipped "
+                                                            rf"\({IMAGES} of this rank's share"):
+                for _ in source:
+                    pass
+        assert source.stats()["skipped_samples"] == 2 * IMAGES

@@ -31,8 +31,23 @@ def test_wrong_type_names_the_option(dataset, name, value):
         forkfeed.Loader(dataset, **{name: value})
 
 
+@pytest.mark.parametrize("name,values,range_", [
+    ("weight", [0, -1, 1001, 2**32], "an integer from 1 to 1000"),
+    ("prefetch", [0, -1, 2**32], "an integer from 1 to 4294967295"),
+    ("workers", [0, -1], "an integer from 1 to 4294967295"),
+    ("batch_size", [0, -1, 65537, 2**64], "an integer from 1 to 65536"),
+    ("size", [7, -1, 4097], "0 .the transform's. or an integer from 8 to 4096"),
+])
+def test_a_value_outside_an_options_range_gets_one_message(dataset, name, values, range_):
+    # weight=-1 said "in [0, 4294967295]" (uint32's range) and weight=0 "1 to 1000": one
+    # range now, the option's, whatever the value.
+    for value in values:
+        with pytest.raises(ValueError, match=rf"^{name} must be {range_}.*, got {value}$"):
+            forkfeed.Loader(dataset, **{name: value})
+
+
 def test_checks_of_the_cpp_options_are_value_errors(dataset):
-    with pytest.raises(ValueError, match="batch size"):
+    with pytest.raises(ValueError, match="batch_size"):
         forkfeed.Loader(dataset, batch_size=0)
     with pytest.raises(ValueError, match="size"):
         forkfeed.Loader(dataset, size=4)

@@ -113,6 +113,23 @@ def test_values_without_a_spelling_are_refused_naming_op_and_argument():
         str(T.RandomCrop(8, padding_mode='a"b'))
 
 
+def test_what_torchvision_refuses_is_refused_when_the_loader_opens(dataset):
+    # torchvision 0.14 raises for these (Resize: "Size should be int or sequence"; the
+    # others at the first sample, drawing in float32: "from is out of bounds for float").
+    for transform, message in (([T.Resize(100.0), T.CenterCrop(16)], r"Resize's size must be an int or a sequence"),
+                               ([T.CenterCrop(16), T.RandomRotation(1e300)], r"RandomRotation's degrees .*3\.40282e\+38"),
+                               ([T.CenterCrop(16), T.RandomAffine(0, shear=1e308)], r"RandomAffine's shear"),
+                               ([T.CenterCrop(16), T.RandomAffine(0, scale=(1e300, 1e300))], r"RandomAffine's scale"),
+                               ([T.Resize(20000), T.RandomCrop(16)], r"Resize\(20000\) makes images of at least "
+                                                                    r"20000x20000 .* over max_pixels")):
+        with pytest.raises(ValueError, match=message):
+            forkfeed.Loader(dataset, transform=transform, workers=1)
+    # ... and what it takes, as it takes it: RandomResizedCrop(1e2) is its int(1e2).
+    with forkfeed.Loader(dataset, transform=[T.RandomResizedCrop(1e2)], workers=1, batch_size=2) as loader:
+        images, _ = next(iter(loader))
+        assert tuple(images.shape[1:3]) == (100, 100)
+
+
 # A list of ops is the C++ side's one string ---------------------------------------------------------------
 
 

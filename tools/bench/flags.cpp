@@ -86,10 +86,10 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
       ->type_name("NAME");
   app.add_option("--workers", o.workers, "Decode worker processes")
       ->type_name("N")
-      ->check(cli::integer_of(o.workers));
+      ->check(cli::option_integer("workers", o.workers));
   app.add_option("--batch", o.batch_size, "Samples per batch")
       ->type_name("B")
-      ->check(cli::integer_of(o.batch_size));
+      ->check(cli::option_integer("batch_size", o.batch_size));
   app.add_option("--epochs", flags.epochs, "Epochs in the whole schedule, a resumed run included")
       ->type_name("E")
       ->check(cli::integer_of(flags.epochs))
@@ -99,9 +99,10 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
                  "torchvision's ops in one quoted argument, e.g. \"RandomResizedCrop(176), "
                  "RandomHorizontalFlip(), TrivialAugmentWide(), Normalize(), RandomErasing(0.1)\"")
       ->capture_default_str();
-  app.add_option("--size", o.size, "Output height and width in pixels; 0: the transform's (224 for train and eval)")
+  app.add_option("--size", o.size,
+                 "Output height and width in pixels; 0: the transform's (224 for train and eval)")
       ->type_name("S")
-      ->check(cli::integer_of(o.size));
+      ->check(cli::option_integer("size", o.size));
   app.add_option("--dtype", dtype, "uint8, or float32 normalised ((x / 255 - mean) / std)")
       ->check(CLI::IsMember(enum_names<DType>()));
   app.add_option("--layout", layout,
@@ -109,14 +110,16 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
       ->check(CLI::IsMember(enum_names<Layout>()));
   app.add_option("--seed", o.seed, "Seed of the shuffle and of the random crops")
       ->type_name("X")
-      ->check(cli::integer_of(o.seed));
-  app.add_option("--rank", o.rank, "This process's rank")->type_name("R")->check(cli::integer_of(o.rank));
+      ->check(cli::option_integer("seed", o.seed));
+  app.add_option("--rank", o.rank, "This process's rank")
+      ->type_name("R")
+      ->check(cli::option_integer("rank", o.rank));
   app.add_option("--world-size", o.world_size, "Number of ranks sharing the dataset")
       ->type_name("W")
-      ->check(cli::integer_of(o.world_size));
+      ->check(cli::option_integer("world_size", o.world_size));
   app.add_option("--prefetch", o.prefetch, "Batches in flight per worker")
       ->type_name("P")
-      ->check(cli::integer_of(o.prefetch));
+      ->check(cli::option_integer("prefetch", o.prefetch));
   app.add_flag("--drop-last", o.drop_last, "Drop the last partial batch and the rank remainder");
   app.add_flag("--no-shuffle", no_shuffle, "Deliver samples in index order");
   app.add_option("--on-error", on_error, "A file that cannot be decoded: fail the run, or skip the sample")
@@ -144,20 +147,19 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
       ->needs(probe);
   app.add_option("--max-worker-restarts", o.max_worker_restarts, "Worker deaths survived before failing")
       ->type_name("N")
-      ->check(cli::integer_of(o.max_worker_restarts));
+      ->check(cli::option_integer("max_worker_restarts", o.max_worker_restarts));
   app.add_option("--task-timeout", o.task_timeout_ms, "Kill a worker busy on one sample this long; 0: never")
       ->type_name("MS")
-      ->check(cli::integer_of(o.task_timeout_ms));
+      ->check(cli::option_integer("task_timeout_ms", o.task_timeout_ms));
   app.add_option("--max-file-bytes", o.max_file_bytes,
                  "Refuse image files larger than this, before reading them, as bad data (--on-error)")
       ->type_name("BYTES")
-      ->check(cli::integer_of(o.max_file_bytes));
+      ->check(cli::option_integer("max_file_bytes", o.max_file_bytes));
   app.add_option("--pin-memory-device", o.pin_memory_device,
                  "Page-lock the batch slots for this CUDA device (falls back to ordinary memory "
                  "without CUDA); -1: off")
       ->type_name("N")
-      ->check(cli::integer_of(o.pin_memory_device))
-      ->check(CLI::Range(-1, std::numeric_limits<std::int32_t>::max()));
+      ->check(cli::option_integer("pin_memory_device", o.pin_memory_device));
   app.add_option("--resume", flags.resume_path, "Continue from a state saved by --save-state")
       ->type_name("FILE");
   app.add_option("--save-state", flags.save_state_path,

@@ -12,10 +12,13 @@
 
 #include <CLI/CLI.hpp>
 
+#include "loader/option_ranges.h"
+
 namespace forkfeed::cli {
 
-// A validator admitting only a plain decimal integer from min to max ("-" only when
-// min < 0): no sign otherwise, no space, no octal or hex, no overflow.
+// A validator admitting only a plain decimal integer in `range` ("-" only when its min
+// < 0): no sign otherwise, no space, no octal or hex, no overflow.
+CLI::Validator integer_in(const OptionRange& range);
 CLI::Validator integer_between(std::int64_t min, std::uint64_t max);
 
 template <typename T>
@@ -38,6 +41,13 @@ requires std::integral<typename IntegerFlag<V>::type> CLI::Validator integer_of(
   using T = typename IntegerFlag<V>::type;
   return integer_between(static_cast<std::int64_t>(std::numeric_limits<T>::min()),
                          static_cast<std::uint64_t>(std::numeric_limits<T>::max()));
+}
+
+// The check of a flag that sets LoaderOptions field `option` (its for_each_option name):
+// the option's own range and words, as validate() and every other face say them.
+template <typename T>
+requires std::integral<T> CLI::Validator option_integer(std::string_view option, const T&) {
+  return integer_in(option_range<T>(option));
 }
 
 }  // namespace forkfeed::cli
