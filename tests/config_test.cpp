@@ -143,6 +143,26 @@ TEST_F(ConfigTest, BadValuesAreNamed) {
   expect_refused("defaults:\n  size: big\n", "defaults", "size");
 }
 
+// Found from outside: numbers were read with std::stod, which takes a prefix ("0.5x" was
+// 0.5), and user ids by yaml-cpp, which reads "010" as octal (8) and "0x3e8" as hex. A
+// number in the config is the whole of its text or an error naming the key, the value
+// and its line.
+TEST_F(ConfigTest, ANumberIsTheWholeValueOrAnError) {
+  expect_refused("defaults:\n  mean: [0.5x, 0.5, 0.5]\n", "defaults.mean", "'0.5x' (line 2) is not a number");
+  expect_refused("defaults:\n  std: [0.2, 0.2, '0.2 ']\n", "defaults.std", "is not a number");
+  expect_refused("defaults:\n  std: [0.2, .inf, 0.2]\n", "defaults.std", "'.inf' (line 2) is not a number");
+  expect_refused("defaults:\n  size: 64\n  batch_size: 12x\n", "defaults.batch_size", "line 3");
+  expect_refused("defaults:\n  batch_size: 99999999999999999999\n", "defaults.batch_size",
+                 "'99999999999999999999' (line 2) is larger than");
+  expect_refused("allow_uids: [1000, 0x3e8]\n", "allow_uids", "'0x3e8' (line 1) is not a user id");
+  expect_refused("allow_uids: [1.5]\n", "allow_uids", "'1.5' (line 1) is not a user id");
+  expect_refused("allow_uids: [-1]\n", "allow_uids", "'-1' (line 1) is not a user id");
+  expect_refused("allow_uids: [4294967295]\n", "allow_uids", "is not a user id");
+  ASSERT_TRUE(load("allow_uids: [010, 1001]\ndefaults:\n  mean: [+0.5, -.25, 1e-1]\n").ok());
+  EXPECT_EQ(config_.allow_uids, (std::vector<uid_t>{10, 1001})) << "010 is ten, not octal";
+  EXPECT_EQ(config_.defaults["mean"], nlohmann::json::array({0.5, -0.25, 0.1}));
+}
+
 TEST_F(ConfigTest, ValuesOfTheWrongTypeAreNamed) {
   expect_refused("limits:\n  max_streams: many\n", "limits.max_streams", "line 2");
   expect_refused("limits:\n  handshake_timeout_ms: soon\n", "limits.handshake_timeout_ms", "line 2");

@@ -138,7 +138,8 @@ forkfeed_test(tool_arguments_test)
 foreach(test IN ITEMS bad_files_test loader_test skipped_samples_test synthetic_images_test)
   target_link_libraries(${test} PRIVATE opencv_imgcodecs)
 endforeach()
-add_dependencies(tool_arguments_test forkfeed-bench forkfeed-mkdata forkfeed-shard forkfeedd forkfeed-ctl)
+add_dependencies(tool_arguments_test forkfeed-bench forkfeed-mkdata forkfeed-shard forkfeedd forkfeed-ctl
+  forkfeed-gateway)
 
 # forkfeedd as a child of the test, for the daemon and client suites.
 add_library(forkfeed_daemon_testing STATIC testing/daemon_process.cpp)

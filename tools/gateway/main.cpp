@@ -19,6 +19,7 @@
 #include "gateway/gateway.h"
 #include "remote/token.h"
 #include "tools/cli/exit_status.h"
+#include "tools/cli/integer_flag.h"
 
 namespace {
 
@@ -46,8 +47,11 @@ int main(int argc, char** argv) {
       ->required();
   app.add_option("--listen", listen, "HOST:PORT to accept remote clients on; repeatable")->required();
   app.add_option("--token-file", token_file, "The token remote clients must present")->required();
-  app.add_option("--parent-pid", parent, "forkfeedd's pid: the gateway ends when it goes")->required();
-  app.add_option("--ready-fd", ready_fd, "Where to write 'listening HOST:PORT' lines once listening");
+  app.add_option("--parent-pid", parent, "forkfeedd's pid: the gateway ends when it goes")
+      ->required()
+      ->check(forkfeed::cli::integer_of(parent));
+  app.add_option("--ready-fd", ready_fd, "Where to write 'listening HOST:PORT' lines once listening")
+      ->check(forkfeed::cli::integer_of(ready_fd));
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical or off");
   try {
     app.parse(argc, argv);
