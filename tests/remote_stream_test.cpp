@@ -12,6 +12,7 @@
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,6 +43,8 @@ using testing::remote_address;
 using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
 
+constexpr const char* kToken = "s3cret-token-of-this-suite";
+
 class RemoteStreamTest : public testing::DaemonSuite<RemoteStreamTest> {
  protected:
   static void SetUpTestSuite() {
@@ -51,7 +54,7 @@ class RemoteStreamTest : public testing::DaemonSuite<RemoteStreamTest> {
     ::setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 1);
     make_dataset(48, 3, 17, 40, 90);
     token_ = dir_->path() + "/token";
-    std::ofstream(token_) << "s3cret-token\n";
+    std::ofstream(token_) << kToken << "\n";
     ::chmod(token_.c_str(), 0600);
   }
 
@@ -156,10 +159,20 @@ TEST_F(RemoteStreamTest, AWrongTokenAndAPathAreRefusedWithReasons) {
   testing::DaemonProcess daemon(socket_path("refuse"), remote_args());
   const std::string address = remote_address(daemon);
   const std::string wrong = dir_->path() + "/wrong-token";
-  std::ofstream(wrong) << "guess\n";
+  std::ofstream(wrong) << "a-wrong-guess-of-the-token\n";
+  ASSERT_EQ(::chmod(wrong.c_str(), 0600), 0);
   auto refused = Client::connect(RemoteDaemon{address, wrong}, remote_options());
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("refused the token"), std::string::npos) << refused.status().message();
+  // The client's copy is a secret too: one that others may read is refused before use.
+  const std::string readable = dir_->path() + "/readable-token";
+  std::ofstream(readable) << kToken << "\n";
+  ASSERT_EQ(::chmod(readable.c_str(), 0644), 0);
+  auto exposed = Client::connect(RemoteDaemon{address, readable}, remote_options());
+  ASSERT_FALSE(exposed.ok());
+  EXPECT_NE(exposed.status().message().find("has mode 0644"), std::string::npos) << exposed.status().message();
+  EXPECT_NE(exposed.status().message().find("chmod 600 " + readable), std::string::npos)
+      << exposed.status().message();
 
   StreamOptions path = remote_options();
   path.loader.image_folder = root_;  // a name and a path: the gateway takes no path
@@ -285,7 +298,7 @@ TEST_F(RemoteStreamTest, FiftyGarbageMessagesHarmNoOtherStream) {
 
   const auto open = static_cast<std::uint16_t>(MessageType::kOpenStream);
   const auto credit = static_cast<std::uint16_t>(MessageType::kCredit);
-  const std::string token = "s3cret-token";
+  const std::string token = kToken;
   // Each is one connection's whole conversation: not forkfeed at all, cut short, lying
   // about its length, before the hello, a wrong token (with a garbage worker address,
   // which UCX must never see: it asserts on one), a hello without a worker address,
@@ -470,7 +483,7 @@ TEST_F(RemoteStreamTest, ClientsGoneSilentToUcxDoNotStallTheOthers) {
   for (int i = 0; i < 5; ++i) {
     auto worker = UcxWorker::create(*context);
     ASSERT_TRUE(worker.ok());
-    frozen.push_back(frozen_client(address, "s3cret-token", **worker));
+    frozen.push_back(frozen_client(address, kToken, **worker));
     workers.push_back(std::move(worker).value());
   }
   auto bystander = connect(address, remote_options());
