@@ -5,9 +5,11 @@
 // reach a waiting client within 3 s; a killed remote client frees its stream; garbage
 // sent to the listener harms no other stream; no process with UCX loaded starts a child;
 // and the fork report names UCX once it is loaded.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/resource.h>
@@ -18,6 +20,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <thread>
 
@@ -337,6 +340,66 @@ TEST_F(RemoteStreamTest, FiftyGarbageMessagesHarmNoOtherStream) {
   EXPECT_TRUE(testing::eventually([&] { return open_streams(daemon) == 1; }, std::chrono::seconds(5)))
       << "garbage left streams open";
   EXPECT_GT(gateway_of(daemon.pid()), 0) << "the gateway is gone";
+}
+
+// A connection from `source` (a loopback address) to `address` that has sent a hello
+// with `token` (and no worker address: a wrong token is refused before it is looked at).
+UniqueFd hello_from(const std::string& source, const std::string& address, const std::string& token) {
+  auto where = parse_net_address(address, "address");
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  EXPECT_EQ(::inet_pton(AF_INET, source.c_str(), &from.sin_addr), 1);
+  EXPECT_EQ(::bind(fd.get(), reinterpret_cast<const sockaddr*>(&from), sizeof from), 0) << std::strerror(errno);
+  EXPECT_EQ(::connect(fd.get(), reinterpret_cast<const sockaddr*>(&*where), sizeof(sockaddr_in)), 0);
+  const std::string bytes = hello(token);
+  EXPECT_EQ(::write(fd.get(), bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  return fd;
+}
+
+// Waits for the reply to the hello on `fd` (beats skipped); its body.
+json hello_reply(int fd) {
+  while (true) {
+    auto frame = recv_frame(fd, false);
+    if (!frame.ok()) return json{{"lost", frame.status().message()}};
+    if (frame->type == static_cast<std::uint16_t>(MessageType::kReply)) return json::parse(frame->payload);
+  }
+}
+
+// Found from outside: hellos were not rate-limited, so a token could be guessed as fast
+// as connections open. Wrong tokens from one address slow down that address's next
+// checks (0.5 s, then 1 s, 2 s ... at most 5 s), however many connections it opens at
+// once; another address is not held up, and a right token is still served.
+TEST_F(RemoteStreamTest, WrongTokensFromOneAddressSlowItsNextHellosOnly) {
+  testing::HangGuard guard(120, "RemoteStreamTest.Throttle");
+  testing::DaemonProcess daemon(socket_path("throttle"), remote_args());
+  const std::string address = remote_address(daemon);
+  ASSERT_FALSE(address.empty());
+  // Three guesses at once, on three connections: answered one per back-off step, the
+  // last no sooner than 0.5 + 1 s after the first (a lower bound: load only delays).
+  const Clock::time_point sent = Clock::now();
+  std::vector<UniqueFd> guesses;
+  for (int i = 0; i < 3; ++i) guesses.push_back(hello_from("127.0.0.1", address, "guess-" + std::to_string(i)));
+  for (const UniqueFd& fd : guesses) {
+    const json reply = hello_reply(fd.get());
+    EXPECT_NE(reply.dump().find("refused the token"), std::string::npos) << reply.dump();
+  }
+  const double answered = std::chrono::duration<double>(Clock::now() - sent).count();
+  EXPECT_GE(answered, 1.45) << "three wrong tokens from one address were all answered within " << answered << " s";
+
+  // The guesser's next hello waits 2 s; one from another address is answered before it.
+  UniqueFd held = hello_from("127.0.0.1", address, "guess-3");
+  UniqueFd elsewhere = hello_from("127.0.0.2", address, "a guess from elsewhere");
+  pollfd both[2] = {{held.get(), POLLIN, 0}, {elsewhere.get(), POLLIN, 0}};
+  ASSERT_EQ(::poll(both, 2, 10000), 1) << "not exactly one of the two answered first";
+  EXPECT_NE(both[1].revents, 0) << "another address waited for the guesser's turn";
+  EXPECT_NE(hello_reply(elsewhere.get()).dump().find("refused the token"), std::string::npos);
+  held.reset();  // gone before its turn: never checked
+
+  // The right token from the guessing address: served, in its turn.
+  auto client = connect(address, remote_options());
+  ASSERT_TRUE(client);
+  EXPECT_EQ(testing::read_pass(*client).size(), 12u);
 }
 
 TEST_F(RemoteStreamTest, NoProcessWithUcxLoadedHasAChild) {
