@@ -174,6 +174,8 @@ add_dependencies(remote_stream_test forkfeed-bench forkfeed-gateway fake_cudart)
 target_compile_definitions(remote_stream_test PRIVATE FAKE_CUDART="$<TARGET_FILE:fake_cudart>")
 forkfeed_daemon_test(fan_in_test)
 add_dependencies(fan_in_test forkfeed-gateway)
+forkfeed_daemon_test(gateway_restart_test)
+add_dependencies(gateway_restart_test forkfeed-gateway)
 # The gateway's parts on their own.
 forkfeed_test(token_throttle_test)
 target_link_libraries(token_throttle_test PRIVATE forkfeed_gateway)
