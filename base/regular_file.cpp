@@ -84,6 +84,7 @@ Result<RegularFile> open_regular_file(const std::string& path, std::string_view 
   if (::fstat(file.fd.get(), &st) != 0) return Status::FromErrno("cannot stat " + named, errno);
   if (!S_ISREG(st.st_mode)) return Status::InvalidArgument(not_regular(named, st.st_mode));
   file.size = static_cast<std::uint64_t>(std::max<off_t>(st.st_size, 0));
+  file.mode = st.st_mode & 07777;
   if (file.size > limit.bytes) return too_large(named, file.size, limit);
   return file;
 }
@@ -92,17 +93,22 @@ Result<std::string> read_regular_file(const std::string& path, std::string_view 
                                       const SizeLimit& limit) {
   Result<RegularFile> file = open_regular_file(path, what, limit);
   if (!file.ok()) return file.status();
+  return read_opened_file(*file, path, what, limit);
+}
+
+Result<std::string> read_opened_file(RegularFile& file, const std::string& path, std::string_view what,
+                                     const SizeLimit& limit) {
   // st_size is only a hint (a file may grow, /proc says 0); one spare byte lets the read
   // that sees EOF happen without growing, and reading stops one byte past the limit.
   const std::size_t cap = static_cast<std::size_t>(std::min<std::uint64_t>(limit.bytes, SIZE_MAX - 1)) + 1;
-  std::string text(static_cast<std::size_t>(std::min<std::uint64_t>(file->size + 1, cap)), '\0');
+  std::string text(static_cast<std::size_t>(std::min<std::uint64_t>(file.size + 1, cap)), '\0');
   std::size_t used = 0;
   for (;;) {
     if (used == text.size()) {
       if (text.size() == cap) return too_large(std::string(what) + " " + printable(path), 0, limit);
       text.resize(std::min(cap, text.size() * 2));
     }
-    const ssize_t n = ::read(file->fd.get(), text.data() + used, text.size() - used);
+    const ssize_t n = ::read(file.fd.get(), text.data() + used, text.size() - used);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return Status::FromErrno("cannot read " + std::string(what) + " " + printable(path), errno);
     if (n == 0) break;

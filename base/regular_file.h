@@ -4,6 +4,8 @@
 // before it is read, and that a file is replaced only when it is a regular file.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -24,6 +26,7 @@ struct SizeLimit {
 struct RegularFile {
   UniqueFd fd;
   std::uint64_t size = 0;  // at open
+  mode_t mode = 0;         // its permission bits (st_mode & 07777), at open
 };
 
 // Ok unless `path` holds a NUL byte, which the system would take for its end and so name
@@ -42,6 +45,10 @@ Result<RegularFile> open_regular_file(const std::string& path, std::string_view 
 // The whole of `path`, checked as open_regular_file() does; a file that grows past
 // `limit` while it is read is refused too, so memory stays bounded.
 Result<std::string> read_regular_file(const std::string& path, std::string_view what, const SizeLimit& limit);
+// The rest of `file`, opened by open_regular_file(path, what, limit), bounded the same way:
+// for a caller that checks what it opened (its mode, say) before reading it.
+Result<std::string> read_opened_file(RegularFile& file, const std::string& path, std::string_view what,
+                                     const SizeLimit& limit);
 
 // Ok iff `path` does not exist or is a regular file (not a symbolic link), and its folder
 // is writable: what AtomicFile (base/atomic_file.h) needs, checked before long work.

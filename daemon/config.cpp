@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <set>
 
+#include "base/number_text.h"
 #include "base/option_names.h"
 #include "base/printable.h"
 #include "base/regular_file.h"
@@ -22,34 +23,45 @@ Status bad_key(const std::string& path, const std::string& key, const std::strin
   return Status::InvalidArgument("config " + printable(path) + ": " + printable(key) + ": " + what);
 }
 
-// A YAML scalar as JSON: integers stay integers, true/false booleans, the rest strings.
-nlohmann::json scalar_json(const YAML::Node& node) {
-  const std::string text = node.Scalar();
-  if (text == "true" || text == "false") return text == "true";
-  if (!text.empty() &&
-      std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); })) {
-    try {
-      return std::stoull(text);
-    } catch (const std::exception&) {
-    }
-  }
-  return text;
+// "'0.5x' (line 3)": a value and where it is, for a message.
+std::string value_at(const YAML::Node& node) {
+  return quoted_start(node.Scalar(), 40) + " (line " + std::to_string(node.Mark().line + 1) + ")";
 }
 
-nlohmann::json to_json(const YAML::Node& node) {
+// A YAML value of `defaults` as JSON, strictly: a list (mean, std) holds numbers only,
+// each the whole of its text; digits alone are an integer; true/false a boolean; other
+// text a string, for parse_stream_request to judge. InvalidArgument names the value and
+// its line.
+Result<nlohmann::json> to_json(const YAML::Node& node) {
   if (node.IsSequence()) {
     nlohmann::json a = nlohmann::json::array();
     for (const auto& item : node) {
-      const std::string text = item.Scalar();
-      try {
-        a.push_back(std::stod(text));
-      } catch (const std::exception&) {
-        a.push_back(text);
-      }
+      const auto number = item.IsScalar() ? parse_real(item.Scalar()) : std::nullopt;
+      if (!number) return Status::InvalidArgument(value_at(item) + " is not a number");
+      a.push_back(*number);
     }
     return a;
   }
-  return scalar_json(node);
+  if (!node.IsScalar()) return Status::InvalidArgument("must be a number, a string or a list of numbers");
+  const std::string& text = node.Scalar();
+  if (text == "true" || text == "false") return nlohmann::json(text == "true");
+  if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) {
+    const auto number = parse_whole_number(text, ~std::uint64_t{0});
+    if (!number) return Status::InvalidArgument(value_at(node) + " is larger than 18446744073709551615");
+    return nlohmann::json(*number);
+  }
+  return nlohmann::json(text);
+}
+
+// One of allow_uids: a user id in decimal, as id(1) prints it.
+Result<uid_t> uid_of(const YAML::Node& node) {
+  constexpr std::uint64_t kMostUid = 4294967294;  // (uid_t)-1 is no user
+  const auto uid = node.IsScalar() ? parse_whole_number(node.Scalar(), kMostUid) : std::nullopt;
+  if (!uid) {
+    return Status::InvalidArgument(value_at(node) + " is not a user id (a whole number from 0 to " +
+                                   std::to_string(kMostUid) + ")");
+  }
+  return static_cast<uid_t>(*uid);
 }
 
 }  // namespace
@@ -124,7 +136,11 @@ Status load_config_file(const std::string& path, DaemonConfig& config) {
         config.log_level = value.as<std::string>();
       } else if (key == "allow_uids") {
         if (!value.IsSequence()) return bad_key(path, key, "must be a list of user ids");
-        for (const auto& uid : value) config.allow_uids.push_back(uid.as<uid_t>());
+        for (const auto& item : value) {
+          auto uid = uid_of(item);
+          if (!uid.ok()) return bad_key(path, key, uid.status().message());
+          config.allow_uids.push_back(*uid);
+        }
       } else if (key == "datasets") {
         if (!value.IsMap())
           return bad_key(path, key, "must map names to {image_folder: DIR} or {manifest: FILE}");
@@ -165,7 +181,18 @@ Status load_config_file(const std::string& path, DaemonConfig& config) {
       } else if (key == "defaults") {
         if (!value.IsMap()) return bad_key(path, key, "must be a mapping of open_stream fields");
         nlohmann::json defaults = nlohmann::json::object();
-        for (const auto& d : value) defaults[d.first.as<std::string>()] = to_json(d.second);
+        for (const auto& d : value) {
+          const std::string field = d.first.as<std::string>();
+          at = "defaults." + field;
+          auto json = to_json(d.second);
+          if (!json.ok()) return bad_key(path, at, json.status().message());
+          // Each field alone first, so that a refusal names its key and line.
+          if (auto parsed = parse_stream_request(nlohmann::json{{field, *json}}); !parsed.ok()) {
+            return bad_key(path, at,
+                           parsed.status().message() + " (line " + std::to_string(d.first.Mark().line + 1) + ")");
+          }
+          defaults[field] = std::move(json).value();
+        }
         if (auto parsed = parse_stream_request(defaults); !parsed.ok()) {
           return bad_key(path, key, parsed.status().message());
         }

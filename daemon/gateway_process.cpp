@@ -70,14 +70,17 @@ Result<GatewayProcess> GatewayProcess::start(const DaemonConfig& config, const s
     said.append(buffer, static_cast<std::size_t>(n));
   }
   std::vector<std::string> listening;
+  std::string reason;
   std::istringstream lines(said);
   for (std::string line; std::getline(lines, line);) {
     if (line.starts_with("listening ")) listening.push_back(line.substr(10));
+    if (line.starts_with("error ")) reason = line.substr(6);
   }
   if (listening.size() != config.listen.size()) {
     auto exit = child->wait_for(std::chrono::seconds(5));
-    return Status::IoError("forkfeed-gateway could not start" + (exit ? " (" + exit->describe() + ")" : std::string()) +
-                           "; its reason is in the log above");
+    const std::string how = exit ? " (" + exit->describe() + ")" : std::string();
+    if (!reason.empty()) return Status::IoError("forkfeed-gateway could not start" + how + ": " + reason);
+    return Status::IoError("forkfeed-gateway could not start" + how + "; its reason is in the log above");
   }
   return GatewayProcess(std::move(child).value(), std::move(listening));
 }

@@ -16,7 +16,8 @@ class GatewayProcess {
  public:
   // Spawns forkfeed-gateway ($FORKFEED_GATEWAY, else next to this executable) for
   // `config`'s listen addresses, serving the daemon at `socket`, and waits until it
-  // listens. Must run on the main thread (the parent-death signal follows the spawner).
+  // listens; an error carries the reason the gateway gave (a token file it cannot use, a
+  // port taken). Must run on the main thread (the parent-death signal follows the spawner).
   static Result<GatewayProcess> start(const DaemonConfig& config, const std::string& socket);
   // What it listens on, each port resolved ("127.0.0.1:41233").
   const std::vector<std::string>& listening() const { return listening_; }

@@ -1,8 +1,6 @@
 // set_limit and limit_keys (daemon/limit_fields.h): a limit set from its text, by name.
 #include "daemon/limit_fields.h"
 
-#include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cstdint>
 #include <limits>
@@ -11,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "base/number_text.h"
 #include "base/printable.h"
 
 namespace forkfeed {
@@ -26,13 +25,9 @@ Status assign(LimitKind kind, std::string_view text, T& value) {
     if (!bytes.ok()) return bytes.status();
     n = *bytes;
   } else {
-    const bool digits =
-        !text.empty() && text.size() <= 10 &&
-        std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); });
-    n = digits ? std::stoull(std::string(text)) : 0;
-    if (!digits || n > std::numeric_limits<std::uint32_t>::max()) {
-      return Status::InvalidArgument(quoted_start(text, 40) + " is not a whole number from 0 to 4294967295");
-    }
+    const auto whole = parse_whole_number(text, std::numeric_limits<std::uint32_t>::max());
+    if (!whole) return Status::InvalidArgument(quoted_start(text, 40) + " is not a whole number from 0 to 4294967295");
+    n = *whole;
   }
   if constexpr (std::is_same_v<T, std::chrono::milliseconds>) {
     value = std::chrono::milliseconds(n);

@@ -13,7 +13,6 @@
 #include <cstring>
 #include <fstream>
 #include <new>
-#include <thread>
 
 namespace forkfeed {
 namespace {
@@ -61,40 +60,11 @@ Result<std::unique_ptr<Server>> Server::start(DaemonConfig config) {
                                             std::move(stop), std::move(pool).value()));
   // Spawned, never forked, from this (the main) thread: UCX never enters forkfeedd.
   if (!server->config_.listen.empty()) {
-    auto gateway = GatewayProcess::start(server->config_, server->listener_.path());
+    auto gateway = GatewaySupervisor::start(server->config_, server->listener_.path());
     if (!gateway.ok()) return gateway.status();
-    server->gateway_.emplace(std::move(gateway).value());
-    server->gateway_started_ = std::chrono::steady_clock::now();
-    server->listening_ = server->gateway_->listening();
+    server->gateway_ = std::move(gateway).value();
   }
   return server;
-}
-
-void Server::restart_gateway() {
-  pollfd p{gateway_->pidfd(), POLLIN, 0};
-  if (::poll(&p, 1, 0) != 1) return;
-  auto exit = gateway_->child().poll();
-  spdlog::error("forkfeed-gateway (pid {}) {}; its remote streams are closed; starting another",
-                gateway_->pid(), exit ? exit->describe() : std::string("ended"));
-  if (std::chrono::steady_clock::now() - gateway_started_ < std::chrono::seconds(1)) {
-    std::this_thread::sleep_for(std::chrono::seconds(1));
-  }
-  gateway_started_ = std::chrono::steady_clock::now();
-  // At the addresses it had (a port 0 resolved): its clients reconnect where they were.
-  DaemonConfig again = config_;
-  again.listen = gateway_->listening();
-  auto gateway = GatewayProcess::start(again, listener_.path());
-  if (!gateway.ok()) {
-    spdlog::error("forkfeed-gateway could not start again: {}; remote clients are not served until forkfeedd restarts",
-                  gateway.status().message());
-    gateway_.reset();
-    std::lock_guard lock(mu_);
-    listening_ = nlohmann::json::array();
-    return;
-  }
-  gateway_.emplace(std::move(gateway).value());
-  std::lock_guard lock(mu_);
-  listening_ = gateway_->listening();
 }
 
 Server::Server(DaemonConfig config, Listener listener, UniqueFd signals, UniqueFd stop,
@@ -124,7 +94,7 @@ Status Server::run() {
       limits.max_stream_arena_bytes >> 20);
   if (gateway_) {
     for (const std::string& address : gateway_->listening()) {
-      spdlog::info("remote clients: listening on {} (forkfeed-gateway, pid {})", address, gateway_->pid());
+      spdlog::info("remote clients: listening on {} (forkfeed-gateway)", address);
     }
   }
   while (true) {
@@ -143,7 +113,7 @@ Status Server::run() {
     expire_handshakes();
     wake_sessions(false);
     reap(false);
-    if (gateway_) restart_gateway();
+    if (gateway_) gateway_->tick(std::chrono::steady_clock::now());  // here: the main thread starts it
   }
   // Remote clients first: the gateway's streams close as its connections do.
   if (gateway_) gateway_->stop();
@@ -256,10 +226,10 @@ nlohmann::json Server::stats() const {
   const Limits& limits = admission_.limits();
   nlohmann::json streams = nlohmann::json::array();
   std::size_t pending = 0;
-  nlohmann::json listening;
+  const auto now = std::chrono::steady_clock::now();
+  nlohmann::json listening = gateway_ ? nlohmann::json(gateway_->listening()) : nlohmann::json::array();
   {
     std::lock_guard lock(mu_);
-    listening = listening_;
     for (const auto& session : sessions_) {
       nlohmann::json s = session->stats();
       if (!s.is_null()) streams.push_back(std::move(s));
@@ -270,8 +240,8 @@ nlohmann::json Server::stats() const {
   double worker_ns = 0;
   for (const auto& s : streams) worker_ns += s.value("worker_ns", 0.0);
   for (auto& s : streams) s["worker_share"] = worker_ns > 0 ? s.value("worker_ns", 0.0) / worker_ns : 0.0;
-  const double uptime = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-  return nlohmann::json{{"daemon",
+  const double uptime = std::chrono::duration<double>(now - started_).count();
+  nlohmann::json stats{{"daemon",
                          {{"pid", ::getpid()},
                           {"socket", listener_.path()},
                           {"uptime_s", uptime},
@@ -291,6 +261,8 @@ nlohmann::json Server::stats() const {
                             {"max_pending_connections", config_.handshake.max_pending_connections},
                             {"handshake_timeout_ms", config_.handshake.timeout.count()}}}}},
                         {"streams", streams}};
+  if (gateway_) stats["daemon"]["gateway"] = gateway_->stats(now);
+  return stats;
 }
 
 }  // namespace forkfeed

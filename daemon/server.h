@@ -14,7 +14,7 @@
 
 #include "daemon/admission.h"
 #include "daemon/config.h"
-#include "daemon/gateway_process.h"
+#include "daemon/gateway_supervisor.h"
 #include "daemon/listener.h"
 #include "daemon/stream_session.h"
 #include "forkfeed/client.h"
@@ -48,8 +48,6 @@ class Server {
   // Ends the handshakes of connections that opened no stream within handshake_timeout_ms
   // of accept, unless an open_stream is building its loader.
   void expire_handshakes();
-  // Replaces a gateway that died (at most once a second).
-  void restart_gateway();
   // Sessions waiting for a batch that a stuck worker holds see the daemon stopping (all,
   // when `stopping`) or their client gone.
   void wake_sessions(bool stopping);
@@ -65,10 +63,9 @@ class Server {
   UniqueFd stop_;     // eventfd, readable once stopping: every session polls it
   std::chrono::steady_clock::time_point started_;
   std::uint64_t next_id_ = 1;
-  // The network process, with --listen; its streams are local ones of this daemon.
-  std::optional<GatewayProcess> gateway_;
-  std::chrono::steady_clock::time_point gateway_started_;
-  nlohmann::json listening_ = nlohmann::json::array();  // the gateway's addresses; under mu_
+  // The network process, with --listen (its streams are local ones of this daemon),
+  // started again whenever it dies.
+  std::unique_ptr<GatewaySupervisor> gateway_;
   mutable std::mutex mu_;  // sessions_: stats() runs on session threads
   std::list<std::unique_ptr<StreamSession>> sessions_;
 };

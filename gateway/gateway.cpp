@@ -107,7 +107,8 @@ void Gateway::accept(int listener) {
       spdlog::warn("remote client {}: refused, {} connections already", peer, sessions_.size());
       continue;
     }
-    sessions_.push_back(std::make_unique<RemoteSession>(peer, std::move(fd), *worker_, settings_));
+    sessions_.push_back(std::make_unique<RemoteSession>(peer, TokenThrottle::address_of(from), std::move(fd),
+                                                        *worker_, settings_, throttle_));
     spdlog::debug("remote client {}: connected", peer);
   }
 }
@@ -128,13 +129,17 @@ Status Gateway::run(int stop_fd) {
     for (const UniqueFd& listener : listeners_) fds.push_back({listener.get(), POLLIN, 0});
     const std::size_t first_session = fds.size();
     polled.clear();
+    // A hello waiting for its turn is checked within 50 ms of it, not at the next beat.
+    bool waiting_turn = false;
     for (const auto& session : sessions_) {
+      waiting_turn = waiting_turn || session->waiting_turn();
       fds.push_back({session->control_fd(), POLLIN, 0});
       fds.push_back({session->daemon_fd(), POLLIN, 0});
       fds.push_back({session->delivered_fd(), POLLIN, 0});
       polled.push_back(session.get());
     }
-    if (::poll(fds.data(), fds.size(), static_cast<int>(kHeartbeatInterval.count() / 2)) < 0 && errno != EINTR) {
+    const int timeout_ms = waiting_turn ? 50 : static_cast<int>(kHeartbeatInterval.count() / 2);
+    if (::poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
       return Status::FromErrno("poll in forkfeed-gateway", errno);
     }
     if (fds[1].revents != 0) return Status::Ok();

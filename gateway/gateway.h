@@ -18,6 +18,7 @@
 
 #include "base/unique_fd.h"
 #include "gateway/remote_session.h"
+#include "gateway/token_throttle.h"
 #include "remote/ucx.h"
 
 namespace forkfeed {
@@ -50,6 +51,7 @@ class Gateway {
   // Watches the endpoint closes under way; frees those done, lets go of those overdue.
   void reap_closes(bool all);
 
+  TokenThrottle throttle_;  // wrong tokens by address; before the sessions that use it
   std::list<std::unique_ptr<RemoteSession>> sessions_;  // destroyed before the worker
   struct Closing {
     ucs_status_ptr_t request;

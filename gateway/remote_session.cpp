@@ -33,11 +33,14 @@ json ok_reply(json body = json::object()) {
 
 }  // namespace
 
-RemoteSession::RemoteSession(std::string peer, UniqueFd control, UcxWorker& worker, const GatewaySettings& settings)
+RemoteSession::RemoteSession(std::string peer, std::string address, UniqueFd control, UcxWorker& worker,
+                             const GatewaySettings& settings, TokenThrottle& throttle)
     : peer_(std::move(peer)),
+      address_(std::move(address)),
       control_(std::move(control)),
       worker_(worker),
       settings_(settings),
+      throttle_(throttle),
       accepted_(Clock::now()),
       last_beat_(accepted_) {
   ::setsockopt(control_.get(), SOL_SOCKET, SO_SNDTIMEO, &kSendTimeout, sizeof kSendTimeout);
@@ -90,6 +93,7 @@ void RemoteSession::on_frame(const Frame& frame) {
   if (!body.is_object()) return refuse(Status::InvalidArgument("the message body must be a JSON object"));
   const auto type = static_cast<MessageType>(frame.type);
   if (phase_ == Phase::kGreeting) {
+    if (held_hello_) return end("sent another message before its hello was answered");
     if (type != MessageType::kHello) {
       refuse(Status::FailedPrecondition("forkfeedd asks remote clients for a hello with the token first"));
       return end("refused: no hello");
@@ -139,13 +143,26 @@ void RemoteSession::on_frame(const Frame& frame) {
 }
 
 void RemoteSession::greet(const json& body) {
+  // Guessing is slowed by address, not by connection: a hello from an address that just
+  // sent a wrong token waits (tick() checks it in its turn), whatever token it holds.
+  if (!throttle_.may_check(address_, Clock::now())) {
+    held_hello_ = body;
+    return;
+  }
+  check_hello(body);
+}
+
+void RemoteSession::check_hello(const json& body) {
   const bool token = body.contains("token") && body["token"].is_string() &&
                      tokens_equal(body["token"].get<std::string>(), settings_.token);
   if (!token) {
+    const auto wait = throttle_.wrong(address_, Clock::now());
     refuse(Status::FailedPrecondition(
         "forkfeedd refused the token: give the remote client the file this forkfeedd was started with "
         "(--token-file), as token_file or FORKFEED_TOKEN_FILE"));
-    return end("refused: a wrong token");
+    return end("refused: a wrong token (the next hello from its address is checked in " +
+               std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(wait).count()) + " ms at the "
+               "earliest)");
   }
   auto worker = bytes_from_json(body, "worker");
   if (!worker.ok() || worker->empty() || worker->size() > 64 * 1024) {
@@ -293,7 +310,13 @@ void RemoteSession::tick(Clock::time_point now) {
     reply(closing_->reply);
     return end("closed");
   }
-  if (phase_ == Phase::kGreeting && now - accepted_ > settings_.greeting_timeout) {
+  if (held_hello_ && throttle_.may_check(address_, now)) {
+    const json hello = *std::exchange(held_hello_, std::nullopt);
+    check_hello(hello);
+    if (finished_) return;
+  }
+  // A held hello came in time: it waits for its turn, not for the greeting timeout.
+  if (phase_ == Phase::kGreeting && !held_hello_ && now - accepted_ > settings_.greeting_timeout) {
     return end("no hello with the token within " + std::to_string(settings_.greeting_timeout.count()) + " ms");
   }
   if (now - last_beat_ >= kHeartbeatInterval) {

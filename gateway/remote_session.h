@@ -18,6 +18,7 @@
 
 #include "base/unique_fd.h"
 #include "client/daemon_connection.h"
+#include "gateway/token_throttle.h"
 #include "protocol/consumer_channel.h"
 #include "protocol/frame.h"
 #include "remote/ucx.h"
@@ -38,8 +39,11 @@ struct GatewaySettings {
 class RemoteSession {
  public:
   using Clock = std::chrono::steady_clock;
-  // Takes the accepted connection `control`.
-  RemoteSession(std::string peer, UniqueFd control, UcxWorker& worker, const GatewaySettings& settings);
+  // Takes the accepted connection `control` from `peer` ("10.0.0.9:41822"), whose
+  // TokenThrottle::address_of() is `address`; `throttle` (the gateway's) says when its
+  // hello's token may be checked.
+  RemoteSession(std::string peer, std::string address, UniqueFd control, UcxWorker& worker,
+                const GatewaySettings& settings, TokenThrottle& throttle);
   // Closes the daemon's stream. REQUIRES: release_endpoint() was called, or the gateway
   // is going (then the endpoint closes here, waiting).
   ~RemoteSession();
@@ -60,7 +64,12 @@ class RemoteSession {
   bool finished() const { return finished_; }
   bool greeted() const { return phase_ != Phase::kGreeting; }
   // Ends a connection that has not greeted, to make room for a newer one.
-  void crowd_out() { end("closed to make room: it sent no hello with the token in time"); }
+  void crowd_out() {
+    end(held_hello_ ? "closed to make room: its hello was waiting for its turn after wrong tokens from its address"
+                    : "closed to make room: it sent no hello with the token in time");
+  }
+  // Its hello waits for its turn (TokenThrottle): the gateway polls more often meanwhile.
+  bool waiting_turn() const { return held_hello_.has_value() && !finished_; }
   // Starts closing the endpoint to the client: flushed while the client is there, forced
   // once it failed. The request, for the gateway to see through without waiting on it.
   ucs_status_ptr_t release_endpoint() { return endpoint_.start_close(!endpoint_failed_); }
@@ -75,6 +84,8 @@ class RemoteSession {
   enum class Phase { kGreeting, kGreeted, kStreaming };
   void on_frame(const Frame& frame);
   void greet(const nlohmann::json& body);
+  // Checks the token of a hello whose turn it is.
+  void check_hello(const nlohmann::json& body);
   void reply(const nlohmann::json& body);
   void refuse(const Status& status);
   // Tells the client why the connection ends (a notice), then ends it.
@@ -84,10 +95,14 @@ class RemoteSession {
   void forward(MessageType type, const nlohmann::json& body);
 
   const std::string peer_;
+  const std::string address_;  // the throttle's key
   UniqueFd control_;
   FrameReader reader_;
   UcxWorker& worker_;
   const GatewaySettings& settings_;
+  TokenThrottle& throttle_;
+  // A hello that came while its address waits after a wrong token: checked in its turn.
+  std::optional<nlohmann::json> held_hello_;
   const Clock::time_point accepted_;
   Clock::time_point last_beat_;
   Phase phase_ = Phase::kGreeting;

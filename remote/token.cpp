@@ -1,28 +1,50 @@
 // Token files and their comparison.
 #include "remote/token.h"
 
+#include <algorithm>
+#include <cstdio>
+
 #include "base/printable.h"
 #include "base/regular_file.h"
 
 namespace forkfeed {
+namespace {
 
-inline constexpr std::uint64_t kMaxTokenBytes = 4096;
+constexpr std::uint64_t kMaxTokenBytes = 4096;
+constexpr std::string_view kMake =
+    "it must hold the token, e.g. made with: head -c 32 /dev/urandom | base64 > FILE; chmod 600 FILE";
+
+}  // namespace
 
 Result<std::string> read_token_file(const std::string& path, std::string_view what) {
-  constexpr std::string_view kMake =
-      "it must hold the token, e.g. made with: head -c 32 /dev/urandom | base64 > FILE; chmod 600 FILE";
   if (path.empty()) return Status::InvalidArgument(std::string(what) + " is not set");
+  const std::string named = std::string(what) + " " + printable(path);
   // A directory, a FIFO or /dev/zero is refused at once, not read (base/regular_file.h).
-  auto token = read_regular_file(path, what, SizeLimit{kMaxTokenBytes, "4 KiB", kMake});
-  if (!token.ok()) {
-    if (token.status().code() == Status::Code::kInvalidArgument) return token.status();
-    return Status::InvalidArgument(std::string(what) + " " + printable(path) + " cannot be read (" +
-                                   token.status().message() + "); " + std::string(kMake));
+  const SizeLimit limit{kMaxTokenBytes, "4 KiB", kMake};
+  auto file = open_regular_file(path, what, limit);
+  if (!file.ok()) {
+    if (file.status().code() == Status::Code::kInvalidArgument) return file.status();
+    return Status::InvalidArgument(named + " cannot be read (" + file.status().message() + "); " +
+                                   std::string(kMake));
   }
+  // As ssh treats a private key: a secret that other users may read is no secret, and
+  // the one who left it so is told at once rather than never.
+  if ((file->mode & 077) != 0) {
+    char mode[16];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(file->mode & 07777));
+    return Status::InvalidArgument(named + " has mode " + mode +
+                                   ": other users may read or change the token, which is a password; "
+                                   "chmod 600 " + printable(path));
+  }
+  auto token = read_opened_file(*file, path, what, limit);
+  if (!token.ok()) return token.status();
   std::string text = std::move(token).value();
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-  if (text.empty()) {
-    return Status::InvalidArgument(std::string(what) + " " + printable(path) + " is empty; " + std::string(kMake));
+  if (text.empty()) return Status::InvalidArgument(named + " is empty; " + std::string(kMake));
+  if (text.size() < kMinTokenBytes) {
+    return Status::InvalidArgument(named + " holds a token of " + std::to_string(text.size()) + " bytes, fewer than " +
+                                   std::to_string(kMinTokenBytes) + ": a short token is guessed; " +
+                                   std::string(kMake));
   }
   return text;
 }

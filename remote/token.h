@@ -2,6 +2,7 @@
 // a flag: it would show in ps), compared in constant time.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -9,8 +10,13 @@
 
 namespace forkfeed {
 
+// The fewest bytes a token may have: shorter ones are guessed.
+inline constexpr std::size_t kMinTokenBytes = 16;
+
 // The token in `path`: its content without the final newline. InvalidArgument naming the
-// file when it cannot be read, is empty, or is over 4 KiB; `what` says whose file it is.
+// file when it cannot be read, is empty, shorter than kMinTokenBytes or over 4 KiB, or
+// when users other than its owner may read or write it (its mode and `chmod 600` said);
+// `what` says whose file it is. Both ends read their token through this.
 Result<std::string> read_token_file(const std::string& path, std::string_view what);
 // Whether the two are equal, in a time that does not depend on where they differ.
 bool tokens_equal(std::string_view a, std::string_view b);

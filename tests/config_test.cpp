@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -143,6 +144,26 @@ TEST_F(ConfigTest, BadValuesAreNamed) {
   expect_refused("defaults:\n  size: big\n", "defaults", "size");
 }
 
+// Found from outside: numbers were read with std::stod, which takes a prefix ("0.5x" was
+// 0.5), and user ids by yaml-cpp, which reads "010" as octal (8) and "0x3e8" as hex. A
+// number in the config is the whole of its text or an error naming the key, the value
+// and its line.
+TEST_F(ConfigTest, ANumberIsTheWholeValueOrAnError) {
+  expect_refused("defaults:\n  mean: [0.5x, 0.5, 0.5]\n", "defaults.mean", "'0.5x' (line 2) is not a number");
+  expect_refused("defaults:\n  std: [0.2, 0.2, '0.2 ']\n", "defaults.std", "is not a number");
+  expect_refused("defaults:\n  std: [0.2, .inf, 0.2]\n", "defaults.std", "'.inf' (line 2) is not a number");
+  expect_refused("defaults:\n  size: 64\n  batch_size: 12x\n", "defaults.batch_size", "line 3");
+  expect_refused("defaults:\n  batch_size: 99999999999999999999\n", "defaults.batch_size",
+                 "'99999999999999999999' (line 2) is larger than");
+  expect_refused("allow_uids: [1000, 0x3e8]\n", "allow_uids", "'0x3e8' (line 1) is not a user id");
+  expect_refused("allow_uids: [1.5]\n", "allow_uids", "'1.5' (line 1) is not a user id");
+  expect_refused("allow_uids: [-1]\n", "allow_uids", "'-1' (line 1) is not a user id");
+  expect_refused("allow_uids: [4294967295]\n", "allow_uids", "is not a user id");
+  ASSERT_TRUE(load("allow_uids: [010, 1001]\ndefaults:\n  mean: [+0.5, -.25, 1e-1]\n").ok());
+  EXPECT_EQ(config_.allow_uids, (std::vector<uid_t>{10, 1001})) << "010 is ten, not octal";
+  EXPECT_EQ(config_.defaults["mean"], nlohmann::json::array({0.5, -0.25, 0.1}));
+}
+
 TEST_F(ConfigTest, ValuesOfTheWrongTypeAreNamed) {
   expect_refused("limits:\n  max_streams: many\n", "limits.max_streams", "line 2");
   expect_refused("limits:\n  handshake_timeout_ms: soon\n", "limits.handshake_timeout_ms", "line 2");
@@ -254,7 +275,8 @@ namespace {
 // Remote serving: listen needs a token file that holds a token, well-formed addresses and
 // a named dataset; a token file alone is a mistake too. Each refusal says what to do.
 TEST_F(ConfigTest, ListeningNeedsATokenAnAddressAndANamedDataset) {
-  const std::string token = file("s3cret\n", "token");
+  const std::string token = file("0123456789abcdef\n", "token");
+  ASSERT_EQ(::chmod(token.c_str(), 0600), 0);
   ASSERT_TRUE(load_config_file(file("listen: [127.0.0.1:0, '[::1]:13337']\ntoken_file: " + token +
                                     "\ndatasets:\n  train: {image_folder: " + dir_.path() + "}\n"),
                                config_)
@@ -273,6 +295,7 @@ TEST_F(ConfigTest, ListeningNeedsATokenAnAddressAndANamedDataset) {
   refused(c, "--listen needs --token-file");
   c = config_;
   c.token_file = file("", "empty-token");
+  ASSERT_EQ(::chmod(c.token_file.c_str(), 0600), 0);
   refused(c, "is empty");
   c = config_;
   c.token_file = dir_.path() + "/missing";
@@ -300,6 +323,44 @@ TEST_F(ConfigTest, ListeningNeedsATokenAnAddressAndANamedDataset) {
   c.listen.clear();
   refused(c, "token_file is set but listen is not");
   expect_refused("listen: 127.0.0.1:1\n", "listen", "must be a list");
+}
+
+}  // namespace
+}  // namespace forkfeed
+
+namespace forkfeed {
+namespace {
+
+// Found from outside: a 1-byte token in a world-readable file was taken in silence. As ssh
+// treats a private key, a token file that other users may read or write is refused
+// (naming it, its mode and the remedy), and so is a token shorter than 16 bytes.
+TEST_F(ConfigTest, ATokenFileOthersMayReadOrAShortTokenIsRefused) {
+  DaemonConfig c;
+  c.listen = {"127.0.0.1:0"};
+  c.datasets["train"] = DatasetSource{.image_folder = dir_.path()};
+  const auto check = [&](const std::string& text, mode_t mode) {
+    c.token_file = file(text, "token");
+    EXPECT_EQ(::chmod(c.token_file.c_str(), mode), 0);
+    return validate(c);
+  };
+  const std::string token = "0123456789abcdef";  // 16 bytes: the fewest
+  EXPECT_TRUE(check(token + "\n", 0600).ok()) << check(token + "\n", 0600).message();
+  EXPECT_TRUE(check(token, 0400).ok());
+  for (const mode_t mode : {0644, 0640, 0604, 0620, 0602, 0606}) {
+    const Status s = check(token + "\n", mode);
+    ASSERT_FALSE(s.ok()) << "mode " << std::oct << mode << " was accepted";
+    char shown[16];
+    std::snprintf(shown, sizeof shown, "%04o", static_cast<unsigned>(mode));
+    EXPECT_NE(s.message().find(c.token_file), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find(std::string("has mode ") + shown), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("chmod 600 " + c.token_file), std::string::npos) << s.message();
+  }
+  for (const std::string& short_token : {std::string("x"), token.substr(1), token.substr(1) + "\n\n"}) {
+    const Status s = check(short_token, 0600);
+    ASSERT_FALSE(s.ok()) << "'" << short_token << "' was accepted";
+    EXPECT_NE(s.message().find("fewer than 16"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find(c.token_file), std::string::npos) << s.message();
+  }
 }
 
 }  // namespace

@@ -139,7 +139,8 @@ forkfeed_test(tool_arguments_test)
 foreach(test IN ITEMS bad_files_test loader_test skipped_samples_test synthetic_images_test)
   target_link_libraries(${test} PRIVATE opencv_imgcodecs)
 endforeach()
-add_dependencies(tool_arguments_test forkfeed-bench forkfeed-mkdata forkfeed-shard forkfeedd forkfeed-ctl)
+add_dependencies(tool_arguments_test forkfeed-bench forkfeed-mkdata forkfeed-shard forkfeedd forkfeed-ctl
+  forkfeed-gateway)
 
 # forkfeedd as a child of the test, for the daemon and client suites.
 add_library(forkfeed_daemon_testing STATIC testing/daemon_process.cpp)
@@ -175,6 +176,11 @@ add_dependencies(remote_stream_test forkfeed-bench forkfeed-gateway fake_cudart)
 target_compile_definitions(remote_stream_test PRIVATE FAKE_CUDART="$<TARGET_FILE:fake_cudart>")
 forkfeed_daemon_test(fan_in_test)
 add_dependencies(fan_in_test forkfeed-gateway)
+forkfeed_daemon_test(gateway_restart_test)
+add_dependencies(gateway_restart_test forkfeed-gateway)
+# The gateway's parts on their own.
+forkfeed_test(token_throttle_test)
+target_link_libraries(token_throttle_test PRIVATE forkfeed_gateway)
 # LeakSanitizer's exit scan of this process crashed now and then ("Tracer caught signal
 # 11", after every case passed) in sanitized runs beside other suites: the process holds
 # several UCX contexts, and a link lost with a receive in flight leaves its UCX worker

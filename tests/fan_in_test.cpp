@@ -6,6 +6,7 @@
 // comes back at its address rejoins; all of them gone is an error within 3 s.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -33,7 +34,8 @@ class FanInTest : public testing::DaemonSuite<FanInTest> {
     ::setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 1);
     make_dataset(96, 3, 23, 40, 90);
     token_ = dir_->path() + "/token";
-    std::ofstream(token_) << "fan-in-token\n";
+    std::ofstream(token_) << "fan-in-token-of-this-suite\n";
+    ::chmod(token_.c_str(), 0600);
   }
 
   // A daemon serving the suite's dataset as "train" at `listen`.

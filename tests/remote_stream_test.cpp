@@ -5,18 +5,22 @@
 // reach a waiting client within 3 s; a killed remote client frees its stream; garbage
 // sent to the listener harms no other stream; no process with UCX loaded starts a child;
 // and the fork report names UCX once it is loaded.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <thread>
 
@@ -42,6 +46,8 @@ using testing::remote_address;
 using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
 
+constexpr const char* kToken = "s3cret-token-of-this-suite";
+
 class RemoteStreamTest : public testing::DaemonSuite<RemoteStreamTest> {
  protected:
   static void SetUpTestSuite() {
@@ -51,7 +57,7 @@ class RemoteStreamTest : public testing::DaemonSuite<RemoteStreamTest> {
     ::setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 1);
     make_dataset(48, 3, 17, 40, 90);
     token_ = dir_->path() + "/token";
-    std::ofstream(token_) << "s3cret-token\n";
+    std::ofstream(token_) << kToken << "\n";
     ::chmod(token_.c_str(), 0600);
   }
 
@@ -156,10 +162,20 @@ TEST_F(RemoteStreamTest, AWrongTokenAndAPathAreRefusedWithReasons) {
   testing::DaemonProcess daemon(socket_path("refuse"), remote_args());
   const std::string address = remote_address(daemon);
   const std::string wrong = dir_->path() + "/wrong-token";
-  std::ofstream(wrong) << "guess\n";
+  std::ofstream(wrong) << "a-wrong-guess-of-the-token\n";
+  ASSERT_EQ(::chmod(wrong.c_str(), 0600), 0);
   auto refused = Client::connect(RemoteDaemon{address, wrong}, remote_options());
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("refused the token"), std::string::npos) << refused.status().message();
+  // The client's copy is a secret too: one that others may read is refused before use.
+  const std::string readable = dir_->path() + "/readable-token";
+  std::ofstream(readable) << kToken << "\n";
+  ASSERT_EQ(::chmod(readable.c_str(), 0644), 0);
+  auto exposed = Client::connect(RemoteDaemon{address, readable}, remote_options());
+  ASSERT_FALSE(exposed.ok());
+  EXPECT_NE(exposed.status().message().find("has mode 0644"), std::string::npos) << exposed.status().message();
+  EXPECT_NE(exposed.status().message().find("chmod 600 " + readable), std::string::npos)
+      << exposed.status().message();
 
   StreamOptions path = remote_options();
   path.loader.image_folder = root_;  // a name and a path: the gateway takes no path
@@ -285,7 +301,7 @@ TEST_F(RemoteStreamTest, FiftyGarbageMessagesHarmNoOtherStream) {
 
   const auto open = static_cast<std::uint16_t>(MessageType::kOpenStream);
   const auto credit = static_cast<std::uint16_t>(MessageType::kCredit);
-  const std::string token = "s3cret-token";
+  const std::string token = kToken;
   // Each is one connection's whole conversation: not forkfeed at all, cut short, lying
   // about its length, before the hello, a wrong token (with a garbage worker address,
   // which UCX must never see: it asserts on one), a hello without a worker address,
@@ -324,6 +340,66 @@ TEST_F(RemoteStreamTest, FiftyGarbageMessagesHarmNoOtherStream) {
   EXPECT_TRUE(testing::eventually([&] { return open_streams(daemon) == 1; }, std::chrono::seconds(5)))
       << "garbage left streams open";
   EXPECT_GT(gateway_of(daemon.pid()), 0) << "the gateway is gone";
+}
+
+// A connection from `source` (a loopback address) to `address` that has sent a hello
+// with `token` (and no worker address: a wrong token is refused before it is looked at).
+UniqueFd hello_from(const std::string& source, const std::string& address, const std::string& token) {
+  auto where = parse_net_address(address, "address");
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  EXPECT_EQ(::inet_pton(AF_INET, source.c_str(), &from.sin_addr), 1);
+  EXPECT_EQ(::bind(fd.get(), reinterpret_cast<const sockaddr*>(&from), sizeof from), 0) << std::strerror(errno);
+  EXPECT_EQ(::connect(fd.get(), reinterpret_cast<const sockaddr*>(&*where), sizeof(sockaddr_in)), 0);
+  const std::string bytes = hello(token);
+  EXPECT_EQ(::write(fd.get(), bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  return fd;
+}
+
+// Waits for the reply to the hello on `fd` (beats skipped); its body.
+json hello_reply(int fd) {
+  while (true) {
+    auto frame = recv_frame(fd, false);
+    if (!frame.ok()) return json{{"lost", frame.status().message()}};
+    if (frame->type == static_cast<std::uint16_t>(MessageType::kReply)) return json::parse(frame->payload);
+  }
+}
+
+// Found from outside: hellos were not rate-limited, so a token could be guessed as fast
+// as connections open. Wrong tokens from one address slow down that address's next
+// checks (0.5 s, then 1 s, 2 s ... at most 5 s), however many connections it opens at
+// once; another address is not held up, and a right token is still served.
+TEST_F(RemoteStreamTest, WrongTokensFromOneAddressSlowItsNextHellosOnly) {
+  testing::HangGuard guard(120, "RemoteStreamTest.Throttle");
+  testing::DaemonProcess daemon(socket_path("throttle"), remote_args());
+  const std::string address = remote_address(daemon);
+  ASSERT_FALSE(address.empty());
+  // Three guesses at once, on three connections: answered one per back-off step, the
+  // last no sooner than 0.5 + 1 s after the first (a lower bound: load only delays).
+  const Clock::time_point sent = Clock::now();
+  std::vector<UniqueFd> guesses;
+  for (int i = 0; i < 3; ++i) guesses.push_back(hello_from("127.0.0.1", address, "guess-" + std::to_string(i)));
+  for (const UniqueFd& fd : guesses) {
+    const json reply = hello_reply(fd.get());
+    EXPECT_NE(reply.dump().find("refused the token"), std::string::npos) << reply.dump();
+  }
+  const double answered = std::chrono::duration<double>(Clock::now() - sent).count();
+  EXPECT_GE(answered, 1.45) << "three wrong tokens from one address were all answered within " << answered << " s";
+
+  // The guesser's next hello waits 2 s; one from another address is answered before it.
+  UniqueFd held = hello_from("127.0.0.1", address, "guess-3");
+  UniqueFd elsewhere = hello_from("127.0.0.2", address, "a guess from elsewhere");
+  pollfd both[2] = {{held.get(), POLLIN, 0}, {elsewhere.get(), POLLIN, 0}};
+  ASSERT_EQ(::poll(both, 2, 10000), 1) << "not exactly one of the two answered first";
+  EXPECT_NE(both[1].revents, 0) << "another address waited for the guesser's turn";
+  EXPECT_NE(hello_reply(elsewhere.get()).dump().find("refused the token"), std::string::npos);
+  held.reset();  // gone before its turn: never checked
+
+  // The right token from the guessing address: served, in its turn.
+  auto client = connect(address, remote_options());
+  ASSERT_TRUE(client);
+  EXPECT_EQ(testing::read_pass(*client).size(), 12u);
 }
 
 TEST_F(RemoteStreamTest, NoProcessWithUcxLoadedHasAChild) {
@@ -470,7 +546,7 @@ TEST_F(RemoteStreamTest, ClientsGoneSilentToUcxDoNotStallTheOthers) {
   for (int i = 0; i < 5; ++i) {
     auto worker = UcxWorker::create(*context);
     ASSERT_TRUE(worker.ok());
-    frozen.push_back(frozen_client(address, "s3cret-token", **worker));
+    frozen.push_back(frozen_client(address, kToken, **worker));
     workers.push_back(std::move(worker).value());
   }
   auto bystander = connect(address, remote_options());

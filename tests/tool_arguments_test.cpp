@@ -1,6 +1,7 @@
-// The command lines of forkfeed-mkdata, forkfeed-shard, forkfeedd, forkfeed-ctl and
-// forkfeed-worker: bad arguments exit 2, as each --help says, integer flags refuse what
-// does not fit, and forkfeed-worker run by hand says why it cannot work. (forkfeed-bench: bench_cli_test.)
+// The command lines of forkfeed-mkdata, forkfeed-shard, forkfeedd, forkfeed-ctl,
+// forkfeed-worker and forkfeed-gateway: bad arguments exit 2, as each --help says, integer
+// flags refuse what does not fit or is not decimal, and forkfeed-worker run by hand says
+// why it cannot work. (forkfeed-bench: bench_cli_test.)
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -29,7 +30,7 @@ std::string joined(const std::vector<std::string>& args) {
 TEST(ToolArguments, EveryHelpDocumentsExitStatusTwoForBadArguments) {
   testing::TempDir dir;
   for (const char* tool :
-       {"forkfeed-mkdata", "forkfeed-shard", "forkfeedd", "forkfeed-ctl", "forkfeed-worker"}) {
+       {"forkfeed-mkdata", "forkfeed-shard", "forkfeedd", "forkfeed-ctl", "forkfeed-worker", "forkfeed-gateway"}) {
     const testing::CommandOutcome o = run_tool(tool, {"--help"}, dir.path());
     EXPECT_TRUE(o.exited && o.code == 0) << tool << ": " << o.describe();
     EXPECT_NE(o.out.find("2 bad arguments"), std::string::npos) << tool << ": " << o.describe();
@@ -73,9 +74,26 @@ TEST(ToolArguments, CtlBadArgumentsExitTwo) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{}, {"bogus"}, {"stats", "--bogus"}, {"--timeout", "nan", "stats"},
         {"--timeout", "inf", "stats"}, {"--timeout", "0", "stats"}, {"--timeout", "86401", "stats"},
-        {"--timeout", "1e400", "stats"}}) {
+        {"--timeout", "1e400", "stats"}, {"--timeout", "0.5x", "stats"}}) {
     const testing::CommandOutcome o = run_tool("forkfeed-ctl", args, dir.path());
     EXPECT_TRUE(o.exited && o.code == 2) << joined(args) << ": " << o.describe();
+  }
+}
+
+// forkfeedd spawns forkfeed-gateway, but its integer flags are read as every tool's are:
+// decimal and whole (CLI11 alone read "0x10" as 16 and "010" as 8).
+TEST(ToolArguments, GatewayIntegerFlagsAreWholeDecimalNumbers) {
+  testing::TempDir dir;
+  const std::vector<std::string> required = {"--daemon-socket", dir.path() + "/d.sock", "--listen", "127.0.0.1:0",
+                                             "--token-file", dir.path() + "/token"};
+  for (const std::vector<std::string>& flags :
+       {std::vector<std::string>{"--parent-pid", "0x10"}, {"--parent-pid", "12x"}, {"--parent-pid", "1", "--ready-fd", "3.5"},
+        {"--parent-pid", "1", "--ready-fd", "0x3"}}) {
+    std::vector<std::string> args = required;
+    args.insert(args.end(), flags.begin(), flags.end());
+    const testing::CommandOutcome o = run_tool("forkfeed-gateway", args, dir.path());
+    EXPECT_TRUE(o.exited && o.code == 2) << joined(args) << ": " << o.describe();
+    EXPECT_NE(o.err.find("must be an integer"), std::string::npos) << joined(args) << ": " << o.describe();
   }
 }
 

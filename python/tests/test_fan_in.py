@@ -32,7 +32,7 @@ def remotes(tmp_path, dataset):
     """[(daemon, address)] of two forkfeedd serving `dataset` as "tiny" on free loopback
     ports with one token, and the token file."""
     token = tmp_path / "token"
-    token.write_text("a-token\n")
+    token.write_text("a-token-of-16-bytes-or-more\n")
     token.chmod(0o600)
     started = []
     try:

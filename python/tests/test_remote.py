@@ -22,7 +22,7 @@ OPTIONS = dict(batch_size=4, size=16, seed=5)
 def remote(tmp_path, dataset):
     """(address, token file) of a forkfeedd listening on a free loopback port."""
     token = tmp_path / "token"
-    token.write_text("a-token\n")
+    token.write_text("a-token-of-16-bytes-or-more\n")
     token.chmod(0o600)
     d = Daemon(tmp_path / "forkfeedd.sock", dataset, "--listen", "127.0.0.1:0", "--token-file", str(token))
     stats = subprocess.run([str(BIN_DIR / "forkfeed-ctl"), "--socket", d.socket, "stats"], capture_output=True,
@@ -56,7 +56,8 @@ def test_remote_batches_and_state_are_a_loaders(dataset, remote):
 def test_a_wrong_token_is_refused(tmp_path, remote):
     _, address, _ = remote
     wrong = tmp_path / "wrong"
-    wrong.write_text("guess\n")
+    wrong.write_text("a-wrong-guess-of-the-token\n")
+    wrong.chmod(0o600)
     with pytest.raises(forkfeed.Error, match="refused the token"):
         forkfeed.Client(dataset="tiny", address=address, token_file=wrong, **OPTIONS)
     with pytest.raises(ValueError, match="not both"):

@@ -195,7 +195,7 @@ def prepare(args, tmp):
                         "--classes", "8", "--seed", "3"], check=True, stdout=subprocess.DEVNULL)
     token = os.path.join(tmp, "token")
     with open(token, "w") as f:
-        f.write("benchmark-token\n")
+        f.write("benchmark-token-of-the-comparison\n")
     os.chmod(token, 0o600)
     return data, token
 

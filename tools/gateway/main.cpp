@@ -19,11 +19,21 @@
 #include "gateway/gateway.h"
 #include "remote/token.h"
 #include "tools/cli/exit_status.h"
+#include "tools/cli/integer_flag.h"
 
 namespace {
 
+// Where forkfeedd reads "listening HOST:PORT" lines, or one "error REASON" line: then the
+// reason is in its log and its stats, not only on the stderr they share.
+int ready_fd = -1;
+
 int fail(const std::string& message, int code) {
-  std::fprintf(stderr, "forkfeed-gateway: %s\n", forkfeed::printable(message).c_str());
+  const std::string text = forkfeed::printable(message);
+  std::fprintf(stderr, "forkfeed-gateway: %s\n", text.c_str());
+  if (ready_fd >= 0) {
+    const std::string line = "error " + text + "\n";
+    (void)!::write(ready_fd, line.data(), line.size());
+  }
   return code;
 }
 
@@ -41,13 +51,16 @@ int main(int argc, char** argv) {
   std::vector<std::string> listen;
   std::string token_file, log_level = "info";
   pid_t parent = 0;
-  int ready_fd = -1;
   app.add_option("--daemon-socket", settings.daemon_socket, "The forkfeedd socket whose streams it serves")
       ->required();
   app.add_option("--listen", listen, "HOST:PORT to accept remote clients on; repeatable")->required();
   app.add_option("--token-file", token_file, "The token remote clients must present")->required();
-  app.add_option("--parent-pid", parent, "forkfeedd's pid: the gateway ends when it goes")->required();
-  app.add_option("--ready-fd", ready_fd, "Where to write 'listening HOST:PORT' lines once listening");
+  app.add_option("--parent-pid", parent, "forkfeedd's pid: the gateway ends when it goes")
+      ->required()
+      ->check(forkfeed::cli::integer_of(parent));
+  app.add_option("--ready-fd", ready_fd,
+                 "Where to write 'listening HOST:PORT' lines once listening, or 'error REASON' if it cannot")
+      ->check(forkfeed::cli::integer_of(ready_fd));
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical or off");
   try {
     app.parse(argc, argv);
@@ -76,6 +89,7 @@ int main(int argc, char** argv) {
     for (const std::string& address : (*gateway)->listening()) lines += "listening " + address + "\n";
     (void)!::write(ready_fd, lines.data(), lines.size());
     ::close(ready_fd);
+    ready_fd = -1;
   }
   if (forkfeed::Status s = (*gateway)->run(stop.get()); !s.ok()) return fail(s.message(), 1);
   // Asked to stop (forkfeedd stops, or died: the parent death signal): end here, without
