@@ -230,6 +230,7 @@ class Loader::Impl {
   std::size_t wanted() const { return demand_ ? demand_->size() : 0; }
   const OrderKey& key() const { return key_; }
   bool broken() const { return broken_reported_; }
+  std::uint64_t worker_ns() const { return dispatcher_->worker_ns(); }
 
   std::uint64_t epoch() const { return pass_.epoch(); }
   const Sampler& sampler() const { return sampler_; }
@@ -369,6 +370,7 @@ PassPosition::Seek LoaderInternals::position(const Loader& loader) { return load
 const OrderKey& LoaderInternals::order_key(const Loader& loader) { return loader.impl_->key(); }
 Status LoaderInternals::seek(Loader& loader, PassPosition::Seek to) { return loader.impl_->seek(to); }
 bool LoaderInternals::broken(const Loader& loader) { return loader.impl_->broken(); }
+std::uint64_t LoaderInternals::worker_ns(const Loader& loader) { return loader.impl_->worker_ns(); }
 Status LoaderInternals::begin_demand(Loader& loader, std::uint64_t epoch) { return loader.impl_->begin_demand(epoch); }
 Status LoaderInternals::want(Loader& loader, std::uint64_t batch) { return loader.impl_->want(batch); }
 std::size_t LoaderInternals::wanted(const Loader& loader) { return loader.impl_->wanted(); }

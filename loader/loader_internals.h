@@ -26,6 +26,9 @@ class LoaderInternals {
   // Whether next() reported an error that ends the loader: every later next() repeats
   // it. A bad file (on_error=fail), an interrupt or a full pool of slots does not.
   static bool broken(const Loader& loader);
+  // LoaderStats::worker_ns as of now. Unlike stats(), any thread may ask while another is
+  // in next(): the workers add it up in shared memory, sample by sample.
+  static std::uint64_t worker_ns(const Loader& loader);
 
   // A pass on demand, for forkfeedd serving one rank from several daemons (a fan-in
   // client asks each for the batches it chose): begin_demand() starts a pass of `epoch`
