@@ -209,6 +209,8 @@ void ServedStream::drain_returns() {
   }
 }
 
+std::uint64_t ServedStream::worker_ns() const { return LoaderInternals::worker_ns(*loader_); }
+
 json ServedStream::stats() const {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - opened_).count();
   json stats = about_;

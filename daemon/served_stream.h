@@ -60,6 +60,8 @@ class ServedStream {
   nlohmann::json stats() const;
   // Cuts short produce()'s wait for the next batch (Loader::interrupt). Any thread.
   void interrupt() { loader_->interrupt(); }
+  // The worker time spent on the stream so far (as stats()' worker_ns). Any thread.
+  std::uint64_t worker_ns() const;
 
  private:
   ServedStream(std::uint64_t id, std::unique_ptr<Loader> loader, ConsumerChannel channel, std::uint32_t slots,

@@ -67,8 +67,16 @@ StreamSession::~StreamSession() {
 }
 
 json StreamSession::stats() const {
-  std::lock_guard lock(stats_mu_);
-  return stats_;
+  json stats;
+  {
+    std::lock_guard lock(stats_mu_);
+    stats = stats_;
+  }
+  // The worker time as of now, not as of the stream's last delivery: a stream of big
+  // batches delivers seldom, and its share of the pool would lag by a batch.
+  std::lock_guard lock(stream_mu_);
+  if (stream_ && stats.is_object()) stats["worker_ns"] = stream_->worker_ns();
+  return stats;
 }
 
 Status StreamSession::reply(const json& body, std::span<const int> fds) {

@@ -93,7 +93,7 @@ class StreamSession {
 
   std::unique_ptr<ServedStream> stream_;  // once open_stream succeeded; only the session thread sets it
   // Guards stream_ (set, reset) against wake() from the server's thread.
-  std::mutex stream_mu_;
+  mutable std::mutex stream_mu_;
   mutable std::mutex stats_mu_;
   nlohmann::json stats_;  // null while no stream is open
 

@@ -1,6 +1,7 @@
 // Dispatcher: the pass issued, submit, drain, re-issue.
 #include "loader/dispatcher.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -12,14 +13,15 @@ namespace forkfeed {
 
 Dispatcher::Dispatcher(std::shared_ptr<Arena> arena, std::shared_ptr<SlotPool> slots, const DatasetIndex& index,
                        OnError on_error, const WorkerHealth& health, const PoolMemory& pool,
-                       std::uint64_t spread)
+                       std::uint64_t loader)
     : arena_(std::move(arena)),
       slots_(std::move(slots)),
       index_(index),
       on_error_(on_error),
       health_(health),
       pool_(pool),
-      spread_(static_cast<std::uint32_t>(spread % arena_->control().num_workers)),
+      loader_(loader),
+      spread_(static_cast<std::uint32_t>(loader % arena_->control().num_workers)),
       ledger_(arena_->control().num_workers) {}
 
 void Dispatcher::begin_generation() {
@@ -94,9 +96,22 @@ Status Dispatcher::place(Task task, std::vector<std::uint64_t> samples) {
   return Status::Ok();
 }
 
+// Whether `worker` is in the middle of another loader's sample that should go on for more
+// than a turn (FairShare's slice): a task put behind it would wait for all of it — and
+// hold its slot — while another worker could take it now. (Samples of a costly pipeline
+// take hundreds of milliseconds.)
+bool Dispatcher::held_by_another(std::uint32_t worker, std::uint64_t now) const {
+  constexpr std::uint64_t kTurnNs = 10'000'000;
+  const WorkerState& s = pool_.worker(worker);
+  if (s.current_sample.load(std::memory_order_acquire) == kNoSample) return false;
+  if (s.current_loader.load(std::memory_order_relaxed) == loader_) return false;
+  const std::uint64_t elapsed = now - std::min(now, s.progress_ns.load(std::memory_order_relaxed));
+  return s.sample_expected_ns.load(std::memory_order_relaxed) > elapsed + kTurnNs;
+}
+
 // The worker with the fewest of this loader's outstanding tasks among those that are up
 // (a replacement still starting, or one that never starts, gets work only when no worker
-// is up) and not being killed for task_timeout.
+// is up), not being killed for task_timeout, and not held by another loader's long sample.
 std::uint32_t Dispatcher::least_loaded_worker() const {
   const auto n = static_cast<std::uint32_t>(ledger_.size());
   auto pick = [&](auto eligible) {
@@ -108,6 +123,8 @@ std::uint32_t Dispatcher::least_loaded_worker() const {
     return best;
   };
   const auto up = [&](std::uint32_t w) { return !health_.killed[w] && pool_.worker(w).progress_ns.load() != 0; };
+  const std::uint64_t now = monotonic_ns();
+  if (auto w = pick([&](std::uint32_t w) { return up(w) && !held_by_another(w, now); })) return *w;
   if (auto w = pick(up)) return *w;
   if (auto w = pick([&](std::uint32_t w) { return !health_.killed[w]; })) return *w;
   return *pick([](std::uint32_t) { return true; });
@@ -119,9 +136,11 @@ void Dispatcher::drain() {
       // A worker runs its tasks in order, so its completions come in order.
       const std::uint64_t issued = ledger_[w].front().issued_ns;
       ledger_[w].pop_front();
-      if (c->finished_ns >= c->started_ns && c->started_ns >= issued) {
-        worker_ns_ += c->finished_ns - c->started_ns;
-        wait_ns_ += c->started_ns - issued;
+      // Waiting is all of its time here that no worker spent on it: before a worker took
+      // it, and while one had set it aside for other loaders.
+      if (c->started_ns >= issued && c->finished_ns >= c->started_ns &&
+          c->finished_ns - c->started_ns >= c->worker_ns) {
+        wait_ns_ += c->finished_ns - issued - c->worker_ns;
       }
       if (c->generation == generation_ && c->outcome != TaskOutcome::kCancelled) {
         ready_.emplace(c->batch_id, *c);
@@ -151,6 +170,14 @@ Status Dispatcher::reissue(std::uint32_t worker, bool resubmit) {
     }
   }
   return status;
+}
+
+std::uint64_t Dispatcher::worker_ns() const {
+  std::uint64_t ns = 0;
+  for (std::uint32_t w = 0; w < ledger_.size(); ++w) {
+    ns += arena_->channel(w).worker_ns.load(std::memory_order_relaxed);
+  }
+  return ns;
 }
 
 std::size_t Dispatcher::in_flight() const {

@@ -27,12 +27,12 @@ namespace forkfeed {
 class Dispatcher {
  public:
   // One ledger per channel of `arena`, that is per worker of the pool whose shared memory
-  // is `pool` (which workers are up; their bells). `health` is the Supervisor's; it and
-  // `pool` must outlive this. Among workers equally loaded, the
-  // first picked is `spread` modulo the pool size, so that loaders sharing a pool start
-  // on different workers.
+  // is `pool` (which workers are up, which sample each has in hand; their bells).
+  // `health` is the Supervisor's; it and `pool` must outlive this. `loader` is this
+  // loader's id in the pool; among workers equally loaded, the first picked is `loader`
+  // modulo the pool size, so that loaders sharing a pool start on different workers.
   Dispatcher(std::shared_ptr<Arena> arena, std::shared_ptr<SlotPool> slots, const DatasetIndex& index,
-             OnError on_error, const WorkerHealth& health, const PoolMemory& pool, std::uint64_t spread);
+             OnError on_error, const WorkerHealth& health, const PoolMemory& pool, std::uint64_t loader);
 
   // Starts a new generation in the arena: every task in flight is stale from now on, and
   // the batches waiting for their turn give their slots back.
@@ -54,7 +54,7 @@ class Dispatcher {
   void limit_in_flight(std::uint32_t tasks) { in_flight_limit_ = tasks; }
 
   // Issues batch `batch_id` of `epoch`'s pass, `samples`, into `slot`, on the least
-  // loaded worker. Samples a worker died on are left out as skipped; under
+  // loaded worker (of those not held by another loader's long sample, if any). Samples a worker died on are left out as skipped; under
   // on_error=fail such a batch fails in its turn without going to a worker. Returns an
   // error (and the slot goes back) only if the worker's task ring is full.
   Status submit(std::uint64_t epoch, std::uint64_t batch_id, std::uint32_t slot,
@@ -79,8 +79,9 @@ class Dispatcher {
   std::size_t unfinished(std::uint32_t worker) const { return ledger_[worker].size(); }
   // When the oldest unfinished task of `worker` was issued (CLOCK_MONOTONIC ns), if any.
   std::optional<std::uint64_t> oldest_issued_ns(std::uint32_t worker) const;
-  // Worker time the completed tasks took, and how long they waited for a worker (ns).
-  std::uint64_t worker_ns() const { return worker_ns_; }
+  // Worker time spent on this loader's tasks so far, sample by sample, whatever became of
+  // them; and how long the completed tasks waited for a worker (ns).
+  std::uint64_t worker_ns() const;
   std::uint64_t wait_ns() const { return wait_ns_; }
 
  private:
@@ -94,6 +95,7 @@ class Dispatcher {
   // The pass's next batch to issue, if any.
   std::optional<std::uint64_t> unissued() const;
   std::uint32_t least_loaded_worker() const;
+  bool held_by_another(std::uint32_t worker, std::uint64_t now) const;
 
   std::shared_ptr<Arena> arena_;
   std::shared_ptr<SlotPool> slots_;
@@ -101,6 +103,7 @@ class Dispatcher {
   OnError on_error_;
   const WorkerHealth& health_;
   const PoolMemory& pool_;
+  std::uint64_t loader_;
   std::uint32_t spread_;
   std::uint32_t in_flight_limit_ = 0;
   std::uint64_t generation_ = 0;
@@ -113,7 +116,6 @@ class Dispatcher {
   std::deque<std::uint64_t> wanted_;   //   and in which order
   std::vector<std::deque<Issued>> ledger_;      // per worker: issued, not yet completed, in order
   std::map<std::uint64_t, Completion> ready_;  // finished, waiting for their turn
-  std::uint64_t worker_ns_ = 0;
   std::uint64_t wait_ns_ = 0;
 };
 

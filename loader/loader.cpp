@@ -233,6 +233,7 @@ class Loader::Impl {
   const OrderKey& key() const { return key_; }
   bool broken() const { return broken_reported_; }
   void limit_in_flight(std::uint32_t tasks) { dispatcher_->limit_in_flight(tasks); }
+  std::uint64_t worker_ns() const { return dispatcher_->worker_ns(); }
 
   std::uint64_t epoch() const { return pass_.epoch(); }
   const Sampler& sampler() const { return sampler_; }
@@ -377,6 +378,7 @@ bool LoaderInternals::broken(const Loader& loader) { return loader.impl_->broken
 void LoaderInternals::limit_in_flight(Loader& loader, std::uint32_t tasks) {
   loader.impl_->limit_in_flight(tasks);
 }
+std::uint64_t LoaderInternals::worker_ns(const Loader& loader) { return loader.impl_->worker_ns(); }
 Status LoaderInternals::begin_demand(Loader& loader, std::uint64_t epoch) { return loader.impl_->begin_demand(epoch); }
 Status LoaderInternals::want(Loader& loader, std::uint64_t batch) { return loader.impl_->want(batch); }
 std::size_t LoaderInternals::wanted(const Loader& loader) { return loader.impl_->wanted(); }

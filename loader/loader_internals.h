@@ -30,6 +30,9 @@ class LoaderInternals {
   // may keep busy, times prefetch), apart from its batch slots, which follow its options.
   // 0: no cap (a Loader's own: its slots).
   static void limit_in_flight(Loader& loader, std::uint32_t tasks);
+  // LoaderStats::worker_ns as of now. Unlike stats(), any thread may ask while another is
+  // in next(): the workers add it up in shared memory, sample by sample.
+  static std::uint64_t worker_ns(const Loader& loader);
 
   // A pass on demand, for forkfeedd serving one rank from several daemons (a fan-in
   // client asks each for the batches it chose): begin_demand() starts a pass of `epoch`

@@ -22,6 +22,8 @@
 #include "protocol/frame.h"
 #include "tests/testing/command.h"
 #include "tests/testing/daemon_process.h"
+#include "tests/testing/processes.h"
+#include "tests/testing/small_options.h"
 #include "tests/testing/temp_dataset.h"
 
 namespace forkfeed {
@@ -177,6 +179,32 @@ TEST_F(DaemonLimitsTest, CtlStatsReportsEveryStream) {
   const std::string nowhere = std::string(FORKFEED_BIN_DIR) + "/forkfeed-ctl --socket " + dir_->path() +
                               "/nobody.sock stats 2>/dev/null";
   EXPECT_NE(std::system(nowhere.c_str()), 0);
+}
+
+// A stream's worker time in the stats is as of the request, not of its last delivery: a
+// stream of big batches delivers seldom, and its share would lag by a batch.
+TEST_F(DaemonLimitsTest, CtlStatsCountAStreamsWorkerTimeAsOfNow) {
+  testing::HangGuard guard(120, "DaemonLimitsTest.WorkerTimeAsOfNow");
+  testing::TempDir big;
+  LoaderOptions o = testing::small_options(testing::make_image_folder(big.path(), 16, 2, 7, 500, 700), 1, 16);
+  o.transform = "RandomResizedCrop(384), AugMix()";  // tens of ms a sample: one long batch, the whole pass
+  o.size = 0;
+  testing::DaemonProcess daemon(socket_path("as_of_now"), {"--max-workers", "1"});
+  auto client = Client::connect(daemon.socket(), o);
+  ASSERT_TRUE(client.ok()) << client.status().message();
+  // The daemon works on the batch as soon as the stream is open; nothing is delivered
+  // until the whole batch is done.
+  nlohmann::json seen;
+  const bool counted_part_way = testing::eventually(
+      [&] {
+        seen = testing::daemon_stats(daemon.socket());
+        if (!seen.contains("streams") || seen["streams"].size() != 1) return false;
+        const nlohmann::json& s = seen["streams"][0];
+        return s.value("worker_ns", 0.0) > 0 && s.value("delivered_batches", 0.0) == 0;
+      },
+      std::chrono::seconds(30));
+  EXPECT_TRUE(counted_part_way) << "worker time appeared only with a delivery: " << seen.dump();
+  EXPECT_EQ(testing::read_pass(**client).size(), 1u);
 }
 
 TEST_F(DaemonLimitsTest, YamlConfigAndFlagsTakeEffect) {

@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "base/monotonic_clock.h"
 #include "testing/temp_dataset.h"
 #include "testing/small_arena.h"
 #include "transport/slot_contents.h"
@@ -73,6 +74,26 @@ TEST_F(DispatcherTest, WorkGoesToTheLeastLoadedWorkerThatIsUpAndNotBeingKilled) 
   EXPECT_EQ(d.unfinished(0), 3u);
   EXPECT_EQ(d.unfinished(1), 1u);
   EXPECT_EQ(d.in_flight(), 4u);
+}
+
+// A worker in the middle of another loader's long sample (a costly pipeline) would keep
+// a task waiting for all of it, and its slot with it: work goes to the others meanwhile.
+TEST_F(DispatcherTest, WorkAvoidsAWorkerInTheMiddleOfAnotherLoadersLongSample) {
+  Dispatcher d = make(OnError::kSkip);  // this loader is 0 in the pool
+  start_worker(0);
+  start_worker(1);
+  WorkerState& busy = pool_.worker(0);
+  busy.progress_ns.store(monotonic_ns());
+  busy.sample_expected_ns.store(500'000'000);
+  busy.current_loader.store(7);  // another loader's
+  busy.current_sample.store(3);
+  for (std::uint64_t b = 0; b < 3; ++b) ASSERT_TRUE(d.submit(0, b, take_slot(), kSamples).ok());
+  EXPECT_EQ(d.unfinished(0), 0u) << "a task went behind another loader's long sample";
+  EXPECT_EQ(d.unfinished(1), 3u);
+  // Its own long sample, or another's short one, holds nothing back.
+  busy.current_loader.store(0);
+  ASSERT_TRUE(d.submit(0, 3, take_slot(), kSamples).ok());
+  EXPECT_EQ(d.unfinished(0), 1u);
 }
 
 TEST_F(DispatcherTest, AWorkerStillStartingGetsWorkOnlyWhenNoneIsUp) {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "forkfeed/loader.h"
+#include "loader/loader_internals.h"
 #include "process/worker_pool.h"
 #include "tests/testing/processes.h"
 #include "tests/testing/small_options.h"
@@ -32,6 +33,8 @@ using testing::Batches;
 using namespace std::chrono_literals;
 
 constexpr std::uint32_t kImages = 24;  // 6 batches of 4 per epoch, one rank
+// A pipeline whose every sample takes a worker tens of milliseconds.
+constexpr const char* kSlowTransform = "RandomResizedCrop(384), AugMix()";
 
 class SharedPoolTest : public ::testing::Test {
  protected:
@@ -256,6 +259,103 @@ TEST_F(SharedPoolTest, ALoadersTaskTimeoutDoesNotKillAWorkerInAnotherLoadersSamp
   EXPECT_EQ(testing::first_difference(got, expected), "");
   EXPECT_EQ(slow->stats().worker_restarts, 0u);
   EXPECT_EQ(testing::read_pass(*quick).size(), 6u);
+}
+
+// A loader's long batch does not hold a worker to the end: between its samples the
+// worker takes turns with another loader that has work (workers/fair_share.h), so a loader
+// of small batches is served while the long one is part-way, and both stay exact.
+TEST_F(SharedPoolTest, ALoaderOfSmallBatchesIsServedBetweenTheSamplesOfAnothersLongBatch) {
+  testing::TempDir big;
+  const std::string root = testing::make_image_folder(big.path(), 24, 2, 8, 500, 700);
+  auto workers = pool(1);
+  LoaderOptions heavy = options(10, root);
+  heavy.workers = 1;
+  heavy.batch_size = 24;  // the whole pass, one task of slow samples
+  heavy.transform = kSlowTransform;
+  heavy.size = 0;
+  LoaderOptions light = options(11);
+  light.workers = 1;
+  light.batch_size = 1;
+  const Batches expected_heavy = reference(heavy, 1), expected_light = reference(light, 1);
+  auto a = open(heavy, workers);
+  ASSERT_NE(a, nullptr);
+  Batches got_heavy;
+  std::thread reader([&] { got_heavy = testing::read_batches(*a, 1); });
+  // The heavy batch is in the worker's hands before the light loader exists.
+  const WorkerState& state = workers->impl().state(0);
+  EXPECT_TRUE(testing::eventually([&] { return state.current_sample.load() != kNoSample; }, 30s));
+  const std::uint64_t heavy_id = state.current_loader.load();
+  auto b = open(light, workers);
+  Batches got_light = b ? testing::read_batches(*b, 3) : Batches{};
+  // The heavy batch was set aside for those, not finished first: the worker goes back to
+  // it. (Its one task is the heavy loader's whole pass: once done, it never comes back.)
+  EXPECT_TRUE(testing::eventually(
+      [&] { return state.current_sample.load() != kNoSample && state.current_loader.load() == heavy_id; }, 10s))
+      << "the light loader waited for the whole of the heavy batch";
+  // Its worker time counts as the worker goes, not only when the batch is done.
+  EXPECT_GT(LoaderInternals::worker_ns(*a), 0u) << "a batch part-way counts no worker time";
+  if (b) {
+    Batches rest = testing::read_pass(*b);
+    got_light.insert(got_light.end(), rest.begin(), rest.end());
+  }
+  reader.join();
+  EXPECT_EQ(testing::first_difference(got_heavy, expected_heavy), "");
+  EXPECT_EQ(testing::first_difference(got_light, expected_light), "");
+}
+
+// Tasks set aside part-way are still exactly once and current: a worker killed while
+// holding several loaders' tasks, and a reset while one is set aside, leave every loader
+// its exact pass.
+TEST_F(SharedPoolTest, TasksSetAsideBetweenSamplesStayExactThroughWorkerDeathsAndResets) {
+  testing::TempDir big;
+  const std::string root = testing::make_image_folder(big.path(), 12, 2, 9, 500, 700);
+  LoaderOptions heavy = options(12, root);
+  heavy.batch_size = 6;
+  heavy.transform = kSlowTransform;
+  heavy.size = 0;
+  heavy.max_worker_restarts = 100;
+  LoaderOptions light = options(13);
+  light.batch_size = 1;
+  light.max_worker_restarts = 100;
+  const Batches expected_heavy = reference(heavy, 2), expected_light = reference(light, 2);
+  auto workers = pool(2);
+  auto a = open(heavy, workers);
+  auto b = open(light, workers);
+  ASSERT_TRUE(a && b);
+  Batches got_heavy, got_light;
+  // A reset of the light loader while its tasks may be set aside: its pass starts again.
+  (void)testing::read_batches(*b, 2);
+  ASSERT_TRUE(b->reset().ok());
+  std::mt19937 rng(11);
+  std::uint64_t heavy_ends = 0, light_ends = 0;
+  int kills = 0;
+  for (int step = 0; step < 2000 && (heavy_ends < 2 || light_ends < 2); ++step) {
+    if (light_ends < 2) {
+      auto next = b->next();
+      ASSERT_TRUE(next.ok()) << next.status().message();
+      if (next->has_value()) {
+        got_light.emplace_back(**next);
+      } else {
+        ++light_ends;
+      }
+    }
+    if (heavy_ends < 2 && step % 4 == 0) {
+      auto next = a->next();
+      ASSERT_TRUE(next.ok()) << next.status().message();
+      if (next->has_value()) {
+        got_heavy.emplace_back(**next);
+      } else {
+        ++heavy_ends;
+      }
+    }
+    if (step % 6 == 5 && kills < 6) {  // a random worker, at whatever point it is
+      ::kill(workers->impl().pid(rng() % 2), SIGKILL);
+      ++kills;
+    }
+  }
+  EXPECT_GE(kills, 3);
+  EXPECT_EQ(testing::first_difference(got_heavy, expected_heavy), "");
+  EXPECT_EQ(testing::first_difference(got_light, expected_light), "");
 }
 
 TEST_F(SharedPoolTest, AForkedChildCannotAttachToItsParentsPool) {

@@ -147,7 +147,12 @@ std::size_t Arena::index_bytes() const {
          i.labels.capacity() * sizeof(std::int64_t);
 }
 
-void Arena::reset_channel(std::uint32_t worker) const { new (&control_->channels[worker]) WorkerChannel(); }
+void Arena::reset_channel(std::uint32_t worker) const {
+  WorkerChannel& channel = control_->channels[worker];
+  const std::uint64_t spent = channel.worker_ns.load(std::memory_order_relaxed);  // the time, not the rings
+  new (&channel) WorkerChannel();
+  channel.worker_ns.store(spent, std::memory_order_relaxed);
+}
 
 std::span<std::byte> Arena::slot_region() const {
   const std::size_t offset = std::min<std::size_t>(control_->slots.slots_offset, mapping_.size());

@@ -43,7 +43,8 @@ class Arena {
 
   ControlBlock& control() const { return *control_; }
   WorkerChannel& channel(std::uint32_t worker) const { return control_->channels[worker]; }
-  // Rebuilds worker `worker`'s channel empty, served by no worker, for its replacement.
+  // Rebuilds worker `worker`'s channel empty, served by no worker, for its replacement
+  // (the worker time spent through it stays).
   // REQUIRES: the worker is dead (reaped), so no other process touches the channel.
   void reset_channel(std::uint32_t worker) const;
   const SharedIndex& index() const { return *control_->index; }

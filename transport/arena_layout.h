@@ -25,7 +25,7 @@ template <typename T>
 using ShmVector = bip::vector<T, bip::allocator<T, SegmentManager>>;
 
 inline constexpr std::uint64_t kArenaMagic = 0x6b6f66646565666bULL;  // "kfeedfok"
-inline constexpr std::uint32_t kArenaVersion = 4;
+inline constexpr std::uint32_t kArenaVersion = 5;
 // Per-worker ring capacity; bounds workers * prefetch tasks in flight per worker.
 inline constexpr std::uint32_t kRingCapacity = 64;
 // A skipped sample's reason, NUL-terminated; the path is not in it (the orchestrator
@@ -56,6 +56,9 @@ struct Completion {
   TaskOutcome outcome;
   std::uint64_t started_ns = 0;   // CLOCK_MONOTONIC, when the worker took the task
   std::uint64_t finished_ns = 0;  // and when it was done with it
+  // The worker time it took: less than finished - started when the worker set the task
+  // aside between samples for other loaders' turns.
+  std::uint64_t worker_ns = 0;
 };
 
 // The loader's two rings with one worker of its pool. After that worker dies the loader
@@ -67,6 +70,10 @@ struct WorkerChannel {
   // none. Set only by the loader, so that a replacement never reads a channel that still
   // holds its dead predecessor's tasks.
   alignas(64) std::atomic<std::uint64_t> incarnation{0};
+  // Worker time spent on this loader's tasks through this channel, added by its worker
+  // sample by sample (so a share of the pool reads true over any few seconds, even while
+  // a long batch is part-way); kept across the worker's lives by Arena::reset_channel.
+  alignas(64) std::atomic<std::uint64_t> worker_ns{0};
 };
 
 // The longest transform text a loader takes (with its terminating NUL).

@@ -33,6 +33,10 @@ struct alignas(64) WorkerState {
   // crash they name the culprit.
   std::atomic<std::uint64_t> current_loader{kNoLoader};
   std::atomic<std::uint64_t> current_sample{kNoSample};
+  // How long the sample in hand should take (its loader's recent samples on this worker):
+  // the other workers count it as that loader's time from its start (FairShare), so that
+  // they do not all take the same loader's turn at once.
+  std::atomic<std::uint64_t> sample_expected_ns{0};
 };
 
 struct PoolBlock {

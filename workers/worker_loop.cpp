@@ -1,6 +1,8 @@
 // The worker task loop. Nothing here takes a lock in shared memory: a worker killed at
 // any instruction leaves at most a half-written slot, which its loader owns. Which
-// loader's task comes next is FairShare's to say.
+// loader's task comes next is FairShare's to say, asked between samples: a task whose
+// loader's turn is over is set aside part-way and resumed later, so that one loader's
+// long tasks hold the worker for a slice, not for a whole batch.
 #include "workers/worker_loop.h"
 
 #include <spdlog/sinks/stdout_sinks.h>
@@ -13,6 +15,7 @@
 #include <memory>
 #include <new>
 #include <opencv2/core/utility.hpp>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -44,6 +47,19 @@ struct Tenant {
   UniqueFd completions;          // the loader's eventfd, written after each completion
   WorkerChannel& channel;        // this worker's rings in the loader's arena
   SamplePipeline pipeline;       // the loader's transform
+  std::uint64_t sample_ns = 0;   // what its samples take here, of late (a moving average)
+  // The task taken from `channel` and not finished, set aside between samples when
+  // another loader's turn came. It is resumed before this loader's next task is taken, so
+  // its loader gets this worker's completions in the order it issued the tasks; its
+  // progress is in the slot itself. Should this worker die, the loader's ledger still
+  // holds it (not completed) and issues it again, as any task in a dead worker's hands.
+  struct InHand {
+    Task task;
+    std::uint32_t next = 0;        // its next sample
+    std::uint64_t started_ns = 0;  // when it was taken
+    std::uint64_t worker_ns = 0;   // worker time spent on it so far
+  };
+  std::optional<InHand> in_hand;
 };
 
 class Worker {
@@ -71,14 +87,9 @@ class Worker {
         if (!read_messages()) return 1;
         messages_read_ = sent;
       }
+      give_back_stale_tasks();
       if (Tenant* t = next_tenant()) {
-        if (auto task = t->channel.tasks.try_pop()) {
-          const std::uint64_t started = monotonic_ns();
-          const TaskOutcome outcome = execute(*t, *task);
-          const std::uint64_t finished = monotonic_ns();
-          share_.charge(t->id, finished - started);
-          complete(*t, *task, outcome, started, finished);
-        }
+        serve(*t);
         continue;
       }
       if (orphaned()) {
@@ -134,29 +145,106 @@ class Worker {
     }
     return nullptr;
   }
-  // The loader to serve next, of those with a task for this worker in a channel handed to it.
+  // The loader to serve next, of those with work for this worker (a task set aside, or one
+  // queued in a channel handed to it).
+  std::optional<std::uint64_t> next_loader() {
+    const std::uint64_t now = monotonic_ns();
+    return share_.next(
+        [&](std::uint64_t id) {
+          const Tenant* t = tenant(id);
+          return serves(*t) && (t->in_hand.has_value() || t->channel.tasks.size() > 0);
+        },
+        [&](std::uint64_t id) { return served(*tenant(id), now); });
+  }
+  // The worker time the pool has spent on `t` by `now`: what every worker added up in its
+  // channel, and the samples of `t` in other workers' hands, each for what it should take
+  // (one of a costly pipeline is hundreds of milliseconds: while another worker has it,
+  // this one serves the other loaders).
+  std::uint64_t served(const Tenant& t, std::uint64_t now) const {
+    std::uint64_t ns = 0;
+    for (std::uint32_t w = 0; w < pool_.workers(); ++w) {
+      ns += t.arena->channel(w).worker_ns.load(std::memory_order_relaxed);
+      const WorkerState& other = pool_.worker(w);
+      if (other.current_sample.load(std::memory_order_acquire) != kNoSample &&
+          other.current_loader.load(std::memory_order_relaxed) == t.id) {
+        const std::uint64_t elapsed = now - std::min(now, other.progress_ns.load(std::memory_order_relaxed));
+        ns += std::max(elapsed, other.sample_expected_ns.load(std::memory_order_relaxed));
+      }
+    }
+    return ns;
+  }
   Tenant* next_tenant() {
-    const auto chosen = share_.next([&](std::uint64_t id) {
-      const Tenant* t = tenant(id);
-      return serves(*t) && t->channel.tasks.size() > 0;
-    });
+    const auto chosen = next_loader();
     return chosen ? tenant(*chosen) : nullptr;
   }
+  // Between samples of `t`'s task: whether to set it aside, because another loader's turn
+  // came or the pool sent a message (a loader attached: it is served from now on).
+  bool turn_over(const Tenant& t) {
+    if (state_.messages.load(std::memory_order_acquire) != messages_read_) return true;
+    return next_loader() != t.id;
+  }
 
-  TaskOutcome execute(Tenant& t, const Task& task) {
-    const SlotContents slot(*t.arena, task.slot);
+  // A task set aside whose loader has moved to a new generation goes back at once,
+  // cancelled: its loader wants its slot now, not when its turn comes.
+  void give_back_stale_tasks() {
+    for (const auto& t : tenants_) {
+      if (t->in_hand && serves(*t) && stale(*t, t->in_hand->task)) finish(*t, TaskOutcome::kCancelled);
+    }
+  }
+
+  // Works on `t`'s task in hand, or its next one, until it is done or set aside.
+  void serve(Tenant& t) {
+    if (!t.in_hand) {
+      const auto task = t.channel.tasks.try_pop();
+      if (!task) return;
+      t.in_hand = Tenant::InHand{*task, 0, monotonic_ns(), 0};
+    }
+    if (const std::optional<TaskOutcome> outcome = execute(t, *t.in_hand)) finish(t, *outcome);
+  }
+
+  void finish(Tenant& t, TaskOutcome outcome) {
+    const Tenant::InHand& h = *t.in_hand;
+    complete(t, Completion{h.task.generation, h.task.batch_id, h.task.slot, outcome, h.started_ns, monotonic_ns(),
+                           h.worker_ns});
+    t.in_hand.reset();
+  }
+
+  // The task's outcome, or nullopt when it was set aside for another loader's turn. Each
+  // stretch of work is added to the loader's worker time in its channel as it goes, so
+  // that FairShare, asked between samples, knows what each loader has had.
+  std::optional<TaskOutcome> execute(Tenant& t, Tenant::InHand& h) {
+    const SlotContents slot(*t.arena, h.task.slot);
     const ControlBlock& control = t.arena->control();
-    for (std::uint32_t i = 0; i < task.count; ++i) {
+    std::uint64_t since = monotonic_ns();
+    const auto charge = [&] {
+      const std::uint64_t now = monotonic_ns();
+      h.worker_ns += now - since;
+      t.channel.worker_ns.fetch_add(now - since, std::memory_order_relaxed);
+      since = now;
+    };
+    for (bool first = true; h.next < h.task.count; first = false) {
       // Checked between samples: a reset cancels the rest of a stale batch.
-      if (stale(t, task) || stopping() || orphaned()) return TaskOutcome::kCancelled;
+      if (stale(t, h.task) || stopping() || orphaned()) {
+        charge();
+        return TaskOutcome::kCancelled;
+      }
+      if (!first) {
+        charge();
+        if (turn_over(t)) return std::nullopt;
+      }
+      const std::uint32_t i = h.next++;
       const std::uint64_t index = slot.sample(i);
       const SampleSource source = t.arena->index().source(index);
-      state_.progress_ns.store(monotonic_ns(), std::memory_order_relaxed);
+      const std::uint64_t begun = monotonic_ns();
+      state_.progress_ns.store(begun, std::memory_order_relaxed);
+      state_.sample_expected_ns.store(t.sample_ns, std::memory_order_relaxed);
       state_.current_loader.store(t.id, std::memory_order_relaxed);
       state_.current_sample.store(index, std::memory_order_release);
-      const Status s = t.pipeline.run(source, task.epoch, index, slot.next_pixels());
+      const Status s = t.pipeline.run(source, h.task.epoch, index, slot.next_pixels());
       state_.current_sample.store(kNoSample, std::memory_order_relaxed);
       state_.current_loader.store(kNoLoader, std::memory_order_relaxed);
+      const std::uint64_t took = monotonic_ns() - begun;
+      t.sample_ns = t.sample_ns == 0 ? took : (t.sample_ns * 3 + took) / 4;
       if (s.ok()) {
         slot.keep(i);
         continue;
@@ -166,13 +254,16 @@ class Worker {
       // on_error decides for bad data only. Any other failure (out of fds or memory, an
       // I/O error, a shard changed since it was indexed) says nothing against the
       // sample: skipping it would lose a good sample, so the batch fails.
-      if (control.on_error != OnError::kSkip || s.code() != Status::Code::kBadData) return TaskOutcome::kFailed;
+      if (control.on_error != OnError::kSkip || s.code() != Status::Code::kBadData) {
+        charge();
+        return TaskOutcome::kFailed;
+      }
     }
+    charge();
     return TaskOutcome::kDone;
   }
 
-  void complete(Tenant& t, const Task& task, TaskOutcome outcome, std::uint64_t started, std::uint64_t finished) {
-    const Completion c{task.generation, task.batch_id, task.slot, outcome, started, finished};
+  void complete(Tenant& t, const Completion& c) {
     // The ring holds every slot, so it is never full for long; wait rather than drop.
     while (!t.channel.completions.try_push(c)) {
       if (stopping()) return;

@@ -38,8 +38,11 @@ struct LoaderStats {
   std::uint64_t index_bytes = 0;  // of it, the dataset index: paths, slices and labels
   std::uint32_t slots = 0;
   bool pinned = false;  // the batch slots are page-locked for pin_memory_device
-  // Worker time this loader's tasks took, and time they waited in a worker's queue (behind
-  // its own tasks and other loaders' on a shared pool), from issue to start: nanoseconds.
+  // Worker time spent on this loader's tasks, counted sample by sample as the workers go
+  // (work a reset cancelled or a worker's death undid included); and the time its batches
+  // waited for a worker from issue to completion (in a worker's queue behind its own tasks
+  // and other loaders', or set aside between samples for other loaders' turns on a shared
+  // pool): nanoseconds.
   std::uint64_t worker_ns = 0;
   std::uint64_t wait_ns = 0;
 };

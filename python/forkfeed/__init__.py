@@ -357,8 +357,9 @@ class WorkerPool:
     ``forkfeed.Loader(train_dir, pool=pool)`` and ``forkfeed.Loader(val_dir, pool=pool)``.
 
     Each loader keeps its own order, state_dict and errors; the workers serve the loaders
-    in equal shares of their time, and a share one leaves unused (the validation loader
-    during training) goes to the others. ``workers`` defaults to the CPU count;
+    in equal shares of their time, sample by sample whatever their batch sizes and
+    pipelines, and a share one leaves unused (the validation loader during training) goes
+    to the others. ``workers`` defaults to the CPU count;
     ``start_method``, ``fork_hazard`` and ``log_level`` are as Loader's. The workers stop
     when the pool and every loader on it are gone."""
 
