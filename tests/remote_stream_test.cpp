@@ -234,6 +234,40 @@ TEST_F(RemoteStreamTest, AStoppedGatewayIsTakenForLostWithin3Seconds) {
   EXPECT_LT(waited, 4.5);  // 3 s of silence, and a loaded machine's wake-up
 }
 
+// Found from outside: a remote Client opened in a fork's child (its parent had loaded UCX
+// for one of its own) waited for connect_timeout and blamed UCX_TLS. UCX belongs to the
+// process that loaded it: the child is told so at once.
+TEST_F(RemoteStreamTest, ARemoteClientOpenedInAForksChildIsRefusedAtOnceSayingWhy) {
+  testing::HangGuard guard(60, "RemoteStreamTest.ForkedChild");
+  testing::DaemonProcess daemon(socket_path("forked"), remote_args());
+  const std::string address = remote_address(daemon);
+  auto parents = connect(address, remote_options());  // UCX is loaded here
+  ASSERT_TRUE(parents);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    StreamOptions o = remote_options();
+    o.connect_timeout = std::chrono::seconds(5);
+    auto remote = Client::connect(RemoteDaemon{address, token_}, o);
+    const std::string message = remote.ok() ? "it opened" : remote.status().message();
+    std::fprintf(stderr, "the child's connect: %s\n", message.c_str());
+    const bool told = !remote.ok() && remote.status().code() == Status::Code::kFailedPrecondition &&
+                      message.find("forked") != std::string::npos && message.find("UCX_TLS") == std::string::npos;
+    ::_exit(told ? 0 : 1);
+  }
+  int status = 0;
+  const bool exited = testing::eventually([&] { return ::waitpid(child, &status, WNOHANG) == child; },
+                                          std::chrono::seconds(30));
+  if (!exited) {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, &status, 0);
+  }
+  EXPECT_TRUE(exited) << "the child's connect did not return within 30 s";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "the child was not refused at once for its inherited UCX (its stderr says what it got)";
+  EXPECT_EQ(testing::read_pass(*parents).size(), 12u) << "the parent's stream goes on";
+}
+
 TEST_F(RemoteStreamTest, AKilledRemoteClientFreesItsStream) {
   testing::HangGuard guard(60, "RemoteStreamTest.ClientKilled");
   testing::DaemonProcess daemon(socket_path("client"), remote_args());
