@@ -69,13 +69,14 @@ class FanInPlan {
   bool over() const { return next_ >= end_; }
 
   // Stalls every daemon that holds batches and delivered nothing for `overdue` up to
-  // `now`: their batches go back to the plan (for the others). Those stalled now.
+  // `now`, while another daemon delivers: their batches go back to the plan (for the
+  // others). Those stalled now.
   struct Stall {
     std::uint32_t daemon;
     std::uint64_t taken;  // batches that went back to the plan
   };
   std::vector<Stall> stall_overdue(Clock::time_point now, Clock::duration overdue);
-  // When the next daemon would be overdue, if one holds batches.
+  // When the next daemon would be overdue, if one holds batches and another delivers.
   std::optional<Clock::time_point> next_overdue(Clock::duration overdue) const;
 
   bool is_up(std::uint32_t d) const { return daemons_[d].up; }
@@ -94,6 +95,9 @@ class FanInPlan {
   };
   // Whether a daemon that is up and not stalled will bring batch `index`.
   bool covered(std::uint64_t index) const;
+  // Whether daemon `d` can be stalled now: it is up, not stalled, holds batches, and
+  // another daemon up and not stalled could take them.
+  bool stallable(std::uint32_t d) const;
   // Batch `index` goes back to the plan unless it came or is covered.
   bool take_back(std::uint64_t index);
   // The first batch the pass waits for: not come yet.
