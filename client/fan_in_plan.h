@@ -13,7 +13,10 @@
 // - a lost daemon's batches that did not come go back to the plan, lowest first;
 // - a daemon that holds batches and delivered nothing for `overdue` is stalled: its
 //   batches go to the others as well (the first copy wins), and it gets no new ones until
-//   it delivers again.
+//   it delivers again. Only while another daemon delivers: alone, it has no one to stall
+//   for.
+// Its times are its owner's clock: FanInLink's counts only time spent waiting for the
+// daemons (waiting_clock.h), so that a trainer's step makes no daemon overdue.
 #pragma once
 
 #include <chrono>

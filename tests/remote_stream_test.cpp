@@ -15,6 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -99,6 +101,36 @@ bool maps_ucx(pid_t pid) {
   }
   return false;
 }
+
+// SIGUSR1, while in scope, freezes the thread it is sent to for `kFrozen` (in its
+// handler, as a debugger or a VM pause would freeze it), then sets `thawed`.
+class ThreadFreezer {
+ public:
+  static constexpr std::chrono::seconds kFrozen{4};
+  ThreadFreezer() {
+    thawed.store(false);
+    struct sigaction action {};
+    action.sa_handler = freeze;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGUSR1, &action, &before_);  // no SA_RESTART: the poll it cuts returns EINTR
+  }
+  ~ThreadFreezer() { ::sigaction(SIGUSR1, &before_, nullptr); }
+  ThreadFreezer(const ThreadFreezer&) = delete;
+  ThreadFreezer& operator=(const ThreadFreezer&) = delete;
+
+  static inline std::atomic<bool> thawed{false};
+
+ private:
+  static void freeze(int) {
+    const int saved = errno;
+    timespec left{kFrozen.count(), 0};
+    while (::nanosleep(&left, &left) != 0 && errno == EINTR) {
+    }
+    thawed.store(true);
+    errno = saved;
+  }
+  struct sigaction before_ {};
+};
 
 TEST_F(RemoteStreamTest, ARemoteStreamIsTheLocalLoadersOverTwoEpochsAndTwoRanks) {
   testing::HangGuard guard(120, "RemoteStreamTest.Equals");
@@ -232,6 +264,50 @@ TEST_F(RemoteStreamTest, AStoppedGatewayIsTakenForLostWithin3Seconds) {
   EXPECT_NE(failed.message().find("no word from it"), std::string::npos) << failed.message();
   EXPECT_GE(waited, 2.5);
   EXPECT_LT(waited, 4.5);  // 3 s of silence, and a loaded machine's wake-up
+}
+
+// Found from outside: a trainer frozen for 3 s or more inside next() (Ctrl-Z, a debugger,
+// a VM pause, a long GC) was told its healthy daemon was lost ("no word from it"), though
+// the gateway's beats were waiting in its socket. What came is read before silence is
+// judged, and only time in which the client could hear counts.
+TEST_F(RemoteStreamTest, ATrainerFrozenInsideNextIsNotToldItsDaemonIsLost) {
+  testing::HangGuard guard(60, "RemoteStreamTest.Paused");
+  testing::DaemonProcess daemon(socket_path("pause"), remote_args());
+  auto remote = connect(remote_address(daemon), remote_options());
+  ASSERT_TRUE(remote);
+  ASSERT_EQ(testing::read_batches(*remote, 1).size(), 1u);
+  ThreadFreezer freezer;
+  // Its forkfeedd stopped, the stream has nothing more to give: the trainer's next()
+  // waits (its gateway beats), and is frozen there.
+  auto stopped = std::make_unique<testing::StoppedProcess>(daemon.pid());
+  std::atomic<int> calls{0};  // odd while in next()
+  Status failed;
+  std::thread trainer([&] {
+    while (true) {
+      calls.fetch_add(1);
+      auto next = remote->next();
+      calls.fetch_add(1);
+      if (!next.ok()) failed = next.status();
+      if (!next.ok() || ThreadFreezer::thawed.load()) return;
+    }
+  });
+  // In next(), and there for half a second: waiting.
+  int seen = -1;
+  Clock::time_point since = Clock::now();
+  while (Clock::now() - since < std::chrono::milliseconds(500)) {
+    const int now = calls.load();
+    if (now != seen || now % 2 == 0) {
+      seen = now;
+      since = Clock::now();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(::pthread_kill(trainer.native_handle(), SIGUSR1), 0);
+  EXPECT_TRUE(testing::eventually([] { return ThreadFreezer::thawed.load(); }, std::chrono::seconds(20)));
+  stopped->resume();  // the next batch comes once it goes on
+  trainer.join();
+  EXPECT_TRUE(failed.ok()) << "frozen " << ThreadFreezer::kFrozen.count() << " s inside next(): " << failed.message();
+  EXPECT_EQ(testing::read_batches(*remote, 5).size(), 5u) << "the stream goes on";
 }
 
 // Found from outside: a remote Client opened in a fork's child (its parent had loaded UCX

@@ -412,8 +412,9 @@ class Client(_Pass):
     come in the pass's order, and the stream, state_dict and resume are exactly one
     daemon's (or a Loader's). A daemon that dies or cannot be reached loses nothing: its
     batches are asked of the others, and it is tried again now and then; one that holds
-    batches for ``overdue`` seconds (default 2) without delivering one has them asked of
-    the others too. Only when every daemon is lost does a call raise
+    batches for ``overdue`` seconds (default 2) of waiting in next() without delivering
+    one has them asked of the others too. One not open within ``connect_timeout`` (a hung
+    node) is left out at connect and tried again later. Only when every daemon is lost does a call raise
     ``DaemonLostError``. ``daemons()`` says what each did; ``add_daemon()`` adds one. The stream shares the daemon's pool of workers: ``workers``
     only caps how many it keeps busy at once (its batch slots), and ``start_method``,
     ``weight`` and ``log_level`` are the daemon's; ``pin_memory_device`` is refused for a
@@ -507,7 +508,8 @@ class Client(_Pass):
         added after): dicts with ``address``, ``up`` (connected now), ``stalled``
         (overdue: its batches are asked of the others too), ``batches`` (first copies it
         delivered), ``bytes`` (of their pixels), ``wait_ns`` and ``wait_s`` (from asking
-        for a batch to its arrival, summed over its batches), ``reassigned`` (its batches
+        for a batch to its arrival, summed over its batches; time spent waiting in next()
+        only, as ``overdue`` counts it), ``reassigned`` (its batches
         asked of the others when it was lost or overdue), ``duplicates`` (copies it
         delivered after another's, dropped), ``losses`` (times it was lost) and
         ``last_error`` (why it was last lost; empty if never). Empty for a local daemon."""
