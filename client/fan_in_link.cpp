@@ -485,13 +485,21 @@ std::vector<RemoteDaemonStats> FanInLink::daemons() const {
 }
 
 Status FanInLink::add_daemon(const RemoteDaemon& daemon) {
+  if (!failed_.ok()) return failed_;
   for (const Member& m : members_) {
     if (m.daemon.address == daemon.address) {
       return Status::InvalidArgument("the remote forkfeedd at " + daemon.address + " is already one of this Client's");
     }
   }
   add(daemon);
-  members_.back().retry_at = Clock::now();
+  const auto i = static_cast<std::uint32_t>(members_.size() - 1);
+  if (Status s = try_join(i, settings_.connect_timeout); !s.ok()) {
+    members_.pop_back();
+    plan_.remove_last();
+    return s;
+  }
+  spdlog::info("forkfeed: the remote forkfeedd at {} joined the stream at batch {} of epoch {}", daemon.address,
+               plan_.head(), epoch_);
   return Status::Ok();
 }
 

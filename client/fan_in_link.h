@@ -53,7 +53,8 @@ class FanInLink final : public StreamLink {
   bool pinned() const override;
 
   std::vector<RemoteDaemonStats> daemons() const;
-  // A new daemon, tried at the next batch boundary.
+  // A new daemon, joined to the pass at once (within connect_timeout); if it cannot
+  // join, its error, and it is not added.
   Status add_daemon(const RemoteDaemon& daemon);
 
  private:

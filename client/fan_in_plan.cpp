@@ -32,6 +32,8 @@ std::uint64_t FanInPlan::lost(std::uint32_t d) {
   return taken;
 }
 
+void FanInPlan::remove_last() { daemons_.pop_back(); }
+
 void FanInPlan::start(std::uint64_t position, std::uint64_t end) {
   next_ = planned_ = position;
   end_ = end;

@@ -40,6 +40,9 @@ class FanInPlan {
   // Daemon `d` is gone: what it held and did not deliver goes back to the plan. How many
   // batches that took from it.
   std::uint64_t lost(std::uint32_t d);
+  // Forgets the last daemon added. REQUIRES: it is down (never up, or lost) and no batch
+  // of the pass came from it.
+  void remove_last();
 
   // A new pass: batches [position, end) to hand out; nothing wanted of anyone.
   void start(std::uint64_t position, std::uint64_t end);

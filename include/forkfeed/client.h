@@ -157,8 +157,11 @@ class Client {
   Result<LoaderStats> stats();
   // A remote Client's daemons, in the order given (those added after); empty for a local one.
   std::vector<RemoteDaemonStats> daemons() const;
-  // Adds a remote daemon to a remote Client: it joins at the next batch boundary, as a
-  // lost one that comes back does. InvalidArgument for a local Client or a bad address.
+  // Adds a remote daemon to a remote Client: it connects and joins the pass at once
+  // (this call waits up to connect_timeout). If it cannot join, the error says why and it
+  // is not added: InvalidArgument for a local Client, a bad address or one given already;
+  // Unavailable (or IoError) when it cannot be reached or does not open in time; its
+  // refusal (token, dataset, other files).
   Status add_daemon(const RemoteDaemon& daemon);
 
   // Range-for over one pass, as Loader's: begin() is a reset(). Errors are thrown as

@@ -517,7 +517,10 @@ class Client(_Pass):
 
     def add_daemon(self, address: str, token_file: Optional[PathLike] = None) -> None:
         """Adds a remote forkfeedd ("HOST:PORT", serving the same files under the name
-        ``dataset``, with the token in ``token_file``, default ``$FORKFEED_TOKEN_FILE``)
-        to this remote stream: it joins at the next batch boundary, as a lost one that
-        comes back does. ValueError for a local Client or a bad address."""
+        ``dataset``, with the token in ``token_file``, default the Client's own) to this
+        remote stream: it joins the pass at once, waiting up to ``connect_timeout`` for
+        it. If it cannot join, this raises and it is not added: ValueError for a local
+        Client or a bad address, DaemonLostError when it cannot be reached or does not
+        open the stream in time, forkfeed.Error when it refuses (token, dataset, other
+        files)."""
         self._open().add_daemon(address, None if token_file is None else os.fsencode(token_file))
