@@ -1,4 +1,4 @@
-// FanInLink: the members, their losses and returns, the pass in order.
+// FanInLink: the members, their losses and returns, the pass in order (opening: fan_in_open.cpp).
 #include "client/fan_in_link.h"
 
 #include <poll.h>
@@ -30,53 +30,11 @@ bool same_order(const StreamOpened& a, const StreamOpened& b) {
          a.dtype == b.dtype && a.layout == b.layout && a.classes == b.classes;
 }
 
-// Errors that say a daemon cannot be reached now, rather than that it refuses.
-bool unreachable(const Status& s) {
-  return s.code() == Status::Code::kUnavailable || s.code() == Status::Code::kDeadlineExceeded ||
-         s.code() == Status::Code::kIoError;  // a connection refused or reset
-}
-
 std::uint64_t ns(std::chrono::steady_clock::duration d) {
   return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
 }
 
 }  // namespace
-
-Result<std::unique_ptr<FanInLink>> FanInLink::open(const std::vector<RemoteDaemon>& daemons, Settings settings,
-                                                   json& opened) {
-  if (daemons.empty()) return Status::InvalidArgument("no remote forkfeedd address given");
-  std::unique_ptr<FanInLink> link(new FanInLink(std::move(settings)));
-  std::vector<std::string> unreached;
-  json first;
-  for (const RemoteDaemon& daemon : daemons) {
-    link->add(daemon);
-    const auto i = static_cast<std::uint32_t>(link->members_.size() - 1);
-    json reply;
-    const Status s = link->connect(i, link->settings_.connect_timeout, reply, false);
-    if (s.ok()) {
-      if (first.is_null()) first = std::move(reply);
-      continue;
-    }
-    if (!unreachable(s)) return s;
-    unreached.push_back(s.message());
-    link->members_[i].stats.last_error = s.message();
-    link->members_[i].retry_at = Clock::now() + link->members_[i].backoff;
-  }
-  if (first.is_null()) {
-    std::string why;
-    for (const std::string& u : unreached) why += (why.empty() ? "" : "; ") + u;
-    return Status::Unavailable(why);
-  }
-  for (const std::string& u : unreached) {
-    spdlog::warn("forkfeed: {}; going on without it, and trying it again from time to time", u);
-  }
-  link->epoch_ = link->shape_.epoch;
-  link->generation_ = link->shape_.generation;
-  link->plan_.start(link->shape_.position, link->shape_.batches_per_epoch);
-  first["slots"] = link->slots();
-  opened = std::move(first);
-  return link;
-}
 
 FanInLink::~FanInLink() = default;
 
@@ -89,10 +47,14 @@ void FanInLink::add(const RemoteDaemon& daemon) {
   (void)plan_.add_daemon();
 }
 
-Status FanInLink::connect(std::uint32_t i, std::chrono::milliseconds timeout, json& reply, bool bound_open) {
-  Member& m = members_[i];
-  auto link = RemoteLink::open(m.daemon, timeout, settings_.pin_device, settings_.request, reply, bound_open);
+Status FanInLink::connect(std::uint32_t i, std::chrono::milliseconds timeout, json& reply) {
+  auto link = RemoteLink::open(members_[i].daemon, timeout, settings_.pin_device, settings_.request, reply);
   if (!link.ok()) return link.status();
+  return join(i, std::move(link).value(), reply);
+}
+
+Status FanInLink::join(std::uint32_t i, std::unique_ptr<RemoteLink> link, const json& reply) {
+  Member& m = members_[i];
   auto opened = parse_stream_opened(reply);
   if (!opened.ok()) return opened.status();
   if (shape_from_.empty()) {
@@ -104,20 +66,23 @@ Status FanInLink::connect(std::uint32_t i, std::chrono::milliseconds timeout, js
         shape_from_ + " (its files, or the image size, dtype or layout differ): every daemon of one Client must "
         "serve the same files under the same name");
   }
-  m.link = std::move(link).value();
+  m.link = std::move(link);
+  m.heard = m.link->heard();
+  m.heard_at = waiting_.now();
   m.generation = opened->generation;
   m.stats.up = true;
   plan_.up(i);
   return Status::Ok();
 }
 
-void FanInLink::seek(std::vector<std::uint32_t> which, Clock::time_point deadline) {
+void FanInLink::seek(std::vector<std::uint32_t> which, Clock::duration within) {
   const json body{{"epoch", epoch_}, {"position", 0}};
   std::erase_if(which, [&](std::uint32_t i) {
     const Status s = members_[i].link->send_request(MessageType::kSeek, body);
     if (!s.ok()) lose(i, s);
     return !s.ok();
   });
+  const Clock::time_point deadline = waiting_.now() + within;
   while (!which.empty()) {
     for (std::uint32_t i : which) members_[i].link->service();
     std::erase_if(which, [&](std::uint32_t i) {
@@ -140,35 +105,51 @@ void FanInLink::seek(std::vector<std::uint32_t> which, Clock::time_point deadlin
       return true;
     });
     if (which.empty()) break;
-    if (Clock::now() >= deadline) {
+    if (waiting_.now() >= deadline) {
       for (std::uint32_t i : which) {
         lose(i,
              Status::Unavailable("the remote forkfeedd at " + members_[i].daemon.address +
-                                 " did not start a pass within " + std::to_string(settings_.overdue.count()) +
-                                 " ms (overdue): a hung node?"),
+                                 " did not start a pass within " +
+                                 std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(within).count()) +
+                                 " ms: a hung node?"),
              true);
       }
       break;
     }
-    (void)poll(which, deadline, -1);
+    (void)poll(links(which), deadline - waiting_.now(), -1);
   }
   settle();
 }
 
-bool FanInLink::poll(const std::vector<std::uint32_t>& which, Clock::time_point deadline, int interrupt_fd) {
-  for (std::uint32_t i : which) {
-    if (!members_[i].link->arm()) return false;  // more to progress first
+bool FanInLink::poll(const std::vector<RemoteLink*>& links, Clock::duration timeout, int interrupt_fd) {
+  for (RemoteLink* link : links) {
+    if (!link->arm()) return false;  // more to progress first
   }
   std::vector<pollfd> fds;
-  for (std::uint32_t i : which) members_[i].link->add_poll_fds(fds);
+  for (RemoteLink* link : links) link->add_poll_fds(fds);
   fds.push_back({interrupt_fd, POLLIN, 0});
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-  if (::poll(fds.data(), fds.size(), static_cast<int>(std::clamp<std::int64_t>(left + 1, 0, 60000))) < 0 &&
-      errno != EINTR) {
+  const Clock::time_point began = Clock::now();
+  if (::poll(fds.data(), fds.size(), poll_timeout_ms(timeout)) < 0 && errno != EINTR) {
     spdlog::warn("forkfeed: poll for the remote forkfeedd daemons failed: {}", std::strerror(errno));
   }
-  for (std::size_t k = 0; k < which.size(); ++k) members_[which[k]].link->after_poll(&fds[k * RemoteLink::kPollFds]);
+  waiting_.waited(began, Clock::now(), timeout);
+  for (std::size_t k = 0; k < links.size(); ++k) links[k]->after_poll(&fds[k * RemoteLink::kPollFds]);
   return fds.back().revents != 0;
+}
+
+std::vector<RemoteLink*> FanInLink::links(const std::vector<std::uint32_t>& which) const {
+  std::vector<RemoteLink*> out;
+  for (std::uint32_t i : which) out.push_back(members_[i].link.get());
+  return out;
+}
+
+FanInLink::Clock::duration FanInLink::silence(std::uint32_t i) {
+  Member& m = members_[i];
+  if (const std::uint64_t heard = m.link->heard(); heard != m.heard) {
+    m.heard = heard;
+    m.heard_at = waiting_.now();
+  }
+  return waiting_.now() - m.heard_at;
 }
 
 std::vector<std::uint32_t> FanInLink::up() const {
@@ -225,23 +206,27 @@ void FanInLink::rejoin(Clock::time_point now) {
   for (std::uint32_t i = 0; i < members_.size(); ++i) {
     Member& m = members_[i];
     if (m.link || now < m.retry_at || !failed_.ok()) continue;
-    json reply;
-    const auto timeout = std::min(settings_.connect_timeout, kRejoinTimeout);
-    Status s = connect(i, timeout, reply, true);
-    if (s.ok()) {
-      seek({i}, Clock::now() + timeout);
-      if (!m.link) continue;  // lost again
-      m.backoff = kFirstRetry;
-      spdlog::info("forkfeed: the remote forkfeedd at {} joined the stream at batch {} of epoch {}", m.daemon.address,
-                   plan_.head(), epoch_);
+    if (Status s = try_join(i, std::min(settings_.connect_timeout, kRejoinTimeout)); !s.ok()) {
+      m.stats.last_error = s.message();
+      m.backoff = std::min<Clock::duration>(m.backoff * 2, kMostRetry);
+      m.retry_at = Clock::now() + m.backoff;
+      spdlog::debug("forkfeed: {} (tried again in {} s)", s.message(),
+                    std::chrono::duration_cast<std::chrono::seconds>(m.backoff).count());
       continue;
     }
-    m.stats.last_error = s.message();
-    m.backoff = std::min<Clock::duration>(m.backoff * 2, kMostRetry);
-    m.retry_at = Clock::now() + m.backoff;
-    spdlog::debug("forkfeed: {} (tried again in {} s)", s.message(),
-                  std::chrono::duration_cast<std::chrono::seconds>(m.backoff).count());
+    m.backoff = kFirstRetry;
+    spdlog::info("forkfeed: the remote forkfeedd at {} joined the stream at batch {} of epoch {}", m.daemon.address,
+                 plan_.head(), epoch_);
   }
+}
+
+Status FanInLink::try_join(std::uint32_t i, std::chrono::milliseconds timeout) {
+  Member& m = members_[i];
+  json reply;
+  if (Status s = connect(i, timeout, reply); !s.ok()) return s;
+  seek({i}, timeout);
+  if (!m.link) return Status::Unavailable(m.stats.last_error);  // lost again
+  return Status::Ok();
 }
 
 void FanInLink::accept(std::uint32_t i, LinkDelivery d) {
@@ -264,7 +249,7 @@ void FanInLink::accept(std::uint32_t i, LinkDelivery d) {
     return lose(i, Status::Unavailable("the remote forkfeedd at " + m.daemon.address +
                                        " sent a batch of another epoch; is it another forkfeed version?"));
   }
-  const FanInPlan::Arrival a = plan_.arrived(i, r.index, Clock::now());
+  const FanInPlan::Arrival a = plan_.arrived(i, r.index, waiting_.now());
   m.stats.wait_ns += ns(a.waited);
   m.stats.stalled = false;
   if (!a.first) {
@@ -298,7 +283,7 @@ void FanInLink::collect() {
   }
   settle();
   if (!failed_.ok()) return;
-  for (const FanInPlan::Stall& stall : plan_.stall_overdue(Clock::now(), settings_.overdue)) {
+  for (const FanInPlan::Stall& stall : plan_.stall_overdue(waiting_.now(), settings_.overdue)) {
     Member& m = members_[stall.daemon];
     m.stats.stalled = true;
     m.stats.reassigned += stall.taken;
@@ -307,7 +292,7 @@ void FanInLink::collect() {
                  m.daemon.address, settings_.overdue.count(), stall.taken);
   }
   const FanInPlan::Assignment assignment = plan_.assign(
-      [this](std::uint32_t d) { return members_[d].link ? members_[d].link->free_slots() : 0u; }, Clock::now());
+      [this](std::uint32_t d) { return members_[d].link ? members_[d].link->free_slots() : 0u; }, waiting_.now());
   for (const std::uint64_t index : assignment.evicted) {  // room for the batch the pass waits for
     auto evicted = arrived_.extract(index);
     if (!evicted.empty() && evicted.mapped().record.kind == DeliveryKind::kBatch) {
@@ -368,9 +353,8 @@ Status FanInLink::check() {
 }
 
 Result<bool> FanInLink::wait(int interrupt_fd) {
-  const Clock::time_point started = Clock::now();
   while (true) {
-    collect();
+    collect();  // what came is read first: silence is judged after it
     if (!failed_.ok()) return failed_;
     if (plan_.head_arrived() || plan_.over() || end_handed_) return true;
     if (!plan_.anything_outstanding()) {
@@ -378,20 +362,27 @@ Result<bool> FanInLink::wait(int interrupt_fd) {
       // batch the caller has not released.
       return every_slot_held();
     }
-    const std::vector<std::uint32_t> polled = up();
-    Clock::time_point deadline = Clock::time_point::max();
-    for (const Member& m : members_) {
-      deadline = std::min(deadline, m.link ? m.link->silence_deadline(started) : m.retry_at);
+    bool lost = false;
+    for (std::uint32_t i : up()) {
+      if (silence(i) >= kRemoteSilence) {
+        lose(i, members_[i].link->lose_silent(), true);
+        lost = true;
+      }
     }
-    if (auto overdue = plan_.next_overdue(settings_.overdue)) deadline = std::min(deadline, *overdue);
-    if (poll(polled, deadline, interrupt_fd)) return false;
+    if (lost) {
+      settle();
+      continue;  // its batches go to the others
+    }
     const Clock::time_point now = Clock::now();
-    for (std::uint32_t i : polled) {
-      RemoteLink* link = members_[i].link.get();
-      if (link && now >= link->silence_deadline(started)) lose(i, link->lose_silent(), true);
-    }
-    settle();
     rejoin(now);
+    const std::vector<std::uint32_t> polled = up();
+    Clock::duration timeout = kRemoteSilence;
+    for (std::uint32_t i = 0; i < members_.size(); ++i) {
+      const Member& m = members_[i];
+      timeout = std::min(timeout, m.link ? kRemoteSilence - silence(i) : std::max(m.retry_at, now) - now);
+    }
+    if (auto overdue = plan_.next_overdue(settings_.overdue)) timeout = std::min(timeout, *overdue - waiting_.now());
+    if (poll(links(polled), timeout, interrupt_fd)) return false;
   }
 }
 
@@ -407,7 +398,7 @@ Status FanInLink::begin(std::uint64_t epoch, std::uint64_t position) {
   end_handed_ = false;
   plan_.start(position, shape_.batches_per_epoch);
   // At once, so that a hung daemon holds the others up no longer than `overdue`.
-  seek(up(), Clock::now() + settings_.overdue);
+  seek(up(), settings_.overdue);
   return failed_;
 }
 
@@ -494,13 +485,21 @@ std::vector<RemoteDaemonStats> FanInLink::daemons() const {
 }
 
 Status FanInLink::add_daemon(const RemoteDaemon& daemon) {
+  if (!failed_.ok()) return failed_;
   for (const Member& m : members_) {
     if (m.daemon.address == daemon.address) {
       return Status::InvalidArgument("the remote forkfeedd at " + daemon.address + " is already one of this Client's");
     }
   }
   add(daemon);
-  members_.back().retry_at = Clock::now();
+  const auto i = static_cast<std::uint32_t>(members_.size() - 1);
+  if (Status s = try_join(i, settings_.connect_timeout); !s.ok()) {
+    members_.pop_back();
+    plan_.remove_last();
+    return s;
+  }
+  spdlog::info("forkfeed: the remote forkfeedd at {} joined the stream at batch {} of epoch {}", daemon.address,
+               plan_.head(), epoch_);
   return Status::Ok();
 }
 

@@ -18,6 +18,7 @@
 #include "client/fan_in_plan.h"
 #include "client/remote_link.h"
 #include "client/stream_link.h"
+#include "client/waiting_clock.h"
 #include "forkfeed/client.h"
 #include "protocol/stream_request.h"
 
@@ -31,9 +32,11 @@ class FanInLink final : public StreamLink {
     int pin_device = -1;
     nlohmann::json request;  // the open_stream body, on demand
   };
-  // Opens the stream on every daemon; the first reply (the pass the Client starts with)
-  // in `opened`, its slots those of all. Fails if a daemon refuses, or serves another
-  // order (dataset, options), or none can be reached.
+  // Opens the stream on every daemon at once; the first reply (the pass the Client starts
+  // with) in `opened`, its slots those of all. One that is not open within
+  // connect_timeout (unreachable, or hung: its gateway answers, its forkfeedd does not)
+  // is left out, to be tried again as a lost one is. Fails if a daemon refuses, or
+  // serves another order (dataset, options), or none opened in time.
   static Result<std::unique_ptr<FanInLink>> open(const std::vector<RemoteDaemon>& daemons, Settings settings,
                                                  nlohmann::json& opened);
   ~FanInLink() override;
@@ -50,7 +53,8 @@ class FanInLink final : public StreamLink {
   bool pinned() const override;
 
   std::vector<RemoteDaemonStats> daemons() const;
-  // A new daemon, tried at the next batch boundary.
+  // A new daemon, joined to the pass at once (within connect_timeout); if it cannot
+  // join, its error, and it is not added.
   Status add_daemon(const RemoteDaemon& daemon);
 
  private:
@@ -62,20 +66,30 @@ class FanInLink final : public StreamLink {
     Clock::time_point retry_at{};
     Clock::duration backoff{};
     bool silent = false;  // lost for silence: not tried again before its time
+    // When its link last brought anything (on waiting_), and its heard() then.
+    Clock::time_point heard_at{};
+    std::uint64_t heard = 0;
     RemoteDaemonStats stats;
   };
   explicit FanInLink(Settings settings) : settings_(std::move(settings)) {}
 
   void add(const RemoteDaemon& daemon);
-  // Opens member `i`'s stream, its reply in `reply` (RemoteLink::open's `timeout` and
-  // `bound_open`); one that does not match the first stream's order is an error.
-  Status connect(std::uint32_t i, std::chrono::milliseconds timeout, nlohmann::json& reply, bool bound_open);
+  // Opens member `i`'s stream within `timeout`, its reply in `reply`, and joins it.
+  Status connect(std::uint32_t i, std::chrono::milliseconds timeout, nlohmann::json& reply);
+  // Member `i` takes `link`, whose stream opened with `reply`; one that does not match
+  // the first stream's order is an error.
+  Status join(std::uint32_t i, std::unique_ptr<RemoteLink> link, const nlohmann::json& reply);
+  // Connects member `i` (lost, or new) within `timeout` and starts the current pass on it.
+  Status try_join(std::uint32_t i, std::chrono::milliseconds timeout);
   // Starts the current pass on demand on members `which`, at once; those that have not
-  // answered by `deadline`, or refuse, are lost.
-  void seek(std::vector<std::uint32_t> which, Clock::time_point deadline);
-  // One poll over members `which` (and `interrupt_fd`, if not -1) until `deadline` at
-  // the latest; true if interrupt_fd became readable.
-  bool poll(const std::vector<std::uint32_t>& which, Clock::time_point deadline, int interrupt_fd);
+  // answered `within` (of waiting), or refuse, are lost.
+  void seek(std::vector<std::uint32_t> which, Clock::duration within);
+  // One poll over `links` (and `interrupt_fd`, if not -1) for `timeout` at most, counted
+  // on waiting_; true if interrupt_fd became readable.
+  bool poll(const std::vector<RemoteLink*>& links, Clock::duration timeout, int interrupt_fd);
+  std::vector<RemoteLink*> links(const std::vector<std::uint32_t>& which) const;
+  // How long member `i` (up) has been silent on waiting_, as of what its link read last.
+  Clock::duration silence(std::uint32_t i);
   // The members that are up.
   std::vector<std::uint32_t> up() const;
   // Member `i` is lost for `why`: its batches go to the others. `silent`: it stopped
@@ -99,6 +113,8 @@ class FanInLink final : public StreamLink {
   bool any_up() const;
 
   const Settings settings_;
+  // Silence and overdue count only time spent waiting for the daemons (waiting_clock.h).
+  WaitingClock waiting_;
   StreamOpened shape_;  // the first daemon's stream: every other must match its order
   std::string shape_from_;  // that daemon's address
   std::vector<Member> members_;

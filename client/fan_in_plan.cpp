@@ -32,6 +32,8 @@ std::uint64_t FanInPlan::lost(std::uint32_t d) {
   return taken;
 }
 
+void FanInPlan::remove_last() { daemons_.pop_back(); }
+
 void FanInPlan::start(std::uint64_t position, std::uint64_t end) {
   next_ = planned_ = position;
   end_ = end;
@@ -205,11 +207,20 @@ FanInPlan::Arrival FanInPlan::arrived(std::uint32_t d, std::uint64_t index, Cloc
   return a;
 }
 
+bool FanInPlan::stallable(std::uint32_t d) const {
+  const Daemon& daemon = daemons_[d];
+  if (!daemon.up || daemon.stalled || daemon.wanted.empty()) return false;
+  for (std::uint32_t other = 0; other < daemons_.size(); ++other) {
+    if (other != d && daemons_[other].up && !daemons_[other].stalled) return true;
+  }
+  return false;
+}
+
 std::vector<FanInPlan::Stall> FanInPlan::stall_overdue(Clock::time_point now, Clock::duration overdue) {
   std::vector<Stall> stalls;
   for (std::uint32_t d = 0; d < daemons_.size(); ++d) {
     Daemon& daemon = daemons_[d];
-    if (!daemon.up || daemon.stalled || daemon.wanted.empty()) continue;
+    if (!stallable(d)) continue;
     if (now - std::max(daemon.busy_since, daemon.last_arrival) < overdue) continue;
     daemon.stalled = true;
     Stall stall{d, 0};
@@ -221,8 +232,9 @@ std::vector<FanInPlan::Stall> FanInPlan::stall_overdue(Clock::time_point now, Cl
 
 std::optional<FanInPlan::Clock::time_point> FanInPlan::next_overdue(Clock::duration overdue) const {
   std::optional<Clock::time_point> next;
-  for (const Daemon& daemon : daemons_) {
-    if (!daemon.up || daemon.stalled || daemon.wanted.empty()) continue;
+  for (std::uint32_t d = 0; d < daemons_.size(); ++d) {
+    const Daemon& daemon = daemons_[d];
+    if (!stallable(d)) continue;
     const Clock::time_point at = std::max(daemon.busy_since, daemon.last_arrival) + overdue;
     if (!next || at < *next) next = at;
   }

@@ -13,7 +13,10 @@
 // - a lost daemon's batches that did not come go back to the plan, lowest first;
 // - a daemon that holds batches and delivered nothing for `overdue` is stalled: its
 //   batches go to the others as well (the first copy wins), and it gets no new ones until
-//   it delivers again.
+//   it delivers again. Only while another daemon delivers: alone, it has no one to stall
+//   for.
+// Its times are its owner's clock: FanInLink's counts only time spent waiting for the
+// daemons (waiting_clock.h), so that a trainer's step makes no daemon overdue.
 #pragma once
 
 #include <chrono>
@@ -37,6 +40,9 @@ class FanInPlan {
   // Daemon `d` is gone: what it held and did not deliver goes back to the plan. How many
   // batches that took from it.
   std::uint64_t lost(std::uint32_t d);
+  // Forgets the last daemon added. REQUIRES: it is down (never up, or lost) and no batch
+  // of the pass came from it.
+  void remove_last();
 
   // A new pass: batches [position, end) to hand out; nothing wanted of anyone.
   void start(std::uint64_t position, std::uint64_t end);
@@ -69,13 +75,14 @@ class FanInPlan {
   bool over() const { return next_ >= end_; }
 
   // Stalls every daemon that holds batches and delivered nothing for `overdue` up to
-  // `now`: their batches go back to the plan (for the others). Those stalled now.
+  // `now`, while another daemon delivers: their batches go back to the plan (for the
+  // others). Those stalled now.
   struct Stall {
     std::uint32_t daemon;
     std::uint64_t taken;  // batches that went back to the plan
   };
   std::vector<Stall> stall_overdue(Clock::time_point now, Clock::duration overdue);
-  // When the next daemon would be overdue, if one holds batches.
+  // When the next daemon would be overdue, if one holds batches and another delivers.
   std::optional<Clock::time_point> next_overdue(Clock::duration overdue) const;
 
   bool is_up(std::uint32_t d) const { return daemons_[d].up; }
@@ -94,6 +101,9 @@ class FanInPlan {
   };
   // Whether a daemon that is up and not stalled will bring batch `index`.
   bool covered(std::uint64_t index) const;
+  // Whether daemon `d` can be stalled now: it is up, not stalled, holds batches, and
+  // another daemon up and not stalled could take them.
+  bool stallable(std::uint32_t d) const;
   // Batch `index` goes back to the plan unless it came or is covered.
   bool take_back(std::uint64_t index);
   // The first batch the pass waits for: not come yet.

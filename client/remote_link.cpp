@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "client/receive_arena.h"
+#include "client/waiting_clock.h"
 #include "protocol/stream_request.h"
 #include "remote/net_address.h"
 #include "remote/tcp_socket.h"
@@ -59,8 +60,7 @@ RemoteLink::RemoteLink(std::string address, UniqueFd control, std::shared_ptr<Uc
     : address_(std::move(address)),
       control_(std::move(control)),
       context_(std::move(context)),
-      worker_(std::move(worker)),
-      last_heard_(Clock::now()) {}
+      worker_(std::move(worker)) {}
 
 RemoteLink::~RemoteLink() {
   if (!owner_.here()) return;  // a fork's child: UCX and the stream are the parent's
@@ -80,17 +80,37 @@ RemoteLink::~RemoteLink() {
 }
 
 Result<std::unique_ptr<RemoteLink>> RemoteLink::open(const RemoteDaemon& daemon, std::chrono::milliseconds timeout,
-                                                     int pin_device, const json& request, json& opened,
-                                                     bool bound_open) {
+                                                     int pin_device, const json& request, json& opened) {
+  auto started = start(daemon, timeout);
+  if (!started.ok()) return started.status();
+  std::unique_ptr<RemoteLink> link = std::move(started).value();
+  // From the connect on: the hello, the welcome and the opening.
+  const Clock::time_point deadline = Clock::now() + timeout;
+  Status refused;
+  auto open = link->progress_until(
+      [&] {
+        auto done = link->opening(request, pin_device, opened);
+        if (!done.ok()) refused = done.status();
+        return !done.ok() || *done;
+      },
+      -1, deadline);
+  if (!refused.ok()) return refused;
+  if (!open.ok()) return open.status();
+  if (!*open) return link->late(timeout);
+  return link;
+}
+
+Result<std::unique_ptr<RemoteLink>> RemoteLink::start(const RemoteDaemon& daemon, std::chrono::milliseconds timeout) {
   auto token = client_token(daemon);
   if (!token.ok()) return token.status();
   const std::string& address = daemon.address;
   auto where = parse_net_address(address, "the remote forkfeedd's address");
   if (!where.ok()) return where.status();
-  auto control = connect_tcp(*where, timeout, "the remote forkfeedd");
-  if (!control.ok()) return control.status();
+  // UCX first: in a process that cannot use it (a fork's child) nothing is connected.
   auto context = UcxContext::create();
   if (!context.ok()) return context.status();
+  auto control = connect_tcp(*where, timeout, "the remote forkfeedd");
+  if (!control.ok()) return control.status();
   auto worker = UcxWorker::create(*context);
   if (!worker.ok()) return worker.status();
   auto worker_address = (*worker)->address();
@@ -100,28 +120,54 @@ Result<std::unique_ptr<RemoteLink>> RemoteLink::open(const RemoteDaemon& daemon,
   for (const auto& [id, handler] : {std::pair{kDeliveryMessage, &on_delivery}, {kWelcomeMessage, &on_welcome}}) {
     if (Status s = link->worker_->set_am_handler(id, handler, link.get()); !s.ok()) return s;
   }
-  // From the connect on: the hello and the welcome (with bound_open, the opening too).
-  const Clock::time_point deadline = Clock::now() + timeout;
-  auto hello = link->request(MessageType::kHello,
-                             json{{"protocol", kProtocolVersion},
-                                  {"token", *token},
-                                  {"worker", bytes_to_json(*worker_address)}},
-                             deadline);
-  if (!hello.ok()) return hello.status();
-  // Its welcome over UCX: the two workers' handshake is over, and batches can come.
-  auto welcomed = link->progress_until([&] { return link->welcomed_; }, -1, deadline);
-  if (!welcomed.ok()) return welcomed.status();
-  if (!link->welcomed_) {
-    return Status::Unavailable("the remote forkfeedd at " + address + " took the token, but nothing it sent over UCX "
-                               "reached this process within " + std::to_string(timeout.count()) +
-                               " ms: do UCX_TLS and UCX_NET_DEVICES allow a common transport on both machines, and "
-                               "does a firewall let UCX's connections through?");
-  }
-  auto reply = link->request(MessageType::kOpenStream, request, bound_open ? deadline : Clock::time_point::max());
-  if (!reply.ok()) return reply.status();
-  if (Status s = link->make_arena(*reply, pin_device); !s.ok()) return s;
-  opened = std::move(reply).value();
+  const json hello{{"protocol", kProtocolVersion}, {"token", *token}, {"worker", bytes_to_json(*worker_address)}};
+  if (Status s = link->send_request(MessageType::kHello, hello); !s.ok()) return s;
   return link;
+}
+
+Result<bool> RemoteLink::opening(const json& request, int pin_device, json& opened) {
+  if (phase_ == Phase::kOpen) return true;
+  if (!lost_.ok() && !reply_) return lost_;  // a refusal's reply comes with its notice: it first
+  if (phase_ == Phase::kHello) {
+    auto reply = take_reply();
+    if (!reply) return false;
+    if (!reply->ok()) return reply->status();
+    phase_ = Phase::kWelcome;
+  }
+  if (phase_ == Phase::kWelcome) {
+    // Its welcome over UCX: the two workers' handshake is over, and batches can come.
+    if (!welcomed_) return false;
+    if (Status s = send_request(MessageType::kOpenStream, request); !s.ok()) return s;
+    phase_ = Phase::kOpening;
+    return false;
+  }
+  auto reply = take_reply();
+  if (!reply) return false;
+  if (!reply->ok()) return reply->status();
+  if (Status s = make_arena(**reply, pin_device); !s.ok()) return s;
+  opened = std::move(**reply);
+  phase_ = Phase::kOpen;
+  return true;
+}
+
+Status RemoteLink::late(std::chrono::milliseconds timeout) {
+  const std::string within = " within " + std::to_string(timeout.count()) + " ms";
+  switch (phase_) {
+    case Phase::kHello:
+      return fail("the remote forkfeedd at " + address_ + " took the connection but did not answer its hello" +
+                  within + ": is its forkfeed-gateway (or its host) stopped or hung?");
+    case Phase::kWelcome:
+      return fail("the remote forkfeedd at " + address_ + " took the token, but nothing it sent over UCX reached "
+                  "this process" + within + ": do UCX_TLS and UCX_NET_DEVICES allow a common transport on both "
+                  "machines, and does a firewall let UCX's connections through?");
+    case Phase::kOpening:
+      return fail("the remote forkfeedd at " + address_ + " took the token but did not open the stream" + within +
+                  " (connect_timeout): is its forkfeedd stopped or hung? (A dataset that takes longer to index "
+                  "needs a larger connect_timeout.)");
+    case Phase::kOpen:
+      break;
+  }
+  return Status::Ok();
 }
 
 Status RemoteLink::make_arena(const json& opened, int pin_device) {
@@ -139,9 +185,11 @@ Status RemoteLink::make_arena(const json& opened, int pin_device) {
 }
 
 Status RemoteLink::lose(const std::string& why) {
-  if (lost_.ok()) {
-    lost_ = Status::Unavailable("lost the connection to the remote forkfeedd at " + address_ + ": " + why);
-  }
+  return fail("lost the connection to the remote forkfeedd at " + address_ + ": " + why);
+}
+
+Status RemoteLink::fail(const std::string& message) {
+  if (lost_.ok()) lost_ = Status::Unavailable(message);
   return lost_;
 }
 
@@ -177,7 +225,7 @@ void RemoteLink::read_control() {
       return;
     }
     if (!frame->has_value()) break;
-    last_heard_ = Clock::now();
+    heard_ += 1;
     const Frame& f = **frame;
     switch (static_cast<MessageType>(f.type)) {
       case MessageType::kHeartbeat:
@@ -226,26 +274,33 @@ Status RemoteLink::lose_silent() {
 
 Result<bool> RemoteLink::progress_until(const std::function<bool()>& until, int interrupt_fd,
                                         Clock::time_point deadline) {
-  const Clock::time_point started = Clock::now();
+  // Silence counts only while this call waits: a trainer that computed for a minute
+  // between two calls, or was stopped in one, did not hear the beats of that time yet.
+  WaitingClock waiting;
+  std::uint64_t heard = heard_;
+  WaitingClock::Clock::time_point heard_at = waiting.now();
   std::vector<pollfd> fds;
   while (true) {
-    service();
+    service();  // what came is read before anything is judged
     if (until()) return true;  // before the loss: a refusal's reply comes with its notice
     if (!lost_.ok()) return lost_;
-    if (Clock::now() >= deadline) return false;
+    const Clock::time_point now = Clock::now();
+    if (now >= deadline) return false;
     if (!arm()) continue;
-    // A trainer that computed for a minute between two calls did not hear the beats of
-    // that minute yet: silence counts from when it started waiting at the latest.
-    const Clock::time_point silent = silence_deadline(started);
-    if (Clock::now() >= silent) return lose_silent();
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(std::min(silent, deadline) - Clock::now()).count() + 1;
+    if (heard_ != heard) {
+      heard = heard_;
+      heard_at = waiting.now();
+    }
+    const Clock::duration silent_left = heard_at + kRemoteSilence - waiting.now();
+    if (silent_left <= Clock::duration::zero()) return lose_silent();
+    const Clock::duration timeout = std::min(silent_left, deadline - now);
     fds.clear();
     add_poll_fds(fds);
     fds.push_back({interrupt_fd, POLLIN, 0});
-    if (::poll(fds.data(), fds.size(), static_cast<int>(left)) < 0 && errno != EINTR) {
+    if (::poll(fds.data(), fds.size(), poll_timeout_ms(timeout)) < 0 && errno != EINTR) {
       return Status::FromErrno("poll for the remote forkfeedd", errno);
     }
+    waiting.waited(now, Clock::now(), timeout);
     after_poll(fds.data());
     if (fds[kPollFds].revents != 0) return false;
   }
@@ -351,7 +406,7 @@ ucs_status_t RemoteLink::on_welcome(void* arg, const void*, std::size_t, void*, 
 ucs_status_t RemoteLink::on_delivery(void* arg, const void* header, std::size_t header_length, void* data,
                                      std::size_t length, const ucp_am_recv_param_t* param) {
   auto* link = static_cast<RemoteLink*>(arg);
-  link->last_heard_ = Clock::now();
+  link->heard_ += 1;
   return link->accept_delivery(header, header_length, data, length, param);
 }
 

@@ -34,12 +34,20 @@ class RemoteLink final : public StreamLink {
   // Connects to the gateway at `daemon`, presents the token and opens a stream with
   // `request` (an open_stream body); the reply's body in `opened`. With `pin_device` >= 0
   // the receive arena is page-locked for that CUDA device (as a Loader's slots are).
-  // `timeout` bounds the connect, the hello and the welcome over UCX, and with
-  // `bound_open` the stream's opening too (else that may take as long as the daemon
-  // needs to index the dataset, while it beats).
+  // `timeout` bounds the whole: the connect, the hello, the welcome over UCX and the
+  // stream's opening (a daemon that takes longer is taken for hung: its gateway answers,
+  // its forkfeedd does not).
   static Result<std::unique_ptr<RemoteLink>> open(const RemoteDaemon& daemon, std::chrono::milliseconds timeout,
                                                   int pin_device, const nlohmann::json& request,
-                                                  nlohmann::json& opened, bool bound_open = false);
+                                                  nlohmann::json& opened);
+  // open() in steps, for several links at once (FanInLink): start() connects (within
+  // `timeout`) and says hello with the token; after each service(), opening() moves on
+  // without waiting (the welcome over UCX, then the open_stream) and says true once the
+  // stream is open, as open()'s; late() is the error of one that was not open in time
+  // (`timeout` after start), saying what it waited for.
+  static Result<std::unique_ptr<RemoteLink>> start(const RemoteDaemon& daemon, std::chrono::milliseconds timeout);
+  Result<bool> opening(const nlohmann::json& request, int pin_device, nlohmann::json& opened);
+  Status late(std::chrono::milliseconds timeout);
   ~RemoteLink() override;
 
   Result<nlohmann::json> request(MessageType type, const nlohmann::json& body) override;
@@ -68,15 +76,16 @@ class RemoteLink final : public StreamLink {
   // One wait on several links: service() each (reads the control connection, progresses
   // the worker, gives credits); arm() each, and service again those that say false (more
   // to progress); poll what add_poll_fds() added; after_poll() each with its entries;
-  // lose_silent() those past silence_deadline(when the wait began).
+  // service() again, then lose_silent() those that brought nothing (heard() unchanged)
+  // for kRemoteSilence of waiting (WaitingClock).
   void service();
   bool arm();
   static constexpr std::size_t kPollFds = 3;
   void add_poll_fds(std::vector<pollfd>& fds) const;
   void after_poll(const pollfd* mine);
-  Clock::time_point silence_deadline(Clock::time_point since) const {
-    return std::max(last_heard_, since) + kRemoteSilence;
-  }
+  // Messages read from the gateway so far (frames and deliveries): it changes when the
+  // link hears anything.
+  std::uint64_t heard() const { return heard_; }
   Status lose_silent();
 
  private:
@@ -93,11 +102,13 @@ class RemoteLink final : public StreamLink {
   // After the open_stream reply: the receive arena, and its slots as credits.
   Status make_arena(const nlohmann::json& opened, int pin_device);
   Status lose(const std::string& why);
+  // Ends the link with `message` as its error.
+  Status fail(const std::string& message);
   // request(), lost if no reply came by `deadline`.
   Result<nlohmann::json> request(MessageType type, const nlohmann::json& body, Clock::time_point deadline);
   // Progresses until `until` holds (true), the link is lost or the gateway was silent for
-  // kRemoteSilence (its error), or `interrupt_fd` (if not -1) is readable or `deadline`
-  // passed (false).
+  // kRemoteSilence of this call's waiting (its error), or `interrupt_fd` (if not -1) is
+  // readable or `deadline` passed (false).
   Result<bool> progress_until(const std::function<bool()>& until, int interrupt_fd,
                               Clock::time_point deadline = Clock::time_point::max());
   // Reads what the control connection brought: replies, heartbeats, a notice.
@@ -120,9 +131,12 @@ class RemoteLink final : public StreamLink {
   std::unique_ptr<UcxWorker> worker_;
   std::shared_ptr<ReceiveArena> arena_;  // shared with the leases of batches handed out
   Status lost_;
-  Clock::time_point last_heard_;
+  std::uint64_t heard_ = 0;
   std::optional<std::string> reply_;  // the reply to the request in flight, once it came
   bool welcomed_ = false;             // the gateway's first message over UCX came
+  // How far opening() got: the hello sent, its reply taken (the welcome awaited), the
+  // open_stream sent, the stream open.
+  enum class Phase { kHello, kWelcome, kOpening, kOpen } phase_ = Phase::kHello;
   std::map<std::uint64_t, Arrival> arrivals_;
   std::uint32_t receiving_ = 0;  // rendezvous receives in flight
   std::uint64_t next_sequence_ = 0;

@@ -29,9 +29,9 @@ void tighten_keepalive(const UcxApi& api, ucp_config_t* config) {
 }  // namespace
 
 Result<std::shared_ptr<UcxContext>> UcxContext::create() {
-  std::string why_not;
-  const UcxApi* api = UcxApi::get(why_not);
-  if (api == nullptr) return Status::Unavailable(why_not);
+  auto loaded = UcxApi::get();
+  if (!loaded.ok()) return loaded.status();
+  const UcxApi* api = *loaded;
   ucp_config_t* config = nullptr;
   if (ucs_status_t s = api->ucp_config_read(nullptr, nullptr, &config); s != UCS_OK) {
     return ucx_error(*api, "reading UCX's configuration (UCX_* variables)", s);

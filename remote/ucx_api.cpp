@@ -3,7 +3,7 @@
 
 #include <dlfcn.h>
 
-#include <mutex>
+#include "base/owner_process.h"
 
 namespace forkfeed {
 namespace {
@@ -11,6 +11,7 @@ namespace {
 struct Loaded {
   UcxApi api;
   std::string why_not;  // empty: api is complete
+  OwnerProcess owner;   // the process that loaded it
 };
 
 Loaded load() {
@@ -36,12 +37,20 @@ Loaded load() {
 
 }  // namespace
 
-const UcxApi* UcxApi::get(std::string& why_not) {
+Result<const UcxApi*> UcxApi::get() {
   static const Loaded loaded = load();
-  if (!loaded.why_not.empty()) {
-    why_not = loaded.why_not;
-    return nullptr;
+  // A child of fork() has the parent's copy of UCX: its progress thread did not come
+  // along, its connections and registrations are the parent's, and its atfork handlers
+  // leave it unusable. Anything tried with it waits for what never comes (a connect gave
+  // up after connect_timeout, blaming the transports), so it is refused at once.
+  if (!loaded.owner.here()) {
+    return Status::FailedPrecondition(
+        "UCX was loaded by process " + std::to_string(loaded.owner.pid()) + " (for a remote Client), and this is "
+        "process " + std::to_string(::getpid()) + ", a child it forked: a forked child cannot use UCX. Open remote "
+        "Clients in a process that did not inherit UCX through fork(): the parent, or a child started by spawn "
+        "(exec; Python's multiprocessing start method 'spawn' or 'forkserver')");
   }
+  if (!loaded.why_not.empty()) return Status::Unavailable(loaded.why_not);
   return &loaded.api;
 }
 

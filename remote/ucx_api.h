@@ -9,6 +9,8 @@
 
 #include <string>
 
+#include "forkfeed/status.h"
+
 namespace forkfeed {
 
 #define FORKFEED_UCX_FUNCTIONS(X)                                                                           \
@@ -24,9 +26,11 @@ struct UcxApi {
   FORKFEED_UCX_FUNCTIONS(FORKFEED_UCX_POINTER)
 #undef FORKFEED_UCX_POINTER
 
-  // libucp.so.0 with every entry point, loaded on first use and never unloaded; null
-  // with `why_not` saying what failed (UCX not installed: apt-get install libucx0).
-  static const UcxApi* get(std::string& why_not);
+  // libucp.so.0 with every entry point, loaded on first use and never unloaded; or why
+  // not: UCX not installed (apt-get install libucx0), or loaded by the parent of this
+  // process before it forked (UCX belongs to the process that loaded it: a forked child
+  // must never call it).
+  static Result<const UcxApi*> get();
   // "<ucs_status_string> (UCX status <n>)".
   std::string error(ucs_status_t status) const;
 };

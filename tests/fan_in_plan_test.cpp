@@ -100,6 +100,30 @@ TEST(FanInPlanTest, AnOverdueDaemonsBatchesAreAskedOfTheOthersAndTheLateCopyIsDr
   EXPECT_FALSE(plan.stalled(0)) << "it delivers again";
 }
 
+// Found from outside: one daemon alone was stalled ("asked of the other daemons") though
+// there was no other to ask. It is overdue only while another delivers.
+TEST(FanInPlanTest, ADaemonIsOverdueOnlyWhileAnotherDelivers) {
+  FanInPlan plan;
+  plan.up(plan.add_daemon());
+  (void)plan.add_daemon();  // down
+  plan.start(0, 6);
+  const Clock::time_point t0 = Clock::now();
+  (void)plan.assign([](std::uint32_t d) { return d == 0 ? 3u : 0u; }, t0);
+  EXPECT_EQ(plan.outstanding(0), 2u);
+  EXPECT_FALSE(plan.next_overdue(1s)) << "no other daemon to ask: nothing to wake up for";
+  EXPECT_TRUE(plan.stall_overdue(t0 + 10s, 1s).empty()) << "stalled with no other daemon to take its batches";
+  EXPECT_FALSE(plan.stalled(0));
+  plan.up(1);  // another comes: daemon 0 has been overdue since t0 + 1 s
+  EXPECT_EQ(plan.next_overdue(1s), t0 + 1s);
+  const auto stalls = plan.stall_overdue(t0 + 10s, 1s);
+  ASSERT_EQ(stalls.size(), 1u);
+  EXPECT_EQ(stalls[0].daemon, 0u);
+  EXPECT_EQ(stalls[0].taken, 2u);
+  EXPECT_FALSE(plan.next_overdue(1s)) << "daemon 1 holds nothing";
+  (void)plan.lost(1);
+  EXPECT_TRUE(plan.stall_overdue(t0 + 20s, 1s).empty());
+}
+
 // K daemons of S receive slots, as FanInLink drives the plan: each daemon delivers what
 // was wanted of it in the order wanted, only into a free slot (its gateway sends only for
 // a credit), unless it is stopped; the caller keeps its last `window` batches (fewer than

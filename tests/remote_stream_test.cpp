@@ -18,6 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -105,6 +107,36 @@ bool maps_ucx(pid_t pid) {
   }
   return false;
 }
+
+// SIGUSR1, while in scope, freezes the thread it is sent to for `kFrozen` (in its
+// handler, as a debugger or a VM pause would freeze it), then sets `thawed`.
+class ThreadFreezer {
+ public:
+  static constexpr std::chrono::seconds kFrozen{4};
+  ThreadFreezer() {
+    thawed.store(false);
+    struct sigaction action {};
+    action.sa_handler = freeze;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGUSR1, &action, &before_);  // no SA_RESTART: the poll it cuts returns EINTR
+  }
+  ~ThreadFreezer() { ::sigaction(SIGUSR1, &before_, nullptr); }
+  ThreadFreezer(const ThreadFreezer&) = delete;
+  ThreadFreezer& operator=(const ThreadFreezer&) = delete;
+
+  static inline std::atomic<bool> thawed{false};
+
+ private:
+  static void freeze(int) {
+    const int saved = errno;
+    timespec left{kFrozen.count(), 0};
+    while (::nanosleep(&left, &left) != 0 && errno == EINTR) {
+    }
+    thawed.store(true);
+    errno = saved;
+  }
+  struct sigaction before_ {};
+};
 
 TEST_F(RemoteStreamTest, ARemoteStreamIsTheLocalLoadersOverTwoEpochsAndTwoRanks) {
   testing::HangGuard guard(120, "RemoteStreamTest.Equals");
@@ -248,6 +280,84 @@ TEST_F(RemoteStreamTest, AStoppedGatewayIsTakenForLostWithin3Seconds) {
   EXPECT_NE(failed.message().find("no word from it"), std::string::npos) << failed.message();
   EXPECT_GE(waited, 2.5);
   EXPECT_LT(waited, 4.5);  // 3 s of silence, and a loaded machine's wake-up
+}
+
+// Found from outside: a trainer frozen for 3 s or more inside next() (Ctrl-Z, a debugger,
+// a VM pause, a long GC) was told its healthy daemon was lost ("no word from it"), though
+// the gateway's beats were waiting in its socket. What came is read before silence is
+// judged, and only time in which the client could hear counts.
+TEST_F(RemoteStreamTest, ATrainerFrozenInsideNextIsNotToldItsDaemonIsLost) {
+  testing::HangGuard guard(60, "RemoteStreamTest.Paused");
+  testing::DaemonProcess daemon(socket_path("pause"), remote_args());
+  auto remote = connect(remote_address(daemon), remote_options());
+  ASSERT_TRUE(remote);
+  ASSERT_EQ(testing::read_batches(*remote, 1).size(), 1u);
+  ThreadFreezer freezer;
+  // Its forkfeedd stopped, the stream has nothing more to give: the trainer's next()
+  // waits (its gateway beats), and is frozen there.
+  auto stopped = std::make_unique<testing::StoppedProcess>(daemon.pid());
+  std::atomic<int> calls{0};  // odd while in next()
+  Status failed;
+  std::thread trainer([&] {
+    while (true) {
+      calls.fetch_add(1);
+      auto next = remote->next();
+      calls.fetch_add(1);
+      if (!next.ok()) failed = next.status();
+      if (!next.ok() || ThreadFreezer::thawed.load()) return;
+    }
+  });
+  // In next(), and there for half a second: waiting.
+  int seen = -1;
+  Clock::time_point since = Clock::now();
+  while (Clock::now() - since < std::chrono::milliseconds(500)) {
+    const int now = calls.load();
+    if (now != seen || now % 2 == 0) {
+      seen = now;
+      since = Clock::now();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(::pthread_kill(trainer.native_handle(), SIGUSR1), 0);
+  EXPECT_TRUE(testing::eventually([] { return ThreadFreezer::thawed.load(); }, std::chrono::seconds(20)));
+  stopped->resume();  // the next batch comes once it goes on
+  trainer.join();
+  EXPECT_TRUE(failed.ok()) << "frozen " << ThreadFreezer::kFrozen.count() << " s inside next(): " << failed.message();
+  EXPECT_EQ(testing::read_batches(*remote, 5).size(), 5u) << "the stream goes on";
+}
+
+// Found from outside: a remote Client opened in a fork's child (its parent had loaded UCX
+// for one of its own) waited for connect_timeout and blamed UCX_TLS. UCX belongs to the
+// process that loaded it: the child is told so at once.
+TEST_F(RemoteStreamTest, ARemoteClientOpenedInAForksChildIsRefusedAtOnceSayingWhy) {
+  testing::HangGuard guard(60, "RemoteStreamTest.ForkedChild");
+  testing::DaemonProcess daemon(socket_path("forked"), remote_args());
+  const std::string address = remote_address(daemon);
+  auto parents = connect(address, remote_options());  // UCX is loaded here
+  ASSERT_TRUE(parents);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    StreamOptions o = remote_options();
+    o.connect_timeout = std::chrono::seconds(5);
+    auto remote = Client::connect(RemoteDaemon{address, token_}, o);
+    const std::string message = remote.ok() ? "it opened" : remote.status().message();
+    std::fprintf(stderr, "the child's connect: %s\n", message.c_str());
+    const bool told = !remote.ok() && remote.status().code() == Status::Code::kFailedPrecondition &&
+                      message.find("forked") != std::string::npos && message.find("UCX_TLS") == std::string::npos;
+    ::_exit(told ? 0 : 1);
+  }
+  int status = 0;
+  const bool exited = testing::eventually([&] { return ::waitpid(child, &status, WNOHANG) == child; },
+                                          std::chrono::seconds(30));
+  if (!exited) {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, &status, 0);
+  }
+  EXPECT_TRUE(exited) << "the child's connect did not return within 30 s";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "the child was not refused at once for its inherited UCX (its stderr says what it got)";
+  EXPECT_EQ(testing::read_pass(*parents).size(), 12u) << "the parent's stream goes on";
 }
 
 TEST_F(RemoteStreamTest, AKilledRemoteClientFreesItsStream) {

@@ -31,7 +31,9 @@ namespace forkfeed {
 std::string default_socket_path();
 
 // How long connecting waits for forkfeedd to take the connection and answer the
-// handshake (not for the stream to open: a large dataset may take longer to index).
+// handshake; for a local forkfeedd not for the stream to open (a large dataset may take
+// longer to index), for a remote one for that too (its gateway answers even when its
+// forkfeedd is hung: a stream not open in time is taken for a hung node).
 inline constexpr std::chrono::milliseconds kDefaultConnectTimeout = std::chrono::seconds(10);
 
 // How long a remote daemon may hold batches without delivering one before they are
@@ -51,7 +53,8 @@ struct StreamOptions {
   std::chrono::milliseconds connect_timeout = kDefaultConnectTimeout;
   // Remote daemons only: one that holds batches of the pass and delivered none for this
   // long is overdue — a hung node — and its batches are asked of the other daemons too
-  // (the first copy is kept). With one daemon, nothing else to ask.
+  // (the first copy is kept). With one daemon, nothing else to ask. Only time spent
+  // waiting in next() counts: a training step longer than this makes no daemon overdue.
   std::chrono::milliseconds overdue = kDefaultOverdue;
 };
 
@@ -71,6 +74,7 @@ struct RemoteDaemonStats {
   std::uint64_t batches = 0;     // first copies it delivered (samples skipped whole included)
   std::uint64_t bytes = 0;       // of their pixels
   std::uint64_t wait_ns = 0;     // from asking for a batch to its arrival, summed over batches
+                                 // (time spent waiting in next() only, as overdue counts it)
   std::uint64_t reassigned = 0;  // its batches asked of the others when it was lost or overdue
   std::uint64_t duplicates = 0;  // copies it delivered after another daemon's (dropped)
   std::uint64_t losses = 0;      // times the connection to it was lost
@@ -89,9 +93,12 @@ class Client {
   // a TCP connection to `daemon.address`, batches over UCX (RDMA where the fabric has it,
   // else TCP; UCX_TLS and UCX_NET_DEVICES choose) into this process's own memory,
   // registered once. It serves only its named datasets: options.dataset names one.
-  // Everything else is as the local connect()'s; a lost daemon or network fails the
-  // next call within 3 s. Loads UCX into this process: Loaders opened here afterwards
-  // spawn their workers (start_method auto).
+  // Everything else is as the local connect()'s, but connect_timeout bounds the stream's
+  // opening too; a lost daemon or network fails the next call after 3 s of silence
+  // (counted while next() waits: a process stopped in it, or between two calls, is not
+  // told its daemon is lost). Loads UCX into this process: Loaders opened here afterwards
+  // spawn their workers (start_method auto); the children it forks cannot use UCX, and
+  // their connect() fails at once saying so.
   static Result<std::unique_ptr<Client>> connect(const RemoteDaemon& daemon, const StreamOptions& options,
                                                  std::string_view state = {});
   // One rank's stream drawn from several remote daemons at once (a fan-in), each serving
@@ -102,8 +109,10 @@ class Client {
   // nothing: its batches are asked of the others (logged with its address), and it is
   // tried again now and then, rejoining at a batch boundary; one overdue has its batches
   // asked of the others too. Only when every daemon is lost does a call fail. A daemon
-  // that refuses (token, dataset) fails connect(); one unreachable at connect time is
-  // left out and tried again, as long as one other connects.
+  // that refuses (token, dataset) fails connect(); one unreachable, or not open within
+  // connect_timeout (a hung node), is left out and tried again, as long as one other
+  // connects. All are opened at once: a hung one holds the others up for connect_timeout
+  // at most.
   static Result<std::unique_ptr<Client>> connect(const std::vector<RemoteDaemon>& daemons,
                                                  const StreamOptions& options, std::string_view state = {});
   // Closes the stream: the daemon stops its workers. Batches still held stay readable
@@ -151,8 +160,11 @@ class Client {
   Result<LoaderStats> stats();
   // A remote Client's daemons, in the order given (those added after); empty for a local one.
   std::vector<RemoteDaemonStats> daemons() const;
-  // Adds a remote daemon to a remote Client: it joins at the next batch boundary, as a
-  // lost one that comes back does. InvalidArgument for a local Client or a bad address.
+  // Adds a remote daemon to a remote Client: it connects and joins the pass at once
+  // (this call waits up to connect_timeout). If it cannot join, the error says why and it
+  // is not added: InvalidArgument for a local Client, a bad address or one given already;
+  // Unavailable (or IoError) when it cannot be reached or does not open in time; its
+  // refusal (token, dataset, other files).
   Status add_daemon(const RemoteDaemon& daemon);
 
   // Range-for over one pass, as Loader's: begin() is a reset(). Errors are thrown as

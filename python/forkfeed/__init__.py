@@ -413,8 +413,9 @@ class Client(_Pass):
     come in the pass's order, and the stream, state_dict and resume are exactly one
     daemon's (or a Loader's). A daemon that dies or cannot be reached loses nothing: its
     batches are asked of the others, and it is tried again now and then; one that holds
-    batches for ``overdue`` seconds (default 2) without delivering one has them asked of
-    the others too. Only when every daemon is lost does a call raise
+    batches for ``overdue`` seconds (default 2) of waiting in next() without delivering
+    one has them asked of the others too. One not open within ``connect_timeout`` (a hung
+    node) is left out at connect and tried again later. Only when every daemon is lost does a call raise
     ``DaemonLostError``. ``daemons()`` says what each did; ``add_daemon()`` adds one. The stream shares the daemon's pool of workers: ``workers``
     only caps how many it keeps busy at once (its batch slots are ``workers * prefetch + 1``,
     as a Loader's, whatever the daemon's cap), and ``start_method``,
@@ -509,7 +510,8 @@ class Client(_Pass):
         added after): dicts with ``address``, ``up`` (connected now), ``stalled``
         (overdue: its batches are asked of the others too), ``batches`` (first copies it
         delivered), ``bytes`` (of their pixels), ``wait_ns`` and ``wait_s`` (from asking
-        for a batch to its arrival, summed over its batches), ``reassigned`` (its batches
+        for a batch to its arrival, summed over its batches; time spent waiting in next()
+        only, as ``overdue`` counts it), ``reassigned`` (its batches
         asked of the others when it was lost or overdue), ``duplicates`` (copies it
         delivered after another's, dropped), ``losses`` (times it was lost) and
         ``last_error`` (why it was last lost; empty if never). Empty for a local daemon."""
@@ -517,7 +519,10 @@ class Client(_Pass):
 
     def add_daemon(self, address: str, token_file: Optional[PathLike] = None) -> None:
         """Adds a remote forkfeedd ("HOST:PORT", serving the same files under the name
-        ``dataset``, with the token in ``token_file``, default ``$FORKFEED_TOKEN_FILE``)
-        to this remote stream: it joins at the next batch boundary, as a lost one that
-        comes back does. ValueError for a local Client or a bad address."""
+        ``dataset``, with the token in ``token_file``, default the Client's own) to this
+        remote stream: it joins the pass at once, waiting up to ``connect_timeout`` for
+        it. If it cannot join, this raises and it is not added: ValueError for a local
+        Client or a bad address, DaemonLostError when it cannot be reached or does not
+        open the stream in time, forkfeed.Error when it refuses (token, dataset, other
+        files)."""
         self._open().add_daemon(address, None if token_file is None else os.fsencode(token_file))

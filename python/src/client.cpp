@@ -24,7 +24,8 @@ class PyClient : public PyPass<Client> {
            const std::optional<std::string>& token_file, std::optional<double> overdue)
       : PyPass(connect(stream_options(options, dataset, connect_timeout, overdue), socket,
                        remote_daemons(address, token_file), state),
-               "client") {}
+               "client"),
+        token_file_(token_file.value_or("")) {}
 
   std::uint64_t classes() {
     return locked([](Client& c) { return c.classes(); });
@@ -66,12 +67,16 @@ class PyClient : public PyPass<Client> {
     }
     return out;
   }
+  // Joins it at once (it waits, without the GIL, up to connect_timeout); its token_file
+  // is the Client's unless given.
   void add_daemon(const std::string& address, const std::optional<std::string>& token_file) {
-    const RemoteDaemon daemon{address, token_file.value_or("")};
+    const RemoteDaemon daemon{address, token_file.value_or(token_file_)};
     check(locked([&](Client& c) { return c.add_daemon(daemon); }));
   }
 
  private:
+  std::string token_file_;  // the token_file the Client was opened with ("": $FORKFEED_TOKEN_FILE)
+
   // A message or address as str, whatever its bytes (a peer's error text may not be UTF-8).
   static py::str text(const std::string& s) {
     PyObject* decoded = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace");

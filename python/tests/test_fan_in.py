@@ -145,7 +145,8 @@ def test_add_daemon_joins_the_stream(dataset, remotes):
     with forkfeed.Client(dataset="tiny", address=first, token_file=token, workers=1, **OPTIONS) as client, \
             forkfeed.Loader(dataset, workers=1, **OPTIONS) as loader:
         assert [d["address"] for d in client.daemons()] == [first]
-        client.add_daemon(second, token_file=token)
+        client.add_daemon(second)  # with the Client's token_file
+        assert client.daemons()[1]["up"], client.daemons()[1]["last_error"]
         assert _labels(client) == _labels(loader)
         assert _labels(client) == _labels(loader)
         stats = client.daemons()
@@ -153,6 +154,26 @@ def test_add_daemon_joins_the_stream(dataset, remotes):
             client.add_daemon("no-port-here", token_file=token)
     assert [d["address"] for d in stats] == [first, second]
     assert all(d["up"] and d["batches"] > 0 for d in stats), stats
+
+
+def test_add_daemon_raises_why_it_cannot_join(tmp_path, remotes):
+    """Found from outside: add_daemon() returned at once and its failures showed only in
+    daemons()[i]["last_error"]. It joins at once or raises why, and is not added."""
+    daemons, token = remotes
+    (_, first), (_, second) = daemons
+    wrong = tmp_path / "wrong-token"
+    wrong.write_text("not-the-token\n")
+    wrong.chmod(0o600)
+    with forkfeed.Client(dataset="tiny", address=first, token_file=token, workers=1, connect_timeout=2,
+                         **OPTIONS) as client:
+        with pytest.raises(forkfeed.Error, match="refused the token"):
+            client.add_daemon(second, token_file=wrong)
+        with pytest.raises(OSError, match="127.0.0.1:1"):
+            client.add_daemon("127.0.0.1:1")  # nothing listens there
+        assert [d["address"] for d in client.daemons()] == [first]
+        next(iter(client))  # the stream goes on
+        client.add_daemon(second)
+        assert [d["address"] for d in client.daemons()] == [first, second]
 
 
 def test_bad_addresses_and_overdue_are_refused(remotes):

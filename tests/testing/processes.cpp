@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -69,6 +70,18 @@ char process_state(pid_t pid) {
 bool alive(pid_t pid) {
   const char state = process_state(pid);
   return state != 0 && state != 'Z' && state != 'X';
+}
+
+StoppedProcess::StoppedProcess(pid_t pid) : pid_(pid) {
+  EXPECT_EQ(::kill(pid_, SIGSTOP), 0) << "SIGSTOP of " << pid_ << ": " << std::strerror(errno);
+  // Stopped once the kernel says so, not when the signal is sent.
+  EXPECT_TRUE(eventually([&] { return process_state(pid_) == 'T'; }, std::chrono::seconds(5)))
+      << "process " << pid_ << " did not stop";
+}
+
+void StoppedProcess::resume() {
+  if (pid_ > 0) ::kill(pid_, SIGCONT);
+  pid_ = -1;
 }
 
 int open_fds() {

@@ -44,6 +44,21 @@ class NoFreeFds {
   std::uint64_t soft_ = 0;  // the limit before
 };
 
+// While in scope, process `pid` is stopped (SIGSTOP: a hung node's forkfeedd); it goes
+// on (SIGCONT) at resume() or when this goes, so that a failed test leaves no stopped
+// process behind.
+class StoppedProcess {
+ public:
+  explicit StoppedProcess(pid_t pid);
+  ~StoppedProcess() { resume(); }
+  StoppedProcess(const StoppedProcess&) = delete;
+  StoppedProcess& operator=(const StoppedProcess&) = delete;
+  void resume();
+
+ private:
+  pid_t pid_;
+};
+
 // Ends the test process with a message naming `what` if it is still in scope after
 // `seconds`: a loader that hangs is a failure, not a stuck ctest. It uses alarm(), not a
 // thread, so the loader still sees a single-threaded process. One at a time.
