@@ -42,6 +42,8 @@ class DirStream {
   }
 
   DirId id() const { return id_; }
+  // The directory's fd, for *at() calls on its entries; owned by the stream.
+  int fd() const { return ::dirfd(dir_.get()); }
 
   // Calls on_entry(name, is_dir) for every entry but "." and "..". is_dir follows
   // symlinks like os.DirEntry.is_dir(): a broken link counts as a file, as in os.walk.

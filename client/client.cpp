@@ -345,7 +345,7 @@ Status Client::check_process() const { return impl_->check_process(); }
 std::uint64_t Client::epoch() const { return impl_->epoch(); }
 std::uint64_t Client::batches_per_epoch() const { return impl_->opened().batches_per_epoch; }
 std::uint64_t Client::samples_per_epoch() const { return impl_->opened().samples_per_epoch; }
-std::uint64_t Client::dataset_size() const { return impl_->opened().order.dataset_size; }
+std::uint64_t Client::dataset_size() const { return impl_->opened().order.dataset.samples; }
 std::uint32_t Client::workers() const { return impl_->opened().workers; }
 std::uint64_t Client::classes() const { return impl_->opened().classes; }
 const std::vector<std::string>& Client::class_names() const { return impl_->opened().class_names; }

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "dataset/dataset_identity.h"
 #include "loader/pass_position.h"
 #include "loader/slot_count.h"
 
@@ -24,10 +25,19 @@ constexpr std::chrono::seconds kMostRetry{30};
 // Trying a lost daemon again waits at most this long for it (next() waits meanwhile).
 constexpr std::chrono::milliseconds kRejoinTimeout{2000};
 
-// Whether two daemons' streams make the same batches.
-bool same_order(const StreamOpened& a, const StreamOpened& b) {
-  return a.order == b.order && a.batches_per_epoch == b.batches_per_epoch && a.size == b.size &&
-         a.dtype == b.dtype && a.layout == b.layout && a.classes == b.classes;
+// Why daemon stream `a` does not make the batches `b` makes, or "" when it does: the
+// datasets are compared by their identities (one dataset at any path), the rest must be equal.
+std::string stream_difference(const StreamOpened& a, const StreamOpened& b) {
+  if (std::string what = dataset_difference(a.order.dataset, b.order.dataset); !what.empty()) {
+    return "another dataset (" + what + ")";
+  }
+  OrderKey ka = a.order, kb = b.order;
+  ka.dataset = kb.dataset = {};
+  if (ka == kb && a.batches_per_epoch == b.batches_per_epoch && a.size == b.size && a.dtype == b.dtype &&
+      a.layout == b.layout && a.classes == b.classes) {
+    return "";
+  }
+  return "the dataset in another order (the image size, dtype or layout differ)";
 }
 
 std::uint64_t ns(std::chrono::steady_clock::duration d) {
@@ -60,11 +70,11 @@ Status FanInLink::join(std::uint32_t i, std::unique_ptr<RemoteLink> link, const 
   if (shape_from_.empty()) {
     shape_ = *opened;
     shape_from_ = m.daemon.address;
-  } else if (!same_order(*opened, shape_)) {
-    return Status::FailedPrecondition(
-        "the remote forkfeedd at " + m.daemon.address + " serves the dataset in another order than the one at " +
-        shape_from_ + " (its files, or the image size, dtype or layout differ): every daemon of one Client must "
-        "serve the same files under the same name");
+  } else if (const std::string differs = stream_difference(*opened, shape_); !differs.empty()) {
+    return Status::FailedPrecondition("the remote forkfeedd at " + m.daemon.address + " serves " + differs +
+                                      " than the one at " + shape_from_ +
+                                      ": every daemon of one Client must serve the same files (their names under "
+                                      "the dataset's root, labels and sizes; at any path) under the same name");
   }
   m.link = std::move(link);
   m.heard = m.link->heard();
@@ -210,8 +220,9 @@ void FanInLink::rejoin(Clock::time_point now) {
       m.stats.last_error = s.message();
       m.backoff = std::min<Clock::duration>(m.backoff * 2, kMostRetry);
       m.retry_at = Clock::now() + m.backoff;
-      spdlog::debug("forkfeed: {} (tried again in {} s)", s.message(),
-                    std::chrono::duration_cast<std::chrono::seconds>(m.backoff).count());
+      // A daemon that answers and refuses (other files, say) is worth a warning; one still down is not.
+      spdlog::log(unreachable(s) ? spdlog::level::debug : spdlog::level::warn, "forkfeed: {} (tried again in {} s)",
+                  s.message(), std::chrono::duration_cast<std::chrono::seconds>(m.backoff).count());
       continue;
     }
     m.backoff = kFirstRetry;

@@ -72,6 +72,8 @@ class FanInLink final : public StreamLink {
     RemoteDaemonStats stats;
   };
   explicit FanInLink(Settings settings) : settings_(std::move(settings)) {}
+  // Whether `s` says a daemon cannot be reached now (or is hung), rather than that it refuses.
+  static bool unreachable(const Status& s);
 
   void add(const RemoteDaemon& daemon);
   // Opens member `i`'s stream within `timeout`, its reply in `reply`, and joins it.

@@ -10,15 +10,10 @@ namespace forkfeed {
 
 using json = nlohmann::json;
 
-namespace {
-
-// Errors that say a daemon cannot be reached now (or is hung), rather than that it refuses.
-bool unreachable(const Status& s) {
+bool FanInLink::unreachable(const Status& s) {
   return s.code() == Status::Code::kUnavailable || s.code() == Status::Code::kDeadlineExceeded ||
          s.code() == Status::Code::kIoError;  // a connection refused or reset
 }
-
-}  // namespace
 
 Result<std::unique_ptr<FanInLink>> FanInLink::open(const std::vector<RemoteDaemon>& daemons, Settings settings,
                                                    json& opened) {

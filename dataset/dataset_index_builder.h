@@ -16,8 +16,10 @@ namespace forkfeed {
 // Appends samples to a DatasetIndex's packed storage; the only writer of its fields.
 class DatasetIndexBuilder {
  public:
-  // Appends os.path.join(dir, name) with `label`, without building it separately.
-  void add(std::string_view dir, std::string_view name, std::int64_t label) {
+  // Appends os.path.join(dir, name) with `label` and the file's size in `bytes`
+  // (DatasetIndex::kUnknownBytes when it could not be stat'ed), without building the
+  // path separately.
+  void add(std::string_view dir, std::string_view name, std::int64_t label, std::uint64_t bytes) {
     std::string& paths = index_.paths_;
     if (!name.starts_with('/')) {  // os.path.join drops `dir` before an absolute name
       paths += dir;
@@ -26,7 +28,14 @@ class DatasetIndexBuilder {
     paths += name;
     index_.offsets_.push_back(paths.size());
     index_.labels_.push_back(label);
+    index_.sizes_.push_back(bytes);
   }
+  // The path of the sample added last, for a stat, and setting its size afterwards.
+  std::string_view last_path() const { return index_.file(index_.file_count() - 1); }
+  void set_last_bytes(std::uint64_t bytes) { index_.sizes_.back() = bytes; }
+  // DatasetIndex::root(): the folder an ImageFolder or a manifest names its files from.
+  // A sharded dataset's is found by finish().
+  void set_root(std::string root) { index_.root_ = std::move(root); }
   // A sharded dataset: adds shard `path`, as `stamp` says it was when it was indexed;
   // returns its file number.
   std::uint32_t add_shard(std::string_view path, const FileStamp& stamp) {
@@ -54,6 +63,7 @@ class DatasetIndexBuilder {
     index_.paths_.reserve(path_bytes);
     index_.offsets_.reserve(samples + 1);
     index_.labels_.reserve(samples);
+    index_.sizes_.reserve(samples);
   }
   void set_classes(std::vector<std::string> classes) { index_.classes_ = std::move(classes); }
   std::size_t size() const { return index_.labels_.size(); }
@@ -64,11 +74,25 @@ class DatasetIndexBuilder {
     index_.paths_.shrink_to_fit();
     index_.offsets_.shrink_to_fit();
     index_.labels_.shrink_to_fit();
+    index_.sizes_.shrink_to_fit();
     index_.slices_.shrink_to_fit();
+    if (index_.sharded() && index_.root_.empty()) index_.root_ = common_folder();
     return std::move(index_);
   }
 
  private:
+  // The deepest folder holding every file (they are absolute): "/data/x" for
+  // /data/x/a.tar and /data/x/y/b.tar.
+  std::string common_folder() const {
+    std::string_view common = index_.file(0).substr(0, index_.file(0).rfind('/') + 1);
+    for (std::size_t f = 1; f < index_.file_count(); ++f) {
+      const std::string_view path = index_.file(f);
+      while (common.size() > 1 && !path.starts_with(common)) common = common.substr(0, common.rfind('/', common.size() - 2) + 1);
+    }
+    if (common.size() > 1) common.remove_suffix(1);  // "/data/x/" -> "/data/x"; "/" stays
+    return std::string(common);
+  }
+
   DatasetIndex index_;
 };
 

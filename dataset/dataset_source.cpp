@@ -34,6 +34,14 @@ std::string DatasetIndex::describe(std::size_t i) const {
   return shard + (member ? ", member '" + printable_cut(*member) + "'" : ", member") + at;
 }
 
+std::string_view DatasetIndex::file_name(std::size_t f) const {
+  const std::string_view path = file(f);
+  if (root_.empty() || !path.starts_with(root_)) return path;
+  const std::string_view rest = path.substr(root_.size());
+  if (root_.ends_with('/')) return rest;  // "/", or a root given with its slash
+  return rest.starts_with('/') ? rest.substr(1) : path;  // "/data/xy" is not under "/data/x"
+}
+
 DatasetSource DatasetSource::of(const LoaderOptions& o) {
   return {o.image_folder, o.manifest, o.shards, o.shard_label, o.shard_label_field};
 }

@@ -20,6 +20,17 @@
 namespace forkfeed {
 namespace {
 
+// The size of file `name` in the directory open at `dir_fd`, following a symbolic link as
+// reading it will; kUnknownBytes when it cannot be stat'ed (a broken link: bad data when
+// read). A stat relative to the open directory costs about 1.5 us a file with warm
+// metadata (0.25 s more for 200k files than the listing alone).
+// REQUIRES: `name` is a dirent's, NUL-terminated after its end.
+std::uint64_t file_bytes(int dir_fd, std::string_view name) {
+  struct stat st {};
+  if (::fstatat(dir_fd, name.data(), &st, 0) != 0) return DatasetIndex::kUnknownBytes;
+  return static_cast<std::uint64_t>(st.st_size);
+}
+
 std::string join(std::string_view dir, std::string_view name) {
   std::string out(dir);
   if (!out.empty() && !out.ends_with('/')) out += '/';
@@ -49,7 +60,7 @@ class ClassWalk {
       // std::string_view compares bytes as unsigned char: Python's order for UTF-8 names.
       std::sort(refs_.begin() + d.first, refs_.begin() + d.last,
                 [&](const NameRef& a, const NameRef& b) { return view(a) < view(b); });
-      for (std::size_t i = d.first; i < d.last; ++i) builder.add(d.path, view(refs_[i]), label);
+      for (std::size_t i = d.first; i < d.last; ++i) builder.add(d.path, view(refs_[i]), label, refs_[i].bytes);
     }
   }
 
@@ -60,6 +71,7 @@ class ClassWalk {
   };
   struct NameRef {
     std::size_t begin, size;  // in names_
+    std::uint64_t bytes;      // the file's size (part of the dataset's identity)
   };
 
   Status walk(const std::string& path) {
@@ -82,7 +94,7 @@ class ClassWalk {
         if (is_dir) {
           subdirs.push_back(join(path, name));
         } else if (has_image_extension(name)) {
-          refs_.push_back(NameRef{names_.size(), name.size()});
+          refs_.push_back(NameRef{names_.size(), name.size(), file_bytes(dir->fd(), name)});
           names_ += name;
         }
       });
@@ -149,6 +161,7 @@ Result<DatasetIndex> DatasetIndex::from_image_folder(const std::string& root) {
                             " class folders)");
   }
   builder.set_classes(std::move(classes));
+  builder.set_root(root);
   return std::move(builder).finish();
 }
 

@@ -1,5 +1,7 @@
 // DatasetIndex::from_manifest: parses a "path<TAB>label" file, one sample a line, and
 // names the file and line of anything it cannot use.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -28,6 +30,16 @@ constexpr std::size_t kMaxLineBytes = 65536;
 // file was passed by mistake.
 std::string quote(std::string_view line) { return quoted_start(line, 100); }
 
+// The size of the file at `path`, following links as reading it will; kUnknownBytes when
+// it cannot be stat'ed: a file missing now is bad data when read (on_error decides), not
+// an error here. `buffer` is reused to make the path NUL-terminated.
+std::uint64_t file_bytes(std::string_view path, std::string& buffer) {
+  buffer.assign(path);
+  struct stat st {};
+  if (::stat(buffer.c_str(), &st) != 0) return DatasetIndex::kUnknownBytes;
+  return static_cast<std::uint64_t>(st.st_size);
+}
+
 }  // namespace
 
 Result<DatasetIndex> DatasetIndex::from_manifest(const std::string& manifest) {
@@ -46,6 +58,7 @@ Result<DatasetIndex> DatasetIndex::from_manifest(const std::string& manifest) {
   builder.reserve(max_lines, text.size() + max_lines * (folder.size() + 1));
 
   std::size_t line_no = 0;
+  std::string path;  // file_bytes()'s buffer
   while (!text.empty()) {
     const std::size_t nl = text.find('\n');
     std::string_view line = text.substr(0, nl);
@@ -74,8 +87,10 @@ Result<DatasetIndex> DatasetIndex::from_manifest(const std::string& manifest) {
     // open() would stop at the NUL and read another file than the line names.
     if (line.substr(0, tab).find('\0') != std::string_view::npos)
       return bad("a path cannot hold a NUL byte, got " + quote(line));
-    builder.add(folder, line.substr(0, tab), *label);
+    builder.add(folder, line.substr(0, tab), *label, DatasetIndex::kUnknownBytes);
+    builder.set_last_bytes(file_bytes(builder.last_path(), path));
   }
+  builder.set_root(std::string(folder));
   if (builder.size() == 0) {
     return Status::BadData(printable(manifest) +
                            ": no samples; expected one 'path<TAB>label' per line "

@@ -1,6 +1,6 @@
 // Checkpoint: a loader's position as one line of JSON, and the checks that make a
-// resumed loader refuse a state whose order it cannot reproduce. The dataset digest is
-// dataset/dataset_digest.cpp's.
+// resumed loader refuse a state whose order it cannot reproduce. Whether the dataset is
+// the same is dataset_difference()'s (dataset/dataset_identity.h).
 #include "loader/checkpoint.h"
 
 #include <cstddef>
@@ -20,7 +20,9 @@
 namespace forkfeed {
 namespace {
 
-constexpr int kVersion = 1;
+// The version written; version 1 (a digest of absolute paths for the dataset) is still read.
+constexpr int kVersion = 2;
+constexpr int kVersion1 = 1;
 
 Status not_a_state(std::string_view why) {
   return Status::InvalidArgument("not a forkfeed state: " + std::string(why));
@@ -36,14 +38,15 @@ std::string without_exception_id(const char* what) {
   return text;
 }
 
-Status check_version(const nlohmann::json& doc) {
+// The state's version: kVersion or kVersion1.
+Result<int> check_version(const nlohmann::json& doc) {
   const auto it = doc.find("forkfeed_state");
   if (it == doc.end()) return not_a_state("no \"forkfeed_state\" field; pass what Loader::state() returned");
-  if (!it->is_number_integer() || it->get<std::int64_t>() != kVersion) {
-    return not_a_state("version " + it->dump() + " is not supported; this forkfeed reads version " +
-                       std::to_string(kVersion));
+  if (!it->is_number_integer() || (it->get<std::int64_t>() != kVersion && it->get<std::int64_t>() != kVersion1)) {
+    return not_a_state("version " + it->dump() + " is not supported; this forkfeed reads versions " +
+                       std::to_string(kVersion1) + " and " + std::to_string(kVersion));
   }
-  return Status::Ok();
+  return static_cast<int>(it->get<std::int64_t>());
 }
 
 // Every field that a state must hold, read into a Checkpoint; not yet compared with anything.
@@ -56,14 +59,15 @@ Result<Checkpoint> parse(std::string_view state) {
                        quoted_start(state, 40));
   }
   if (!doc.is_object()) return not_a_state("expected a JSON object, got " + quoted_start(state, 40));
-  if (Status s = check_version(doc); !s.ok()) return s;
+  const Result<int> version = check_version(doc);
+  if (!version.ok()) return version.status();
 
   // The reasons of json_field and read_order_key, which name the field, become "not a state".
   Checkpoint c;
   Status s = json_field::read_unsigned(doc, "epoch", "epoch", c.epoch);
   if (s.ok()) s = json_field::read_unsigned(doc, "position", "position", c.position);
   if (!s.ok()) return not_a_state(s.message());
-  Result<OrderKey> key = read_order_key(doc, "order");
+  Result<OrderKey> key = read_order_key(doc, "order", *version == kVersion1);
   if (!key.ok()) return not_a_state(key.status().message());
   c.key = std::move(key).value();
   return c;
@@ -71,21 +75,15 @@ Result<Checkpoint> parse(std::string_view state) {
 
 std::string on_off(bool value) { return value ? "on" : "off"; }
 
-// A field of the OrderKey (or two, for the dataset) that a resumed loader must share:
-// its value as the messages show it, and the sentence when the state's differs from
-// this loader's, with {saved} and {current} standing for the two values.
+// A field of the OrderKey but the dataset that a resumed loader must share: its value
+// as the messages show it, and the sentence when the state's differs from this loader's,
+// with {saved} and {current} standing for the two values.
 struct KeyRule {
   std::string (*shown)(const OrderKey&);
   std::string_view sentence;
 };
 
 constexpr KeyRule kKeyRules[] = {
-    {[](const OrderKey& k) {
-       return std::to_string(k.dataset_size) + " samples, digest " + k.dataset_digest;
-     },
-     "the state was taken on a different dataset ({saved}) than this one ({current}); resume with the same "
-     "image folder, manifest or shards: the same files and labels, in the same order, at the same paths (and "
-     "shards unchanged)"},
     {[](const OrderKey& k) { return std::to_string(k.seed); },
      "the state was taken with seed {saved} but this loader has {current}; resume with seed {saved}"},
     {[](const OrderKey& k) { return std::to_string(k.world_size); },
@@ -118,9 +116,24 @@ std::string fill(std::string_view sentence, const std::string& saved, const std:
   return out;
 }
 
+// The sentence when the state's dataset is not this loader's, or "".
+std::string dataset_sentence(const OrderKey& saved, const OrderKey& current, const DatasetIndex* index) {
+  const std::string what = dataset_difference(saved.dataset, current.dataset, index);
+  if (what.empty()) return what;
+  if (saved.dataset.legacy_only()) {
+    return "the state, written by an older forkfeed (state version 1), was taken on another dataset than this "
+           "loader's: " + what + "; a version-1 state resumes only on the same files at the same absolute paths: "
+           "resume it there and save a new state, which resumes wherever the files are mounted";
+  }
+  return "the state was taken on another dataset than this loader's: " + what +
+         "; a dataset is its files' names under its root, their labels and their sizes, wherever it is "
+         "mounted: resume with the same image folder, manifest or shards (at any path)";
+}
+
 // One sentence per field of `saved` that differs from `current`, each saying what to resume with.
-std::vector<std::string> differences(const OrderKey& saved, const OrderKey& current) {
+std::vector<std::string> differences(const OrderKey& saved, const OrderKey& current, const DatasetIndex* index) {
   std::vector<std::string> out;
+  if (std::string dataset = dataset_sentence(saved, current, index); !dataset.empty()) out.push_back(dataset);
   for (const KeyRule& rule : kKeyRules) {
     const std::string was = rule.shown(saved), is = rule.shown(current);
     if (was != is) out.push_back(fill(rule.sentence, was, is));
@@ -137,11 +150,11 @@ std::string encode_checkpoint(const Checkpoint& checkpoint) {
   doc["epoch"] = checkpoint.epoch;
   doc["position"] = checkpoint.position;
   write_order_key(checkpoint.key, doc, "order");
-  // The digest is hex, so dump() cannot meet invalid UTF-8 and throw.
+  // The digests are hex, so dump() cannot meet invalid UTF-8 and throw.
   return doc.dump();
 }
 
-Result<Checkpoint> decode_checkpoint(std::string_view state, const OrderKey& current) {
+Result<Checkpoint> decode_checkpoint(std::string_view state, const OrderKey& current, const DatasetIndex* index) {
   if (state.size() > kMaxStateBytes) {
     return not_a_state("it is " + std::to_string(state.size()) + " bytes, over the " +
                        std::to_string(kMaxStateBytes) + " a state can be; pass what state() returned");
@@ -149,7 +162,7 @@ Result<Checkpoint> decode_checkpoint(std::string_view state, const OrderKey& cur
   try {
     Result<Checkpoint> parsed = parse(state);
     if (!parsed.ok()) return parsed;
-    const std::vector<std::string> diffs = differences(parsed->key, current);
+    const std::vector<std::string> diffs = differences(parsed->key, current, index);
     if (diffs.empty()) return parsed;
     std::string message = diffs.front();
     for (std::size_t i = 1; i < diffs.size(); ++i) message += "; also " + diffs[i];

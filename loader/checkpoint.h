@@ -17,18 +17,23 @@ struct Checkpoint {
   OrderKey key;
 };
 
-// One line of JSON:
-// {"forkfeed_state":1,"epoch":E,"position":P,"seed":S,"order":{"dataset_size":...,
-//  "dataset_digest":"...","rank":...,"world_size":...,"batch_size":...,"shuffle":...,"drop_last":...}}
+// One line of JSON, version 2:
+// {"forkfeed_state":2,"epoch":E,"position":P,"seed":S,"order":{"dataset":{"samples":N,
+//  "names":"...","labels":"...","sizes":"...","range_samples":R,"ranges":"..."},
+//  "rank":...,"world_size":...,"batch_size":...,"shuffle":...,"drop_last":...}}
 std::string encode_checkpoint(const Checkpoint& checkpoint);
 
 // Parses `state` and checks its key against `current`, this loader's. Errors are
 // InvalidArgument: "not a forkfeed state: <why>" for anything that is not a complete
-// version-1 state, else one naming every field that differs and what to resume with.
+// state of version 1 or 2, else one naming every field that differs and what to resume
+// with; `index`, the index `current` was made of, lets it name the files of samples that
+// differ. A version-1 state (forkfeed before dataset identities) holds a digest of
+// absolute paths and labels instead: it resumes where those are unchanged.
 // Whether `position` lies within the epoch is left to the caller.
-// A state is a few hundred bytes; a larger one is the wrong thing, refused unread.
+// A state is about a KiB; a larger one is the wrong thing, refused unread.
 inline constexpr std::size_t kMaxStateBytes = 64 * 1024;
 
-Result<Checkpoint> decode_checkpoint(std::string_view state, const OrderKey& current);
+Result<Checkpoint> decode_checkpoint(std::string_view state, const OrderKey& current,
+                                     const DatasetIndex* index = nullptr);
 
 }  // namespace forkfeed

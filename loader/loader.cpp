@@ -192,7 +192,9 @@ class Loader::Impl {
   }
 
   std::string state() const { return pass_.state(key_); }
-  Result<PassPosition::Seek> parse_state(std::string_view state) const { return pass_.parse_state(state, key_); }
+  Result<PassPosition::Seek> parse_state(std::string_view state) const {
+    return pass_.parse_state(state, key_, &index_);
+  }
   Status load_state(std::string_view state) {
     if (Status s = check_process(); !s.ok()) return s;
     auto seek = parse_state(state);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "dataset/dataset_identity.h"
 #include "forkfeed/dataset.h"
 #include "forkfeed/options.h"
 #include "forkfeed/status.h"
@@ -17,9 +18,9 @@ namespace forkfeed {
 // Everything that decides which samples come in which batch, except the epoch. Worker
 // count, prefetch and transforms are not part of it: they never change the order.
 struct OrderKey {
-  std::uint64_t dataset_size = 0;
-  // dataset_digest() of the index: kDigestDigits lowercase hex digits.
-  std::string dataset_digest;
+  // Which samples, in which order: dataset_identity() of the index. Two keys are of one
+  // dataset when dataset_difference() finds nothing, not when every digest is equal.
+  DatasetIdentity dataset;
   std::uint64_t seed = 0;
   std::uint32_t rank = 0;
   std::uint32_t world_size = 1;
@@ -34,16 +35,26 @@ struct OrderKey {
 // once per loader, not per state().
 OrderKey order_key(const DatasetIndex& index, const LoaderOptions& options);
 
-// Writes `key` into `top`: the seed there, the rest under top[order_member], or in
-// `top` too when order_member is null. Json: nlohmann::json or ordered_json, whose
-// order is the one a reader of a saved state sees.
+// Writes `key` into `top`: the seed there, the rest under top[order_member] (a state),
+// or in `top` too when order_member is null (the open_stream reply). Only the reply
+// carries dataset.legacy: a Client checks a version-1 state with it; a state of this
+// version is checked by the identity. Json: nlohmann::json or ordered_json, whose order
+// is the one a reader of a saved state sees.
 template <typename Json>
 void write_order_key(const OrderKey& key, Json& top, const char* order_member) {
   top["seed"] = key.seed;
   Json order;
   Json& into = order_member ? order : top;
-  into["dataset_size"] = key.dataset_size;
-  into["dataset_digest"] = key.dataset_digest;
+  const DatasetIdentity& id = key.dataset;
+  Json dataset;
+  dataset["samples"] = id.samples;
+  dataset["names"] = id.names;
+  dataset["labels"] = id.labels;
+  dataset["sizes"] = id.sizes;
+  dataset["range_samples"] = id.range_samples;
+  dataset["ranges"] = id.ranges;
+  if (!order_member) dataset["legacy"] = id.legacy;
+  into["dataset"] = std::move(dataset);
   into["rank"] = key.rank;
   into["world_size"] = key.world_size;
   into["batch_size"] = key.batch_size;
@@ -54,6 +65,8 @@ void write_order_key(const OrderKey& key, Json& top, const char* order_member) {
 
 // Reads what write_order_key wrote with the same `order_member`, strictly
 // (base/json_field.h): errors name the field as "order.rank", or "rank" in one object.
-Result<OrderKey> read_order_key(const nlohmann::json& top, const char* order_member);
+// With `version1`, a state of version 1, whose dataset was "dataset_size" and
+// "dataset_digest" (read into dataset.samples and dataset.legacy).
+Result<OrderKey> read_order_key(const nlohmann::json& top, const char* order_member, bool version1 = false);
 
 }  // namespace forkfeed

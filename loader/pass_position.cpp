@@ -51,8 +51,9 @@ std::string PassPosition::state(const OrderKey& key) const {
   return encode_checkpoint(Checkpoint{at.epoch, at.position, key});
 }
 
-Result<PassPosition::Seek> PassPosition::parse_state(std::string_view state, const OrderKey& key) const {
-  auto checkpoint = decode_checkpoint(state, key);
+Result<PassPosition::Seek> PassPosition::parse_state(std::string_view state, const OrderKey& key,
+                                                     const DatasetIndex* index) const {
+  auto checkpoint = decode_checkpoint(state, key, index);
   if (!checkpoint.ok()) return checkpoint.status();
   return start_of(*checkpoint, batches_per_epoch_);
 }

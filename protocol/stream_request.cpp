@@ -195,7 +195,10 @@ json to_json(const OrderKey& k) {
 
 Result<OrderKey> parse_order_key(const json& body) {
   Result<OrderKey> key = read_order_key(body, nullptr);
-  if (!key.ok()) return Status::Internal("forkfeedd sent a malformed order key: " + key.status().message());
+  if (!key.ok()) {
+    return Status::Internal("forkfeedd sent a malformed order key: " + key.status().message() +
+                            "; is it another forkfeed version?");
+  }
   return key;
 }
 

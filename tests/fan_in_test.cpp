@@ -3,7 +3,9 @@
 // daemon SIGKILLed before the first batch, mid-epoch, at an epoch boundary or during a
 // resume loses and repeats nothing; a stopped (hung) daemon is routed around within the
 // overdue time; a state taken while one is down resumes a Loader exactly; a daemon that
-// comes back at its address rejoins; all of them gone is an error within 3 s.
+// comes back at its address rejoins; all of them gone is an error within 3 s. Daemons
+// serving the same files at different paths are one dataset; other images under the same
+// names are refused at connect and at a rejoin, naming what differs.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -11,6 +13,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <memory>
@@ -275,11 +278,67 @@ TEST_F(FanInTest, DaemonsServingOtherFilesAndAnAddressGivenTwiceAreRefused) {
   s.dataset = "train";
   auto refused = Client::connect({RemoteDaemon{a0, token_}, RemoteDaemon{a1, token_}}, s);
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("another order"), std::string::npos) << refused.status().message();
-  EXPECT_NE(refused.status().message().find(a1), std::string::npos) << refused.status().message();
+  // The same names and labels, other images: their sizes tell them apart.
+  EXPECT_NE(refused.status().message().find(a1 + " serves another dataset (sizes differ in sample"),
+            std::string::npos)
+      << refused.status().message();
   auto twice = Client::connect({RemoteDaemon{a0, token_}, RemoteDaemon{a0, token_}}, s);
   ASSERT_FALSE(twice.ok());
   EXPECT_NE(twice.status().message().find("given twice"), std::string::npos) << twice.status().message();
+}
+
+// A dataset is its files, not where they are mounted: a daemon serving a copy at another
+// path serves the same stream (and its state resumes a Loader on the copy); a daemon back
+// at its address with other images at the same path (a stale or re-encoded copy) is kept
+// out, saying why.
+TEST_F(FanInTest, TheSameFilesAtAnotherPathAreOneDatasetAndAMemberBackOnOtherImagesIsKeptOut) {
+  testing::HangGuard guard(120, "FanInTest.Identity");
+  testing::TempDir copy_dir, other_dir;
+  const std::string copy = copy_dir.path() + "/mounted/elsewhere";
+  std::filesystem::create_directories(copy_dir.path() + "/mounted");
+  std::filesystem::copy(root_, copy, std::filesystem::copy_options::recursive);
+  const std::string other = testing::make_image_folder(other_dir.path(), 96, 3, 99, 40, 90);
+  const auto serving = [&](const std::string& name, const std::string& root, const std::string& listen) {
+    return std::make_unique<testing::DaemonProcess>(
+        socket_path(name), std::vector<std::string>{"--max-workers", "1", "--dataset", "train=" + root, "--listen",
+                                                    listen, "--token-file", token_});
+  };
+  auto d0 = start("ident0");
+  auto d1 = serving("ident1", copy, "127.0.0.1:0");
+  const std::string a1 = testing::remote_address(*d1);
+  auto client = connect({testing::remote_address(*d0), a1});
+  ASSERT_TRUE(client);
+  auto loader = testing::open_loader(options());
+  expect_same(*client, *loader, 5, "a copy at another path");
+  LoaderOptions on_copy = options();
+  on_copy.image_folder = copy;
+  auto resumed = Loader::open(on_copy, client->state());
+  ASSERT_TRUE(resumed.ok()) << resumed.status().message();
+  auto here = Loader::open(options(), client->state());
+  ASSERT_TRUE(here.ok()) << here.status().message();
+  EXPECT_TRUE(testing::read_batches(**resumed, 3) == testing::read_batches(**here, 3))
+      << "a state resumed on the copy differs from one resumed where it was taken";
+
+  ASSERT_TRUE(d1->signal_and_wait(SIGKILL, 5s));
+  d1.reset();
+  for (int i = 0; i < 200 && client->daemons()[1].up; ++i) {
+    expect_same(*client, *loader, 1, "until the loss is seen");
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_FALSE(client->daemons()[1].up) << "the client never saw the killed daemon go";
+  std::filesystem::remove_all(copy);
+  std::filesystem::copy(other, copy, std::filesystem::copy_options::recursive);
+  d1 = serving("ident1b", copy, a1);  // the same port and path, other images under the same names
+  const Clock::time_point restarted = Clock::now();
+  while (client->daemons()[1].last_error.find("another dataset") == std::string::npos && Clock::now() - restarted < 20s) {
+    expect_same(*client, *loader, 1, "while it tries to come back");
+    std::this_thread::sleep_for(100ms);
+  }
+  const RemoteDaemonStats back = client->daemons()[1];
+  EXPECT_FALSE(back.up) << "a daemon on other images rejoined";
+  EXPECT_NE(back.last_error.find(a1 + " serves another dataset (sizes differ in sample"), std::string::npos)
+      << back.last_error;
+  expect_same(*client, *loader, 24, "with the other daemon kept out");
 }
 
 // The want message, as forkfeedd takes it: a stale generation is ignored, a batch past

@@ -1,6 +1,6 @@
 // LoaderInternals: forkfeedd's values of a Loader agree with what state() writes and
 // load_state() reads, so the daemon can skip the JSON between them.
-#include "dataset/dataset_digest.h"
+#include "dataset/dataset_identity.h"
 #include "loader/loader_internals.h"
 
 #include <gtest/gtest.h>
@@ -54,8 +54,8 @@ class LoaderInternalsTest : public ::testing::Test {
 
 TEST_F(LoaderInternalsTest, OrderKeyIsTheOneOfItsDatasetAndOptions) {
   const OrderKey& key = LoaderInternals::order_key(*loader_);
-  EXPECT_EQ(key.dataset_size, loader_->dataset().size());
-  EXPECT_EQ(key.dataset_digest, dataset_digest(loader_->dataset()));
+  EXPECT_EQ(key.dataset.samples, loader_->dataset().size());
+  EXPECT_EQ(key.dataset, dataset_identity(loader_->dataset()));
   EXPECT_EQ(key.seed, 5u);
   EXPECT_EQ(key.batch_size, 3u);
 }

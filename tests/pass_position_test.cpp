@@ -4,8 +4,8 @@
 #include <optional>
 #include <string>
 
-#include "dataset/dataset_digest.h"
 #include "loader/pass_position.h"
+#include "tests/testing/fake_identity.h"
 
 namespace forkfeed {
 namespace {
@@ -84,8 +84,7 @@ TEST(PassPositionTest, StatesAreCheckedAgainstTheEpochLength) {
 
 OrderKey a_key() {
   OrderKey key;
-  key.dataset_size = 40;
-  key.dataset_digest = std::string(kDigestDigits, 'a');
+  key.dataset = testing::fake_identity(40, 'a');
   key.seed = 3;
   key.batch_size = 10;
   return key;

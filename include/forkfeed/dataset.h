@@ -88,6 +88,20 @@ class DatasetIndex {
   std::string describe(std::size_t i) const;
   std::int64_t label(std::size_t i) const { return labels_[i]; }
 
+  // The folder sample names are relative to: an ImageFolder's root, a manifest's folder,
+  // or the deepest folder holding every shard. Where the dataset is mounted, which is no
+  // part of what it is (dataset/dataset_identity.h).
+  const std::string& root() const { return root_; }
+  // The name of the file sample i is read from (its shard, when sharded): its path
+  // relative to root(), or the whole path for a file outside it (a manifest's absolute
+  // path elsewhere).
+  std::string_view name(std::size_t i) const { return file_name(sharded() ? slices_[i].file : i); }
+  std::string_view file_name(std::size_t f) const;
+  // Sample i's bytes when it was indexed: its file's size, or kUnknownBytes for a file
+  // that could not be stat'ed then (absent, say); when sharded, its member's size.
+  static constexpr std::uint64_t kUnknownBytes = ~std::uint64_t{0};
+  std::uint64_t bytes(std::size_t i) const { return sharded() ? slices_[i].size : sizes_[i]; }
+
   // Files: one per sample, or the shards.
   std::size_t file_count() const { return offsets_.size() - 1; }
   std::string_view file(std::size_t f) const { return packed().file(f); }
@@ -114,6 +128,8 @@ class DatasetIndex {
   std::vector<Slice> slices_;              // sharded: sample i; else empty, sample i is file i
   std::vector<FileStamp> shard_stamps_;    // sharded: file f when it was indexed
   std::vector<std::int64_t> labels_;
+  std::vector<std::uint64_t> sizes_;       // not sharded: file i's bytes (kUnknownBytes: no stat)
+  std::string root_;                       // root()
   std::vector<std::string> classes_;
   std::uint64_t skipped_samples_ = 0;
   std::uint64_t skipped_bytes_ = 0;

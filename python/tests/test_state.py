@@ -5,6 +5,7 @@ import hashlib
 import io
 import json
 import pickle
+import shutil
 
 import pytest
 import torch
@@ -108,3 +109,23 @@ def test_state_from_other_order_is_refused(dataset):
         with pytest.raises(ValueError, match="batch"):
             other.load_state_dict(state)
         assert other.epoch == 0
+
+
+def test_a_state_moves_with_its_files_and_other_bytes_are_refused(dataset, tmp_path):
+    """A dataset is its files' names under its root, labels and sizes, not its path."""
+    moved = tmp_path / "mounted" / "elsewhere"
+    shutil.copytree(dataset, moved)
+    with forkfeed.Loader(str(dataset), workers=1, **OPTIONS) as loader:
+        take(loader, 3)
+        state = loader.state_dict()
+        want = take(loader, 4)
+    with forkfeed.Loader(str(moved), workers=1, **OPTIONS) as there:
+        there.load_state_dict(state)
+        assert take(there, 4) == want
+    # One image re-encoded (here: a byte longer) under the same name.
+    victim = sorted(p for p in moved.rglob("*") if p.is_file())[0]
+    victim.write_bytes(victim.read_bytes() + b"\0")
+    with forkfeed.Loader(str(moved), workers=1, **OPTIONS) as there:
+        with pytest.raises(ValueError, match="another dataset than this loader's: sizes differ in sample") as refused:
+            there.load_state_dict(state)
+        assert str(victim.relative_to(moved)) in str(refused.value)

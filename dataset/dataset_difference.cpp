@@ -1,0 +1,102 @@
+// dataset_difference(): whether two identities are one dataset, and if not, what differs
+// (the count, names, labels, sizes) and in which samples, in words.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/printable.h"
+#include "dataset/dataset_identity.h"
+
+namespace forkfeed {
+namespace {
+
+// Ranges named in a message; the others are counted.
+constexpr std::size_t kRangesNamed = 3;
+// A name in a message is cut to this many bytes.
+constexpr std::size_t kNameBytes = 80;
+
+// "a", "a and b", "a, b and c".
+std::string and_list(const std::vector<std::string>& words) {
+  std::string out;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    if (i > 0) out += i + 1 == words.size() ? " and " : ", ";
+    out += words[i];
+  }
+  return out;
+}
+
+// "64-95 (cls/a.jpg .. cls/z.jpg)", or "7 (cls/a.jpg)"; the names when `index` has them.
+std::string range_text(std::uint64_t first, std::uint64_t last, const DatasetIndex* index) {
+  std::string text = std::to_string(first);
+  if (last != first) {  // (not "-" + std::to_string(): GCC 12 warns falsely, -Wrestrict)
+    text += '-';
+    text += std::to_string(last);
+  }
+  if (index != nullptr && last < index->size()) {
+    text += " (" + printable_cut(index->name(first), kNameBytes);
+    if (last != first) text += " .. " + printable_cut(index->name(last), kNameBytes);
+    text += ")";
+  }
+  return text;
+}
+
+// " in samples 64-95 (...), 128-159 (...) and 5 more ranges of 32 samples", or "" when
+// the two are cut into ranges of different sizes (their counts are far apart).
+std::string where(const DatasetIdentity& a, const DatasetIdentity& b, const DatasetIndex* b_index) {
+  if (a.range_samples != b.range_samples) return "";
+  const std::uint64_t size = a.range_samples, samples = std::max(a.samples, b.samples);
+  const std::uint64_t ranges = std::max(a.range_count(), b.range_count());
+  const auto digest = [](const DatasetIdentity& id, std::uint64_t r) {
+    return r < id.range_count() ? std::string_view(id.ranges).substr(r * kRangeDigits, kRangeDigits)
+                                : std::string_view();
+  };
+  std::vector<std::string> named;
+  std::uint64_t more = 0;
+  bool plural = false;
+  for (std::uint64_t r = 0; r < ranges; ++r) {
+    if (digest(a, r) == digest(b, r)) continue;
+    if (named.size() == kRangesNamed) {
+      ++more;
+      continue;
+    }
+    const std::uint64_t first = r * size, last = std::min(first + size, samples) - 1;
+    plural = plural || last != first || !named.empty();
+    named.push_back(range_text(first, last, b_index));
+  }
+  if (named.empty()) return "";
+  if (more > 0) {
+    named.push_back(std::to_string(more) + " more range" + (more == 1 ? "" : "s") + " of " + std::to_string(size) +
+                    " sample" + (size == 1 ? "" : "s"));
+  }
+  return std::string(plural || more > 0 ? " in samples " : " in sample ") + and_list(named);
+}
+
+std::string count_text(const DatasetIdentity& a, const DatasetIdentity& b) {
+  return std::to_string(a.samples) + " samples against " + std::to_string(b.samples);
+}
+
+}  // namespace
+
+std::string dataset_difference(const DatasetIdentity& a, const DatasetIdentity& b, const DatasetIndex* b_index) {
+  if (a.legacy_only() || b.legacy_only()) {
+    if (a.samples == b.samples && a.legacy == b.legacy) return "";
+    std::string text = a.samples == b.samples ? "" : count_text(a, b) + "; ";
+    return text + "the files' absolute paths or labels differ (digest " + a.legacy + " against " + b.legacy +
+           ", of paths and labels, as forkfeed compared datasets before version-2 states)";
+  }
+  std::vector<std::string> differ;
+  if (a.names != b.names) differ.emplace_back("names");
+  if (a.labels != b.labels) differ.emplace_back("labels");
+  if (a.sizes != b.sizes) differ.emplace_back("sizes");
+  if (differ.empty() && a.samples == b.samples) return "";
+  std::string text = a.samples == b.samples ? "" : count_text(a, b);
+  if (!differ.empty()) {
+    if (!text.empty()) text += "; ";
+    text += and_list(differ) + " differ" + where(a, b, b_index);
+  }
+  return text;
+}
+
+}  // namespace forkfeed

@@ -1,0 +1,127 @@
+// dataset_identity(): FNV-1a 64 digests of an index's names, labels and sizes, by range
+// and whole, and the digest of absolute paths that version-1 states hold.
+#include "dataset/dataset_identity.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace forkfeed {
+namespace {
+
+class Fnv1a64 {
+ public:
+  void add(std::string_view bytes) {
+    for (const char c : bytes) {
+      hash_ ^= static_cast<unsigned char>(c);
+      hash_ *= kPrime;
+    }
+  }
+  // Little-endian, so the digest is the same on every machine that reads the state.
+  void add(std::uint64_t value) {
+    for (int i = 0; i < 8; ++i) {
+      hash_ ^= (value >> (8 * i)) & 0xFF;
+      hash_ *= kPrime;
+    }
+  }
+  // The length first, so that "a"+"bc" and "ab"+"c" differ.
+  void add_name(std::string_view name) {
+    add(static_cast<std::uint64_t>(name.size()));
+    add(name);
+  }
+  std::uint64_t value() const { return hash_; }
+
+ private:
+  static constexpr std::uint64_t kPrime = 0x100000001b3ULL;
+  std::uint64_t hash_ = 0xcbf29ce484222325ULL;
+};
+
+std::string hex(std::uint64_t value, std::size_t digits) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string text(digits, '0');
+  for (std::size_t i = digits; i-- > 0; value >>= 4) text[i] = kDigits[value & 0xF];
+  return text;
+}
+
+// The digest version-1 states hold: FNV-1a 64 over every path (absolute, as stored) and
+// label, in index order; for shards, over the shards' paths and sizes, then every
+// sample's slice and label. Its definition is fixed: old states are checked with it.
+std::string legacy_digest(const DatasetIndex& index) {
+  Fnv1a64 hash;
+  if (!index.sharded()) {
+    for (std::size_t i = 0; i < index.size(); ++i) {
+      hash.add_name(index.path(i));
+      hash.add(static_cast<std::uint64_t>(index.label(i)));
+    }
+    return hex(hash.value(), kDigestDigits);
+  }
+  hash.add(std::string_view("shards"));
+  for (std::size_t f = 0; f < index.file_count(); ++f) {
+    hash.add_name(index.file(f));
+    hash.add(index.shard_stamps()[f].size);
+  }
+  for (std::size_t i = 0; i < index.size(); ++i) {
+    const DatasetIndex::Slice& s = index.slices()[i];
+    hash.add(s.file);
+    hash.add(s.offset);
+    hash.add(s.size);
+    hash.add(static_cast<std::uint64_t>(index.label(i)));
+  }
+  return hex(hash.value(), kDigestDigits);
+}
+
+}  // namespace
+
+std::uint64_t identity_range_samples(std::uint64_t samples) {
+  std::uint64_t range = 1;
+  while (samples / range + (samples % range != 0) > kMaxRanges) range *= 2;
+  return range;
+}
+
+DatasetIdentity dataset_identity(const DatasetIndex& index) {
+  DatasetIdentity id;
+  id.samples = index.size();
+  id.range_samples = identity_range_samples(id.samples);
+  id.ranges.reserve(id.ranges_for_samples() * kRangeDigits);
+
+  // A shard's name is hashed once; each of its members adds its offset to that.
+  std::vector<Fnv1a64> shard_names;
+  Fnv1a64 names, labels, sizes, range;
+  if (index.sharded()) {
+    shard_names.resize(index.file_count());
+    sizes.add(std::string_view("shards"));
+    for (std::size_t f = 0; f < index.file_count(); ++f) {
+      shard_names[f].add_name(index.file_name(f));
+      sizes.add(index.shard_stamps()[f].size);
+    }
+  }
+  for (std::size_t i = 0; i < id.samples; ++i) {
+    Fnv1a64 name;
+    if (index.sharded()) {
+      name = shard_names[index.slices()[i].file];
+      name.add(index.slices()[i].offset);
+    } else {
+      name.add_name(index.name(i));
+    }
+    const auto label = static_cast<std::uint64_t>(index.label(i));
+    const std::uint64_t bytes = index.bytes(i);
+    names.add(name.value());
+    labels.add(label);
+    sizes.add(bytes);
+    range.add(name.value());
+    range.add(label);
+    range.add(bytes);
+    if ((i + 1) % id.range_samples == 0 || i + 1 == id.samples) {
+      id.ranges += hex(range.value() ^ (range.value() >> 32), kRangeDigits);
+      range = Fnv1a64();
+    }
+  }
+  id.names = hex(names.value(), kDigestDigits);
+  id.labels = hex(labels.value(), kDigestDigits);
+  id.sizes = hex(sizes.value(), kDigestDigits);
+  id.legacy = legacy_digest(index);
+  return id;
+}
+
+}  // namespace forkfeed
