@@ -162,7 +162,7 @@ def test_add_daemon_raises_why_it_cannot_join(tmp_path, remotes):
     daemons, token = remotes
     (_, first), (_, second) = daemons
     wrong = tmp_path / "wrong-token"
-    wrong.write_text("not-the-token\n")
+    wrong.write_text("a-long-token-that-is-not-the-one\n")
     wrong.chmod(0o600)
     with forkfeed.Client(dataset="tiny", address=first, token_file=token, workers=1, connect_timeout=2,
                          **OPTIONS) as client:
