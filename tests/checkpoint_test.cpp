@@ -26,19 +26,10 @@
 namespace forkfeed {
 namespace {
 
-using Samples = std::vector<std::pair<std::string, std::int64_t>>;
+using Samples = testing::ManifestSamples;
 
-// An index over `samples` through a manifest in `dir`; the files themselves need not exist.
 DatasetIndex index_of(const testing::TempDir& dir, const Samples& samples) {
-  const std::string manifest = dir.path() + "/manifest.tsv";
-  {
-    std::ofstream out(manifest, std::ios::binary | std::ios::trunc);
-    for (const auto& [path, label] : samples) out << path << '\t' << label << '\n';
-    EXPECT_TRUE(out.good()) << "cannot write " << manifest;
-  }
-  Result<DatasetIndex> index = DatasetIndex::from_manifest(manifest);
-  EXPECT_TRUE(index.ok()) << index.status().message();
-  return std::move(index).value_or_throw();
+  return testing::manifest_index(dir.path(), samples);
 }
 
 Samples three_samples() { return {{"/d/a.jpg", 0}, {"/d/b.jpg", 1}, {"/d/c d.png", 7}}; }

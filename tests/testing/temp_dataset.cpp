@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <system_error>
 #include <vector>
@@ -52,6 +53,18 @@ std::string make_image_folder(const std::string& dir, std::uint32_t images, std:
     ADD_FAILURE() << "make_image_folder(" << spec.out << "): " << status.message();
   }
   return spec.out;
+}
+
+DatasetIndex manifest_index(const std::string& dir, const ManifestSamples& samples) {
+  const std::string manifest = dir + "/manifest.tsv";
+  {
+    std::ofstream out(manifest, std::ios::binary | std::ios::trunc);
+    for (const auto& [path, label] : samples) out << path << '\t' << label << '\n';
+    EXPECT_TRUE(out.good()) << "cannot write " << manifest;
+  }
+  Result<DatasetIndex> index = DatasetIndex::from_manifest(manifest);
+  EXPECT_TRUE(index.ok()) << index.status().message();
+  return std::move(index).value_or_throw();
 }
 
 }  // namespace forkfeed::testing

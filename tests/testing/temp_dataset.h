@@ -4,6 +4,10 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include "forkfeed/dataset.h"
 
 namespace forkfeed::testing {
 
@@ -24,5 +28,12 @@ class TempDir {
 std::string make_image_folder(const std::string& dir, std::uint32_t images, std::uint32_t classes,
                               std::uint64_t seed = 1, std::uint32_t min_side = 40,
                               std::uint32_t max_side = 120);
+
+// (path, label) pairs, as a manifest lists them.
+using ManifestSamples = std::vector<std::pair<std::string, std::int64_t>>;
+
+// An index over `samples` through a manifest written in `dir`; the files need not exist.
+// Fails the current test if the manifest cannot be written or read.
+DatasetIndex manifest_index(const std::string& dir, const ManifestSamples& samples);
 
 }  // namespace forkfeed::testing
