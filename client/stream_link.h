@@ -21,7 +21,7 @@ class StreamLink;
 // A delivery and where its bytes lie: the record's offsets are from `base`, inside
 // `bytes` (the arena for a local stream, a receive slot for a remote one).
 struct LinkDelivery {
-  DeliveryRecord record;
+  DeliveryRecord record{};  // a plain shared-memory record: zeroed, or a field is left to chance
   const std::byte* base = nullptr;
   std::uint64_t bytes = 0;
   // The link that received it, for a link of links (FanInLink): drop() and lend() go there.
