@@ -58,6 +58,19 @@ TEST(PipelineBounds, MagnitudesTorchCannotDrawAreRefusedWithTheAllowedRange) {
   EXPECT_EQ(error_of("CenterCrop(32), RandomAffine(0, scale=(1e38, 3e38), shear=(-1e38, 1e38))"), "(built)");
 }
 
+// Found from outside: a positive parameter so small that float32 draws it as 0 gave
+// all-black samples; torchvision raises at its first sample ("sigma should have positive
+// values", "Argument scale should be positive"). Refused with the allowed range; the
+// smallest normal float32 is still taken.
+TEST(PipelineBounds, APositiveParameterFloat32DrawsAsZeroIsRefused) {
+  expect_refused("CenterCrop(32), GaussianBlur(3, sigma=1e-300)", {"GaussianBlur's sigma", "1.17549e-38", "1e-300"});
+  expect_refused("CenterCrop(32), GaussianBlur(3, sigma=(1e-46, 1))", {"GaussianBlur's sigma", "1.17549e-38"});
+  expect_refused("CenterCrop(32), RandomAffine(0, scale=(1e-300, 1e-300))",
+                 {"RandomAffine's scale", "1.17549e-38", "(1e-300, 1e-300)"});
+  EXPECT_EQ(error_of("CenterCrop(32), GaussianBlur(3, sigma=(1.2e-38, 1))"), "(built)");
+  EXPECT_EQ(error_of("CenterCrop(32), RandomAffine(0, scale=(1.2e-38, 1))"), "(built)");
+}
+
 // Below the bound the draws stay finite: a huge angle is a rotation, as in torchvision
 // (whose RandomRotation(1e30) gives a rotated image), not an all-black sample.
 TEST(PipelineBounds, AHugeAngleWithinTheBoundStillRotates) {

@@ -65,6 +65,10 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // number: such an op fails at torchvision's first sample ("from is out of bounds for
 // float"); here it is refused when the pipeline is read, with the allowed range.
 constexpr double kFloatMax = std::numeric_limits<float>::max();
+// And a parameter that must be positive (a blur's sigma, an affine scale) must stay so in
+// float32: torch draws 1e-300 as 0 and raises at the first sample ("should be positive");
+// accepted, it gave all-black samples. Its smallest normal number is the least taken.
+constexpr double kFloatMin = std::numeric_limits<float>::min();
 using fn::Interpolation;
 
 // A range to draw from, checked as torch checks it (its ends are in [-kFloatMax, kFloatMax]).
@@ -334,7 +338,7 @@ class GaussianBlur : public Op {
         a.fail("kernel_size", "must be odd and positive integers");
       }
     }
-    const auto s = a.numbers("sigma", 2, 2, 0, kFloatMax).value_or(std::vector<double>{0.1, 2.0});
+    const auto s = a.numbers("sigma", 2, 2, kFloatMin, kFloatMax).value_or(std::vector<double>{0.1, 2.0});
     sigma_ = {s[0], s.back()};
     if (sigma_[0] <= 0 || sigma_[0] > sigma_[1]) a.fail("sigma", "must be positive, as a number or (min, max)");
   }
@@ -398,7 +402,7 @@ class RandomAffine : public Op {
       if (t->size() != 2) a.fail("translate", "must be (max_dx, max_dy), fractions of the width and height");
       translate_ = std::array<double, 2>{(*t)[0], t->back()};
     }
-    if (auto s = a.numbers("scale", 2, 2, 0, kFloatMax)) {
+    if (auto s = a.numbers("scale", 2, 2, kFloatMin, kFloatMax)) {
       if (s->size() != 2 || (*s)[0] <= 0 || (*s)[0] > (*s)[1]) a.fail("scale", "must be (min, max), positive");
       scale_ = std::array<double, 2>{(*s)[0], s->back()};
     }
