@@ -71,8 +71,12 @@ Status FanInLink::join(std::uint32_t i, std::unique_ptr<RemoteLink> link, const 
     shape_ = *opened;
     shape_from_ = m.daemon.address;
   } else if (const std::string differs = stream_difference(*opened, shape_); !differs.empty()) {
-    return Status::FailedPrecondition("the remote forkfeedd at " + m.daemon.address + " serves " + differs +
-                                      " than the one at " + shape_from_ +
+    // Back at its address on other files, the daemon the stream's shape came from is
+    // compared with what it served before.
+    const std::string than =
+        shape_from_ == m.daemon.address ? "it served when the stream opened" : "the one at " + shape_from_;
+    return Status::FailedPrecondition("the remote forkfeedd at " + m.daemon.address + " serves " + differs + " than " +
+                                      than +
                                       ": every daemon of one Client must serve the same files (their names under "
                                       "the dataset's root, labels and sizes; at any path) under the same name");
   }
@@ -187,9 +191,9 @@ void FanInLink::lose(std::uint32_t i, const Status& why, bool silent) {
   retired_.push_back(std::move(m.link));
   m.retry_at = Clock::now() + m.backoff;
   last_loss_ = why;
-  spdlog::warn("forkfeed: {}; its {} batch(es) of the pass in progress go to the other daemons, and it is tried "
-               "again in {} s",
-               why.message(), taken, std::chrono::duration_cast<std::chrono::seconds>(m.backoff).count());
+  spdlog::warn("forkfeed: {}; its {} batch(es) of the pass in progress {}, and it is tried again in {} s",
+               why.message(), taken, any_up() ? "go to the other daemons" : "wait for a daemon",
+               std::chrono::duration_cast<std::chrono::seconds>(m.backoff).count());
 }
 
 void FanInLink::settle() {
@@ -203,10 +207,13 @@ void FanInLink::settle() {
   if (any_up()) return;
   std::string each;
   for (const Member& member : members_) each += "; " + member.stats.last_error;
-  // One daemon's error keeps its code (a lasting error of its loader is not a lost daemon).
+  // One daemon's error keeps its code (a lasting error of its loader is not a lost daemon),
+  // and why it could not come back (other files, say) goes with it.
   const bool one = members_.size() == 1;
+  const std::string& again = members_.front().stats.last_error;
+  const std::string lost_one = last_loss_.message() + (again == last_loss_.message() ? "" : "; tried again: " + again);
   failed_ = Status::FromCode(one ? last_loss_.code() : Status::Code::kUnavailable,
-                             (one ? last_loss_.message() : "lost every remote forkfeedd of this stream" + each) +
+                             (one ? lost_one : "lost every remote forkfeedd of this stream" + each) +
                                  (one ? "; restart it" : "; restart them") +
                                  ", then connect again with the last state() to continue exactly");
   spdlog::error("forkfeed: {}", failed_.message());

@@ -501,5 +501,49 @@ TEST_F(FanInTest, TheSkipsOfAWhollySkippedLastBatchCountOnce) {
   }
 }
 
+
+// Found from outside: a Client of one remote daemon that came back on other files was
+// told it served another dataset "than the one at" its own address, that its batches
+// went "to the other daemons" (there are none), and its final error dropped the reason.
+TEST_F(FanInTest, TheOnlyDaemonBackOnOtherFilesIsRefusedSayingWhy) {
+  testing::HangGuard guard(60, "FanInTest.OnlyDaemonBack");
+  testing::TempDir other_dir;
+  const std::string other = testing::make_image_folder(other_dir.path(), 96, 3, 99, 40, 90);
+  auto daemon = start("only0");
+  const std::string address = testing::remote_address(*daemon);
+  auto client = connect({address});
+  ASSERT_TRUE(client);
+  auto loader = testing::open_loader(options());
+  expect_same(*client, *loader, 2, "before the restart");
+  ASSERT_TRUE(daemon->signal_and_wait(SIGKILL, 5s));
+  daemon.reset();
+  daemon = std::make_unique<testing::DaemonProcess>(
+      socket_path("only0b"), std::vector<std::string>{"--max-workers", "1", "--dataset", "train=" + other,
+                                                      "--listen", address, "--token-file", token_});
+  // Its gateway may wait for the port that the killed one's held (a lone daemon is tried
+  // once when it is lost, and the reason of that try is what this test is about).
+  ASSERT_TRUE(testing::eventually(
+      [&] {
+        const nlohmann::json stats = testing::daemon_stats(daemon->socket());
+        return stats.contains("daemon") && stats["daemon"].value("gateway", nlohmann::json::object())
+                                                   .value("state", std::string()) == "serving";
+      },
+      20s))
+      << "the restarted daemon's gateway never served";
+  Status failed = Status::Ok();
+  for (int i = 0; i < 30 && failed.ok(); ++i) {
+    auto next = client->next();
+    if (!next.ok()) failed = next.status();
+  }
+  ASSERT_FALSE(failed.ok()) << "a daemon on other images served the stream";
+  const std::string& why = failed.message();
+  EXPECT_NE(why.find("tried again: the remote forkfeedd at " + address +
+                     " serves another dataset (sizes differ in sample"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("than it served when the stream opened"), std::string::npos) << why;
+  EXPECT_EQ(why.find("than the one at"), std::string::npos) << why;
+}
+
 }  // namespace
 }  // namespace forkfeed
