@@ -273,10 +273,22 @@ json open_request(const StreamOptions& options, std::string_view state, bool dem
   return to_json(request);
 }
 
+// What a Client may not choose because forkfeedd does, said rather than dropped.
+Status check_client_options(const LoaderOptions& o) {
+  if (o.weight != LoaderOptions{}.weight) {
+    return Status::InvalidArgument(
+        "weight " + std::to_string(o.weight) +
+        " is not a Client's to choose: forkfeedd gives the streams it serves equal shares of its workers' time; "
+        "leave weight at 1, or use a Loader on a WorkerPool to weigh loaders");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Client>> Client::connect(const std::string& socket_path, const StreamOptions& options,
                                                 std::string_view state) {
+  if (Status s = check_client_options(options.loader); !s.ok()) return s;
   if (options.loader.pin_memory_device >= 0) {
     return Status::InvalidArgument(
         "pin_memory_device is not supported through a local forkfeedd (its memory is the daemon's); set it to "
@@ -308,6 +320,7 @@ Result<std::unique_ptr<Client>> Client::connect(const std::vector<RemoteDaemon>&
                                    ") serves only the datasets named in its config: set StreamOptions::dataset "
                                    "(forkfeed-ctl stats lists them), not a path");
   }
+  if (Status s = check_client_options(options.loader); !s.ok()) return s;
   if (Status s = check_option("pin_memory_device", options.loader.pin_memory_device); !s.ok()) return s;
   if (options.overdue.count() <= 0) {
     return Status::InvalidArgument("overdue must be positive (milliseconds); got " +

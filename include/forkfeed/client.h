@@ -43,8 +43,9 @@ inline constexpr std::chrono::milliseconds kDefaultOverdue = std::chrono::second
 // What a stream reads and how. The stream shares the daemon's one pool of workers:
 // loader.workers only caps how many it keeps busy at once (within the daemon's
 // max_stream_workers and pool size); its batch slots are loader.workers x prefetch + 1, as
-// a Loader's; start_method, weight and log_level are the daemon's. Relative paths are taken from this
-// process's working directory.
+// a Loader's; start_method and log_level are the daemon's, and a weight other than 1 is
+// refused (forkfeedd's streams share its workers equally). Relative paths are taken from
+// this process's working directory.
 struct StreamOptions {
   LoaderOptions loader;
   // A dataset named in forkfeedd's config, instead of loader.image_folder / manifest.

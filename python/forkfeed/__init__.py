@@ -418,9 +418,10 @@ class Client(_Pass):
     node) is left out at connect and tried again later. Only when every daemon is lost does a call raise
     ``DaemonLostError``. ``daemons()`` says what each did; ``add_daemon()`` adds one. The stream shares the daemon's pool of workers: ``workers``
     only caps how many it keeps busy at once (its batch slots are ``workers * prefetch + 1``,
-    as a Loader's, whatever the daemon's cap), and ``start_method``,
-    ``weight`` and ``log_level`` are the daemon's; ``pin_memory_device`` is refused for a
-    local daemon (its memory is the daemon's).
+    as a Loader's, whatever the daemon's cap), ``start_method`` and ``log_level`` are the
+    daemon's, a ``weight`` other than 1 is refused (forkfeedd's streams share its workers
+    equally), and ``pin_memory_device`` is refused for a local daemon (its memory is the
+    daemon's).
     If the daemon goes away, the next call raises an error saying so, never hangs:
     create a Client again from the last state_dict() to continue exactly. Ctrl-C while
     waiting for a batch raises KeyboardInterrupt at once, and the stream stays usable.

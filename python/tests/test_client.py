@@ -128,6 +128,10 @@ def test_bad_requests_name_what_is_wrong(dataset, daemon, tmp_path):
         forkfeed.Client(dataset, socket=daemon.socket, connect_timeout=0, output="numpy")
     with pytest.raises(ValueError, match="pin_memory_device"):
         forkfeed.Client(dataset, socket=daemon.socket, pin_memory_device=0, output="numpy")
+    # Found from outside: a weight was taken and dropped in silence (forkfeedd's shares are equal).
+    with pytest.raises(ValueError, match="weight 5 is not a Client's to choose"):
+        forkfeed.Client(dataset, socket=daemon.socket, weight=5, output="numpy")
+    forkfeed.Client(dataset, socket=daemon.socket, weight=1, output="numpy").close()
     client = forkfeed.Client(dataset, socket=daemon.socket, output="numpy")
     client.close()
     with pytest.raises(ValueError, match="the client is closed"):
