@@ -155,7 +155,9 @@ Status RemoteLink::late(std::chrono::milliseconds timeout) {
   switch (phase_) {
     case Phase::kHello:
       return fail("the remote forkfeedd at " + address_ + " took the connection but did not answer its hello" +
-                  within + ": is its forkfeed-gateway (or its host) stopped or hung?");
+                  within + ": is its forkfeed-gateway (or its host) stopped or hung? (A gateway that was sent "
+                  "wrong tokens from this address answers its next hellos up to " +
+                  std::to_string(kWrongTokenMostWait.count()) + " s late: raise connect_timeout, or wait.)");
     case Phase::kWelcome:
       return fail("the remote forkfeedd at " + address_ + " took the token, but nothing it sent over UCX reached "
                   "this process" + within + ": do UCX_TLS and UCX_NET_DEVICES allow a common transport on both "

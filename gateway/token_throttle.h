@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "base/backoff.h"
+#include "remote/remote_wire.h"
 
 namespace forkfeed {
 
@@ -24,7 +25,7 @@ class TokenThrottle {
  public:
   using Clock = std::chrono::steady_clock;
   static constexpr Clock::duration kFirstWait = std::chrono::milliseconds(500);
-  static constexpr Clock::duration kMostWait = std::chrono::seconds(5);
+  static constexpr Clock::duration kMostWait = kWrongTokenMostWait;
   static constexpr Clock::duration kForget = std::chrono::seconds(60);
   static constexpr std::size_t kMaxAddresses = 4096;
 

@@ -33,6 +33,9 @@ inline constexpr std::uint16_t kRemoteVersion = 1;
 // network) for lost.
 inline constexpr std::chrono::milliseconds kHeartbeatInterval{1000};
 inline constexpr std::chrono::milliseconds kRemoteSilence{3000};
+// A gateway sent wrong tokens from an address checks that address's next hellos up to
+// this late (gateway/token_throttle.h); a client's connect_timeout should allow for it.
+inline constexpr std::chrono::seconds kWrongTokenMostWait{5};
 
 // A DeliveryRecord on the wire (its message travels as the data).
 struct RemoteDelivery {

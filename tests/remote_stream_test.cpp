@@ -506,6 +506,21 @@ TEST_F(RemoteStreamTest, WrongTokensFromOneAddressSlowItsNextHellosOnly) {
   EXPECT_NE(hello_reply(elsewhere.get()).dump().find("refused the token"), std::string::npos);
   held.reset();  // gone before its turn: never checked
 
+  // Found from outside: the right token from the guessing address, with a connect_timeout
+  // shorter than its wait, was told the gateway was "stopped or hung". It is told of the
+  // wait (the guesser's next check is about 2 s after its third answer).
+  StreamOptions impatient = remote_options();
+  impatient.connect_timeout = std::chrono::milliseconds(300);
+  auto early = Client::connect(RemoteDaemon{address, token_}, impatient);
+  if (std::chrono::duration<double>(Clock::now() - sent).count() < answered + 1.5) {
+    ASSERT_FALSE(early.ok()) << "served before the guessing address's turn";
+  }
+  if (!early.ok()) {
+    EXPECT_NE(early.status().message().find("wrong tokens from this address answers its next hellos up to 5 s late"),
+              std::string::npos)
+        << early.status().message();
+  }
+
   // The right token from the guessing address: served, in its turn.
   auto client = connect(address, remote_options());
   ASSERT_TRUE(client);
