@@ -206,7 +206,11 @@ void RemoteSession::forward(MessageType type, const json& body) {
 void RemoteSession::on_daemon() {
   if (!daemon_ || finished_) return;
   if (!pending_) {  // unasked: a notice, or the daemon closed the stream
-    if (Status s = daemon_->check(); !s.ok()) end(s.message());
+    if (Status s = daemon_->check(); !s.ok()) {
+      // Asked to close, forkfeedd ends the stream's connection: expected, not a loss.
+      if (closing_) return daemon_.reset();
+      end(s.message());
+    }
     return;
   }
   auto answer = daemon_->receive_reply();

@@ -21,9 +21,12 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
+#include <optional>
 #include <thread>
 
 #include "client/daemon_connection.h"
@@ -525,6 +528,45 @@ TEST_F(RemoteStreamTest, WrongTokensFromOneAddressSlowItsNextHellosOnly) {
   auto client = connect(address, remote_options());
   ASSERT_TRUE(client);
   EXPECT_EQ(testing::read_pass(*client).size(), 12u);
+}
+
+// Found from outside: each remote client that closed its stream as it should made the
+// gateway log that it had lost forkfeedd ("the daemon closed it (stopped or crashed);
+// restart the daemon"): forkfeedd ending a stream it was asked to close is no loss.
+TEST_F(RemoteStreamTest, AClosedStreamIsNotLoggedAsALostDaemon) {
+  testing::HangGuard guard(60, "RemoteStreamTest.QuietClose");
+  testing::TempDir logs;
+  const std::string log = logs.path() + "/forkfeedd.log";
+  std::vector<std::string> args = remote_args();
+  args.insert(args.end(), {"--log-level", "info"});
+  std::optional<testing::DaemonProcess> daemon;
+  {  // forkfeedd and its gateway log info to the stdout they inherit: this file
+    std::fflush(stdout);
+    UniqueFd file(::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    UniqueFd saved(::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3));
+    ASSERT_TRUE(file.valid() && saved.valid());
+    ::dup2(file.get(), STDOUT_FILENO);
+    daemon.emplace(socket_path("quiet"), args);
+    ::dup2(saved.get(), STDOUT_FILENO);
+  }
+  const std::string address = remote_address(*daemon);
+  for (int i = 0; i < 3; ++i) {
+    auto client = connect(address, remote_options());
+    ASSERT_TRUE(client);
+    ASSERT_EQ(testing::read_batches(*client, 3).size(), 3u);
+  }
+  const auto text = [&] {
+    std::ifstream in(log);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const auto closed = [&] {
+    const std::string t = text();
+    std::size_t n = 0;
+    for (std::size_t at = t.find("stream closed"); at != std::string::npos; at = t.find("stream closed", at + 1)) ++n;
+    return n;
+  };
+  EXPECT_TRUE(testing::eventually([&] { return closed() >= 3; }, std::chrono::seconds(20))) << text();
+  EXPECT_EQ(text().find("lost the connection"), std::string::npos) << text();
 }
 
 TEST_F(RemoteStreamTest, NoProcessWithUcxLoadedHasAChild) {

@@ -25,7 +25,8 @@ namespace forkfeed::testing {
 
 class DaemonProcess {
  public:
-  // Spawns FORKFEED_BIN_DIR/forkfeedd --socket `socket` `args...` (log level warn).
+  // Spawns FORKFEED_BIN_DIR/forkfeedd --socket `socket` `args...` (log level warn, unless
+  // `args` give --log-level).
   // Waits until it accepts connections, unless `wait` is false.
   DaemonProcess(const std::string& socket, const std::vector<std::string>& args = {}, bool wait = true);
   // SIGKILLs and reaps the daemon if it still runs.
