@@ -27,6 +27,12 @@ std::string and_list(const std::vector<std::string>& words) {
   return out;
 }
 
+// Sample `i` of `index` in a message: its name under the root; a shard's member by its
+// name and place in the shard (a shard's name alone is many samples').
+std::string sample_text(const DatasetIndex& index, std::uint64_t i) {
+  return index.sharded() ? index.describe(i) : printable_cut(index.name(i), kNameBytes);
+}
+
 // "64-95 (cls/a.jpg .. cls/z.jpg)", or "7 (cls/a.jpg)"; the names when `index` has them.
 std::string range_text(std::uint64_t first, std::uint64_t last, const DatasetIndex* index) {
   std::string text = std::to_string(first);
@@ -35,8 +41,8 @@ std::string range_text(std::uint64_t first, std::uint64_t last, const DatasetInd
     text += std::to_string(last);
   }
   if (index != nullptr && last < index->size()) {
-    text += " (" + printable_cut(index->name(first), kNameBytes);
-    if (last != first) text += " .. " + printable_cut(index->name(last), kNameBytes);
+    text += " (" + sample_text(*index, first);
+    if (last != first) text += " .. " + sample_text(*index, last);
     text += ")";
   }
   return text;

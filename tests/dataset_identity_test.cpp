@@ -162,6 +162,28 @@ TEST(DatasetIdentity, TheSameShardsInAnotherFolderAreOneDataset) {
   EXPECT_NE(dataset_identity(s1).legacy, dataset_identity(s2).legacy);
 }
 
+// Found from outside: a difference in shards named each sample by its shard alone
+// ("samples 0 (train-000000.tar), 1 (train-000000.tar)"); the member and its place say
+// which sample it is.
+TEST(DatasetIdentity, AShardsSampleIsNamedByItsMember) {
+  testing::TempDir images, others, dir;
+  const std::string root = testing::make_image_folder(images.path(), 8, 1, 4);
+  const std::string other = testing::make_image_folder(others.path(), 8, 1, 5);
+  fs::create_directories(dir.path() + "/s1");
+  fs::create_directories(dir.path() + "/s2");
+  (void)testing::make_shards(dir.path() + "/s1", root, 10);
+  (void)testing::make_shards(dir.path() + "/s2", other, 10);
+  const auto index = [&](const std::string& spec) {
+    Result<DatasetIndex> i = index_shards(ShardDataset{spec, label_rule(LoaderOptions{}), OnError::kFail, 1 << 26, ""});
+    EXPECT_TRUE(i.ok()) << i.status().message();
+    return std::move(i).value_or_throw();
+  };
+  const DatasetIndex s1 = index(dir.path() + "/s1"), s2 = index(dir.path() + "/s2");
+  const std::string differs = dataset_difference(dataset_identity(s1), dataset_identity(s2), &s2);
+  EXPECT_NE(differs.find(", member '"), std::string::npos) << differs;
+  EXPECT_NE(differs.find("' at byte "), std::string::npos) << differs;
+}
+
 TEST(DatasetIdentity, AVersion1IdentityIsComparedByItsDigestOfPaths) {
   testing::TempDir dir;
   const std::string a = testing::make_image_folder(dir.path() + "/a", 12, 2, 5);
