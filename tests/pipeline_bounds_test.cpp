@@ -128,5 +128,20 @@ TEST(PipelineBounds, ASizeNoImageCanPassUnderMaxPixelsIsRefusedNamingTheOpAndThe
   EXPECT_EQ(error_of("Resize(20000, max_size=30000), RandomCrop(64)"), "(built)");
 }
 
+// Found from outside: an image that one resize makes too large for max_pixels was bad
+// data because its "aspect ratio [was] too extreme", whatever its shape. The message says
+// what the resize makes of it.
+TEST(PipelineBounds, AnImageAResizeMakesTooLargeIsToldWhatItWouldBecome) {
+  KeyedRng rng({1});
+  auto plan = Pipeline::build("Resize(9459), CenterCrop(64)", options()).value().plan(69, 65, rng);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), Status::Code::kBadData);
+  const std::string& why = plan.status().message();
+  EXPECT_NE(why.find("resizing this 69x65 image to 10041x9459 makes 94977819 pixels, over max_pixels 89478485"),
+            std::string::npos)
+      << why;
+  EXPECT_EQ(why.find("aspect ratio"), std::string::npos) << why;
+}
+
 }  // namespace
 }  // namespace forkfeed

@@ -136,9 +136,10 @@ Status Pipeline::steps(int width, int height, KeyedRng& rng, std::vector<Geometr
     if (!step.ok()) return step.status();
     const auto pixels = static_cast<std::uint64_t>(step->out_width) * static_cast<std::uint64_t>(step->out_height);
     if (step->resizes() && pixels > max_pixels_) {
-      return Status::BadData("aspect ratio too extreme for the resize: " + std::to_string(width) + "x" +
-                             std::to_string(height) + " would become " + std::to_string(pixels) +
-                             " pixels > max_pixels " + std::to_string(max_pixels_));
+      return Status::BadData("resizing this " + std::to_string(width) + "x" + std::to_string(height) +
+                             " image to " + std::to_string(step->out_width) + "x" + std::to_string(step->out_height) +
+                             " makes " + std::to_string(pixels) + " pixels, over max_pixels " +
+                             std::to_string(max_pixels_) + ": lower the transform's resize or raise max_pixels");
     }
     out.push_back(*step);
     width = step->out_width;
