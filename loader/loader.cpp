@@ -63,7 +63,7 @@ class Loader::Impl {
       if (!pool.ok()) return pool.status();
       pool_ = std::move(pool).value();
     }
-    WorkerPool::Impl& pool = pool_->impl();
+    WorkerPool::Impl& pool = WorkerPool::Impl::of(*pool_);
     const std::uint32_t slots = slot_count(options_);
     auto arena = Arena::create(arena_spec(options_, pool.size()), index_);
     if (!arena.ok()) return arena.status();
@@ -273,7 +273,7 @@ class Loader::Impl {
   // Waits up to `wait` for a completion or a death, then takes in completions, replaces
   // dead workers (their unfinished tasks issued again) and kills stuck ones.
   void handle_events(std::chrono::milliseconds wait) {
-    WorkerPool::Impl& pool = pool_->impl();
+    WorkerPool::Impl& pool = WorkerPool::Impl::of(*pool_);
     pool.wait(completions_.get(), wait);
     dispatcher_->drain();  // also picks up what dying workers finished before they died
     for (const WorkerDeath& death : pool.take_deaths(membership_.id())) {
