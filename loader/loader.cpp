@@ -18,8 +18,8 @@
 #include "loader/pass_demand.h"
 #include "loader/pass_position.h"
 #include "loader/pass_yield.h"
+#include "loader/resolved_options.h"
 #include "loader/sampler.h"
-#include "loader/transform_spec.h"
 
 namespace forkfeed {
 
@@ -36,7 +36,7 @@ class Loader::Impl {
         key_(order_key(index_, options)),
         pass_(sampler_.batches_per_epoch(), {options.epoch, 0}) {}
 
-  static Result<std::unique_ptr<Loader>> open(const LoaderOptions& given, std::string_view state,
+  static Result<std::unique_ptr<Loader>> open(const ResolvedOptions& resolved, std::string_view state,
                                               std::shared_ptr<WorkerPool> pool);
 
   Status check_process() const {
@@ -139,11 +139,9 @@ class Loader::Impl {
   }
 };
 
-Result<std::unique_ptr<Loader>> Loader::Impl::open(const LoaderOptions& given, std::string_view state,
+Result<std::unique_ptr<Loader>> Loader::Impl::open(const ResolvedOptions& resolved, std::string_view state,
                                                    std::shared_ptr<WorkerPool> pool) {
-  if (Status s = validate(given); !s.ok()) return s;
-  // From here on, size and dtype are what the transform makes (validate checked it).
-  const LoaderOptions options = resolve_transform(given).value();
+  const LoaderOptions& options = resolved.options();
   if (Status s = set_log_level(options.log_level); !s.ok()) return s;
   auto index = open_dataset(options);  // names the index it was building if memory runs out
   if (!index.ok()) return index.status();
@@ -186,7 +184,9 @@ Result<std::unique_ptr<Loader>> Loader::open(const LoaderOptions& options, std::
 
 Result<std::unique_ptr<Loader>> Loader::open(const LoaderOptions& options, std::string_view state,
                                              std::shared_ptr<WorkerPool> pool) {
-  return Impl::open(options, state, std::move(pool));
+  auto resolved = ResolvedOptions::of(options);
+  if (!resolved.ok()) return resolved.status();
+  return Impl::open(*resolved, state, std::move(pool));
 }
 
 Loader::Loader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -213,6 +213,10 @@ Loader::Iterator Loader::begin() {
 
 // LoaderInternals: forkfeedd's view, through the same Impl.
 
+Result<std::unique_ptr<Loader>> LoaderInternals::open(const ResolvedOptions& options, std::string_view state,
+                                                      std::shared_ptr<WorkerPool> pool) {
+  return Loader::Impl::open(options, state, std::move(pool));
+}
 PassPosition::Seek LoaderInternals::position(const Loader& loader) {
   return Loader::Impl::of(loader).pass_.resume_point();
 }
