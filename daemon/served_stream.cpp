@@ -19,11 +19,12 @@ namespace forkfeed {
 
 using json = nlohmann::json;
 
-Result<ServedStream::Opened> ServedStream::open(std::uint64_t id, const LoaderOptions& options,
+Result<ServedStream::Opened> ServedStream::open(std::uint64_t id, const ResolvedOptions& resolved,
                                                 std::string_view state, bool demand,
                                                 std::shared_ptr<WorkerPool> pool, Admission::Ticket ticket,
                                                 json about) {
-  auto loader = Loader::open(options, state, std::move(pool));
+  const LoaderOptions& options = resolved.options();
+  auto loader = LoaderInternals::open(resolved, state, std::move(pool));
   if (!loader.ok()) return loader.status();
   // Its slots are its options'; the workers it keeps busy at once, the ticket's.
   LoaderInternals::limit_in_flight(**loader, ticket.workers() * options.prefetch);

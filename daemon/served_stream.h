@@ -17,6 +17,7 @@
 #include "daemon/lent_batches.h"
 #include "forkfeed/loader.h"
 #include "forkfeed/status.h"
+#include "loader/resolved_options.h"
 #include "protocol/consumer_channel.h"
 
 namespace forkfeed {
@@ -28,12 +29,13 @@ class ServedStream {
     nlohmann::json reply;       // the open_stream reply's body (StreamOpened)
     std::vector<UniqueFd> fds;  // the arena (read-only), the channel's memfd and its two eventfds
   };
-  // Opens the loader for `options`, which forkfeedd has completed, validated and
+  // Opens the loader for `resolved`, the options forkfeedd completed, checked and
   // admitted under `ticket`, from `state` if not empty, on the daemon's `pool`. `about`
   // (who asked, for what) heads the stream's stats. A stream on `demand` makes only the
   // batches the client wants (StreamRequest::demand).
-  static Result<Opened> open(std::uint64_t id, const LoaderOptions& options, std::string_view state, bool demand,
-                             std::shared_ptr<WorkerPool> pool, Admission::Ticket ticket, nlohmann::json about);
+  static Result<Opened> open(std::uint64_t id, const ResolvedOptions& resolved, std::string_view state,
+                             bool demand, std::shared_ptr<WorkerPool> pool, Admission::Ticket ticket,
+                             nlohmann::json about);
   ~ServedStream();
   ServedStream(const ServedStream&) = delete;
   ServedStream& operator=(const ServedStream&) = delete;

@@ -16,7 +16,7 @@
 #include "base/out_of_memory.h"
 #include "base/printable.h"
 #include "loader/slot_count.h"
-#include "loader/transform_spec.h"
+#include "loader/resolved_options.h"
 #include "protocol/stream_request.h"
 
 namespace forkfeed {
@@ -283,8 +283,9 @@ json StreamSession::open_stream(const json& body, std::vector<UniqueFd>& fds) {
   options.log_level = config.log_level;
   options.start_method = StartMethod::kSpawn;  // this process has threads: never fork it
   options.pin_memory_device = -1;
-  if (Status s = validate(options); !s.ok()) return error_reply(s);
-  options = resolve_transform(options).value();  // the size and dtype that admission weighs
+  auto resolved = ResolvedOptions::of(options);  // the size and dtype that admission weighs
+  if (!resolved.ok()) return error_reply(resolved.status());
+  options = resolved->options();
   if (slot_count(options) > kChannelCapacity) {
     return error_reply(
         Status::InvalidArgument("workers x prefetch + 1 = " + std::to_string(slot_count(options)) +
@@ -301,7 +302,7 @@ json StreamSession::open_stream(const json& body, std::vector<UniqueFd>& fds) {
              {"world_size", options.world_size},
              {"batch_size", options.batch_size},
              {"workers", ticket->workers()}};
-  auto opened = ServedStream::open(id_, options, request->state, request->demand, context_.pool,
+  auto opened = ServedStream::open(id_, *resolved, request->state, request->demand, context_.pool,
                                    std::move(ticket).value(),
                                    std::move(about));
   if (!opened.ok()) return error_reply(opened.status());

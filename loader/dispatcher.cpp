@@ -35,37 +35,39 @@ void Dispatcher::start(const Sampler& sampler, std::uint64_t epoch) {
   sampler_ = &sampler;
   if (order_.empty() || epoch != epoch_) order_ = sampler.epoch_order(epoch);
   epoch_ = epoch;
-  wanted_.clear();
 }
 
 void Dispatcher::begin_pass(const Sampler& sampler, PassPosition::Seek from) {
   start(sampler, from.epoch);
-  on_demand_ = false;
   issued_ = from.position;
 }
 
 void Dispatcher::begin_demand(const Sampler& sampler, std::uint64_t epoch) {
   start(sampler, epoch);
-  on_demand_ = true;
+  issued_ = sampler.batches_per_epoch();  // nothing of the whole pass: the demand says what
 }
 
-std::optional<std::uint64_t> Dispatcher::unissued() const {
-  if (on_demand_) return wanted_.empty() ? std::nullopt : std::optional(wanted_.front());
-  return issued_ < sampler_->batches_per_epoch() ? std::optional(issued_) : std::nullopt;
+std::optional<std::uint32_t> Dispatcher::free_slot() {
+  if (in_flight_limit_ > 0 && in_flight() >= in_flight_limit_) return std::nullopt;
+  return slots_->take();
 }
 
 Status Dispatcher::issue() {
-  while (const std::optional<std::uint64_t> batch = unissued()) {
-    if (in_flight_limit_ > 0 && in_flight() >= in_flight_limit_) return Status::Ok();
-    auto slot = slots_->take();
-    if (!slot) return Status::Ok();
-    Status s = submit(epoch_, *batch, *slot, sampler_->batch(order_, *batch));
-    if (on_demand_) {
-      wanted_.pop_front();
-    } else {
-      ++issued_;
-    }
-    if (!s.ok()) return s;
+  while (issued_ < sampler_->batches_per_epoch()) {
+    const std::optional<std::uint32_t> slot = free_slot();
+    if (!slot) break;
+    const std::uint64_t batch = issued_++;
+    if (Status s = submit(epoch_, batch, *slot, sampler_->batch(order_, batch)); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+Status Dispatcher::issue(PassDemand& demand) {
+  while (const std::optional<std::uint64_t> batch = demand.to_issue()) {
+    const std::optional<std::uint32_t> slot = free_slot();
+    if (!slot) break;
+    demand.issued();
+    if (Status s = submit(epoch_, *batch, *slot, sampler_->batch(order_, *batch)); !s.ok()) return s;
   }
   return Status::Ok();
 }

@@ -15,6 +15,7 @@
 #include "forkfeed/dataset.h"
 #include "forkfeed/options.h"
 #include "forkfeed/status.h"
+#include "loader/pass_demand.h"
 #include "loader/pass_position.h"
 #include "loader/sampler.h"
 #include "loader/slot_pool.h"
@@ -42,14 +43,15 @@ class Dispatcher {
   // Starts the pass at |from| in a new generation: issue() then hands out its batches
   // from |from|.position on, in |sampler|'s order, which must outlive this.
   void begin_pass(const Sampler& sampler, PassPosition::Seek from);
-  // Starts a pass of `epoch` on demand, in a new generation: issue() then hands out only
-  // the batches want() names, in the order named.
+  // Starts a pass of `epoch` on demand, in a new generation: issue() then hands out
+  // nothing; issue(demand) the batches wanted, in the order wanted.
   void begin_demand(const Sampler& sampler, std::uint64_t epoch);
-  // REQUIRES: a pass on demand, batch < batches_per_epoch
-  void want(std::uint64_t batch) { wanted_.push_back(batch); }
   // Submits the pass's next batches while there are free slots (and fewer tasks in
   // flight than the limit). An error (a full task ring) stays: the loader cannot go on.
   Status issue();
+  // The same for a pass on demand: the batches of `demand` from its issue cursor on,
+  // which moves past each one submitted.
+  Status issue(PassDemand& demand);
   // At most `tasks` in flight at once; 0: as many as there are free slots.
   void limit_in_flight(std::uint32_t tasks) { in_flight_limit_ = tasks; }
 
@@ -92,8 +94,8 @@ class Dispatcher {
   };
   Status place(Task task, std::vector<std::uint64_t> samples);
   void start(const Sampler& sampler, std::uint64_t epoch);
-  // The pass's next batch to issue, if any.
-  std::optional<std::uint64_t> unissued() const;
+  // A free slot for the next task, if the limit on tasks in flight leaves room for one.
+  std::optional<std::uint32_t> free_slot();
   std::uint32_t least_loaded_worker() const;
   bool held_by_another(std::uint32_t worker, std::uint64_t now) const;
 
@@ -111,9 +113,7 @@ class Dispatcher {
   const Sampler* sampler_ = nullptr;
   std::uint64_t epoch_ = 0;
   std::vector<std::uint64_t> order_;
-  std::uint64_t issued_ = 0;           // a whole pass: batches submitted, from the first
-  bool on_demand_ = false;             // a pass on demand: wanted_ says what to submit
-  std::deque<std::uint64_t> wanted_;   //   and in which order
+  std::uint64_t issued_ = 0;  // a whole pass: batches submitted, from the first
   std::vector<std::deque<Issued>> ledger_;      // per worker: issued, not yet completed, in order
   std::map<std::uint64_t, Completion> ready_;  // finished, waiting for their turn
   std::uint64_t wait_ns_ = 0;

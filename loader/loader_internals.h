@@ -5,18 +5,25 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <string_view>
 
 #include "forkfeed/batch.h"
 #include "forkfeed/loader.h"
 #include "forkfeed/status.h"
 #include "loader/checkpoint.h"
 #include "loader/pass_position.h"
+#include "loader/resolved_options.h"
 
 namespace forkfeed {
 
 class LoaderInternals {
  public:
+  // Loader::open() of options checked and resolved already (forkfeedd's open_stream,
+  // forkfeed-bench's flags): nothing is checked or resolved again.
+  static Result<std::unique_ptr<Loader>> open(const ResolvedOptions& options, std::string_view state,
+                                              std::shared_ptr<WorkerPool> pool);
   // Where state() would record the loader: a complete pass is the next epoch at 0.
   static PassPosition::Seek position(const Loader& loader);
   // The key of the loader's order, computed once when it was opened.

@@ -1,4 +1,5 @@
-// validate(LoaderOptions): every option checked, each error naming the option and what to do.
+// The one check of LoaderOptions (ResolvedOptions::of, and validate() for the public API):
+// every option checked, each error naming the option and what to do.
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "forkfeed/options.h"
 #include "loader/option_fields.h"
 #include "loader/option_ranges.h"
+#include "loader/resolved_options.h"
 #include "loader/slot_count.h"
 #include "loader/transform_spec.h"
 #include "transforms/ops.h"
@@ -20,8 +22,12 @@
 
 namespace forkfeed {
 
+Status validate(const LoaderOptions& options) {
+  auto resolved = ResolvedOptions::of(options);
+  return resolved.ok() ? Status::Ok() : resolved.status();
+}
 
-Status validate(const LoaderOptions& o) {
+Result<ResolvedOptions> ResolvedOptions::of(const LoaderOptions& o) {
   auto bad = [](std::string msg) { return Status::InvalidArgument(std::move(msg)); };
   if (Status s = DatasetSource::of(o).check(); !s.ok()) return s;
   // Each integer option within its range (loader/option_ranges.cpp), in the table's order.
@@ -38,6 +44,7 @@ Status validate(const LoaderOptions& o) {
     return bad("workers x prefetch = " + std::to_string(std::uint64_t{o.workers} * o.prefetch) + " exceeds " +
                std::to_string(kRingCapacity - 1) + "; lower prefetch or workers");
   }
+  // The transform's pipeline, built once here: what it makes is the options' size and dtype.
   auto resolved = resolve_transform(o);
   if (!resolved.ok()) return resolved.status();
   if (resolved->size < 8 || resolved->size > 4096) {
@@ -58,7 +65,7 @@ Status validate(const LoaderOptions& o) {
         std::to_string(sample_bytes(resolved->dtype, resolved->size)) + " bytes per sample), over half of this machine's " +
         std::to_string(ram >> 20) + " MiB; lower batch_size, size, workers or prefetch");
   }
-  return Status::Ok();
+  return ResolvedOptions(std::move(resolved).value());
 }
 
 }  // namespace forkfeed

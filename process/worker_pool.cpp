@@ -265,11 +265,6 @@ pid_t WorkerPool::Impl::pid(std::uint32_t w) const {
   return slots_[w].worker.process.pid();
 }
 
-std::size_t WorkerPool::Impl::unsent(std::uint32_t w) const {
-  std::lock_guard lock(mu_);
-  return slots_[w].backlog.size();
-}
-
 void WorkerPool::Impl::kill(std::uint32_t w, std::uint64_t incarnation) {
   std::lock_guard lock(mu_);
   if (slots_[w].running && slots_[w].incarnation == incarnation) {

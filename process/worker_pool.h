@@ -53,6 +53,8 @@ class WorkerPool::Impl {
   ~Impl();
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
+  // The way in from the public face, for the library (a Loader attaching to a pool).
+  static Impl& of(const WorkerPool& pool) { return *pool.impl_; }
 
   std::uint32_t size() const { return memory_.workers(); }
   StartMethod start_method() const { return first_->method(); }
@@ -93,13 +95,12 @@ class WorkerPool::Impl {
   // The life of worker `w` serving now (or being started, or, after a failure, none).
   std::uint64_t incarnation(std::uint32_t w) const;
   pid_t pid(std::uint32_t w) const;
-  // Messages worker `w`'s socket had no room for yet (it does not read: stopped, stuck).
-  std::size_t unsent(std::uint32_t w) const;
   // SIGKILLs life `incarnation` of worker `w`, if it still is the one running (a loader
   // that saw it stuck past task_timeout); its death is reported like any other.
   void kill(std::uint32_t w, std::uint64_t incarnation);
 
  private:
+  friend class WorkerPoolSeam;  // tests/testing/worker_pool_seam.h: what only tests read
   struct Slot {
     LaunchedWorker worker;
     UniqueFd socket;                   // the pool's end of the worker's socket (non-blocking)

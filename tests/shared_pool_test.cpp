@@ -130,7 +130,7 @@ TEST_F(SharedPoolTest, SixLoadersOnTwoWorkersAreEachExactThroughRandomWorkerDeat
     }
     if (all_done) break;
     if (step % 2 == 1) {  // a random worker, at whatever point it is
-      ::kill(workers->impl().pid(rng() % 2), SIGKILL);
+      ::kill(WorkerPool::Impl::of(*workers).pid(rng() % 2), SIGKILL);
       ++kills;
     }
   }
@@ -232,8 +232,8 @@ TEST_F(SharedPoolTest, ALoadersTaskTimeoutDoesNotKillAWorkerInAnotherLoadersSamp
   Batches got = testing::read_batches(*slow, 1);  // its other tasks are queued on the worker
   // Stop the worker inside one of the patient loader's samples (the quick one has issued
   // nothing yet, so any sample in hand is the patient one's).
-  const WorkerState& state = workers->impl().state(0);
-  const pid_t worker = workers->impl().pid(0);
+  const WorkerState& state = WorkerPool::Impl::of(*workers).state(0);
+  const pid_t worker = WorkerPool::Impl::of(*workers).pid(0);
   bool in_sample = false;
   for (int attempt = 0; attempt < 200 && !in_sample; ++attempt) {
     ASSERT_TRUE(testing::eventually([&] { return state.current_sample.load() != kNoSample; }, 10s));
@@ -252,7 +252,7 @@ TEST_F(SharedPoolTest, ALoadersTaskTimeoutDoesNotKillAWorkerInAnotherLoadersSamp
   interrupter.join();
   ASSERT_FALSE(waited.ok()) << "a batch, though the only worker is stopped";
   EXPECT_EQ(waited.status().code(), Status::Code::kCancelled) << waited.status().message();
-  EXPECT_EQ(workers->impl().pid(0), worker) << "killed for another loader's slow sample";
+  EXPECT_EQ(WorkerPool::Impl::of(*workers).pid(0), worker) << "killed for another loader's slow sample";
   ASSERT_EQ(::kill(worker, SIGCONT), 0);
   Batches rest = testing::read_pass(*slow);
   got.insert(got.end(), rest.begin(), rest.end());
@@ -282,7 +282,7 @@ TEST_F(SharedPoolTest, ALoaderOfSmallBatchesIsServedBetweenTheSamplesOfAnothersL
   Batches got_heavy;
   std::thread reader([&] { got_heavy = testing::read_batches(*a, 1); });
   // The heavy batch is in the worker's hands before the light loader exists.
-  const WorkerState& state = workers->impl().state(0);
+  const WorkerState& state = WorkerPool::Impl::of(*workers).state(0);
   EXPECT_TRUE(testing::eventually([&] { return state.current_sample.load() != kNoSample; }, 30s));
   const std::uint64_t heavy_id = state.current_loader.load();
   auto b = open(light, workers);
@@ -349,7 +349,7 @@ TEST_F(SharedPoolTest, TasksSetAsideBetweenSamplesStayExactThroughWorkerDeathsAn
       }
     }
     if (step % 6 == 5 && kills < 6) {  // a random worker, at whatever point it is
-      ::kill(workers->impl().pid(rng() % 2), SIGKILL);
+      ::kill(WorkerPool::Impl::of(*workers).pid(rng() % 2), SIGKILL);
       ++kills;
     }
   }

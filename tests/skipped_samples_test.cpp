@@ -329,7 +329,7 @@ TEST(SkippedSamplesCrashTest, AFileThatCrashedAWorkerIsSkippedWithItsPathAndReas
     auto opened = Loader::open(o, *pool);
     ASSERT_TRUE(opened.ok()) << opened.status().message();
     Loader& loader = **opened;
-    const std::atomic<std::uint64_t>& current = (*pool)->impl().state(0).current_sample;
+    const std::atomic<std::uint64_t>& current = WorkerPool::Impl::of(**pool).state(0).current_sample;
     (void)loader.next();  // the first tasks are issued by the first next()
     // On a starved machine the worker may finish the few samples left before this looks.
     if (!testing::eventually([&] { return current.load() != kNoSample; }, std::chrono::seconds(10))) continue;

@@ -24,6 +24,7 @@
 #include "tests/testing/small_options.h"
 #include "tests/testing/temp_dataset.h"
 #include "tests/testing/worker_override.h"
+#include "tests/testing/worker_pool_seam.h"
 
 namespace forkfeed {
 namespace {
@@ -225,13 +226,14 @@ TEST_F(WorkerPoolTest, AWorkerThatDoesNotReadItsMessagesIsNeverWaitedFor) {
   EXPECT_EQ(pool->loaders(), 1u + others.size());
   EXPECT_TRUE(pool->take_deaths(watching->id()).empty()) << "a worker was killed for reading slowly";
   EXPECT_EQ(pool->incarnation(0), 1u);
-  EXPECT_GT(pool->unsent(0), 0u) << "the socket never filled: this test tests nothing";
+  EXPECT_GT(WorkerPoolSeam::unsent(*pool, 0), 0u) << "the socket never filled: this test tests nothing";
   // Going on, it catches up: the socket drains, and every loader kept is attached there.
   ASSERT_EQ(::kill(stopped, SIGCONT), 0);
   EXPECT_TRUE(testing::eventually(
       [&] {
         pool->wait(watcher.completions.get(), 10ms);
-        return pool->unsent(0) == 0 && pool->unsent(1) == 0 && pool->unsent(2) == 0;
+        return WorkerPoolSeam::unsent(*pool, 0) == 0 && WorkerPoolSeam::unsent(*pool, 1) == 0 &&
+               WorkerPoolSeam::unsent(*pool, 2) == 0;
       },
       kWithin))
       << "the messages kept for the worker were never sent";

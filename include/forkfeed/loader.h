@@ -131,9 +131,11 @@ class Loader {
   Iterator begin();
   PassEnd end() { return {}; }
 
- private:
-  friend class LoaderInternals;  // forkfeedd's view of its own loaders, without JSON
+  // The library's side, defined where only the library sees it (the way in for
+  // forkfeedd's view of its own loaders).
   class Impl;
+
+ private:
   explicit Loader(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

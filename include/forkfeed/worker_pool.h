@@ -46,8 +46,9 @@ class WorkerPool {
   // Loaders attached now.
   std::uint32_t loaders() const;
 
-  class Impl;  // process/worker_pool.h
-  Impl& impl() const { return *impl_; }
+  // The library's side (process/worker_pool.h): only what sees its definition reaches
+  // a pool's workers.
+  class Impl;
 
  private:
   explicit WorkerPool(std::unique_ptr<Impl> impl);

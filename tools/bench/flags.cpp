@@ -9,7 +9,6 @@
 
 #include "base/option_names.h"
 #include "base/printable.h"
-#include "loader/transform_spec.h"
 #include "tools/cli/exit_status.h"
 #include "tools/cli/integer_flag.h"
 #include "tools/cli/seconds_flag.h"
@@ -267,12 +266,16 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
   o.shuffle = !no_shuffle;
   // Values that are each fine but not together (--rank 3 --world-size 2) are bad
   // arguments too, caught here rather than as a loader error.
-  if (const Status s = validate(o); !s.ok() && !flags.fork_report && flags.dataset.empty()) {
-    std::fprintf(stderr, "forkfeed-bench: %s (see --help)\n", printable(s.message()).c_str());
+  auto resolved = ResolvedOptions::of(o);
+  if (!resolved.ok() && !flags.fork_report && flags.dataset.empty()) {
+    std::fprintf(stderr, "forkfeed-bench: %s (see --help)\n", printable(resolved.status().message()).c_str());
     return cli::kExitBadArguments;
   }
-  // What the report shows: the size and dtype the transform makes.
-  if (auto resolved = resolve_transform(o); resolved.ok()) o = std::move(resolved).value();
+  // What the report shows (the size and dtype the transform makes) and the loader opens.
+  if (resolved.ok()) {
+    o = resolved->options();
+    flags.resolved = std::move(resolved).value();
+  }
   return std::nullopt;
 }
 

@@ -17,6 +17,7 @@
 #include "forkfeed/client.h"
 #include "forkfeed/fork_safety.h"
 #include "forkfeed/loader.h"
+#include "loader/loader_internals.h"
 #include "tools/bench/flags.h"
 #include "tools/bench/probe.h"
 #include "tools/bench/progress_line.h"
@@ -157,10 +158,15 @@ Status run_passes(Source& loader, const BenchFlags& flags, IndexDump& dump, RunR
 // Opens the loader, from the --resume state if there is one. The loader's refusal of a
 // state already says what differs ("the state was taken with batch_size 5 but ...").
 Result<std::unique_ptr<Loader>> open_loader(const BenchFlags& flags) {
-  if (flags.resume_path.empty()) return Loader::open(flags.options);
-  Result<std::string> state = read_state_file(flags.resume_path);
-  if (!state.ok()) return state.status();
-  return Loader::open(flags.options, *state);
+  std::string state;
+  if (!flags.resume_path.empty()) {
+    Result<std::string> saved = read_state_file(flags.resume_path);
+    if (!saved.ok()) return saved.status();
+    state = std::move(saved).value();
+  }
+  // Options the flags could not resolve (a --dataset without --daemon) say why here.
+  if (!flags.resolved) return Loader::open(flags.options, state);
+  return LoaderInternals::open(*flags.resolved, state, nullptr);
 }
 
 // A stream on the forkfeedd at --daemon, or on the remote ones of --remote, from the --resume state if there is one.
