@@ -72,14 +72,10 @@ def _default_rank_and_world_size() -> Tuple[int, int]:
 # bytes (a str with surrogate escapes, bytes or an os.PathLike).
 PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 
-# The LoaderOptions keywords of Loader() and Client(), by their C++ names.
-_OPTION_NAMES = (
-    "root", "manifest", "shards", "shard_label", "shard_label_field", "batch_size", "workers",
-    "prefetch", "weight", "transform", "size", "dtype", "layout", "mean", "std",
-    "seed", "epoch", "rank", "world_size", "shuffle", "drop_last", "on_error", "start_method",
-    "fork_hazard", "max_worker_restarts", "task_timeout", "pin_memory_device", "max_pixels",
-    "max_file_bytes", "log_level",
-)
+# The LoaderOptions keywords of Loader() and Client(), from the C++ options' table; their
+# signatures below and in __init__.pyi spell them out for readers and type checkers, and
+# python/tests/test_options.py checks that they are these.
+_OPTION_NAMES = tuple(_forkfeed.option_keywords())
 
 
 class _Pass:
