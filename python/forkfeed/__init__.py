@@ -27,6 +27,7 @@ import threading
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from forkfeed import _forkfeed, transforms
+from forkfeed._rank import default_rank_and_world_size as _default_rank_and_world_size
 from forkfeed._forkfeed import (BadDataError, DaemonLostError, Error, WorkerDiedError, default_socket_path,
                                  fork_report)
 
@@ -48,24 +49,6 @@ class Batch(NamedTuple):
     indices: List[int]
     epoch: int
     index: int
-
-
-def _default_rank_and_world_size() -> Tuple[int, int]:
-    """torch.distributed's rank and world size when it is initialised, else $RANK and
-    $WORLD_SIZE (torchrun sets them), else 0 and 1."""
-    try:
-        import torch.distributed as dist
-
-        if dist.is_available() and dist.is_initialized():
-            return dist.get_rank(), dist.get_world_size()
-    except ImportError:
-        pass
-    rank, world_size = os.environ.get("RANK"), os.environ.get("WORLD_SIZE")
-    try:
-        return (int(rank) if rank else 0), (int(world_size) if world_size else 1)
-    except ValueError:
-        raise ValueError(f"RANK={rank!r} and WORLD_SIZE={world_size!r} must be integers "
-                         "(or pass rank= and world_size=)") from None
 
 
 # A file's name as the os module takes it: os.fsencode() reaches the file whatever its
