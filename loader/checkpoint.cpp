@@ -163,8 +163,9 @@ std::vector<std::string> differences(const OrderKey& saved, const OrderKey& curr
   for (const KeyRule& rule : kKeyRules) differ(rule.field, rule.sentence);
   for_each_order_option([&](std::string_view field, auto, auto, bool) {
     if (!has_rule(field)) {
-      differ(field, "the state was taken with " + std::string(field) + " {saved} but this loader has {current}; "
-                    "resume with " + std::string(field) + " {saved}");
+      const std::string name(field);
+      differ(field, "the state was taken with " + name +
+                        " {saved} but this loader has {current}; resume with " + name + " {saved}");
     }
   });
   return out;

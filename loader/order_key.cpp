@@ -38,7 +38,8 @@ Status read_identity(const nlohmann::json& object, const std::string& path, bool
 }
 
 // Reads the fields of for_each_order_option() kept at `top_level` or not, from `object`.
-Status read_order_options(const nlohmann::json& object, const std::string& prefix, bool top_level, OrderKey& k) {
+Status read_order_options(const nlohmann::json& object, const std::string& prefix, bool top_level,
+                          OrderKey& k) {
   Status s = Status::Ok();
   for_each_order_option([&](const char* name, auto field, auto, bool top) {
     if (!s.ok() || top != top_level) return;
@@ -80,7 +81,8 @@ Result<OrderKey> read_order_key(const nlohmann::json& top, const char* order_mem
   Status s = Status::Ok();
   if (version1) {
     s = read_unsigned(*order, "dataset_size", prefix + "dataset_size", k.dataset.samples);
-    if (s.ok()) s = read_hex(*order, "dataset_digest", prefix + "dataset_digest", kDigestDigits, k.dataset.legacy);
+    if (s.ok())
+      s = read_hex(*order, "dataset_digest", prefix + "dataset_digest", kDigestDigits, k.dataset.legacy);
   } else {
     s = read_identity(*order, prefix + "dataset", order_member == nullptr, k.dataset);
   }

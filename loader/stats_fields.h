@@ -35,8 +35,9 @@ void for_each_stat_member(Visit&& visit) {
   using enum StatMerge;
   visit("delivered_batches", &LoaderStats::delivered_batches, kClient);
   visit("delivered_samples", &LoaderStats::delivered_samples, kClient);
-  visit("skipped_samples", &LoaderStats::skipped_samples, kClient);  // the index's once, and what the caller met
-  visit("skipped_bytes", &LoaderStats::skipped_bytes, kClient);      // the index's, once
+  // The index's skips, once, and those in what the caller consumed.
+  visit("skipped_samples", &LoaderStats::skipped_samples, kClient);
+  visit("skipped_bytes", &LoaderStats::skipped_bytes, kClient);
   visit("worker_restarts", &LoaderStats::worker_restarts, kSum);
   visit("start_method", &LoaderStats::start_method, kFirst);
   visit("arena_bytes", &LoaderStats::arena_bytes, kSum);

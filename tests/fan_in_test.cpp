@@ -163,8 +163,8 @@ TEST_F(FanInTest, EveryStatReachesEachFaceByItsRule) {
         EXPECT_EQ(of_fan_in[name], of_local[name]) << name;
         break;
       case StatMerge::kSum:  // two daemons' streams like the local one: zero on both or on neither
-        EXPECT_EQ(of_fan_in[name] == 0, of_local[name] == 0) << name << ": " << of_fan_in[name] << " against "
-                                                              << of_local[name];
+        EXPECT_EQ(of_fan_in[name] == 0, of_local[name] == 0)
+            << name << ": " << of_fan_in[name] << " against " << of_local[name];
         break;
     }
   });

@@ -44,7 +44,8 @@ T distinct(std::uint64_t k) {
 LoaderStats distinct_stats(std::uint64_t base) {
   LoaderStats s;
   std::uint64_t k = base;
-  for_each_stat(s, [&](const char*, auto& field) { field = distinct<std::remove_cvref_t<decltype(field)>>(k++); });
+  for_each_stat(
+      s, [&](const char*, auto& field) { field = distinct<std::remove_cvref_t<decltype(field)>>(k++); });
   return s;
 }
 
@@ -100,7 +101,8 @@ TEST(StatsFieldsTest, TheBenchJsonCarriesEveryStatAndEveryDaemonStat) {
   report.stats = distinct_stats(3);
   RemoteDaemonStats daemon;
   std::uint64_t k = 50;
-  for_each_daemon_stat(daemon, [&](const char*, auto& f) { f = distinct<std::remove_cvref_t<decltype(f)>>(k++); });
+  for_each_daemon_stat(daemon,
+                       [&](const char*, auto& f) { f = distinct<std::remove_cvref_t<decltype(f)>>(k++); });
   report.daemons = {daemon};
   const json j = json::parse(bench::json_line(report));
   for_each_stat(report.stats, [&](const char* name, const auto&) {

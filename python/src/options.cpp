@@ -137,7 +137,7 @@ T convert(const std::string& name, std::string_view field, py::handle value) {
 }  // namespace
 
 std::string_view option_keyword(std::string_view field) {
-  if (field == "image_folder") return "root";  // torchvision's ImageFolder(root)
+  if (field == "image_folder") return "root";             // torchvision's ImageFolder(root)
   if (field == "task_timeout_ms") return "task_timeout";  // in seconds, as Python's timeouts are
   return field;
 }
@@ -145,7 +145,8 @@ std::string_view option_keyword(std::string_view field) {
 std::vector<std::string> option_keywords() {
   std::vector<std::string> out;
   LoaderOptions o;
-  for_each_option(o, [&](std::string_view name, const auto&, OptionScope) { out.emplace_back(option_keyword(name)); });
+  for_each_option(
+      o, [&](std::string_view name, const auto&, OptionScope) { out.emplace_back(option_keyword(name)); });
   return out;
 }
 

@@ -20,39 +20,39 @@ namespace forkfeed::bench {
 namespace {
 
 constexpr const char* kDescription =
-      "Measures the throughput of a forkfeed Loader on an image dataset.\n\n"
-      "Runs E passes (epochs) over an ImageFolder tree, a manifest or WebDataset tar shards\n"
-      "with N decode workers,\n"
-      "reads every batch in place, and reports images/s, the time spent waiting for each\n"
-      "batch (p50/p99), the shared memory arena, skipped samples and worker restarts. A\n"
-      "live progress line is drawn when stdout is a terminal. --dump-indices writes the\n"
-      "delivered order, one sample per line, so exactly-once can be checked from outside.\n"
-      "--save-state and --resume checkpoint a run and continue it, with any worker count,\n"
-      "so that both runs together deliver exactly the batches of one uninterrupted run.\n"
-      "Ctrl-C stops after the current batch and prints the summary so far.\n\n"
-      "--probe measures the single-core limit instead: in this process, on one thread, it\n"
-      "reads every file once (to warm the page cache), then decodes and transforms every\n"
-      "file with OpenCV's full decode (the reference) and again with the loader's fused\n"
-      "path, with the same crops, and reports images/s per core for each and their ratio.\n"
-      "Each sample is written where a worker would write it, into the slots of the arena a\n"
-      "loader with the same --workers, --prefetch and --batch makes, so the probe pays the\n"
-      "same cost of writing to memory. N workers cannot beat N x the fused rate;\n"
-      "tools/compare.sh puts the two side by side.\n";
+    "Measures the throughput of a forkfeed Loader on an image dataset.\n\n"
+    "Runs E passes (epochs) over an ImageFolder tree, a manifest or WebDataset tar shards\n"
+    "with N decode workers,\n"
+    "reads every batch in place, and reports images/s, the time spent waiting for each\n"
+    "batch (p50/p99), the shared memory arena, skipped samples and worker restarts. A\n"
+    "live progress line is drawn when stdout is a terminal. --dump-indices writes the\n"
+    "delivered order, one sample per line, so exactly-once can be checked from outside.\n"
+    "--save-state and --resume checkpoint a run and continue it, with any worker count,\n"
+    "so that both runs together deliver exactly the batches of one uninterrupted run.\n"
+    "Ctrl-C stops after the current batch and prints the summary so far.\n\n"
+    "--probe measures the single-core limit instead: in this process, on one thread, it\n"
+    "reads every file once (to warm the page cache), then decodes and transforms every\n"
+    "file with OpenCV's full decode (the reference) and again with the loader's fused\n"
+    "path, with the same crops, and reports images/s per core for each and their ratio.\n"
+    "Each sample is written where a worker would write it, into the slots of the arena a\n"
+    "loader with the same --workers, --prefetch and --batch makes, so the probe pays the\n"
+    "same cost of writing to memory. N workers cannot beat N x the fused rate;\n"
+    "tools/compare.sh puts the two side by side.\n";
 
 constexpr const char* kFooter =
-      "Examples:\n"
-      "  forkfeed-mkdata --out /tmp/imgs --images 2000 --classes 10 --seed 1\n"
-      "  forkfeed-bench --data /tmp/imgs --workers 8 --batch 128 --epochs 2\n"
-      "  forkfeed-bench --manifest train.tsv --transform eval --dtype float32 --json\n"
-      "  forkfeed-bench --shards '/data/train-{000000..000146}.tar' --workers 8\n"
-      "  forkfeed-bench --data /tmp/imgs --no-shuffle --dump-indices order.tsv\n"
-      "  forkfeed-bench --data /tmp/imgs --epochs 2 --stop-after-batches 5 --save-state s.json\n"
-      "  forkfeed-bench --data /tmp/imgs --epochs 2 --resume s.json --workers 4\n"
-      "  forkfeed-bench --data /tmp/imgs --probe --probe-limit 500 --transform eval\n"
-      "  forkfeed-bench --remote node1:7000,node2:7000 --dataset train --token-file token --overdue 5\n\n"
-      "The dump has one line per delivered sample: epoch<TAB>batch<TAB>sample_index<TAB>label.\n"
-      "Exit status: 0 done (or stopped by --stop-after-batches), 1 bad data, bad state or\n"
-      "loader error, 2 bad arguments, 130 interrupted.";
+    "Examples:\n"
+    "  forkfeed-mkdata --out /tmp/imgs --images 2000 --classes 10 --seed 1\n"
+    "  forkfeed-bench --data /tmp/imgs --workers 8 --batch 128 --epochs 2\n"
+    "  forkfeed-bench --manifest train.tsv --transform eval --dtype float32 --json\n"
+    "  forkfeed-bench --shards '/data/train-{000000..000146}.tar' --workers 8\n"
+    "  forkfeed-bench --data /tmp/imgs --no-shuffle --dump-indices order.tsv\n"
+    "  forkfeed-bench --data /tmp/imgs --epochs 2 --stop-after-batches 5 --save-state s.json\n"
+    "  forkfeed-bench --data /tmp/imgs --epochs 2 --resume s.json --workers 4\n"
+    "  forkfeed-bench --data /tmp/imgs --probe --probe-limit 500 --transform eval\n"
+    "  forkfeed-bench --remote node1:7000,node2:7000 --dataset train --token-file token --overdue 5\n\n"
+    "The dump has one line per delivered sample: epoch<TAB>batch<TAB>sample_index<TAB>label.\n"
+    "Exit status: 0 done (or stopped by --stop-after-batches), 1 bad data, bad state or\n"
+    "loader error, 2 bad arguments, 130 interrupted.";
 
 // The flags that set how the tool runs, beside the loader's options.
 void add_run_flags(CLI::App& app, BenchFlags& flags) {
@@ -130,7 +130,8 @@ std::vector<std::string> remote_addresses(const std::string& remote) {
   std::size_t begin = 0;
   for (;;) {
     const std::size_t comma = remote.find(',', begin);
-    std::string address = remote.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
+    std::string address =
+        remote.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
     if (address.empty()) {
       throw CLI::ValidationError("--remote", "an empty address in '" + printable(remote) +
                                                  "': give HOST:PORT, or several separated by single commas");
@@ -190,7 +191,8 @@ std::optional<int> parse_flags(int argc, char** argv, BenchFlags& flags) {
   data->excludes(manifest)->excludes(shards);
   manifest->excludes(shards);
   app.get_option("--log-level")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "warning", "err", "error", "critical", "off"}));
+      ->check(
+          CLI::IsMember({"trace", "debug", "info", "warn", "warning", "err", "error", "critical", "off"}));
   add_run_flags(app, flags);
   std::string remote;
   CLI::Option* remote_flag = add_daemon_flags(app, flags, remote);
