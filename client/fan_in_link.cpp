@@ -12,6 +12,7 @@
 #include "dataset/dataset_identity.h"
 #include "loader/pass_position.h"
 #include "loader/slot_count.h"
+#include "loader/stats_fields.h"
 
 namespace forkfeed {
 
@@ -443,8 +444,7 @@ Result<json> FanInLink::request(MessageType type, const json& body) {
 }
 
 Result<json> FanInLink::stats() {
-  LoaderStats sum;
-  bool any = false;
+  std::vector<LoaderStats> each;  // of the daemons that answered, in order
   for (std::uint32_t i = 0; i < members_.size(); ++i) {
     Member& m = members_[i];
     if (!m.link) continue;
@@ -455,20 +455,11 @@ Result<json> FanInLink::stats() {
     }
     auto s = parse_loader_stats(*reply);
     if (!s.ok()) return s.status();
-    if (!any) sum.start_method = s->start_method;
-    any = true;
-    sum.skipped_samples += s->skipped_samples;
-    sum.skipped_bytes += s->skipped_bytes;
-    sum.worker_restarts += s->worker_restarts;
-    sum.arena_bytes += s->arena_bytes;
-    sum.index_bytes += s->index_bytes;
-    sum.slots += s->slots;
-    sum.worker_ns += s->worker_ns;
-    sum.wait_ns += s->wait_ns;
+    each.push_back(*s);
   }
   if (!failed_.ok()) return failed_;
   json body = json::object();
-  write_loader_stats(sum, body);
+  write_loader_stats(merge_stats(each), body);  // by each field's rule (loader/stats_fields.h)
   return body;
 }
 

@@ -3,12 +3,15 @@
 // the same is dataset_difference()'s (dataset/dataset_identity.h).
 #include "loader/checkpoint.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -75,33 +78,52 @@ Result<Checkpoint> parse(std::string_view state) {
 
 std::string on_off(bool value) { return value ? "on" : "off"; }
 
-// A field of the OrderKey but the dataset that a resumed loader must share: its value
-// as the messages show it, and the sentence when the state's differs from this loader's,
-// with {saved} and {current} standing for the two values.
+// A field of the OrderKey but the dataset that a resumed loader must share
+// (for_each_order_option's name), and the sentence when the state's differs from this
+// loader's, with {saved} and {current} standing for the two values. A field without a rule
+// gets a plain sentence, after these.
 struct KeyRule {
-  std::string (*shown)(const OrderKey&);
+  std::string_view field;
   std::string_view sentence;
 };
 
 constexpr KeyRule kKeyRules[] = {
-    {[](const OrderKey& k) { return std::to_string(k.seed); },
-     "the state was taken with seed {saved} but this loader has {current}; resume with seed {saved}"},
-    {[](const OrderKey& k) { return std::to_string(k.world_size); },
+    {"seed", "the state was taken with seed {saved} but this loader has {current}; resume with seed {saved}"},
+    {"world_size",
      "the state was taken with world_size {saved} but this loader has {current}; resume with the same world "
      "size (each rank's shard depends on it)"},
-    {[](const OrderKey& k) { return std::to_string(k.rank); },
+    {"rank",
      "the state was taken by rank {saved} but this loader is rank {current}; resume each rank from the state "
      "it saved"},
-    {[](const OrderKey& k) { return std::to_string(k.batch_size); },
+    {"batch_size",
      "the state was taken with batch_size {saved} but this loader has {current}; resume with the same batch "
      "size"},
-    {[](const OrderKey& k) { return on_off(k.shuffle); },
+    {"shuffle",
      "the state was taken with shuffle {saved} but this loader has shuffle {current}; resume with shuffle "
      "{saved}"},
-    {[](const OrderKey& k) { return on_off(k.drop_last); },
+    {"drop_last",
      "the state was taken with drop_last {saved} but this loader has drop_last {current}; resume with "
      "drop_last {saved}"},
 };
+
+// OrderKey field `name` of `k` as the messages show it.
+std::string shown(const OrderKey& k, std::string_view name) {
+  std::string out;
+  for_each_order_option([&](std::string_view field_name, auto field, auto, bool) {
+    if (field_name != name) return;
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(k.*field)>, bool>) {
+      out = on_off(k.*field);
+    } else {
+      out = std::to_string(k.*field);
+    }
+  });
+  return out;
+}
+
+bool has_rule(std::string_view field) {
+  return std::any_of(std::begin(kKeyRules), std::end(kKeyRules),
+                     [&](const KeyRule& rule) { return rule.field == field; });
+}
 
 // `sentence` with {saved} and {current} replaced by the two values, which hold no braces.
 std::string fill(std::string_view sentence, const std::string& saved, const std::string& current) {
@@ -134,10 +156,18 @@ std::string dataset_sentence(const OrderKey& saved, const OrderKey& current, con
 std::vector<std::string> differences(const OrderKey& saved, const OrderKey& current, const DatasetIndex* index) {
   std::vector<std::string> out;
   if (std::string dataset = dataset_sentence(saved, current, index); !dataset.empty()) out.push_back(dataset);
-  for (const KeyRule& rule : kKeyRules) {
-    const std::string was = rule.shown(saved), is = rule.shown(current);
-    if (was != is) out.push_back(fill(rule.sentence, was, is));
-  }
+  const auto differ = [&](std::string_view field, std::string_view sentence) {
+    const std::string was = shown(saved, field), is = shown(current, field);
+    if (was != is) out.push_back(fill(sentence, was, is));
+  };
+  for (const KeyRule& rule : kKeyRules) differ(rule.field, rule.sentence);
+  for_each_order_option([&](std::string_view field, auto, auto, bool) {
+    if (!has_rule(field)) {
+      const std::string name(field);
+      differ(field, "the state was taken with " + name +
+                        " {saved} but this loader has {current}; resume with " + name + " {saved}");
+    }
+  });
   return out;
 }
 

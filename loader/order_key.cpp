@@ -3,6 +3,7 @@
 #include "loader/order_key.h"
 
 #include <string>
+#include <type_traits>
 
 #include "base/json_field.h"
 
@@ -36,24 +37,35 @@ Status read_identity(const nlohmann::json& object, const std::string& path, bool
   return s;
 }
 
+// Reads the fields of for_each_order_option() kept at `top_level` or not, from `object`.
+Status read_order_options(const nlohmann::json& object, const std::string& prefix, bool top_level,
+                          OrderKey& k) {
+  Status s = Status::Ok();
+  for_each_order_option([&](const char* name, auto field, auto, bool top) {
+    if (!s.ok() || top != top_level) return;
+    const std::string path = (top ? std::string() : prefix) + name;
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(k.*field)>, bool>) {
+      s = json_field::read_bool(object, name, path, k.*field);
+    } else {
+      s = json_field::read_unsigned(object, name, path, k.*field);
+    }
+  });
+  return s;
+}
+
 }  // namespace
 
 OrderKey order_key(const DatasetIndex& index, const LoaderOptions& options) {
   OrderKey key;
   key.dataset = dataset_identity(index);
-  key.seed = options.seed;
-  key.rank = options.rank;
-  key.world_size = options.world_size;
-  key.batch_size = options.batch_size;
-  key.shuffle = options.shuffle;
-  key.drop_last = options.drop_last;
+  for_each_order_option([&](const char*, auto field, auto option, bool) { key.*field = options.*option; });
   return key;
 }
 
 Result<OrderKey> read_order_key(const nlohmann::json& top, const char* order_member, bool version1) {
   using namespace json_field;
   OrderKey k;
-  if (Status s = read_unsigned(top, "seed", "seed", k.seed); !s.ok()) return s;
+  if (Status s = read_order_options(top, "", true, k); !s.ok()) return s;
   const nlohmann::json* order = &top;
   std::string prefix;
   if (order_member) {
@@ -66,19 +78,15 @@ Result<OrderKey> read_order_key(const nlohmann::json& top, const char* order_mem
     order = &*it;
     prefix = std::string(order_member) + ".";
   }
-  const auto path = [&](const char* name) { return prefix + name; };
   Status s = Status::Ok();
   if (version1) {
-    s = read_unsigned(*order, "dataset_size", path("dataset_size"), k.dataset.samples);
-    if (s.ok()) s = read_hex(*order, "dataset_digest", path("dataset_digest"), kDigestDigits, k.dataset.legacy);
+    s = read_unsigned(*order, "dataset_size", prefix + "dataset_size", k.dataset.samples);
+    if (s.ok())
+      s = read_hex(*order, "dataset_digest", prefix + "dataset_digest", kDigestDigits, k.dataset.legacy);
   } else {
-    s = read_identity(*order, path("dataset"), order_member == nullptr, k.dataset);
+    s = read_identity(*order, prefix + "dataset", order_member == nullptr, k.dataset);
   }
-  if (s.ok()) s = read_unsigned(*order, "rank", path("rank"), k.rank);
-  if (s.ok()) s = read_unsigned(*order, "world_size", path("world_size"), k.world_size);
-  if (s.ok()) s = read_unsigned(*order, "batch_size", path("batch_size"), k.batch_size);
-  if (s.ok()) s = read_bool(*order, "shuffle", path("shuffle"), k.shuffle);
-  if (s.ok()) s = read_bool(*order, "drop_last", path("drop_last"), k.drop_last);
+  if (s.ok()) s = read_order_options(*order, prefix, false, k);
   if (!s.ok()) return s;
   return k;
 }

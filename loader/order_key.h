@@ -31,6 +31,27 @@ struct OrderKey {
   bool operator==(const OrderKey&) const = default;
 };
 
+// The fields of OrderKey but the dataset, each named once: a LoaderOptions field of the
+// same name. Calls visit(name, &OrderKey::field, &LoaderOptions::field, top_level) for
+// each; order_key() copies them, write_order_key() and read_order_key() write and read
+// them, and a resumed loader compares them (loader/checkpoint.cpp). `top_level`: a state
+// keeps it beside the epoch, not under "order".
+template <typename Visit>
+void for_each_order_option(Visit&& visit) {
+  visit("seed", &OrderKey::seed, &LoaderOptions::seed, true);
+  visit("rank", &OrderKey::rank, &LoaderOptions::rank, false);
+  visit("world_size", &OrderKey::world_size, &LoaderOptions::world_size, false);
+  visit("batch_size", &OrderKey::batch_size, &LoaderOptions::batch_size, false);
+  visit("shuffle", &OrderKey::shuffle, &LoaderOptions::shuffle, false);
+  visit("drop_last", &OrderKey::drop_last, &LoaderOptions::drop_last, false);
+}
+
+// Stops compiling when OrderKey gains or loses a field: name it in for_each_order_option()
+// above (or write it as the dataset is), then count it here.
+inline void every_order_field_is_named(OrderKey& k) {
+  [[maybe_unused]] auto& [dataset, seed, rank, world_size, batch_size, shuffle, drop_last] = k;
+}
+
 // The key of a loader over `index` with `options`. It hashes the whole index: compute it
 // once per loader, not per state().
 OrderKey order_key(const DatasetIndex& index, const LoaderOptions& options);
@@ -42,7 +63,6 @@ OrderKey order_key(const DatasetIndex& index, const LoaderOptions& options);
 // is the one a reader of a saved state sees.
 template <typename Json>
 void write_order_key(const OrderKey& key, Json& top, const char* order_member) {
-  top["seed"] = key.seed;
   Json order;
   Json& into = order_member ? order : top;
   const DatasetIdentity& id = key.dataset;
@@ -55,11 +75,9 @@ void write_order_key(const OrderKey& key, Json& top, const char* order_member) {
   dataset["ranges"] = id.ranges;
   if (!order_member) dataset["legacy"] = id.legacy;
   into["dataset"] = std::move(dataset);
-  into["rank"] = key.rank;
-  into["world_size"] = key.world_size;
-  into["batch_size"] = key.batch_size;
-  into["shuffle"] = key.shuffle;
-  into["drop_last"] = key.drop_last;
+  for_each_order_option([&](const char* name, auto field, auto, bool top_level) {
+    (top_level ? top : into)[name] = key.*field;
+  });
   if (order_member) top[order_member] = std::move(order);
 }
 

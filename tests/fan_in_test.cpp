@@ -21,6 +21,7 @@
 
 #include "client/daemon_connection.h"
 #include "forkfeed/client.h"
+#include "loader/stats_fields.h"
 #include "protocol/stream_request.h"
 #include "tests/testing/daemon_process.h"
 #include "tests/testing/temp_dataset.h"
@@ -124,6 +125,49 @@ TEST_F(FanInTest, TwoAndThreeDaemonsGiveTheLoadersStreamOverThreeEpochsAndTwoRan
       }
     }
   }
+}
+
+// Every LoaderStats field (loader/stats_fields.h's table, enumerated) on each face after
+// the same pass: a Loader's, a local Client's and a fan-in Client's over two daemons. The
+// caller's own counts are the same on all three, the first stream's the same on both
+// Clients, and a sum is not left out. (Exact sums: stats_fields_test.)
+TEST_F(FanInTest, EveryStatReachesEachFaceByItsRule) {
+  testing::HangGuard guard(120, "FanInTest.Stats");
+  std::vector<std::unique_ptr<testing::DaemonProcess>> daemons;
+  for (const char* name : {"st0", "st1"}) daemons.push_back(start(name));
+  auto fan_in = connect(addresses_of(daemons));
+  ASSERT_TRUE(fan_in);
+  auto local = Client::connect(socket_path("st0"), stream());
+  ASSERT_TRUE(local.ok()) << local.status().message();
+  auto loader = testing::open_loader(options());
+  ASSERT_EQ(testing::read_pass(*fan_in).size(), 24u);
+  ASSERT_EQ(testing::read_pass(**local).size(), 24u);
+  ASSERT_EQ(testing::read_pass(*loader).size(), 24u);
+  const auto face = [](Result<LoaderStats> s) {
+    EXPECT_TRUE(s.ok()) << s.status().message();
+    nlohmann::json body = nlohmann::json::object();
+    if (s.ok()) write_loader_stats(*s, body);
+    return body;
+  };
+  const nlohmann::json of_loader = face(loader->stats()), of_local = face((*local)->stats()),
+                       of_fan_in = face(fan_in->stats());
+  LoaderStats fields;
+  for_each_stat(fields, [&](const char* name, const auto&, StatMerge merge) {
+    ASSERT_TRUE(of_loader.contains(name) && of_local.contains(name) && of_fan_in.contains(name)) << name;
+    switch (merge) {
+      case StatMerge::kClient:
+        EXPECT_EQ(of_local[name], of_loader[name]) << name;
+        EXPECT_EQ(of_fan_in[name], of_loader[name]) << name;
+        break;
+      case StatMerge::kFirst:
+        EXPECT_EQ(of_fan_in[name], of_local[name]) << name;
+        break;
+      case StatMerge::kSum:  // two daemons' streams like the local one: zero on both or on neither
+        EXPECT_EQ(of_fan_in[name] == 0, of_local[name] == 0)
+            << name << ": " << of_fan_in[name] << " against " << of_local[name];
+        break;
+    }
+  });
 }
 
 TEST_F(FanInTest, ADaemonKilledAtAnyPointLosesAndRepeatsNothing) {

@@ -27,6 +27,7 @@ import threading
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from forkfeed import _forkfeed, transforms
+from forkfeed._rank import default_rank_and_world_size as _default_rank_and_world_size
 from forkfeed._forkfeed import (BadDataError, DaemonLostError, Error, WorkerDiedError, default_socket_path,
                                  fork_report)
 
@@ -50,36 +51,14 @@ class Batch(NamedTuple):
     index: int
 
 
-def _default_rank_and_world_size() -> Tuple[int, int]:
-    """torch.distributed's rank and world size when it is initialised, else $RANK and
-    $WORLD_SIZE (torchrun sets them), else 0 and 1."""
-    try:
-        import torch.distributed as dist
-
-        if dist.is_available() and dist.is_initialized():
-            return dist.get_rank(), dist.get_world_size()
-    except ImportError:
-        pass
-    rank, world_size = os.environ.get("RANK"), os.environ.get("WORLD_SIZE")
-    try:
-        return (int(rank) if rank else 0), (int(world_size) if world_size else 1)
-    except ValueError:
-        raise ValueError(f"RANK={rank!r} and WORLD_SIZE={world_size!r} must be integers "
-                         "(or pass rank= and world_size=)") from None
-
-
 # A file's name as the os module takes it: os.fsencode() reaches the file whatever its
 # bytes (a str with surrogate escapes, bytes or an os.PathLike).
 PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 
-# The LoaderOptions keywords of Loader() and Client(), by their C++ names.
-_OPTION_NAMES = (
-    "root", "manifest", "shards", "shard_label", "shard_label_field", "batch_size", "workers",
-    "prefetch", "weight", "transform", "size", "dtype", "layout", "mean", "std",
-    "seed", "epoch", "rank", "world_size", "shuffle", "drop_last", "on_error", "start_method",
-    "fork_hazard", "max_worker_restarts", "task_timeout", "pin_memory_device", "max_pixels",
-    "max_file_bytes", "log_level",
-)
+# The LoaderOptions keywords of Loader() and Client(), from the C++ options' table; their
+# signatures below and in __init__.pyi spell them out for readers and type checkers, and
+# python/tests/test_options.py checks that they are these.
+_OPTION_NAMES = tuple(_forkfeed.option_keywords())
 
 
 class _Pass:

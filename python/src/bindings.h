@@ -3,6 +3,10 @@
 
 #include <pybind11/pybind11.h>
 
+#include <string>
+#include <string_view>
+#include <vector>
+
 #include "forkfeed/options.h"
 #include "forkfeed/status.h"
 
@@ -22,6 +26,11 @@ void register_errors(py::module_& m);
 // options.cpp: LoaderOptions from a dict of the C++ option names; a wrong type or value
 // raises TypeError or ValueError naming the option, an unknown name raises TypeError.
 LoaderOptions loader_options_from_dict(const py::dict& options);
+// The Python keyword of LoaderOptions field `field` (a for_each_option name): the same
+// name but for image_folder (root) and task_timeout_ms (task_timeout, in seconds).
+std::string_view option_keyword(std::string_view field);
+// Every option's keyword, in loader/option_fields.h's order: Loader()'s and Client()'s.
+std::vector<std::string> option_keywords();
 
 // loader.cpp: the Loader class the Python package wraps.
 void register_loader(py::module_& m);

@@ -6,9 +6,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "client/daemon_stats_fields.h"
 #include "forkfeed/client.h"
 #include "python/src/bindings.h"
 #include "python/src/pass_binding.h"
@@ -45,24 +47,21 @@ class PyClient : public PyPass<Client> {
     if (!s.ok()) raise(s.status());
     return stats_dict(*s);
   }
-  // Client::daemons(), each as a dict of RemoteDaemonStats' fields (and wait_s, wait_ns
-  // in seconds); empty for a local daemon.
+  // Client::daemons(), each as a dict of RemoteDaemonStats' fields (client/daemon_stats_fields.h;
+  // and wait_s, wait_ns in seconds); empty for a local daemon.
   py::list daemons() {
     const std::vector<RemoteDaemonStats> all = locked([](Client& c) { return c.daemons(); });
     py::list out;
     for (const RemoteDaemonStats& d : all) {
       py::dict row;
-      row["address"] = text(d.address);
-      row["up"] = d.up;
-      row["stalled"] = d.stalled;
-      row["batches"] = d.batches;
-      row["bytes"] = d.bytes;
-      row["wait_ns"] = d.wait_ns;
+      for_each_daemon_stat(d, [&](const char* key, const auto& value) {
+        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(value)>, std::string>) {
+          row[key] = text(value);
+        } else {
+          row[key] = value;
+        }
+      });
       row["wait_s"] = static_cast<double>(d.wait_ns) / 1e9;
-      row["reassigned"] = d.reassigned;
-      row["duplicates"] = d.duplicates;
-      row["losses"] = d.losses;
-      row["last_error"] = text(d.last_error);
       out.append(std::move(row));
     }
     return out;

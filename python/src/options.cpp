@@ -111,11 +111,14 @@ std::uint32_t timeout_ms(const std::string& name, py::handle value) {
   return static_cast<std::uint32_t>(std::ceil(seconds * 1000));
 }
 
-// The C++ name of a Python keyword; the others are the same in both.
+// The C++ name of a Python keyword (option_keyword()'s inverse), or empty.
 std::string_view field_name(std::string_view keyword) {
-  if (keyword == "root") return "image_folder";  // torchvision's ImageFolder(root)
-  if (keyword == "image_folder" || keyword == "task_timeout_ms") return {};  // Python names them otherwise
-  return keyword;
+  std::string_view field;
+  LoaderOptions o;
+  for_each_option(o, [&](std::string_view name, const auto&, OptionScope) {
+    if (option_keyword(name) == keyword) field = name;
+  });
+  return field;
 }
 
 template <typename T>
@@ -132,6 +135,20 @@ T convert(const std::string& name, std::string_view field, py::handle value) {
 }
 
 }  // namespace
+
+std::string_view option_keyword(std::string_view field) {
+  if (field == "image_folder") return "root";             // torchvision's ImageFolder(root)
+  if (field == "task_timeout_ms") return "task_timeout";  // in seconds, as Python's timeouts are
+  return field;
+}
+
+std::vector<std::string> option_keywords() {
+  std::vector<std::string> out;
+  LoaderOptions o;
+  for_each_option(
+      o, [&](std::string_view name, const auto&, OptionScope) { out.emplace_back(option_keyword(name)); });
+  return out;
+}
 
 // The fields are loader/option_fields.h's; task_timeout is in seconds, as Python's are.
 LoaderOptions loader_options_from_dict(const py::dict& options) {

@@ -119,6 +119,24 @@ def test_stub_matches_the_package():
         assert public <= stub_names(cls.__name__), cls.__name__
 
 
+def test_option_keywords_are_the_cpp_options():
+    """Loader() and Client() take every C++ option, in its table's order, under the keyword
+    the extension names it by (loader/option_fields.h), and no other option; the stub's are
+    the same (test_stub_matches_the_package)."""
+    import inspect
+
+    keywords = forkfeed._forkfeed.option_keywords()
+    assert len(keywords) == len(set(keywords))
+    assert {"root", "task_timeout", "batch_size"} <= set(keywords)
+    own = {forkfeed.Loader: {"self", "output", "pool"},
+           forkfeed.Client: {"self", "output", "dataset", "socket", "address", "token_file", "connect_timeout",
+                             "overdue"}}
+    for cls, extras in own.items():
+        params = [p for p in inspect.signature(cls.__init__).parameters if p not in extras]
+        assert params == keywords, cls.__name__
+    assert list(forkfeed._OPTION_NAMES) == keywords
+
+
 @pytest.mark.parametrize("dtype", ["uint8", "float32"])
 def test_layout_gives_the_same_pixels_in_nhwc_or_nchw(dataset, dtype):
     import numpy

@@ -21,6 +21,7 @@
 #include "forkfeed/dataset.h"
 #include "loader/slot_count.h"
 #include "loader/transform_spec.h"
+#include "tools/bench/option_flags.h"
 #include "tools/cli/exit_status.h"
 #include "transport/arena.h"
 #include "transport/slot_contents.h"
@@ -197,10 +198,7 @@ std::string json_line(const ProbeReport& r) {
   j["bytes"] = r.bytes;
   j["warm_s"] = r.warm_s;
   j["slot_bytes"] = r.slot_bytes;
-  j["transform"] = o.transform;
-  j["size"] = o.size;
-  j["dtype"] = std::string(to_string(o.dtype));
-  j["seed"] = o.seed;
+  write_reported_options(o, Reported::kRunAndProbe, j);  // tools/bench/option_flags.h's
   j["opencv"] = path_json(r.opencv);
   j["fused"] = path_json(r.fused);
   j["fused_over_opencv"] = r.ratio();

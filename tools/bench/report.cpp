@@ -3,12 +3,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
 #include "base/printable.h"
+#include "client/daemon_stats_fields.h"
 #include "dataset/dataset_source.h"
 #include "protocol/stream_request.h"
+#include "tools/bench/option_flags.h"
 #include "transport/arena_layout.h"
 
 namespace forkfeed::bench {
@@ -124,7 +127,6 @@ void print_human(const RunReport& r, std::FILE* out) {
 }
 
 std::string json_line(const RunReport& r) {
-  const LoaderOptions& o = r.options;
   nlohmann::json j;
   j["images"] = r.images;
   j["batches"] = r.batches;
@@ -142,39 +144,24 @@ std::string json_line(const RunReport& r) {
   j["wait_p99_ms"] = percentile(r.wait_ms, 99);
   write_loader_stats(r.stats, j);  // every LoaderStats field, by its name (loader/stats_fields.h)
   j["skipped"] = r.stats.skipped_samples;  // at indexing and decoding; skipped_samples' older name
-  j["pin_memory_device"] = o.pin_memory_device;
   j["dataset_size"] = r.dataset_size;
   j["classes"] = r.classes;
-  j["workers"] = o.workers;
-  j["prefetch"] = o.prefetch;
-  j["on_error"] = std::string(to_string(o.on_error));
-  j["max_worker_restarts"] = o.max_worker_restarts;
-  j["task_timeout_ms"] = o.task_timeout_ms;
-  j["batch_size"] = o.batch_size;
-  j["size"] = o.size;
-  j["transform"] = o.transform;
-  j["dtype"] = std::string(to_string(o.dtype));
-  j["seed"] = o.seed;
-  j["rank"] = o.rank;
-  j["world_size"] = o.world_size;
-  j["shuffle"] = o.shuffle;
-  j["drop_last"] = o.drop_last;
+  write_reported_options(r.options, Reported::kRun, j);  // tools/bench/option_flags.h's
   if (!r.daemons.empty()) {  // --remote: what each remote forkfeedd delivered
     nlohmann::json daemons = nlohmann::json::array();
     for (const RemoteDaemonStats& d : r.daemons) {
-      daemons.push_back({{"address", printable(d.address)},
-                         {"up", d.up},
-                         {"stalled", d.stalled},
-                         {"batches", d.batches},
-                         {"bytes", d.bytes},
-                         {"images", daemon_images(r, d)},
-                         {"images_per_s", r.wall_s > 0 ? daemon_images(r, d) / r.wall_s : 0.0},
-                         {"wait_ns", d.wait_ns},
-                         {"mean_wait_ms", mean_wait_ms(d)},
-                         {"reassigned", d.reassigned},
-                         {"duplicates", d.duplicates},
-                         {"losses", d.losses},
-                         {"last_error", printable(d.last_error)}});
+      nlohmann::json daemon;
+      for_each_daemon_stat(d, [&](const char* key, const auto& value) {
+        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(value)>, std::string>) {
+          daemon[key] = printable(value);
+        } else {
+          daemon[key] = value;
+        }
+      });
+      daemon["images"] = daemon_images(r, d);
+      daemon["images_per_s"] = r.wall_s > 0 ? daemon_images(r, d) / r.wall_s : 0.0;
+      daemon["mean_wait_ms"] = mean_wait_ms(d);
+      daemons.push_back(std::move(daemon));
     }
     j["daemons"] = std::move(daemons);
   }
