@@ -7,8 +7,10 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "base/owner_process.h"
+#include "base/unique_fd.h"
 #include "loader/slot_pool.h"
 #include "protocol/consumer_channel.h"
 #include "transport/mapping.h"
@@ -17,6 +19,10 @@ namespace forkfeed {
 
 class ClientStream {
  public:
+  // Attaches to the stream forkfeedd opened, from the four fds of its open_stream reply
+  // (the arena, then the consumer channel's memory and its two eventfds): maps the arena
+  // read-only and attaches the channel. For a Client and for forkfeed-gateway alike.
+  static Result<std::shared_ptr<ClientStream>> attach(std::vector<UniqueFd> fds);
   ClientStream(Mapping arena, ConsumerChannel channel)
       : arena_(std::move(arena)), channel_(std::move(channel)) {}
 
