@@ -1,6 +1,7 @@
-// ClientStream: what a Client and the Batches it handed out share — the read-only view
-// of the daemon's arena and the consumer channel — so a Batch stays readable, and can
-// still give its slot back, after its Client is gone.
+// ClientStream: a stream forkfeedd opened, as its client holds it — the read-only view
+// of the daemon's arena and the consumer channel. A Client shares it with the Batches it
+// handed out, so a Batch stays readable, and can still give its slot back, after its
+// Client is gone; forkfeed-gateway shares it with its batch sends in flight.
 #pragma once
 
 #include <atomic>
@@ -32,7 +33,8 @@ class ClientStream {
   std::uint32_t held() const { return held_.load(std::memory_order_acquire); }
   void took() { held_.fetch_add(1, std::memory_order_acq_rel); }
 
-  // Pushes a return and wakes the daemon. Any thread: Batches are released anywhere.
+  // Pushes a return and wakes the daemon. Any thread: Batches are released anywhere
+  // (and the gateway's sends complete in UCX's callbacks).
   // Nothing in the child of a fork(): the ring is the parent's, and so is the slot.
   void give_back(std::uint32_t handle, std::uint64_t tag, bool was_held) {
     if (!owner_.here()) return;
