@@ -23,7 +23,7 @@
 #include "loader/option_ranges.h"
 #include "loader/pass_position.h"
 #include "loader/pass_yield.h"
-#include "loader/slot_count.h"
+#include "loader/slot_pool.h"
 #include "protocol/stream_request.h"
 #include "remote/net_address.h"
 #include "transport/arena_layout.h"

@@ -1,14 +1,17 @@
-// ClientStream: what a Client and the Batches it handed out share — the read-only view
-// of the daemon's arena and the consumer channel — so a Batch stays readable, and can
-// still give its slot back, after its Client is gone.
+// ClientStream: a stream forkfeedd opened, as its client holds it — the read-only view
+// of the daemon's arena and the consumer channel. A Client shares it with the Batches it
+// handed out, so a Batch stays readable, and can still give its slot back, after its
+// Client is gone; forkfeed-gateway shares it with its batch sends in flight.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "base/owner_process.h"
+#include "base/unique_fd.h"
 #include "loader/slot_pool.h"
 #include "protocol/consumer_channel.h"
 #include "transport/mapping.h"
@@ -17,6 +20,10 @@ namespace forkfeed {
 
 class ClientStream {
  public:
+  // Attaches to the stream forkfeedd opened, from the four fds of its open_stream reply
+  // (the arena, then the consumer channel's memory and its two eventfds): maps the arena
+  // read-only and attaches the channel. For a Client and for forkfeed-gateway alike.
+  static Result<std::shared_ptr<ClientStream>> attach(std::vector<UniqueFd> fds);
   ClientStream(Mapping arena, ConsumerChannel channel)
       : arena_(std::move(arena)), channel_(std::move(channel)) {}
 
@@ -26,7 +33,8 @@ class ClientStream {
   std::uint32_t held() const { return held_.load(std::memory_order_acquire); }
   void took() { held_.fetch_add(1, std::memory_order_acq_rel); }
 
-  // Pushes a return and wakes the daemon. Any thread: Batches are released anywhere.
+  // Pushes a return and wakes the daemon. Any thread: Batches are released anywhere
+  // (and the gateway's sends complete in UCX's callbacks).
   // Nothing in the child of a fork(): the ring is the parent's, and so is the slot.
   void give_back(std::uint32_t handle, std::uint64_t tag, bool was_held) {
     if (!owner_.here()) return;

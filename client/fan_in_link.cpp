@@ -11,7 +11,7 @@
 
 #include "dataset/dataset_identity.h"
 #include "loader/pass_position.h"
-#include "loader/slot_count.h"
+#include "loader/slot_pool.h"
 #include "loader/stats_fields.h"
 
 namespace forkfeed {

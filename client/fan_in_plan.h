@@ -85,7 +85,6 @@ class FanInPlan {
   // When the next daemon would be overdue, if one holds batches and another delivers.
   std::optional<Clock::time_point> next_overdue(Clock::duration overdue) const;
 
-  bool is_up(std::uint32_t d) const { return daemons_[d].up; }
   bool stalled(std::uint32_t d) const { return daemons_[d].stalled; }
   std::size_t outstanding(std::uint32_t d) const { return daemons_[d].wanted.size(); }
   // Whether any daemon that is up holds a batch not yet come.

@@ -1,8 +1,7 @@
-// LocalLink: forkfeedd's socket, its arena mapped read-only, the consumer channel.
+// LocalLink: forkfeedd's socket, and the stream it opened (ClientStream) read in place.
 #include "client/local_link.h"
 
 #include <poll.h>
-#include <sys/stat.h>
 
 #include <cerrno>
 
@@ -14,23 +13,13 @@ Result<std::unique_ptr<LocalLink>> LocalLink::open(DaemonConnection connection, 
                                                    nlohmann::json& opened) {
   auto reply = connection.request(MessageType::kOpenStream, request);
   if (!reply.ok()) return reply.status();
-  if (reply->fds.size() != 4) {
-    return Status::Internal("forkfeedd sent " + std::to_string(reply->fds.size()) +
-                            " fds with a stream instead of 4; is it another forkfeed version?");
-  }
-  struct stat st {};
-  if (::fstat(reply->fds[0].get(), &st) != 0) return Status::FromErrno("fstat of the stream's arena", errno);
-  auto arena = Mapping::map_shared_readonly(reply->fds[0].get(), static_cast<std::size_t>(st.st_size));
-  if (!arena.ok()) return arena.status();
-  auto channel =
-      ConsumerChannel::attach(std::move(reply->fds[1]), std::move(reply->fds[2]), std::move(reply->fds[3]));
-  if (!channel.ok()) return channel.status();
+  auto stream = ClientStream::attach(std::move(reply->fds));
+  if (!stream.ok()) return stream.status();
   auto slots = get_uint(reply->body, "slots", kChannelCapacity);
   if (!slots.ok()) return Status::Internal("forkfeedd sent a malformed stream: " + slots.status().message());
   opened = std::move(reply->body);
-  auto stream = std::make_shared<ClientStream>(std::move(arena).value(), std::move(channel).value());
   return std::unique_ptr<LocalLink>(
-      new LocalLink(std::move(connection), std::move(stream), static_cast<std::uint32_t>(*slots)));
+      new LocalLink(std::move(connection), std::move(stream).value(), static_cast<std::uint32_t>(*slots)));
 }
 
 Result<nlohmann::json> LocalLink::request(MessageType type, const nlohmann::json& body) {

@@ -1,3 +1,5 @@
+// DeviceScope: set a device for a while, and put back the one current before only if it
+// already had a context (never creating one on another GPU).
 #include "cuda/device_scope.h"
 
 #include "cuda/driver.h"

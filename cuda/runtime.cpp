@@ -1,3 +1,5 @@
+// CudaRuntime: finding libcudart ($FORKFEED_CUDART, else the usual sonames) and binding
+// its entry points by name.
 #include "cuda/runtime.h"
 
 #include <dlfcn.h>

@@ -104,6 +104,146 @@ Status add_dataset_flag(std::string_view flag, DaemonConfig& config) {
   return Status::Ok();
 }
 
+namespace {
+
+// Reads a config's top-level keys into a DaemonConfig, one function per section. `at_`
+// follows the key being read, so that a value yaml-cpp cannot convert (it throws) is
+// named in the message.
+class ConfigReader {
+ public:
+  ConfigReader(const std::string& path, DaemonConfig& config) : path_(path), config_(config) {}
+
+  Status read(const YAML::Node& root) {
+    try {
+      for (const auto& entry : root) {
+        const std::string key = entry.first.as<std::string>();
+        at_ = key;
+        if (Status s = section(key, entry.second); !s.ok()) return s;
+      }
+    } catch (const YAML::Exception& e) {
+      if (!at_.empty()) return bad(at_, e.what());
+      return Status::InvalidArgument("config " + printable(path_) + ": " + e.what());
+    }
+    return Status::Ok();
+  }
+
+ private:
+  Status bad(const std::string& key, const std::string& what) const { return bad_key(path_, key, what); }
+
+  Status section(const std::string& key, const YAML::Node& value) {
+    if (key == "socket") {
+      config_.socket_path = value.as<std::string>();
+    } else if (key == "listen") {
+      if (!value.IsSequence()) return bad(key, "must be a list of HOST:PORT addresses");
+      for (const auto& address : value) config_.listen.push_back(address.as<std::string>());
+    } else if (key == "token_file") {
+      config_.token_file = value.as<std::string>();
+    } else if (key == "log_level") {
+      config_.log_level = value.as<std::string>();
+    } else if (key == "allow_uids") {
+      return allow_uids(value);
+    } else if (key == "datasets") {
+      return datasets(value);
+    } else if (key == "defaults") {
+      return defaults(value);
+    } else if (key == "limits") {
+      return limits(value);
+    } else {
+      return bad(key, "unknown key; see config/forkfeedd.yaml for the known ones");
+    }
+    return Status::Ok();
+  }
+
+  Status allow_uids(const YAML::Node& value) {
+    if (!value.IsSequence()) return bad("allow_uids", "must be a list of user ids");
+    for (const auto& item : value) {
+      auto uid = uid_of(item);
+      if (!uid.ok()) return bad("allow_uids", uid.status().message());
+      config_.allow_uids.push_back(*uid);
+    }
+    return Status::Ok();
+  }
+
+  Status datasets(const YAML::Node& value) {
+    if (!value.IsMap()) return bad("datasets", "must map names to {image_folder: DIR} or {manifest: FILE}");
+    for (const auto& d : value) {
+      const std::string name = d.first.as<std::string>();
+      at_ = "datasets." + name;
+      if (Status s = dataset(name, d.second); !s.ok()) return s;
+    }
+    return Status::Ok();
+  }
+
+  // One dataset: NAME: PATH, as --dataset takes it, or a mapping of DatasetSource's fields.
+  Status dataset(const std::string& name, const YAML::Node& value) {
+    if (value.IsScalar()) return add_dataset_flag(name + "=" + value.as<std::string>(), config_);
+    DatasetSource source;
+    for (const auto& f : value) {
+      const std::string field = f.first.as<std::string>();
+      if (field == "image_folder") {
+        source.image_folder = f.second.as<std::string>();
+      } else if (field == "manifest") {
+        source.manifest = f.second.as<std::string>();
+      } else if (field == "shards") {
+        source.shards = f.second.as<std::string>();
+      } else if (field == "shard_label") {
+        const auto label = parse_shard_label(f.second.as<std::string>());
+        if (!label) return bad("datasets." + name + "." + field, "use " + enum_names_or<ShardLabel>());
+        source.shard_label = *label;
+      } else if (field == "shard_label_field") {
+        source.shard_label_field = f.second.as<std::string>();
+      } else {
+        return bad("datasets." + name + "." + field,
+                   "unknown key; use image_folder, manifest or shards (with shard_label, shard_label_field)");
+      }
+    }
+    if (Status s = source.check(); !s.ok()) return bad("datasets." + name, s.message());
+    config_.datasets[name] = source;
+    return Status::Ok();
+  }
+
+  Status defaults(const YAML::Node& value) {
+    if (!value.IsMap()) return bad("defaults", "must be a mapping of open_stream fields");
+    nlohmann::json defaults = nlohmann::json::object();
+    for (const auto& d : value) {
+      const std::string field = d.first.as<std::string>();
+      at_ = "defaults." + field;
+      auto json = to_json(d.second);
+      if (!json.ok()) return bad(at_, json.status().message());
+      // Each field alone first, so that a refusal names its key and line.
+      if (auto parsed = parse_stream_request(nlohmann::json{{field, *json}}); !parsed.ok()) {
+        const std::string line = " (line " + std::to_string(d.first.Mark().line + 1) + ")";
+        return bad(at_, parsed.status().message() + line);
+      }
+      defaults[field] = std::move(json).value();
+    }
+    if (auto parsed = parse_stream_request(defaults); !parsed.ok()) {
+      return bad("defaults", parsed.status().message());
+    }
+    config_.defaults = defaults;
+    return Status::Ok();
+  }
+
+  Status limits(const YAML::Node& value) {
+    if (!value.IsMap()) return bad("limits", "must be a mapping");
+    for (const auto& l : value) {
+      const std::string name = l.first.as<std::string>();
+      at_ = "limits." + name;
+      Status s = set_limit(config_, name, l.second.as<std::string>());
+      if (s.code() == Status::Code::kNotFound) return bad(at_, "unknown limit; use " + limit_keys());
+      // The key's line: a value left empty (null) is marked on the line after it.
+      if (!s.ok()) return bad(at_, s.message() + " (line " + std::to_string(l.first.Mark().line + 1) + ")");
+    }
+    return Status::Ok();
+  }
+
+  const std::string& path_;
+  DaemonConfig& config_;
+  std::string at_;
+};
+
+}  // namespace
+
 Status load_config_file(const std::string& path, DaemonConfig& config) {
   // Read here, not by YAML::LoadFile: a directory made it throw what it does not catch,
   // and a FIFO blocked it.
@@ -117,107 +257,10 @@ Status load_config_file(const std::string& path, DaemonConfig& config) {
     return Status::InvalidArgument("config " + printable(path) + " is not valid YAML: " + e.what());
   }
   if (root.IsNull()) return Status::Ok();
-  if (!root.IsMap())
+  if (!root.IsMap()) {
     return Status::InvalidArgument("config " + printable(path) + ": the top level must be a mapping");
-  std::string at;  // the key being read, for a value yaml-cpp cannot convert
-  try {
-    for (const auto& entry : root) {
-      const std::string key = entry.first.as<std::string>();
-      at = key;
-      const YAML::Node& value = entry.second;
-      if (key == "socket") {
-        config.socket_path = value.as<std::string>();
-      } else if (key == "listen") {
-        if (!value.IsSequence()) return bad_key(path, key, "must be a list of HOST:PORT addresses");
-        for (const auto& address : value) config.listen.push_back(address.as<std::string>());
-      } else if (key == "token_file") {
-        config.token_file = value.as<std::string>();
-      } else if (key == "log_level") {
-        config.log_level = value.as<std::string>();
-      } else if (key == "allow_uids") {
-        if (!value.IsSequence()) return bad_key(path, key, "must be a list of user ids");
-        for (const auto& item : value) {
-          auto uid = uid_of(item);
-          if (!uid.ok()) return bad_key(path, key, uid.status().message());
-          config.allow_uids.push_back(*uid);
-        }
-      } else if (key == "datasets") {
-        if (!value.IsMap())
-          return bad_key(path, key, "must map names to {image_folder: DIR} or {manifest: FILE}");
-        for (const auto& d : value) {
-          const std::string name = d.first.as<std::string>();
-          at = "datasets." + name;
-          DatasetSource source;
-          if (d.second.IsScalar()) {
-            if (Status s = add_dataset_flag(name + "=" + d.second.as<std::string>(), config); !s.ok())
-              return s;
-            continue;
-          }
-          for (const auto& f : d.second) {
-            const std::string field = f.first.as<std::string>();
-            if (field == "image_folder") {
-              source.image_folder = f.second.as<std::string>();
-            } else if (field == "manifest") {
-              source.manifest = f.second.as<std::string>();
-            } else if (field == "shards") {
-              source.shards = f.second.as<std::string>();
-            } else if (field == "shard_label") {
-              const auto label = parse_shard_label(f.second.as<std::string>());
-              if (!label) {
-                return bad_key(path, "datasets." + name + "." + field, "use " + enum_names_or<ShardLabel>());
-              }
-              source.shard_label = *label;
-            } else if (field == "shard_label_field") {
-              source.shard_label_field = f.second.as<std::string>();
-            } else {
-              return bad_key(path, "datasets." + name + "." + field,
-                             "unknown key; use image_folder, manifest or shards (with shard_label, "
-                             "shard_label_field)");
-            }
-          }
-          if (Status s = source.check(); !s.ok()) return bad_key(path, "datasets." + name, s.message());
-          config.datasets[name] = source;
-        }
-      } else if (key == "defaults") {
-        if (!value.IsMap()) return bad_key(path, key, "must be a mapping of open_stream fields");
-        nlohmann::json defaults = nlohmann::json::object();
-        for (const auto& d : value) {
-          const std::string field = d.first.as<std::string>();
-          at = "defaults." + field;
-          auto json = to_json(d.second);
-          if (!json.ok()) return bad_key(path, at, json.status().message());
-          // Each field alone first, so that a refusal names its key and line.
-          if (auto parsed = parse_stream_request(nlohmann::json{{field, *json}}); !parsed.ok()) {
-            return bad_key(path, at,
-                           parsed.status().message() + " (line " + std::to_string(d.first.Mark().line + 1) + ")");
-          }
-          defaults[field] = std::move(json).value();
-        }
-        if (auto parsed = parse_stream_request(defaults); !parsed.ok()) {
-          return bad_key(path, key, parsed.status().message());
-        }
-        config.defaults = defaults;
-      } else if (key == "limits") {
-        if (!value.IsMap()) return bad_key(path, key, "must be a mapping");
-        for (const auto& l : value) {
-          const std::string name = l.first.as<std::string>();
-          at = "limits." + name;
-          Status s = set_limit(config, name, l.second.as<std::string>());
-          if (s.code() == Status::Code::kNotFound)
-            return bad_key(path, at, "unknown limit; use " + limit_keys());
-          // The key's line: a value left empty (null) is marked on the line after it.
-          if (!s.ok())
-            return bad_key(path, at, s.message() + " (line " + std::to_string(l.first.Mark().line + 1) + ")");
-        }
-      } else {
-        return bad_key(path, key, "unknown key; see config/forkfeedd.yaml for the known ones");
-      }
-    }
-  } catch (const YAML::Exception& e) {
-    if (!at.empty()) return bad_key(path, at, e.what());
-    return Status::InvalidArgument("config " + printable(path) + ": " + e.what());
   }
-  return Status::Ok();
+  return ConfigReader(path, config).read(root);
 }
 
 Status validate(const DaemonConfig& config) {

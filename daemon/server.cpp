@@ -77,8 +77,12 @@ Server::Server(DaemonConfig config, Listener listener, UniqueFd signals, UniqueF
       stop_(std::move(stop)),
       started_(std::chrono::steady_clock::now()) {}
 
-Server::~Server() {
+Server::~Server() { stop_serving(); }
+
+void Server::stop_serving() {
+  // Remote clients first: the gateway's streams close as its connections do.
   if (gateway_) gateway_->stop();
+  // Stop accepting next, so nobody connects to a daemon that is going away.
   listener_.close();
   const std::uint64_t one = 1;
   (void)!::write(stop_.get(), &one, sizeof one);
@@ -115,14 +119,7 @@ Status Server::run() {
     reap(false);
     if (gateway_) gateway_->tick(std::chrono::steady_clock::now());  // here: the main thread starts it
   }
-  // Remote clients first: the gateway's streams close as its connections do.
-  if (gateway_) gateway_->stop();
-  // Stop accepting first, so nobody connects to a daemon that is going away.
-  listener_.close();
-  const std::uint64_t one = 1;
-  (void)!::write(stop_.get(), &one, sizeof one);
-  wake_sessions(true);
-  reap(true);
+  stop_serving();
   spdlog::info("stopped; every stream closed and every worker reaped");
   return Status::Ok();
 }

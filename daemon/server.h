@@ -52,6 +52,9 @@ class Server {
   // when `stopping`) or their client gone.
   void wake_sessions(bool stopping);
   void reap(bool all);
+  // Stops the gateway and the listener, tells every session to end, and joins them all
+  // (their workers reaped). Again is harmless: run() stops so, and then the destructor.
+  void stop_serving();
   nlohmann::json stats() const;
 
   DaemonConfig config_;

@@ -3,7 +3,6 @@
 
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
@@ -245,20 +244,16 @@ void RemoteSession::on_daemon() {
 }
 
 Status RemoteSession::attach_stream(DaemonConnection::Reply& answer) {
-  if (answer.fds.size() != 4) return Status::Internal("forkfeedd sent a stream without its 4 fds");
   auto opened = parse_stream_opened(answer.body);
   if (!opened.ok()) return opened.status();
-  struct stat st {};
-  if (::fstat(answer.fds[0].get(), &st) != 0) return Status::FromErrno("fstat of the stream's arena", errno);
-  auto arena = Mapping::map_shared_readonly(answer.fds[0].get(), static_cast<std::size_t>(st.st_size));
-  if (!arena.ok()) return arena.status();
-  auto registered = UcxMemory::map(worker_.context(), const_cast<std::byte*>(arena->data()), arena->size(), true);
+  auto client = ClientStream::attach(std::move(answer.fds));
+  if (!client.ok()) return client.status();
+  const Mapping& arena = (*client)->arena();
+  auto registered =
+      UcxMemory::map(worker_.context(), const_cast<std::byte*>(arena.data()), arena.size(), true);
   if (!registered.ok()) return registered.status();
-  auto channel =
-      ConsumerChannel::attach(std::move(answer.fds[1]), std::move(answer.fds[2]), std::move(answer.fds[3]));
-  if (!channel.ok()) return channel.status();
-  stream_ = std::make_shared<SharedStream>(
-      SharedStream{std::move(arena).value(), std::move(registered).value(), std::move(channel).value()});
+  stream_ = std::make_shared<const SharedStream>(
+      SharedStream{std::move(client).value(), std::move(registered).value()});
   sample_bytes_ = sample_bytes(opened->dtype, opened->size);
   batch_size_ = opened->order.batch_size;
   generation_ = opened->generation;
@@ -267,34 +262,31 @@ Status RemoteSession::attach_stream(DaemonConnection::Reply& answer) {
   return Status::Ok();
 }
 
-void RemoteSession::SharedStream::give_back(std::uint32_t handle, std::uint64_t tag) {
-  (void)channel.block().returns.try_push(SlotReturn{handle, 0, tag});
-  channel.ring_returned();
-}
-
 void RemoteSession::pump() {
   if (!stream_ || finished_ || !endpoint_.valid()) return;  // not while the endpoint closes
-  ConsumerChannel::clear(stream_->channel.delivered_fd());
-  while (auto d = stream_->channel.block().deliveries.try_pop()) queued_.push_back(*d);
+  ClientStream& client = *stream_->client;
+  ConsumerChannel::clear(client.channel().delivered_fd());
+  while (auto d = client.channel().block().deliveries.try_pop()) queued_.push_back(*d);
   while (!queued_.empty()) {
     const DeliveryRecord& d = queued_.front();
     if (d.generation < generation_) {  // its pass was sought away: the client would drop it
-      if (d.kind == DeliveryKind::kBatch) stream_->give_back(d.handle, d.tag);
+      if (d.kind == DeliveryKind::kBatch) client.give_back(d.handle, d.tag, false);
       queued_.pop_front();
       continue;
     }
     if (d.kind == DeliveryKind::kBatch) {
       if (credits_ == 0) return;
-      if (!batch_delivery_fits(d, stream_->arena.size(), sample_bytes_, batch_size_)) {
+      if (!batch_delivery_fits(d, client.arena().size(), sample_bytes_, batch_size_)) {
         return end("forkfeedd delivered a batch outside its arena; is it another forkfeed version?");
       }
       credits_ -= 1;
       const BatchSpan span = batch_span(d);
       const RemoteDelivery head = to_wire(d, sequence_++, span);
       send_am(worker_, endpoint_.get(), kDeliveryMessage, &head, sizeof head,
-              AmPayload{stream_->arena.data() + span.offset, span.bytes, stream_->registered.get(), {}},
-              UCP_AM_SEND_FLAG_RNDV,
-              [stream = stream_, handle = d.handle, tag = d.tag](ucs_status_t) { stream->give_back(handle, tag); });
+              AmPayload{client.arena().data() + span.offset, span.bytes, stream_->registered.get(), {}},
+              UCP_AM_SEND_FLAG_RNDV, [stream = stream_, handle = d.handle, tag = d.tag](ucs_status_t) {
+                stream->client->give_back(handle, tag, false);
+              });
     } else {
       const RemoteDelivery head = to_wire(d, sequence_++, {});
       send_am(worker_, endpoint_.get(), kDeliveryMessage, &head, sizeof head,

@@ -17,12 +17,11 @@
 #include <string>
 
 #include "base/unique_fd.h"
+#include "client/client_stream.h"
 #include "client/daemon_connection.h"
 #include "gateway/token_throttle.h"
-#include "protocol/consumer_channel.h"
 #include "protocol/frame.h"
 #include "remote/ucx.h"
-#include "transport/mapping.h"
 
 namespace forkfeed {
 
@@ -54,7 +53,7 @@ class RemoteSession {
   // socket, the channel's deliveries.
   int control_fd() const { return control_.get(); }
   int daemon_fd() const { return daemon_ ? daemon_->fd() : -1; }
-  int delivered_fd() const { return stream_ ? stream_->channel.delivered_fd() : -1; }
+  int delivered_fd() const { return stream_ ? stream_->client->channel().delivered_fd() : -1; }
   // Each when its fd is readable.
   void on_control();
   void on_daemon();
@@ -121,16 +120,15 @@ class RemoteSession {
     Clock::time_point deadline;
   };
   std::optional<Closing> closing_;
-  // The daemon's stream as this session sees it. Shared with every batch send in flight,
-  // which reads the arena until UCX calls it back (perhaps after this session ended) and
-  // then gives the daemon its slot back through the channel.
+  // The daemon's stream as this session sees it: a ClientStream, as a Client's, and its
+  // arena's registration with UCX. Shared with every batch send in flight, which reads
+  // the arena until UCX calls it back (perhaps after this session ended) and then gives
+  // the daemon its slot back through the channel.
   struct SharedStream {
-    Mapping arena;
-    UcxMemory registered;
-    ConsumerChannel channel;
-    void give_back(std::uint32_t handle, std::uint64_t tag);
+    std::shared_ptr<ClientStream> client;
+    UcxMemory registered;  // declared after `client`: deregistered before the arena goes
   };
-  std::shared_ptr<SharedStream> stream_;
+  std::shared_ptr<const SharedStream> stream_;
   std::uint64_t sample_bytes_ = 0;
   std::uint32_t batch_size_ = 0;
   std::uint64_t generation_ = 0;       // deliveries of older ones are not sent

@@ -1,3 +1,4 @@
+// PassPosition: the rules that move a pass (next, reset, set_epoch, a state, delivery, its end).
 #include "loader/pass_position.h"
 
 #include <string>

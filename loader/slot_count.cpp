@@ -1,7 +1,6 @@
 // How many batch slots a loader's arena holds, and what they cost (loader/slot_count.h).
 #include "loader/slot_count.h"
 
-#include "forkfeed/status.h"
 #include "loader/transform_spec.h"
 #include "transport/arena.h"
 #include "transport/arena_layout.h"
@@ -20,11 +19,6 @@ ArenaSpec arena_spec(const LoaderOptions& o, std::uint32_t pool_workers) {
                    .transform = transform_spec(o),
                    .on_error = o.on_error,
                    .weight = o.weight};
-}
-
-Status every_slot_held() {
-  return Status::ResourceExhausted(
-      "every batch slot is held by a Batch the caller has not released; release batches sooner or raise prefetch");
 }
 
 }  // namespace forkfeed

@@ -4,7 +4,6 @@
 #include <cstdint>
 
 #include "forkfeed/options.h"
-#include "forkfeed/status.h"
 
 namespace forkfeed {
 
@@ -16,8 +15,5 @@ inline std::uint32_t slot_count(const LoaderOptions& o) { return o.workers * o.p
 std::uint64_t arena_batch_bytes(const LoaderOptions& o);
 // The arena a loader with these options lays out, with a channel per worker of its pool.
 ArenaSpec arena_spec(const LoaderOptions& o, std::uint32_t pool_workers);
-// What next() says when it would wait for a slot that only the caller can free: every
-// slot is held by a Batch not yet released (for a Loader and a Client alike).
-Status every_slot_held();
 
 }  // namespace forkfeed

@@ -25,4 +25,9 @@ std::uint32_t SlotPool::free_count() const {
   return static_cast<std::uint32_t>(free_.size());
 }
 
+Status every_slot_held() {
+  return Status::ResourceExhausted(
+      "every batch slot is held by a Batch the caller has not released; release batches sooner or raise prefetch");
+}
+
 }  // namespace forkfeed

@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "forkfeed/status.h"
 #include "transport/arena.h"
 
 namespace forkfeed {
@@ -24,6 +25,10 @@ class SlotPool {
   mutable std::mutex mu_;
   std::vector<std::uint32_t> free_;
 };
+
+// What next() says when it would wait for a slot that only the caller can free: every
+// slot is held by a Batch not yet released (for a Loader and a Client alike).
+Status every_slot_held();
 
 namespace detail {
 

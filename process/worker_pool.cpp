@@ -53,7 +53,7 @@ WorkerPool::Impl::Impl(PoolMemory memory, std::unique_ptr<WorkerLauncher> first,
       first_(std::move(first)),
       replacement_(std::move(replacement)),
       log_level_(log_level),
-      slots_(memory_.workers()) {}
+      places_(memory_.workers()) {}
 
 Result<std::unique_ptr<WorkerPool::Impl>> WorkerPool::Impl::start(std::uint32_t workers,
                                                                   std::unique_ptr<WorkerLauncher> first,
@@ -71,27 +71,27 @@ Result<std::unique_ptr<WorkerPool::Impl>> WorkerPool::Impl::start(std::uint32_t 
 WorkerPool::Impl::~Impl() { stop(); }
 
 Status WorkerPool::Impl::launch(std::uint32_t w, WorkerLauncher& launcher) {
-  Slot& slot = slots_[w];
+  Place& place = places_[w];
   auto ends = pool_socket_pair();
   if (!ends.ok()) return ends.status();
   // The pool never waits for a worker to read (it holds the lock that every loader needs).
   if (::fcntl(ends->first.get(), F_SETFL, O_NONBLOCK) != 0) return Status::FromErrno("fcntl of a pool socket", errno);
-  const std::uint64_t incarnation = slot.incarnation + 1;
+  const std::uint64_t incarnation = place.incarnation + 1;
   auto child = launcher.launch(memory_, WorkerIdentity{w, incarnation, ::getpid(), log_level_, ends->second.get()});
   if (!child.ok()) return child.status();
-  if (slot.running) retired_.push_back(std::move(slot.worker));
-  slot.worker = std::move(child).value();
-  slot.socket = std::move(ends->first);
-  slot.backlog.clear();  // meant for the life that ended: this one is sent every loader
-  slot.incarnation = incarnation;
-  slot.running = true;
-  slot.timed_out = false;
+  if (place.running) retired_.push_back(std::move(place.worker));
+  place.worker = std::move(child).value();
+  place.socket = std::move(ends->first);
+  place.backlog.clear();  // meant for the life that ended: this one is sent every loader
+  place.incarnation = incarnation;
+  place.running = true;
+  place.timed_out = false;
   for (const Attached& a : attached_) send(w, PoolMessage{PoolMessage::Kind::kAttach, a.id});
   return Status::Ok();
 }
 
 void WorkerPool::Impl::send(std::uint32_t w, const PoolMessage& message) {
-  std::deque<PoolMessage>& backlog = slots_[w].backlog;
+  std::deque<PoolMessage>& backlog = places_[w].backlog;
   if (message.kind == PoolMessage::Kind::kDetach) {
     // A loader that leaves before the worker heard of it: neither message is needed.
     const auto before = backlog.size();
@@ -103,21 +103,21 @@ void WorkerPool::Impl::send(std::uint32_t w, const PoolMessage& message) {
 }
 
 void WorkerPool::Impl::flush(std::uint32_t w) {
-  Slot& slot = slots_[w];
+  Place& place = places_[w];
   bool sent_any = false;
-  while (!slot.backlog.empty()) {
-    const PoolMessage& m = slot.backlog.front();
+  while (!place.backlog.empty()) {
+    const PoolMessage& m = place.backlog.front();
     // An attach still queued is of a loader still attached: its detach would have
     // cancelled it.
     const auto a = std::find_if(attached_.begin(), attached_.end(), [&](const Attached& x) { return x.id == m.loader; });
     const bool attach = m.kind == PoolMessage::Kind::kAttach && a != attached_.end();
-    const Status sent =
-        send_pool_message(slot.socket.get(), m, attach ? a->arena.get() : -1, attach ? a->completions.get() : -1);
+    const Status sent = send_pool_message(place.socket.get(), m, attach ? a->arena.get() : -1,
+                                          attach ? a->completions.get() : -1);
     // A full socket: the worker is busy in a sample, or stopped; the rest waits for the
     // next send() or wait(). Any other failure: the worker is gone, and its replacement
     // is sent every loader afresh.
     if (sent.code() == Status::Code::kResourceExhausted) break;
-    slot.backlog.pop_front();
+    place.backlog.pop_front();
     sent_any = true;
   }
   if (!sent_any) return;
@@ -151,8 +151,8 @@ Result<WorkerPool::Impl::Membership> WorkerPool::Impl::attach(const Arena& arena
   const std::uint64_t id = next_loader_++;
   attached_.push_back(Attached{id, std::move(arena_fd), std::move(completions_fd), {}});
   for (std::uint32_t w = 0; w < size(); ++w) {
-    arena.channel(w).incarnation.store(slots_[w].incarnation, std::memory_order_release);
-    if (slots_[w].running) send(w, PoolMessage{PoolMessage::Kind::kAttach, id});
+    arena.channel(w).incarnation.store(places_[w].incarnation, std::memory_order_release);
+    if (places_[w].running) send(w, PoolMessage{PoolMessage::Kind::kAttach, id});
   }
   return Membership(this, id);
 }
@@ -162,7 +162,7 @@ void WorkerPool::Impl::detach(std::uint64_t id) {
   std::erase_if(attached_, [id](const Attached& a) { return a.id == id; });
   if (!owner_.here()) return;  // a fork's child: the workers are the parent's
   for (std::uint32_t w = 0; w < size(); ++w) {
-    if (slots_[w].running) send(w, PoolMessage{PoolMessage::Kind::kDetach, id});
+    if (places_[w].running) send(w, PoolMessage{PoolMessage::Kind::kDetach, id});
   }
 }
 
@@ -184,11 +184,11 @@ void WorkerPool::Impl::wait(int completions, std::chrono::milliseconds timeout) 
   {
     std::lock_guard lock(mu_);
     ++waiting_;
-    fds.reserve(slots_.size() + 1);
+    fds.reserve(places_.size() + 1);
     fds.push_back({completions, POLLIN, 0});
     // A reaped worker's pidfd stays readable: its death was reported by the wait() that
     // reaped it (poll() skips a negative fd).
-    for (const Slot& s : slots_) fds.push_back({s.running ? s.worker.process.pidfd() : -1, POLLIN, 0});
+    for (const Place& s : places_) fds.push_back({s.running ? s.worker.process.pidfd() : -1, POLLIN, 0});
   }
   const int ready = ::poll(fds.data(), fds.size(), static_cast<int>(timeout.count()));
   if (ready > 0 && (fds[0].revents & POLLIN)) {
@@ -196,24 +196,24 @@ void WorkerPool::Impl::wait(int completions, std::chrono::milliseconds timeout) 
     (void)!::read(completions, &count, sizeof count);  // resets the counter; the caller polls the rings
   }
   std::lock_guard lock(mu_);
-  for (std::uint32_t w = 0; w < slots_.size(); ++w) {
+  for (std::uint32_t w = 0; w < places_.size(); ++w) {
     if (ready > 0 && (fds[w + 1].revents & (POLLIN | POLLHUP))) reap(w);
-    if (slots_[w].running && !slots_[w].backlog.empty()) flush(w);
+    if (places_[w].running && !places_[w].backlog.empty()) flush(w);
   }
   if (--waiting_ == 0) retired_.clear();
 }
 
 void WorkerPool::Impl::reap(std::uint32_t w) {
-  Slot& slot = slots_[w];
-  if (!slot.running) return;
-  const std::optional<ExitInfo> exit = slot.worker.process.poll();
+  Place& place = places_[w];
+  if (!place.running) return;
+  const std::optional<ExitInfo> exit = place.worker.process.poll();
   if (!exit) return;  // another life of it by now, or not dead after all
   WorkerState& state = memory_.worker(w);
-  WorkerDeath death{w, slot.incarnation, slot.worker.process.pid(), *exit, state.current_loader.load(),
-                    state.current_sample.load(), start_failure(w, *exit), slot.timed_out};
+  WorkerDeath death{w, place.incarnation, place.worker.process.pid(), *exit, state.current_loader.load(),
+                    state.current_sample.load(), start_failure(w, *exit), place.timed_out};
   memory_.reset_worker(w);  // no process touches it now
-  slot.running = false;
-  retired_.push_back(std::move(slot.worker));
+  place.running = false;
+  retired_.push_back(std::move(place.worker));
   if (death.failure.ok()) {
     if (Status s = launch(w, *replacement_); !s.ok()) {
       death.failure = Status::WorkerDied("worker " + std::to_string(w) + " could not be replaced: " + s.message());
@@ -228,7 +228,7 @@ void WorkerPool::Impl::reap(std::uint32_t w) {
 }
 
 Status WorkerPool::Impl::start_failure(std::uint32_t w, const ExitInfo& exit) {
-  LaunchedWorker& worker = slots_[w].worker;
+  LaunchedWorker& worker = places_[w].worker;
   if (!worker.startup_stderr.valid()) return Status::Ok();  // forked
   const std::string last_line = forward_startup_stderr(worker.startup_stderr.get());
   worker.startup_stderr.reset();
@@ -257,39 +257,39 @@ std::vector<WorkerDeath> WorkerPool::Impl::take_deaths(std::uint64_t loader) {
 
 std::uint64_t WorkerPool::Impl::incarnation(std::uint32_t w) const {
   std::lock_guard lock(mu_);
-  return slots_[w].running ? slots_[w].incarnation : 0;
+  return places_[w].running ? places_[w].incarnation : 0;
 }
 
 pid_t WorkerPool::Impl::pid(std::uint32_t w) const {
   std::lock_guard lock(mu_);
-  return slots_[w].worker.process.pid();
+  return places_[w].worker.process.pid();
 }
 
 void WorkerPool::Impl::kill(std::uint32_t w, std::uint64_t incarnation) {
   std::lock_guard lock(mu_);
-  if (slots_[w].running && slots_[w].incarnation == incarnation) {
-    slots_[w].timed_out = true;
-    ::kill(slots_[w].worker.process.pid(), SIGKILL);
+  if (places_[w].running && places_[w].incarnation == incarnation) {
+    places_[w].timed_out = true;
+    ::kill(places_[w].worker.process.pid(), SIGKILL);
   }
 }
 
 void WorkerPool::Impl::stop() {
   std::lock_guard lock(mu_);
   if (!owner_.here()) {  // a fork's child: the workers, and the stop flag, are the parent's
-    slots_.clear();      // the ChildProcess copies let go without a signal
+    places_.clear();     // the ChildProcess copies let go without a signal
     retired_.clear();
     return;
   }
   memory_.block().stop.store(1, std::memory_order_release);
-  for (std::uint32_t w = 0; w < slots_.size(); ++w) futex_ring(&memory_.worker(w).bell);
+  for (std::uint32_t w = 0; w < places_.size(); ++w) futex_ring(&memory_.worker(w).bell);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(2000);
-  for (Slot& s : slots_) {
+  for (Place& s : places_) {
     if (!s.running) continue;
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     s.worker.process.wait_for(std::max(left, std::chrono::milliseconds(0)));
     s.worker.process.kill_and_reap();
   }
-  slots_.clear();
+  places_.clear();
   retired_.clear();
 }
 

@@ -101,7 +101,9 @@ class WorkerPool::Impl {
 
  private:
   friend class WorkerPoolSeam;  // tests/testing/worker_pool_seam.h: what only tests read
-  struct Slot {
+  // Worker `w`'s place in the pool (not a batch slot): its life now, its socket and what
+  // that socket had no room for yet.
+  struct Place {
     LaunchedWorker worker;
     UniqueFd socket;                   // the pool's end of the worker's socket (non-blocking)
     std::deque<PoolMessage> backlog;  // not sent yet, in order; an attach and its detach cancel out
@@ -141,7 +143,7 @@ class WorkerPool::Impl {
   int log_level_;
   OwnerProcess owner_;
   mutable std::mutex mu_;
-  std::vector<Slot> slots_;
+  std::vector<Place> places_;
   std::vector<Attached> attached_;
   std::uint64_t next_loader_ = 1;
   // Processes replaced while another thread may still poll their pidfd: closed when no

@@ -72,7 +72,7 @@ TEST(FanInPlanTest, ALostDaemonsBatchesGoToTheOthersAndItsArrivalsStay) {
   ASSERT_EQ(wants[1], (std::vector<std::uint64_t>{1, 3}));
   EXPECT_TRUE(plan.arrived(0, 2, t0).first);
   EXPECT_EQ(plan.lost(0), 1u) << "batch 0 goes back; batch 2 came already";
-  EXPECT_FALSE(plan.is_up(0));
+  EXPECT_EQ(plan.outstanding(0), 0u) << "a lost daemon holds nothing";
   // Daemon 1 now has one free slot: the batch the pass waits for, 0, takes it.
   wants = by_daemon(plan.assign([](std::uint32_t d) { return d == 1 ? 3u : 0u; }, t0));
   EXPECT_EQ(wants[1], (std::vector<std::uint64_t>{0}));
@@ -131,16 +131,22 @@ TEST(FanInPlanTest, ADaemonIsOverdueOnlyWhileAnotherDelivers) {
 class Simulation {
  public:
   Simulation(std::uint32_t k, std::uint32_t slots, std::uint64_t batches, std::size_t window)
-      : slots_(slots), window_(window), used_(k, 0), queue_(k), stopped_(k, false) {
+      : slots_(slots), window_(window), used_(k, 0), queue_(k), stopped_(k, false), up_(k, true) {
     for (std::uint32_t d = 0; d < k; ++d) plan_.up(plan_.add_daemon());
     plan_.start(0, batches);
   }
 
-  FanInPlan& plan() { return plan_; }
   void stop(std::uint32_t d, bool stopped) { stopped_[d] = stopped; }
   void lose(std::uint32_t d) {
     (void)plan_.lost(d);
     queue_[d].clear();
+    up_[d] = false;
+  }
+  // Whether daemon `d` is up, as FanInLink knows it (the plan is told, never asked).
+  bool up(std::uint32_t d) const { return up_[d]; }
+  void come_back(std::uint32_t d) {
+    plan_.up(d);
+    up_[d] = true;
   }
   // One round of FanInLink's collect(): stalls, evictions, wants, then hands out what it can.
   void round(Clock::time_point now, Clock::duration overdue) {
@@ -155,7 +161,7 @@ class Simulation {
   }
   // Daemon `d` delivers its next wanted batch if it can.
   void deliver(std::uint32_t d, Clock::time_point now) {
-    if (stopped_[d] || !plan_.is_up(d) || queue_[d].empty() || used_[d] >= slots_) return;
+    if (stopped_[d] || !up_[d] || queue_[d].empty() || used_[d] >= slots_) return;
     const std::uint64_t index = queue_[d].front();
     queue_[d].pop_front();
     if (plan_.arrived(d, index, now).first) {
@@ -186,6 +192,7 @@ class Simulation {
   std::vector<std::uint32_t> used_;
   std::vector<std::deque<std::uint64_t>> queue_;
   std::vector<bool> stopped_;
+  std::vector<bool> up_;
   std::map<std::uint64_t, std::uint32_t> carrier_;  // in a slot: came, or held by the caller
   std::deque<std::uint64_t> held_;
   std::vector<std::uint64_t> handed_;
@@ -228,14 +235,14 @@ TEST(FanInPlanTest, RandomLossesStopsAndHeldBatchesNeverLoseRepeatOrStopThePass)
       const std::uint32_t d = rng() % k;
       const int event = static_cast<int>(rng() % 100);
       bool others_up = false;
-      for (std::uint32_t i = 0; i < k; ++i) others_up = others_up || (i != d && sim.plan().is_up(i));
-      if (event < 2 && others_up && sim.plan().is_up(d)) {
+      for (std::uint32_t i = 0; i < k; ++i) others_up = others_up || (i != d && sim.up(i));
+      if (event < 2 && others_up && sim.up(d)) {
         sim.lose(d);
       } else if (event < 5 && others_up) {
         sim.stop(d, true);  // hung, routed around
       } else if (event < 12) {
         sim.stop(d, false);
-        if (!sim.plan().is_up(d)) sim.plan().up(d);  // back
+        if (!sim.up(d)) sim.come_back(d);
       } else {
         sim.deliver(d, now);
       }

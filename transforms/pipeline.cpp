@@ -32,6 +32,70 @@ Status order_error(const OpCall& op, const std::string& why) {
   return Status::InvalidArgument("transform: " + op.text + " " + why);
 }
 
+// The order rules of a pipeline, in one place: each op is admitted in turn after those
+// before it, or refused saying where it goes instead. forkfeed runs the stages in a fixed
+// order (crops and resizes, fused into the decode; uint8 pixel ops; Normalize; ops on the
+// float tensor), so an op may not come after a later stage than its own — except a flip,
+// which is the same flip before Normalize and moves back to the pixels.
+class OrderCheck {
+ public:
+  // ToTensor or PILToTensor: no op, every batch is a tensor already. ToTensor's scaling
+  // to [0, 1] is part of Normalize here, so it must be followed by one (finish()).
+  Status conversion(const OpCall& call) {
+    if (!call.positional.empty() || !call.keywords.empty()) return order_error(call, "takes no arguments");
+    if (call.name == "ToTensor") to_tensor_ = &call;
+    return Status::Ok();
+  }
+
+  // Admits `op`, made from `call`, or says why it cannot come here.
+  Status admit(const OpCall& call, const Op& op) {
+    const Stage stage = op.stage();
+    const bool moves_back =
+        stage == Stage::kPixels && reached_ >= Stage::kNormalize && op.only_moves_pixels();
+    if (stage == Stage::kGeometry && reached_ != Stage::kGeometry) {
+      return order_error(
+          call, "comes after " + (last_pixels_ ? last_pixels_->text : std::string("Normalize()")) +
+                    ": forkfeed crops and resizes while it decodes, so Resize, CenterCrop, RandomCrop "
+                    "and RandomResizedCrop come first");
+    }
+    if (moves_back && on_tensor_) return order_error(call, "comes after RandomErasing: put flips before it");
+    if (stage == Stage::kPixels && reached_ > Stage::kPixels && !moves_back) {
+      return order_error(call,
+                         "works on uint8 images and comes after Normalize(): put it before Normalize()");
+    }
+    if (stage == Stage::kNormalize && normalised_) {
+      return order_error(call, "is the second Normalize: keep one");
+    }
+    if (stage == Stage::kTensor && !normalised_) {
+      return order_error(call,
+                         "works on the normalised float tensor: put it after Normalize() (torchvision "
+                         "refuses it on an image too)");
+    }
+    if (stage == Stage::kPixels && !moves_back) last_pixels_ = &call;
+    normalised_ = normalised_ || stage == Stage::kNormalize;
+    on_tensor_ = on_tensor_ || stage == Stage::kTensor;
+    if (!moves_back && stage > reached_) reached_ = stage;
+    return Status::Ok();
+  }
+
+  // The rule that needs the whole pipeline, once every op is admitted.
+  Status finish() const {
+    if (to_tensor_ != nullptr && !normalised_) {
+      return order_error(*to_tensor_,
+                         "without Normalize() after it: forkfeed's batches are uint8 unless "
+                         "normalised; drop ToTensor() (or use PILToTensor()), or add Normalize()");
+    }
+    return Status::Ok();
+  }
+
+ private:
+  Stage reached_ = Stage::kGeometry;     // the latest stage an op that stays in place reached
+  const OpCall* last_pixels_ = nullptr;  // the last uint8 op that stays in place
+  const OpCall* to_tensor_ = nullptr;
+  bool normalised_ = false;
+  bool on_tensor_ = false;  // an op on the float tensor (RandomErasing) came
+};
+
 // A geometry op whose output is larger than max_pixels for every image: each image
 // would be refused as bad data (over max_pixels, when decoded or when resized), so the
 // pipeline is refused instead, before any is read.
@@ -55,44 +119,20 @@ Result<Pipeline> Pipeline::build(std::string_view text, const PipelineOptions& o
   Pipeline p;
   p.max_pixels_ = options.max_pixels;
   p.normalisation_ = {options.mean, options.std};
-  const OpCall* to_tensor = nullptr;
-  const OpCall* last_pixels = nullptr;
-  Stage reached = Stage::kGeometry;
+  OrderCheck order;
   for (const OpCall& call : *calls) {
-    // Format conversions: every batch is a tensor already. ToTensor's scaling to [0, 1]
-    // is part of Normalize here, so it must be followed by one.
     if (call.name == "ToTensor" || call.name == "PILToTensor") {
-      if (!call.positional.empty() || !call.keywords.empty()) return order_error(call, "takes no arguments");
-      if (call.name == "ToTensor") to_tensor = &call;
+      if (Status s = order.conversion(call); !s.ok()) return s;
       continue;
     }
     auto made = make_op(call, p.normalisation_);
     if (!made.ok()) return made.status();
     std::unique_ptr<Op> op = std::move(made).value();
-    const Stage stage = op->stage();
-    // A flip after Normalize is the same flip before it: it moves back to the pixels.
-    const bool moves_back = stage == Stage::kPixels && reached >= Stage::kNormalize && op->only_moves_pixels();
-    if (stage == Stage::kGeometry && reached != Stage::kGeometry) {
-      return order_error(call, "comes after " + (last_pixels ? last_pixels->text : std::string("Normalize()")) +
-                                   ": forkfeed crops and resizes while it decodes, so Resize, CenterCrop, RandomCrop "
-                                   "and RandomResizedCrop come first");
-    }
-    if (moves_back && !p.tensor_.empty()) {
-      return order_error(call, "comes after RandomErasing: put flips before it");
-    }
-    if (stage == Stage::kPixels && reached > Stage::kPixels && !moves_back) {
-      return order_error(call, "works on uint8 images and comes after Normalize(): put it before Normalize()");
-    }
-    if (stage == Stage::kNormalize && p.normalise_) return order_error(call, "is the second Normalize: keep one");
-    if (stage == Stage::kTensor && !p.normalise_) {
-      return order_error(call, "works on the normalised float tensor: put it after Normalize() (torchvision "
-                               "refuses it on an image too)");
-    }
+    if (Status s = order.admit(call, *op); !s.ok()) return s;
     if (Status s = check_pixels(*op, call, options.max_pixels); !s.ok()) return s;
-    switch (stage) {
+    switch (op->stage()) {
       case Stage::kGeometry: p.geometry_.push_back(std::move(op)); break;
       case Stage::kPixels:
-        if (!moves_back) last_pixels = &call;
         p.pixels_.push_back(std::move(op));
         break;
       case Stage::kNormalize:
@@ -101,12 +141,8 @@ Result<Pipeline> Pipeline::build(std::string_view text, const PipelineOptions& o
         break;
       case Stage::kTensor: p.tensor_.push_back(std::move(op)); break;
     }
-    if (!moves_back && stage > reached) reached = stage;
   }
-  if (to_tensor != nullptr && !p.normalise_) {
-    return order_error(*to_tensor, "without Normalize() after it: forkfeed's batches are uint8 unless normalised; "
-                                   "drop ToTensor() (or use PILToTensor()), or add Normalize()");
-  }
+  if (Status s = order.finish(); !s.ok()) return s;
 
   std::array<int, 2> shape{-1, -1};
   for (const auto& op : p.geometry_) shape = op->shape(shape);

@@ -1,3 +1,5 @@
+// PinnedRegistration: cudaHostRegister of the arena for one device, and the reasons it
+// falls back to ordinary memory.
 #include "transport/pinned_memory.h"
 
 #include <spdlog/spdlog.h>

@@ -31,9 +31,6 @@ class SampleReader {
   // memory, I/O errors) keep their codes. Neither of the last two is ever skipped.
   Result<FileBytes> read(const SampleSource& source);
 
-  // Shards open now; for tests.
-  std::size_t open_shards() const { return shards_.size(); }
-
  private:
   struct OpenShard {
     std::string path;

@@ -117,6 +117,72 @@ ShardResult index_one(std::uint32_t position, const std::string& path, const Sha
   return out;
 }
 
+// Indexes every shard on up to kMaxScanThreads threads, each taking the next shard in
+// order; results land in the shard's own place.
+std::vector<ShardResult> index_all(const std::vector<std::string>& shards, const ShardDataset& dataset,
+                                   const IndexCache* cache) {
+  const std::size_t n = shards.size();
+  std::vector<ShardResult> results(n);
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t s; (s = next.fetch_add(1)) < n;) {
+      // On a thread of its own: nothing may escape it, an allocation failure included.
+      try {
+        results[s] = index_one(static_cast<std::uint32_t>(s), shards[s], dataset, cache);
+      } catch (const std::bad_alloc&) {
+        results[s].scan = out_of_memory("indexing shard " + printable(shards[s]));
+      }
+    }
+  };
+  const unsigned threads = static_cast<unsigned>(
+      std::min<std::size_t>({n, kMaxScanThreads, std::max(1u, std::thread::hardware_concurrency())}));
+  {
+    std::vector<std::jthread> pool;
+    try {
+      for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+    } catch (const std::system_error&) {
+      // Out of threads: the ones started, and this one, do all the shards.
+    }
+    work();
+  }  // joined: no thread of ours is left when workers are forked
+  return results;
+}
+
+// The shards' scans, in shard order, and what they add up to.
+struct Gathered {
+  std::vector<ShardScan> scans;
+  std::size_t samples = 0, from_cache = 0;
+  std::uint64_t skipped = 0, skipped_bytes = 0;
+  std::vector<std::string> reasons;  // the first kMaxSkipReasons skips
+  Status cache_write;                // why a shard could not be cached: the first one
+};
+
+// Takes the scans out of `results`: the first shard that failed fails the index, and so
+// does a skip under on_error=fail.
+Result<Gathered> gather(std::vector<ShardResult>& results, const ShardDataset& dataset) {
+  Gathered all;
+  all.scans.reserve(results.size());
+  for (ShardResult& r : results) {
+    if (!r.scan.ok()) return r.scan.status();
+    ShardScan& scan = *r.scan;
+    // A cache made under on_error=skip answers for fail too: its first skip is the error.
+    if ((scan.skipped > 0 || scan.skipped_bytes > 0) && dataset.on_error == OnError::kFail) {
+      return Status::BadData(scan.skip_reasons.empty() ? "a shard holds a bad sample"
+                                                       : scan.skip_reasons.front());
+    }
+    all.samples += scan.samples.size();
+    all.from_cache += r.from_cache ? 1 : 0;
+    all.skipped += scan.skipped;
+    all.skipped_bytes += scan.skipped_bytes;
+    for (std::string& why : scan.skip_reasons) {
+      if (all.reasons.size() < kMaxSkipReasons) all.reasons.push_back(std::move(why));
+    }
+    if (all.cache_write.ok()) all.cache_write = r.cache_write;
+    all.scans.push_back(std::move(scan));
+  }
+  return all;
+}
+
 }  // namespace
 
 LabelRule label_rule(const LoaderOptions& options) {
@@ -138,83 +204,38 @@ Result<DatasetIndex> index_shards(const ShardDataset& dataset) {
   const std::size_t n = shards->size();
   std::optional<IndexCache> cache;
   if (!dataset.cache_dir.empty()) cache.emplace(dataset.cache_dir);
-
-  // Shards are taken in order by the threads; results land in their own place.
-  std::vector<ShardResult> results(n);
-  std::atomic<std::size_t> next{0};
-  auto work = [&] {
-    for (std::size_t s; (s = next.fetch_add(1)) < n;) {
-      // On a thread of its own: nothing may escape it, an allocation failure included.
-      try {
-        results[s] =
-            index_one(static_cast<std::uint32_t>(s), (*shards)[s], dataset, cache ? &*cache : nullptr);
-      } catch (const std::bad_alloc&) {
-        results[s].scan = out_of_memory("indexing shard " + printable((*shards)[s]));
-      }
-    }
-  };
-  const unsigned threads = static_cast<unsigned>(
-      std::min<std::size_t>({n, kMaxScanThreads, std::max(1u, std::thread::hardware_concurrency())}));
-  {
-    std::vector<std::jthread> pool;
-    try {
-      for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
-    } catch (const std::system_error&) {
-      // Out of threads: the ones started, and this one, do all the shards.
-    }
-    work();
-  }  // joined: no thread of ours is left when workers are forked
-
-  std::vector<ShardScan> scans;
-  scans.reserve(n);
-  std::size_t samples = 0, from_cache = 0;
-  std::uint64_t skipped = 0, skipped_bytes = 0;
-  std::vector<std::string> reasons;
-  Status cache_write;
-  for (ShardResult& r : results) {
-    if (!r.scan.ok()) return r.scan.status();
-    ShardScan& scan = *r.scan;
-    // A cache made under on_error=skip answers for fail too: its first skip is the error.
-    if ((scan.skipped > 0 || scan.skipped_bytes > 0) && dataset.on_error == OnError::kFail) {
-      return Status::BadData(scan.skip_reasons.empty() ? "a shard holds a bad sample"
-                                                       : scan.skip_reasons.front());
-    }
-    samples += scan.samples.size();
-    from_cache += r.from_cache ? 1 : 0;
-    skipped += scan.skipped;
-    skipped_bytes += scan.skipped_bytes;
-    for (std::string& why : scan.skip_reasons) {
-      if (reasons.size() < kMaxSkipReasons) reasons.push_back(std::move(why));
-    }
-    if (cache_write.ok()) cache_write = r.cache_write;
-    scans.push_back(std::move(scan));
-  }
-  if (samples == 0) {
+  std::vector<ShardResult> results = index_all(*shards, dataset, cache ? &*cache : nullptr);
+  auto gathered = gather(results, dataset);
+  if (!gathered.ok()) return gathered.status();
+  Gathered& all = *gathered;
+  if (all.samples == 0) {
     return Status::InvalidArgument("the shards of " + printable(dataset.spec) + " hold no sample (" +
-                                   std::to_string(n) + " shards" + skipped_text(skipped, skipped_bytes) +
-                                   ")");
+                                   std::to_string(n) + " shards" +
+                                   skipped_text(all.skipped, all.skipped_bytes) + ")");
   }
 
   DatasetIndexBuilder builder;
-  if (dataset.rule.source == LabelSource::kClassFolder) builder.set_classes(assign_class_labels(scans));
-  builder.reserve_slices(samples);
-  builder.count_skipped(skipped, skipped_bytes);
+  if (dataset.rule.source == LabelSource::kClassFolder) builder.set_classes(assign_class_labels(all.scans));
+  builder.reserve_slices(all.samples);
+  builder.count_skipped(all.skipped, all.skipped_bytes);
   for (std::size_t s = 0; s < n; ++s) {
     const std::uint32_t file = builder.add_shard((*shards)[s], results[s].stamp);
-    for (const ShardSample& x : scans[s].samples) builder.add_slice({x.offset, file, x.size}, x.label);
-    std::vector<ShardSample>().swap(scans[s].samples);  // peak memory: one copy at a time
+    for (const ShardSample& x : all.scans[s].samples) builder.add_slice({x.offset, file, x.size}, x.label);
+    std::vector<ShardSample>().swap(all.scans[s].samples);  // peak memory: one copy at a time
   }
 
   auto log = loader_logger();
-  if (skipped > 0 || skipped_bytes > 0) {
+  if (all.skipped > 0 || all.skipped_bytes > 0) {
     std::string why;
-    for (const std::string& r : reasons) why += "\n  " + r;
+    for (const std::string& r : all.reasons) why += "\n  " + r;
     log->warn("left out of {} (on_error=skip){}; the first:{}", printable(dataset.spec),
-              skipped_text(skipped, skipped_bytes), why);
+              skipped_text(all.skipped, all.skipped_bytes), why);
   }
-  if (!cache_write.ok()) log->warn("the shard index cache was not written: {}", cache_write.message());
-  log->info("indexed {} samples in {} shard{} ({} from the cache {}) in {:.2f} s", samples, n,
-            n == 1 ? "" : "s", from_cache, cache ? cache->dir() : std::string("(none)"),
+  if (!all.cache_write.ok()) {
+    log->warn("the shard index cache was not written: {}", all.cache_write.message());
+  }
+  log->info("indexed {} samples in {} shard{} ({} from the cache {}) in {:.2f} s", all.samples, n,
+            n == 1 ? "" : "s", all.from_cache, cache ? cache->dir() : std::string("(none)"),
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return std::move(builder).finish();
 }

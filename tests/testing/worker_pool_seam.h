@@ -15,7 +15,7 @@ class WorkerPoolSeam {
   // Messages worker `w`'s socket had no room for yet (it does not read: stopped, stuck).
   static std::size_t unsent(const WorkerPool::Impl& pool, std::uint32_t w) {
     std::lock_guard lock(pool.mu_);
-    return pool.slots_[w].backlog.size();
+    return pool.places_[w].backlog.size();
   }
 };
 
