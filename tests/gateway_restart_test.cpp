@@ -137,14 +137,23 @@ TEST_F(GatewayRestartTest, AGatewayWhosePortIsTakenIsTriedAgainUntilItServes) {
   ASSERT_EQ(::kill(daemon->pid(), SIGSTOP), 0);
   ASSERT_EQ(::kill(first, SIGKILL), 0);
   ASSERT_TRUE(testing::eventually([&] { return testing::process_state(first) == 'Z'; }, 10s))
-      << "the gateway did not die";  // its parent is stopped: it stays a zombie, its port free
+      << "the gateway did not die";  // its parent is stopped: it stays a zombie
   auto where = parse_net_address(address, "address");
   ASSERT_TRUE(where.ok()) << where.status().message();
   UniqueFd squatter(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   const int one = 1;
   ASSERT_EQ(::setsockopt(squatter.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one), 0);
-  ASSERT_EQ(::bind(squatter.get(), reinterpret_cast<const sockaddr*>(&*where), sizeof(sockaddr_in)), 0)
-      << std::strerror(errno);
+  // The leader shows 'Z' as soon as it exits, but the gateway's fds (its port) are closed
+  // only when its last thread has exited too: bind once they are.
+  int bind_errno = 0;
+  ASSERT_TRUE(testing::eventually(
+      [&] {
+        if (::bind(squatter.get(), reinterpret_cast<const sockaddr*>(&*where), sizeof(sockaddr_in)) == 0) return true;
+        bind_errno = errno;
+        return false;
+      },
+      10s))
+      << "the dead gateway's port " << address << " cannot be bound: " << std::strerror(bind_errno);
   ASSERT_EQ(::listen(squatter.get(), 1), 0);
   ASSERT_EQ(::kill(daemon->pid(), SIGCONT), 0);
 
