@@ -36,19 +36,21 @@ inline Status read_bool(const nlohmann::json& object, const char* name, std::str
   const auto it = object.find(name);
   if (it == object.end()) return missing(path);
   if (!it->is_boolean()) {
-    return Status::InvalidArgument("field \"" + std::string(path) + "\" must be true or false, got " + it->dump());
+    return Status::InvalidArgument("field \"" + std::string(path) + "\" must be true or false, got " +
+                                   it->dump());
   }
   out = it->get<bool>();
   return Status::Ok();
 }
 
 // A string of exactly `digits` lowercase hex digits.
-inline Status read_hex(const nlohmann::json& object, const char* name, std::string_view path, std::size_t digits,
-                       std::string& out) {
+inline Status read_hex(const nlohmann::json& object, const char* name, std::string_view path,
+                       std::size_t digits, std::string& out) {
   const auto it = object.find(name);
   if (it == object.end()) return missing(path);
-  const bool hex = it->is_string() && it->get_ref<const std::string&>().size() == digits &&
-                   it->get_ref<const std::string&>().find_first_not_of("0123456789abcdef") == std::string::npos;
+  const bool hex =
+      it->is_string() && it->get_ref<const std::string&>().size() == digits &&
+      it->get_ref<const std::string&>().find_first_not_of("0123456789abcdef") == std::string::npos;
   if (!hex) {
     return Status::InvalidArgument("field \"" + std::string(path) + "\" must be " + std::to_string(digits) +
                                    " lowercase hex digits, got " + it->dump());

@@ -21,7 +21,8 @@ std::optional<double> parse_real(std::string_view text) {
     text.remove_prefix(1);  // from_chars takes only a minus
     if (text.starts_with('-')) return std::nullopt;
   }
-  if (text.empty() || text.find_first_not_of("0123456789+-.eE") != std::string_view::npos) return std::nullopt;
+  if (text.empty() || text.find_first_not_of("0123456789+-.eE") != std::string_view::npos)
+    return std::nullopt;
   double value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) return std::nullopt;

@@ -34,7 +34,9 @@ inline constexpr std::array<EnumName<StartMethod>, 3> kEnumNames<StartMethod>{
     {{StartMethod::kFork, "fork"}, {StartMethod::kSpawn, "spawn"}, {StartMethod::kAuto, "auto"}}};
 template <>
 inline constexpr std::array<EnumName<ForkHazardPolicy>, 3> kEnumNames<ForkHazardPolicy>{
-    {{ForkHazardPolicy::kWarn, "warn"}, {ForkHazardPolicy::kError, "error"}, {ForkHazardPolicy::kIgnore, "ignore"}}};
+    {{ForkHazardPolicy::kWarn, "warn"},
+     {ForkHazardPolicy::kError, "error"},
+     {ForkHazardPolicy::kIgnore, "ignore"}}};
 
 template <>
 inline constexpr std::array<EnumName<ShardLabel>, 3> kEnumNames<ShardLabel>{

@@ -92,8 +92,7 @@ class Client::Impl {
       // counts them (a batch it could not take leaves them with the record).
       if (d->kind != DeliveryKind::kBatch) skipped_samples_ += d->skipped;
       switch (d->kind) {
-        case DeliveryKind::kBatch:
-          return batch(*delivery);
+        case DeliveryKind::kBatch: return batch(*delivery);
         case DeliveryKind::kEmpty:  // every sample skipped: consumed, as a Loader does
           position_.delivered(d->epoch, d->index);
           continue;
@@ -166,11 +165,17 @@ class Client::Impl {
 
   std::uint64_t epoch() const { return position_.epoch(); }
   const StreamOpened& opened() const { return opened_; }
-  std::vector<RemoteDaemonStats> daemons() const { return remote_ ? remote_->daemons() : std::vector<RemoteDaemonStats>{}; }
+  std::vector<RemoteDaemonStats> daemons() const {
+    return remote_ ? remote_->daemons() : std::vector<RemoteDaemonStats>{};
+  }
   Status add_daemon(const RemoteDaemon& daemon) {
     if (Status s = check_process(); !s.ok()) return s;
-    if (!remote_) return Status::InvalidArgument("add_daemon: this Client reads from a forkfeedd on this host; connect to remote daemons (RemoteDaemon) to add more");
-    if (auto where = parse_net_address(daemon.address, "the remote forkfeedd's address"); !where.ok()) return where.status();
+    if (!remote_)
+      return Status::InvalidArgument(
+          "add_daemon: this Client reads from a forkfeedd on this host; connect to remote daemons "
+          "(RemoteDaemon) to add more");
+    if (auto where = parse_net_address(daemon.address, "the remote forkfeedd's address"); !where.ok())
+      return where.status();
     return remote_->add_daemon(daemon);
   }
 
@@ -238,7 +243,7 @@ class Client::Impl {
 
   OwnerProcess owner_;
   std::unique_ptr<StreamLink> link_;
-  FanInLink* remote_;  // link_, when the daemons are remote
+  FanInLink* remote_;   // link_, when the daemons are remote
   UniqueFd interrupt_;  // a non-blocking eventfd, readable while an interrupt is pending
   const StreamOpened opened_;
 
@@ -276,10 +281,10 @@ json open_request(const StreamOptions& options, std::string_view state, bool dem
 // What a Client may not choose because forkfeedd does, said rather than dropped.
 Status check_client_options(const LoaderOptions& o) {
   if (o.weight != LoaderOptions{}.weight) {
-    return Status::InvalidArgument(
-        "weight " + std::to_string(o.weight) +
-        " is not a Client's to choose: forkfeedd gives the streams it serves equal shares of its workers' time; "
-        "leave weight at 1, or use a Loader on a WorkerPool to weigh loaders");
+    return Status::InvalidArgument("weight " + std::to_string(o.weight) +
+                                   " is not a Client's to choose: forkfeedd gives the streams it serves "
+                                   "equal shares of its workers' time; "
+                                   "leave weight at 1, or use a Loader on a WorkerPool to weigh loaders");
   }
   return Status::Ok();
 }
@@ -291,8 +296,10 @@ Result<std::unique_ptr<Client>> Client::connect(const std::string& socket_path, 
   if (Status s = check_client_options(options.loader); !s.ok()) return s;
   if (options.loader.pin_memory_device >= 0) {
     return Status::InvalidArgument(
-        "pin_memory_device is not supported through a local forkfeedd (its memory is the daemon's); set it to "
-        "-1 (page-lock batches in the trainer), use a Loader, or a remote forkfeedd (whose batches land in this "
+        "pin_memory_device is not supported through a local forkfeedd (its memory is the daemon's); set it "
+        "to "
+        "-1 (page-lock batches in the trainer), use a Loader, or a remote forkfeedd (whose batches land in "
+        "this "
         "process's memory)");
   }
   auto connection = DaemonConnection::connect(socket_path, options.connect_timeout);
@@ -314,11 +321,13 @@ Result<std::unique_ptr<Client>> Client::connect(const std::vector<RemoteDaemon>&
                                                 const StreamOptions& options, std::string_view state) {
   std::string addresses;
   for (const RemoteDaemon& d : daemons) addresses += (addresses.empty() ? "" : ", ") + d.address;
-  if (daemons.empty()) return Status::InvalidArgument("no remote forkfeedd address given: give at least one HOST:PORT");
+  if (daemons.empty())
+    return Status::InvalidArgument("no remote forkfeedd address given: give at least one HOST:PORT");
   if (options.dataset.empty()) {
-    return Status::InvalidArgument("a remote forkfeedd (" + addresses +
-                                   ") serves only the datasets named in its config: set StreamOptions::dataset "
-                                   "(forkfeed-ctl stats lists them), not a path");
+    return Status::InvalidArgument(
+        "a remote forkfeedd (" + addresses +
+        ") serves only the datasets named in its config: set StreamOptions::dataset "
+        "(forkfeed-ctl stats lists them), not a path");
   }
   if (Status s = check_client_options(options.loader); !s.ok()) return s;
   if (Status s = check_option("pin_memory_device", options.loader.pin_memory_device); !s.ok()) return s;

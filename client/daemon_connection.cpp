@@ -49,15 +49,16 @@ namespace {
 
 // "forkfeedd at PATH did not WHAT within N ms: is forkfeedd running and responsive? ..."
 Status no_answer(const std::string& socket_path, std::chrono::milliseconds timeout, const std::string& what) {
-  return Status::IoError(
-      "forkfeedd at " + socket_path + " did not " + what + " within " + std::to_string(timeout.count()) +
-      " ms: is forkfeedd running and responsive? (`forkfeed-ctl --socket " + socket_path +
-      " stats` asks it; a daemon that is only busy needs a longer timeout)");
+  return Status::IoError("forkfeedd at " + socket_path + " did not " + what + " within " +
+                         std::to_string(timeout.count()) +
+                         " ms: is forkfeedd running and responsive? (`forkfeed-ctl --socket " + socket_path +
+                         " stats` asks it; a daemon that is only busy needs a longer timeout)");
 }
 
 }  // namespace
 
-Result<DaemonConnection> DaemonConnection::open(const std::string& socket_path, std::chrono::milliseconds timeout) {
+Result<DaemonConnection> DaemonConnection::open(const std::string& socket_path,
+                                                std::chrono::milliseconds timeout) {
   const Result<sockaddr_un> address =
       unix_socket_address(socket_path, "forkfeedd socket path", "start forkfeedd on a shorter one");
   if (!address.ok()) return address.status();
@@ -123,7 +124,8 @@ Result<DaemonConnection> DaemonConnection::connect(const std::string& socket_pat
 
 Status DaemonConnection::lose(const std::string& why) {
   if (lost_.ok()) {
-    lost_ = Status::Unavailable("lost the connection to forkfeedd at " + path_ + ": " + why +
+    lost_ =
+        Status::Unavailable("lost the connection to forkfeedd at " + path_ + ": " + why +
                             "; restart the daemon if it is down, then connect again with the last state() to "
                             "continue exactly");
   }

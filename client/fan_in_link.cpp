@@ -76,10 +76,10 @@ Status FanInLink::join(std::uint32_t i, std::unique_ptr<RemoteLink> link, const 
     // compared with what it served before.
     const std::string than =
         shape_from_ == m.daemon.address ? "it served when the stream opened" : "the one at " + shape_from_;
-    return Status::FailedPrecondition("the remote forkfeedd at " + m.daemon.address + " serves " + differs + " than " +
-                                      than +
-                                      ": every daemon of one Client must serve the same files (their names under "
-                                      "the dataset's root, labels and sizes; at any path) under the same name");
+    return Status::FailedPrecondition(
+        "the remote forkfeedd at " + m.daemon.address + " serves " + differs + " than " + than +
+        ": every daemon of one Client must serve the same files (their names under "
+        "the dataset's root, labels and sizes; at any path) under the same name");
   }
   m.link = std::move(link);
   m.heard = m.link->heard();
@@ -123,10 +123,10 @@ void FanInLink::seek(std::vector<std::uint32_t> which, Clock::duration within) {
     if (waiting_.now() >= deadline) {
       for (std::uint32_t i : which) {
         lose(i,
-             Status::Unavailable("the remote forkfeedd at " + members_[i].daemon.address +
-                                 " did not start a pass within " +
-                                 std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(within).count()) +
-                                 " ms: a hung node?"),
+             Status::Unavailable(
+                 "the remote forkfeedd at " + members_[i].daemon.address + " did not start a pass within " +
+                 std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(within).count()) +
+                 " ms: a hung node?"),
              true);
       }
       break;
@@ -212,7 +212,8 @@ void FanInLink::settle() {
   // and why it could not come back (other files, say) goes with it.
   const bool one = members_.size() == 1;
   const std::string& again = members_.front().stats.last_error;
-  const std::string lost_one = last_loss_.message() + (again == last_loss_.message() ? "" : "; tried again: " + again);
+  const std::string lost_one =
+      last_loss_.message() + (again == last_loss_.message() ? "" : "; tried again: " + again);
   failed_ = Status::FromCode(one ? last_loss_.code() : Status::Code::kUnavailable,
                              (one ? lost_one : "lost every remote forkfeedd of this stream" + each) +
                                  (one ? "; restart it" : "; restart them") +
@@ -229,13 +230,14 @@ void FanInLink::rejoin(Clock::time_point now) {
       m.backoff = std::min<Clock::duration>(m.backoff * 2, kMostRetry);
       m.retry_at = Clock::now() + m.backoff;
       // A daemon that answers and refuses (other files, say) is worth a warning; one still down is not.
-      spdlog::log(unreachable(s) ? spdlog::level::debug : spdlog::level::warn, "forkfeed: {} (tried again in {} s)",
-                  s.message(), std::chrono::duration_cast<std::chrono::seconds>(m.backoff).count());
+      spdlog::log(unreachable(s) ? spdlog::level::debug : spdlog::level::warn,
+                  "forkfeed: {} (tried again in {} s)", s.message(),
+                  std::chrono::duration_cast<std::chrono::seconds>(m.backoff).count());
       continue;
     }
     m.backoff = kFirstRetry;
-    spdlog::info("forkfeed: the remote forkfeedd at {} joined the stream at batch {} of epoch {}", m.daemon.address,
-                 plan_.head(), epoch_);
+    spdlog::info("forkfeed: the remote forkfeedd at {} joined the stream at batch {} of epoch {}",
+                 m.daemon.address, plan_.head(), epoch_);
   }
 }
 
@@ -261,7 +263,8 @@ void FanInLink::accept(std::uint32_t i, LinkDelivery d) {
     std::snprintf(message, sizeof message, "%s", r.message);
     auto code = static_cast<Status::Code>(r.code);
     if (code == Status::Code::kOk) code = Status::Code::kInternal;  // a lasting error is never Ok
-    return lose(i, Status::FromCode(code, "the remote forkfeedd at " + m.daemon.address + " cannot go on: " + message));
+    return lose(i, Status::FromCode(
+                       code, "the remote forkfeedd at " + m.daemon.address + " cannot go on: " + message));
   }
   if (r.epoch != epoch_) {
     if (batch) m.link->drop(d);
@@ -306,12 +309,14 @@ void FanInLink::collect() {
     Member& m = members_[stall.daemon];
     m.stats.stalled = true;
     m.stats.reassigned += stall.taken;
-    spdlog::warn("forkfeed: the remote forkfeedd at {} delivered nothing for {} ms; its {} batch(es) are asked of "
-                 "the other daemons too",
-                 m.daemon.address, settings_.overdue.count(), stall.taken);
+    spdlog::warn(
+        "forkfeed: the remote forkfeedd at {} delivered nothing for {} ms; its {} batch(es) are asked of "
+        "the other daemons too",
+        m.daemon.address, settings_.overdue.count(), stall.taken);
   }
-  const FanInPlan::Assignment assignment = plan_.assign(
-      [this](std::uint32_t d) { return members_[d].link ? members_[d].link->free_slots() : 0u; }, waiting_.now());
+  const FanInPlan::Assignment assignment =
+      plan_.assign([this](std::uint32_t d) { return members_[d].link ? members_[d].link->free_slots() : 0u; },
+                   waiting_.now());
   for (const std::uint64_t index : assignment.evicted) {  // room for the batch the pass waits for
     auto evicted = arrived_.extract(index);
     if (!evicted.empty() && evicted.mapped().record.kind == DeliveryKind::kBatch) {
@@ -400,7 +405,8 @@ Result<bool> FanInLink::wait(int interrupt_fd) {
       const Member& m = members_[i];
       timeout = std::min(timeout, m.link ? kRemoteSilence - silence(i) : std::max(m.retry_at, now) - now);
     }
-    if (auto overdue = plan_.next_overdue(settings_.overdue)) timeout = std::min(timeout, *overdue - waiting_.now());
+    if (auto overdue = plan_.next_overdue(settings_.overdue))
+      timeout = std::min(timeout, *overdue - waiting_.now());
     if (poll(links(polled), timeout, interrupt_fd)) return false;
   }
 }
@@ -427,16 +433,14 @@ Result<json> FanInLink::request(MessageType type, const json& body) {
     case MessageType::kSeek: {
       auto epoch = get_uint(body, "epoch", ~std::uint64_t{0});
       auto position = get_uint(body, "position", shape_.batches_per_epoch);
-      if (!epoch.ok() || !position.ok()) return Status::InvalidArgument("a seek needs its epoch and position");
+      if (!epoch.ok() || !position.ok())
+        return Status::InvalidArgument("a seek needs its epoch and position");
       if (Status s = begin(*epoch, *position); !s.ok()) return s;
       generation_ += 1;
       return json{{"ok", true}, {"generation", generation_}};
     }
-    case MessageType::kStats:
-      return stats();
-    case MessageType::kClose:
-      close();
-      return json{{"ok", true}};
+    case MessageType::kStats: return stats();
+    case MessageType::kClose: close(); return json{{"ok", true}};
     default:
       return Status::InvalidArgument("a remote Client sends no request of type " +
                                      std::to_string(static_cast<int>(type)));
@@ -484,7 +488,8 @@ std::uint32_t FanInLink::slots() const {
 }
 
 bool FanInLink::pinned() const {
-  return std::any_of(members_.begin(), members_.end(), [](const Member& m) { return m.link && m.link->pinned(); });
+  return std::any_of(members_.begin(), members_.end(),
+                     [](const Member& m) { return m.link && m.link->pinned(); });
 }
 
 std::vector<RemoteDaemonStats> FanInLink::daemons() const {
@@ -497,7 +502,8 @@ Status FanInLink::add_daemon(const RemoteDaemon& daemon) {
   if (!failed_.ok()) return failed_;
   for (const Member& m : members_) {
     if (m.daemon.address == daemon.address) {
-      return Status::InvalidArgument("the remote forkfeedd at " + daemon.address + " is already one of this Client's");
+      return Status::InvalidArgument("the remote forkfeedd at " + daemon.address +
+                                     " is already one of this Client's");
     }
   }
   add(daemon);
@@ -507,8 +513,8 @@ Status FanInLink::add_daemon(const RemoteDaemon& daemon) {
     plan_.remove_last();
     return s;
   }
-  spdlog::info("forkfeed: the remote forkfeedd at {} joined the stream at batch {} of epoch {}", daemon.address,
-               plan_.head(), epoch_);
+  spdlog::info("forkfeed: the remote forkfeedd at {} joined the stream at batch {} of epoch {}",
+               daemon.address, plan_.head(), epoch_);
   return Status::Ok();
 }
 

@@ -117,7 +117,7 @@ class FanInLink final : public StreamLink {
   const Settings settings_;
   // Silence and overdue count only time spent waiting for the daemons (waiting_clock.h).
   WaitingClock waiting_;
-  StreamOpened shape_;  // the first daemon's stream: every other must match its order
+  StreamOpened shape_;      // the first daemon's stream: every other must match its order
   std::string shape_from_;  // that daemon's address
   std::vector<Member> members_;
   FanInPlan plan_;

@@ -15,8 +15,8 @@ bool FanInLink::unreachable(const Status& s) {
          s.code() == Status::Code::kIoError;  // a connection refused or reset
 }
 
-Result<std::unique_ptr<FanInLink>> FanInLink::open(const std::vector<RemoteDaemon>& daemons, Settings settings,
-                                                   json& opened) {
+Result<std::unique_ptr<FanInLink>> FanInLink::open(const std::vector<RemoteDaemon>& daemons,
+                                                   Settings settings, json& opened) {
   if (daemons.empty()) return Status::InvalidArgument("no remote forkfeedd address given");
   std::unique_ptr<FanInLink> link(new FanInLink(std::move(settings)));
   const auto timeout = link->settings_.connect_timeout;
@@ -69,7 +69,8 @@ Result<std::unique_ptr<FanInLink>> FanInLink::open(const std::vector<RemoteDaemo
   for (std::size_t i = 0; i < n; ++i) {
     Member& m = link->members_[i];
     if (opening[i]) {
-      if (Status s = link->join(static_cast<std::uint32_t>(i), std::move(opening[i]), replies[i]); !s.ok()) return s;
+      if (Status s = link->join(static_cast<std::uint32_t>(i), std::move(opening[i]), replies[i]); !s.ok())
+        return s;
       if (first.is_null()) first = std::move(replies[i]);
       continue;
     }

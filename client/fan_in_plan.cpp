@@ -242,7 +242,8 @@ std::optional<FanInPlan::Clock::time_point> FanInPlan::next_overdue(Clock::durat
 }
 
 bool FanInPlan::anything_outstanding() const {
-  return std::any_of(daemons_.begin(), daemons_.end(), [](const Daemon& d) { return d.up && !d.wanted.empty(); });
+  return std::any_of(daemons_.begin(), daemons_.end(),
+                     [](const Daemon& d) { return d.up && !d.wanted.empty(); });
 }
 
 }  // namespace forkfeed

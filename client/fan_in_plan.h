@@ -95,7 +95,7 @@ class FanInPlan {
     bool up = false;
     bool stalled = false;
     std::map<std::uint64_t, Clock::time_point> wanted;  // not come yet, and when wanted
-    Clock::time_point busy_since{};    // when `wanted` last became non-empty
+    Clock::time_point busy_since{};                     // when `wanted` last became non-empty
     Clock::time_point last_arrival{};
   };
   // Whether a daemon that is up and not stalled will bring batch `index`.
@@ -109,17 +109,18 @@ class FanInPlan {
   std::uint64_t awaited() const;
   std::optional<std::uint32_t> pick(std::uint64_t index, std::vector<std::uint32_t>& room) const;
   // Makes room for the awaited batch when it cannot land anywhere; see assign().
-  void make_room(const std::function<std::uint32_t(std::uint32_t)>& free_slots, std::vector<std::uint32_t>& room,
-                 Assignment& out, const std::function<void(std::uint32_t, std::uint64_t)>& give);
+  void make_room(const std::function<std::uint32_t(std::uint32_t)>& free_slots,
+                 std::vector<std::uint32_t>& room, Assignment& out,
+                 const std::function<void(std::uint32_t, std::uint64_t)>& give);
   // Batches that came from daemon `d` after `index`, highest first.
   std::vector<std::uint64_t> later_arrivals(std::uint32_t d, std::uint64_t index) const;
 
   std::vector<Daemon> daemons_;
   std::uint64_t next_ = 0, end_ = 0;
-  std::uint64_t planned_ = 0;               // batches below it were wanted of someone
-  std::set<std::uint64_t> requeued_;        // below planned_: to want again
+  std::uint64_t planned_ = 0;                                    // batches below it were wanted of someone
+  std::set<std::uint64_t> requeued_;                             // below planned_: to want again
   std::map<std::uint64_t, std::vector<std::uint32_t>> holders_;  // wanted, not come: of whom
-  std::map<std::uint64_t, std::uint32_t> arrived_;  // come, not handed out: from whom
+  std::map<std::uint64_t, std::uint32_t> arrived_;               // come, not handed out: from whom
 };
 
 }  // namespace forkfeed

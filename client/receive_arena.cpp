@@ -10,8 +10,9 @@
 
 namespace forkfeed {
 
-Result<std::shared_ptr<ReceiveArena>> ReceiveArena::create(std::shared_ptr<UcxContext> context, std::uint32_t slots,
-                                                        std::uint64_t slot_bytes, int pin_device) {
+Result<std::shared_ptr<ReceiveArena>> ReceiveArena::create(std::shared_ptr<UcxContext> context,
+                                                           std::uint32_t slots, std::uint64_t slot_bytes,
+                                                           int pin_device) {
   UniqueFd memfd(::memfd_create("forkfeed-remote-arena", MFD_CLOEXEC));
   if (!memfd.valid()) return Status::FromErrno("memfd_create for the remote stream's receive arena", errno);
   const std::uint64_t bytes = std::uint64_t{slots} * slot_bytes;

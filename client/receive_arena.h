@@ -24,8 +24,9 @@ namespace forkfeed {
 class ReceiveArena {
  public:
   // `slots` of `slot_bytes`; with `pin_device` >= 0 page-locked for that CUDA device.
-  static Result<std::shared_ptr<ReceiveArena>> create(std::shared_ptr<UcxContext> context, std::uint32_t slots,
-                                                      std::uint64_t slot_bytes, int pin_device);
+  static Result<std::shared_ptr<ReceiveArena>> create(std::shared_ptr<UcxContext> context,
+                                                      std::uint32_t slots, std::uint64_t slot_bytes,
+                                                      int pin_device);
   std::byte* slot(std::uint32_t i) const { return mapping_.data() + std::uint64_t{i} * slot_bytes_; }
   std::uint64_t slot_bytes() const { return slot_bytes_; }
   ucp_mem_h memh() const { return memory_.get(); }
@@ -66,8 +67,8 @@ class ReceiveArena {
         slot_bytes_(slot_bytes) {}
   Mapping mapping_;
   std::optional<PinnedRegistration> pinned_;  // unpinned before the mapping goes
-  UcxMemory memory_;  // unregistered before the mapping goes
-  UniqueFd returned_;  // readable: slots were given back (credits to send)
+  UcxMemory memory_;                          // unregistered before the mapping goes
+  UniqueFd returned_;                         // readable: slots were given back (credits to send)
   const std::uint32_t slots_;
   const std::uint64_t slot_bytes_;
   mutable std::mutex mu_;

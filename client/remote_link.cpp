@@ -24,7 +24,8 @@ namespace {
 
 class RemoteLease final : public detail::SlotLease {
  public:
-  RemoteLease(std::shared_ptr<ReceiveArena> arena, std::uint32_t slot) : arena_(std::move(arena)), slot_(slot) {}
+  RemoteLease(std::shared_ptr<ReceiveArena> arena, std::uint32_t slot)
+      : arena_(std::move(arena)), slot_(slot) {}
   ~RemoteLease() override { arena_->give_back(slot_, true); }
 
  private:
@@ -39,7 +40,8 @@ Result<std::string> client_token(const RemoteDaemon& daemon) {
     const char* env = std::getenv("FORKFEED_TOKEN_FILE");
     if (env == nullptr || *env == '\0') {
       return Status::InvalidArgument(
-          "a remote forkfeedd asks for its token: set token_file (or FORKFEED_TOKEN_FILE) to a copy of the file "
+          "a remote forkfeedd asks for its token: set token_file (or FORKFEED_TOKEN_FILE) to a copy of the "
+          "file "
           "it was started with (--token-file)");
     }
     path = env;
@@ -79,8 +81,9 @@ RemoteLink::~RemoteLink() {
   if (receiving_ > 0) (void)worker_.release();
 }
 
-Result<std::unique_ptr<RemoteLink>> RemoteLink::open(const RemoteDaemon& daemon, std::chrono::milliseconds timeout,
-                                                     int pin_device, const json& request, json& opened) {
+Result<std::unique_ptr<RemoteLink>> RemoteLink::open(const RemoteDaemon& daemon,
+                                                     std::chrono::milliseconds timeout, int pin_device,
+                                                     const json& request, json& opened) {
   auto started = start(daemon, timeout);
   if (!started.ok()) return started.status();
   std::unique_ptr<RemoteLink> link = std::move(started).value();
@@ -100,7 +103,8 @@ Result<std::unique_ptr<RemoteLink>> RemoteLink::open(const RemoteDaemon& daemon,
   return link;
 }
 
-Result<std::unique_ptr<RemoteLink>> RemoteLink::start(const RemoteDaemon& daemon, std::chrono::milliseconds timeout) {
+Result<std::unique_ptr<RemoteLink>> RemoteLink::start(const RemoteDaemon& daemon,
+                                                      std::chrono::milliseconds timeout) {
   auto token = client_token(daemon);
   if (!token.ok()) return token.status();
   const std::string& address = daemon.address;
@@ -115,12 +119,14 @@ Result<std::unique_ptr<RemoteLink>> RemoteLink::start(const RemoteDaemon& daemon
   if (!worker.ok()) return worker.status();
   auto worker_address = (*worker)->address();
   if (!worker_address.ok()) return worker_address.status();
-  std::unique_ptr<RemoteLink> link(new RemoteLink(address, std::move(control).value(), std::move(context).value(),
-                                                  std::move(worker).value()));
-  for (const auto& [id, handler] : {std::pair{kDeliveryMessage, &on_delivery}, {kWelcomeMessage, &on_welcome}}) {
+  std::unique_ptr<RemoteLink> link(new RemoteLink(address, std::move(control).value(),
+                                                  std::move(context).value(), std::move(worker).value()));
+  for (const auto& [id, handler] :
+       {std::pair{kDeliveryMessage, &on_delivery}, {kWelcomeMessage, &on_welcome}}) {
     if (Status s = link->worker_->set_am_handler(id, handler, link.get()); !s.ok()) return s;
   }
-  const json hello{{"protocol", kProtocolVersion}, {"token", *token}, {"worker", bytes_to_json(*worker_address)}};
+  const json hello{
+      {"protocol", kProtocolVersion}, {"token", *token}, {"worker", bytes_to_json(*worker_address)}};
   if (Status s = link->send_request(MessageType::kHello, hello); !s.ok()) return s;
   return link;
 }
@@ -154,20 +160,24 @@ Status RemoteLink::late(std::chrono::milliseconds timeout) {
   const std::string within = " within " + std::to_string(timeout.count()) + " ms";
   switch (phase_) {
     case Phase::kHello:
-      return fail("the remote forkfeedd at " + address_ + " took the connection but did not answer its hello" +
-                  within + ": is its forkfeed-gateway (or its host) stopped or hung? (A gateway that was sent "
+      return fail("the remote forkfeedd at " + address_ +
+                  " took the connection but did not answer its hello" + within +
+                  ": is its forkfeed-gateway (or its host) stopped or hung? (A gateway that was sent "
                   "wrong tokens from this address answers its next hellos up to " +
                   std::to_string(kWrongTokenMostWait.count()) + " s late: raise connect_timeout, or wait.)");
     case Phase::kWelcome:
-      return fail("the remote forkfeedd at " + address_ + " took the token, but nothing it sent over UCX reached "
-                  "this process" + within + ": do UCX_TLS and UCX_NET_DEVICES allow a common transport on both "
+      return fail("the remote forkfeedd at " + address_ +
+                  " took the token, but nothing it sent over UCX reached "
+                  "this process" +
+                  within +
+                  ": do UCX_TLS and UCX_NET_DEVICES allow a common transport on both "
                   "machines, and does a firewall let UCX's connections through?");
     case Phase::kOpening:
-      return fail("the remote forkfeedd at " + address_ + " took the token but did not open the stream" + within +
-                  " (connect_timeout): is its forkfeedd stopped or hung? (A dataset that takes longer to index "
-                  "needs a larger connect_timeout.)");
-    case Phase::kOpen:
-      break;
+      return fail(
+          "the remote forkfeedd at " + address_ + " took the token but did not open the stream" + within +
+          " (connect_timeout): is its forkfeedd stopped or hung? (A dataset that takes longer to index "
+          "needs a larger connect_timeout.)");
+    case Phase::kOpen: break;
   }
   return Status::Ok();
 }
@@ -176,8 +186,9 @@ Status RemoteLink::make_arena(const json& opened, int pin_device) {
   auto slots = get_uint(opened, "slots", kChannelCapacity);
   auto slot_bytes = get_uint(opened, "slot_bytes", std::uint64_t{1} << 36);
   if (!slots.ok() || !slot_bytes.ok() || *slots == 0 || *slot_bytes == 0) {
-    return Status::Internal("the remote forkfeedd at " + address_ +
-                            " sent no receive slot sizes (slots, slot_bytes); is it another forkfeed version?");
+    return Status::Internal(
+        "the remote forkfeedd at " + address_ +
+        " sent no receive slot sizes (slots, slot_bytes); is it another forkfeed version?");
   }
   auto arena = ReceiveArena::create(context_, static_cast<std::uint32_t>(*slots), *slot_bytes, pin_device);
   if (!arena.ok()) return arena.status();
@@ -230,21 +241,19 @@ void RemoteLink::read_control() {
     heard_ += 1;
     const Frame& f = **frame;
     switch (static_cast<MessageType>(f.type)) {
-      case MessageType::kHeartbeat:
-        break;
-      case MessageType::kReply:
-        reply_ = f.payload;
-        break;
+      case MessageType::kHeartbeat: break;
+      case MessageType::kReply: reply_ = f.payload; break;
       case MessageType::kNotice: {  // the gateway's own word on why: nothing to add to it
         const json body = json::parse(f.payload, nullptr, false);
         const std::string why = body.is_object() && body.contains("error") && body["error"].is_string()
                                     ? body["error"].get<std::string>()
                                     : std::string("no reason given");
-        if (lost_.ok()) lost_ = Status::Unavailable("the remote forkfeedd at " + address_ + " ended the connection: " + why);
+        if (lost_.ok())
+          lost_ =
+              Status::Unavailable("the remote forkfeedd at " + address_ + " ended the connection: " + why);
         break;
       }
-      default:
-        (void)lose("it sent a message of unknown type " + std::to_string(f.type));
+      default: (void)lose("it sent a message of unknown type " + std::to_string(f.type));
     }
   }
   if (!filled.ok()) {
@@ -283,7 +292,7 @@ Result<bool> RemoteLink::progress_until(const std::function<bool()>& until, int 
   WaitingClock::Clock::time_point heard_at = waiting.now();
   std::vector<pollfd> fds;
   while (true) {
-    service();  // what came is read before anything is judged
+    service();                 // what came is read before anything is judged
     if (until()) return true;  // before the loss: a refusal's reply comes with its notice
     if (!lost_.ok()) return lost_;
     const Clock::time_point now = Clock::now();

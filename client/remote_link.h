@@ -12,11 +12,11 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
-#include <span>
-#include <vector>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "base/owner_process.h"
 #include "base/unique_fd.h"
@@ -37,15 +37,16 @@ class RemoteLink final : public StreamLink {
   // `timeout` bounds the whole: the connect, the hello, the welcome over UCX and the
   // stream's opening (a daemon that takes longer is taken for hung: its gateway answers,
   // its forkfeedd does not).
-  static Result<std::unique_ptr<RemoteLink>> open(const RemoteDaemon& daemon, std::chrono::milliseconds timeout,
-                                                  int pin_device, const nlohmann::json& request,
-                                                  nlohmann::json& opened);
+  static Result<std::unique_ptr<RemoteLink>> open(const RemoteDaemon& daemon,
+                                                  std::chrono::milliseconds timeout, int pin_device,
+                                                  const nlohmann::json& request, nlohmann::json& opened);
   // open() in steps, for several links at once (FanInLink): start() connects (within
   // `timeout`) and says hello with the token; after each service(), opening() moves on
   // without waiting (the welcome over UCX, then the open_stream) and says true once the
   // stream is open, as open()'s; late() is the error of one that was not open in time
   // (`timeout` after start), saying what it waited for.
-  static Result<std::unique_ptr<RemoteLink>> start(const RemoteDaemon& daemon, std::chrono::milliseconds timeout);
+  static Result<std::unique_ptr<RemoteLink>> start(const RemoteDaemon& daemon,
+                                                   std::chrono::milliseconds timeout);
   Result<bool> opening(const nlohmann::json& request, int pin_device, nlohmann::json& opened);
   Status late(std::chrono::milliseconds timeout);
   ~RemoteLink() override;

@@ -94,8 +94,8 @@ CudaUse probe_cuda(const std::string& driver) {
 bool has_primary_context(const std::string& driver, int ordinal) {
   const LoadedDriver cuda(driver);
   bool active = false;
-  return cuda.loaded() && cuda.can_read_contexts() && cuda.primary_context_active(ordinal, active) == kCudaSuccess &&
-         active;
+  return cuda.loaded() && cuda.can_read_contexts() &&
+         cuda.primary_context_active(ordinal, active) == kCudaSuccess && active;
 }
 
 }  // namespace forkfeed

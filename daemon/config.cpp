@@ -272,13 +272,15 @@ Status validate(const DaemonConfig& config) {
     return Status::InvalidArgument("handshake_timeout_ms must be at least 1");
   }
   if (!config.token_file.empty() && config.listen.empty()) {
-    return Status::InvalidArgument("token_file is set but listen is not: give --listen HOST:PORT to serve remote "
-                                   "clients, or drop the token file");
+    return Status::InvalidArgument(
+        "token_file is set but listen is not: give --listen HOST:PORT to serve remote "
+        "clients, or drop the token file");
   }
   if (!config.listen.empty()) {
     if (config.token_file.empty()) {
       return Status::InvalidArgument(
-          "--listen needs --token-file FILE: remote clients must present the token in it (make one with: head -c 32 "
+          "--listen needs --token-file FILE: remote clients must present the token in it (make one with: "
+          "head -c 32 "
           "/dev/urandom | base64 > FILE; chmod 600 FILE)");
     }
     if (auto token = read_token_file(config.token_file, "--token-file"); !token.ok()) return token.status();
@@ -286,8 +288,9 @@ Status validate(const DaemonConfig& config) {
       if (auto parsed = parse_net_address(address, "--listen"); !parsed.ok()) return parsed.status();
     }
     if (config.datasets.empty()) {
-      return Status::InvalidArgument("--listen serves remote clients only named datasets, and none is named: add "
-                                     "--dataset NAME=PATH");
+      return Status::InvalidArgument(
+          "--listen serves remote clients only named datasets, and none is named: add "
+          "--dataset NAME=PATH");
     }
   }
   for (const auto& [name, source] : config.datasets) {

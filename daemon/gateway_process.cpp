@@ -42,9 +42,10 @@ Result<GatewayProcess> GatewayProcess::start(const DaemonConfig& config, const s
   int ends[2];
   if (::pipe2(ends, O_CLOEXEC) != 0) return Status::FromErrno("pipe for forkfeed-gateway", errno);
   UniqueFd ready(ends[0]), ready_write(ends[1]);
-  std::vector<std::string> args = {*path, "--daemon-socket", socket, "--token-file", config.token_file,
-                                   "--parent-pid", std::to_string(::getpid()), "--ready-fd", std::to_string(kReadyFd),
-                                   "--log-level", config.log_level};
+  std::vector<std::string> args = {
+      *path,           "--daemon-socket",          socket,       "--token-file",           config.token_file,
+      "--parent-pid",  std::to_string(::getpid()), "--ready-fd", std::to_string(kReadyFd), "--log-level",
+      config.log_level};
   for (const std::string& address : config.listen) {
     args.push_back("--listen");
     args.push_back(address);
@@ -58,7 +59,8 @@ Result<GatewayProcess> GatewayProcess::start(const DaemonConfig& config, const s
   std::string said;
   const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
   while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     pollfd p{ready.get(), POLLIN, 0};
     if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) == 0) {
       return Status::DeadlineExceeded("forkfeed-gateway did not start listening within 20 s");

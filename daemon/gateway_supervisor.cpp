@@ -79,9 +79,10 @@ void GatewaySupervisor::try_start() {
     failures_in_a_row_ += 1;
     last_error_ = gateway.status().message();
     next_try_ = after + wait;
-    spdlog::error("{} (try {} in a row); trying again in {:.1f} s (remote clients are not served meanwhile; "
-                  "forkfeed-ctl stats shows the gateway's state)",
-                  last_error_, failures_in_a_row_, seconds(wait));
+    spdlog::error(
+        "{} (try {} in a row); trying again in {:.1f} s (remote clients are not served meanwhile; "
+        "forkfeed-ctl stats shows the gateway's state)",
+        last_error_, failures_in_a_row_, seconds(wait));
     return;
   }
   started_ = after;
@@ -89,8 +90,9 @@ void GatewaySupervisor::try_start() {
   std::lock_guard lock(mu_);
   restarts_ += 1;
   if (failures_in_a_row_ > 0) {
-    spdlog::warn("forkfeed-gateway started again (pid {}) after {} failed tries; remote clients are served at {}",
-                 gateway_->pid(), failures_in_a_row_, joined(gateway_->listening()));
+    spdlog::warn(
+        "forkfeed-gateway started again (pid {}) after {} failed tries; remote clients are served at {}",
+        gateway_->pid(), failures_in_a_row_, joined(gateway_->listening()));
   } else {
     spdlog::info("forkfeed-gateway started again (pid {}) at {}", gateway_->pid(),
                  joined(gateway_->listening()));

@@ -34,7 +34,8 @@ class GatewaySupervisor {
   // Starts the first gateway for `config.listen`, serving the daemon at `socket`; its
   // failure is forkfeedd's (nothing to serve yet, and the operator is watching).
   // REQUIRES: the main thread, before anything could load UCX (GatewayProcess::start).
-  static Result<std::unique_ptr<GatewaySupervisor>> start(const DaemonConfig& config, const std::string& socket);
+  static Result<std::unique_ptr<GatewaySupervisor>> start(const DaemonConfig& config,
+                                                          const std::string& socket);
   ~GatewaySupervisor() { stop(); }
   GatewaySupervisor(const GatewaySupervisor&) = delete;
   GatewaySupervisor& operator=(const GatewaySupervisor&) = delete;

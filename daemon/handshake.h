@@ -17,7 +17,8 @@ class Handshake {
   enum class End { kNone, kTimedOut, kCrowdedOut };
 
   // `socket` is the connection's; it must stay open until closing() returns.
-  Handshake(int socket, Clock::time_point accepted) : socket_(socket), accepted_(accepted), quiet_since_(accepted) {}
+  Handshake(int socket, Clock::time_point accepted)
+      : socket_(socket), accepted_(accepted), quiet_since_(accepted) {}
   Handshake(const Handshake&) = delete;
   Handshake& operator=(const Handshake&) = delete;
 

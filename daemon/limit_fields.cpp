@@ -26,7 +26,8 @@ Status assign(LimitKind kind, std::string_view text, T& value) {
     n = *bytes;
   } else {
     const auto whole = parse_whole_number(text, std::numeric_limits<std::uint32_t>::max());
-    if (!whole) return Status::InvalidArgument(quoted_start(text, 40) + " is not a whole number from 0 to 4294967295");
+    if (!whole)
+      return Status::InvalidArgument(quoted_start(text, 40) + " is not a whole number from 0 to 4294967295");
     n = *whole;
   }
   if constexpr (std::is_same_v<T, std::chrono::milliseconds>) {

@@ -32,7 +32,8 @@ void for_each_limit(Config& config, Visit&& visit) {
                    "Workers one stream may keep busy at once (tasks in flight: this x prefetch) [default: "
                    "max-workers]"},
         config.limits.max_stream_workers);
-  visit(LimitField{"max_arena_bytes", kBytes, "Batch slot memory of all streams, e.g. 64G [default: half of RAM]"},
+  visit(LimitField{"max_arena_bytes", kBytes,
+                   "Batch slot memory of all streams, e.g. 64G [default: half of RAM]"},
         config.limits.max_arena_bytes);
   visit(LimitField{"max_stream_arena_bytes", kBytes,
                    "Batch slot memory of one stream [default: --max-arena-bytes]"},

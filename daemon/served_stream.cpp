@@ -108,7 +108,8 @@ Status ServedStream::want(const json& body) {
   }
   if (*generation != generation_) return Status::Ok();  // it crossed a seek
   for (const json& b : body["batches"]) {
-    if (!b.is_number_unsigned()) return Status::InvalidArgument("want: a batch index must be an unsigned integer");
+    if (!b.is_number_unsigned())
+      return Status::InvalidArgument("want: a batch index must be an unsigned integer");
     // More wanted than slots can hold would only wait; bounded so that a client cannot
     // grow the loader's list without end.
     if (LoaderInternals::wanted(*loader_) >= 2 * std::size_t{kChannelCapacity}) {
@@ -149,7 +150,8 @@ DeliveryRecord ServedStream::next_delivery() {
   if (!next.ok()) {
     if (next.status().code() == Status::Code::kCancelled && !LoaderInternals::broken(*loader_)) return {};
     const PassPosition::Seek at = LoaderInternals::position(*loader_);
-    return error_record(next.status(), at.epoch == loader_->epoch() ? at.position : loader_->batches_per_epoch());
+    return error_record(next.status(),
+                        at.epoch == loader_->epoch() ? at.position : loader_->batches_per_epoch());
   }
   if (!next->has_value()) {
     DeliveryRecord d{};

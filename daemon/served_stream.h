@@ -83,7 +83,7 @@ class ServedStream {
   LentBatches lent_;  // at the client or in its deliveries ring; released before the loader goes
   const bool demand_;
   std::uint64_t generation_ = 1;  // StreamOpened::generation
-  bool fatal_sent_ = false;  // the loader's lasting error went out for this generation
+  bool fatal_sent_ = false;       // the loader's lasting error went out for this generation
   std::uint64_t bad_returns_ = 0;
   nlohmann::json about_;
   std::chrono::steady_clock::time_point opened_;

@@ -53,11 +53,12 @@ Result<std::unique_ptr<Server>> Server::start(DaemonConfig config) {
   auto listener = Listener::bind(config.socket_path, !config.allow_uids.empty());
   if (!listener.ok()) return listener.status();
   // Before any session thread exists: the pool forks from a process that is safe to fork.
-  auto pool = WorkerPool::open(PoolOptions{.workers = config.limits.max_workers, .log_level = config.log_level});
+  auto pool =
+      WorkerPool::open(PoolOptions{.workers = config.limits.max_workers, .log_level = config.log_level});
   if (!pool.ok()) return pool.status();
   config.limits.max_workers = (*pool)->workers();  // 0 was "the CPUs": now a number
-  std::unique_ptr<Server> server(new Server(std::move(config), std::move(listener).value(), std::move(signals),
-                                            std::move(stop), std::move(pool).value()));
+  std::unique_ptr<Server> server(new Server(std::move(config), std::move(listener).value(),
+                                            std::move(signals), std::move(stop), std::move(pool).value()));
   // Spawned, never forked, from this (the main) thread: UCX never enters forkfeedd.
   if (!server->config_.listen.empty()) {
     auto gateway = GatewaySupervisor::start(server->config_, server->listener_.path());
@@ -239,25 +240,25 @@ nlohmann::json Server::stats() const {
   for (auto& s : streams) s["worker_share"] = worker_ns > 0 ? s.value("worker_ns", 0.0) / worker_ns : 0.0;
   const double uptime = std::chrono::duration<double>(now - started_).count();
   nlohmann::json stats{{"daemon",
-                         {{"pid", ::getpid()},
-                          {"socket", listener_.path()},
-                          {"uptime_s", uptime},
-                          {"rss_bytes", resident_bytes()},
-                          {"streams", used.streams},
-                          {"workers", pool_->workers()},
-                          {"start_method", std::string(to_string(pool_->start_method()))},
-                          {"arena_bytes", used.arena_bytes},
-                          {"listen", listening},
-                          {"pending_connections", pending},
-                          {"limits",
-                           {{"max_streams", limits.max_streams},
-                            {"max_workers", limits.max_workers},
-                            {"max_stream_workers", limits.max_stream_workers},
-                            {"max_arena_bytes", limits.max_arena_bytes},
-                            {"max_stream_arena_bytes", limits.max_stream_arena_bytes},
-                            {"max_pending_connections", config_.handshake.max_pending_connections},
-                            {"handshake_timeout_ms", config_.handshake.timeout.count()}}}}},
-                        {"streams", streams}};
+                        {{"pid", ::getpid()},
+                         {"socket", listener_.path()},
+                         {"uptime_s", uptime},
+                         {"rss_bytes", resident_bytes()},
+                         {"streams", used.streams},
+                         {"workers", pool_->workers()},
+                         {"start_method", std::string(to_string(pool_->start_method()))},
+                         {"arena_bytes", used.arena_bytes},
+                         {"listen", listening},
+                         {"pending_connections", pending},
+                         {"limits",
+                          {{"max_streams", limits.max_streams},
+                           {"max_workers", limits.max_workers},
+                           {"max_stream_workers", limits.max_stream_workers},
+                           {"max_arena_bytes", limits.max_arena_bytes},
+                           {"max_stream_arena_bytes", limits.max_stream_arena_bytes},
+                           {"max_pending_connections", config_.handshake.max_pending_connections},
+                           {"handshake_timeout_ms", config_.handshake.timeout.count()}}}}},
+                       {"streams", streams}};
   if (gateway_) stats["daemon"]["gateway"] = gateway_->stats(now);
   return stats;
 }

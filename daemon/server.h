@@ -9,8 +9,8 @@
 #include <list>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "daemon/admission.h"
 #include "daemon/config.h"
@@ -33,7 +33,8 @@ class Server {
   const std::string& socket_path() const { return listener_.path(); }
 
  private:
-  Server(DaemonConfig config, Listener listener, UniqueFd signals, UniqueFd stop, std::shared_ptr<WorkerPool> pool);
+  Server(DaemonConfig config, Listener listener, UniqueFd signals, UniqueFd stop,
+         std::shared_ptr<WorkerPool> pool);
   // Accepts at most a bounded number of connections, so that expiring and reaping run
   // between rounds of a connect flood.
   void accept_some();

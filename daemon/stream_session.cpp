@@ -15,8 +15,8 @@
 
 #include "base/out_of_memory.h"
 #include "base/printable.h"
-#include "loader/slot_count.h"
 #include "loader/resolved_options.h"
+#include "loader/slot_count.h"
 #include "protocol/stream_request.h"
 
 namespace forkfeed {
@@ -174,7 +174,8 @@ bool StreamSession::handle_request() {
   }
   if (a.then == Answer::Then::kHandshakeEnded) return refuse_ended_handshake();
   if (a.then == Answer::Then::kClose) return false;
-  if (a.then == Answer::Then::kNone) return handshake_.end_request(stream_ != nullptr) || refuse_ended_handshake();
+  if (a.then == Answer::Then::kNone)
+    return handshake_.end_request(stream_ != nullptr) || refuse_ended_handshake();
   const json& answer = a.reply;
   if (!answer["ok"].get<bool>() && ++protocol_errors_ >= kMaxProtocolErrors) {
     (void)reply(error_reply(Status::InvalidArgument("too many bad requests; closing the connection")));
@@ -205,9 +206,7 @@ StreamSession::Answer StreamSession::answer_request(const Frame& frame, std::vec
           answer = open_stream(body, fds);
         }
         break;
-      case MessageType::kSeek:
-        answer = seek(body);
-        break;
+      case MessageType::kSeek: answer = seek(body); break;
       case MessageType::kWant:
         // Unanswered: a bad one ends the connection, with a notice saying why.
         if (Status s = stream_ ? stream_->want(body) : Status::InvalidArgument("want: open a stream first");
@@ -221,9 +220,7 @@ StreamSession::Answer StreamSession::answer_request(const Frame& frame, std::vec
         if (stream_) publish_stats();
         answer = ok_reply(stream_ ? stats() : context_.daemon_stats());
         break;
-      case MessageType::kHello:
-        answer = ok_reply(json{{"protocol", kProtocolVersion}});
-        break;
+      case MessageType::kHello: answer = ok_reply(json{{"protocol", kProtocolVersion}}); break;
       case MessageType::kClose:
         // The stream's workers and memory are given back before the reply, so that a
         // client that closes and opens again at once finds them free.
@@ -296,15 +293,13 @@ json StreamSession::open_stream(const json& body, std::vector<UniqueFd>& fds) {
   if (!ticket.ok()) return error_reply(ticket.status());
   json about{{"pid", peer_.pid},
              {"uid", peer_.uid},
-             {"dataset",
-              name.empty() ? DatasetSource::of(options).path() : name},
+             {"dataset", name.empty() ? DatasetSource::of(options).path() : name},
              {"rank", options.rank},
              {"world_size", options.world_size},
              {"batch_size", options.batch_size},
              {"workers", ticket->workers()}};
   auto opened = ServedStream::open(id_, *resolved, request->state, request->demand, context_.pool,
-                                   std::move(ticket).value(),
-                                   std::move(about));
+                                   std::move(ticket).value(), std::move(about));
   if (!opened.ok()) return error_reply(opened.status());
   {
     std::lock_guard lock(stream_mu_);

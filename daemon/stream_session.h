@@ -33,7 +33,7 @@ namespace forkfeed {
 struct SessionContext {
   const DaemonConfig* config;
   Admission* admission;
-  int stop_fd;  // readable once the daemon is stopping
+  int stop_fd;                       // readable once the daemon is stopping
   std::shared_ptr<WorkerPool> pool;  // the decode workers every stream shares
   std::function<nlohmann::json()> daemon_stats;
 };

@@ -73,8 +73,8 @@ std::string where(const DatasetIdentity& a, const DatasetIdentity& b, const Data
   }
   if (named.empty()) return "";
   if (more > 0) {
-    named.push_back(std::to_string(more) + " more range" + (more == 1 ? "" : "s") + " of " + std::to_string(size) +
-                    " sample" + (size == 1 ? "" : "s"));
+    named.push_back(std::to_string(more) + " more range" + (more == 1 ? "" : "s") + " of " +
+                    std::to_string(size) + " sample" + (size == 1 ? "" : "s"));
   }
   return std::string(plural || more > 0 ? " in samples " : " in sample ") + and_list(named);
 }
@@ -85,7 +85,8 @@ std::string count_text(const DatasetIdentity& a, const DatasetIdentity& b) {
 
 }  // namespace
 
-std::string dataset_difference(const DatasetIdentity& a, const DatasetIdentity& b, const DatasetIndex* b_index) {
+std::string dataset_difference(const DatasetIdentity& a, const DatasetIdentity& b,
+                               const DatasetIndex* b_index) {
   if (a.legacy_only() || b.legacy_only()) {
     if (a.samples == b.samples && a.legacy == b.legacy) return "";
     std::string text = a.samples == b.samples ? "" : count_text(a, b) + "; ";

@@ -48,7 +48,9 @@ struct DatasetIdentity {
   bool legacy_only() const { return names.empty(); }
   std::uint64_t range_count() const { return ranges.size() / kRangeDigits; }
   // How many ranges `samples` make: their digests' length over kRangeDigits.
-  std::uint64_t ranges_for_samples() const { return samples / range_samples + (samples % range_samples != 0); }
+  std::uint64_t ranges_for_samples() const {
+    return samples / range_samples + (samples % range_samples != 0);
+  }
   // Every field equal; whether two identities are one dataset is dataset_difference()'s.
   bool operator==(const DatasetIdentity&) const = default;
 };

@@ -87,7 +87,8 @@ class DatasetIndexBuilder {
     std::string_view common = index_.file(0).substr(0, index_.file(0).rfind('/') + 1);
     for (std::size_t f = 1; f < index_.file_count(); ++f) {
       const std::string_view path = index_.file(f);
-      while (common.size() > 1 && !path.starts_with(common)) common = common.substr(0, common.rfind('/', common.size() - 2) + 1);
+      while (common.size() > 1 && !path.starts_with(common))
+        common = common.substr(0, common.rfind('/', common.size() - 2) + 1);
     }
     if (common.size() > 1) common.remove_suffix(1);  // "/data/x/" -> "/data/x"; "/" stays
     return std::string(common);

@@ -38,7 +38,7 @@ std::string_view DatasetIndex::file_name(std::size_t f) const {
   const std::string_view path = file(f);
   if (root_.empty() || !path.starts_with(root_)) return path;
   const std::string_view rest = path.substr(root_.size());
-  if (root_.ends_with('/')) return rest;  // "/", or a root given with its slash
+  if (root_.ends_with('/')) return rest;                 // "/", or a root given with its slash
   return rest.starts_with('/') ? rest.substr(1) : path;  // "/data/xy" is not under "/data/x"
 }
 

@@ -60,7 +60,8 @@ class ClassWalk {
       // std::string_view compares bytes as unsigned char: Python's order for UTF-8 names.
       std::sort(refs_.begin() + d.first, refs_.begin() + d.last,
                 [&](const NameRef& a, const NameRef& b) { return view(a) < view(b); });
-      for (std::size_t i = d.first; i < d.last; ++i) builder.add(d.path, view(refs_[i]), label, refs_[i].bytes);
+      for (std::size_t i = d.first; i < d.last; ++i)
+        builder.add(d.path, view(refs_[i]), label, refs_[i].bytes);
     }
   }
 

@@ -52,7 +52,8 @@ void Gateway::reap_closes(bool all) {
   });
 }
 
-Result<std::unique_ptr<Gateway>> Gateway::start(GatewaySettings settings, const std::vector<std::string>& addresses) {
+Result<std::unique_ptr<Gateway>> Gateway::start(GatewaySettings settings,
+                                                const std::vector<std::string>& addresses) {
   std::unique_ptr<Gateway> gateway(new Gateway(std::move(settings)));
   gateway->settings_.on_endpoint_error = on_endpoint_error;
   gateway->settings_.on_endpoint_error_arg = gateway.get();

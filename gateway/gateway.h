@@ -26,7 +26,8 @@ namespace forkfeed {
 class Gateway {
  public:
   // Listens on each of `addresses` (HOST:PORT; port 0: any free one).
-  static Result<std::unique_ptr<Gateway>> start(GatewaySettings settings, const std::vector<std::string>& addresses);
+  static Result<std::unique_ptr<Gateway>> start(GatewaySettings settings,
+                                                const std::vector<std::string>& addresses);
   ~Gateway();
 
   // "HOST:PORT" of each listener, the port resolved.
@@ -47,7 +48,8 @@ class Gateway {
   std::vector<UniqueFd> listeners_;
   std::vector<std::string> listening_;
   // Ends `session`: its endpoint starts closing (watched in closing_), then it goes.
-  std::list<std::unique_ptr<RemoteSession>>::iterator end_session(std::list<std::unique_ptr<RemoteSession>>::iterator it);
+  std::list<std::unique_ptr<RemoteSession>>::iterator end_session(
+      std::list<std::unique_ptr<RemoteSession>>::iterator it);
   // Watches the endpoint closes under way; frees those done, lets go of those overdue.
   void reap_closes(bool all);
 

@@ -54,7 +54,8 @@ RemoteSession::~RemoteSession() {
 
 void RemoteSession::reply(const json& body) {
   const std::string text = body.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (Status s = send_frame(control_.get(), MessageType::kReply, text); !s.ok()) end("cannot answer: " + s.message());
+  if (Status s = send_frame(control_.get(), MessageType::kReply, text); !s.ok())
+    end("cannot answer: " + s.message());
 }
 
 void RemoteSession::refuse(const Status& status) {
@@ -115,8 +116,8 @@ void RemoteSession::on_frame(const Frame& frame) {
   switch (type) {
     case MessageType::kOpenStream:
       if (phase_ == Phase::kStreaming) {
-        return refuse(
-            Status::InvalidArgument("a stream is already open on this connection; open another connection for another"));
+        return refuse(Status::InvalidArgument(
+            "a stream is already open on this connection; open another connection for another"));
       }
       if (Status s = open_stream(body); !s.ok()) {
         daemon_.reset();
@@ -134,10 +135,8 @@ void RemoteSession::on_frame(const Frame& frame) {
         return end("closed");
       }
       return forward(type, body);
-    case MessageType::kHello:
-      return reply(ok_reply(json{{"protocol", kProtocolVersion}}));
-    default:
-      return refuse(Status::InvalidArgument("unknown message type " + std::to_string(frame.type)));
+    case MessageType::kHello: return reply(ok_reply(json{{"protocol", kProtocolVersion}}));
+    default: return refuse(Status::InvalidArgument("unknown message type " + std::to_string(frame.type)));
   }
 }
 
@@ -160,7 +159,8 @@ void RemoteSession::check_hello(const json& body) {
         "forkfeedd refused the token: give the remote client the file this forkfeedd was started with "
         "(--token-file), as token_file or FORKFEED_TOKEN_FILE"));
     return end("refused: a wrong token (the next hello from its address is checked in " +
-               std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(wait).count()) + " ms at the "
+               std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(wait).count()) +
+               " ms at the "
                "earliest)");
   }
   auto worker = bytes_from_json(body, "worker");
@@ -171,8 +171,9 @@ void RemoteSession::check_hello(const json& body) {
   auto endpoint =
       UcxEndpoint::connect(worker_, *worker, settings_.on_endpoint_error, settings_.on_endpoint_error_arg);
   if (!endpoint.ok()) {
-    refuse(Status::Unavailable("forkfeed-gateway cannot reach this client over UCX: " +
-                               endpoint.status().message() + " (check UCX_TLS and UCX_NET_DEVICES on both sides)"));
+    refuse(Status::Unavailable(
+        "forkfeed-gateway cannot reach this client over UCX: " + endpoint.status().message() +
+        " (check UCX_TLS and UCX_NET_DEVICES on both sides)"));
     return end("unreachable over UCX");
   }
   endpoint_ = std::move(endpoint).value();
@@ -236,8 +237,7 @@ void RemoteSession::on_daemon() {
       // then, when a live endpoint was forced shut under traffic).
       closing_ = Closing{answer->body, endpoint_.start_close(true), Clock::now() + kHeartbeatInterval * 2};
       return;
-    default:
-      break;
+    default: break;
   }
   reply(answer->body);
   pump();
@@ -257,8 +257,8 @@ Status RemoteSession::attach_stream(DaemonConnection::Reply& answer) {
   sample_bytes_ = sample_bytes(opened->dtype, opened->size);
   batch_size_ = opened->order.batch_size;
   generation_ = opened->generation;
-  spdlog::info("remote client {}: stream {} opened ({} slots of {:.1f} MiB)", peer_, opened->stream, opened->slots,
-               opened->slot_bytes / 1048576.0);
+  spdlog::info("remote client {}: stream {} opened ({} slots of {:.1f} MiB)", peer_, opened->stream,
+               opened->slots, opened->slot_bytes / 1048576.0);
   return Status::Ok();
 }
 
@@ -313,7 +313,8 @@ void RemoteSession::tick(Clock::time_point now) {
   }
   // A held hello came in time: it waits for its turn, not for the greeting timeout.
   if (phase_ == Phase::kGreeting && !held_hello_ && now - accepted_ > settings_.greeting_timeout) {
-    return end("no hello with the token within " + std::to_string(settings_.greeting_timeout.count()) + " ms");
+    return end("no hello with the token within " + std::to_string(settings_.greeting_timeout.count()) +
+               " ms");
   }
   if (now - last_beat_ >= kHeartbeatInterval) {
     last_beat_ = now;

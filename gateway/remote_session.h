@@ -64,8 +64,9 @@ class RemoteSession {
   bool greeted() const { return phase_ != Phase::kGreeting; }
   // Ends a connection that has not greeted, to make room for a newer one.
   void crowd_out() {
-    end(held_hello_ ? "closed to make room: its hello was waiting for its turn after wrong tokens from its address"
-                    : "closed to make room: it sent no hello with the token in time");
+    end(held_hello_
+            ? "closed to make room: its hello was waiting for its turn after wrong tokens from its address"
+            : "closed to make room: it sent no hello with the token in time");
   }
   // Its hello waits for its turn (TokenThrottle): the gateway polls more often meanwhile.
   bool waiting_turn() const { return held_hello_.has_value() && !finished_; }

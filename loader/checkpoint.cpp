@@ -45,7 +45,8 @@ std::string without_exception_id(const char* what) {
 Result<int> check_version(const nlohmann::json& doc) {
   const auto it = doc.find("forkfeed_state");
   if (it == doc.end()) return not_a_state("no \"forkfeed_state\" field; pass what Loader::state() returned");
-  if (!it->is_number_integer() || (it->get<std::int64_t>() != kVersion && it->get<std::int64_t>() != kVersion1)) {
+  if (!it->is_number_integer() ||
+      (it->get<std::int64_t>() != kVersion && it->get<std::int64_t>() != kVersion1)) {
     return not_a_state("version " + it->dump() + " is not supported; this forkfeed reads versions " +
                        std::to_string(kVersion1) + " and " + std::to_string(kVersion));
   }
@@ -143,8 +144,11 @@ std::string dataset_sentence(const OrderKey& saved, const OrderKey& current, con
   const std::string what = dataset_difference(saved.dataset, current.dataset, index);
   if (what.empty()) return what;
   if (saved.dataset.legacy_only()) {
-    return "the state, written by an older forkfeed (state version 1), was taken on another dataset than this "
-           "loader's: " + what + "; a version-1 state resumes only on the same files at the same absolute paths: "
+    return "the state, written by an older forkfeed (state version 1), was taken on another dataset than "
+           "this "
+           "loader's: " +
+           what +
+           "; a version-1 state resumes only on the same files at the same absolute paths: "
            "resume it there and save a new state, which resumes wherever the files are mounted";
   }
   return "the state was taken on another dataset than this loader's: " + what +
@@ -153,7 +157,8 @@ std::string dataset_sentence(const OrderKey& saved, const OrderKey& current, con
 }
 
 // One sentence per field of `saved` that differs from `current`, each saying what to resume with.
-std::vector<std::string> differences(const OrderKey& saved, const OrderKey& current, const DatasetIndex* index) {
+std::vector<std::string> differences(const OrderKey& saved, const OrderKey& current,
+                                     const DatasetIndex* index) {
   std::vector<std::string> out;
   if (std::string dataset = dataset_sentence(saved, current, index); !dataset.empty()) out.push_back(dataset);
   const auto differ = [&](std::string_view field, std::string_view sentence) {
@@ -184,7 +189,8 @@ std::string encode_checkpoint(const Checkpoint& checkpoint) {
   return doc.dump();
 }
 
-Result<Checkpoint> decode_checkpoint(std::string_view state, const OrderKey& current, const DatasetIndex* index) {
+Result<Checkpoint> decode_checkpoint(std::string_view state, const OrderKey& current,
+                                     const DatasetIndex* index) {
   if (state.size() > kMaxStateBytes) {
     return not_a_state("it is " + std::to_string(state.size()) + " bytes, over the " +
                        std::to_string(kMaxStateBytes) + " a state can be; pass what state() returned");

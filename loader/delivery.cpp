@@ -13,7 +13,8 @@ Delivery::Delivery(std::shared_ptr<Arena> arena, std::shared_ptr<SlotPool> slots
                    std::shared_ptr<spdlog::logger> log)
     : arena_(std::move(arena)), slots_(std::move(slots)), index_(index), log_(std::move(log)) {}
 
-Result<std::optional<Batch>> Delivery::deliver(const Completion& c, std::uint64_t epoch, std::uint64_t index) {
+Result<std::optional<Batch>> Delivery::deliver(const Completion& c, std::uint64_t epoch,
+                                               std::uint64_t index) {
   const SlotContents slot(*arena_, c.slot);
   // A worker that fails a batch notes the culprit first; the checks catch a slot that
   // breaks the layout rule, which would be a bug of ours, never bad data.

@@ -11,9 +11,9 @@
 
 namespace forkfeed {
 
-Dispatcher::Dispatcher(std::shared_ptr<Arena> arena, std::shared_ptr<SlotPool> slots, const DatasetIndex& index,
-                       OnError on_error, const WorkerHealth& health, const PoolMemory& pool,
-                       std::uint64_t loader)
+Dispatcher::Dispatcher(std::shared_ptr<Arena> arena, std::shared_ptr<SlotPool> slots,
+                       const DatasetIndex& index, OnError on_error, const WorkerHealth& health,
+                       const PoolMemory& pool, std::uint64_t loader)
     : arena_(std::move(arena)),
       slots_(std::move(slots)),
       index_(index),
@@ -84,7 +84,8 @@ Status Dispatcher::place(Task task, std::vector<std::uint64_t> samples) {
   const SlotContents slot(*arena_, task.slot);
   task.count = slot.prepare(samples, index_, health_.poisoned);
   if (slot.skipped() > 0 && on_error_ == OnError::kFail) {
-    ready_.emplace(task.batch_id, Completion{task.generation, task.batch_id, task.slot, TaskOutcome::kFailed});
+    ready_.emplace(task.batch_id,
+                   Completion{task.generation, task.batch_id, task.slot, TaskOutcome::kFailed});
     return Status::Ok();
   }
   const std::uint32_t worker = least_loaded_worker();
@@ -124,7 +125,9 @@ std::uint32_t Dispatcher::least_loaded_worker() const {
     }
     return best;
   };
-  const auto up = [&](std::uint32_t w) { return !health_.killed[w] && pool_.worker(w).progress_ns.load() != 0; };
+  const auto up = [&](std::uint32_t w) {
+    return !health_.killed[w] && pool_.worker(w).progress_ns.load() != 0;
+  };
   const std::uint64_t now = monotonic_ns();
   if (auto w = pick([&](std::uint32_t w) { return up(w) && !held_by_another(w, now); })) return *w;
   if (auto w = pick(up)) return *w;

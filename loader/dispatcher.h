@@ -20,8 +20,8 @@
 #include "loader/sampler.h"
 #include "loader/slot_pool.h"
 #include "loader/worker_health.h"
-#include "transport/pool_memory.h"
 #include "transport/arena.h"
+#include "transport/pool_memory.h"
 
 namespace forkfeed {
 
@@ -56,9 +56,9 @@ class Dispatcher {
   void limit_in_flight(std::uint32_t tasks) { in_flight_limit_ = tasks; }
 
   // Issues batch `batch_id` of `epoch`'s pass, `samples`, into `slot`, on the least
-  // loaded worker (of those not held by another loader's long sample, if any). Samples a worker died on are left out as skipped; under
-  // on_error=fail such a batch fails in its turn without going to a worker. Returns an
-  // error (and the slot goes back) only if the worker's task ring is full.
+  // loaded worker (of those not held by another loader's long sample, if any). Samples a worker died on are
+  // left out as skipped; under on_error=fail such a batch fails in its turn without going to a worker.
+  // Returns an error (and the slot goes back) only if the worker's task ring is full.
   Status submit(std::uint64_t epoch, std::uint64_t batch_id, std::uint32_t slot,
                 std::span<const std::uint64_t> samples);
 
@@ -113,8 +113,8 @@ class Dispatcher {
   const Sampler* sampler_ = nullptr;
   std::uint64_t epoch_ = 0;
   std::vector<std::uint64_t> order_;
-  std::uint64_t issued_ = 0;  // a whole pass: batches submitted, from the first
-  std::vector<std::deque<Issued>> ledger_;      // per worker: issued, not yet completed, in order
+  std::uint64_t issued_ = 0;                   // a whole pass: batches submitted, from the first
+  std::vector<std::deque<Issued>> ledger_;     // per worker: issued, not yet completed, in order
   std::map<std::uint64_t, Completion> ready_;  // finished, waiting for their turn
   std::uint64_t wait_ns_ = 0;
 };

@@ -12,11 +12,13 @@ namespace {
 
 // The "dataset" object write_order_key wrote at `path` ("order.dataset"); `legacy`
 // whether it must hold dataset.legacy (the reply's).
-Status read_identity(const nlohmann::json& object, const std::string& path, bool legacy, DatasetIdentity& id) {
+Status read_identity(const nlohmann::json& object, const std::string& path, bool legacy,
+                     DatasetIdentity& id) {
   using namespace json_field;
   const auto it = object.find("dataset");
   if (it == object.end()) return missing(path);
-  if (!it->is_object()) return Status::InvalidArgument("field \"" + path + "\" must be an object, got " + it->dump());
+  if (!it->is_object())
+    return Status::InvalidArgument("field \"" + path + "\" must be an object, got " + it->dump());
   const nlohmann::json& d = *it;
   const auto at = [&](const char* name) { return path + "." + name; };
   Status s = read_unsigned(d, "samples", at("samples"), id.samples);

@@ -65,7 +65,8 @@ class PassPosition {
   // Where a state() starts: decoded, checked against |key| (decode_checkpoint; |index|,
   // when the caller has the one |key| was made of, names the files that differ) and
   // placed with start_of().
-  Result<Seek> parse_state(std::string_view state, const OrderKey& key, const DatasetIndex* index = nullptr) const;
+  Result<Seek> parse_state(std::string_view state, const OrderKey& key,
+                           const DatasetIndex* index = nullptr) const;
   // A state (or a seek) to |seek| is loaded. Where the owner must start the pass, or
   // nullopt when it stands there already: then what is prefetched is kept, and the
   // position counts as resumed (start() is done here).

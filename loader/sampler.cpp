@@ -35,7 +35,8 @@ std::vector<std::uint64_t> Sampler::epoch_order(std::uint64_t epoch) const {
   return mine;
 }
 
-std::span<const std::uint64_t> Sampler::batch(const std::vector<std::uint64_t>& order, std::uint64_t b) const {
+std::span<const std::uint64_t> Sampler::batch(const std::vector<std::uint64_t>& order,
+                                              std::uint64_t b) const {
   const std::uint64_t begin = b * spec_.batch_size;
   const std::uint64_t end = std::min<std::uint64_t>(begin + spec_.batch_size, order.size());
   return std::span<const std::uint64_t>(order).subspan(begin, end - begin);

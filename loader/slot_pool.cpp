@@ -27,7 +27,8 @@ std::uint32_t SlotPool::free_count() const {
 
 Status every_slot_held() {
   return Status::ResourceExhausted(
-      "every batch slot is held by a Batch the caller has not released; release batches sooner or raise prefetch");
+      "every batch slot is held by a Batch the caller has not released; release batches sooner or raise "
+      "prefetch");
 }
 
 }  // namespace forkfeed

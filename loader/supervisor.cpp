@@ -18,7 +18,8 @@ constexpr std::uint64_t kStartupAllowanceNs = 5'000'000'000;
 }  // namespace
 
 Supervisor::Supervisor(std::shared_ptr<Arena> arena, WorkerPool::Impl& pool, std::uint64_t loader,
-                       const DatasetIndex& index, const LoaderOptions& options, std::shared_ptr<spdlog::logger> log)
+                       const DatasetIndex& index, const LoaderOptions& options,
+                       std::shared_ptr<spdlog::logger> log)
     : arena_(std::move(arena)),
       pool_(pool),
       loader_(loader),
@@ -36,9 +37,9 @@ bool Supervisor::served_by(const WorkerDeath& death) const {
 Status Supervisor::budget_or_failure(const WorkerDeath& death, const std::string& who, bool hit) {
   if (!death.failure.ok()) return death.failure;
   if (hit && ++restarts_ > max_worker_restarts_) {
-    return Status::WorkerDied(who + "; that is " + std::to_string(restarts_) +
-                              " worker deaths, over max_worker_restarts " + std::to_string(max_worker_restarts_) +
-                              "; look for the cause in the log, then recreate the Loader");
+    return Status::WorkerDied(
+        who + "; that is " + std::to_string(restarts_) + " worker deaths, over max_worker_restarts " +
+        std::to_string(max_worker_restarts_) + "; look for the cause in the log, then recreate the Loader");
   }
   return Status::Ok();
 }
@@ -63,7 +64,8 @@ Status Supervisor::on_death(const WorkerDeath& death, std::size_t unfinished) {
   const bool in_hand = death.culprit_sample != kNoSample;
   const bool hit = in_hand ? death.culprit_loader == loader_ : served;
   Status status = budget_or_failure(death, who, hit);
-  if (status.ok() && served) log_->warn("{}; replaced it and re-issued its {} unfinished batch(es)", who, unfinished);
+  if (status.ok() && served)
+    log_->warn("{}; replaced it and re-issued its {} unfinished batch(es)", who, unfinished);
   if (culprit != kNoSample) {
     const std::string path = printable(index_.describe(culprit));
     log_->error("{} died while decoding {}; it is treated as a bad file from now on", who, path);

@@ -24,8 +24,8 @@ namespace forkfeed {
 class Supervisor {
  public:
   // `pool` and `index` must outlive this; `loader` is this loader's id in the pool.
-  Supervisor(std::shared_ptr<Arena> arena, WorkerPool::Impl& pool, std::uint64_t loader, const DatasetIndex& index,
-             const LoaderOptions& options, std::shared_ptr<spdlog::logger> log);
+  Supervisor(std::shared_ptr<Arena> arena, WorkerPool::Impl& pool, std::uint64_t loader,
+             const DatasetIndex& index, const LoaderOptions& options, std::shared_ptr<spdlog::logger> log);
 
   const WorkerHealth& health() const { return health_; }
   // Worker deaths so far that count against this loader's budget: those with a sample of

@@ -16,10 +16,12 @@ PipelineOptions pipeline_options_of(const LoaderOptions& o) {
 
 Result<Pipeline> pipeline_of(const LoaderOptions& o) {
   if (o.transform.size() >= kTransformTextBytes) {
-    return Status::InvalidArgument("transform is " + std::to_string(o.transform.size()) + " characters; at most " +
-                                   std::to_string(kTransformTextBytes - 1) + " fit");
+    return Status::InvalidArgument("transform is " + std::to_string(o.transform.size()) +
+                                   " characters; at most " + std::to_string(kTransformTextBytes - 1) +
+                                   " fit");
   }
-  if (o.transform.find('\0') != std::string::npos) return Status::InvalidArgument("transform holds a NUL character");
+  if (o.transform.find('\0') != std::string::npos)
+    return Status::InvalidArgument("transform holds a NUL character");
   return Pipeline::build(o.transform, pipeline_options_of(o));
 }
 

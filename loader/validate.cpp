@@ -48,11 +48,12 @@ Result<ResolvedOptions> ResolvedOptions::of(const LoaderOptions& o) {
   auto resolved = resolve_transform(o);
   if (!resolved.ok()) return resolved.status();
   if (resolved->size < 8 || resolved->size > 4096) {
-    return bad("the transform makes " + std::to_string(resolved->size) + " x " + std::to_string(resolved->size) +
-               " samples; the size must be in [8, 4096]");
+    return bad("the transform makes " + std::to_string(resolved->size) + " x " +
+               std::to_string(resolved->size) + " samples; the size must be in [8, 4096]");
   }
   if (o.rank >= o.world_size) {
-    return bad("rank " + std::to_string(o.rank) + " is out of range for world size " + std::to_string(o.world_size));
+    return bad("rank " + std::to_string(o.rank) + " is out of range for world size " +
+               std::to_string(o.world_size));
   }
   if (Status s = check_normalisation(o.mean, o.std); !s.ok()) return s;
   // Invariant 6: the arena is slots x batch bytes, all of it backed by memory.
@@ -62,8 +63,9 @@ Result<ResolvedOptions> ResolvedOptions::of(const LoaderOptions& o) {
     return Status::ResourceExhausted(
         "the batch slots would need " + std::to_string(arena >> 20) + " MiB (" +
         std::to_string(slot_count(o)) + " slots x batch " + std::to_string(o.batch_size) + " x " +
-        std::to_string(sample_bytes(resolved->dtype, resolved->size)) + " bytes per sample), over half of this machine's " +
-        std::to_string(ram >> 20) + " MiB; lower batch_size, size, workers or prefetch");
+        std::to_string(sample_bytes(resolved->dtype, resolved->size)) +
+        " bytes per sample), over half of this machine's " + std::to_string(ram >> 20) +
+        " MiB; lower batch_size, size, workers or prefetch");
   }
   return ResolvedOptions(std::move(resolved).value());
 }

@@ -10,9 +10,9 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <vector>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 extern char** environ;
 
@@ -157,7 +157,8 @@ std::optional<ExitInfo> ChildProcess::poll() {
 
 std::optional<ExitInfo> ChildProcess::wait_for(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (auto step = std::chrono::microseconds(100);; step = std::min(step * 2, std::chrono::microseconds(10'000))) {
+  for (auto step = std::chrono::microseconds(100);;
+       step = std::min(step * 2, std::chrono::microseconds(10'000))) {
     if (auto e = poll()) return e;
     if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
     std::this_thread::sleep_for(step);

@@ -34,10 +34,8 @@ std::string fork_support(const ForkReport& r) {
   switch (r.rdma_fork_mode) {
     case RdmaForkMode::kUnneeded:
       return "RDMA fork support unneeded (the kernel copies pinned pages on fork)";
-    case RdmaForkMode::kEnabled:
-      return "RDMA fork support enabled";
-    case RdmaForkMode::kDisabled:
-      break;
+    case RdmaForkMode::kEnabled: return "RDMA fork support enabled";
+    case RdmaForkMode::kDisabled: break;
   }
   if (r.rdma_fork_env) {
     return "RDMA fork support enabled (RDMAV_FORK_SAFE or IBV_FORK_SAFE is set: libibverbs turns it on "
@@ -50,12 +48,9 @@ std::string fork_support(const ForkReport& r) {
 
 std::string_view to_string(RdmaForkMode mode) {
   switch (mode) {
-    case RdmaForkMode::kDisabled:
-      return "disabled";
-    case RdmaForkMode::kEnabled:
-      return "enabled";
-    case RdmaForkMode::kUnneeded:
-      return "unneeded";
+    case RdmaForkMode::kDisabled: return "disabled";
+    case RdmaForkMode::kEnabled: return "enabled";
+    case RdmaForkMode::kUnneeded: return "unneeded";
   }
   return "unknown";
 }
@@ -71,14 +66,9 @@ std::vector<ForkHazard> ForkReport::hazards() const {
   std::vector<ForkHazard> out;
   if (rdma_in_use()) {
     switch (effective_rdma_fork_mode()) {
-      case RdmaForkMode::kDisabled:
-        out.push_back(ForkHazard::kRdmaWithoutForkSupport);
-        break;
-      case RdmaForkMode::kEnabled:
-        out.push_back(ForkHazard::kRdmaForkSupport);
-        break;
-      case RdmaForkMode::kUnneeded:
-        break;
+      case RdmaForkMode::kDisabled: out.push_back(ForkHazard::kRdmaWithoutForkSupport); break;
+      case RdmaForkMode::kEnabled: out.push_back(ForkHazard::kRdmaForkSupport); break;
+      case RdmaForkMode::kUnneeded: break;
     }
   }
   if (ucx_loaded) out.push_back(ForkHazard::kUcx);
@@ -97,15 +87,11 @@ std::string ForkReport::summary() const {
       case ForkHazard::kRdmaForkSupport:
         parts.push_back("RDMA in use with fork support (" + rdma_evidence(*this) + ")");
         break;
-      case ForkHazard::kUcx:
-        parts.push_back("UCX loaded (libucp)");
-        break;
+      case ForkHazard::kUcx: parts.push_back("UCX loaded (libucp)"); break;
       case ForkHazard::kCudaContext:
         parts.push_back("CUDA context active on " + devices(cuda_active_devices));
         break;
-      case ForkHazard::kThreads:
-        parts.push_back(std::to_string(threads) + " threads");
-        break;
+      case ForkHazard::kThreads: parts.push_back(std::to_string(threads) + " threads"); break;
     }
   }
   return parts.empty() ? "no fork hazard" : join(parts, "; ");
@@ -136,9 +122,11 @@ std::string ForkReport::describe() const {
                "(MADV_DONTFORK), so a child that touches one dies with SIGSEGV.\n";
         break;
       case ForkHazard::kUcx:
-        out += "- UCX is loaded (libucp; a remote forkfeed Client, MPI or UCC uses it): it calls ibv_fork_init() "
-               "when it opens an RDMA device, so what it registers is left out of forked children, and its "
-               "maintainers forbid a forked child to touch UCX (openucx/ucx#4325).\n";
+        out +=
+            "- UCX is loaded (libucp; a remote forkfeed Client, MPI or UCC uses it): it calls "
+            "ibv_fork_init() "
+            "when it opens an RDMA device, so what it registers is left out of forked children, and its "
+            "maintainers forbid a forked child to touch UCX (openucx/ucx#4325).\n";
         break;
       case ForkHazard::kCudaContext:
         out += "- A CUDA context is active on " + devices(cuda_active_devices) +

@@ -26,12 +26,9 @@ bool env_enabled(const char* name) {
 
 RdmaForkMode rdma_fork_mode() {
   switch (ibv_is_fork_initialized()) {
-    case IBV_FORK_ENABLED:
-      return RdmaForkMode::kEnabled;
-    case IBV_FORK_UNNEEDED:
-      return RdmaForkMode::kUnneeded;
-    case IBV_FORK_DISABLED:
-      break;
+    case IBV_FORK_ENABLED: return RdmaForkMode::kEnabled;
+    case IBV_FORK_UNNEEDED: return RdmaForkMode::kUnneeded;
+    case IBV_FORK_DISABLED: break;
   }
   return RdmaForkMode::kDisabled;
 }

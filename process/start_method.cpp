@@ -3,16 +3,15 @@
 
 namespace forkfeed {
 
-Result<StartDecision> choose_start_method(StartMethod method, ForkHazardPolicy fork_hazard, const ForkReport& report) {
+Result<StartDecision> choose_start_method(StartMethod method, ForkHazardPolicy fork_hazard,
+                                          const ForkReport& report) {
   const std::string found = report.summary();
   switch (method) {
-    case StartMethod::kSpawn:
-      return StartDecision{make_spawn_launcher(), "start_method=spawn; " + found, ""};
+    case StartMethod::kSpawn: return StartDecision{make_spawn_launcher(), "start_method=spawn; " + found, ""};
     case StartMethod::kAuto:
       if (report.hazardous()) return StartDecision{make_spawn_launcher(), "auto, not forking: " + found, ""};
       return StartDecision{make_fork_launcher(), "auto: " + found, ""};
-    case StartMethod::kFork:
-      break;
+    case StartMethod::kFork: break;
   }
   if (!report.hazardous() || fork_hazard == ForkHazardPolicy::kIgnore) {
     return StartDecision{make_fork_launcher(), "start_method=fork; " + found, ""};

@@ -18,6 +18,7 @@ struct StartDecision {
 
 // auto: fork when `report` is clean, else spawn. fork with a hazard: refused with
 // fork_hazard=error, warned about with warn, silent with ignore. spawn: spawn.
-Result<StartDecision> choose_start_method(StartMethod method, ForkHazardPolicy fork_hazard, const ForkReport& report);
+Result<StartDecision> choose_start_method(StartMethod method, ForkHazardPolicy fork_hazard,
+                                          const ForkReport& report);
 
 }  // namespace forkfeed

@@ -12,7 +12,6 @@
 #include <string>
 #include <vector>
 
-
 namespace forkfeed {
 namespace {
 
@@ -99,8 +98,7 @@ class SpawnLauncher final : public WorkerLauncher {
 
     const std::vector<std::string> args = {
         path_, "--worker-id", std::to_string(who.id), "--incarnation", std::to_string(who.incarnation),
-        "--parent-pid", std::to_string(who.parent),
-        "--log-level", std::to_string(who.log_level),
+        "--parent-pid", std::to_string(who.parent), "--log-level", std::to_string(who.log_level),
         // PR_SET_PDEATHSIG follows the spawning thread: only right from the main one.
         "--die-with-parent", ::gettid() == ::getpid() ? "1" : "0"};
     const std::pair<int, int> fds[] = {{pool_fd.get(), kSpawnPoolFd},

@@ -61,9 +61,11 @@ Result<std::unique_ptr<WorkerPool::Impl>> WorkerPool::Impl::start(std::uint32_t 
                                                                   int log_level) {
   auto memory = PoolMemory::create(workers);
   if (!memory.ok()) return memory.status();
-  std::unique_ptr<Impl> pool(new Impl(std::move(memory).value(), std::move(first), std::move(replacement), log_level));
+  std::unique_ptr<Impl> pool(
+      new Impl(std::move(memory).value(), std::move(first), std::move(replacement), log_level));
   for (std::uint32_t w = 0; w < workers; ++w) {
-    if (Status s = pool->launch(w, *pool->first_); !s.ok()) return s;  // the pool's destructor stops the others
+    if (Status s = pool->launch(w, *pool->first_); !s.ok())
+      return s;  // the pool's destructor stops the others
   }
   return pool;
 }
@@ -75,9 +77,11 @@ Status WorkerPool::Impl::launch(std::uint32_t w, WorkerLauncher& launcher) {
   auto ends = pool_socket_pair();
   if (!ends.ok()) return ends.status();
   // The pool never waits for a worker to read (it holds the lock that every loader needs).
-  if (::fcntl(ends->first.get(), F_SETFL, O_NONBLOCK) != 0) return Status::FromErrno("fcntl of a pool socket", errno);
+  if (::fcntl(ends->first.get(), F_SETFL, O_NONBLOCK) != 0)
+    return Status::FromErrno("fcntl of a pool socket", errno);
   const std::uint64_t incarnation = place.incarnation + 1;
-  auto child = launcher.launch(memory_, WorkerIdentity{w, incarnation, ::getpid(), log_level_, ends->second.get()});
+  auto child =
+      launcher.launch(memory_, WorkerIdentity{w, incarnation, ::getpid(), log_level_, ends->second.get()});
   if (!child.ok()) return child.status();
   if (place.running) retired_.push_back(std::move(place.worker));
   place.worker = std::move(child).value();
@@ -109,7 +113,8 @@ void WorkerPool::Impl::flush(std::uint32_t w) {
     const PoolMessage& m = place.backlog.front();
     // An attach still queued is of a loader still attached: its detach would have
     // cancelled it.
-    const auto a = std::find_if(attached_.begin(), attached_.end(), [&](const Attached& x) { return x.id == m.loader; });
+    const auto a =
+        std::find_if(attached_.begin(), attached_.end(), [&](const Attached& x) { return x.id == m.loader; });
     const bool attach = m.kind == PoolMessage::Kind::kAttach && a != attached_.end();
     const Status sent = send_pool_message(place.socket.get(), m, attach ? a->arena.get() : -1,
                                           attach ? a->completions.get() : -1);
@@ -132,7 +137,8 @@ std::uint32_t WorkerPool::Impl::loaders() const {
 }
 
 Result<WorkerPool::Impl::Membership> WorkerPool::Impl::attach(const Arena& arena, int completions) {
-  if (Status s = owner_.check("WorkerPool", "open a new WorkerPool (or a Loader without one) in this process");
+  if (Status s =
+          owner_.check("WorkerPool", "open a new WorkerPool (or a Loader without one) in this process");
       !s.ok()) {
     return s;
   }
@@ -209,14 +215,21 @@ void WorkerPool::Impl::reap(std::uint32_t w) {
   const std::optional<ExitInfo> exit = place.worker.process.poll();
   if (!exit) return;  // another life of it by now, or not dead after all
   WorkerState& state = memory_.worker(w);
-  WorkerDeath death{w, place.incarnation, place.worker.process.pid(), *exit, state.current_loader.load(),
-                    state.current_sample.load(), start_failure(w, *exit), place.timed_out};
+  WorkerDeath death{w,
+                    place.incarnation,
+                    place.worker.process.pid(),
+                    *exit,
+                    state.current_loader.load(),
+                    state.current_sample.load(),
+                    start_failure(w, *exit),
+                    place.timed_out};
   memory_.reset_worker(w);  // no process touches it now
   place.running = false;
   retired_.push_back(std::move(place.worker));
   if (death.failure.ok()) {
     if (Status s = launch(w, *replacement_); !s.ok()) {
-      death.failure = Status::WorkerDied("worker " + std::to_string(w) + " could not be replaced: " + s.message());
+      death.failure =
+          Status::WorkerDied("worker " + std::to_string(w) + " could not be replaced: " + s.message());
     }
   }
   if (!death.failure.ok()) loader_logger()->error("{}", death.failure.message());
@@ -240,11 +253,11 @@ Status WorkerPool::Impl::start_failure(std::uint32_t w, const ExitInfo& exit) {
   if (!could_not_run || memory_.worker(w).progress_ns.load() != 0) return Status::Ok();
   constexpr std::size_t kShown = 300;  // a line, not a log
   const std::string said = printable(last_line.substr(0, kShown)) + (last_line.size() > kShown ? "..." : "");
-  return Status::WorkerDied("worker " + std::to_string(w) + " could not start: " + printable(worker.executable) + " " +
-                            exit.describe() +
-                            (said.empty() ? "" : " (\"" + said + "\")") +
-                            "; not restarted, since it would fail the same way: check that it can run (its libraries "
-                            "are found, it is executable), or set FORKFEED_WORKER to a forkfeed-worker that can");
+  return Status::WorkerDied(
+      "worker " + std::to_string(w) + " could not start: " + printable(worker.executable) + " " +
+      exit.describe() + (said.empty() ? "" : " (\"" + said + "\")") +
+      "; not restarted, since it would fail the same way: check that it can run (its libraries "
+      "are found, it is executable), or set FORKFEED_WORKER to a forkfeed-worker that can");
 }
 
 std::vector<WorkerDeath> WorkerPool::Impl::take_deaths(std::uint64_t loader) {
@@ -285,7 +298,8 @@ void WorkerPool::Impl::stop() {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(2000);
   for (Place& s : places_) {
     if (!s.running) continue;
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     s.worker.process.wait_for(std::max(left, std::chrono::milliseconds(0)));
     s.worker.process.kill_and_reap();
   }
@@ -314,7 +328,8 @@ Result<std::shared_ptr<WorkerPool>> WorkerPool::open(const PoolOptions& options)
   if (!start->warning.empty()) log->warn("{}", start->warning);
   auto impl = Impl::start(workers, std::move(start->launcher), make_spawn_launcher(), log->level());
   if (!impl.ok()) return impl.status();
-  log->debug("started a pool of {} workers by {} ({})", workers, to_string((*impl)->start_method()), start->why);
+  log->debug("started a pool of {} workers by {} ({})", workers, to_string((*impl)->start_method()),
+             start->why);
   return std::shared_ptr<WorkerPool>(new WorkerPool(std::move(impl).value()));
 }
 

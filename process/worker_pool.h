@@ -82,8 +82,8 @@ class WorkerPool::Impl {
   // Attaches the loader of `arena` (one channel per worker of this pool), whose workers
   // write `completions` (an eventfd) after each completion: every channel is handed to
   // the worker's current life, and each worker maps the arena before it takes a task from
-  // it. The pool keeps its own copies of both fds while the loader is attached. Fails in a process other than the one
-  // that started the pool (a fork's child): its workers are the parent's.
+  // it. The pool keeps its own copies of both fds while the loader is attached. Fails in a process other than
+  // the one that started the pool (a fork's child): its workers are the parent's.
   Result<Membership> attach(const Arena& arena, int completions);
 
   // Sleeps until `completions` is written (a task completed, or the pool reported a death
@@ -105,7 +105,7 @@ class WorkerPool::Impl {
   // that socket had no room for yet.
   struct Place {
     LaunchedWorker worker;
-    UniqueFd socket;                   // the pool's end of the worker's socket (non-blocking)
+    UniqueFd socket;                  // the pool's end of the worker's socket (non-blocking)
     std::deque<PoolMessage> backlog;  // not sent yet, in order; an attach and its detach cancel out
     std::uint64_t incarnation = 0;
     bool running = false;    // false after a failure: no process to watch
@@ -113,7 +113,7 @@ class WorkerPool::Impl {
   };
   struct Attached {
     std::uint64_t id;
-    UniqueFd arena;        // the pool's copies, sent with each attach message
+    UniqueFd arena;  // the pool's copies, sent with each attach message
     UniqueFd completions;
     std::vector<WorkerDeath> deaths;  // not yet taken
   };

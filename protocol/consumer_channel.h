@@ -41,8 +41,8 @@ struct DeliveryRecord {
   std::uint32_t handle;
   std::uint32_t count;  // samples
   DeliveryKind kind;
-  std::uint32_t code;                   // kError: a Status::Code
-  std::uint32_t fatal;                  // kError: the stream stays broken (Loader's error "stays")
+  std::uint32_t code;   // kError: a Status::Code
+  std::uint32_t fatal;  // kError: the stream stays broken (Loader's error "stays")
   // Samples the Loader's next() skipped on its way to this record: this batch's own and
   // those of wholly skipped batches it passed over. Counted by the client when its caller
   // takes the record, so that skipped_samples follow consumption, not prefetch.

@@ -78,7 +78,8 @@ Status FrameReader::fill(int socket) {
       return Status::FromErrno("reading from the connection", errno);
     }
     if (n == 0) {
-      return Status::IoError(buffer_.empty() ? "connection closed" : "connection closed in the middle of a message");
+      return Status::IoError(buffer_.empty() ? "connection closed"
+                                             : "connection closed in the middle of a message");
     }
     buffer_.append(chunk, static_cast<std::size_t>(n));
   }
@@ -126,7 +127,8 @@ Status send_frame(int socket, MessageType type, std::string_view payload, std::s
     const ssize_t n = ::sendmsg(socket, &msg, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return Status::DeadlineExceeded("timed out sending a message");
+      if (errno == EAGAIN || errno == EWOULDBLOCK)
+        return Status::DeadlineExceeded("timed out sending a message");
       return Status::FromErrno("writing to the forkfeedd socket", errno);
     }
     sent += static_cast<std::size_t>(n);

@@ -17,22 +17,22 @@
 namespace forkfeed {
 
 inline constexpr std::uint32_t kFrameMagic = 0x6466666b;  // "kffd"
-inline constexpr std::uint16_t kProtocolVersion = 2;  // 2: "pass" became "generation"
+inline constexpr std::uint16_t kProtocolVersion = 2;      // 2: "pass" became "generation"
 inline constexpr std::uint32_t kMaxPayload = 64 * 1024;
 inline constexpr std::size_t kMaxFrameFds = 4;
 
 enum class MessageType : std::uint16_t {
-  kOpenStream = 1,  // client: open a stream; the reply carries its fds
-  kSeek = 2,        // client: start a pass at {"epoch", "position"}
-  kStats = 3,       // client or forkfeed-ctl: the stream's or the daemon's stats
-  kClose = 4,       // client: close the stream and the connection
-  kHello = 5,       // client, first: proves the daemon answers; the reply is {"protocol": N}
-                    // (to forkfeed-gateway: with {"token", "worker"}, see gateway/remote_session.h)
-  kCredit = 6,      // remote client, unanswered: {"count": N} receive slots freed
-  kWant = 7,        // client of a stream on demand, unanswered: {"generation", "batches": [...]}
-  kReply = 100,     // daemon: {"ok":true,...} or {"ok":false,"code":...,"error":...}
-  kNotice = 101,    // daemon, unasked: {"error":...}, why it closes the connection now
-  kHeartbeat = 102, // forkfeed-gateway, unasked, every second: it is alive
+  kOpenStream = 1,   // client: open a stream; the reply carries its fds
+  kSeek = 2,         // client: start a pass at {"epoch", "position"}
+  kStats = 3,        // client or forkfeed-ctl: the stream's or the daemon's stats
+  kClose = 4,        // client: close the stream and the connection
+  kHello = 5,        // client, first: proves the daemon answers; the reply is {"protocol": N}
+                     // (to forkfeed-gateway: with {"token", "worker"}, see gateway/remote_session.h)
+  kCredit = 6,       // remote client, unanswered: {"count": N} receive slots freed
+  kWant = 7,         // client of a stream on demand, unanswered: {"generation", "batches": [...]}
+  kReply = 100,      // daemon: {"ok":true,...} or {"ok":false,"code":...,"error":...}
+  kNotice = 101,     // daemon, unasked: {"error":...}, why it closes the connection now
+  kHeartbeat = 102,  // forkfeed-gateway, unasked, every second: it is alive
 };
 
 struct FrameHeader {

@@ -131,7 +131,8 @@ Status read_field(const json& body, const char* key, T& out, Status& unknown_nam
     if (v->empty()) return Status::Ok();  // the default, as when the key is absent
     const std::optional<T> parsed = parse_enum<T>(*v);
     if (!parsed && unknown_name.ok()) {
-      unknown_name = bad("unknown " + std::string(key) + " '" + printable(*v) + "'; use " + enum_names_or<T>());
+      unknown_name =
+          bad("unknown " + std::string(key) + " '" + printable(*v) + "'; use " + enum_names_or<T>());
     }
     if (parsed) out = *parsed;
   } else {
@@ -272,7 +273,8 @@ Result<StreamOpened> parse_stream_opened(const json& reply) {
   if (!dtype) return malformed("dtype must be one of " + enum_names_or<DType>());
   o.dtype = *dtype;
   if (reply.contains("layout")) {  // an older forkfeedd does not say: the dtype's default
-    const auto layout = reply["layout"].is_string() ? parse_layout(reply["layout"].get<std::string>()) : std::nullopt;
+    const auto layout =
+        reply["layout"].is_string() ? parse_layout(reply["layout"].get<std::string>()) : std::nullopt;
     if (!layout) return malformed("layout must be one of " + enum_names_or<Layout>());
     o.layout = *layout;
   }
@@ -345,7 +347,8 @@ Status reply_status(const json& reply) {
   }
   if (reply["ok"].get<bool>()) return Status::Ok();
   const std::string code = reply.value("code", std::string("internal"));
-  return Status::FromCode(Status::CodeNamed(code), reply.value("error", std::string("forkfeedd refused the request")));
+  return Status::FromCode(Status::CodeNamed(code),
+                          reply.value("error", std::string("forkfeedd refused the request")));
 }
 
 }  // namespace forkfeed

@@ -35,7 +35,8 @@ void send_am(UcxWorker& worker, ucp_ep_h ep, unsigned id, const void* header, st
   state->done = std::move(done);
   state->api = &worker.api();
   const void* data = state->payload.data != nullptr ? state->payload.data : state->payload.owned.data();
-  const std::size_t bytes = state->payload.data != nullptr ? state->payload.bytes : state->payload.owned.size();
+  const std::size_t bytes =
+      state->payload.data != nullptr ? state->payload.bytes : state->payload.owned.size();
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
   param.cb.send = on_sent;
@@ -45,8 +46,8 @@ void send_am(UcxWorker& worker, ucp_ep_h ep, unsigned id, const void* header, st
     param.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
     param.memh = state->payload.memh;
   }
-  ucs_status_ptr_t request = worker.api().ucp_am_send_nbx(ep, id, state->header.data(),
-                                                          state->header.size(), data, bytes, &param);
+  ucs_status_ptr_t request =
+      worker.api().ucp_am_send_nbx(ep, id, state->header.data(), state->header.size(), data, bytes, &param);
   if (request == nullptr) {
     state->finish(UCS_OK);
   } else if (UCS_PTR_IS_ERR(request)) {

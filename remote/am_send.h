@@ -13,8 +13,8 @@ namespace forkfeed {
 struct AmPayload {
   const void* data = nullptr;  // borrowed: valid until `done` runs (a registered slot)
   std::size_t bytes = 0;
-  ucp_mem_h memh = nullptr;    // its registration, if any
-  std::string owned;           // or data owned by the send (when `data` is null)
+  ucp_mem_h memh = nullptr;  // its registration, if any
+  std::string owned;         // or data owned by the send (when `data` is null)
 };
 
 // `flags`: UCP_AM_SEND_FLAG_EAGER for small messages, _RNDV for a batch from its slot.

@@ -9,8 +9,8 @@ namespace forkfeed {
 BatchSpan batch_span(const DeliveryRecord& d) {
   const std::uint64_t ids = std::uint64_t{8} * d.count;
   const std::uint64_t begin = std::min<std::uint64_t>({d.pixels_offset, d.labels_offset, d.indices_offset});
-  const std::uint64_t end =
-      std::max<std::uint64_t>({d.pixels_offset + d.pixel_bytes, d.labels_offset + ids, d.indices_offset + ids});
+  const std::uint64_t end = std::max<std::uint64_t>(
+      {d.pixels_offset + d.pixel_bytes, d.labels_offset + ids, d.indices_offset + ids});
   return {begin, end - begin};
 }
 

@@ -41,7 +41,7 @@ inline constexpr std::chrono::seconds kWrongTokenMostWait{5};
 struct RemoteDelivery {
   std::uint32_t magic = kRemoteMagic;
   std::uint16_t version = kRemoteVersion;
-  std::uint16_t kind = 0;     // a DeliveryKind
+  std::uint16_t kind = 0;      // a DeliveryKind
   std::uint64_t sequence = 0;  // from 0, one more per delivery of the stream
   std::uint64_t generation = 0;
   std::uint64_t epoch = 0;

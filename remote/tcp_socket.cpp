@@ -63,9 +63,8 @@ Result<UniqueFd> listen_tcp(sockaddr_storage& address) {
   const int one = 1;
   ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&address), length_of(address)) != 0) {
-    return Status::FromErrno("cannot listen on " + describe(address) +
-                                 " (is the address this host's, and the port free?)",
-                             errno);
+    return Status::FromErrno(
+        "cannot listen on " + describe(address) + " (is the address this host's, and the port free?)", errno);
   }
   if (::listen(fd.get(), 256) != 0) return Status::FromErrno("listen on " + describe(address), errno);
   socklen_t len = sizeof address;

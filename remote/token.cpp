@@ -34,7 +34,8 @@ Result<std::string> read_token_file(const std::string& path, std::string_view wh
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(file->mode & 07777));
     return Status::InvalidArgument(named + " has mode " + mode +
                                    ": other users may read or change the token, which is a password; "
-                                   "chmod 600 " + printable(path));
+                                   "chmod 600 " +
+                                   printable(path));
   }
   auto token = read_opened_file(*file, path, what, limit);
   if (!token.ok()) return token.status();
@@ -42,9 +43,9 @@ Result<std::string> read_token_file(const std::string& path, std::string_view wh
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
   if (text.empty()) return Status::InvalidArgument(named + " is empty; " + std::string(kMake));
   if (text.size() < kMinTokenBytes) {
-    return Status::InvalidArgument(named + " holds a token of " + std::to_string(text.size()) + " bytes, fewer than " +
-                                   std::to_string(kMinTokenBytes) + ": a short token is guessed; " +
-                                   std::string(kMake));
+    return Status::InvalidArgument(named + " holds a token of " + std::to_string(text.size()) +
+                                   " bytes, fewer than " + std::to_string(kMinTokenBytes) +
+                                   ": a short token is guessed; " + std::string(kMake));
   }
   return text;
 }

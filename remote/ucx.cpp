@@ -19,10 +19,10 @@ Status ucx_error(const UcxApi& api, const std::string& what, ucs_status_t status
 // in about a second. (A peer that is only busy, not progressing its worker, still has a
 // live connection: the check does not take it for dead.)
 void tighten_keepalive(const UcxApi& api, ucp_config_t* config) {
-  const std::pair<const char*, const char*> settings[] = {
-      {"KEEPALIVE_INTERVAL", "1s"}};
+  const std::pair<const char*, const char*> settings[] = {{"KEEPALIVE_INTERVAL", "1s"}};
   for (const auto& [name, value] : settings) {
-    if (std::getenv((std::string("UCX_") + name).c_str()) == nullptr) (void)api.ucp_config_modify(config, name, value);
+    if (std::getenv((std::string("UCX_") + name).c_str()) == nullptr)
+      (void)api.ucp_config_modify(config, name, value);
   }
 }
 
@@ -86,7 +86,8 @@ void UcxWorker::progress_and_arm() {
 
 Status UcxWorker::set_am_handler(unsigned id, ucp_am_recv_callback_t callback, void* arg) {
   ucp_am_handler_param_t param{};
-  param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+  param.field_mask =
+      UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
   param.id = id;
   param.cb = callback;
   param.arg = arg;
@@ -123,16 +124,17 @@ Status UcxWorker::wait(ucs_status_ptr_t request, std::chrono::milliseconds timeo
     (void)::poll(&p, 1, static_cast<int>(left.count()));
   }
   api().ucp_request_free(request);  // an unfinished one is released when it finishes
-  if (s == UCS_INPROGRESS) return Status::DeadlineExceeded(what + " did not finish within " +
-                                                           std::to_string(timeout.count()) + " ms");
+  if (s == UCS_INPROGRESS)
+    return Status::DeadlineExceeded(what + " did not finish within " + std::to_string(timeout.count()) +
+                                    " ms");
   return s == UCS_OK ? Status::Ok() : ucx_error(api(), what, s);
 }
 
 Result<UcxEndpoint> UcxEndpoint::connect(UcxWorker& worker, std::string_view address, ErrorCallback on_error,
                                          void* arg) {
   ucp_ep_params_t params{};
-  params.field_mask =
-      UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLER | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLER |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
   params.address = reinterpret_cast<const ucp_address_t*>(address.data());
   params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
   params.err_handler.cb = on_error;
@@ -176,7 +178,8 @@ ucs_status_ptr_t UcxEndpoint::start_close(bool graceful) {
 Result<UcxMemory> UcxMemory::map(std::shared_ptr<UcxContext> context, void* base, std::size_t bytes,
                                  bool read_only) {
   ucp_mem_map_params_t params{};
-  params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_PROT;
+  params.field_mask =
+      UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_PROT;
   params.address = base;
   params.length = bytes;
   params.prot = read_only ? UCP_MEM_MAP_PROT_LOCAL_READ | UCP_MEM_MAP_PROT_REMOTE_READ
@@ -184,8 +187,8 @@ Result<UcxMemory> UcxMemory::map(std::shared_ptr<UcxContext> context, void* base
                                 UCP_MEM_MAP_PROT_REMOTE_READ | UCP_MEM_MAP_PROT_REMOTE_WRITE;
   UcxMemory memory;
   if (ucs_status_t s = context->api().ucp_mem_map(context->get(), &params, &memory.memh_); s != UCS_OK) {
-    return Status::IoError("registering " + std::to_string(bytes) + " bytes with UCX failed: " +
-                           context->api().error(s) +
+    return Status::IoError("registering " + std::to_string(bytes) +
+                           " bytes with UCX failed: " + context->api().error(s) +
                            " (on a verbs fabric, RLIMIT_MEMLOCK must cover the batch arenas: ulimit -l)");
   }
   memory.context_ = std::move(context);

@@ -81,9 +81,12 @@ class UcxEndpoint {
   using ErrorCallback = void (*)(void* arg, ucp_ep_h ep, ucs_status_t status);
   UcxEndpoint() = default;
   // To the worker whose address() is `address`.
-  static Result<UcxEndpoint> connect(UcxWorker& worker, std::string_view address, ErrorCallback on_error, void* arg);
+  static Result<UcxEndpoint> connect(UcxWorker& worker, std::string_view address, ErrorCallback on_error,
+                                     void* arg);
   UcxEndpoint(UcxEndpoint&& other) noexcept
-      : worker_(std::exchange(other.worker_, nullptr)), ep_(std::exchange(other.ep_, nullptr)), owner_(other.owner_) {}
+      : worker_(std::exchange(other.worker_, nullptr)),
+        ep_(std::exchange(other.ep_, nullptr)),
+        owner_(other.owner_) {}
   UcxEndpoint& operator=(UcxEndpoint&& other) noexcept;
   ~UcxEndpoint() { close(false); }
 
@@ -113,7 +116,9 @@ class UcxMemory {
   static Result<UcxMemory> map(std::shared_ptr<UcxContext> context, void* base, std::size_t bytes,
                                bool read_only);
   UcxMemory(UcxMemory&& other) noexcept
-      : context_(std::move(other.context_)), memh_(std::exchange(other.memh_, nullptr)), owner_(other.owner_) {}
+      : context_(std::move(other.context_)),
+        memh_(std::exchange(other.memh_, nullptr)),
+        owner_(other.owner_) {}
   UcxMemory& operator=(UcxMemory&& other) noexcept;
   ~UcxMemory() { reset(); }
   ucp_mem_h get() const { return memh_; }

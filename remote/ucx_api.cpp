@@ -25,9 +25,9 @@ Loaded load() {
                      "); install it (Debian: apt-get install libucx0)";
     return loaded;
   }
-#define FORKFEED_UCX_LOAD(name)                                                                \
-  loaded.api.name = reinterpret_cast<decltype(loaded.api.name)>(::dlsym(handle, #name));      \
-  if (loaded.api.name == nullptr && loaded.why_not.empty()) {                                  \
+#define FORKFEED_UCX_LOAD(name)                                                                  \
+  loaded.api.name = reinterpret_cast<decltype(loaded.api.name)>(::dlsym(handle, #name));         \
+  if (loaded.api.name == nullptr && loaded.why_not.empty()) {                                    \
     loaded.why_not = "the UCX in libucp.so.0 lacks " #name "; forkfeed needs UCX 1.13 or later"; \
   }
   FORKFEED_UCX_FUNCTIONS(FORKFEED_UCX_LOAD)
@@ -45,9 +45,13 @@ Result<const UcxApi*> UcxApi::get() {
   // up after connect_timeout, blaming the transports), so it is refused at once.
   if (!loaded.owner.here()) {
     return Status::FailedPrecondition(
-        "UCX was loaded by process " + std::to_string(loaded.owner.pid()) + " (for a remote Client), and this is "
-        "process " + std::to_string(::getpid()) + ", a child it forked: a forked child cannot use UCX. Open remote "
-        "Clients in a process that did not inherit UCX through fork(): the parent, or a child started by spawn "
+        "UCX was loaded by process " + std::to_string(loaded.owner.pid()) +
+        " (for a remote Client), and this is "
+        "process " +
+        std::to_string(::getpid()) +
+        ", a child it forked: a forked child cannot use UCX. Open remote "
+        "Clients in a process that did not inherit UCX through fork(): the parent, or a child started by "
+        "spawn "
         "(exec; Python's multiprocessing start method 'spawn' or 'forkserver')");
   }
   if (!loaded.why_not.empty()) return Status::Unavailable(loaded.why_not);
@@ -55,7 +59,8 @@ Result<const UcxApi*> UcxApi::get() {
 }
 
 std::string UcxApi::error(ucs_status_t status) const {
-  return std::string(ucs_status_string(status)) + " (UCX status " + std::to_string(static_cast<int>(status)) + ")";
+  return std::string(ucs_status_string(status)) + " (UCX status " + std::to_string(static_cast<int>(status)) +
+         ")";
 }
 
 }  // namespace forkfeed

@@ -13,13 +13,16 @@
 
 namespace forkfeed {
 
-#define FORKFEED_UCX_FUNCTIONS(X)                                                                           \
-  X(ucp_config_read) X(ucp_config_release) X(ucp_config_modify) X(ucp_init_version) X(ucp_cleanup)         \
-  X(ucp_worker_create) X(ucp_worker_destroy) X(ucp_worker_get_efd) X(ucp_worker_arm)                       \
-  X(ucp_worker_progress) X(ucp_worker_set_am_recv_handler) X(ucp_worker_get_address)                       \
-  X(ucp_worker_release_address) X(ucp_ep_create)                                                           \
-  X(ucp_ep_close_nbx) X(ucp_am_send_nbx) X(ucp_am_recv_data_nbx) X(ucp_am_data_release)                    \
-  X(ucp_request_check_status) X(ucp_request_free) X(ucp_mem_map) X(ucp_mem_unmap) X(ucs_status_string)
+// The entry points, a group to a line (clang-format would lay the list out one per line).
+// clang-format off
+#define FORKFEED_UCX_FUNCTIONS(X)                                                                            \
+  X(ucp_config_read) X(ucp_config_release) X(ucp_config_modify) X(ucp_init_version) X(ucp_cleanup)           \
+  X(ucp_worker_create) X(ucp_worker_destroy) X(ucp_worker_get_efd) X(ucp_worker_arm)                         \
+  X(ucp_worker_progress) X(ucp_worker_set_am_recv_handler) X(ucp_worker_get_address)                         \
+  X(ucp_worker_release_address) X(ucp_ep_create) X(ucp_ep_close_nbx) X(ucp_am_send_nbx)                      \
+  X(ucp_am_recv_data_nbx) X(ucp_am_data_release) X(ucp_request_check_status) X(ucp_request_free)             \
+  X(ucp_mem_map) X(ucp_mem_unmap) X(ucs_status_string)
+// clang-format on
 
 struct UcxApi {
 #define FORKFEED_UCX_POINTER(name) decltype(&::name) name = nullptr;

@@ -36,7 +36,8 @@ Limits limits(std::uint32_t max_streams, std::uint32_t max_workers) {
 void expect_refused(const Result<Admission::Ticket>& ticket, const std::string& limit) {
   ASSERT_FALSE(ticket.ok()) << "admitted over " << limit;
   EXPECT_EQ(ticket.status().code(), Status::Code::kResourceExhausted);
-  EXPECT_NE(ticket.status().message().find("(" + limit + ")"), std::string::npos) << ticket.status().message();
+  EXPECT_NE(ticket.status().message().find("(" + limit + ")"), std::string::npos)
+      << ticket.status().message();
 }
 
 TEST(Admission, WorkersAreNeverAReasonToRefuseAStream) {

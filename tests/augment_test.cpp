@@ -105,8 +105,9 @@ TEST(TrivialAugmentWide, OpsBinsAndSignsAreUniform) {
   const TrivialCounts counts = count_trivial_augment();
   const double ops = chi_square_uniform(counts.ops);
   const double bins = chi_square_uniform(counts.bins);
-  std::printf("TrivialAugmentWide: chi-square ops %.2f (df 13), bins %.2f (df 30); %d of %d signed draws negative\n",
-              ops, bins, counts.negative, counts.signed_draws);
+  std::printf(
+      "TrivialAugmentWide: chi-square ops %.2f (df 13), bins %.2f (df 30); %d of %d signed draws negative\n",
+      ops, bins, counts.negative, counts.signed_draws);
   EXPECT_LT(ops, kChiSquare13);
   EXPECT_LT(bins, kChiSquare30);
   EXPECT_LT(binomial_sigmas(counts.negative, counts.signed_draws, 0.5), 4.0);
@@ -135,10 +136,14 @@ TEST(TrivialAugmentWide, MagnitudesAreTorchvisionsFloats) {
   // bit off.
   const TrivialAugmentWide policy;
   const std::vector<DrawnOp> expected = {
-      {Op::kShearX, 0.6270000338554382, 19},   {Op::kTranslateX, 25.600000381469727, 24},
-      {Op::kTranslateX, 16.0, 15},             {Op::kRotate, 135.0, 30},
-      {Op::kBrightness, 0.824999988079071, 25}, {Op::kPosterize, 8, 2},
-      {Op::kPosterize, 5, 13},                 {Op::kPosterize, 2, 30},
+      {Op::kShearX, 0.6270000338554382, 19},
+      {Op::kTranslateX, 25.600000381469727, 24},
+      {Op::kTranslateX, 16.0, 15},
+      {Op::kRotate, 135.0, 30},
+      {Op::kBrightness, 0.824999988079071, 25},
+      {Op::kPosterize, 8, 2},
+      {Op::kPosterize, 5, 13},
+      {Op::kPosterize, 2, 30},
       {Op::kSolarize, 170.0, 10},
   };
   std::vector<bool> seen(expected.size(), false);
@@ -158,10 +163,19 @@ TEST(RandAugment, DrawsNumOpsUniformOpsAtTheGivenMagnitude) {
   // RandAugment()._augmentation_space(31, (200, 320)) at bin 9: TranslateX follows the
   // width (320), TranslateY the height.
   const std::vector<double> magnitude_at_9 = {0.0,  // Identity
-                                              0.09000000357627869, 0.09000000357627869, 43.50453186035156,
-                                              27.190332412719727, 9.0, 0.26999998092651367,
-                                              0.26999998092651367, 0.26999998092651367, 0.26999998092651367,
-                                              7.0, 178.5, 0.0, 0.0};
+                                              0.09000000357627869,
+                                              0.09000000357627869,
+                                              43.50453186035156,
+                                              27.190332412719727,
+                                              9.0,
+                                              0.26999998092651367,
+                                              0.26999998092651367,
+                                              0.26999998092651367,
+                                              0.26999998092651367,
+                                              7.0,
+                                              178.5,
+                                              0.0,
+                                              0.0};
   RandAugment policy;
   policy.num_ops = 3;
   std::vector<int> ops(kOps, 0);
@@ -183,8 +197,8 @@ TEST(RandAugment, DrawsNumOpsUniformOpsAtTheGivenMagnitude) {
     }
   }
   const double statistic = chi_square_uniform(ops);
-  std::printf("RandAugment: chi-square ops %.2f (df 13); %d of %d signed draws negative\n", statistic, negative,
-              signed_draws);
+  std::printf("RandAugment: chi-square ops %.2f (df 13); %d of %d signed draws negative\n", statistic,
+              negative, signed_draws);
   EXPECT_LT(statistic, kChiSquare13);
   EXPECT_LT(binomial_sigmas(negative, signed_draws, 0.5), 4.0);
 }
@@ -312,8 +326,8 @@ TEST(AutoAugment, SubPoliciesUniformOpsAppliedWithTheirProbabilities) {
     expect_binomial(counts[s].neither, n, (1 - sub[0].probability) * (1 - sub[1].probability), "neither");
   }
   const double statistic = chi_square_uniform(drawn);
-  std::printf("AutoAugment: chi-square sub-policies %.2f (df 24); %d of %d signed draws negative\n", statistic,
-              negative, signed_draws);
+  std::printf("AutoAugment: chi-square sub-policies %.2f (df 24); %d of %d signed draws negative\n",
+              statistic, negative, signed_draws);
   EXPECT_LT(statistic, kChiSquare24);
   EXPECT_LT(binomial_sigmas(negative, signed_draws, 0.5), 4.0);
 }
@@ -333,7 +347,8 @@ TEST(Policies, SameKeySameDrawsOtherKeysOthers) {
     }
     return all;
   };
-  const auto equal = [](const std::vector<std::vector<DrawnOp>>& a, const std::vector<std::vector<DrawnOp>>& b) {
+  const auto equal = [](const std::vector<std::vector<DrawnOp>>& a,
+                        const std::vector<std::vector<DrawnOp>>& b) {
     return std::equal(a.begin(), a.end(), b.begin(), b.end(), same);
   };
   const auto base = sequence(kSeed, kEpoch, 0);
@@ -361,16 +376,12 @@ bool differ(const cv::Mat& a, const cv::Mat& b) { return cv::norm(a, b, cv::NORM
 // Whether `op` changes test_image() whatever the rest of the draw did before it.
 bool surely_changes(const DrawnOp& op) {
   switch (op.op) {
-    case Op::kInvert:
-      return true;
-    case Op::kSolarize:
-      return op.magnitude < 128;
+    case Op::kInvert: return true;
+    case Op::kSolarize: return op.magnitude < 128;
     case Op::kRotate:
     case Op::kColor:
-    case Op::kBrightness:
-      return std::abs(op.magnitude) > 0.05;
-    default:
-      return false;
+    case Op::kBrightness: return std::abs(op.magnitude) > 0.05;
+    default: return false;
   }
 }
 

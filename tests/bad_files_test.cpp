@@ -176,9 +176,8 @@ TEST_F(BadFilesTest, SkipCountsExactlyTheBadFilesAndDeliversEveryOtherSampleOnce
     Loader& loader = **opened;
     const DatasetIndex& index = loader.dataset();
     const auto bad = bad_indices(index);
-    const auto pixels = transform == "eval"
-                            ? good_pixels(index)
-                            : std::map<std::string, std::vector<std::uint8_t>>{};
+    const auto pixels =
+        transform == "eval" ? good_pixels(index) : std::map<std::string, std::vector<std::uint8_t>>{};
     for (std::uint64_t epoch = 0; epoch < 2; ++epoch) {
       SCOPED_TRACE("epoch " + std::to_string(epoch));
       const Batches pass = testing::read_pass(loader);

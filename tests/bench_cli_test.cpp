@@ -156,7 +156,8 @@ TEST_F(BenchCliTest, HelpListsTheEnumNames) {
     for (const std::string& n : names) choices += (choices.empty() ? "{" : ",") + n;
     return o.out.find(choices + "}") != std::string::npos;
   };
-  EXPECT_NE(o.out.find("train (RandomResizedCrop + flip), eval (Resize + CenterCrop)"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("train (RandomResizedCrop + flip), eval (Resize + CenterCrop)"), std::string::npos)
+      << o.out;
   EXPECT_TRUE(lists(enum_names<DType>())) << o.out;
   EXPECT_TRUE(lists(enum_names<OnError>())) << o.out;
   EXPECT_TRUE(lists(enum_names<StartMethod>())) << o.out;
@@ -288,8 +289,8 @@ TEST_F(BenchCliTest, JsonRunDeliversEverySampleOncePerEpoch) {
 // report shows.
 TEST_F(BenchCliTest, APipelineRunsAtTheSizeItMakes) {
   const std::string text = "Resize(40), CenterCrop(32), RandomHorizontalFlip()";
-  const Outcome o =
-      run_bench(dir_.path(), {"--data", root(), "--json", "--batch", "8", "--workers", "1", "--transform", text});
+  const Outcome o = run_bench(
+      dir_.path(), {"--data", root(), "--json", "--batch", "8", "--workers", "1", "--transform", text});
   ASSERT_TRUE(o.exited && o.code == 0) << describe(o);
   const std::vector<std::string> out_lines = lines_of(o.out);
   ASSERT_EQ(out_lines.size(), 1u) << describe(o);
@@ -543,12 +544,12 @@ TEST_F(BenchBadFileTest, ADamagedShardIsCountedInBytes) {
   const testing::TempShards shards = testing::make_shards(dir_.path(), root_, 4);
   const auto size = fs::file_size(shards.files[0]);
   const std::vector<TarMember> members = scan_tar_file(shards.files[0]).value_or_throw();
-  ASSERT_EQ(members.size(), 8u);  // 4 samples: image, label
+  ASSERT_EQ(members.size(), 8u);                                              // 4 samples: image, label
   fs::resize_file(shards.files[0], members[4].offset + members[4].size / 2);  // into the third image
-  const Outcome o = run_bench(dir_.path(), {"--shards", shards.spec, "--batch", "5", "--size", "32", "--on-error",
-                                            "skip", "--json"});
-  const Outcome human = run_bench(dir_.path(), {"--shards", shards.spec, "--batch", "5", "--size", "32",
-                                                "--on-error", "skip"});
+  const Outcome o = run_bench(
+      dir_.path(), {"--shards", shards.spec, "--batch", "5", "--size", "32", "--on-error", "skip", "--json"});
+  const Outcome human =
+      run_bench(dir_.path(), {"--shards", shards.spec, "--batch", "5", "--size", "32", "--on-error", "skip"});
   ::unsetenv("FORKFEED_CACHE_DIR");
   ASSERT_TRUE(o.exited && o.code == 0) << describe(o);
   const nlohmann::json j = json_of(o);
@@ -705,9 +706,9 @@ TEST_F(BenchCliTest, BadArgumentsExitWithTheDocumentedCode) {
 // (SIGSTOP), so the batch being waited for never comes.
 TEST_F(BenchCliTest, OneCtrlCStopsTheRunWhileAWorkerIsStopped) {
   const std::string state = dir_.path() + "/ctrl_c_state.json";
-  testing::StartedCommand bench =
-      start_bench(dir_.path(), {"--data", root(), "--workers", "1", "--batch", "4", "--size", "16",
-                                "--epochs", "1000000", "--start-method", "fork", "--json", "--save-state", state});
+  testing::StartedCommand bench = start_bench(
+      dir_.path(), {"--data", root(), "--workers", "1", "--batch", "4", "--size", "16", "--epochs", "1000000",
+                    "--start-method", "fork", "--json", "--save-state", state});
   ASSERT_GT(bench.pid, 0);
   std::vector<pid_t> workers;
   ASSERT_TRUE(testing::eventually(
@@ -739,7 +740,8 @@ TEST_F(BenchCliTest, OneCtrlCStopsTheRunWhileAWorkerIsStopped) {
   // The interrupted wait changed nothing: the state is saved, as after any clean stop.
   std::ifstream saved(state);
   const nlohmann::json s = nlohmann::json::parse(saved, nullptr, /*allow_exceptions=*/false);
-  EXPECT_TRUE(s.is_object() && s.contains("position")) << "no state saved at " << state << "; " << describe(o);
+  EXPECT_TRUE(s.is_object() && s.contains("position"))
+      << "no state saved at " << state << "; " << describe(o);
 }
 
 }  // namespace

@@ -179,9 +179,11 @@ TEST(Checkpoint, EveryDifferenceWordForWord) {
   ASSERT_FALSE(decoded.ok());
   EXPECT_EQ(
       decoded.status().message(),
-      "the state was taken on another dataset than this loader's: 1000 samples against 999; names, labels and "
+      "the state was taken on another dataset than this loader's: 1000 samples against 999; names, labels "
+      "and "
       "sizes differ in samples 0-15, 16-31, 32-47 and 60 more ranges of 16 samples; a dataset is its files' "
-      "names under its root, their labels and their sizes, wherever it is mounted: resume with the same image "
+      "names under its root, their labels and their sizes, wherever it is mounted: resume with the same "
+      "image "
       "folder, manifest or shards (at any path)"
       "; also the state was taken with seed 42 but this loader has 7; resume with seed 42"
       "; also the state was taken with world_size 4 but this loader has 8; resume with the same world size "

@@ -85,7 +85,9 @@ short readable_within(int fd, std::chrono::milliseconds timeout) {
 
 class ChildProcessTest : public ::testing::Test {
  protected:
-  void SetUp() override { ASSERT_TRUE(testing::children_of(::getpid()).empty()) << "a child left by another test"; }
+  void SetUp() override {
+    ASSERT_TRUE(testing::children_of(::getpid()).empty()) << "a child left by another test";
+  }
   void TearDown() override {
     EXPECT_TRUE(testing::children_of(::getpid()).empty()) << "a child outlived its ChildProcess";
   }
@@ -137,7 +139,8 @@ TEST_F(ChildProcessTest, ABodyThatCrashesEndsWithItsSignalAndCountsAsACrash) {
     ASSERT_TRUE(exit.has_value());
     EXPECT_EQ(exit->signal, signal);
     EXPECT_TRUE(exit->crashed());
-    EXPECT_EQ(exit->describe().rfind(std::string("killed by SIG") + sigabbrev_np(signal), 0), 0u) << exit->describe();
+    EXPECT_EQ(exit->describe().rfind(std::string("killed by SIG") + sigabbrev_np(signal), 0), 0u)
+        << exit->describe();
   }
 }
 
@@ -238,7 +241,8 @@ TEST_F(ChildProcessTest, MoveConstructionTransfersOwnership) {
   EXPECT_TRUE(testing::alive(pid)) << "the moved-from destructor killed the child";
   EXPECT_FALSE(owner->poll().has_value());
   gate.open();
-  ASSERT_EQ(readable_within(owner->pidfd(), kExitWithin), POLLIN) << "the new owner's pidfd does not watch the child";
+  ASSERT_EQ(readable_within(owner->pidfd(), kExitWithin), POLLIN)
+      << "the new owner's pidfd does not watch the child";
   const std::optional<ExitInfo> exit = owner->poll();
   ASSERT_TRUE(exit.has_value());
   EXPECT_EQ(exit->code, 0);
@@ -250,8 +254,8 @@ TEST_F(ChildProcessTest, MoveAssignmentOverARunningChildReapsTheOldOne) {
   ChildProcess source = waiting_child(new_gate);
   const pid_t old_pid = target.pid(), new_pid = source.pid();
   target = std::move(source);
-  EXPECT_TRUE(reaped_and_gone(old_pid)) << "the child assigned over was left behind (state '"
-                                        << testing::process_state(old_pid) << "')";
+  EXPECT_TRUE(reaped_and_gone(old_pid))
+      << "the child assigned over was left behind (state '" << testing::process_state(old_pid) << "')";
   EXPECT_EQ(target.pid(), new_pid);
   EXPECT_EQ(source.pid(), -1);
   EXPECT_TRUE(testing::alive(new_pid));
@@ -290,7 +294,8 @@ TEST_F(ChildProcessTest, TheChildKeepsTheListedFdsAndNoOtherAboveStderr) {
 }
 
 TEST_F(ChildProcessTest, TheChildIgnoresSigintAndHasNoneOfTheParentsHandlers) {
-  struct sigaction handler {}, saved{};
+  struct sigaction handler {
+  }, saved{};
   handler.sa_handler = [](int) {};
   ASSERT_EQ(::sigaction(SIGUSR1, &handler, &saved), 0);
   auto survives_sigint = ChildProcess::fork([] {
@@ -310,7 +315,8 @@ TEST_F(ChildProcessTest, TheChildIgnoresSigintAndHasNoneOfTheParentsHandlers) {
   EXPECT_EQ(after_sigint->code, 7);
   const std::optional<ExitInfo> after_usr1 = default_usr1->wait_for(kExitWithin);
   ASSERT_TRUE(after_usr1.has_value());
-  EXPECT_EQ(after_usr1->signal, SIGUSR1) << "the parent's SIGUSR1 handler ran in the child: " << after_usr1->describe();
+  EXPECT_EQ(after_usr1->signal, SIGUSR1)
+      << "the parent's SIGUSR1 handler ran in the child: " << after_usr1->describe();
 }
 
 TEST_F(ChildProcessTest, ThePidfdBecomesReadableWhenTheChildExits) {

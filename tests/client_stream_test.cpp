@@ -369,11 +369,13 @@ TEST_F(ClientStreamTest, BadRequestsGetClearErrors) {
   auto nul = Client::connect(daemon_->socket(), o);
   ASSERT_FALSE(nul.ok());
   EXPECT_EQ(nul.status().code(), Status::Code::kInvalidArgument) << nul.status().message();
-  EXPECT_NE(nul.status().message().find("NUL byte at position " + std::to_string(root_.size())), std::string::npos)
+  EXPECT_NE(nul.status().message().find("NUL byte at position " + std::to_string(root_.size())),
+            std::string::npos)
       << nul.status().message();
   auto nul_socket = Client::connect(daemon_->socket() + std::string("\0x", 2), options());
   ASSERT_FALSE(nul_socket.ok());
-  EXPECT_NE(nul_socket.status().message().find("NUL byte"), std::string::npos) << nul_socket.status().message();
+  EXPECT_NE(nul_socket.status().message().find("NUL byte"), std::string::npos)
+      << nul_socket.status().message();
   EXPECT_TRUE(connect(options())) << "the daemon serves on";
 }
 

@@ -110,21 +110,24 @@ TEST_F(CompareTest, DtypeBothMeasuresEachDtype) {
   }
   EXPECT_EQ(j["float32"]["arena_slot_bytes"], 4 * j["uint8"]["arena_slot_bytes"].get<double>()) << j;
   const nlohmann::json& q = j["float32_over_uint8"];
-  EXPECT_NEAR(number(q["forkfeed"]),
-              number(j["float32"]["forkfeed"]["images_per_s"]) / number(j["uint8"]["forkfeed"]["images_per_s"]), 1e-9)
+  EXPECT_NEAR(
+      number(q["forkfeed"]),
+      number(j["float32"]["forkfeed"]["images_per_s"]) / number(j["uint8"]["forkfeed"]["images_per_s"]), 1e-9)
       << j;
   EXPECT_GT(number(q["probe_fused"]), 0.0) << j;
   EXPECT_TRUE(q["torch"].is_null()) << j;
 }
 
 TEST_F(CompareTest, RepeatGivesTheMedianOfTheRunsAndTheirRange) {
-  const testing::CommandOutcome o = compare({"--no-torch", "--no-python", "--json", "--data", root_, "--epochs", "1",
-                                             "--batch", "8", "--size", "32", "--dtype", "both", "--repeat", "3"});
+  const testing::CommandOutcome o =
+      compare({"--no-torch", "--no-python", "--json", "--data", root_, "--epochs", "1", "--batch", "8",
+               "--size", "32", "--dtype", "both", "--repeat", "3"});
   ASSERT_TRUE(o.exited && o.code == 0) << o.describe();
   // Each measurement runs for uint8 and right after for float32, run after run.
   std::size_t at = 0;
-  for (const char* step : {"run 1/3, uint8, probe:", "run 1/3, float32, probe:", "run 1/3, uint8, forkfeed:",
-                           "run 1/3, float32, forkfeed:", "run 2/3, uint8, probe:", "run 3/3, float32, forkfeed:"}) {
+  for (const char* step :
+       {"run 1/3, uint8, probe:", "run 1/3, float32, probe:", "run 1/3, uint8, forkfeed:",
+        "run 1/3, float32, forkfeed:", "run 2/3, uint8, probe:", "run 3/3, float32, forkfeed:"}) {
     const std::size_t next = o.err.find(step, at);
     ASSERT_NE(next, std::string::npos) << step << " after byte " << at << "\n" << o.describe();
     at = next;
@@ -136,8 +139,8 @@ TEST_F(CompareTest, RepeatGivesTheMedianOfTheRunsAndTheirRange) {
     EXPECT_EQ(r["forkfeed"]["images"], kImages) << j;  // counts stay whole numbers
     for (const char* row : {"forkfeed", "probe"}) {
       const nlohmann::json& range = r["images_per_s_range"][row];
-      const double median = number(row == std::string("probe") ? r["probe"]["fused"]["images_per_s"]
-                                                               : r[row]["images_per_s"]);
+      const double median =
+          number(row == std::string("probe") ? r["probe"]["fused"]["images_per_s"] : r[row]["images_per_s"]);
       ASSERT_EQ(range.size(), 2u) << j;
       EXPECT_LE(number(range[0]), median) << row << " " << j;
       EXPECT_GE(number(range[1]), median) << row << " " << j;
@@ -147,8 +150,9 @@ TEST_F(CompareTest, RepeatGivesTheMedianOfTheRunsAndTheirRange) {
 }
 
 TEST_F(CompareTest, TableOfBothDtypesEndsWithFloat32OverUint8) {
-  const testing::CommandOutcome o = compare({"--no-torch", "--no-python", "--data", root_, "--epochs", "1", "--batch",
-                                             "8", "--size", "32", "--dtype", "both", "--repeat", "2"});
+  const testing::CommandOutcome o =
+      compare({"--no-torch", "--no-python", "--data", root_, "--epochs", "1", "--batch", "8", "--size", "32",
+               "--dtype", "both", "--repeat", "2"});
   ASSERT_TRUE(o.exited && o.code == 0) << o.describe();
   for (const char* text : {"median of 2 runs", "range", "float32 / uint8"}) {
     EXPECT_NE(o.out.find(text), std::string::npos) << text << "\n" << o.describe();
@@ -156,8 +160,8 @@ TEST_F(CompareTest, TableOfBothDtypesEndsWithFloat32OverUint8) {
 }
 
 TEST_F(CompareTest, NoPythonSkipsThatRow) {
-  const testing::CommandOutcome o = compare({"--no-torch", "--no-python", "--json", "--data", root_, "--epochs",
-                                             "1", "--batch", "8", "--size", "32"});
+  const testing::CommandOutcome o = compare({"--no-torch", "--no-python", "--json", "--data", root_,
+                                             "--epochs", "1", "--batch", "8", "--size", "32"});
   ASSERT_TRUE(o.exited && o.code == 0) << o.describe();
   const nlohmann::json j = nlohmann::json::parse(o.out);
   EXPECT_TRUE(j["python"].is_null()) << j;
@@ -182,10 +186,10 @@ TEST_F(CompareTest, TableNamesTheRatiosAndWhyTorchIsMissing) {
   const testing::CommandOutcome o =
       compare({"--no-torch", "--data", root_, "--epochs", "1", "--batch", "8", "--size", "32"});
   ASSERT_TRUE(o.exited && o.code == 0) << o.describe();
-  for (const char* text : {"images/s", "peak PSS", "wait p99", "forkfeed / PyTorch", "fused / OpenCV",
-                           "single-core fused", "forkfeed arena", "forkfeed from Python (2 workers)",
-                           "from Python / forkfeed-bench", "from Python / PyTorch",
-                           "PyTorch row skipped: --no-torch"}) {
+  for (const char* text :
+       {"images/s", "peak PSS", "wait p99", "forkfeed / PyTorch", "fused / OpenCV", "single-core fused",
+        "forkfeed arena", "forkfeed from Python (2 workers)", "from Python / forkfeed-bench",
+        "from Python / PyTorch", "PyTorch row skipped: --no-torch"}) {
     EXPECT_NE(o.out.find(text), std::string::npos) << text << "\n" << o.describe();
   }
   // The row is there either way: with figures, or "skipped" and a line that says why.
@@ -198,8 +202,9 @@ TEST_F(CompareTest, TableNamesTheRatiosAndWhyTorchIsMissing) {
 // PyTorch rows need torchvision), in pipeline_report.py's --json object.
 TEST_F(CompareTest, TransformsSetsEachPipelineAgainstTheShorthand) {
   const std::string spec = "RandomResizedCrop(32), RandomHorizontalFlip(), Normalize()";
-  const testing::CommandOutcome o = compare({"--no-torch", "--json", "--data", root_, "--images", "16", "--batch", "8",
-                                             "--size", "32", "--repeat", "1", "--transforms", spec});
+  const testing::CommandOutcome o =
+      compare({"--no-torch", "--json", "--data", root_, "--images", "16", "--batch", "8", "--size", "32",
+               "--repeat", "1", "--transforms", spec});
   ASSERT_TRUE(o.exited && o.code == 0) << o.describe();
   const nlohmann::json j = nlohmann::json::parse(o.out);
   ASSERT_EQ(j["pipelines"].size(), 2u) << j;
@@ -218,7 +223,8 @@ TEST_F(CompareTest, TransformsSetsEachPipelineAgainstTheShorthand) {
     EXPECT_EQ(j["pipelines"][1]["python"]["batch_dtype"], "float32") << j;
     EXPECT_GT(number(j["pipelines"][1]["forkfeed_cost_over_shorthand"]), 0.0) << j;
   }
-  const testing::CommandOutcome bad = compare({"--no-torch", "--data", root_, "--transforms", "--dtype", "float32"});
+  const testing::CommandOutcome bad =
+      compare({"--no-torch", "--data", root_, "--transforms", "--dtype", "float32"});
   EXPECT_TRUE(bad.exited && bad.code == 2) << bad.describe();
   EXPECT_NE(bad.err.find("--dtype does not apply to --transforms"), std::string::npos) << bad.describe();
 }

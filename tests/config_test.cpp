@@ -37,7 +37,8 @@ class ConfigTest : public ::testing::Test {
     EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << s.message();
     EXPECT_NE(s.message().find(dir_.path() + "/forkfeedd.yaml"), std::string::npos)
         << "the file is not named: " << s.message();
-    EXPECT_NE(s.message().find(key), std::string::npos) << "the key " << key << " is not named: " << s.message();
+    EXPECT_NE(s.message().find(key), std::string::npos)
+        << "the key " << key << " is not named: " << s.message();
     EXPECT_NE(s.message().find(what), std::string::npos) << s.message();
   }
 
@@ -47,27 +48,30 @@ class ConfigTest : public ::testing::Test {
 
 TEST_F(ConfigTest, AValidFileSetsEveryKey) {
   std::filesystem::create_directories(dir_.path() + "/train");
-  const Status s = load("socket: /run/ff.sock\n"
-                        "log_level: warn\n"
-                        "allow_uids: [1001, 1002]\n"
-                        "datasets:\n"
-                        "  train: {image_folder: /data/train}\n"
-                        "  val: {manifest: /data/val.tsv}\n"
-                        "  local: " + dir_.path() + "/train\n"
-                        "defaults:\n"
-                        "  transform: eval\n"
-                        "  size: 96\n"
-                        "  batch_size: 32\n"
-                        "  shuffle: false\n"
-                        "  mean: [0.5, 0.5, 0.5]\n"
-                        "limits:\n"
-                        "  max_streams: 5\n"
-                        "  max_workers: 12\n"
-                        "  max_stream_workers: 3\n"
-                        "  max_arena_bytes: 2G\n"
-                        "  max_stream_arena_bytes: 512MiB\n"
-                        "  max_pending_connections: 9\n"
-                        "  handshake_timeout_ms: 1500\n");
+  const Status s = load(
+      "socket: /run/ff.sock\n"
+      "log_level: warn\n"
+      "allow_uids: [1001, 1002]\n"
+      "datasets:\n"
+      "  train: {image_folder: /data/train}\n"
+      "  val: {manifest: /data/val.tsv}\n"
+      "  local: " +
+      dir_.path() +
+      "/train\n"
+      "defaults:\n"
+      "  transform: eval\n"
+      "  size: 96\n"
+      "  batch_size: 32\n"
+      "  shuffle: false\n"
+      "  mean: [0.5, 0.5, 0.5]\n"
+      "limits:\n"
+      "  max_streams: 5\n"
+      "  max_workers: 12\n"
+      "  max_stream_workers: 3\n"
+      "  max_arena_bytes: 2G\n"
+      "  max_stream_arena_bytes: 512MiB\n"
+      "  max_pending_connections: 9\n"
+      "  handshake_timeout_ms: 1500\n");
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_EQ(config_.socket_path, "/run/ff.sock");
   EXPECT_EQ(config_.log_level, "warn");
@@ -123,7 +127,8 @@ TEST_F(ConfigTest, TheExampleConfigLoadsAndIsValid) {
 TEST_F(ConfigTest, UnknownKeysAreNamed) {
   expect_refused("sockte: /tmp/x\n", "sockte", "unknown key");
   expect_refused("limits:\n  max_stream: 3\n", "limits.max_stream", "unknown limit");
-  expect_refused("datasets:\n  train: {image_folder: /d, labels: /l}\n", "datasets.train.labels", "unknown key");
+  expect_refused("datasets:\n  train: {image_folder: /d, labels: /l}\n", "datasets.train.labels",
+                 "unknown key");
   expect_refused("defaults:\n  batchsize: 3\n", "defaults", "unknown field 'batchsize'");
 }
 
@@ -138,7 +143,8 @@ TEST_F(ConfigTest, KeysOfTheWrongShapeAreNamed) {
 }
 
 TEST_F(ConfigTest, BadValuesAreNamed) {
-  expect_refused("limits:\n  max_arena_bytes: lots\n", "limits.max_arena_bytes", "'lots' is not a byte count");
+  expect_refused("limits:\n  max_arena_bytes: lots\n", "limits.max_arena_bytes",
+                 "'lots' is not a byte count");
   expect_refused("limits:\n  max_stream_arena_bytes: 3Q\n", "limits.max_stream_arena_bytes",
                  "not a byte count");
   expect_refused("defaults:\n  size: big\n", "defaults", "size");
@@ -207,7 +213,8 @@ TEST(ParseBytes, RefusesWhatIsNotAByteCount) {
     const auto bytes = parse_bytes(text);
     ASSERT_FALSE(bytes.ok()) << "'" << text << "' was read as a byte count";
     EXPECT_EQ(bytes.status().code(), Status::Code::kInvalidArgument);
-    EXPECT_NE(bytes.status().message().find(std::string("'") + text + "' is not a byte count"), std::string::npos)
+    EXPECT_NE(bytes.status().message().find(std::string("'") + text + "' is not a byte count"),
+              std::string::npos)
         << bytes.status().message();
   }
   EXPECT_EQ(bytes("16777215T"), 16777215ull << 40) << "the largest count that fits";

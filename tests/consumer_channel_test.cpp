@@ -53,8 +53,8 @@ class ConsumerChannelTest : public ::testing::Test {
     auto frame = recv_frame(at_client.get(), true);
     ASSERT_TRUE(frame.ok()) << frame.status().message();
     ASSERT_EQ(frame->fds.size(), 3u);
-    auto client = ConsumerChannel::attach(std::move(frame->fds[0]), std::move(frame->fds[1]),
-                                          std::move(frame->fds[2]));
+    auto client =
+        ConsumerChannel::attach(std::move(frame->fds[0]), std::move(frame->fds[1]), std::move(frame->fds[2]));
     ASSERT_TRUE(client.ok()) << client.status().message();
     client_.emplace(std::move(client).value());
   }
@@ -156,7 +156,8 @@ TEST(ConsumerChannel, AttachRefusesMemoryThatIsNotAChannel) {
   ASSERT_EQ(::ftruncate(small.get(), 4096), 0);
   auto too_small = ConsumerChannel::attach(std::move(small), UniqueFd(), UniqueFd());
   ASSERT_FALSE(too_small.ok());
-  EXPECT_NE(too_small.status().message().find("4096 bytes; is it another forkfeed version?"), std::string::npos)
+  EXPECT_NE(too_small.status().message().find("4096 bytes; is it another forkfeed version?"),
+            std::string::npos)
       << too_small.status().message();
 
   auto channel = ConsumerChannel::create();
@@ -174,7 +175,9 @@ struct FakeArena {
   static constexpr std::uint32_t kCount = 3, kSize = 2, kSampleBytes = kSize * kSize * 3;
   alignas(8) std::byte bytes[kCount * kSampleBytes + 2 * 8 * kCount + 4] = {};
   std::byte* pixels() { return bytes; }
-  std::int64_t* labels() { return reinterpret_cast<std::int64_t*>(bytes + 40); }  // 36 bytes of pixels, aligned up
+  std::int64_t* labels() {
+    return reinterpret_cast<std::int64_t*>(bytes + 40);
+  }  // 36 bytes of pixels, aligned up
   std::uint64_t* indices() { return reinterpret_cast<std::uint64_t*>(bytes + 40 + 8 * kCount); }
 };
 

@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <opencv2/core/mat.hpp>
@@ -137,8 +137,9 @@ TEST(SampleWindow, TrainWindowIsTheCropBox) {
 }
 
 TEST(SampleWindow, EvalWindowStaysInsideTheImage) {
-  const std::vector<std::pair<int, int>> sizes = {{1, 1},     {5, 3},    {31, 200}, {224, 224}, {255, 256},
-                                                  {500, 375}, {375, 500}, {4000, 3}, {3, 4000},  {1601, 1203}};
+  const std::vector<std::pair<int, int>> sizes = {{1, 1},     {5, 3},      {31, 200},  {224, 224},
+                                                  {255, 256}, {500, 375},  {375, 500}, {4000, 3},
+                                                  {3, 4000},  {1601, 1203}};
   for (const std::uint32_t size : {32u, 224u, 512u}) {
     auto eval = build("eval", size);
     ASSERT_TRUE(eval.ok()) << eval.status().message();

@@ -60,36 +60,23 @@ class DaemonFuzzTest : public testing::DaemonSuite<DaemonFuzzTest> {
   static void SetUpTestSuite() { make_dataset(10, 2, 3, 40, 70); }
 
   static LoaderOptions options() { return stream_options(1, 3); }
-
 };
 
 // Random values of every JSON type, some of them plausible.
 json random_value(std::mt19937& rng) {
   switch (rng() % 12) {
-    case 0:
-      return nullptr;
-    case 1:
-      return static_cast<bool>(rng() % 2);
-    case 2:
-      return static_cast<std::int64_t>(rng()) - (1ll << 31);
-    case 3:
-      return ~std::uint64_t{0} - rng() % 3;
-    case 4:
-      return static_cast<std::uint64_t>(rng() % 5);
-    case 5:
-      return -1.5e300;
-    case 6:
-      return std::string("bogus");
-    case 7:
-      return std::string(1000, 'a');
-    case 8:
-      return json::array({1, "two", nullptr});
-    case 9:
-      return json::object({{"epoch", 1}});
-    case 10:
-      return std::string("float32");
-    default:
-      return std::string("\xc3\xbc\x01");
+    case 0: return nullptr;
+    case 1: return static_cast<bool>(rng() % 2);
+    case 2: return static_cast<std::int64_t>(rng()) - (1ll << 31);
+    case 3: return ~std::uint64_t{0} - rng() % 3;
+    case 4: return static_cast<std::uint64_t>(rng() % 5);
+    case 5: return -1.5e300;
+    case 6: return std::string("bogus");
+    case 7: return std::string(1000, 'a');
+    case 8: return json::array({1, "two", nullptr});
+    case 9: return json::object({{"epoch", 1}});
+    case 10: return std::string("float32");
+    default: return std::string("\xc3\xbc\x01");
   }
 }
 

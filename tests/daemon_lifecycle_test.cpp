@@ -27,8 +27,6 @@ class DaemonLifecycleTest : public testing::DaemonSuite<DaemonLifecycleTest> {
   static void SetUpTestSuite() { make_dataset(24, 2, 9, 40, 80); }
 
   static LoaderOptions options() { return stream_options(2, 2); }
-
-
 };
 
 // The bound. Under ASan every worker runs LeakSanitizer as it exits, which on a

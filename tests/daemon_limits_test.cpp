@@ -1,8 +1,8 @@
 // forkfeedd's limits and configuration: streams and arena bytes never exceed the limits
 // (a request over one gets an error naming it), every stream shares the one pool of
-// workers (never refused for want of one), forkfeed-ctl stats reports every stream, and the YAML config and its flags
-// take effect. Only the daemon's user, and uids it allows, may connect. Connections
-// that never speak are closed after a deadline and cannot lock anyone out.
+// workers (never refused for want of one), forkfeed-ctl stats reports every stream, and the YAML config and
+// its flags take effect. Only the daemon's user, and uids it allows, may connect. Connections that never
+// speak are closed after a deadline and cannot lock anyone out.
 //
 // Over 300 lines on purpose: one case per limit or config key, each against a real
 // forkfeedd started the same way; splitting it would copy the fixture.
@@ -14,8 +14,8 @@
 
 #include <cstdio>
 #include <fstream>
-#include <thread>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "client/daemon_connection.h"
 #include "forkfeed/client.h"
@@ -165,9 +165,9 @@ TEST_F(DaemonLimitsTest, CtlStatsReportsEveryStream) {
   std::uint64_t delivered = 0;
   double shares = 0;
   for (const auto& s : stats["streams"]) {
-    for (const char* key : {"images_per_s", "delivered_batches", "delivered_samples", "skipped_samples",
-                            "queue_depth", "worker_restarts", "workers", "arena_bytes", "worker_ns", "wait_ns",
-                            "worker_share"}) {
+    for (const char* key :
+         {"images_per_s", "delivered_batches", "delivered_samples", "skipped_samples", "queue_depth",
+          "worker_restarts", "workers", "arena_bytes", "worker_ns", "wait_ns", "worker_share"}) {
       EXPECT_TRUE(s.contains(key)) << key << " missing in " << s.dump();
     }
     delivered += s["delivered_batches"].get<std::uint64_t>();
@@ -254,8 +254,8 @@ TEST_F(DaemonLimitsTest, SilentConnectionsLockNobodyOut) {
   testing::HangGuard guard(120, "DaemonLimitsTest.SilentConnections");
   // 64 connections without a stream; a deadline long enough that only the budget
   // closes the silent connections here.
-  testing::DaemonProcess daemon(socket_path("silent"), {"--max-workers", "2", "--max-pending-connections", "64",
-                                                        "--handshake-timeout-ms", "120000"});
+  testing::DaemonProcess daemon(socket_path("silent"), {"--max-workers", "2", "--max-pending-connections",
+                                                        "64", "--handshake-timeout-ms", "120000"});
   std::vector<UniqueFd> silent;
   for (int i = 0; i < 64 + 32; ++i) {
     silent.push_back(testing::connect_unix(daemon.socket()));

@@ -23,7 +23,6 @@ class DaemonRestartTest : public testing::DaemonSuite<DaemonRestartTest> {
     o.seed = 12;
     return o;
   }
-
 };
 
 TEST_F(DaemonRestartTest, ClientFailsClearlyThenResumesExactlyOnANewDaemon) {

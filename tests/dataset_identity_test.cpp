@@ -81,8 +81,9 @@ TEST(DatasetIdentity, TheDifferenceNamesTheRangesAndTheirFiles) {
   const std::string b = dir.path() + "/b/data";
   grow(folder_index(b), 13);
   DatasetIndex ib = folder_index(b);
-  EXPECT_EQ(dataset_difference(x, dataset_identity(ib), &ib),
-            "sizes differ in samples 12-15 (" + std::string(ib.name(12)) + " .. " + std::string(ib.name(15)) + ")");
+  EXPECT_EQ(
+      dataset_difference(x, dataset_identity(ib), &ib),
+      "sizes differ in samples 12-15 (" + std::string(ib.name(12)) + " .. " + std::string(ib.name(15)) + ")");
   EXPECT_EQ(dataset_difference(x, dataset_identity(ib)), "sizes differ in samples 12-15")
       << "without the index, no names";
 
@@ -91,7 +92,8 @@ TEST(DatasetIdentity, TheDifferenceNamesTheRangesAndTheirFiles) {
   EXPECT_EQ(dataset_difference(x, dataset_identity(ib), &ib),
             "sizes differ in samples 12-15 (" + std::string(ib.name(12)) + " .. " + std::string(ib.name(15)) +
                 "), 40-43 (" + std::string(ib.name(40)) + " .. " + std::string(ib.name(43)) + "), 80-83 (" +
-                std::string(ib.name(80)) + " .. " + std::string(ib.name(83)) + ") and 3 more ranges of 4 samples");
+                std::string(ib.name(80)) + " .. " + std::string(ib.name(83)) +
+                ") and 3 more ranges of 4 samples");
 }
 
 TEST(DatasetIdentity, ACountNamesOrLabelsThatDifferAreSaid) {
@@ -120,7 +122,8 @@ TEST(DatasetIdentity, ACountNamesOrLabelsThatDifferAreSaid) {
   const std::string manifest = dir.path() + "/a/data/list.tsv";
   {
     std::ofstream out(manifest);
-    for (std::size_t i = 0; i < ia.size(); ++i) out << ia.name(i) << '\t' << (i == 3 ? 9 : ia.label(i)) << '\n';
+    for (std::size_t i = 0; i < ia.size(); ++i)
+      out << ia.name(i) << '\t' << (i == 3 ? 9 : ia.label(i)) << '\n';
   }
   const DatasetIndex relabelled = DatasetIndex::from_manifest(manifest).value_or_throw();
   EXPECT_EQ(relabelled.root(), a);
@@ -150,7 +153,8 @@ TEST(DatasetIdentity, TheSameShardsInAnotherFolderAreOneDataset) {
   (void)testing::make_shards(dir.path() + "/s1", root, 10);
   copy_tree(dir.path() + "/s1", dir.path() + "/s2");
   const auto index = [&](const std::string& spec) {
-    Result<DatasetIndex> i = index_shards(ShardDataset{spec, label_rule(LoaderOptions{}), OnError::kFail, 1 << 26, ""});
+    Result<DatasetIndex> i =
+        index_shards(ShardDataset{spec, label_rule(LoaderOptions{}), OnError::kFail, 1 << 26, ""});
     EXPECT_TRUE(i.ok()) << i.status().message();
     return std::move(i).value_or_throw();
   };
@@ -174,7 +178,8 @@ TEST(DatasetIdentity, AShardsSampleIsNamedByItsMember) {
   (void)testing::make_shards(dir.path() + "/s1", root, 10);
   (void)testing::make_shards(dir.path() + "/s2", other, 10);
   const auto index = [&](const std::string& spec) {
-    Result<DatasetIndex> i = index_shards(ShardDataset{spec, label_rule(LoaderOptions{}), OnError::kFail, 1 << 26, ""});
+    Result<DatasetIndex> i =
+        index_shards(ShardDataset{spec, label_rule(LoaderOptions{}), OnError::kFail, 1 << 26, ""});
     EXPECT_TRUE(i.ok()) << i.status().message();
     return std::move(i).value_or_throw();
   };
@@ -194,10 +199,10 @@ TEST(DatasetIdentity, AVersion1IdentityIsComparedByItsDigestOfPaths) {
   ASSERT_TRUE(old.legacy_only());
   EXPECT_EQ(dataset_difference(old, full), "");
   old.legacy = std::string(kDigestDigits, '0');
-  EXPECT_EQ(dataset_difference(old, full), "the files' absolute paths or labels differ (digest 0000000000000000 against " +
-                                               full.legacy +
-                                               ", of paths and labels, as forkfeed compared datasets before "
-                                               "version-2 states)");
+  EXPECT_EQ(dataset_difference(old, full),
+            "the files' absolute paths or labels differ (digest 0000000000000000 against " + full.legacy +
+                ", of paths and labels, as forkfeed compared datasets before "
+                "version-2 states)");
 }
 
 TEST(DatasetIdentity, RangesAreAtMost64OfAPowerOfTwo) {

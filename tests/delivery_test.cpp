@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "testing/temp_dataset.h"
 #include "testing/small_arena.h"
+#include "testing/temp_dataset.h"
 #include "transport/slot_contents.h"
 
 namespace forkfeed {
@@ -29,7 +29,8 @@ class DeliveryTest : public ::testing::Test {
     arena_ = testing::small_arena(index_, 1, kSlots, kBatch, 4, OnError::kSkip);
     ASSERT_TRUE(arena_);
     slots_ = std::make_shared<SlotPool>(kSlots);
-    log_ = std::make_shared<spdlog::logger>("delivery_test", std::make_shared<spdlog::sinks::ostream_sink_st>(said_));
+    log_ = std::make_shared<spdlog::logger>("delivery_test",
+                                            std::make_shared<spdlog::sinks::ostream_sink_st>(said_));
     delivery_ = std::make_unique<Delivery>(arena_, slots_, index_, log_);
   }
 
@@ -113,7 +114,8 @@ TEST_F(DeliveryTest, AFailedBatchNamesTheFileAndGivesItsSlotBack) {
 
 TEST_F(DeliveryTest, ASlotWithSamplesNeitherWrittenNorSkippedIsOurBug) {
   const std::uint32_t slot = slots_->take().value();
-  (void)SlotContents(*arena_, slot).prepare(std::vector<std::uint64_t>{3, 5}, index_, {});  // no worker touched it
+  (void)SlotContents(*arena_, slot)
+      .prepare(std::vector<std::uint64_t>{3, 5}, index_, {});  // no worker touched it
   auto batch = delivery_->deliver(Completion{1, 4, slot, TaskOutcome::kDone}, 0, 4);
   ASSERT_FALSE(batch.ok());
   EXPECT_EQ(batch.status().code(), Status::Code::kInternal);

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "base/monotonic_clock.h"
-#include "testing/temp_dataset.h"
 #include "testing/small_arena.h"
+#include "testing/temp_dataset.h"
 #include "transport/slot_contents.h"
 
 namespace forkfeed {
@@ -42,7 +42,8 @@ class DispatcherTest : public ::testing::Test {
     auto task = arena_->channel(w).tasks.try_pop();
     EXPECT_TRUE(task.has_value()) << "worker " << w << " has no task";
     if (!task) return {};
-    EXPECT_TRUE(arena_->channel(w).completions.try_push(Completion{task->generation, task->batch_id, task->slot, outcome, 0, 0}));
+    EXPECT_TRUE(arena_->channel(w).completions.try_push(
+        Completion{task->generation, task->batch_id, task->slot, outcome, 0, 0}));
     return *task;
   }
 

@@ -100,7 +100,8 @@ TEST(FairShare, ALoaderMomentarilyWithoutWorkKeepsWhatItIsOwed) {
   share.add(2, 1);
   // Loader 2's queue is empty for 40 samples of loader 1 (its few slots in its trainer's
   // hands), a moment shorter than the lag.
-  EXPECT_EQ(count(picks(pool, 40, {{1, 1 * kMs}, {2, 1 * kMs}}, {1})), (std::map<std::uint64_t, int>{{1, 40}}));
+  EXPECT_EQ(count(picks(pool, 40, {{1, 1 * kMs}, {2, 1 * kMs}}, {1})),
+            (std::map<std::uint64_t, int>{{1, 40}}));
   // Back with work, it is served until it has had its 40 ms (give or take a slice).
   const auto chosen = picks(pool, 100, {{1, 1 * kMs}, {2, 1 * kMs}}, {1, 2});
   EXPECT_GE(run_of(chosen, 2), 30) << "its deficit was forgotten while its queue was empty";
@@ -114,7 +115,8 @@ TEST(FairShare, ALoaderBackFromALongPauseTakesTheWorkerForAtMostTheLag) {
   share.add(1, 1);
   share.add(2, 1);
   // Loader 2 has nothing to do for 2 s (a trainer evaluating, say): that share went to 1.
-  EXPECT_EQ(count(picks(pool, 2000, {{1, 1 * kMs}, {2, 1 * kMs}}, {1})), (std::map<std::uint64_t, int>{{1, 2000}}));
+  EXPECT_EQ(count(picks(pool, 2000, {{1, 1 * kMs}, {2, 1 * kMs}}, {1})),
+            (std::map<std::uint64_t, int>{{1, 2000}}));
   const auto chosen = picks(pool, 400, {{1, 1 * kMs}, {2, 1 * kMs}}, {1, 2});
   const int burst = run_of(chosen, 2);
   EXPECT_GE(burst, 100) << "it kept no credit at all";
@@ -145,7 +147,8 @@ TEST(FairShare, ALoaderThatAttachesLaterStartsLevelAndOneThatLeavesIsForgotten) 
   EXPECT_NEAR(served.at(1), 500, 11) << "the newcomer took the worker for the time the first had had";
   EXPECT_NEAR(served.at(2), 500, 11);
   share.remove(1);
-  EXPECT_EQ(count(picks(pool, 3, {{1, 1 * kMs}, {2, 1 * kMs}}, {1, 2})), (std::map<std::uint64_t, int>{{2, 3}}));
+  EXPECT_EQ(count(picks(pool, 3, {{1, 1 * kMs}, {2, 1 * kMs}}, {1, 2})),
+            (std::map<std::uint64_t, int>{{2, 3}}));
 }
 
 // Two workers, each with a task of both loaders: while the other worker is in loader 1's
@@ -163,7 +166,8 @@ TEST(FairShare, TimeTheOtherWorkersSpendOnALoaderCountsHere) {
     ++here[*next];
     pool.served[*next] += kMs;
   }
-  EXPECT_GE(here[2], 990) << "this worker took loader 1's turn too, though the other worker was giving it one";
+  EXPECT_GE(here[2], 990)
+      << "this worker took loader 1's turn too, though the other worker was giving it one";
 }
 
 // A worker that asks between samples, as workers/worker_loop.cpp does, serves a loader of
@@ -184,7 +188,8 @@ TEST(FairShare, AskedBetweenSamplesUnequalTasksGetEqualSharesOverEverySecond) {
     window.clear();
     const std::uint64_t end = now + 1000 * kMs;
     while (now < end) {
-      const auto next = pool.next(now >= small_ready ? std::set<std::uint64_t>{1, 2} : std::set<std::uint64_t>{1});
+      const auto next =
+          pool.next(now >= small_ready ? std::set<std::uint64_t>{1, 2} : std::set<std::uint64_t>{1});
       ASSERT_TRUE(next.has_value());
       pool.served[*next] += kMs;
       window[*next] += kMs;

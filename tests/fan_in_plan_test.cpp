@@ -156,7 +156,8 @@ class Simulation {
       used_[carrier_.at(index)] -= 1;
       carrier_.erase(index);
     }
-    for (const auto& w : a.wants) queue_[w.daemon].insert(queue_[w.daemon].end(), w.batches.begin(), w.batches.end());
+    for (const auto& w : a.wants)
+      queue_[w.daemon].insert(queue_[w.daemon].end(), w.batches.begin(), w.batches.end());
     hand_out();
   }
   // Daemon `d` delivers its next wanted batch if it can.
@@ -249,8 +250,9 @@ TEST(FanInPlanTest, RandomLossesStopsAndHeldBatchesNeverLoseRepeatOrStopThePass)
     }
     std::vector<std::uint64_t> want(batches);
     for (std::uint64_t i = 0; i < batches; ++i) want[i] = i;
-    ASSERT_EQ(sim.handed(), want) << "seed " << seed << ": " << k << " daemons of " << slots << " slots, stopped at "
-                                  << sim.handed().size() << " after " << step << " steps";
+    ASSERT_EQ(sim.handed(), want) << "seed " << seed << ": " << k << " daemons of " << slots
+                                  << " slots, stopped at " << sim.handed().size() << " after " << step
+                                  << " steps";
   }
 }
 

@@ -47,8 +47,8 @@ class FanInTest : public testing::DaemonSuite<FanInTest> {
   static std::unique_ptr<testing::DaemonProcess> start(const std::string& name,
                                                        const std::string& listen = "127.0.0.1:0") {
     return std::make_unique<testing::DaemonProcess>(
-        socket_path(name), std::vector<std::string>{"--max-workers", "1", "--dataset", "train=" + root_, "--listen",
-                                                    listen, "--token-file", token_});
+        socket_path(name), std::vector<std::string>{"--max-workers", "1", "--dataset", "train=" + root_,
+                                                    "--listen", listen, "--token-file", token_});
   }
 
   static LoaderOptions options(std::uint32_t rank = 0, std::uint32_t world = 1) {
@@ -87,8 +87,8 @@ class FanInTest : public testing::DaemonSuite<FanInTest> {
   static void expect_same(Client& client, Loader& loader, std::size_t count, const std::string& what) {
     const testing::Batches got = testing::read_batches(client, count);
     const testing::Batches want = testing::read_batches(loader, count);
-    EXPECT_TRUE(got == want) << what << ": the fan-in stream differs from the Loader's (" << got.size() << " of "
-                             << count << " batches read)";
+    EXPECT_TRUE(got == want) << what << ": the fan-in stream differs from the Loader's (" << got.size()
+                             << " of " << count << " batches read)";
   }
 
   static inline std::string token_;
@@ -159,9 +159,7 @@ TEST_F(FanInTest, EveryStatReachesEachFaceByItsRule) {
         EXPECT_EQ(of_local[name], of_loader[name]) << name;
         EXPECT_EQ(of_fan_in[name], of_loader[name]) << name;
         break;
-      case StatMerge::kFirst:
-        EXPECT_EQ(of_fan_in[name], of_local[name]) << name;
-        break;
+      case StatMerge::kFirst: EXPECT_EQ(of_fan_in[name], of_local[name]) << name; break;
       case StatMerge::kSum:  // two daemons' streams like the local one: zero on both or on neither
         EXPECT_EQ(of_fan_in[name] == 0, of_local[name] == 0)
             << name << ": " << of_fan_in[name] << " against " << of_local[name];
@@ -176,7 +174,8 @@ TEST_F(FanInTest, ADaemonKilledAtAnyPointLosesAndRepeatsNothing) {
     std::size_t after;  // batches read before the kill
     const char* what;
   };
-  for (const Point& p : {Point{0, "before the first batch"}, Point{9, "mid-epoch"}, Point{24, "at an epoch boundary"}}) {
+  for (const Point& p :
+       {Point{0, "before the first batch"}, Point{9, "mid-epoch"}, Point{24, "at an epoch boundary"}}) {
     auto d0 = start("kill0");
     auto d1 = start("kill1");
     auto client = connect({testing::remote_address(*d0), testing::remote_address(*d1)});
@@ -244,7 +243,8 @@ TEST_F(FanInTest, AStoppedDaemonIsRoutedAroundWithinTheOverdueTime) {
   ::kill(gateway, SIGCONT);
   ::kill(d0->pid(), SIGCONT);
   EXPECT_TRUE(got == testing::read_batches(*loader, 20)) << "the stream around a stopped daemon differs";
-  EXPECT_LT(crossing, 2000ms) << "the epoch boundary waited for the stopped daemon past the overdue time (0.5 s)";
+  EXPECT_LT(crossing, 2000ms)
+      << "the epoch boundary waited for the stopped daemon past the overdue time (0.5 s)";
   EXPECT_LT(longest, 2500ms) << "a wait for one batch outlasted the overdue time (0.5 s) by far";
   const auto stats = client->daemons();
   EXPECT_GT(stats[0].reassigned, 0u) << "nothing of the stopped daemon was asked of the other";
@@ -288,9 +288,9 @@ TEST_F(FanInTest, ADaemonBackAtItsAddressRejoinsAndEveryDaemonGoneIsAnErrorWithi
     expect_same(*client, *loader, 1, "after the rejoin");
   }
   const RemoteDaemonStats back = client->daemons()[0];
-  EXPECT_GT(back.batches, before) << "the daemon rejoined but served nothing: up " << back.up << ", duplicates "
-                                  << back.duplicates << ", reassigned " << back.reassigned << ", losses "
-                                  << back.losses << ", last error " << back.last_error;
+  EXPECT_GT(back.batches, before) << "the daemon rejoined but served nothing: up " << back.up
+                                  << ", duplicates " << back.duplicates << ", reassigned " << back.reassigned
+                                  << ", losses " << back.losses << ", last error " << back.last_error;
 
   // Both gone while the client waits: an error naming them within 3 s.
   ASSERT_TRUE(d0->signal_and_wait(SIGKILL, 5s));
@@ -313,8 +313,8 @@ TEST_F(FanInTest, DaemonsServingOtherFilesAndAnAddressGivenTwiceAreRefused) {
   auto d0 = start("other0");
   testing::TempDir other_dir;
   const std::string other = testing::make_image_folder(other_dir.path(), 96, 3, 99, 40, 90);
-  testing::DaemonProcess d1(socket_path("other1"), {"--max-workers", "1", "--dataset", "train=" + other, "--listen",
-                                                    "127.0.0.1:0", "--token-file", token_});
+  testing::DaemonProcess d1(socket_path("other1"), {"--max-workers", "1", "--dataset", "train=" + other,
+                                                    "--listen", "127.0.0.1:0", "--token-file", token_});
   const std::string a0 = testing::remote_address(*d0), a1 = testing::remote_address(d1);
   StreamOptions s;
   s.loader = options();
@@ -344,8 +344,8 @@ TEST_F(FanInTest, TheSameFilesAtAnotherPathAreOneDatasetAndAMemberBackOnOtherIma
   const std::string other = testing::make_image_folder(other_dir.path(), 96, 3, 99, 40, 90);
   const auto serving = [&](const std::string& name, const std::string& root, const std::string& listen) {
     return std::make_unique<testing::DaemonProcess>(
-        socket_path(name), std::vector<std::string>{"--max-workers", "1", "--dataset", "train=" + root, "--listen",
-                                                    listen, "--token-file", token_});
+        socket_path(name), std::vector<std::string>{"--max-workers", "1", "--dataset", "train=" + root,
+                                                    "--listen", listen, "--token-file", token_});
   };
   auto d0 = start("ident0");
   auto d1 = serving("ident1", copy, "127.0.0.1:0");
@@ -374,7 +374,8 @@ TEST_F(FanInTest, TheSameFilesAtAnotherPathAreOneDatasetAndAMemberBackOnOtherIma
   std::filesystem::copy(other, copy, std::filesystem::copy_options::recursive);
   d1 = serving("ident1b", copy, a1);  // the same port and path, other images under the same names
   const Clock::time_point restarted = Clock::now();
-  while (client->daemons()[1].last_error.find("another dataset") == std::string::npos && Clock::now() - restarted < 20s) {
+  while (client->daemons()[1].last_error.find("another dataset") == std::string::npos &&
+         Clock::now() - restarted < 20s) {
     expect_same(*client, *loader, 1, "while it tries to come back");
     std::this_thread::sleep_for(100ms);
   }
@@ -403,7 +404,8 @@ TEST_F(FanInTest, ForkfeeddRefusesABadWantWithANoticeAndIgnoresAStaleOne) {
           << "a stale want is ignored, unanswered";
     }
     // Past the epoch's end (24 batches) on demand; any want on a stream not on demand.
-    ASSERT_TRUE(connection->send(MessageType::kWant, {{"generation", 1}, {"batches", {demand ? 24 : 0}}}).ok());
+    ASSERT_TRUE(
+        connection->send(MessageType::kWant, {{"generation", 1}, {"batches", {demand ? 24 : 0}}}).ok());
     const Clock::time_point sent = Clock::now();
     Status s;
     while (s.ok() && Clock::now() - sent < 5s) {
@@ -411,7 +413,8 @@ TEST_F(FanInTest, ForkfeeddRefusesABadWantWithANoticeAndIgnoresAStaleOne) {
       std::this_thread::sleep_for(10ms);
     }
     EXPECT_FALSE(s.ok()) << "forkfeedd kept a connection that sent a bad want";
-    EXPECT_NE(s.message().find(demand ? "past the end of the epoch" : "not opened on demand"), std::string::npos)
+    EXPECT_NE(s.message().find(demand ? "past the end of the epoch" : "not opened on demand"),
+              std::string::npos)
         << s.message();
   }
 }
@@ -460,7 +463,8 @@ TEST_F(FanInTest, AMemberHungAtConnectIsLeftOutAndRejoinsOnceItGoesOn) {
   });
   const bool both_returned = both.wait_for(20s) == std::future_status::ready;
   if (!alone_returned || !both_returned) hung->resume();
-  EXPECT_TRUE(alone_returned) << "connect to one hung daemon did not return within 20 s (connect_timeout 2 s)";
+  EXPECT_TRUE(alone_returned)
+      << "connect to one hung daemon did not return within 20 s (connect_timeout 2 s)";
   EXPECT_TRUE(both_returned) << "connect to a hung daemon and a live one did not return within 20 s";
   auto refused = alone.get();
   ASSERT_FALSE(refused.ok()) << "a hung daemon opened a stream";
@@ -480,8 +484,8 @@ TEST_F(FanInTest, AMemberHungAtConnectIsLeftOutAndRejoinsOnceItGoesOn) {
     expect_same(*client, *loader, 1, "while the hung daemon goes on");
     std::this_thread::sleep_for(50ms);
   }
-  ASSERT_TRUE(client->daemons()[0].up) << "the daemon at " << a0 << " did not rejoin once it went on: "
-                                       << client->daemons()[0].last_error;
+  ASSERT_TRUE(client->daemons()[0].up)
+      << "the daemon at " << a0 << " did not rejoin once it went on: " << client->daemons()[0].last_error;
   expect_same(*client, *loader, 24, "after it rejoined");
 }
 
@@ -512,7 +516,6 @@ TEST_F(FanInTest, AStepLongerThanOverdueMakesNoDaemonOverdue) {
   }
 }
 
-
 // Found from outside: when every sample of a pass's last batch was skipped, a remote
 // Client counted that batch's skips twice: the end of the pass it makes itself carried
 // the skip count of the record before it (its DeliveryRecord was not initialised).
@@ -521,11 +524,11 @@ TEST_F(FanInTest, TheSkipsOfAWhollySkippedLastBatchCountOnce) {
   testing::TempDir tail_dir;
   const std::string tail = testing::make_image_folder(tail_dir.path(), 8, 1, 31, 40, 70);
   for (const auto& entry : std::filesystem::directory_iterator(tail)) {
-    for (int b = 0; b < 2; ++b) std::ofstream(entry.path() / ("zz_bad_" + std::to_string(b) + ".jpg")) << "no image\n";
+    for (int b = 0; b < 2; ++b)
+      std::ofstream(entry.path() / ("zz_bad_" + std::to_string(b) + ".jpg")) << "no image\n";
   }
-  testing::DaemonProcess daemon(socket_path("tail"),
-                                {"--max-workers", "1", "--dataset", "train=" + tail, "--listen", "127.0.0.1:0",
-                                 "--token-file", token_});
+  testing::DaemonProcess daemon(socket_path("tail"), {"--max-workers", "1", "--dataset", "train=" + tail,
+                                                      "--listen", "127.0.0.1:0", "--token-file", token_});
   StreamOptions s = stream();
   s.loader.on_error = OnError::kSkip;
   s.loader.shuffle = false;
@@ -544,7 +547,6 @@ TEST_F(FanInTest, TheSkipsOfAWhollySkippedLastBatchCountOnce) {
     EXPECT_EQ(stats->skipped_samples, loader->stats().skipped_samples);
   }
 }
-
 
 // Found from outside: a Client of one remote daemon that came back on other files was
 // told it served another dataset "than the one at" its own address, that its batches
@@ -569,8 +571,9 @@ TEST_F(FanInTest, TheOnlyDaemonBackOnOtherFilesIsRefusedSayingWhy) {
   ASSERT_TRUE(testing::eventually(
       [&] {
         const nlohmann::json stats = testing::daemon_stats(daemon->socket());
-        return stats.contains("daemon") && stats["daemon"].value("gateway", nlohmann::json::object())
-                                                   .value("state", std::string()) == "serving";
+        return stats.contains("daemon") &&
+               stats["daemon"].value("gateway", nlohmann::json::object()).value("state", std::string()) ==
+                   "serving";
       },
       20s))
       << "the restarted daemon's gateway never served";

@@ -69,12 +69,9 @@ const Verbs& verbs() {
 
 RdmaForkMode ibv_mode() {
   switch (verbs().is_fork_initialized()) {
-    case IBV_FORK_ENABLED:
-      return RdmaForkMode::kEnabled;
-    case IBV_FORK_UNNEEDED:
-      return RdmaForkMode::kUnneeded;
-    default:
-      return RdmaForkMode::kDisabled;
+    case IBV_FORK_ENABLED: return RdmaForkMode::kEnabled;
+    case IBV_FORK_UNNEEDED: return RdmaForkMode::kUnneeded;
+    default: return RdmaForkMode::kDisabled;
   }
 }
 

@@ -156,7 +156,8 @@ TEST_F(FrameTest, FdsTravelWithTheirFrame) {
   EXPECT_EQ(frame->payload, R"({"ok":true})");
   ASSERT_EQ(frame->fds.size(), 2u);
   for (std::size_t i = 0; i < 2; ++i) {
-    struct stat got {}, want {};
+    struct stat got {
+    }, want{};
     ASSERT_EQ(::fstat(frame->fds[i].get(), &got), 0);
     ASSERT_EQ(::fstat(sent_fds[i], &want), 0);
     EXPECT_EQ(got.st_ino, want.st_ino) << "fd " << i << " is another file";

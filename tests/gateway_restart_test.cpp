@@ -41,8 +41,8 @@ class GatewayRestartTest : public testing::DaemonSuite<GatewayRestartTest> {
 
   std::unique_ptr<testing::DaemonProcess> start(const std::string& name) {
     return std::make_unique<testing::DaemonProcess>(
-        socket_path(name), std::vector<std::string>{"--max-workers", "1", "--dataset", "train=" + root_, "--listen",
-                                                    "127.0.0.1:0", "--token-file", token_});
+        socket_path(name), std::vector<std::string>{"--max-workers", "1", "--dataset", "train=" + root_,
+                                                    "--listen", "127.0.0.1:0", "--token-file", token_});
   }
 
   // The gateway's part of the daemon's stats; null if the daemon cannot be asked.
@@ -94,8 +94,10 @@ TEST_F(GatewayRestartTest, AGatewayWhoseTokenFileIsGoneIsTriedAgainUntilItServes
   const json before = gateway_stats(*daemon);
   const pid_t first = testing::gateway_of(daemon->pid());
   ASSERT_GT(first, 0);
-  EXPECT_TRUE(before.is_object() && before.value("state", "") == "serving" && before.value("pid", -1) == first)
-      << "the daemon's stats do not show its gateway serving: " << testing::daemon_stats(daemon->socket()).dump();
+  EXPECT_TRUE(before.is_object() && before.value("state", "") == "serving" &&
+              before.value("pid", -1) == first)
+      << "the daemon's stats do not show its gateway serving: "
+      << testing::daemon_stats(daemon->socket()).dump();
 
   const std::string aside = token_ + ".rotating";
   ASSERT_EQ(std::rename(token_.c_str(), aside.c_str()), 0);
@@ -113,8 +115,8 @@ TEST_F(GatewayRestartTest, AGatewayWhoseTokenFileIsGoneIsTriedAgainUntilItServes
   EXPECT_TRUE(testing::remote_address(*daemon).empty()) << "no gateway listens meanwhile";
 
   ASSERT_EQ(std::rename(aside.c_str(), token_.c_str()), 0);  // the new token is in place
-  ASSERT_TRUE(serving_at(*daemon, address)) << "no gateway at " << address << " again: "
-                                            << gateway_stats(*daemon).dump();
+  ASSERT_TRUE(serving_at(*daemon, address))
+      << "no gateway at " << address << " again: " << gateway_stats(*daemon).dump();
   const json after = gateway_stats(*daemon);
   ASSERT_TRUE(after.is_object()) << testing::daemon_stats(daemon->socket()).dump();
   EXPECT_EQ(after.value("state", ""), "serving") << after.dump();
@@ -148,7 +150,8 @@ TEST_F(GatewayRestartTest, AGatewayWhosePortIsTakenIsTriedAgainUntilItServes) {
   int bind_errno = 0;
   ASSERT_TRUE(testing::eventually(
       [&] {
-        if (::bind(squatter.get(), reinterpret_cast<const sockaddr*>(&*where), sizeof(sockaddr_in)) == 0) return true;
+        if (::bind(squatter.get(), reinterpret_cast<const sockaddr*>(&*where), sizeof(sockaddr_in)) == 0)
+          return true;
         bind_errno = errno;
         return false;
       },
@@ -165,8 +168,8 @@ TEST_F(GatewayRestartTest, AGatewayWhosePortIsTakenIsTriedAgainUntilItServes) {
     ADD_FAILURE() << "the daemon's stats show no second try to start the gateway: " << seen.dump();
   }
   squatter.reset();  // the port is free again
-  ASSERT_TRUE(serving_at(*daemon, address)) << "no gateway at " << address << " again: "
-                                            << gateway_stats(*daemon).dump();
+  ASSERT_TRUE(serving_at(*daemon, address))
+      << "no gateway at " << address << " again: " << gateway_stats(*daemon).dump();
   EXPECT_EQ(remote_pass(address), 4u) << "a remote client is not served again";
 }
 

@@ -15,8 +15,8 @@
 
 #include "forkfeed/loader.h"
 #include "tests/testing/processes.h"
-#include "tests/testing/temp_dataset.h"
 #include "tests/testing/small_options.h"
+#include "tests/testing/temp_dataset.h"
 
 namespace forkfeed {
 namespace {
@@ -32,12 +32,9 @@ enum class Reset { kReset, kSetSameEpoch, kNewRangeFor };
 
 std::string name(Reset r) {
   switch (r) {
-    case Reset::kReset:
-      return "reset()";
-    case Reset::kSetSameEpoch:
-      return "set_epoch(same epoch)";
-    case Reset::kNewRangeFor:
-      return "a new range-for";
+    case Reset::kReset: return "reset()";
+    case Reset::kSetSameEpoch: return "set_epoch(same epoch)";
+    case Reset::kNewRangeFor: return "a new range-for";
   }
   return "?";
 }

@@ -153,7 +153,8 @@ TEST_F(HandshakeTest, AStreamingConnectionIsNoLongerPendingAndNeverEnded) {
 TEST_F(HandshakeTest, CrowdOutEndsAWaitingConnectionSilentLongEnough) {
   const Clock::duration silence = minutes(1);
   Handshake h(session_.get(), accepted_);
-  EXPECT_FALSE(h.crowd_out(accepted_ + silence - nanoseconds(1), silence)) << "crowded out before its silence";
+  EXPECT_FALSE(h.crowd_out(accepted_ + silence - nanoseconds(1), silence))
+      << "crowded out before its silence";
   EXPECT_EQ(h.ended(), Handshake::End::kNone);
   EXPECT_FALSE(readable(session_.get()));
   EXPECT_TRUE(h.crowd_out(accepted_ + silence, silence));

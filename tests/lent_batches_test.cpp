@@ -28,7 +28,8 @@ class LentBatchesTest : public ::testing::Test {
     const auto slot = pool_->take();
     EXPECT_TRUE(slot.has_value()) << "the test took more slots than the pool has";
     const BatchFactory::Parts parts{pixel, sizeof pixel, DType::kUint8, 1, 1, &label, &index, 0, 0};
-    return BatchFactory::make(parts, std::make_unique<detail::PoolSlotLease>(nullptr, pool_, slot.value_or(0)));
+    return BatchFactory::make(parts,
+                              std::make_unique<detail::PoolSlotLease>(nullptr, pool_, slot.value_or(0)));
   }
 
   std::shared_ptr<SlotPool> pool_ = std::make_shared<SlotPool>(kSlots);

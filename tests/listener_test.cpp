@@ -53,7 +53,8 @@ class ListenerTest : public ::testing::Test {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     std::memcpy(addr.sun_path, p.c_str(), p.size());
-    ASSERT_EQ(::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0) << std::strerror(errno);
+    ASSERT_EQ(::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0)
+        << std::strerror(errno);
   }
 
   testing::TempDir dir_;
@@ -151,7 +152,8 @@ TEST_F(ListenerTest, ALiveDaemonsSocketIsNotStolen) {
   auto second = Listener::bind(path(), false);
   ASSERT_FALSE(second.ok()) << "a second listener took a live daemon's socket";
   EXPECT_NE(second.status().message().find(path()), std::string::npos) << second.status().message();
-  EXPECT_NE(second.status().message().find("another forkfeedd"), std::string::npos) << second.status().message();
+  EXPECT_NE(second.status().message().find("another forkfeedd"), std::string::npos)
+      << second.status().message();
   EXPECT_EQ(inode_of(path()), inode) << "the live daemon's file was replaced";
   // The first still serves; the probe connection of the second is simply accepted and dropped.
   UniqueFd client = testing::connect_unix(path());
@@ -163,7 +165,8 @@ TEST_F(ListenerTest, AFileThatIsNotASocketIsLeftAlone) {
   { std::ofstream(path()) << "precious"; }
   auto listener = Listener::bind(path(), false);
   ASSERT_FALSE(listener.ok());
-  EXPECT_NE(listener.status().message().find("is not a socket"), std::string::npos) << listener.status().message();
+  EXPECT_NE(listener.status().message().find("is not a socket"), std::string::npos)
+      << listener.status().message();
   std::ifstream in(path());
   std::string text;
   in >> text;

@@ -1,7 +1,7 @@
 // LoaderInternals: forkfeedd's values of a Loader agree with what state() writes and
 // load_state() reads, so the daemon can skip the JSON between them.
-#include "dataset/dataset_identity.h"
 #include "loader/loader_internals.h"
+#include "dataset/dataset_identity.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -125,9 +125,11 @@ TEST(LoaderInternalsBrokenTest, ABadFileIsNotLastingAWorkerDeathPastTheBudgetIs)
 TEST_F(LoaderInternalsTest, APassOnDemandGivesTheWantedBatchesAsTheWholePassHasThem) {
   const testing::Batches whole = testing::read_pass(*loader_);  // epoch 0
   ASSERT_EQ(whole.size(), 4u);
-  EXPECT_EQ(LoaderInternals::want(*loader_, 0).code(), Status::Code::kFailedPrecondition) << "not on demand yet";
+  EXPECT_EQ(LoaderInternals::want(*loader_, 0).code(), Status::Code::kFailedPrecondition)
+      << "not on demand yet";
   ASSERT_TRUE(LoaderInternals::begin_demand(*loader_, 0).ok());
-  EXPECT_EQ(LoaderInternals::want(*loader_, 4).code(), Status::Code::kInvalidArgument) << "past the epoch's end";
+  EXPECT_EQ(LoaderInternals::want(*loader_, 4).code(), Status::Code::kInvalidArgument)
+      << "past the epoch's end";
   EXPECT_EQ(LoaderInternals::next_wanted(*loader_).status().code(), Status::Code::kFailedPrecondition);
   for (std::uint64_t b : {2u, 0u, 3u}) ASSERT_TRUE(LoaderInternals::want(*loader_, b).ok());
   EXPECT_EQ(LoaderInternals::wanted(*loader_), 3u);

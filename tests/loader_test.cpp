@@ -15,8 +15,8 @@
 #include <opencv2/imgproc.hpp>
 #include <set>
 
-#include "testing/temp_dataset.h"
 #include "testing/small_options.h"
+#include "testing/temp_dataset.h"
 #include "transforms/crop.h"
 
 namespace forkfeed {

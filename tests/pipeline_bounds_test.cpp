@@ -63,8 +63,10 @@ TEST(PipelineBounds, MagnitudesTorchCannotDrawAreRefusedWithTheAllowedRange) {
 // values", "Argument scale should be positive"). Refused with the allowed range; the
 // smallest normal float32 is still taken.
 TEST(PipelineBounds, APositiveParameterFloat32DrawsAsZeroIsRefused) {
-  expect_refused("CenterCrop(32), GaussianBlur(3, sigma=1e-300)", {"GaussianBlur's sigma", "1.17549e-38", "1e-300"});
-  expect_refused("CenterCrop(32), GaussianBlur(3, sigma=(1e-46, 1))", {"GaussianBlur's sigma", "1.17549e-38"});
+  expect_refused("CenterCrop(32), GaussianBlur(3, sigma=1e-300)",
+                 {"GaussianBlur's sigma", "1.17549e-38", "1e-300"});
+  expect_refused("CenterCrop(32), GaussianBlur(3, sigma=(1e-46, 1))",
+                 {"GaussianBlur's sigma", "1.17549e-38"});
   expect_refused("CenterCrop(32), RandomAffine(0, scale=(1e-300, 1e-300))",
                  {"RandomAffine's scale", "1.17549e-38", "(1e-300, 1e-300)"});
   EXPECT_EQ(error_of("CenterCrop(32), GaussianBlur(3, sigma=(1.2e-38, 1))"), "(built)");
@@ -137,8 +139,9 @@ TEST(PipelineBounds, AnImageAResizeMakesTooLargeIsToldWhatItWouldBecome) {
   ASSERT_FALSE(plan.ok());
   EXPECT_EQ(plan.status().code(), Status::Code::kBadData);
   const std::string& why = plan.status().message();
-  EXPECT_NE(why.find("resizing this 69x65 image to 10041x9459 makes 94977819 pixels, over max_pixels 89478485"),
-            std::string::npos)
+  EXPECT_NE(
+      why.find("resizing this 69x65 image to 10041x9459 makes 94977819 pixels, over max_pixels 89478485"),
+      std::string::npos)
       << why;
   EXPECT_EQ(why.find("aspect ratio"), std::string::npos) << why;
 }

@@ -8,8 +8,8 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 #include <string>
@@ -54,7 +54,8 @@ TEST(PipelineSpec, ReadsPositionalKeywordTupleWordAndNoneArguments) {
   EXPECT_EQ(rotation.keywords[0].second.word, "InterpolationMode.BILINEAR");
   EXPECT_EQ(rotation.keywords[1].second.kind, SpecValue::Kind::kNone);
   EXPECT_EQ((*calls)[2].keywords[0].second.word, "random");
-  EXPECT_EQ((*calls)[2].keywords[1].second.kind, SpecValue::Kind::kNumber) << "(0.5) is a number, not a tuple";
+  EXPECT_EQ((*calls)[2].keywords[1].second.kind, SpecValue::Kind::kNumber)
+      << "(0.5) is a number, not a tuple";
   EXPECT_EQ((*calls)[3].keywords[0].second.kind, SpecValue::Kind::kBool);
   EXPECT_EQ((*calls)[3].keywords[1].second.kind, SpecValue::Kind::kTuple) << "(1,) is a tuple";
 }
@@ -86,7 +87,8 @@ TEST(PipelineBuild, BadArgumentsNameTheOpAndTheArgument) {
            {"RandomResizedCrop()", "RandomResizedCrop needs its argument 'size'"},
            {"RandomResizedCrop(224, scale=(1, 0.5))", "RandomResizedCrop's scale"},
            {"RandomResizedCrop(0)", "RandomResizedCrop's size"},
-           {"RandomResizedCrop(224, interpolation=InterpolationMode.BICUBIC)", "RandomResizedCrop's interpolation"},
+           {"RandomResizedCrop(224, interpolation=InterpolationMode.BICUBIC)",
+            "RandomResizedCrop's interpolation"},
            {"RandomCrop(32, padding=4)", "RandomCrop's padding"},
            {"CenterCrop(32), ColorJitter(brightness=-1)", "ColorJitter's brightness"},
            {"CenterCrop(32), ColorJitter(hue=0.7)", "ColorJitter's hue"},
@@ -114,7 +116,8 @@ TEST(PipelineBuild, BadArgumentsNameTheOpAndTheArgument) {
 
 TEST(PipelineBuild, TheOrderIsCheckedAsTorchvisionWouldOrAsTheFusedDecodeNeeds) {
   for (auto [text, expected] : std::vector<std::pair<std::string, std::string>>{
-           {"CenterCrop(32), RandomErasing(), Normalize()", "RandomErasing() works on the normalised float tensor"},
+           {"CenterCrop(32), RandomErasing(), Normalize()",
+            "RandomErasing() works on the normalised float tensor"},
            {"CenterCrop(32), ColorJitter(0.4), Resize(16)", "Resize(16) comes after ColorJitter(0.4)"},
            {"CenterCrop(32), Normalize(), ColorJitter(0.4)", "ColorJitter(0.4) works on uint8 images"},
            {"CenterCrop(32), Normalize(), Normalize()", "the second Normalize"},
@@ -174,8 +177,11 @@ TEST(PipelinePlan, CropsAndResizesComposeToOneWindowOfTheImage) {
   EXPECT_DOUBLE_EQ(e.width, 224 * (500.0 / 341));
   EXPECT_DOUBLE_EQ(e.height, 224 * (375.0 / 256));
   // Resize((100, 200)) then CenterCrop(50) on 400 x 300: a quarter of the width, half the height.
-  const Region r = Pipeline::build("Resize((100, 200)), CenterCrop(50)", options()).value().plan(400, 300, rng)
-                       .value().source;
+  const Region r = Pipeline::build("Resize((100, 200)), CenterCrop(50)", options())
+                       .value()
+                       .plan(400, 300, rng)
+                       .value()
+                       .source;
   EXPECT_DOUBLE_EQ(r.x, 75 * 2.0);
   EXPECT_DOUBLE_EQ(r.y, 25 * 3.0);
   EXPECT_DOUBLE_EQ(r.width, 100);
@@ -184,7 +190,8 @@ TEST(PipelinePlan, CropsAndResizesComposeToOneWindowOfTheImage) {
   auto small = Pipeline::build("CenterCrop(64)", options()).value().plan(40, 80, rng);
   ASSERT_FALSE(small.ok());
   EXPECT_EQ(small.status().code(), Status::Code::kBadData);
-  EXPECT_NE(small.status().message().find("CenterCrop(64x64)"), std::string::npos) << small.status().message();
+  EXPECT_NE(small.status().message().find("CenterCrop(64x64)"), std::string::npos)
+      << small.status().message();
   PipelineOptions tight = options();
   tight.max_pixels = 100'000;  // a square image resized for eval fits; a 1 x 2000 strip does not
   auto strip = Pipeline::build("eval", tight).value().plan(1, 2000, rng);
@@ -192,7 +199,8 @@ TEST(PipelinePlan, CropsAndResizesComposeToOneWindowOfTheImage) {
 }
 
 TEST(PipelinePlan, TwoResamplingStepsAreDoneOneAfterAnotherNotFused) {
-  EXPECT_TRUE(Pipeline::build("Resize(256), CenterCrop(224), RandomHorizontalFlip()", options()).value().fusable());
+  EXPECT_TRUE(
+      Pipeline::build("Resize(256), CenterCrop(224), RandomHorizontalFlip()", options()).value().fusable());
   EXPECT_TRUE(Pipeline::build("RandomCrop(300), RandomResizedCrop(224)", options()).value().fusable());
   // Down to 16 and up again: one window resized once would skip the loss of detail.
   EXPECT_FALSE(Pipeline::build("Resize((16, 16)), Resize((64, 64))", options()).value().fusable());
@@ -216,7 +224,8 @@ TEST(PipelinePlan, TwoResamplingStepsAreDoneOneAfterAnotherNotFused) {
   EXPECT_EQ(a, b) << "the loader's path does both resizes";
   // And the result is blurred: 16 x 16 of detail, neighbours close.
   int steps = 0;
-  for (std::size_t i = 3; i < a.size(); i += 3) steps += std::abs(std::to_integer<int>(a[i]) - std::to_integer<int>(a[i - 3])) > 40;
+  for (std::size_t i = 3; i < a.size(); i += 3)
+    steps += std::abs(std::to_integer<int>(a[i]) - std::to_integer<int>(a[i - 3])) > 40;
   EXPECT_LT(steps, 40);
 }
 
@@ -271,7 +280,8 @@ TEST(PipelineShorthands, GiveTheBytesOfTheTransformTheyReplaced) {
             ASSERT_TRUE(t.apply(rgb, rng, got.data()).ok());
             legacy_transform(rgb, std::string(name) == "train", size, dtype, layout, key, want.data());
             ASSERT_EQ(std::memcmp(got.data(), want.data(), bytes), 0)
-                << name << " " << to_string(dtype) << " " << to_string(layout) << " " << size << " key " << key;
+                << name << " " << to_string(dtype) << " " << to_string(layout) << " " << size << " key "
+                << key;
           }
         }
       }
@@ -309,9 +319,11 @@ TEST(PipelineDraws, EachRandomOpIsAppliedWithItsProbability) {
     const cv::Vec3b px = m.at<cv::Vec3b>(0, 0);
     return px[0] == px[1] && px[1] == px[2];
   };
-  expect_binomial(count_samples("CenterCrop(8), RandomGrayscale(p=0.3)", 100, n, gray), n, 0.3, "RandomGrayscale");
+  expect_binomial(count_samples("CenterCrop(8), RandomGrayscale(p=0.3)", 100, n, gray), n, 0.3,
+                  "RandomGrayscale");
   auto inverted = [](const cv::Mat& m) { return m.at<cv::Vec3b>(0, 0)[0] == 255 - 100; };
-  expect_binomial(count_samples("CenterCrop(8), RandomInvert(0.2)", 100, n, inverted), n, 0.2, "RandomInvert");
+  expect_binomial(count_samples("CenterCrop(8), RandomInvert(0.2)", 100, n, inverted), n, 0.2,
+                  "RandomInvert");
   auto solarized = [](const cv::Mat& m) { return m.at<cv::Vec3b>(0, 0)[0] != 200; };
   expect_binomial(count_samples("CenterCrop(8), RandomSolarize(128, p=0.7)", 200, n, solarized), n, 0.7,
                   "RandomSolarize");
@@ -367,7 +379,8 @@ TEST(PipelineDraws, RandomErasingBoxesStayWithinScaleAndRatio) {
       for (int x = 0; x < 64; ++x) {
         if (sample[y * 64 + x] != 9.f) continue;
         ++area;
-        top = std::min(top, y), bottom = std::max(bottom, y), left = std::min(left, x), right = std::max(right, x);
+        top = std::min(top, y), bottom = std::max(bottom, y), left = std::min(left, x),
+        right = std::max(right, x);
       }
     }
     if (area == 0) continue;

@@ -68,7 +68,8 @@ class RemoteStreamTest : public testing::DaemonSuite<RemoteStreamTest> {
 
   // A daemon serving the suite's dataset as "train" to remote clients on a free port.
   static std::vector<std::string> remote_args() {
-    return {"--max-workers", "2", "--dataset", "train=" + root_, "--listen", "127.0.0.1:0", "--token-file", token_};
+    return {"--max-workers", "2",           "--dataset",    "train=" + root_,
+            "--listen",      "127.0.0.1:0", "--token-file", token_};
   }
 
   static LoaderOptions options(std::uint32_t rank = 0, std::uint32_t world = 1) {
@@ -154,8 +155,9 @@ TEST_F(RemoteStreamTest, ARemoteStreamIsTheLocalLoadersOverTwoEpochsAndTwoRanks)
       const testing::Batches got = testing::read_pass(*remote);
       const testing::Batches want = testing::read_pass(*local);
       ASSERT_EQ(got.size(), 6u) << "rank " << rank << " epoch " << epoch;
-      EXPECT_TRUE(got == want) << "rank " << rank << " epoch " << epoch
-                               << ": the remote stream differs from the local Loader's (indices, labels or pixels)";
+      EXPECT_TRUE(got == want)
+          << "rank " << rank << " epoch " << epoch
+          << ": the remote stream differs from the local Loader's (indices, labels or pixels)";
     }
     EXPECT_EQ(remote->state(), local->state());
   }
@@ -201,14 +203,16 @@ TEST_F(RemoteStreamTest, AWrongTokenAndAPathAreRefusedWithReasons) {
   ASSERT_EQ(::chmod(wrong.c_str(), 0600), 0);
   auto refused = Client::connect(RemoteDaemon{address, wrong}, remote_options());
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("refused the token"), std::string::npos) << refused.status().message();
+  EXPECT_NE(refused.status().message().find("refused the token"), std::string::npos)
+      << refused.status().message();
   // The client's copy is a secret too: one that others may read is refused before use.
   const std::string readable = dir_->path() + "/readable-token";
   std::ofstream(readable) << kToken << "\n";
   ASSERT_EQ(::chmod(readable.c_str(), 0644), 0);
   auto exposed = Client::connect(RemoteDaemon{address, readable}, remote_options());
   ASSERT_FALSE(exposed.ok());
-  EXPECT_NE(exposed.status().message().find("has mode 0644"), std::string::npos) << exposed.status().message();
+  EXPECT_NE(exposed.status().message().find("has mode 0644"), std::string::npos)
+      << exposed.status().message();
   EXPECT_NE(exposed.status().message().find("chmod 600 " + readable), std::string::npos)
       << exposed.status().message();
 
@@ -216,7 +220,8 @@ TEST_F(RemoteStreamTest, AWrongTokenAndAPathAreRefusedWithReasons) {
   path.loader.image_folder = root_;  // a name and a path: the gateway takes no path
   auto with_path = Client::connect(RemoteDaemon{address, token_}, path);
   ASSERT_FALSE(with_path.ok());
-  EXPECT_NE(with_path.status().message().find("never a path"), std::string::npos) << with_path.status().message();
+  EXPECT_NE(with_path.status().message().find("never a path"), std::string::npos)
+      << with_path.status().message();
 
   StreamOptions no_name = remote_options();
   no_name.dataset.clear();
@@ -325,7 +330,8 @@ TEST_F(RemoteStreamTest, ATrainerFrozenInsideNextIsNotToldItsDaemonIsLost) {
   EXPECT_TRUE(testing::eventually([] { return ThreadFreezer::thawed.load(); }, std::chrono::seconds(20)));
   stopped->resume();  // the next batch comes once it goes on
   trainer.join();
-  EXPECT_TRUE(failed.ok()) << "frozen " << ThreadFreezer::kFrozen.count() << " s inside next(): " << failed.message();
+  EXPECT_TRUE(failed.ok()) << "frozen " << ThreadFreezer::kFrozen.count()
+                           << " s inside next(): " << failed.message();
   EXPECT_EQ(testing::read_batches(*remote, 5).size(), 5u) << "the stream goes on";
 }
 
@@ -347,7 +353,8 @@ TEST_F(RemoteStreamTest, ARemoteClientOpenedInAForksChildIsRefusedAtOnceSayingWh
     const std::string message = remote.ok() ? "it opened" : remote.status().message();
     std::fprintf(stderr, "the child's connect: %s\n", message.c_str());
     const bool told = !remote.ok() && remote.status().code() == Status::Code::kFailedPrecondition &&
-                      message.find("forked") != std::string::npos && message.find("UCX_TLS") == std::string::npos;
+                      message.find("forked") != std::string::npos &&
+                      message.find("UCX_TLS") == std::string::npos;
     ::_exit(told ? 0 : 1);
   }
   int status = 0;
@@ -370,9 +377,9 @@ TEST_F(RemoteStreamTest, AKilledRemoteClientFreesItsStream) {
   // A trainer of its own (forkfeed-bench, reading slowly forever): this process has UCX
   // loaded and must not fork one.
   const std::string bench = std::string(FORKFEED_BIN_DIR) + "/forkfeed-bench";
-  std::vector<std::string> args = {bench, "--remote", address, "--dataset",   "train",  "--token-file", token_,
-                                   "--batch", "4",    "--size", "16",      "--epochs", "1000",  "--log-level",
-                                   "error"};
+  std::vector<std::string> args = {bench,          "--remote", address,   "--dataset",   "train",
+                                   "--token-file", token_,     "--batch", "4",           "--size",
+                                   "16",           "--epochs", "1000",    "--log-level", "error"};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -463,7 +470,8 @@ UniqueFd hello_from(const std::string& source, const std::string& address, const
   sockaddr_in from{};
   from.sin_family = AF_INET;
   EXPECT_EQ(::inet_pton(AF_INET, source.c_str(), &from.sin_addr), 1);
-  EXPECT_EQ(::bind(fd.get(), reinterpret_cast<const sockaddr*>(&from), sizeof from), 0) << std::strerror(errno);
+  EXPECT_EQ(::bind(fd.get(), reinterpret_cast<const sockaddr*>(&from), sizeof from), 0)
+      << std::strerror(errno);
   EXPECT_EQ(::connect(fd.get(), reinterpret_cast<const sockaddr*>(&*where), sizeof(sockaddr_in)), 0);
   const std::string bytes = hello(token);
   EXPECT_EQ(::write(fd.get(), bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
@@ -492,13 +500,15 @@ TEST_F(RemoteStreamTest, WrongTokensFromOneAddressSlowItsNextHellosOnly) {
   // last no sooner than 0.5 + 1 s after the first (a lower bound: load only delays).
   const Clock::time_point sent = Clock::now();
   std::vector<UniqueFd> guesses;
-  for (int i = 0; i < 3; ++i) guesses.push_back(hello_from("127.0.0.1", address, "guess-" + std::to_string(i)));
+  for (int i = 0; i < 3; ++i)
+    guesses.push_back(hello_from("127.0.0.1", address, "guess-" + std::to_string(i)));
   for (const UniqueFd& fd : guesses) {
     const json reply = hello_reply(fd.get());
     EXPECT_NE(reply.dump().find("refused the token"), std::string::npos) << reply.dump();
   }
   const double answered = std::chrono::duration<double>(Clock::now() - sent).count();
-  EXPECT_GE(answered, 1.45) << "three wrong tokens from one address were all answered within " << answered << " s";
+  EXPECT_GE(answered, 1.45) << "three wrong tokens from one address were all answered within " << answered
+                            << " s";
 
   // The guesser's next hello waits 2 s; one from another address is answered before it.
   UniqueFd held = hello_from("127.0.0.1", address, "guess-3");
@@ -519,7 +529,8 @@ TEST_F(RemoteStreamTest, WrongTokensFromOneAddressSlowItsNextHellosOnly) {
     ASSERT_FALSE(early.ok()) << "served before the guessing address's turn";
   }
   if (!early.ok()) {
-    EXPECT_NE(early.status().message().find("wrong tokens from this address answers its next hellos up to 5 s late"),
+    EXPECT_NE(early.status().message().find(
+                  "wrong tokens from this address answers its next hellos up to 5 s late"),
               std::string::npos)
         << early.status().message();
   }
@@ -562,7 +573,9 @@ TEST_F(RemoteStreamTest, AClosedStreamIsNotLoggedAsALostDaemon) {
   const auto closed = [&] {
     const std::string t = text();
     std::size_t n = 0;
-    for (std::size_t at = t.find("stream closed"); at != std::string::npos; at = t.find("stream closed", at + 1)) ++n;
+    for (std::size_t at = t.find("stream closed"); at != std::string::npos;
+         at = t.find("stream closed", at + 1))
+      ++n;
     return n;
   };
   EXPECT_TRUE(testing::eventually([&] { return closed() >= 3; }, std::chrono::seconds(20))) << text();
@@ -607,7 +620,6 @@ TEST_F(RemoteStreamTest, TheForkReportNamesUcxAndAutoSpawnsAfterARemoteClient) {
   EXPECT_EQ(testing::read_pass(*loader).size(), 12u);
 }
 
-
 // The daemon's memory is not the trainer's any more: a remote client page-locks its own
 // receive arena on its device (the test double of libcudart logs every call), and never
 // touches device 0.
@@ -651,9 +663,9 @@ TEST_F(RemoteStreamTest, PinMemoryDevicePinsTheClientsOwnReceiveArena) {
   local.loader.pin_memory_device = 0;
   auto refused = Client::connect(daemon.socket(), local);
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("local forkfeedd"), std::string::npos) << refused.status().message();
+  EXPECT_NE(refused.status().message().find("local forkfeedd"), std::string::npos)
+      << refused.status().message();
 }
-
 
 // Found from outside (a hostile review): closing a remote Client right after opening it
 // aborted the trainer within ~20 cycles (UCX asserted: its worker destroyed with its part
@@ -688,8 +700,8 @@ UniqueFd frozen_client(const std::string& address, const std::string& token, Ucx
       if (!frame.ok() || frame->type != static_cast<std::uint16_t>(MessageType::kHeartbeat)) return;
     }
   };
-  ask(MessageType::kHello, {{"protocol", kProtocolVersion}, {"token", token},
-                            {"worker", bytes_to_json(*worker.address())}});
+  ask(MessageType::kHello,
+      {{"protocol", kProtocolVersion}, {"token", token}, {"worker", bytes_to_json(*worker.address())}});
   json open = to_json(StreamRequest{StreamOptions{}, {}});
   open["dataset"] = "train";
   open["batch_size"] = 16;

@@ -12,8 +12,8 @@
 
 #include "forkfeed/loader.h"
 #include "tests/testing/processes.h"
-#include "tests/testing/temp_dataset.h"
 #include "tests/testing/small_options.h"
+#include "tests/testing/temp_dataset.h"
 
 namespace forkfeed {
 namespace {

@@ -263,9 +263,11 @@ TEST(ShardListTest, AbsolutePathDropsOnlyWhatTheKernelIgnores) {
 TEST(ShardListTest, OneTarFileIsOneShardAndAnyOtherFileIsAList) {
   testing::TempDir tmp;
   touch(tmp.path() + "/only.tar");
-  EXPECT_EQ(list_shards(tmp.path() + "/only.tar").value(), std::vector<std::string>{tmp.path() + "/only.tar"});
+  EXPECT_EQ(list_shards(tmp.path() + "/only.tar").value(),
+            std::vector<std::string>{tmp.path() + "/only.tar"});
   touch(tmp.path() + "/shards.txt", "only.tar\n");
-  EXPECT_EQ(list_shards(tmp.path() + "/shards.txt").value(), std::vector<std::string>{tmp.path() + "/only.tar"});
+  EXPECT_EQ(list_shards(tmp.path() + "/shards.txt").value(),
+            std::vector<std::string>{tmp.path() + "/only.tar"});
 }
 
 }  // namespace

@@ -191,7 +191,8 @@ TEST_F(SharedPoolTest, ABadFileFailsOnlyTheLoaderItBelongsTo) {
   ASSERT_TRUE(bad && good);
   auto first = bad->next();
   ASSERT_FALSE(first.ok()) << "a pass with a bad file under on_error=fail";
-  EXPECT_NE(first.status().message().find("img_00002_text.jpg"), std::string::npos) << first.status().message();
+  EXPECT_NE(first.status().message().find("img_00002_text.jpg"), std::string::npos)
+      << first.status().message();
   EXPECT_EQ(testing::first_difference(testing::read_pass(*good), expected), "");
   EXPECT_EQ(testing::live_children().size(), 2u);
 }
@@ -290,7 +291,8 @@ TEST_F(SharedPoolTest, ALoaderOfSmallBatchesIsServedBetweenTheSamplesOfAnothersL
   // The heavy batch was set aside for those, not finished first: the worker goes back to
   // it. (Its one task is the heavy loader's whole pass: once done, it never comes back.)
   EXPECT_TRUE(testing::eventually(
-      [&] { return state.current_sample.load() != kNoSample && state.current_loader.load() == heavy_id; }, 10s))
+      [&] { return state.current_sample.load() != kNoSample && state.current_loader.load() == heavy_id; },
+      10s))
       << "the light loader waited for the whole of the heavy batch";
   // Its worker time counts as the worker goes, not only when the batch is done.
   EXPECT_GT(LoaderInternals::worker_ns(*a), 0u) << "a batch part-way counts no worker time";
@@ -370,8 +372,8 @@ TEST_F(SharedPoolTest, AForkedChildCannotAttachToItsParentsPool) {
     // A loader in the child on the parent's pool would send the parent's workers an arena
     // under an id the parent may give too.
     auto refused = Loader::open(options(7), workers);
-    const bool named = !refused.ok() && refused.status().message().find("this WorkerPool was opened by process") !=
-                                            std::string::npos;
+    const bool named = !refused.ok() && refused.status().message().find(
+                                            "this WorkerPool was opened by process") != std::string::npos;
     ::_exit(named ? 0 : 1);
   }
   int status = 0;

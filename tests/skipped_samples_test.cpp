@@ -21,9 +21,9 @@
 
 #include "base/logging.h"
 #include "forkfeed/loader.h"
+#include "process/worker_pool.h"
 #include "tests/testing/processes.h"
 #include "tests/testing/temp_dataset.h"
-#include "process/worker_pool.h"
 
 namespace forkfeed {
 namespace {
@@ -133,9 +133,7 @@ TEST_F(SkippedSamplesTest, ResetsDeathsAndResumesNeverMislabelASample) {
     }
     switch (rng() % 4) {
       case 0:
-      case 1:
-        EXPECT_TRUE(loader.reset().ok());
-        break;
+      case 1: EXPECT_TRUE(loader.reset().ok()); break;
       case 2:
         if (const auto workers = testing::live_children(); !workers.empty()) {
           ASSERT_EQ(::kill(workers[rng() % workers.size()], SIGKILL), 0);

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "testing/temp_dataset.h"
 #include "testing/small_arena.h"
+#include "testing/temp_dataset.h"
 
 namespace forkfeed {
 namespace {

@@ -121,7 +121,9 @@ class WarningCounter : public spdlog::sinks::base_sink<std::mutex> {
   }
 
  protected:
-  void sink_it_(const spdlog::details::log_msg& msg) override { warnings_ += msg.level == spdlog::level::warn; }
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    warnings_ += msg.level == spdlog::level::warn;
+  }
   void flush_() override {}
 
  private:

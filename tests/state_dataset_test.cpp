@@ -44,12 +44,10 @@ std::string version1_state(const OrderKey& key, std::uint64_t epoch, std::uint64
   doc["epoch"] = epoch;
   doc["position"] = position;
   doc["seed"] = key.seed;
-  doc["order"] = {{"dataset_size", key.dataset.samples}, {"dataset_digest", key.dataset.legacy},
-                  {"rank", key.rank},
-                  {"world_size", key.world_size},
-                  {"batch_size", key.batch_size},
-                  {"shuffle", key.shuffle},
-                  {"drop_last", key.drop_last}};
+  doc["order"] = {
+      {"dataset_size", key.dataset.samples}, {"dataset_digest", key.dataset.legacy}, {"rank", key.rank},
+      {"world_size", key.world_size},        {"batch_size", key.batch_size},         {"shuffle", key.shuffle},
+      {"drop_last", key.drop_last}};
   return doc.dump();
 }
 
@@ -76,8 +74,8 @@ TEST(LegacyState, AVersion1StateResumesWhereNothingMovedAndIsRefusedElsewhereSay
     const std::string& message = refused.status().message();
     for (const std::string& part : std::vector<std::string>{
              "written by an older forkfeed (state version 1)", "absolute paths or labels differ",
-          "digest " + dataset_identity(index).legacy + " against " + dataset_identity(other).legacy,
-          "resume it there and save a new state"}) {
+             "digest " + dataset_identity(index).legacy + " against " + dataset_identity(other).legacy,
+             "resume it there and save a new state"}) {
       EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' not in: " << message;
     }
   }
@@ -108,9 +106,10 @@ TEST(StateDataset, AStateResumesOnTheSameFilesAtAnotherPath) {
   const DatasetIndex changed = index_in("/b");
   const Result<Checkpoint> refused = decode_checkpoint(state, order_key(changed, LoaderOptions{}), &changed);
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find(
-                "another dataset than this loader's: sizes differ in samples 0 (cls/x.jpg) and 1 (cls/x.jpg)"),
-            std::string::npos)
+  EXPECT_NE(
+      refused.status().message().find(
+          "another dataset than this loader's: sizes differ in samples 0 (cls/x.jpg) and 1 (cls/x.jpg)"),
+      std::string::npos)
       << refused.status().message();
 }
 
@@ -130,11 +129,14 @@ TEST(StateDataset, RefusesAChangedDatasetNamingWhatChanged) {
   for (const auto& [what, samples, expected] : std::vector<std::tuple<std::string, Samples, std::string>>{
            {"path changed", path_changed, "names differ in sample 1 (/d/B.jpg)"},
            {"label changed", label_changed, "labels differ in sample 2 (/d/c d.png)"},
-           {"sample added", added, "3 samples against 4; names, labels and sizes differ in sample 3 (/d/e.jpg)"},
-           {"samples swapped", reordered, "names and labels differ in samples 0 (/d/b.jpg) and 1 (/d/a.jpg)"}}) {
+           {"sample added", added,
+            "3 samples against 4; names, labels and sizes differ in sample 3 (/d/e.jpg)"},
+           {"samples swapped", reordered,
+            "names and labels differ in samples 0 (/d/b.jpg) and 1 (/d/a.jpg)"}}) {
     SCOPED_TRACE(what);
     const DatasetIndex changed = index_of(dir, samples);
-    const Result<Checkpoint> decoded = decode_checkpoint(state, order_key(changed, LoaderOptions{}), &changed);
+    const Result<Checkpoint> decoded =
+        decode_checkpoint(state, order_key(changed, LoaderOptions{}), &changed);
     ASSERT_FALSE(decoded.ok());
     EXPECT_EQ(decoded.status().code(), Status::Code::kInvalidArgument);
     EXPECT_NE(decoded.status().message().find("another dataset than this loader's: " + expected + ";"),

@@ -85,9 +85,7 @@ TEST(StatsFieldsTest, AFanInMergesEveryStatByItsRule) {
           ADD_FAILURE() << name << " is summed but is no integer";
         }
         break;
-      case StatMerge::kFirst:
-        EXPECT_EQ(merged.*member, daemons[0].*member) << name;
-        break;
+      case StatMerge::kFirst: EXPECT_EQ(merged.*member, daemons[0].*member) << name; break;
       case StatMerge::kClient:  // the Client fills it with its own
         EXPECT_EQ(merged.*member, none.*member) << name;
         break;

@@ -104,7 +104,8 @@ TEST(StreamRequestTest, ErrorsNameTheField) {
   EXPECT_EQ(message({{"shuffle", 1}}), "bad open_stream request: shuffle must be true or false");
   EXPECT_EQ(message({{"mean", {1, 2}}}), "bad open_stream request: mean must be an array of 3 numbers");
   EXPECT_EQ(message({{"dtype", 8}}), "bad open_stream request: dtype must be a string");
-  EXPECT_EQ(message({{"on_error", "retry"}}), "bad open_stream request: unknown on_error 'retry'; use fail or skip");
+  EXPECT_EQ(message({{"on_error", "retry"}}),
+            "bad open_stream request: unknown on_error 'retry'; use fail or skip");
   // A field of the wrong type is reported before a name no enum value has.
   EXPECT_EQ(
       message({{"dtype", "int4"}, {"size", "big"}}),
@@ -165,7 +166,8 @@ TEST(StreamRequestTest, MalformedOrderKeyNamesTheField) {
   body = to_json(unusual_key());
   body["dataset"].erase("legacy");
   EXPECT_EQ(parse_order_key(body).status().message(),
-            "forkfeedd sent a malformed order key: missing field \"dataset.legacy\"; is it another forkfeed version?");
+            "forkfeedd sent a malformed order key: missing field \"dataset.legacy\"; is it another forkfeed "
+            "version?");
   EXPECT_EQ(parse_order_key(body).status().code(), Status::Code::kInternal);
 }
 
@@ -213,7 +215,8 @@ TEST(StreamRequestTest, AMalformedOpenStreamReplyNamesTheFieldAndAnOldOneMayLeav
     const auto parsed = parse_stream_opened(bad);
     ASSERT_FALSE(parsed.ok()) << field;
     EXPECT_EQ(parsed.status().code(), Status::Code::kInternal);
-    EXPECT_NE(parsed.status().message().find(field == std::string("order") ? "order" : field), std::string::npos)
+    EXPECT_NE(parsed.status().message().find(field == std::string("order") ? "order" : field),
+              std::string::npos)
         << parsed.status().message();
   }
 }

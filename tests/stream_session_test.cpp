@@ -56,8 +56,9 @@ class StreamSessionTest : public testing::DaemonSuite<StreamSessionTest> {
     ::setsockopt(client_.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
     auto pool = WorkerPool::open({.workers = 1, .log_level = "error"});
     ASSERT_TRUE(pool.ok()) << pool.status().message();
-    context_ = SessionContext{&config_, &admission_, stop_.get(), std::move(pool).value(),
-                              [] { return json{{"daemon", "stats"}}; }};
+    context_ = SessionContext{&config_, &admission_, stop_.get(), std::move(pool).value(), [] {
+                                return json{{"daemon", "stats"}};
+                              }};
     session_ = std::make_unique<StreamSession>(7, Listener::Peer{UniqueFd(fds[0]), ::getpid(), ::getuid()},
                                                context_);
   }
@@ -113,12 +114,15 @@ class StreamSessionTest : public testing::DaemonSuite<StreamSessionTest> {
   // The session closed the connection: the client reads its end.
   void expect_closed() {
     auto frame = recv_frame(client_.get(), false);
-    ASSERT_FALSE(frame.ok()) << "a frame of type " << frame->type << " instead of the end: " << frame->payload;
+    ASSERT_FALSE(frame.ok()) << "a frame of type " << frame->type
+                             << " instead of the end: " << frame->payload;
     EXPECT_TRUE(frame.status().message().starts_with("connection closed")) << frame.status().message();
   }
   void expect_finished() {
-    EXPECT_TRUE(testing::eventually([&] { return session_->finished(); }, kWait)) << "the session never ended";
-    EXPECT_TRUE(session_->stats().is_null()) << "a finished session still has a stream: " << session_->stats();
+    EXPECT_TRUE(testing::eventually([&] { return session_->finished(); }, kWait))
+        << "the session never ended";
+    EXPECT_TRUE(session_->stats().is_null())
+        << "a finished session still has a stream: " << session_->stats();
   }
 
   testing::HangGuard guard_{240, "a StreamSessionTest"};

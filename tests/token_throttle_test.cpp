@@ -38,9 +38,11 @@ TEST(TokenThrottle, AnAddressIsItsHostNotItsPort) {
   EXPECT_EQ(a, TokenThrottle::address_of(v4("10.0.0.9", 50000))) << "a new connection is no new address";
   EXPECT_NE(a, TokenThrottle::address_of(v4("10.0.0.10", 41822)));
   EXPECT_EQ(a, TokenThrottle::address_of(v6("::ffff:10.0.0.9", 1))) << "IPv4-mapped IPv6 is the IPv4 address";
-  EXPECT_EQ(TokenThrottle::address_of(v6("2001:db8:1:2::1", 1)), TokenThrottle::address_of(v6("2001:db8:1:2::ff", 2)))
+  EXPECT_EQ(TokenThrottle::address_of(v6("2001:db8:1:2::1", 1)),
+            TokenThrottle::address_of(v6("2001:db8:1:2::ff", 2)))
       << "one /64 is one host's";
-  EXPECT_NE(TokenThrottle::address_of(v6("2001:db8:1:2::1", 1)), TokenThrottle::address_of(v6("2001:db8:1:3::1", 1)));
+  EXPECT_NE(TokenThrottle::address_of(v6("2001:db8:1:2::1", 1)),
+            TokenThrottle::address_of(v6("2001:db8:1:3::1", 1)));
 }
 
 TEST(TokenThrottle, WrongTokensDoubleTheWaitOfTheirAddressOnlyUpTo5Seconds) {
@@ -49,8 +51,8 @@ TEST(TokenThrottle, WrongTokensDoubleTheWaitOfTheirAddressOnlyUpTo5Seconds) {
   const std::string other = TokenThrottle::address_of(v4("10.0.0.7", 1));
   Clock::time_point now{};
   EXPECT_TRUE(throttle.may_check(guesser, now)) << "a first hello is checked at once";
-  const milliseconds expected[] = {milliseconds(500), milliseconds(1000), milliseconds(2000), milliseconds(4000),
-                                   milliseconds(5000), milliseconds(5000)};
+  const milliseconds expected[] = {milliseconds(500),  milliseconds(1000), milliseconds(2000),
+                                   milliseconds(4000), milliseconds(5000), milliseconds(5000)};
   for (const milliseconds wait : expected) {
     EXPECT_EQ(throttle.wrong(guesser, now), wait);
     EXPECT_FALSE(throttle.may_check(guesser, now + wait - milliseconds(1)));

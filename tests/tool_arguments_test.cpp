@@ -29,8 +29,8 @@ std::string joined(const std::vector<std::string>& args) {
 
 TEST(ToolArguments, EveryHelpDocumentsExitStatusTwoForBadArguments) {
   testing::TempDir dir;
-  for (const char* tool :
-       {"forkfeed-mkdata", "forkfeed-shard", "forkfeedd", "forkfeed-ctl", "forkfeed-worker", "forkfeed-gateway"}) {
+  for (const char* tool : {"forkfeed-mkdata", "forkfeed-shard", "forkfeedd", "forkfeed-ctl",
+                           "forkfeed-worker", "forkfeed-gateway"}) {
     const testing::CommandOutcome o = run_tool(tool, {"--help"}, dir.path());
     EXPECT_TRUE(o.exited && o.code == 0) << tool << ": " << o.describe();
     EXPECT_NE(o.out.find("2 bad arguments"), std::string::npos) << tool << ": " << o.describe();
@@ -41,7 +41,8 @@ TEST(ToolArguments, MkdataRefusesOverflowAndBadArguments) {
   testing::TempDir dir;
   const std::string out = dir.path() + "/data";
   for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"--out", out, "--images", "2", "--classes", "1", "--seed", "18446744073709551616"},
+       {std::vector<std::string>{"--out", out, "--images", "2", "--classes", "1", "--seed",
+                                 "18446744073709551616"},
         {"--out", out, "--images", "4294967296"},
         {"--out", out, "--images", "-1"},
         {"--out", out, "--classes", "two"},
@@ -71,10 +72,15 @@ TEST(ToolArguments, DaemonRefusesOverflowAndBadArgumentsWithoutServing) {
 
 TEST(ToolArguments, CtlBadArgumentsExitTwo) {
   testing::TempDir dir;
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{}, {"bogus"}, {"stats", "--bogus"}, {"--timeout", "nan", "stats"},
-        {"--timeout", "inf", "stats"}, {"--timeout", "0", "stats"}, {"--timeout", "86401", "stats"},
-        {"--timeout", "1e400", "stats"}, {"--timeout", "0.5x", "stats"}}) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{},
+                                               {"bogus"},
+                                               {"stats", "--bogus"},
+                                               {"--timeout", "nan", "stats"},
+                                               {"--timeout", "inf", "stats"},
+                                               {"--timeout", "0", "stats"},
+                                               {"--timeout", "86401", "stats"},
+                                               {"--timeout", "1e400", "stats"},
+                                               {"--timeout", "0.5x", "stats"}}) {
     const testing::CommandOutcome o = run_tool("forkfeed-ctl", args, dir.path());
     EXPECT_TRUE(o.exited && o.code == 2) << joined(args) << ": " << o.describe();
   }
@@ -84,11 +90,13 @@ TEST(ToolArguments, CtlBadArgumentsExitTwo) {
 // decimal and whole (CLI11 alone read "0x10" as 16 and "010" as 8).
 TEST(ToolArguments, GatewayIntegerFlagsAreWholeDecimalNumbers) {
   testing::TempDir dir;
-  const std::vector<std::string> required = {"--daemon-socket", dir.path() + "/d.sock", "--listen", "127.0.0.1:0",
-                                             "--token-file", dir.path() + "/token"};
-  for (const std::vector<std::string>& flags :
-       {std::vector<std::string>{"--parent-pid", "0x10"}, {"--parent-pid", "12x"}, {"--parent-pid", "1", "--ready-fd", "3.5"},
-        {"--parent-pid", "1", "--ready-fd", "0x3"}}) {
+  const std::vector<std::string> required = {"--daemon-socket", dir.path() + "/d.sock",
+                                             "--listen",        "127.0.0.1:0",
+                                             "--token-file",    dir.path() + "/token"};
+  for (const std::vector<std::string>& flags : {std::vector<std::string>{"--parent-pid", "0x10"},
+                                                {"--parent-pid", "12x"},
+                                                {"--parent-pid", "1", "--ready-fd", "3.5"},
+                                                {"--parent-pid", "1", "--ready-fd", "0x3"}}) {
     std::vector<std::string> args = required;
     args.insert(args.end(), flags.begin(), flags.end());
     const testing::CommandOutcome o = run_tool("forkfeed-gateway", args, dir.path());
@@ -100,9 +108,10 @@ TEST(ToolArguments, GatewayIntegerFlagsAreWholeDecimalNumbers) {
 TEST(ToolArguments, WorkerRunByHandNamesTheMissingFd) {
   testing::TempDir dir;
   const std::string parent = std::to_string(::getpid());  // run_command spawns it from here
-  const testing::CommandOutcome o = run_tool(
-      "forkfeed-worker", {"--worker-id", "0", "--incarnation", "1", "--parent-pid", parent, "--die-with-parent", "0"},
-      dir.path());
+  const testing::CommandOutcome o =
+      run_tool("forkfeed-worker",
+               {"--worker-id", "0", "--incarnation", "1", "--parent-pid", parent, "--die-with-parent", "0"},
+               dir.path());
   EXPECT_TRUE(o.exited && o.code == 2) << o.describe();
   EXPECT_NE(o.err.find("forkfeed-worker: fd "), std::string::npos) << o.describe();
   EXPECT_NE(o.err.find("not by hand"), std::string::npos) << o.describe();

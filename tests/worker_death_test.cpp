@@ -23,9 +23,9 @@
 
 #include "forkfeed/loader.h"
 #include "tests/testing/processes.h"
+#include "tests/testing/small_options.h"
 #include "tests/testing/temp_dataset.h"
 #include "tests/testing/worker_override.h"
-#include "tests/testing/small_options.h"
 
 namespace forkfeed {
 namespace {
@@ -459,9 +459,11 @@ TEST_F(WorkerDeathTest, AWorkerThatCannotStartFailsTheLoaderAtOnceWithItsStderr)
   const Status failure = first_failure(o, 3 * static_cast<int>(kBatches));
   ASSERT_FALSE(failure.ok()) << "a loader whose workers cannot start read 3 epochs";
   EXPECT_EQ(failure.code(), Status::Code::kWorkerDied) << failure.message();
-  EXPECT_NE(failure.message().find(bin.path() + "/broken-forkfeed-worker"), std::string::npos) << failure.message();
+  EXPECT_NE(failure.message().find(bin.path() + "/broken-forkfeed-worker"), std::string::npos)
+      << failure.message();
   EXPECT_NE(failure.message().find(kCannotStartLine), std::string::npos) << failure.message();
-  EXPECT_EQ(failure.message().find("an earlier line"), std::string::npos) << "the last line only: " << failure.message();
+  EXPECT_EQ(failure.message().find("an earlier line"), std::string::npos)
+      << "the last line only: " << failure.message();
   EXPECT_LE(lines_in(runs), 2u) << "a worker that cannot start was restarted";
 }
 
@@ -514,7 +516,8 @@ TEST_F(WorkerDeathTest, AReplacementThatCannotStartFailsTheLoaderAtOnce) {
   }
   ASSERT_FALSE(failure.ok()) << "the replacement that cannot start went unnoticed for 3 epochs";
   EXPECT_EQ(failure.code(), Status::Code::kWorkerDied) << failure.message();
-  EXPECT_NE(failure.message().find(bin.path() + "/broken-forkfeed-worker"), std::string::npos) << failure.message();
+  EXPECT_NE(failure.message().find(bin.path() + "/broken-forkfeed-worker"), std::string::npos)
+      << failure.message();
   EXPECT_NE(failure.message().find(kCannotStartLine), std::string::npos) << failure.message();
   EXPECT_EQ(lines_in(runs), 1u) << "a replacement that cannot start was replaced again";
   EXPECT_EQ(loader.stats().worker_restarts, 1u) << failure.message();

@@ -77,14 +77,17 @@ class WorkerPoolTest : public ::testing::Test {
     return FakeLoader{arena.ok() ? std::move(arena).value() : nullptr};
   }
 
-  static std::unique_ptr<WorkerPool::Impl> start(StartMethod first, StartMethod replacement = StartMethod::kSpawn) {
+  static std::unique_ptr<WorkerPool::Impl> start(StartMethod first,
+                                                 StartMethod replacement = StartMethod::kSpawn) {
     auto pool = WorkerPool::Impl::start(kWorkers, launcher(first), launcher(replacement), spdlog::level::err);
     EXPECT_TRUE(pool.ok()) << pool.status().message();
     return pool.ok() ? std::move(pool).value() : nullptr;
   }
 
   // True once worker `w` has written its first heartbeat.
-  static bool up(const WorkerPool::Impl& pool, std::uint32_t w) { return pool.state(w).progress_ns.load() != 0; }
+  static bool up(const WorkerPool::Impl& pool, std::uint32_t w) {
+    return pool.state(w).progress_ns.load() != 0;
+  }
 
   // The deaths the pool reports to `loader`, until `count` of them or kWithin passed.
   static std::vector<WorkerDeath> deaths(WorkerPool::Impl& pool, const FakeLoader& loader, std::uint64_t id,
@@ -121,9 +124,11 @@ TEST_F(WorkerPoolTest, StartStartsEveryWorkerOnce) {
     ASSERT_NE(pool, nullptr);
     const std::vector<pid_t> started = pids(*pool);
     EXPECT_EQ(std::set<pid_t>(started.begin(), started.end()).size(), kWorkers) << "two workers share a pid";
-    EXPECT_EQ(testing::children_of(::getpid()), started) << "the workers are this process's children, and only they";
+    EXPECT_EQ(testing::children_of(::getpid()), started)
+        << "the workers are this process's children, and only they";
     for (std::uint32_t w = 0; w < kWorkers; ++w) {
-      EXPECT_TRUE(testing::eventually([&] { return up(*pool, w); }, kWithin)) << "worker " << w << " never came up";
+      EXPECT_TRUE(testing::eventually([&] { return up(*pool, w); }, kWithin))
+          << "worker " << w << " never came up";
       EXPECT_EQ(pool->incarnation(w), 1u);
     }
     EXPECT_EQ(pool->start_method(), method);
@@ -147,7 +152,8 @@ TEST_F(WorkerPoolTest, AttachHandsEveryChannelToTheWorkersLifeAndCountsTheLoader
   FakeLoader other = new_loader(kWorkers + 1);
   auto refused = pool->attach(*other.arena, other.completions.get());
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("pool of 3 workers"), std::string::npos) << refused.status().message();
+  EXPECT_NE(refused.status().message().find("pool of 3 workers"), std::string::npos)
+      << refused.status().message();
 }
 
 TEST_F(WorkerPoolTest, WaitWithNothingToReportSleepsForTheTimeout) {
@@ -248,7 +254,8 @@ TEST_F(WorkerPoolTest, StopAsksEveryWorkerToStopAndLeavesNoChild) {
     auto pool = start(method);
     ASSERT_NE(pool, nullptr);
     const std::vector<pid_t> started = pids(*pool);
-    for (std::uint32_t w = 0; w < kWorkers; ++w) ASSERT_TRUE(testing::eventually([&] { return up(*pool, w); }, kWithin));
+    for (std::uint32_t w = 0; w < kWorkers; ++w)
+      ASSERT_TRUE(testing::eventually([&] { return up(*pool, w); }, kWithin));
     const auto begin = std::chrono::steady_clock::now();
     pool.reset();
     EXPECT_LT(std::chrono::steady_clock::now() - begin, 1900ms) << "the workers were not asked to stop";

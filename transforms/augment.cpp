@@ -65,10 +65,8 @@ int posterize_bits(double top, double steps, int bins, int i) {
 // The op at `bin` of `bins`, unsigned: `float(magnitudes[bin].item())`.
 DrawnOp at_bin(const OpRange& range, int bins, int bin) {
   switch (range.scale) {
-    case Scale::kNone:
-      return {range.op, 0.0, -1};
-    case Scale::kLinear:
-      return {range.op, linspace(range.from, range.to, bins, bin), bin};
+    case Scale::kNone: return {range.op, 0.0, -1};
+    case Scale::kLinear: return {range.op, linspace(range.from, range.to, bins, bin), bin};
     case Scale::kPosterize:
       return {range.op, static_cast<double>(posterize_bits(range.from, range.to, bins, bin)), bin};
   }
@@ -184,7 +182,8 @@ void draw_sign(KeyedRng& rng, const OpRange& range, DrawnOp& drawn) {
 
 int below(KeyedRng& rng, std::size_t n) { return static_cast<int>(rng.below(n)); }
 
-void apply_all(cv::Mat& img, const std::vector<DrawnOp>& ops, fn::Interpolation interpolation, const fn::Fill& fill) {
+void apply_all(cv::Mat& img, const std::vector<DrawnOp>& ops, fn::Interpolation interpolation,
+               const fn::Fill& fill) {
   for (const DrawnOp& op : ops) {
     apply(img, op, interpolation, fill);
   }
@@ -238,7 +237,8 @@ std::vector<float> dirichlet(KeyedRng& rng, double alpha, int n) {
 
 // One AugMix chain applied to a copy of the original: depth ops, each with a bin below
 // `severity` of the 10-bin space.
-cv::Mat run_chain(const cv::Mat& original, KeyedRng& rng, const AugMix& policy, const std::vector<OpRange>& space) {
+cv::Mat run_chain(const cv::Mat& original, KeyedRng& rng, const AugMix& policy,
+                  const std::vector<OpRange>& space) {
   cv::Mat aug = original.clone();
   const int depth = policy.chain_depth > 0 ? policy.chain_depth : 1 + below(rng, 3);
   for (int i = 0; i < depth; ++i) {
@@ -289,7 +289,8 @@ void AutoAugment::draw(KeyedRng& rng, int width, int height, std::vector<DrawnOp
       continue;
     }
     const OpRange range = range_of(space, policy_op.op);
-    DrawnOp drawn = policy_op.magnitude_id < 0 ? DrawnOp{policy_op.op, 0.0, -1} : at_bin(range, 10, policy_op.magnitude_id);
+    DrawnOp drawn = policy_op.magnitude_id < 0 ? DrawnOp{policy_op.op, 0.0, -1}
+                                               : at_bin(range, 10, policy_op.magnitude_id);
     if (range.is_signed && signs[i] == 0) {
       drawn.magnitude *= -1.0;
     }

@@ -10,8 +10,8 @@
 #pragma once
 
 #include <array>
-#include <optional>
 #include <opencv2/core/mat.hpp>
+#include <optional>
 
 namespace forkfeed::fn {
 

@@ -40,16 +40,17 @@ OpArgs::OpArgs(const OpCall& call, const std::vector<std::string_view>& params) 
     return text.empty() ? std::string("none") : text;
   };
   if (call.positional.size() > params.size()) {
-    status_ = Status::InvalidArgument("transform: " + op_ + " takes at most " + std::to_string(params.size()) +
-                                      " arguments (" + list() + "), got " + std::to_string(call.positional.size()) +
-                                      " in " + call.text);
+    status_ = Status::InvalidArgument("transform: " + op_ + " takes at most " +
+                                      std::to_string(params.size()) + " arguments (" + list() + "), got " +
+                                      std::to_string(call.positional.size()) + " in " + call.text);
     return;
   }
-  for (std::size_t i = 0; i < call.positional.size(); ++i) bound_.emplace_back(params[i], &call.positional[i]);
+  for (std::size_t i = 0; i < call.positional.size(); ++i)
+    bound_.emplace_back(params[i], &call.positional[i]);
   for (const auto& [name, value] : call.keywords) {
     if (std::find(params.begin(), params.end(), name) == params.end()) {
-      status_ = Status::InvalidArgument("transform: " + op_ + " has no argument '" + name + "' (its arguments: " +
-                                        list() + ") in " + call.text);
+      status_ = Status::InvalidArgument("transform: " + op_ + " has no argument '" + name +
+                                        "' (its arguments: " + list() + ") in " + call.text);
       return;
     }
     if (find(name) != nullptr) {
@@ -90,12 +91,14 @@ void OpArgs::bad(std::string_view name, const SpecValue& value, const std::strin
 }
 
 void OpArgs::fail(std::string_view name, const std::string& what) {
-  if (status_.ok()) status_ = Status::InvalidArgument("transform: " + op_ + "'s " + std::string(name) + " " + what);
+  if (status_.ok())
+    status_ = Status::InvalidArgument("transform: " + op_ + "'s " + std::string(name) + " " + what);
 }
 
 void OpArgs::require(std::string_view name) {
   if (!given(name) && status_.ok()) {
-    status_ = Status::InvalidArgument("transform: " + op_ + " needs its argument '" + std::string(name) + "'");
+    status_ =
+        Status::InvalidArgument("transform: " + op_ + " needs its argument '" + std::string(name) + "'");
   }
 }
 
@@ -112,7 +115,8 @@ double OpArgs::number(std::string_view name, double fallback, double lo, double 
 int OpArgs::integer(std::string_view name, int fallback, int lo, int hi) {
   const SpecValue* v = find(name);
   if (v == nullptr || v->kind == SpecValue::Kind::kNone) return fallback;
-  if (v->kind != SpecValue::Kind::kNumber || v->number != std::floor(v->number) || v->number < lo || v->number > hi) {
+  if (v->kind != SpecValue::Kind::kNumber || v->number != std::floor(v->number) || v->number < lo ||
+      v->number > hi) {
     bad(name, *v, "an integer in " + range_text(lo, hi));
     return fallback;
   }
@@ -139,12 +143,14 @@ std::optional<std::vector<double>> OpArgs::numbers(std::string_view name, std::s
   } else if (v->kind == SpecValue::Kind::kTuple) {
     out = v->tuple;
   }
-  const bool arity = v->kind == SpecValue::Kind::kNumber || (min_arity <= out.size() && out.size() <= max_arity);
+  const bool arity =
+      v->kind == SpecValue::Kind::kNumber || (min_arity <= out.size() && out.size() <= max_arity);
   const bool fits = !out.empty() && arity &&
                     std::all_of(out.begin(), out.end(), [&](double x) { return lo <= x && x <= hi; });
   if (!fits) {
-    const std::string count = min_arity == max_arity ? std::to_string(max_arity)
-                                                     : std::to_string(min_arity) + " to " + std::to_string(max_arity);
+    const std::string count = min_arity == max_arity
+                                  ? std::to_string(max_arity)
+                                  : std::to_string(min_arity) + " to " + std::to_string(max_arity);
     bad(name, *v, "a number or a tuple of " + count + " numbers, each in " + range_text(lo, hi));
     return std::nullopt;
   }
@@ -184,7 +190,8 @@ fn::Interpolation OpArgs::interpolation(std::string_view name, fn::Interpolation
   }
   if (!got || std::find(supported.begin(), supported.end(), *got) == supported.end()) {
     std::string names;
-    for (fn::Interpolation i : supported) names.append(names.empty() ? "" : " or ").append(interpolation_name(i));
+    for (fn::Interpolation i : supported)
+      names.append(names.empty() ? "" : " or ").append(interpolation_name(i));
     bad(name, *v, names + " (forkfeed implements these for " + op_ + ")");
     return fallback;
   }

@@ -38,8 +38,8 @@ class OpArgs {
   bool flag(std::string_view name, bool fallback);
   // A number n as (n, n) — or a tuple/list of `arity` numbers (1 or 2 accepted where
   // arity is 2) — every element in [lo, hi]; nullopt when not given or None.
-  std::optional<std::vector<double>> numbers(std::string_view name, std::size_t min_arity, std::size_t max_arity,
-                                             double lo, double hi);
+  std::optional<std::vector<double>> numbers(std::string_view name, std::size_t min_arity,
+                                             std::size_t max_arity, double lo, double hi);
   // A size: an int, or (h, w) / [h] as torchvision takes it; returns {h, w}.
   std::optional<std::array<int, 2>> size(std::string_view name);
   fn::Interpolation interpolation(std::string_view name, fn::Interpolation fallback,

@@ -87,9 +87,9 @@ bool draw(KeyedRng& rng, double p) { return rng.uniform(0.0, 1.0) < p; }
 std::string size_text(std::array<int, 2> hw) { return std::to_string(hw[1]) + "x" + std::to_string(hw[0]); }
 
 Status too_small(const char* op, int width, int height, std::array<int, 2> crop) {
-  return Status::BadData(std::string(op) + "(" + size_text(crop) + ") needs an image at least that large; this one is " +
-                         std::to_string(width) + "x" + std::to_string(height) +
-                         " (after the ops before it): resize first, e.g. Resize(" +
+  return Status::BadData(std::string(op) + "(" + size_text(crop) +
+                         ") needs an image at least that large; this one is " + std::to_string(width) + "x" +
+                         std::to_string(height) + " (after the ops before it): resize first, e.g. Resize(" +
                          std::to_string(std::max(crop[0], crop[1])) + ")");
 }
 
@@ -110,7 +110,8 @@ class Resize : public Op {
     max_size_ = a.integer("max_size", 0, 1, 65536);
     a.flag("antialias", true);
     if (tuple_ && max_size_ > 0) a.fail("max_size", "is only allowed with a single size (as in torchvision)");
-    if (!tuple_ && max_size_ > 0 && max_size_ <= size_[0]) a.fail("max_size", "must be larger than size (as in torchvision)");
+    if (!tuple_ && max_size_ > 0 && max_size_ <= size_[0])
+      a.fail("max_size", "must be larger than size (as in torchvision)");
   }
   Result<GeometryStep> step(int width, int height, KeyedRng&) const override {
     const auto [w, h] = output(width, height);
@@ -135,7 +136,8 @@ class Resize : public Op {
     std::array<int, 2> wh = resized_size(width, height, size_[0]);
     const int longer = std::max(wh[0], wh[1]);
     if (max_size_ > 0 && longer > max_size_) {
-      const int shorter = static_cast<int>(static_cast<std::int64_t>(max_size_) * std::min(wh[0], wh[1]) / longer);
+      const int shorter =
+          static_cast<int>(static_cast<std::int64_t>(max_size_) * std::min(wh[0], wh[1]) / longer);
       wh = wh[0] >= wh[1] ? std::array<int, 2>{max_size_, shorter} : std::array<int, 2>{shorter, max_size_};
     }
     return wh;
@@ -168,8 +170,10 @@ class RandomCrop : public Op {
   explicit RandomCrop(OpArgs& a) : Op(Stage::kGeometry) {
     a.require("size");
     size_ = a.size("size").value_or(std::array<int, 2>{1, 1});
-    if (a.present("padding")) a.fail("padding", "is not supported: forkfeed's RandomCrop does not pad (leave it None)");
-    if (a.flag("pad_if_needed", false)) a.fail("pad_if_needed", "is not supported: forkfeed's RandomCrop does not pad");
+    if (a.present("padding"))
+      a.fail("padding", "is not supported: forkfeed's RandomCrop does not pad (leave it None)");
+    if (a.flag("pad_if_needed", false))
+      a.fail("pad_if_needed", "is not supported: forkfeed's RandomCrop does not pad");
     a.fill("fill");
     a.word("padding_mode", "constant", {"constant", "edge", "reflect", "symmetric"});
   }
@@ -189,7 +193,8 @@ class RandomCrop : public Op {
 };
 
 // torchvision's ranges: a pair with min <= max.
-std::array<double, 2> pair_of(OpArgs& a, std::string_view name, std::array<double, 2> fallback, double lo, double hi) {
+std::array<double, 2> pair_of(OpArgs& a, std::string_view name, std::array<double, 2> fallback, double lo,
+                              double hi) {
   const auto v = a.numbers(name, 2, 2, lo, hi);
   if (!v) return fallback;
   if (v->size() != 2 || (*v)[0] > (*v)[1]) {
@@ -340,7 +345,8 @@ class GaussianBlur : public Op {
     }
     const auto s = a.numbers("sigma", 2, 2, kFloatMin, kFloatMax).value_or(std::vector<double>{0.1, 2.0});
     sigma_ = {s[0], s.back()};
-    if (sigma_[0] <= 0 || sigma_[0] > sigma_[1]) a.fail("sigma", "must be positive, as a number or (min, max)");
+    if (sigma_[0] <= 0 || sigma_[0] > sigma_[1])
+      a.fail("sigma", "must be positive, as a number or (min, max)");
   }
   void run(cv::Mat& sample, KeyedRng& rng) override {
     const double sigma = rng.uniform(sigma_[0], sigma_[1]);
@@ -403,7 +409,8 @@ class RandomAffine : public Op {
       translate_ = std::array<double, 2>{(*t)[0], t->back()};
     }
     if (auto s = a.numbers("scale", 2, 2, kFloatMin, kFloatMax)) {
-      if (s->size() != 2 || (*s)[0] <= 0 || (*s)[0] > (*s)[1]) a.fail("scale", "must be (min, max), positive");
+      if (s->size() != 2 || (*s)[0] <= 0 || (*s)[0] > (*s)[1])
+        a.fail("scale", "must be (min, max), positive");
       scale_ = std::array<double, 2>{(*s)[0], s->back()};
     }
     if (auto sh = a.numbers("shear", 2, 4, -kFloatMax, kFloatMax)) {
@@ -475,7 +482,8 @@ class Augment : public Op {
 
 template <typename Policy>
 void read_common(OpArgs& a, Policy& p) {
-  p.interpolation = a.interpolation("interpolation", p.interpolation, {Interpolation::kNearest, Interpolation::kBilinear});
+  p.interpolation =
+      a.interpolation("interpolation", p.interpolation, {Interpolation::kNearest, Interpolation::kBilinear});
   p.fill = a.fill("fill");
 }
 
@@ -522,7 +530,8 @@ class Normalize : public Op {
   Normalize(OpArgs& a, const OpDefaults& defaults) : Op(Stage::kNormalize), values_(defaults) {
     read(a, "mean", values_.mean, -kInf);
     read(a, "std", values_.std, 0);
-    if (Status s = check_normalisation(values_.mean, values_.std); !s.ok()) a.fail("mean/std", "are out of range: " + s.message());
+    if (Status s = check_normalisation(values_.mean, values_.std); !s.ok())
+      a.fail("mean/std", "are out of range: " + s.message());
     a.flag("inplace", false);
   }
   const OpDefaults* normalisation() const override { return &values_; }
@@ -576,7 +585,8 @@ class RandomErasing : public Op {
     for (int c = 0; c < 3; ++c) {
       for (int row = y; row < y + h; ++row) {
         for (int col = x; col < x + w; ++col) {
-          const std::size_t at = s.layout == Layout::kNchw ? (c * n + row) * n + col : (row * n + col) * 3 + c;
+          const std::size_t at =
+              s.layout == Layout::kNchw ? (c * n + row) * n + col : (row * n + col) * 3 + c;
           s.data[at] = random_ ? static_cast<float>(rng.normal()) : value_[c];
         }
       }
@@ -604,7 +614,9 @@ Make plain() {
 }
 
 Make sometimes(double default_p, std::function<void(cv::Mat&)> apply, bool commutes = true) {
-  return [=](OpArgs& a, const OpDefaults&) { return std::make_unique<Sometimes>(a, default_p, apply, commutes); };
+  return [=](OpArgs& a, const OpDefaults&) {
+    return std::make_unique<Sometimes>(a, default_p, apply, commutes);
+  };
 }
 
 const std::vector<OpEntry>& table() {
@@ -612,7 +624,9 @@ const std::vector<OpEntry>& table() {
       {"Resize", {"size", "interpolation", "max_size", "antialias"}, plain<Resize>()},
       {"CenterCrop", {"size"}, plain<CenterCrop>()},
       {"RandomCrop", {"size", "padding", "pad_if_needed", "fill", "padding_mode"}, plain<RandomCrop>()},
-      {"RandomResizedCrop", {"size", "scale", "ratio", "interpolation", "antialias"}, plain<RandomResizedCrop>()},
+      {"RandomResizedCrop",
+       {"size", "scale", "ratio", "interpolation", "antialias"},
+       plain<RandomResizedCrop>()},
       {"RandomHorizontalFlip", {"p"}, plain<RandomHorizontalFlip>()},
       {"RandomVerticalFlip", {"p"}, plain<RandomVerticalFlip>()},
       {"ColorJitter", {"brightness", "contrast", "saturation", "hue"}, plain<ColorJitter>()},
@@ -620,37 +634,50 @@ const std::vector<OpEntry>& table() {
       {"RandomGrayscale", {"p"}, sometimes(0.1, fn::rgb_to_grayscale)},
       {"GaussianBlur", {"kernel_size", "sigma"}, plain<GaussianBlur>()},
       {"RandomRotation", {"degrees", "interpolation", "expand", "center", "fill"}, plain<RandomRotation>()},
-      {"RandomAffine", {"degrees", "translate", "scale", "shear", "interpolation", "fill", "center"},
+      {"RandomAffine",
+       {"degrees", "translate", "scale", "shear", "interpolation", "fill", "center"},
        plain<RandomAffine>()},
-      {"RandomPosterize", {"bits", "p"},
+      {"RandomPosterize",
+       {"bits", "p"},
        [](OpArgs& a, const OpDefaults&) -> std::unique_ptr<Op> {
          a.require("bits");
          const int bits = a.integer("bits", 8, 0, 8);
-         return std::make_unique<Sometimes>(a, 0.5, [bits](cv::Mat& m) { fn::posterize(m, bits); }, true);
+         return std::make_unique<Sometimes>(
+             a, 0.5, [bits](cv::Mat& m) { fn::posterize(m, bits); }, true);
        }},
-      {"RandomSolarize", {"threshold", "p"},
+      {"RandomSolarize",
+       {"threshold", "p"},
        [](OpArgs& a, const OpDefaults&) -> std::unique_ptr<Op> {
          a.require("threshold");
          const double threshold = a.number("threshold", 256, 0, 256);
-         return std::make_unique<Sometimes>(a, 0.5, [threshold](cv::Mat& m) { fn::solarize(m, threshold); }, true);
+         return std::make_unique<Sometimes>(
+             a, 0.5, [threshold](cv::Mat& m) { fn::solarize(m, threshold); }, true);
        }},
-      {"RandomAdjustSharpness", {"sharpness_factor", "p"},
+      {"RandomAdjustSharpness",
+       {"sharpness_factor", "p"},
        [](OpArgs& a, const OpDefaults&) -> std::unique_ptr<Op> {
          a.require("sharpness_factor");
          const double factor = a.number("sharpness_factor", 1, 0, kInf);
-         return std::make_unique<Sometimes>(a, 0.5, [factor](cv::Mat& m) { fn::adjust_sharpness(m, factor); }, true);
+         return std::make_unique<Sometimes>(
+             a, 0.5, [factor](cv::Mat& m) { fn::adjust_sharpness(m, factor); }, true);
        }},
       {"RandomAutocontrast", {"p"}, sometimes(0.5, fn::autocontrast)},
       {"RandomEqualize", {"p"}, sometimes(0.5, fn::equalize)},
       {"RandomInvert", {"p"}, sometimes(0.5, fn::invert)},
-      {"AutoAugment", {"policy", "interpolation", "fill"}, [](OpArgs& a, const OpDefaults&) { return auto_augment(a); }},
-      {"RandAugment", {"num_ops", "magnitude", "num_magnitude_bins", "interpolation", "fill"},
+      {"AutoAugment",
+       {"policy", "interpolation", "fill"},
+       [](OpArgs& a, const OpDefaults&) { return auto_augment(a); }},
+      {"RandAugment",
+       {"num_ops", "magnitude", "num_magnitude_bins", "interpolation", "fill"},
        [](OpArgs& a, const OpDefaults&) { return rand_augment(a); }},
-      {"TrivialAugmentWide", {"num_magnitude_bins", "interpolation", "fill"},
+      {"TrivialAugmentWide",
+       {"num_magnitude_bins", "interpolation", "fill"},
        [](OpArgs& a, const OpDefaults&) { return trivial_augment_wide(a); }},
-      {"AugMix", {"severity", "mixture_width", "chain_depth", "alpha", "all_ops", "interpolation", "fill"},
+      {"AugMix",
+       {"severity", "mixture_width", "chain_depth", "alpha", "all_ops", "interpolation", "fill"},
        [](OpArgs& a, const OpDefaults&) { return aug_mix(a); }},
-      {"Normalize", {"mean", "std", "inplace"},
+      {"Normalize",
+       {"mean", "std", "inplace"},
        [](OpArgs& a, const OpDefaults& d) { return std::make_unique<Normalize>(a, d); }},
       {"RandomErasing", {"p", "scale", "ratio", "value", "inplace"}, plain<RandomErasing>()},
   };
@@ -670,8 +697,8 @@ Result<std::unique_ptr<Op>> make_op(const OpCall& call, const OpDefaults& defaul
   }
   std::string names;
   for (const OpEntry& e : table()) names.append(names.empty() ? "" : ", ").append(e.name);
-  return Status::InvalidArgument("transform: unknown op '" + call.name + "' in " + call.text + " (forkfeed has: " +
-                                 names + "; or the shorthands train and eval)");
+  return Status::InvalidArgument("transform: unknown op '" + call.name + "' in " + call.text +
+                                 " (forkfeed has: " + names + "; or the shorthands train and eval)");
 }
 
 }  // namespace forkfeed

@@ -17,11 +17,11 @@
 #include <cstdint>
 #include <memory>
 
+#include <opencv2/core/mat.hpp>
 #include "base/keyed_rng.h"
 #include "forkfeed/options.h"
 #include "forkfeed/status.h"
 #include "transforms/pipeline_spec.h"
-#include <opencv2/core/mat.hpp>
 
 namespace forkfeed {
 

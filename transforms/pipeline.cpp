@@ -24,7 +24,8 @@ std::string_view trim(std::string_view s) {
 std::string expand(std::string_view text, std::uint32_t size) {
   const std::string n = std::to_string(size == 0 ? kShorthandSize : size);
   if (text == "train") return "RandomResizedCrop(" + n + "), RandomHorizontalFlip()";
-  if (text == "eval") return "Resize(" + std::to_string(eval_resize_for(std::stoi(n))) + "), CenterCrop(" + n + ")";
+  if (text == "eval")
+    return "Resize(" + std::to_string(eval_resize_for(std::stoi(n))) + "), CenterCrop(" + n + ")";
   return std::string(text);
 }
 
@@ -132,9 +133,7 @@ Result<Pipeline> Pipeline::build(std::string_view text, const PipelineOptions& o
     if (Status s = check_pixels(*op, call, options.max_pixels); !s.ok()) return s;
     switch (op->stage()) {
       case Stage::kGeometry: p.geometry_.push_back(std::move(op)); break;
-      case Stage::kPixels:
-        p.pixels_.push_back(std::move(op));
-        break;
+      case Stage::kPixels: p.pixels_.push_back(std::move(op)); break;
       case Stage::kNormalize:
         p.normalise_ = true;
         p.normalisation_ = *op->normalisation();
@@ -147,11 +146,13 @@ Result<Pipeline> Pipeline::build(std::string_view text, const PipelineOptions& o
   std::array<int, 2> shape{-1, -1};
   for (const auto& op : p.geometry_) shape = op->shape(shape);
   if (shape[0] < 0 || shape[0] != shape[1]) {
-    const std::string made = shape[0] < 0 ? std::string("samples whose size depends on the image")
-                                          : std::to_string(shape[1]) + "x" + std::to_string(shape[0]) + " samples";
-    return Status::InvalidArgument("transform \"" + std::string(trim(text)) + "\" makes " + made +
-                                   "; batches need one square size: end its crops and resizes with CenterCrop(n), "
-                                   "RandomCrop(n), RandomResizedCrop(n) or Resize((n, n))");
+    const std::string made = shape[0] < 0
+                                 ? std::string("samples whose size depends on the image")
+                                 : std::to_string(shape[1]) + "x" + std::to_string(shape[0]) + " samples";
+    return Status::InvalidArgument(
+        "transform \"" + std::string(trim(text)) + "\" makes " + made +
+        "; batches need one square size: end its crops and resizes with CenterCrop(n), "
+        "RandomCrop(n), RandomResizedCrop(n) or Resize((n, n))");
   }
   p.size_ = static_cast<std::uint32_t>(shape[0]);
   if (options.size != 0 && options.size != p.size_) {
@@ -170,12 +171,14 @@ Status Pipeline::steps(int width, int height, KeyedRng& rng, std::vector<Geometr
   for (const auto& op : geometry_) {
     auto step = op->step(width, height, rng);
     if (!step.ok()) return step.status();
-    const auto pixels = static_cast<std::uint64_t>(step->out_width) * static_cast<std::uint64_t>(step->out_height);
+    const auto pixels =
+        static_cast<std::uint64_t>(step->out_width) * static_cast<std::uint64_t>(step->out_height);
     if (step->resizes() && pixels > max_pixels_) {
       return Status::BadData("resizing this " + std::to_string(width) + "x" + std::to_string(height) +
-                             " image to " + std::to_string(step->out_width) + "x" + std::to_string(step->out_height) +
-                             " makes " + std::to_string(pixels) + " pixels, over max_pixels " +
-                             std::to_string(max_pixels_) + ": lower the transform's resize or raise max_pixels");
+                             " image to " + std::to_string(step->out_width) + "x" +
+                             std::to_string(step->out_height) + " makes " + std::to_string(pixels) +
+                             " pixels, over max_pixels " + std::to_string(max_pixels_) +
+                             ": lower the transform's resize or raise max_pixels");
     }
     out.push_back(*step);
     width = step->out_width;

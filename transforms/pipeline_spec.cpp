@@ -23,8 +23,10 @@ class Reader {
       if (pos_ < text_.size() && !take(',')) return expected("',' between ops");
       skip_space();
     }
-    if (calls.empty()) return Status::InvalidArgument("transform is empty: give train, eval or ops such as "
-                                                      "\"RandomResizedCrop(224), RandomHorizontalFlip()\"");
+    if (calls.empty())
+      return Status::InvalidArgument(
+          "transform is empty: give train, eval or ops such as "
+          "\"RandomResizedCrop(224), RandomHorizontalFlip()\"");
     return calls;
   }
 
@@ -37,14 +39,15 @@ class Reader {
     // "T.RandomCrop" and "transforms.RandomCrop" as copied from Python: the op is the last part.
     if (const auto dot = call.name.rfind('.'); dot != std::string::npos) call.name.erase(0, dot + 1);
     skip_space();
-    if (!take('(')) return expected("'(' after " + call.name + " (an op without arguments is written " + call.name + "())");
+    if (!take('('))
+      return expected("'(' after " + call.name + " (an op without arguments is written " + call.name + "())");
     skip_space();
     while (!take(')')) {
       std::string keyword;
       const std::size_t at = pos_;
       std::string name = read_name();
       skip_space();
-      if (!name.empty() && peek() == '=' ) {
+      if (!name.empty() && peek() == '=') {
         ++pos_;
         keyword = std::move(name);
         skip_space();
@@ -54,7 +57,9 @@ class Reader {
       auto value = read_value();
       if (!value.ok()) return value.status();
       if (keyword.empty()) {
-        if (!call.keywords.empty()) return expected("a keyword argument: in " + call.name + "(...), a positional one follows one given by name");
+        if (!call.keywords.empty())
+          return expected("a keyword argument: in " + call.name +
+                          "(...), a positional one follows one given by name");
         call.positional.push_back(std::move(value).value());
       } else {
         call.keywords.emplace_back(std::move(keyword), std::move(value).value());
@@ -102,7 +107,8 @@ class Reader {
     } else if (peek() == '\'' || peek() == '"') {
       const char quote = text_[pos_++];
       const std::size_t end = text_.find(quote, pos_);
-      if (end == std::string_view::npos) return expected(std::string("the closing ") + quote + " of a string");
+      if (end == std::string_view::npos)
+        return expected(std::string("the closing ") + quote + " of a string");
       v.kind = SpecValue::Kind::kWord;
       v.word = std::string(text_.substr(pos_, end - pos_));
       pos_ = end + 1;
@@ -151,8 +157,8 @@ class Reader {
   // A name, dotted names included (InterpolationMode.BILINEAR); empty if none is here.
   std::string read_name() {
     const std::size_t start = pos_;
-    while (pos_ < text_.size() &&
-           (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_' || text_[pos_] == '.')) {
+    while (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) ||
+                                   text_[pos_] == '_' || text_[pos_] == '.')) {
       if (pos_ == start && std::isdigit(static_cast<unsigned char>(text_[pos_]))) break;
       ++pos_;
     }
@@ -170,9 +176,10 @@ class Reader {
   }
   Status expected(const std::string& what) const {
     const std::string_view here = text_.substr(pos_, 24);
-    return Status::InvalidArgument("transform: expected " + what + " at character " + std::to_string(pos_ + 1) +
-                                   (here.empty() ? std::string(" (the end)") : " (\"" + std::string(here) + "\")") +
-                                   " of \"" + std::string(text_) + "\"");
+    return Status::InvalidArgument(
+        "transform: expected " + what + " at character " + std::to_string(pos_ + 1) +
+        (here.empty() ? std::string(" (the end)") : " (\"" + std::string(here) + "\")") + " of \"" +
+        std::string(text_) + "\"");
   }
 
   std::string_view text_;

@@ -18,11 +18,11 @@ namespace forkfeed {
 struct SpecValue {
   enum class Kind { kNumber, kTuple, kWord, kNone, kBool };
   Kind kind = Kind::kNone;
-  double number = 0;           // kNumber; kBool: 0 or 1
-  bool integer = false;        // kNumber written as Python writes an int (100, not 100.0 or 1e2)
-  std::vector<double> tuple;   // kTuple: (a, b, ...) or [a, b, ...] of numbers
-  std::string word;            // kWord: a string's contents or a (dotted) name
-  std::string text;            // as written, for error messages
+  double number = 0;          // kNumber; kBool: 0 or 1
+  bool integer = false;       // kNumber written as Python writes an int (100, not 100.0 or 1e2)
+  std::vector<double> tuple;  // kTuple: (a, b, ...) or [a, b, ...] of numbers
+  std::string word;           // kWord: a string's contents or a (dotted) name
+  std::string text;           // as written, for error messages
 };
 
 struct OpCall {

@@ -1,8 +1,8 @@
 // Arena: memfd creation, layout of segment and slots, and attaching from another process.
 #include "transport/arena.h"
 
-#include <sys/mman.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -42,8 +42,8 @@ std::size_t segment_bytes_for(const ArenaSpec& spec, const DatasetIndex& index) 
                                   index.slices().size() * sizeof(DatasetIndex::Slice) +
                                   index.shard_stamps().size() * sizeof(FileStamp) +
                                   index.size() * sizeof(std::int64_t);
-  const std::size_t fixed = sizeof(ControlBlock) + sizeof(SharedIndex) +
-                            spec.num_workers * sizeof(WorkerChannel) + 64 * 1024;
+  const std::size_t fixed =
+      sizeof(ControlBlock) + sizeof(SharedIndex) + spec.num_workers * sizeof(WorkerChannel) + 64 * 1024;
   // Boost's allocator keeps a little bookkeeping per block and aligns each one.
   return round_up(fixed + index_bytes + index_bytes / 64, kPage);
 }
@@ -53,8 +53,9 @@ SlotGeometry slot_geometry_for(const ArenaSpec& spec, std::size_t segment_bytes)
   g.num_slots = spec.num_slots;
   g.batch_size = spec.batch_size;
   g.sample_bytes = spec.sample_bytes;
-  g.pixels_offset = round_up(
-      sizeof(SlotHeader) + spec.batch_size * (sizeof(std::uint64_t) + sizeof(std::int64_t) + sizeof(SkipNote)), 64);
+  g.pixels_offset = round_up(sizeof(SlotHeader) + spec.batch_size * (sizeof(std::uint64_t) +
+                                                                     sizeof(std::int64_t) + sizeof(SkipNote)),
+                             64);
   g.slot_stride = round_up(g.pixels_offset + spec.batch_size * spec.sample_bytes, kPage);
   g.slots_offset = round_up(kPrefixBytes + segment_bytes, kPage);
   return g;
@@ -72,7 +73,8 @@ Result<std::shared_ptr<Arena>> Arena::create(const ArenaSpec& spec, const Datase
   // Allocated now, not on first touch: out of memory is an error here, not a SIGBUS
   // in a worker later.
   if (const int err = ::posix_fallocate(fd.get(), 0, static_cast<off_t>(total)); err != 0) {
-    return Status::FromErrno("allocating " + std::to_string(total >> 20) + " MiB for the shared memory arena", err);
+    return Status::FromErrno("allocating " + std::to_string(total >> 20) + " MiB for the shared memory arena",
+                             err);
   }
   auto mapping = Mapping::map_shared(fd.get(), total);
   if (!mapping.ok()) return mapping.status();
@@ -112,10 +114,11 @@ Result<std::shared_ptr<Arena>> Arena::create(const ArenaSpec& spec, const Datase
 }
 
 Result<std::shared_ptr<Arena>> Arena::attach(UniqueFd fd) {
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return Status::FromErrno("fstat of the arena fd", errno);
   const auto total = static_cast<std::size_t>(st.st_size);
-  if (total < kPage) return Status::InvalidArgument("fd " + std::to_string(fd.get()) + " is not a forkfeed arena (too small)");
+  if (total < kPage)
+    return Status::InvalidArgument("fd " + std::to_string(fd.get()) + " is not a forkfeed arena (too small)");
   auto mapping = Mapping::map_shared(fd.get(), total);
   if (!mapping.ok()) return mapping.status();
   const auto prefix = *reinterpret_cast<const ArenaPrefix*>(mapping->data());

@@ -102,18 +102,18 @@ inline std::size_t sample_bytes(DType dtype, std::uint32_t size) {
 struct SlotGeometry {
   std::uint32_t num_slots;
   std::uint32_t batch_size;
-  std::uint64_t sample_bytes;    // pixels of one sample
-  std::uint64_t pixels_offset;   // from the start of a slot
-  std::uint64_t slot_stride;     // page aligned
-  std::uint64_t slots_offset;    // from the start of the arena, page aligned
+  std::uint64_t sample_bytes;   // pixels of one sample
+  std::uint64_t pixels_offset;  // from the start of a slot
+  std::uint64_t slot_stride;    // page aligned
+  std::uint64_t slots_offset;   // from the start of the arena, page aligned
 };
 
 // The head of each slot. Sample indices, labels, skip notes and pixels follow (see
 // Arena::slot); SlotContents (transport/slot_contents.h) alone reads and writes them.
 struct alignas(64) SlotHeader {  // aligned: the uint64 indices follow it directly
-  std::uint32_t requested;  // samples in the batch (orchestrator)
-  std::uint32_t written;    // samples decoded into the pixels (worker)
-  std::uint32_t skipped;    // skip notes (orchestrator: known bad; worker: failed to decode)
+  std::uint32_t requested;       // samples in the batch (orchestrator)
+  std::uint32_t written;         // samples decoded into the pixels (worker)
+  std::uint32_t skipped;         // skip notes (orchestrator: known bad; worker: failed to decode)
 };
 
 // A sample left out of its batch (bad data, on_error=skip), or the one that failed it,
@@ -144,7 +144,7 @@ struct SharedIndex {
   std::string_view path(std::size_t i) const { return packed().path(i); }
   SampleSource source(std::size_t i) const { return packed().source(i); }
   ShmVector<char> paths;
-  ShmVector<std::uint64_t> offsets;  // file f is paths[offsets[f], offsets[f+1])
+  ShmVector<std::uint64_t> offsets;       // file f is paths[offsets[f], offsets[f+1])
   ShmVector<DatasetIndex::Slice> slices;  // sharded: sample i; else empty, sample i is file i
   ShmVector<FileStamp> stamps;            // sharded: shard f when it was indexed
   ShmVector<std::int64_t> labels;

@@ -13,8 +13,7 @@ namespace forkfeed {
 static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
 
-void futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected,
-                std::chrono::milliseconds timeout) {
+void futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected, std::chrono::milliseconds timeout) {
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count();
   timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
   ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAIT, expected, &ts, nullptr, 0);

@@ -10,8 +10,7 @@ namespace forkfeed {
 
 // Sleeps while *word == expected, at most |timeout|. Returns on wake, timeout, signal or
 // if *word already differs; callers re-check their condition.
-void futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected,
-                std::chrono::milliseconds timeout);
+void futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected, std::chrono::milliseconds timeout);
 // Bumps *word and wakes every waiter.
 void futex_ring(std::atomic<std::uint32_t>* word);
 

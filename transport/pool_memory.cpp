@@ -15,14 +15,16 @@ constexpr std::uint64_t kPoolMagic = 0x6c6f6f7064656566ULL;  // "feedpool"
 constexpr std::uint32_t kPoolVersion = 1;
 constexpr std::size_t kStatesOffset = (sizeof(PoolBlock) + 63) / 64 * 64;
 
-std::size_t bytes_for(std::uint32_t workers) { return kStatesOffset + std::size_t{workers} * sizeof(WorkerState); }
+std::size_t bytes_for(std::uint32_t workers) {
+  return kStatesOffset + std::size_t{workers} * sizeof(WorkerState);
+}
 
 }  // namespace
 
 Result<PoolMemory> PoolMemory::create(std::uint32_t workers) {
   if (workers == 0 || workers > kMaxPoolWorkers) {
-    return Status::InvalidArgument("a worker pool has 1 to " + std::to_string(kMaxPoolWorkers) + " workers, not " +
-                                   std::to_string(workers));
+    return Status::InvalidArgument("a worker pool has 1 to " + std::to_string(kMaxPoolWorkers) +
+                                   " workers, not " + std::to_string(workers));
   }
   UniqueFd fd(::memfd_create("forkfeed-pool", MFD_CLOEXEC));
   if (!fd.valid()) return Status::FromErrno("memfd_create for the worker pool", errno);

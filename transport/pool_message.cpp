@@ -38,7 +38,8 @@ Status send_pool_message(int socket, PoolMessage message, int arena, int complet
     if (n == static_cast<ssize_t>(sizeof message)) return Status::Ok();
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      return Status::ResourceExhausted("a pool worker's socket is full: the worker does not read its messages");
+      return Status::ResourceExhausted(
+          "a pool worker's socket is full: the worker does not read its messages");
     }
     return Status::FromErrno("sending a message to a pool worker", n < 0 ? errno : EMSGSIZE);
   }

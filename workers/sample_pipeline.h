@@ -34,7 +34,7 @@ class SamplePipeline {
   SampleReader reader_;
   ImageDecoders decoders_;
   Transform transform_;
-  cv::Mat pixels_;               // reused decode target: the image, or the region of it
+  cv::Mat pixels_;  // reused decode target: the image, or the region of it
 };
 
 }  // namespace forkfeed

@@ -32,10 +32,8 @@ bool file_fault(int err) {
     case ENXIO:
     case ENODEV:
     case EOVERFLOW:
-    case EFBIG:
-      return true;
-    default:
-      return false;
+    case EFBIG: return true;
+    default: return false;
   }
 }
 

@@ -9,8 +9,11 @@ namespace forkfeed {
 namespace {
 
 Pipeline pipeline_for(const TransformSpec& spec) {
-  const PipelineOptions options{spec.size, spec.dtype, {spec.mean[0], spec.mean[1], spec.mean[2]},
-                                {spec.std[0], spec.std[1], spec.std[2]}, spec.max_pixels};
+  const PipelineOptions options{spec.size,
+                                spec.dtype,
+                                {spec.mean[0], spec.mean[1], spec.mean[2]},
+                                {spec.std[0], spec.std[1], spec.std[2]},
+                                spec.max_pixels};
   auto pipeline = Pipeline::build(spec.pipeline, options);
   // The loader built this same text with these same options before it started workers.
   if (!pipeline.ok()) throw std::invalid_argument(pipeline.status().message());
@@ -34,7 +37,8 @@ void Transform::resize(const cv::Mat& from, cv::Mat& to) {
 Transform::Transform(const TransformSpec& spec)
     : pipeline_(pipeline_for(spec)),
       layout_(resolve(spec.layout, pipeline_.dtype())),
-      makes_in_slot_(pipeline_.dtype() == DType::kUint8 && layout_ == Layout::kNhwc && pipeline_.pixel_ops_are_mirrors()),
+      makes_in_slot_(pipeline_.dtype() == DType::kUint8 && layout_ == Layout::kNhwc &&
+                     pipeline_.pixel_ops_are_mirrors()),
       store_(pipeline_.dtype(), layout_, normalisation_of(pipeline_.normalisation())) {}
 
 void Transform::write(const cv::Mat& window, KeyedRng& rng, std::byte* out) {

@@ -30,7 +30,9 @@ class Transform {
   // The window of a width x height image that becomes the sample. `rng` is the sample's
   // own stream, so the result does not depend on which worker runs it. Fails for bad
   // data: an image smaller than a crop, or a resize past max_pixels (a 1 x 20000 strip).
-  Result<SampleWindow> plan(int width, int height, KeyedRng& rng) const { return pipeline_.plan(width, height, rng); }
+  Result<SampleWindow> plan(int width, int height, KeyedRng& rng) const {
+    return pipeline_.plan(width, height, rng);
+  }
 
   // Resizes `window` (the pixels of a planned source region, at any scale) to the
   // output size, runs the rest of the pipeline with the draws that follow plan()'s, and
@@ -59,8 +61,8 @@ class Transform {
   // uint8 NHWC and no pixel op but flips: an unmirrored sample is resized straight into
   // the slot, with no copy.
   bool makes_in_slot_;
-  PixelStore store_;  // every other sample: made in square_, then written by store_
-  cv::Mat square_;    // reused across samples: the resized sample, in cache
+  PixelStore store_;   // every other sample: made in square_, then written by store_
+  cv::Mat square_;     // reused across samples: the resized sample, in cache
   cv::Mat scaled_[2];  // reused across samples: the reference's resized images
   std::vector<GeometryStep> steps_;
 };

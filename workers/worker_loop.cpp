@@ -83,7 +83,8 @@ class Worker {
     state_.progress_ns.store(monotonic_ns(), std::memory_order_relaxed);  // "up": task_timeout applies
     while (!stopping()) {
       const std::uint32_t bell = state_.bell.load(std::memory_order_acquire);
-      if (const std::uint32_t sent = state_.messages.load(std::memory_order_acquire); sent != messages_read_) {
+      if (const std::uint32_t sent = state_.messages.load(std::memory_order_acquire);
+          sent != messages_read_) {
         if (!read_messages()) return 1;
         messages_read_ = sent;
       }
@@ -129,8 +130,9 @@ class Worker {
       if (!arena.ok() || arena.value()->control().num_workers <= who_.id) {
         // A loader's arena that this worker cannot serve: its tasks wait until the loader's
         // task_timeout, which names this worker; the other loaders go on.
-        log_->error("worker {}: cannot map the arena of loader {}: {}", who_.id, m.message.loader,
-                    arena.ok() ? "it has fewer channels than the pool has workers" : arena.status().message());
+        log_->error(
+            "worker {}: cannot map the arena of loader {}: {}", who_.id, m.message.loader,
+            arena.ok() ? "it has fewer channels than the pool has workers" : arena.status().message());
         continue;
       }
       share_.add(m.message.loader, (*arena)->control().weight);
@@ -204,8 +206,8 @@ class Worker {
 
   void finish(Tenant& t, TaskOutcome outcome) {
     const Tenant::InHand& h = *t.in_hand;
-    complete(t, Completion{h.task.generation, h.task.batch_id, h.task.slot, outcome, h.started_ns, monotonic_ns(),
-                           h.worker_ns});
+    complete(t, Completion{h.task.generation, h.task.batch_id, h.task.slot, outcome, h.started_ns,
+                           monotonic_ns(), h.worker_ns});
     t.in_hand.reset();
   }
 

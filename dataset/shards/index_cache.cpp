@@ -22,8 +22,8 @@
 #include <string_view>
 #include <vector>
 
-#include "base/dir_stream.h"
 #include "base/atomic_file.h"
+#include "base/dir_stream.h"
 #include "base/printable.h"
 #include "base/regular_file.h"
 #include "base/unique_fd.h"

@@ -187,12 +187,9 @@ Result<Gathered> gather(std::vector<ShardResult>& results, const ShardDataset& d
 
 LabelRule label_rule(const LoaderOptions& options) {
   switch (options.shard_label) {
-    case ShardLabel::kJson:
-      return {LabelSource::kJson, options.shard_label_field};
-    case ShardLabel::kClassFolder:
-      return {LabelSource::kClassFolder, {}};
-    case ShardLabel::kCls:
-      break;
+    case ShardLabel::kJson: return {LabelSource::kJson, options.shard_label_field};
+    case ShardLabel::kClassFolder: return {LabelSource::kClassFolder, {}};
+    case ShardLabel::kCls: break;
   }
   return {LabelSource::kCls, {}};
 }

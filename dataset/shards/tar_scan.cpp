@@ -90,14 +90,10 @@ std::optional<std::uint64_t> decimal(std::string_view text) {
 
 std::string_view extended_kind(char type) {
   switch (type) {
-    case 'L':
-      return "GNU long name";
-    case 'K':
-      return "GNU long link name";
-    case 'g':
-      return "pax global header";
-    default:
-      return "pax header";
+    case 'L': return "GNU long name";
+    case 'K': return "GNU long link name";
+    case 'g': return "pax global header";
+    default: return "pax header";
   }
 }
 

@@ -70,8 +70,8 @@ struct RemoteDaemon {
 // What one remote daemon of a Client did for it (Client::daemons()).
 struct RemoteDaemonStats {
   std::string address;
-  bool up = false;       // connected now
-  bool stalled = false;  // overdue: its batches are asked of the others too
+  bool up = false;               // connected now
+  bool stalled = false;          // overdue: its batches are asked of the others too
   std::uint64_t batches = 0;     // first copies it delivered (samples skipped whole included)
   std::uint64_t bytes = 0;       // of their pixels
   std::uint64_t wait_ns = 0;     // from asking for a batch to its arrival, summed over batches

@@ -123,13 +123,13 @@ class DatasetIndex {
 
  private:
   friend class DatasetIndexBuilder;
-  std::string paths_;                  // all paths, back to back
+  std::string paths_;                      // all paths, back to back
   std::vector<std::uint64_t> offsets_{0};  // file f is paths_[offsets_[f], offsets_[f+1])
   std::vector<Slice> slices_;              // sharded: sample i; else empty, sample i is file i
   std::vector<FileStamp> shard_stamps_;    // sharded: file f when it was indexed
   std::vector<std::int64_t> labels_;
-  std::vector<std::uint64_t> sizes_;       // not sharded: file i's bytes (kUnknownBytes: no stat)
-  std::string root_;                       // root()
+  std::vector<std::uint64_t> sizes_;  // not sharded: file i's bytes (kUnknownBytes: no stat)
+  std::string root_;                  // root()
   std::vector<std::string> classes_;
   std::uint64_t skipped_samples_ = 0;
   std::uint64_t skipped_bytes_ = 0;

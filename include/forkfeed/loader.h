@@ -34,8 +34,8 @@ struct LoaderStats {
   std::uint64_t skipped_bytes = 0;
   std::uint64_t worker_restarts = 0;
   StartMethod start_method = StartMethod::kFork;  // how the first workers started: kFork or kSpawn
-  std::uint64_t arena_bytes = 0;  // the whole shared memory arena
-  std::uint64_t index_bytes = 0;  // of it, the dataset index: paths, slices and labels
+  std::uint64_t arena_bytes = 0;                  // the whole shared memory arena
+  std::uint64_t index_bytes = 0;                  // of it, the dataset index: paths, slices and labels
   std::uint32_t slots = 0;
   bool pinned = false;  // the batch slots are page-locked for pin_memory_device
   // Worker time spent on this loader's tasks, counted sample by sample as the workers go
@@ -62,8 +62,8 @@ class Loader {
   static Result<std::unique_ptr<Loader>> open(const LoaderOptions& options, std::shared_ptr<WorkerPool> pool);
   static Result<std::unique_ptr<Loader>> open(const LoaderOptions& options, std::string_view state,
                                               std::shared_ptr<WorkerPool> pool);
-  // Stops and reaps every worker of its own pool, or detaches from a shared one; unmaps and closes the arena. Batches still held by
-  // the caller stay readable until they are destroyed. In the child of a fork() it only
+  // Stops and reaps every worker of its own pool, or detaches from a shared one; unmaps and closes the arena.
+  // Batches still held by the caller stay readable until they are destroyed. In the child of a fork() it only
   // unmaps and closes that process's copies: the workers and the pass are the parent's.
   ~Loader();
   Loader(const Loader&) = delete;
@@ -78,8 +78,8 @@ class Loader {
   Result<std::optional<Batch>> next();
   // Makes the next() that waits for a batch, the one in progress or a later one, return
   // Status::Code::kCancelled at once instead, leaving the pass (and state()) as it was.
-  // A new pass (reset, set_epoch, load_state) forgets an interrupt no wait has taken. Async-signal-safe: a SIGINT
-  // handler calls it, so that a worker that is stopped or stuck does not hold up Ctrl-C.
+  // A new pass (reset, set_epoch, load_state) forgets an interrupt no wait has taken. Async-signal-safe: a
+  // SIGINT handler calls it, so that a worker that is stopped or stuck does not hold up Ctrl-C.
   void interrupt();
 
   // Starts a new pass over `epoch`: batches prefetched for the old pass are discarded.

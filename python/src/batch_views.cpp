@@ -82,8 +82,9 @@ py::capsule owner_capsule(const Owner& owner) {
 
 BatchViews dlpack_views(Batch batch) {
   const auto owner = std::make_shared<const Batch>(std::move(batch));
-  const dlpack::DLDataType pixels = owner->dtype() == DType::kUint8 ? dlpack::DLDataType{dlpack::kDLUInt, 8, 1}
-                                                                    : dlpack::DLDataType{dlpack::kDLFloat, 32, 1};
+  const dlpack::DLDataType pixels = owner->dtype() == DType::kUint8
+                                        ? dlpack::DLDataType{dlpack::kDLUInt, 8, 1}
+                                        : dlpack::DLDataType{dlpack::kDLFloat, 32, 1};
   return {dlpack_capsule(owner, owner->data(), pixels, owner->shape()),
           dlpack_capsule(owner, owner->labels().data(), dlpack::DLDataType{dlpack::kDLInt, 64, 1},
                          std::array{static_cast<std::int64_t>(owner->size())})};
@@ -96,8 +97,9 @@ BatchViews numpy_views(Batch batch) {
   py::array images = owner->dtype() == DType::kUint8
                          ? py::array(py::dtype::of<std::uint8_t>(), dims, owner->data(), owner_capsule(owner))
                          : py::array(py::dtype::of<float>(), dims, owner->data(), owner_capsule(owner));
-  py::array labels(py::dtype::of<std::int64_t>(), std::vector<py::ssize_t>{static_cast<py::ssize_t>(owner->size())},
-                   owner->labels().data(), owner_capsule(owner));
+  py::array labels(py::dtype::of<std::int64_t>(),
+                   std::vector<py::ssize_t>{static_cast<py::ssize_t>(owner->size())}, owner->labels().data(),
+                   owner_capsule(owner));
   return {std::move(images), std::move(labels)};
 }
 

@@ -19,8 +19,8 @@ namespace py = pybind11;
 void register_errors(py::module_& m);
 // Raises `status` as a Python exception: InvalidArgument -> ValueError, NotFound ->
 // FileNotFoundError, IoError -> OSError, BadData -> BadDataError, WorkerDied ->
-// WorkerDiedError, Unavailable -> DaemonLostError, anything else -> forkfeed.Error; the message is the C++ one.
-// REQUIRES: !status.ok() and the GIL held.
+// WorkerDiedError, Unavailable -> DaemonLostError, anything else -> forkfeed.Error; the message is the C++
+// one. REQUIRES: !status.ok() and the GIL held.
 [[noreturn]] void raise(const Status& status);
 
 // options.cpp: LoaderOptions from a dict of the C++ option names; a wrong type or value

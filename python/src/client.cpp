@@ -105,14 +105,14 @@ class PyClient : public PyPass<Client> {
   // `address` as the remote daemons to draw from: None (a local forkfeedd) gives none;
   // "HOST:PORT" one; a list or tuple of them each (an empty one is refused by connect()).
   // Every one presents the token in `token_file`.
-  static std::optional<std::vector<RemoteDaemon>> remote_daemons(const py::object& address,
-                                                                 const std::optional<std::string>& token_file) {
+  static std::optional<std::vector<RemoteDaemon>> remote_daemons(
+      const py::object& address, const std::optional<std::string>& token_file) {
     if (address.is_none()) return std::nullopt;
     const std::string token = token_file.value_or("");
     const auto one = [&](const py::handle& item, const std::string& name) {
       if (!py::isinstance<py::str>(item) && !py::isinstance<py::bytes>(item)) {
-        throw py::type_error(name + " must be a str \"HOST:PORT\", got " + py::repr(item).cast<std::string>() +
-                             " (" + Py_TYPE(item.ptr())->tp_name + ")");
+        throw py::type_error(name + " must be a str \"HOST:PORT\", got " +
+                             py::repr(item).cast<std::string>() + " (" + Py_TYPE(item.ptr())->tp_name + ")");
       }
       return RemoteDaemon{item.cast<std::string>(), token};
     };
@@ -140,7 +140,8 @@ class PyClient : public PyPass<Client> {
     Result<std::unique_ptr<Client>> connected = Status::Internal("not connected");
     {
       py::gil_scoped_release nogil;
-      connected = remote ? Client::connect(*remote, o, state.value_or("")) : Client::connect(path, o, state.value_or(""));
+      connected = remote ? Client::connect(*remote, o, state.value_or(""))
+                         : Client::connect(path, o, state.value_or(""));
     }
     if (!connected.ok()) raise(connected.status());
     return std::move(connected).value();
@@ -151,17 +152,18 @@ class PyClient : public PyPass<Client> {
 
 void register_client(py::module_& m) {
   py::class_<PyClient> c(m, "Client", "forkfeed::Client; forkfeed.Client wraps it.");
-  c.def(py::init<const py::dict&, const std::optional<std::string>&, const std::optional<std::string>&,
-                 std::optional<double>, const std::optional<std::string>&, const py::object&,
-                 const std::optional<std::string>&, std::optional<double>>(),
-        py::arg("options"), py::arg("socket") = py::none(), py::arg("dataset") = py::none(),
-        py::arg("connect_timeout") = py::none(), py::arg("state") = py::none(), py::arg("address") = py::none(),
-        py::arg("token_file") = py::none(), py::arg("overdue") = py::none(),
-        "Opens a stream on the forkfeedd at `socket` (default_socket_path() if None) from a "
-        "dict of LoaderOptions names, or of the config's `dataset`; or, with `address` (HOST:PORT, or a list "
-        "of them: one stream drawn from all, a fan-in), on remote forkfeedds over UCX, presenting the token in "
-        "`token_file`, a daemon that holds batches `overdue` seconds having them asked of the others; resumes "
-        "from `state` if given.");
+  c.def(
+      py::init<const py::dict&, const std::optional<std::string>&, const std::optional<std::string>&,
+               std::optional<double>, const std::optional<std::string>&, const py::object&,
+               const std::optional<std::string>&, std::optional<double>>(),
+      py::arg("options"), py::arg("socket") = py::none(), py::arg("dataset") = py::none(),
+      py::arg("connect_timeout") = py::none(), py::arg("state") = py::none(), py::arg("address") = py::none(),
+      py::arg("token_file") = py::none(), py::arg("overdue") = py::none(),
+      "Opens a stream on the forkfeedd at `socket` (default_socket_path() if None) from a "
+      "dict of LoaderOptions names, or of the config's `dataset`; or, with `address` (HOST:PORT, or a list "
+      "of them: one stream drawn from all, a fan-in), on remote forkfeedds over UCX, presenting the token in "
+      "`token_file`, a daemon that holds batches `overdue` seconds having them asked of the others; resumes "
+      "from `state` if given.");
   def_pass(c);
   c.def("classes", &PyClient::classes, "Number of ImageFolder classes; 0 for a manifest.")
       .def("class_names", &PyClient::class_names,
@@ -170,7 +172,8 @@ void register_client(py::module_& m) {
       .def("workers", &PyClient::workers, "Workers forkfeedd runs for this stream.")
       .def("stats", &PyClient::stats, "The stream's LoaderStats, asked from forkfeedd, as a dict.")
       .def("daemons", &PyClient::daemons,
-           "What each remote forkfeedd did for this stream (RemoteDaemonStats), as dicts; empty for a local one.")
+           "What each remote forkfeedd did for this stream (RemoteDaemonStats), as dicts; empty for a local "
+           "one.")
       .def("add_daemon", &PyClient::add_daemon, py::arg("address"), py::arg("token_file") = py::none(),
            "Adds a remote forkfeedd (HOST:PORT) to a remote stream; it joins at the next batch boundary.");
   m.def("default_socket_path", &default_socket_path,

@@ -52,8 +52,7 @@ void raise(const Status& status) {
     case Status::Code::kResourceExhausted:
     case Status::Code::kInternal:
     case Status::Code::kCancelled:
-    case Status::Code::kFailedPrecondition:
-      break;
+    case Status::Code::kFailedPrecondition: break;
   }
   // A message may quote a path that is not UTF-8: its bytes are shown, not refused.
   const std::string& m = status.message();

@@ -51,12 +51,16 @@ class PyLoader : public PyPass<Loader> {
 };
 
 std::shared_ptr<WorkerPool> open_pool(std::uint32_t workers, const std::string& start_method,
-                                     const std::string& fork_hazard, const std::string& log_level) {
+                                      const std::string& fork_hazard, const std::string& log_level) {
   PoolOptions o{.workers = workers, .log_level = log_level};
   const auto method = parse_start_method(start_method);
-  if (!method) raise(Status::InvalidArgument("start_method must be one of auto, fork, spawn, got '" + start_method + "'"));
+  if (!method)
+    raise(
+        Status::InvalidArgument("start_method must be one of auto, fork, spawn, got '" + start_method + "'"));
   const auto hazard = parse_fork_hazard(fork_hazard);
-  if (!hazard) raise(Status::InvalidArgument("fork_hazard must be one of warn, error, ignore, got '" + fork_hazard + "'"));
+  if (!hazard)
+    raise(
+        Status::InvalidArgument("fork_hazard must be one of warn, error, ignore, got '" + fork_hazard + "'"));
   o.start_method = *method;
   o.fork_hazard = *hazard;
   Result<std::shared_ptr<WorkerPool>> opened = Status::Internal("not opened");
@@ -76,12 +80,14 @@ void register_loader(py::module_& m) {
       .def(py::init(&open_pool), py::arg("workers"), py::arg("start_method"), py::arg("fork_hazard"),
            py::arg("log_level"), "Starts `workers` decode workers (0: the CPU count).")
       .def_property_readonly("workers", &WorkerPool::workers)
-      .def_property_readonly("start_method", [](const WorkerPool& p) { return std::string(to_string(p.start_method())); })
+      .def_property_readonly("start_method",
+                             [](const WorkerPool& p) { return std::string(to_string(p.start_method())); })
       .def_property_readonly("loaders", &WorkerPool::loaders);
   py::class_<PyLoader> c(m, "Loader", "forkfeed::Loader; forkfeed.Loader wraps it.");
   c.def(py::init<const py::dict&, const std::optional<std::string>&, std::shared_ptr<WorkerPool>>(),
         py::arg("options"), py::arg("state") = py::none(), py::arg("pool") = nullptr,
-        "Opens a loader from a dict of LoaderOptions names, resuming from `state` if given, on `pool` if given.");
+        "Opens a loader from a dict of LoaderOptions names, resuming from `state` if given, on `pool` if "
+        "given.");
   def_pass(c);
   c.def("classes", &PyLoader::classes, "ImageFolder class names by label, as bytes; empty for a manifest.")
       .def("dataset_size", &PyLoader::dataset_size, "Samples in the whole dataset.")

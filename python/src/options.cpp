@@ -91,7 +91,8 @@ std::array<float, 3> three_floats(const std::string& name, py::handle value) {
 template <typename E>
 E enumerated(const std::string& name, py::handle value) {
   std::string names;
-  for (const EnumName<E>& e : kEnumNames<E>) names += (names.empty() ? "'" : ", '") + std::string(e.name) + "'";
+  for (const EnumName<E>& e : kEnumNames<E>)
+    names += (names.empty() ? "'" : ", '") + std::string(e.name) + "'";
   const std::string what = "one of " + names;
   if (!PyUnicode_Check(value.ptr())) bad_type(name, what, value);
   const std::optional<E> parsed = parse_enum<E>(value.cast<std::string>());

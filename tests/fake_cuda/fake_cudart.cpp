@@ -139,20 +139,13 @@ int cudaDriverGetVersion(int* version) {
 
 const char* cudaGetErrorString(int error) {
   switch (error) {
-    case kSuccess:
-      return "no error";
-    case kInvalidValue:
-      return "invalid argument";
-    case kNoDevice:
-      return "no CUDA-capable device is detected";
-    case kInvalidDevice:
-      return "invalid device ordinal";
-    case kAlreadyRegistered:
-      return "part or all of the requested memory range is already mapped";
-    case kNotRegistered:
-      return "pointer does not correspond to a registered memory region";
-    default:
-      return "unknown error";
+    case kSuccess: return "no error";
+    case kInvalidValue: return "invalid argument";
+    case kNoDevice: return "no CUDA-capable device is detected";
+    case kInvalidDevice: return "invalid device ordinal";
+    case kAlreadyRegistered: return "part or all of the requested memory range is already mapped";
+    case kNotRegistered: return "pointer does not correspond to a registered memory region";
+    default: return "unknown error";
   }
 }
 

@@ -23,7 +23,7 @@ struct CommandOutcome {
 
 // A command started by start_command(), not yet waited for.
 struct StartedCommand {
-  pid_t pid = -1;  // -1: it could not start (a test failure has been added)
+  pid_t pid = -1;    // -1: it could not start (a test failure has been added)
   std::string name;  // argv[0]
   std::string dir;
 };

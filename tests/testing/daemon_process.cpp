@@ -38,7 +38,8 @@ bool connectable(const std::string& socket) { return connect_unix(socket).valid(
 DaemonProcess::DaemonProcess(const std::string& socket, const std::vector<std::string>& args, bool wait)
     : socket_(socket) {
   std::vector<std::string> argv_s = {std::string(FORKFEED_BIN_DIR) + "/forkfeedd", "--socket", socket};
-  if (std::find(args.begin(), args.end(), "--log-level") == args.end()) argv_s.insert(argv_s.end(), {"--log-level", "warn"});
+  if (std::find(args.begin(), args.end(), "--log-level") == args.end())
+    argv_s.insert(argv_s.end(), {"--log-level", "warn"});
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (std::string& a : argv_s) argv.push_back(a.data());

@@ -13,13 +13,15 @@
 
 namespace forkfeed::testing {
 
-inline std::shared_ptr<Arena> small_arena(const DatasetIndex& index, std::uint32_t workers, std::uint32_t slots,
-                                          std::uint32_t batch, std::uint32_t size, OnError on_error) {
+inline std::shared_ptr<Arena> small_arena(const DatasetIndex& index, std::uint32_t workers,
+                                          std::uint32_t slots, std::uint32_t batch, std::uint32_t size,
+                                          OnError on_error) {
   TransformSpec t{};
   std::strcpy(t.pipeline, "eval");
   t.dtype = DType::kUint8;
   t.size = size;
-  auto arena = Arena::create(ArenaSpec{workers, slots, batch, std::uint64_t{size} * size * 3, t, on_error}, index);
+  auto arena =
+      Arena::create(ArenaSpec{workers, slots, batch, std::uint64_t{size} * size * 3, t, on_error}, index);
   EXPECT_TRUE(arena.ok()) << "Arena::create: " << arena.status().message();
   return arena.ok() ? std::move(arena).value() : nullptr;
 }

@@ -98,12 +98,13 @@ CLI::Option* add_daemon_flags(CLI::App& app, BenchFlags& flags, std::string& rem
                  "in-process Loader")
       ->type_name("SOCKET");
   auto* remote_flag =
-      app.add_option("--remote", remote,
-                     "Read through the forkfeedd on another machine listening at HOST:PORT (its --listen), over "
-                     "UCX; needs --dataset and its token (--token-file). Several, comma-separated "
-                     "(HOST:PORT,HOST:PORT,...): one stream drawn from all of them at once, each serving the same "
-                     "--dataset with the same token; a daemon lost midway loses no batch, and each one's share "
-                     "is printed after the run")
+      app.add_option(
+             "--remote", remote,
+             "Read through the forkfeedd on another machine listening at HOST:PORT (its --listen), over "
+             "UCX; needs --dataset and its token (--token-file). Several, comma-separated "
+             "(HOST:PORT,HOST:PORT,...): one stream drawn from all of them at once, each serving the same "
+             "--dataset with the same token; a daemon lost midway loses no batch, and each one's share "
+             "is printed after the run")
           ->type_name("HOST:PORT[,...]")
           ->excludes("--daemon");
   app.add_option("--dataset", flags.dataset,
@@ -113,8 +114,9 @@ CLI::Option* add_daemon_flags(CLI::App& app, BenchFlags& flags, std::string& rem
   app.add_option("--token-file", flags.token_file,
                  "With --remote: the file with forkfeedd's token (default: $FORKFEED_TOKEN_FILE)")
       ->type_name("FILE");
-  cli::add_seconds_flag(app, "--connect-timeout", flags.connect_timeout,
-                        "With --daemon or --remote: seconds to wait for forkfeedd to answer before giving up");
+  cli::add_seconds_flag(
+      app, "--connect-timeout", flags.connect_timeout,
+      "With --daemon or --remote: seconds to wait for forkfeedd to answer before giving up");
   cli::add_seconds_flag(app, "--overdue", flags.overdue,
                         "With --remote: a daemon that holds batches and delivered none for this long is "
                         "overdue, and its batches are asked of the other daemons too")

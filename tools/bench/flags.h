@@ -20,17 +20,18 @@ struct BenchFlags {
   // run finishes the epochs the interrupted one would have.
   std::uint64_t epochs = 1;
   bool json = false;
-  bool fork_report = false;              // print ForkSafety's report and exit
-  bool probe = false;                    // the single-core limit probe instead of a loader run
-  std::uint64_t probe_limit = 0;         // 0: probe every file
-  std::string dump_path;                 // empty: no --dump-indices
-  std::string daemon_socket;             // empty: an in-process Loader; else through forkfeedd
+  bool fork_report = false;                   // print ForkSafety's report and exit
+  bool probe = false;                         // the single-core limit probe instead of a loader run
+  std::uint64_t probe_limit = 0;              // 0: probe every file
+  std::string dump_path;                      // empty: no --dump-indices
+  std::string daemon_socket;                  // empty: an in-process Loader; else through forkfeedd
   std::vector<std::string> remote_addresses;  // or through remote forkfeedds (HOST:PORT each, over UCX;
                                               // several: one stream drawn from all, a fan-in)
-  std::string dataset;                   // a dataset named in forkfeedd's config (--daemon, --remote)
-  std::string token_file;                // --remote's token; empty: $FORKFEED_TOKEN_FILE
+  std::string dataset;                        // a dataset named in forkfeedd's config (--daemon, --remote)
+  std::string token_file;                     // --remote's token; empty: $FORKFEED_TOKEN_FILE
   std::chrono::milliseconds connect_timeout = kDefaultConnectTimeout;  // for forkfeedd's answer
-  std::chrono::milliseconds overdue = kDefaultOverdue;  // --remote: a daemon's silence before its batches move
+  std::chrono::milliseconds overdue =
+      kDefaultOverdue;                   // --remote: a daemon's silence before its batches move
   std::string resume_path;               // empty: start from the beginning
   std::string save_state_path;           // empty: save no state
   std::uint64_t stop_after_batches = 0;  // 0: run the whole schedule

@@ -169,7 +169,8 @@ Result<std::unique_ptr<Loader>> open_loader(const BenchFlags& flags) {
   return LoaderInternals::open(*flags.resolved, state, nullptr);
 }
 
-// A stream on the forkfeedd at --daemon, or on the remote ones of --remote, from the --resume state if there is one.
+// A stream on the forkfeedd at --daemon, or on the remote ones of --remote, from the --resume state if there
+// is one.
 Result<std::unique_ptr<Client>> open_client(const BenchFlags& flags) {
   StreamOptions options;
   options.loader = flags.options;

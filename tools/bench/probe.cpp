@@ -216,16 +216,16 @@ void print_path(const PathRun& run, std::FILE* out) {
 
 void print_human(const ProbeReport& r, std::FILE* out) {
   const LoaderOptions& o = r.options;
-  const std::string classes =
-      !o.image_folder.empty() || r.classes > 0 ? ", " + std::to_string(r.classes) + " classes" : std::string();
+  const std::string classes = !o.image_folder.empty() || r.classes > 0
+                                  ? ", " + std::to_string(r.classes) + " classes"
+                                  : std::string();
   const std::string source = classes + " (" + printable(DatasetSource::of(o).describe()) + ")";
   std::fprintf(out, "%-12s %llu images%s\n", "dataset", static_cast<unsigned long long>(r.dataset_size),
                source.c_str());
   std::fprintf(out, "%-12s %zu files, %.1f MB, read once in %.3f s to warm the page cache\n", "probed",
                r.files.size(), static_cast<double>(r.bytes) / 1e6, r.warm_s);
-  std::fprintf(out, "%-12s %s %ux%u %s, seed %llu, one thread\n", "transform",
-               o.transform.c_str(), o.size, o.size,
-               std::string(to_string(o.dtype)).c_str(), static_cast<unsigned long long>(o.seed));
+  std::fprintf(out, "%-12s %s %ux%u %s, seed %llu, one thread\n", "transform", o.transform.c_str(), o.size,
+               o.size, std::string(to_string(o.dtype)).c_str(), static_cast<unsigned long long>(o.seed));
   std::fprintf(
       out, "%-12s the slots of a loader's arena for --workers %u --prefetch %u --batch %u, %.1f MiB\n",
       "written to", o.workers, o.prefetch, o.batch_size, static_cast<double>(r.slot_bytes) / (1 << 20));

@@ -69,12 +69,13 @@ void print_human(const RunReport& r, std::FILE* out) {
        format("%llu images%s (%s)", ull(r.dataset_size), classes.c_str(), source.describe().c_str()));
   if (o.world_size > 1) line(out, "rank", format("%u of %u", o.rank, o.world_size));
   line(out, "workers",
-       format("%u (%s, prefetch %u)", o.workers, std::string(to_string(r.stats.start_method)).c_str(), o.prefetch));
+       format("%u (%s, prefetch %u)", o.workers, std::string(to_string(r.stats.start_method)).c_str(),
+              o.prefetch));
   line(out, "restarts", format("%llu (at most %u)", ull(r.stats.worker_restarts), o.max_worker_restarts));
   line(out, "batch", format("%u%s", o.batch_size, o.drop_last ? " (drop last)" : ""));
   line(out, "transform",
-       format("%s %ux%u %s%s", o.transform.c_str(), o.size, o.size,
-              std::string(to_string(o.dtype)).c_str(), o.shuffle ? "" : ", no shuffle"));
+       format("%s %ux%u %s%s", o.transform.c_str(), o.size, o.size, std::string(to_string(o.dtype)).c_str(),
+              o.shuffle ? "" : ", no shuffle"));
   line(out, "images", format("%llu", ull(r.images)));
   line(out, "batches", format("%llu", ull(r.batches)));
   std::string notes;  // ", a, b" then shown as " (a, b)"
@@ -89,9 +90,10 @@ void print_human(const RunReport& r, std::FILE* out) {
   line(out, "wait/batch",
        format("p50 %.3f ms, p99 %.3f ms", percentile(r.wait_ms, 50), percentile(r.wait_ms, 99)));
   line(out, "arena",
-       format("%.1f MiB, %u slots; index %.1f MiB (%.1f bytes a sample)", mib(r.stats.arena_bytes), r.stats.slots,
-              mib(r.stats.index_bytes),
-              r.dataset_size ? static_cast<double>(r.stats.index_bytes) / static_cast<double>(r.dataset_size) : 0.0));
+       format("%.1f MiB, %u slots; index %.1f MiB (%.1f bytes a sample)", mib(r.stats.arena_bytes),
+              r.stats.slots, mib(r.stats.index_bytes),
+              r.dataset_size ? static_cast<double>(r.stats.index_bytes) / static_cast<double>(r.dataset_size)
+                             : 0.0));
   if (r.stats.pinned) {
     line(out, "pinned", format("yes, for CUDA device %d", o.pin_memory_device));
   } else {
@@ -115,10 +117,11 @@ void print_human(const RunReport& r, std::FILE* out) {
     if (d.duplicates > 0) extra += format(", %llu duplicates dropped", ull(d.duplicates));
     if (!d.last_error.empty()) extra += ", last lost: " + d.last_error;
     line(out, i == 0 ? "daemons" : "",
-         format("%s: %llu batches, %.1f MB, %.1f images/s, mean wait %.3f ms, %llu reassigned, %llu losses (%s)",
-                printable(d.address).c_str(), ull(d.batches), static_cast<double>(d.bytes) / 1e6,
-                r.wall_s > 0 ? daemon_images(r, d) / r.wall_s : 0.0, mean_wait_ms(d), ull(d.reassigned),
-                ull(d.losses), state.c_str()) +
+         format(
+             "%s: %llu batches, %.1f MB, %.1f images/s, mean wait %.3f ms, %llu reassigned, %llu losses (%s)",
+             printable(d.address).c_str(), ull(d.batches), static_cast<double>(d.bytes) / 1e6,
+             r.wall_s > 0 ? daemon_images(r, d) / r.wall_s : 0.0, mean_wait_ms(d), ull(d.reassigned),
+             ull(d.losses), state.c_str()) +
              printable(extra));
   }
   if (!r.resumed_from.empty()) line(out, "resumed", "from " + printable(r.resumed_from));
@@ -142,12 +145,12 @@ std::string json_line(const RunReport& r) {
   j["images_per_s"] = images_per_s(r);
   j["wait_p50_ms"] = percentile(r.wait_ms, 50);
   j["wait_p99_ms"] = percentile(r.wait_ms, 99);
-  write_loader_stats(r.stats, j);  // every LoaderStats field, by its name (loader/stats_fields.h)
+  write_loader_stats(r.stats, j);          // every LoaderStats field, by its name (loader/stats_fields.h)
   j["skipped"] = r.stats.skipped_samples;  // at indexing and decoding; skipped_samples' older name
   j["dataset_size"] = r.dataset_size;
   j["classes"] = r.classes;
   write_reported_options(r.options, Reported::kRun, j);  // tools/bench/option_flags.h's
-  if (!r.daemons.empty()) {  // --remote: what each remote forkfeedd delivered
+  if (!r.daemons.empty()) {                              // --remote: what each remote forkfeedd delivered
     nlohmann::json daemons = nlohmann::json::array();
     for (const RemoteDaemonStats& d : r.daemons) {
       nlohmann::json daemon;

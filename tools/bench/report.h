@@ -20,8 +20,8 @@ struct RunReport {
   std::uint64_t dataset_size = 0;
   std::size_t classes = 0;  // 0 for a manifest
   LoaderStats stats;
-  std::string resumed_from;  // the --resume file; empty: started from the beginning
-  std::string saved_state;   // the --save-state file written; empty: none
+  std::string resumed_from;                // the --resume file; empty: started from the beginning
+  std::string saved_state;                 // the --save-state file written; empty: none
   std::vector<RemoteDaemonStats> daemons;  // --remote: what each remote forkfeedd delivered
 
   // What was measured. `epochs` counts passes finished by this run; the first may have

@@ -78,9 +78,7 @@ void add_flags(CLI::App& app, Flags& flags) {
     CLI::Option* option =
         app.add_option(flag_of(field.key), flags.limits[field.key], std::string(field.help));
     switch (field.kind) {
-      case forkfeed::LimitKind::kBytes:
-        option->type_name("BYTES");
-        break;
+      case forkfeed::LimitKind::kBytes: option->type_name("BYTES"); break;
       case forkfeed::LimitKind::kMilliseconds:
         option->type_name("MS")->check(forkfeed::cli::integer_between(0, UINT32_MAX));
         break;

@@ -49,14 +49,11 @@ Status encode(cv::RNG& rng, ImageFormat format, const cv::Mat3b& pixels, std::ve
   std::vector<int> params{cv::IMWRITE_JPEG_QUALITY, quality};
   const char* ext = ".jpg";
   switch (format) {
-    case ImageFormat::kBaselineJpeg:
-      break;
+    case ImageFormat::kBaselineJpeg: break;
     case ImageFormat::kGrayJpeg:
       cv::cvtColor(pixels, image, cv::COLOR_BGR2GRAY);  // a one-component JPEG
       break;
-    case ImageFormat::kProgressiveJpeg:
-      params.insert(params.end(), {cv::IMWRITE_JPEG_PROGRESSIVE, 1});
-      break;
+    case ImageFormat::kProgressiveJpeg: params.insert(params.end(), {cv::IMWRITE_JPEG_PROGRESSIVE, 1}); break;
     case ImageFormat::kPng:
       ext = ".png";
       // zlib's fastest level: higher ones cost 2-5x the time for under 10% on noisy pixels.

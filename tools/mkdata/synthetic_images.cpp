@@ -30,9 +30,9 @@ using mkdata::ImageFormat;
 constexpr std::uint32_t kMaxSide = 16384;
 
 // The three rare formats take one position each in every block of `every` images (every
-// image when every <= 3; none when every is 0). Block 0 uses positions 1..3, so even a handful of images holds
-// each kind while image 0 stays a plain JPEG; later blocks shift the positions by a hash
-// of the block number, so that no class, with round-robin classes, collects one format.
+// image when every <= 3; none when every is 0). Block 0 uses positions 1..3, so even a handful of images
+// holds each kind while image 0 stays a plain JPEG; later blocks shift the positions by a hash of the block
+// number, so that no class, with round-robin classes, collects one format.
 ImageFormat format_of(std::uint32_t index, std::uint32_t every) {
   if (every == 0) return ImageFormat::kBaselineJpeg;
   constexpr ImageFormat kRare[] = {ImageFormat::kGrayJpeg, ImageFormat::kProgressiveJpeg, ImageFormat::kPng};

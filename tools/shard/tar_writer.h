@@ -41,7 +41,7 @@ class TarWriter {
   std::string path_;                // the final name
   std::optional<AtomicFile> file_;  // empty once finished or failed
   std::uint64_t written_ = 0;       // the offset at which the next add()'s header starts
-  Status failed_;  // the write error that stopped this writer
+  Status failed_;                   // the write error that stopped this writer
 };
 
 }  // namespace forkfeed

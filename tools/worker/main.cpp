@@ -86,7 +86,8 @@ int main(int argc, char** argv) {
   }
   if (const std::string target = fd_target(forkfeed::kSpawnSocketFd); !target.starts_with("socket:")) {
     return refuse("fd " + std::to_string(forkfeed::kSpawnSocketFd) + " is " +
-                  (target.empty() ? "not open" : "not a socket but " + target) + "; it must be the pool socket");
+                  (target.empty() ? "not open" : "not a socket but " + target) +
+                  "; it must be the pool socket");
   }
   auto pool = forkfeed::PoolMemory::attach(forkfeed::UniqueFd(forkfeed::kSpawnPoolFd));
   if (!pool.ok()) {
@@ -101,6 +102,6 @@ int main(int argc, char** argv) {
   // tells the loader why a worker could not start.
   ::dup2(forkfeed::kSpawnStderrFd, STDERR_FILENO);
   ::close(forkfeed::kSpawnStderrFd);
-  return forkfeed::run_worker(*pool,
-                              forkfeed::WorkerIdentity{id, incarnation, parent, log_level, forkfeed::kSpawnSocketFd});
+  return forkfeed::run_worker(
+      *pool, forkfeed::WorkerIdentity{id, incarnation, parent, log_level, forkfeed::kSpawnSocketFd});
 }

@@ -93,7 +93,8 @@ int main(int argc, char** argv) {
   } else if (argc == 1) {
     check_without_data();
   } else {
-    std::fprintf(stderr, "usage: consumer [--spawn IMAGE_FOLDER IMAGES | --daemon SOCKET IMAGE_FOLDER IMAGES]\n");
+    std::fprintf(stderr,
+                 "usage: consumer [--spawn IMAGE_FOLDER IMAGES | --daemon SOCKET IMAGE_FOLDER IMAGES]\n");
     return 2;
   }
   return failures == 0 ? 0 : 1;
