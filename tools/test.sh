@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The README's second command, and what CI runs (.ci/run): install what is missing, then
+# The README's second command, and what CI runs (.ci/run): install what is missing, check
+# that every C++ file is as clang-format writes it (tools/check_format.sh), then
 #  1. build/, Release with -Werror: what users install (libforkfeed, the tools, the Python
 #     package), tested as they use it: every Python suite, the install check, and what
 #     only a plain build can check (compare_test, a few cases; tests/cpp_suites.cmake);
@@ -32,6 +33,9 @@ trap on_exit EXIT
 
 phase "setup: Debian packages"
 tools/setup.sh
+
+phase "check: clang-format over every C++ file"
+tools/check_format.sh
 
 # Through ccache, whose cache lives in build/: pip's build (below) compiles the same
 # sources with the same flags, and takes them from there instead of compiling them again.
