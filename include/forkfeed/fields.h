@@ -1,0 +1,66 @@
+// Fields: a sample as several named values — an image and its caption, two views of one
+// image, an array of targets, a JSON record — each a kind and the place its bytes come
+// from. Without fields a sample is one image and one integer label, as it always was.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "forkfeed/status.h"
+
+namespace forkfeed {
+
+// image:  decoded and transformed by a pipeline into dense pixels (uint8 or float32).
+// label:  an int64: a .cls member's decimal integer, or an integer key of a .json member.
+// text:   UTF-8 bytes (a .txt member), ragged.
+// bytes:  raw bytes of the member (a .json, anything else), ragged.
+// array:  a .npy member: its dtype and shape from its header; dense when every sample's
+//         shape is the same, else ragged.
+// number: a float64 scalar: a decimal member, or a number key of a .json member.
+enum class FieldKind : std::uint8_t { kImage, kLabel, kText, kBytes, kArray, kNumber };
+
+// What a sample that lacks one of its fields does.
+// error: the sample is bad data naming the shard, the key and the field (on_error
+//        decides whether it fails the batch or is skipped).
+// skip:  the sample is left out of its batch and counted as skipped.
+// empty: the field is empty in that sample (no bytes; zeros where the field is dense),
+//        and the field's per-sample flag says it was missing.
+enum class MissingField : std::uint8_t { kError, kSkip, kEmpty };
+
+struct FieldSpec {
+  // [A-Za-z_][A-Za-z0-9_]*, unique in the schema; "__key__" is the samples' keys.
+  std::string name;
+  FieldKind kind = FieldKind::kBytes;
+  // Where the field's bytes are. Shards: the member extensions it takes, any one of them,
+  // lower-cased, as WebDataset spells them ("jpg", "png", "seg.png"). A manifest: the
+  // name of its column (one entry).
+  std::vector<std::string> sources;
+  // kLabel or kNumber read from a .json member: the key whose value it is.
+  std::string json_key;
+  // An image field whose sources are another image field's: a view of it. The member is
+  // read and decoded once; each view has its own pipeline and its own keyed draws.
+  std::string view_of;
+  bool operator==(const FieldSpec&) const = default;
+};
+
+// The fields a loader reads, in the order they were written.
+//   "image=jpg;png, caption=txt, label=cls, meta=json, emb=npy"
+// Each entry is NAME=SOURCES[:KIND]. SOURCES are extensions (shards) or a column name
+// (manifests), alternatives separated by ';'. KIND defaults from the first extension:
+// an image extension -> image, cls -> label, txt -> text, npy -> array, anything else
+// -> bytes; it may be written out: "score=json:number(score)", "label=json:label(class)"
+// (a key of a .json member), "ids=ids.txt:bytes". An image field with the same sources
+// as an earlier one is a view of it. Errors name the entry and what to write instead.
+Result<std::vector<FieldSpec>> parse_fields(std::string_view text);
+// The canonical text of `fields`: parse_fields(fields_text(f)) == f.
+std::string fields_text(const std::vector<FieldSpec>& fields);
+
+std::optional<FieldKind> parse_field_kind(std::string_view name);
+std::optional<MissingField> parse_missing_field(std::string_view name);
+std::string_view to_string(FieldKind kind);
+std::string_view to_string(MissingField missing);
+
+}  // namespace forkfeed
