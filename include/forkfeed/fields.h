@@ -3,6 +3,7 @@
 // from. Without fields a sample is one image and one integer label, as it always was.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -21,6 +22,27 @@ namespace forkfeed {
 //         shape is the same, else ragged.
 // number: a float64 scalar: a decimal member, or a number key of a .json member.
 enum class FieldKind : std::uint8_t { kImage, kLabel, kText, kBytes, kArray, kNumber };
+
+// The type of a field's elements: an image's uint8 or float32, a label's int64, a
+// number's float64, text's and bytes' uint8, an array's as its .npy header says.
+enum class ElementType : std::uint8_t {
+  kBool,
+  kInt8,
+  kUint8,
+  kInt16,
+  kUint16,
+  kInt32,
+  kUint32,
+  kInt64,
+  kUint64,
+  kFloat16,
+  kFloat32,
+  kFloat64,
+};
+// Bytes of one element.
+std::size_t element_bytes(ElementType type);
+// NumPy's name of it: "bool", "uint8", "float32", ...
+std::string_view to_string(ElementType type);
 
 // What a sample that lacks one of its fields does.
 // error: the sample is bad data naming the shard, the key and the field (on_error

@@ -1,0 +1,126 @@
+// SlotFields: a schema's fields placed in a slot without overlap, aligned, sized for the
+// worst batch, and a placement that does not fit its slot refused by whoever reads it.
+#include "transport/slot_fields.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+#include <vector>
+
+namespace forkfeed {
+namespace {
+
+constexpr std::uint32_t kBatch = 4;
+constexpr std::uint64_t kPixels = 4096;  // where the pixels lie in the slot
+
+std::vector<FieldDemand> clip_schema() {
+  return {
+      {"image", FieldKind::kImage, ElementType::kUint8, false, {8, 8, 3}, 0, kPixels},
+      {"caption", FieldKind::kText, ElementType::kUint8, true, {}, 1000, 0},
+      {"emb", FieldKind::kArray, ElementType::kFloat32, false, {8}, 0, 0},
+      {"depth", FieldKind::kArray, ElementType::kUint16, true, {}, 333, 0},
+      {std::string(kKeyField), FieldKind::kBytes, ElementType::kUint8, true, {}, 64, 0},
+  };
+}
+
+// The byte ranges a region uses: [begin, end) pairs.
+std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges(const FieldRegion& r) {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> out{{r.present, r.present + kBatch}};
+  if (r.values != kPixels) out.emplace_back(r.values, r.values + r.capacity);
+  if (r.ragged) out.emplace_back(r.offsets, r.offsets + (kBatch + 1) * 8);
+  if (r.shapes) out.emplace_back(r.shapes, r.shapes + kBatch * kMaxFieldRank * 8);
+  return out;
+}
+
+TEST(SlotFields, FieldsArePlacedAfterThePixelsAlignedAndApart) {
+  const auto demands = clip_schema();
+  std::uint64_t end = 0;
+  const std::uint64_t start = kPixels + kBatch * 8 * 8 * 3;
+  auto placed = SlotFields::place(demands, kBatch, start, end);
+  ASSERT_TRUE(placed.ok()) << placed.status().message();
+  ASSERT_EQ(placed->count, demands.size());
+
+  const FieldRegion* image = placed->find("image");
+  ASSERT_NE(image, nullptr);
+  EXPECT_EQ(image->values, kPixels) << "the first image field is the pixels";
+  EXPECT_EQ(image->sample_bytes, 8u * 8 * 3);
+  EXPECT_EQ(image->rank, 3);
+  const FieldRegion* emb = placed->find("emb");
+  ASSERT_NE(emb, nullptr);
+  EXPECT_EQ(emb->sample_bytes, 32u);
+  EXPECT_EQ(emb->capacity, 32u * kBatch);
+  EXPECT_EQ(placed->find("caption")->capacity, 1000u) << "a ragged field holds what the worst batch needs";
+  EXPECT_NE(placed->find("depth")->shapes, 0u) << "a ragged array keeps each sample's shape";
+  EXPECT_EQ(placed->find("caption")->shapes, 0u);
+  EXPECT_EQ(placed->find("nothing"), nullptr);
+
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> all;
+  for (const FieldRegion& r : placed->regions()) {
+    for (const auto& range : ranges(r)) {
+      EXPECT_EQ(range.first % 64, 0u) << r.field_name();
+      EXPECT_GE(range.first, start) << r.field_name() << " overlaps the pixels";
+      EXPECT_LE(range.second, end) << r.field_name();
+      all.push_back(range);
+    }
+  }
+  std::sort(all.begin(), all.end());
+  for (std::size_t i = 1; i < all.size(); ++i)
+    EXPECT_LE(all[i - 1].second, all[i].first) << "regions overlap";
+  EXPECT_TRUE(placed->fit(end, kBatch));
+}
+
+TEST(SlotFields, APlacementOutsideItsSlotIsRefusedByItsReader) {
+  std::uint64_t end = 0;
+  auto placed = SlotFields::place(clip_schema(), kBatch, kPixels + 1000, end);
+  ASSERT_TRUE(placed.ok());
+  EXPECT_FALSE(placed->fit(end - 1, kBatch)) << "the last region ends past the slot";
+  EXPECT_FALSE(placed->fit(end, kBatch + 1)) << "more samples than the regions were placed for";
+
+  SlotFields forged = *placed;
+  forged.fields[1].offsets = std::numeric_limits<std::uint64_t>::max() - 8;
+  EXPECT_FALSE(forged.fit(end, kBatch));
+  forged = *placed;
+  forged.fields[2].sample_bytes = std::uint64_t{1} << 62;  // times the batch overflows
+  EXPECT_FALSE(forged.fit(end, kBatch));
+  forged = *placed;
+  forged.count = kMaxSlotFields + 1;
+  EXPECT_FALSE(forged.fit(end, kBatch));
+}
+
+TEST(SlotFields, ADemandThatCannotBePlacedIsRefusedNamingItsField) {
+  std::uint64_t end = 0;
+  std::vector<FieldDemand> huge{
+      {"emb", FieldKind::kArray, ElementType::kFloat64, false, {1 << 30, 1 << 30, 1 << 30}, 0, 0}};
+  auto placed = SlotFields::place(huge, kBatch, 0, end);
+  ASSERT_FALSE(placed.ok());
+  EXPECT_NE(placed.status().message().find("field 'emb'"), std::string::npos) << placed.status().message();
+
+  std::vector<FieldDemand> deep{
+      {"t", FieldKind::kArray, ElementType::kUint8, false, {1, 1, 1, 1, 1, 1, 1}, 0, 0}};
+  EXPECT_FALSE(SlotFields::place(deep, kBatch, 0, end).ok());
+  std::vector<FieldDemand> negative{{"t", FieldKind::kArray, ElementType::kUint8, false, {2, -1}, 0, 0}};
+  EXPECT_FALSE(SlotFields::place(negative, kBatch, 0, end).ok());
+  std::vector<FieldDemand> named{
+      {std::string(kFieldNameBytes, 'x'), FieldKind::kText, ElementType::kUint8, true, {}, 1, 0}};
+  EXPECT_FALSE(SlotFields::place(named, kBatch, 0, end).ok());
+  std::vector<FieldDemand> many(kMaxSlotFields + 1,
+                                FieldDemand{"f", FieldKind::kText, ElementType::kUint8, true, {}, 1, 0});
+  auto refused = SlotFields::place(many, kBatch, 0, end);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("at most 17"), std::string::npos) << refused.status().message();
+}
+
+TEST(SlotFields, ElementTypesHaveNumPysNamesAndSizes) {
+  EXPECT_EQ(to_string(ElementType::kFloat32), "float32");
+  EXPECT_EQ(element_bytes(ElementType::kFloat32), 4u);
+  EXPECT_EQ(to_string(ElementType::kBool), "bool");
+  EXPECT_EQ(element_bytes(ElementType::kUint64), 8u);
+  EXPECT_EQ(element_bytes(ElementType::kFloat16), 2u);
+  EXPECT_EQ(to_string(static_cast<ElementType>(200)), "bool")
+      << "a value from shared memory never reads out of bounds";
+}
+
+}  // namespace
+}  // namespace forkfeed
