@@ -14,6 +14,30 @@ Batch::~Batch() = default;
 
 void Batch::release() { *this = Batch(); }
 
+const FieldView* Batch::field(std::string_view name) const {
+  for (const FieldView& f : fields_) {
+    if (f.name() == name) return &f;
+  }
+  return nullptr;
+}
+
+std::span<const std::byte> FieldView::bytes(std::size_t i) const {
+  if (!ragged()) return {values_ + i * sample_bytes_, sample_bytes_};
+  return {values_ + offsets_[i], offsets_[i + 1] - offsets_[i]};
+}
+
+std::string_view FieldView::text(std::size_t i) const {
+  const std::span<const std::byte> b = bytes(i);
+  return {reinterpret_cast<const char*>(b.data()), b.size()};
+}
+
+std::span<const std::int64_t> FieldView::shape(std::size_t i) const {
+  if (!ragged()) return sample_shape_;
+  if (shapes_ == nullptr) return {};
+  const std::int64_t* s = shapes_ + i * kShapeWords;
+  return {s + 1, static_cast<std::size_t>(s[0])};  // its rank checked: SlotFields::written_fit
+}
+
 namespace {
 
 std::array<std::int64_t, 4> shape_of(std::int64_t n, std::int64_t size, Layout layout) {
@@ -58,6 +82,28 @@ Batch BatchFactory::make(const Parts& parts, std::unique_ptr<detail::SlotLease> 
   b.epoch_ = parts.epoch;
   b.index_ = parts.index;
   return b;
+}
+
+void BatchFactory::add_fields(Batch& batch, const std::byte* slot, std::shared_ptr<const SlotFields> fields) {
+  batch.fields_.clear();
+  batch.fields_.reserve(fields->count);
+  for (const FieldRegion& r : fields->regions()) {
+    FieldView& f = batch.fields_.emplace_back();
+    f.name_ = r.field_name();
+    f.kind_ = r.kind;
+    f.element_ = r.element;
+    f.count_ = batch.size();
+    f.values_ = slot + r.values;
+    f.present_ = reinterpret_cast<const std::uint8_t*>(slot + r.present);
+    if (r.ragged != 0) {
+      f.offsets_ = reinterpret_cast<const std::uint64_t*>(slot + r.offsets);
+      f.shapes_ = r.shapes != 0 ? reinterpret_cast<const std::int64_t*>(slot + r.shapes) : nullptr;
+    } else {
+      f.sample_bytes_ = r.sample_bytes;
+      f.sample_shape_ = {r.shape, r.rank};
+    }
+  }
+  batch.names_ = std::move(fields);
 }
 
 }  // namespace forkfeed

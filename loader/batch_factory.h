@@ -1,8 +1,11 @@
 // BatchFactory: makes the public Batch view of a finished slot.
 #pragma once
 
+#include <memory>
+
 #include "forkfeed/batch.h"
 #include "loader/slot_pool.h"
+#include "transport/slot_fields.h"
 
 namespace forkfeed {
 
@@ -28,6 +31,11 @@ class BatchFactory {
     Layout layout = Layout::kAuto;  // kAuto: dtype's default
   };
   static Batch make(const Parts& parts, std::unique_ptr<detail::SlotLease> lease);
+
+  // Gives `batch` its fields: `fields` placed in the slot at `slot`, of which the first
+  // batch.size() samples were written. `fields` is kept alive by the Batch (its names).
+  // REQUIRES: fields->fit(the slot's bytes, its batch size), as its reader checked.
+  static void add_fields(Batch& batch, const std::byte* slot, std::shared_ptr<const SlotFields> fields);
 };
 
 }  // namespace forkfeed

@@ -3,11 +3,17 @@
 #include "transport/slot_fields.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <utility>
 #include <vector>
+
+#include "loader/batch_factory.h"
+#include "testing/temp_dataset.h"
+#include "transport/slot_contents.h"
 
 namespace forkfeed {
 namespace {
@@ -30,7 +36,7 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges(const FieldRegion& r
   std::vector<std::pair<std::uint64_t, std::uint64_t>> out{{r.present, r.present + kBatch}};
   if (r.values != kPixels) out.emplace_back(r.values, r.values + r.capacity);
   if (r.ragged) out.emplace_back(r.offsets, r.offsets + (kBatch + 1) * 8);
-  if (r.shapes) out.emplace_back(r.shapes, r.shapes + kBatch * kMaxFieldRank * 8);
+  if (r.shapes) out.emplace_back(r.shapes, r.shapes + kBatch * kShapeWords * 8);
   return out;
 }
 
@@ -120,6 +126,93 @@ TEST(SlotFields, ElementTypesHaveNumPysNamesAndSizes) {
   EXPECT_EQ(element_bytes(ElementType::kFloat16), 2u);
   EXPECT_EQ(to_string(static_cast<ElementType>(200)), "bool")
       << "a value from shared memory never reads out of bounds";
+}
+
+// A worker writes a batch's fields in place through SlotContents, a sample that fails
+// part-way leaves nothing behind, and a Batch made in another mapping of the arena reads
+// each field back by name.
+TEST(SlotFields, FieldsAWorkerWritesAreWhatTheBatchReads) {
+  testing::TempDir dir;
+  auto index = DatasetIndex::from_image_folder(testing::make_image_folder(dir.path(), 6, 2));
+  ASSERT_TRUE(index.ok()) << index.status().message();
+  TransformSpec t{};
+  std::strcpy(t.pipeline, "eval");
+  t.size = 2;
+  ArenaSpec spec{1, 2, 3, 2 * 2 * 3, t, OnError::kSkip};
+  spec.fields = {
+      {"image", FieldKind::kImage, ElementType::kUint8, false, {2, 2, 3}, 0, 0},
+      {"label", FieldKind::kLabel, ElementType::kInt64, false, {}, 0, 0},
+      {"caption", FieldKind::kText, ElementType::kUint8, true, {}, 40, 0},
+      {"emb", FieldKind::kArray, ElementType::kFloat32, false, {2}, 0, 0},
+      {"depth", FieldKind::kArray, ElementType::kUint16, true, {}, 64, 0},
+  };
+  auto made = Arena::create(spec, *index);
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  const Arena& writer = **made;
+  EXPECT_EQ(writer.control().fields.find("image")->values, writer.control().slots.pixels_offset);
+
+  const SlotContents slot(writer, 1);
+  const std::uint64_t samples[] = {4, 0, 5};
+  ASSERT_EQ(slot.prepare(samples, *index, {}), 3u);
+  const SlotFields& fields = slot.fields();
+  const auto write = [&](std::string_view caption, float e, std::vector<std::int64_t> shape) {
+    std::memset(slot.next_pixels(), static_cast<int>(caption.size()), 12);
+    const FieldRegion& text = *fields.find("caption");
+    std::memcpy(slot.next_ragged(text).data(), caption.data(), caption.size());
+    slot.set_ragged(text, caption.size());
+    slot.set_present(text, !caption.empty());
+    const float emb[2] = {e, -e};
+    std::memcpy(slot.next_dense(*fields.find("emb")), emb, sizeof emb);
+    const FieldRegion& depth = *fields.find("depth");
+    const std::uint64_t bytes = 2 * static_cast<std::uint64_t>(shape.empty() ? 1 : shape[0] * shape.back());
+    std::memset(slot.next_ragged(depth).data(), 7, bytes);
+    slot.set_ragged(depth, bytes, shape);
+    for (const char* dense : {"image", "label", "emb", "depth"}) slot.set_present(*fields.find(dense), true);
+  };
+  write("a cat", 1.5f, {2, 3});
+  slot.keep(0);
+  write("this one fails part-way", 9.f, {4, 4});
+  slot.skip(1, Status::BadData("its .npy header is bad"));
+  write("", 2.5f, {1, 1});  // no caption: MissingField::kEmpty
+  slot.keep(2);
+  ASSERT_TRUE(slot.complete());
+
+  auto reader = Arena::attach(UniqueFd(::dup(writer.fd())));
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  const std::shared_ptr<Arena> read = std::move(reader).value();
+  const SlotFields& placed = read->control().fields;
+  ASSERT_TRUE(placed.written_fit(read->slot(1).base, 2));
+  Batch batch = BatchFactory::make(*read, 1, 2, 0, 0, std::make_unique<detail::SlotLease>());
+  BatchFactory::add_fields(batch, read->slot(1).base, std::shared_ptr<const SlotFields>(read, &placed));
+  ASSERT_EQ(batch.fields().size(), 5u);
+  EXPECT_EQ(batch.field("nothing"), nullptr);
+
+  const FieldView& caption = *batch.field("caption");
+  EXPECT_TRUE(caption.ragged());
+  EXPECT_EQ(caption.text(0), "a cat");
+  EXPECT_EQ(caption.text(1), "") << "the failed sample's caption is not the kept one's";
+  EXPECT_TRUE(caption.present(0));
+  EXPECT_FALSE(caption.present(1));
+  const FieldView& emb = *batch.field("emb");
+  EXPECT_FALSE(emb.ragged());
+  ASSERT_EQ(emb.sample_shape().size(), 1u);
+  EXPECT_EQ(emb.sample_shape()[0], 2);
+  EXPECT_EQ(static_cast<const float*>(emb.data())[2], 2.5f) << "sample 1's emb is the third sample's";
+  const FieldView& depth = *batch.field("depth");
+  ASSERT_EQ(depth.shape(0).size(), 2u);
+  EXPECT_EQ(depth.shape(0)[1], 3);
+  EXPECT_EQ(depth.bytes(0).size(), 12u);
+  EXPECT_EQ(depth.bytes(1).size(), 2u);
+  const FieldView& label = *batch.field("label");
+  EXPECT_EQ(label.data(), batch.labels().data()) << "the first label field is the labels";
+  EXPECT_EQ(static_cast<const std::int64_t*>(label.data())[1], index->label(5));
+  EXPECT_EQ(batch.field("image")->data(), batch.data()) << "the first image field is the pixels";
+  EXPECT_EQ(static_cast<const std::uint8_t*>(batch.data())[12], 0u);
+
+  // What a worker wrote past its region is refused by the reader.
+  auto* offsets = reinterpret_cast<std::uint64_t*>(writer.slot(1).base + placed.find("caption")->offsets);
+  offsets[2] = 41;
+  EXPECT_FALSE(placed.written_fit(read->slot(1).base, 2));
 }
 
 }  // namespace

@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 #include <new>
+#include <utility>
+#include <vector>
 
 namespace forkfeed {
 namespace {
@@ -48,15 +50,34 @@ std::size_t segment_bytes_for(const ArenaSpec& spec, const DatasetIndex& index) 
   return round_up(fixed + index_bytes + index_bytes / 64, kPage);
 }
 
-SlotGeometry slot_geometry_for(const ArenaSpec& spec, std::size_t segment_bytes) {
+// The slots' geometry, and their fields placed in each: the first image field is the
+// pixels and the first label field the labels, the others follow the pixels.
+Result<SlotGeometry> slot_geometry_for(const ArenaSpec& spec, std::size_t segment_bytes, SlotFields& fields) {
   SlotGeometry g{};
   g.num_slots = spec.num_slots;
   g.batch_size = spec.batch_size;
   g.sample_bytes = spec.sample_bytes;
-  g.pixels_offset = round_up(sizeof(SlotHeader) + spec.batch_size * (sizeof(std::uint64_t) +
-                                                                     sizeof(std::int64_t) + sizeof(SkipNote)),
-                             64);
-  g.slot_stride = round_up(g.pixels_offset + spec.batch_size * spec.sample_bytes, kPage);
+  const std::uint64_t labels_offset = sizeof(SlotHeader) + spec.batch_size * sizeof(std::uint64_t);
+  g.pixels_offset = round_up(labels_offset + spec.batch_size * (sizeof(std::int64_t) + sizeof(SkipNote)), 64);
+  std::vector<FieldDemand> demands = spec.fields;
+  bool image = false, label = false;
+  for (FieldDemand& d : demands) {
+    if (d.kind == FieldKind::kImage && !std::exchange(image, true)) d.fixed_at = g.pixels_offset;
+    if (d.kind == FieldKind::kLabel && !std::exchange(label, true)) d.fixed_at = labels_offset;
+  }
+  std::uint64_t end = g.pixels_offset + spec.batch_size * spec.sample_bytes;
+  auto placed = SlotFields::place(demands, spec.batch_size, end, end);
+  if (!placed.ok()) return placed.status();
+  fields = *placed;
+  for (const FieldRegion& r : fields.regions()) {
+    const bool pixels = r.values == g.pixels_offset, labels = r.values == labels_offset;
+    if ((pixels && r.sample_bytes != spec.sample_bytes) ||
+        (labels && r.sample_bytes != sizeof(std::int64_t))) {
+      return Status::Internal("field '" + std::string(r.field_name()) + "' does not match the slot's " +
+                              (pixels ? "pixels" : "labels"));
+    }
+  }
+  g.slot_stride = round_up(end, kPage);
   g.slots_offset = round_up(kPrefixBytes + segment_bytes, kPage);
   return g;
 }
@@ -65,7 +86,10 @@ SlotGeometry slot_geometry_for(const ArenaSpec& spec, std::size_t segment_bytes)
 
 Result<std::shared_ptr<Arena>> Arena::create(const ArenaSpec& spec, const DatasetIndex& index) {
   const std::size_t segment_bytes = segment_bytes_for(spec, index);
-  const SlotGeometry geometry = slot_geometry_for(spec, segment_bytes);
+  SlotFields fields;
+  const auto placed = slot_geometry_for(spec, segment_bytes, fields);
+  if (!placed.ok()) return placed.status();
+  const SlotGeometry& geometry = *placed;
   const std::size_t total = geometry.slots_offset + geometry.num_slots * geometry.slot_stride;
 
   UniqueFd fd(::memfd_create("forkfeed-arena", MFD_CLOEXEC));
@@ -88,6 +112,7 @@ Result<std::shared_ptr<Arena>> Arena::create(const ArenaSpec& spec, const Datase
     control->on_error = spec.on_error;
     control->weight = spec.weight;
     control->slots = geometry;
+    control->fields = fields;
     control->channels = construct_aligned<WorkerChannel>(segment, spec.num_workers);
     auto* shared = segment.construct<SharedIndex>("index")(segment.get_segment_manager());
     shared->paths.reserve(index.path_bytes());
@@ -130,6 +155,12 @@ Result<std::shared_ptr<Arena>> Arena::attach(UniqueFd fd) {
   if (control->magic != kArenaMagic || control->version != kArenaVersion) {
     return Status::InvalidArgument("the arena was made by an incompatible forkfeed version");
   }
+  const SlotGeometry& g = control->slots;
+  if (!control->fields.fit(g.slot_stride, g.batch_size) ||
+      g.slots_offset + g.num_slots * g.slot_stride > total) {
+    return Status::InvalidArgument("fd " + std::to_string(fd.get()) +
+                                   " is not a forkfeed arena (its slots do not fit)");
+  }
   return std::shared_ptr<Arena>(new Arena(std::move(fd), std::move(*mapping), control));
 }
 
@@ -140,7 +171,7 @@ SlotView Arena::slot(std::uint32_t i) const {
   auto* indices = reinterpret_cast<std::uint64_t*>(base + sizeof(SlotHeader));
   auto* labels = reinterpret_cast<std::int64_t*>(indices + g.batch_size);
   auto* skips = reinterpret_cast<SkipNote*>(labels + g.batch_size);
-  return SlotView{header, indices, labels, skips, base + g.pixels_offset};
+  return SlotView{header, indices, labels, skips, base + g.pixels_offset, base};
 }
 
 std::size_t Arena::index_bytes() const {

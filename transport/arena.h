@@ -6,12 +6,14 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "base/unique_fd.h"
 #include "forkfeed/dataset.h"
 #include "forkfeed/status.h"
 #include "transport/arena_layout.h"
 #include "transport/mapping.h"
+#include "transport/slot_fields.h"
 
 namespace forkfeed {
 
@@ -23,6 +25,10 @@ struct ArenaSpec {
   TransformSpec transform;
   OnError on_error;
   std::uint32_t weight = 1;  // ControlBlock::weight
+  // A sample schema's fields (transport/slot_fields.h), in its order; empty without one.
+  // The first image field is the pixels (sample_bytes each) and the first label field the
+  // labels; every other field gets a region of its slots.
+  std::vector<FieldDemand> fields = {};
 };
 
 // One slot, resolved to pointers in this process's mapping.
@@ -32,6 +38,7 @@ struct SlotView {
   std::int64_t* labels;           // batch_size entries
   SkipNote* skips;                // batch_size entries
   std::byte* pixels;              // batch_size * sample_bytes
+  std::byte* base;                // the slot's first byte: fields' offsets count from here
 };
 
 class Arena {

@@ -15,6 +15,7 @@
 
 #include "forkfeed/dataset.h"
 #include "forkfeed/options.h"
+#include "transport/slot_fields.h"
 #include "transport/spsc_ring.h"
 
 namespace forkfeed {
@@ -25,7 +26,7 @@ template <typename T>
 using ShmVector = bip::vector<T, bip::allocator<T, SegmentManager>>;
 
 inline constexpr std::uint64_t kArenaMagic = 0x6b6f66646565666bULL;  // "kfeedfok"
-inline constexpr std::uint32_t kArenaVersion = 5;
+inline constexpr std::uint32_t kArenaVersion = 6;
 // Per-worker ring capacity; bounds workers * prefetch tasks in flight per worker.
 inline constexpr std::uint32_t kRingCapacity = 64;
 // A skipped sample's reason, NUL-terminated; the path is not in it (the orchestrator
@@ -161,6 +162,7 @@ struct ControlBlock {
   OnError on_error = OnError::kFail;
   TransformSpec transform{};
   SlotGeometry slots{};
+  SlotFields fields{};                      // where a schema's fields lie in each slot; none without one
   bip::offset_ptr<WorkerChannel> channels;  // num_workers of them
   bip::offset_ptr<SharedIndex> index;
 };

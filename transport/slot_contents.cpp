@@ -12,6 +12,9 @@ std::uint32_t SlotContents::prepare(std::span<const std::uint64_t> samples, cons
   h.requested = static_cast<std::uint32_t>(samples.size());
   h.written = 0;
   h.skipped = 0;
+  for (const FieldRegion& r : fields_->regions()) {
+    if (r.ragged != 0) offsets(r)[0] = 0;
+  }
   std::uint32_t decode = 0;
   for (const std::uint64_t sample : samples) {
     if (const auto bad = known_bad.find(sample); bad != known_bad.end()) {
@@ -23,6 +26,34 @@ std::uint32_t SlotContents::prepare(std::span<const std::uint64_t> samples, cons
     }
   }
   return decode;
+}
+
+std::uint64_t* SlotContents::offsets(const FieldRegion& r) const {
+  return reinterpret_cast<std::uint64_t*>(view_.base + r.offsets);
+}
+
+std::byte* SlotContents::next_dense(const FieldRegion& r) const {
+  return view_.base + r.values + std::uint64_t{written()} * r.sample_bytes;
+}
+
+std::span<std::byte> SlotContents::next_ragged(const FieldRegion& r) const {
+  const std::uint64_t used = offsets(r)[written()];
+  return {view_.base + r.values + used, r.capacity - used};
+}
+
+void SlotContents::set_ragged(const FieldRegion& r, std::uint64_t bytes,
+                              std::span<const std::int64_t> shape) const {
+  const std::uint32_t w = written();
+  offsets(r)[w + 1] = offsets(r)[w] + bytes;
+  if (r.shapes == 0) return;
+  auto* words = reinterpret_cast<std::int64_t*>(view_.base + r.shapes) + w * kShapeWords;
+  const std::size_t rank = std::min(shape.size(), kMaxFieldRank);
+  words[0] = static_cast<std::int64_t>(rank);
+  std::copy_n(shape.begin(), rank, words + 1);
+}
+
+void SlotContents::set_present(const FieldRegion& r, bool present) const {
+  reinterpret_cast<std::uint8_t*>(view_.base + r.present)[written()] = present ? 1 : 0;
 }
 
 void SlotContents::keep(std::uint32_t i) const {

@@ -26,6 +26,7 @@ class SlotContents {
  public:
   SlotContents(const Arena& arena, std::uint32_t slot)
       : view_(arena.slot(slot)),
+        fields_(&arena.control().fields),
         capacity_(arena.control().slots.batch_size),
         sample_bytes_(arena.control().slots.sample_bytes) {}
 
@@ -48,6 +49,22 @@ class SlotContents {
   // Samples decoded into the pixels so far.
   std::uint32_t written() const { return view_.header->written; }
 
+  // --- Worker, a schema's fields of the next sample kept (position written()): written in
+  // place, as its pixels are, and given out once keep() counts the sample. What a sample
+  // that fails left behind is overwritten by the next one.
+  const SlotFields& fields() const { return *fields_; }
+  // Where a dense field's value goes: sample_bytes of it.
+  std::byte* next_dense(const FieldRegion& field) const;
+  // The room left for a ragged field's value: from the end of the samples kept to the
+  // end of its region.
+  std::span<std::byte> next_ragged(const FieldRegion& field) const;
+  // The next sample's ragged field took `bytes` of its room (REQUIRES: no more); an
+  // array's `shape` is kept with it.
+  void set_ragged(const FieldRegion& field, std::uint64_t bytes,
+                  std::span<const std::int64_t> shape = {}) const;
+  // Whether the next sample has the field (MissingField::kEmpty leaves it empty).
+  void set_present(const FieldRegion& field, bool present) const;
+
   // --- Orchestrator, after the task.
   std::uint32_t skipped() const { return view_.header->skipped; }
   std::uint64_t skipped_index(std::uint32_t k) const { return view_.skips[k].index; }
@@ -62,8 +79,10 @@ class SlotContents {
 
  private:
   void note(std::uint64_t sample, Status::Code code, std::string_view reason) const;
+  std::uint64_t* offsets(const FieldRegion& field) const;
 
   SlotView view_;
+  const SlotFields* fields_;
   std::uint32_t capacity_;
   std::uint64_t sample_bytes_;
 };

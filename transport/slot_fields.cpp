@@ -56,9 +56,8 @@ bool place_one(const FieldDemand& d, std::uint32_t batch, std::uint64_t& at, Fie
     return values.has_value();
   }
   const auto offsets = take(at, times(batch + std::uint64_t{1}, sizeof(std::uint64_t)));
-  const auto shapes = d.kind == FieldKind::kArray
-                          ? take(at, times(batch, kMaxFieldRank * sizeof(std::int64_t)))
-                          : std::optional<std::uint64_t>(0);
+  const auto shapes = d.kind == FieldKind::kArray ? take(at, times(batch, kShapeWords * sizeof(std::int64_t)))
+                                                  : std::optional<std::uint64_t>(0);
   const auto values = take(at, d.ragged_bytes);
   if (!offsets || !shapes || !values) return false;
   r.offsets = *offsets;
@@ -131,9 +130,27 @@ bool SlotFields::fit(std::uint64_t slot_bytes, std::uint32_t batch_size) const {
     }
     const auto offsets = times(batch_size + std::uint64_t{1}, sizeof(std::uint64_t));
     if (!offsets || !inside(r.offsets, *offsets, slot_bytes) || r.offsets % 8 != 0) return false;
-    if (r.shapes != 0 && (!inside(r.shapes, batch_size * kMaxFieldRank * sizeof(std::int64_t), slot_bytes) ||
+    if (r.shapes != 0 && (!inside(r.shapes, batch_size * kShapeWords * sizeof(std::int64_t), slot_bytes) ||
                           r.shapes % 8 != 0)) {
       return false;
+    }
+  }
+  return true;
+}
+
+bool SlotFields::written_fit(const std::byte* slot, std::uint32_t count) const {
+  for (const FieldRegion& r : regions()) {
+    if (r.ragged == 0) continue;
+    const auto* offsets = reinterpret_cast<const std::uint64_t*>(slot + r.offsets);
+    if (offsets[0] != 0) return false;
+    for (std::uint32_t i = 0; i < count; ++i) {
+      if (offsets[i + 1] < offsets[i] || offsets[i + 1] > r.capacity) return false;
+    }
+    if (r.shapes == 0) continue;
+    const auto* shapes = reinterpret_cast<const std::int64_t*>(slot + r.shapes);
+    for (std::uint32_t i = 0; i < count; ++i) {
+      const std::int64_t rank = shapes[i * kShapeWords];
+      if (rank < 0 || rank > static_cast<std::int64_t>(kMaxFieldRank)) return false;
     }
   }
   return true;

@@ -28,6 +28,8 @@ namespace forkfeed {
 inline constexpr std::size_t kMaxSlotFields = 17;  // 16 of a schema and the samples' keys
 inline constexpr std::size_t kFieldNameBytes = 32;
 inline constexpr std::size_t kMaxFieldRank = 6;
+// A ragged array's sample's shape in its region: its rank, then that many dimensions.
+inline constexpr std::size_t kShapeWords = 1 + kMaxFieldRank;
 // The ragged bytes field that holds each sample's key, in every slot of a schema.
 inline constexpr std::string_view kKeyField = "__key__";
 
@@ -44,7 +46,7 @@ struct FieldRegion {
   std::uint64_t values;               // the values
   std::uint64_t capacity;             // bytes of the values region
   std::uint64_t offsets;              // ragged: batch_size + 1 uint64 byte offsets into the values
-  std::uint64_t shapes;               // ragged arrays: batch_size x kMaxFieldRank int64; else 0
+  std::uint64_t shapes;               // ragged arrays: batch_size x kShapeWords int64; else 0
   std::uint64_t present;              // batch_size bytes: 1 where the sample has the field
 
   std::string_view field_name() const;
@@ -79,6 +81,10 @@ struct SlotFields {
   // Whether every region lies inside a slot of `slot_bytes` and `batch_size` samples, as a
   // process that did not place them (a client, the gateway) must check before reading.
   bool fit(std::uint64_t slot_bytes, std::uint32_t batch_size) const;
+  // Whether what the first `count` samples' ragged fields say of themselves in the slot
+  // at `slot` (their offsets, their arrays' ranks) stays inside their regions, as a
+  // reader must check before it gives them out. REQUIRES: fit() for the slot.
+  bool written_fit(const std::byte* slot, std::uint32_t count) const;
 };
 
 }  // namespace forkfeed
