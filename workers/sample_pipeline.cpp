@@ -46,21 +46,29 @@ Status SamplePipeline::run(std::string_view path, std::uint64_t epoch, std::uint
 
 Status SamplePipeline::run(const SampleSource& source, std::uint64_t epoch, std::uint64_t index,
                            std::byte* out) {
-  Status s;
-  // OpenCV reports failures (including allocation) by throwing, and the reader's buffer
-  // grows to the sample; nothing may escape a worker, least of all an allocation failure,
-  // which a crash would pin on the sample as bad data.
+  // The reader's buffer grows to the sample: an allocation failure must not escape a
+  // worker, where a crash would pin it on the sample as bad data.
   try {
     auto file = reader_.read(source);
     if (!file.ok()) return file.status();
-    KeyedRng rng({spec_.seed, epoch, index});
+    return decode(*file, KeyedRng({spec_.seed, epoch, index}), out);
+  } catch (const std::bad_alloc&) {
+    return decode_failure(true, "cannot read the image", "std::bad_alloc");
+  }
+}
+
+Status SamplePipeline::decode(FileBytes file, KeyedRng rng, std::byte* out) {
+  Status s;
+  // OpenCV reports failures (including allocation) by throwing; nothing may escape a
+  // worker, least of all an allocation failure.
+  try {
     const bool fused = path_ == DecodePath::kFused && transform_.fusable();
-    s = fused ? decode_fused(*file, rng, out) : decode_reference(*file, rng, out);
+    s = fused ? decode_fused(file, rng, out) : decode_reference(file, rng, out);
   } catch (const cv::Exception& e) {
     s = decode_failure(e.code == cv::Error::StsNoMem, "cannot decode or transform image",
                        printable(e.what()));
   } catch (const std::bad_alloc&) {
-    s = decode_failure(true, "cannot read, decode or transform the image", "std::bad_alloc");
+    s = decode_failure(true, "cannot decode or transform the image", "std::bad_alloc");
   } catch (const std::exception& e) {
     s = decode_failure(false, "cannot decode or transform image", printable(e.what()));
   }

@@ -23,6 +23,11 @@ class SamplePipeline {
   Status run(const SampleSource& source, std::uint64_t epoch, std::uint64_t index, std::byte* out);
   // The same for a sample that is a whole file.
   Status run(std::string_view path, std::uint64_t epoch, std::uint64_t index, std::byte* out);
+  // Decodes `file`, read already, and transforms it with the draws of `rng` into `out`:
+  // a view of an image another field read (workers/sample_fields.h).
+  Status decode(FileBytes file, KeyedRng rng, std::byte* out);
+  // The pipeline's reader, for the other fields of its sample.
+  SampleReader& reader() { return reader_; }
 
  private:
   // Decodes `file` and writes the sample to `out`, by path_.
