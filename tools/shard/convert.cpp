@@ -3,6 +3,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <filesystem>
 #include <span>
@@ -57,6 +58,30 @@ bool complete_shard_exists(const std::string& path) {
 
 std::span<const std::byte> bytes_of(std::string_view text) {
   return std::as_bytes(std::span<const char>(text.data(), text.size()));
+}
+
+// The members of a sample without ShardConversion::members: its image, its label.
+Result<std::vector<ShardMember>> image_and_label(const PackedSample& sample, std::string image) {
+  std::vector<ShardMember> members;
+  members.push_back({std::string(sample.extension), std::move(image)});
+  members.push_back({"cls", std::to_string(sample.label)});
+  return members;
+}
+
+// What a reader needs of a sample's members: names that keep the key and that tell the
+// members apart. A members function that breaks this is a bug of its caller's.
+Status check_members(const PackedSample& sample, const std::vector<ShardMember>& members) {
+  for (std::size_t m = 0; m < members.size(); ++m) {
+    const std::string& extension = members[m].extension;
+    const bool twice = std::any_of(members.begin(), members.begin() + static_cast<std::ptrdiff_t>(m),
+                                   [&](const ShardMember& other) { return other.extension == extension; });
+    if (extension.empty() || extension.find('/') != std::string::npos || twice) {
+      return Status::Internal("the members of sample " + printable(sample.path) + " include " +
+                              quoted_start(extension, 40) + (twice ? " twice" : ", which is no extension") +
+                              "; every member needs its own");
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -118,6 +143,7 @@ Result<ShardConversionReport> convert_to_shards(
     names.push_back(std::move(name).value());
   }
 
+  const SampleMembers members_of = conversion.members ? conversion.members : image_and_label;
   ShardConversionReport report;
   report.samples = samples;
   report.shards = shards;
@@ -143,9 +169,14 @@ Result<ShardConversionReport> convert_to_shards(
       Result<std::string> image = read_regular_file(std::string(index->path(i)), "image", kImageLimit);
       if (!image.ok()) return image.status();
       const SampleName& name = names[i];
-      const std::string label = std::to_string(index->label(i));
-      if (Status s = writer->add(name.key + "." + name.extension, bytes_of(image.value())); !s.ok()) return s;
-      if (Status s = writer->add(name.key + ".cls", bytes_of(label)); !s.ok()) return s;
+      const PackedSample sample{i, index->path(i), name.extension, index->label(i)};
+      Result<std::vector<ShardMember>> members = members_of(sample, std::move(image).value());
+      if (!members.ok()) return members.status();
+      if (Status s = check_members(sample, *members); !s.ok()) return s;
+      for (const ShardMember& member : *members) {
+        if (Status s = writer->add(name.key + "." + member.extension, bytes_of(member.bytes)); !s.ok())
+          return s;
+      }
       if (progress && (i + 1) % 64 == 0) progress(i + 1, samples);
     }
     if (Status s = writer->finish(); !s.ok()) return s;
