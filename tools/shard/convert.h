@@ -69,7 +69,11 @@ Result<SampleName> sample_name(std::string_view relative);
 // Indexes `conversion.from` as a Loader would (same order, same labels) and writes its
 // samples in index order, shard_size to a shard: per sample "<key>.<ext>" holding the
 // image file's bytes and "<key>.cls" holding its label in decimal (or what
-// `conversion.members` gives). Names are all checked
+// `conversion.members` gives). A manifest with a header line (has_header_line(),
+// dataset/manifest_table.h) is a table: its first column the images, each other column a
+// member "<key>.<column>" in column order: cls the label; a column named like an image or
+// an array ("seg.png", "npy") the bytes of the file its cell names; any other the cell
+// itself; none for an empty cell. Names are all checked
 // before anything is written: two consecutive samples with one key (which a reader
 // would merge into one sample) are BadData naming both files. InvalidArgument only for
 // bad arguments, before anything is written: a bad `out`, a shard_size of 0, a `from`
