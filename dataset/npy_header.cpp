@@ -15,34 +15,35 @@ namespace forkfeed {
 namespace {
 
 constexpr std::string_view kMagic = "\x93NUMPY";
-constexpr std::string_view kDtypeList =
-    "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64";
 
+// NumPy's kind character of each ElementType; the descr's digit is its element_bytes().
 struct DtypeCode {
-  char kind;  // NumPy's kind character: b, i, u, f
-  std::size_t size;
-  NpyDtype dtype;
-  std::string_view name;
+  char kind;  // b, i, u, f
+  ElementType type;
 };
 
-// clang-format off
 constexpr std::array<DtypeCode, 12> kDtypes = {{
-    {'b', 1, NpyDtype::kBool,    "bool"},
-    {'i', 1, NpyDtype::kInt8,    "int8"},
-    {'i', 2, NpyDtype::kInt16,   "int16"},
-    {'i', 4, NpyDtype::kInt32,   "int32"},
-    {'i', 8, NpyDtype::kInt64,   "int64"},
-    {'u', 1, NpyDtype::kUint8,   "uint8"},
-    {'u', 2, NpyDtype::kUint16,  "uint16"},
-    {'u', 4, NpyDtype::kUint32,  "uint32"},
-    {'u', 8, NpyDtype::kUint64,  "uint64"},
-    {'f', 2, NpyDtype::kFloat16, "float16"},
-    {'f', 4, NpyDtype::kFloat32, "float32"},
-    {'f', 8, NpyDtype::kFloat64, "float64"},
+    {'b', ElementType::kBool},
+    {'i', ElementType::kInt8},
+    {'i', ElementType::kInt16},
+    {'i', ElementType::kInt32},
+    {'i', ElementType::kInt64},
+    {'u', ElementType::kUint8},
+    {'u', ElementType::kUint16},
+    {'u', ElementType::kUint32},
+    {'u', ElementType::kUint64},
+    {'f', ElementType::kFloat16},
+    {'f', ElementType::kFloat32},
+    {'f', ElementType::kFloat64},
 }};
-// clang-format on
 
-const DtypeCode& code_of(NpyDtype dtype) { return kDtypes[static_cast<std::size_t>(dtype)]; }
+// "bool, int8, ...": the dtypes an array field may have, for a refusal.
+std::string dtype_list() {
+  std::string list;
+  for (const DtypeCode& code : kDtypes)
+    list += (list.empty() ? "" : ", ") + std::string(to_string(code.type));
+  return list;
+}
 
 Status bad(std::string what) { return Status::BadData("the .npy header" + std::move(what)); }
 
@@ -57,7 +58,7 @@ bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_word(char c) { return is_digit(c) || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; }
 
 // The dtype of a descr string ("<f4"), or the BadData saying why it is none of ours.
-Result<NpyDtype> dtype_of(std::string_view descr) {
+Result<ElementType> dtype_of(std::string_view descr) {
   std::string quoted = "'";  // appended, not "'" + ...: GCC 12 warns of a false -Wrestrict there
   quoted.append(descr).append("'");
   if (descr.empty()) return bad("'s descr is empty; it names the dtype, e.g. '<f4'");
@@ -68,24 +69,22 @@ Result<NpyDtype> dtype_of(std::string_view descr) {
   }
   if (type.starts_with('O')) {
     return bad("'s dtype " + quoted +
-               " is object: it holds Python objects, not numbers; save an array of one of " +
-               std::string(kDtypeList));
+               " is object: it holds Python objects, not numbers; save an array of one of " + dtype_list());
   }
   for (const DtypeCode& code : kDtypes) {
-    if (type.size() != 2 || type[0] != code.kind || static_cast<std::size_t>(type[1] - '0') != code.size) {
-      continue;
-    }
-    if (order == '>' && code.size > 1) {
+    const std::size_t size = element_bytes(code.type);
+    if (type.size() != 2 || type[0] != code.kind || static_cast<std::size_t>(type[1] - '0') != size) continue;
+    if (order == '>' && size > 1) {
       return bad("'s dtype " + quoted + " is big-endian; save it little-endian: a.astype('<" +
                  std::string(type) + "')");
     }
-    if (order == '=' || (order == '|' && code.size > 1) || (order == '>' && code.size == 1)) {
+    if (order == '=' || (order == '|' && size > 1) || (order == '>' && size == 1)) {
       return bad("'s descr " + quoted + " gives no byte order forkfeed reads; numpy.save writes '<" +
-                 std::string(type) + "'" + (code.size == 1 ? " or '|" + std::string(type) + "'" : ""));
+                 std::string(type) + "'" + (size == 1 ? " or '|" + std::string(type) + "'" : ""));
     }
-    return code.dtype;
+    return code.type;
   }
-  return bad("'s dtype " + quoted + " is not one forkfeed reads (" + std::string(kDtypeList) +
+  return bad("'s dtype " + quoted + " is not one forkfeed reads (" + dtype_list() +
              "): strings, complex numbers, dates and records are not array fields");
 }
 
@@ -173,7 +172,7 @@ class HeaderDict {
     }
     std::string descr;
     if (Status s = read_string("the descr (a dtype string like '<f4')", descr); !s.ok()) return s;
-    Result<NpyDtype> dtype = dtype_of(descr);
+    Result<ElementType> dtype = dtype_of(descr);
     if (!dtype.ok()) return dtype.status();
     header.dtype = *dtype;
     return Status::Ok();
@@ -254,7 +253,7 @@ class HeaderDict {
 // data_bytes of `header`'s dtype and shape, or the BadData of a shape too large to be.
 Status count_data_bytes(NpyHeader& header) {
   // Zero dimensions aside, so that a large shape of no elements is refused like a large one.
-  std::uint64_t bytes = npy_item_size(header.dtype);
+  std::uint64_t bytes = element_bytes(header.dtype);
   bool empty = false;
   for (const std::int64_t dim : header.shape) {
     if (dim == 0) empty = true;
@@ -263,17 +262,14 @@ Status count_data_bytes(NpyHeader& header) {
     break;
   }
   if (bytes > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
-    return bad("'s shape " + npy_shape_text(header.shape) + " of " +
-               std::string(npy_dtype_name(header.dtype)) + " would need more than 2^63 bytes");
+    return bad("'s shape " + npy_shape_text(header.shape) + " of " + std::string(to_string(header.dtype)) +
+               " would need more than 2^63 bytes");
   }
   header.data_bytes = empty ? 0 : bytes;
   return Status::Ok();
 }
 
 }  // namespace
-
-std::string_view npy_dtype_name(NpyDtype dtype) { return code_of(dtype).name; }
-std::size_t npy_item_size(NpyDtype dtype) { return code_of(dtype).size; }
 
 std::string npy_shape_text(const std::vector<std::int64_t>& shape) {
   std::string text = "(";
@@ -348,9 +344,9 @@ Result<NpyHeader> parse_npy_header(std::string_view start, std::uint64_t member_
   if (member_bytes != header.data_offset + header.data_bytes) {
     const std::uint64_t expected = header.data_offset + header.data_bytes;
     return Status::BadData("the .npy member is " + std::to_string(member_bytes) + " bytes, but its header (" +
-                           std::string(npy_dtype_name(header.dtype)) + ", shape " +
-                           npy_shape_text(header.shape) + ") says " + std::to_string(header.data_offset) +
-                           " + " + std::to_string(header.data_bytes) + " = " + std::to_string(expected) +
+                           std::string(to_string(header.dtype)) + ", shape " + npy_shape_text(header.shape) +
+                           ") says " + std::to_string(header.data_offset) + " + " +
+                           std::to_string(header.data_bytes) + " = " + std::to_string(expected) +
                            (member_bytes < expected ? ": the data is cut short" : ": junk follows the data"));
   }
   return header;

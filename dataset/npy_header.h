@@ -8,33 +8,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
+#include "forkfeed/fields.h"
 #include "forkfeed/status.h"
 
 namespace forkfeed {
-
-// The dtypes an array field carries, as NumPy names them (npy_dtype_name).
-enum class NpyDtype : std::uint8_t {
-  kBool,
-  kInt8,
-  kInt16,
-  kInt32,
-  kInt64,
-  kUint8,
-  kUint16,
-  kUint32,
-  kUint64,
-  kFloat16,
-  kFloat32,
-  kFloat64,
-};
-
-// NumPy's name of `dtype`: "bool", "int8", ..., "float32".
-std::string_view npy_dtype_name(NpyDtype dtype);
-// Bytes per element: 1, 2, 4 or 8.
-std::size_t npy_item_size(NpyDtype dtype);
 
 // The magic string, version and header length come first: 10 bytes in version 1.0, 12 in
 // 2.0 and 3.0. Reading this many bytes of a member is enough for npy_header_bytes().
@@ -45,11 +26,11 @@ inline constexpr std::uint64_t kMaxNpyHeaderBytes = 10000;
 inline constexpr std::size_t kMaxNpyDims = 32;
 
 struct NpyHeader {
-  NpyDtype dtype = NpyDtype::kUint8;
-  std::vector<std::int64_t> shape;  // empty: a 0-d array (one element)
-  std::uint64_t data_offset = 0;    // of the first element, from the start of the member
-  std::uint64_t data_bytes = 0;     // item size x every dimension (0 for an empty array)
-  std::uint64_t elements() const { return data_bytes / npy_item_size(dtype); }
+  ElementType dtype = ElementType::kUint8;  // to_string() and element_bytes() in forkfeed/fields.h
+  std::vector<std::int64_t> shape;          // empty: a 0-d array (one element)
+  std::uint64_t data_offset = 0;            // of the first element, from the start of the member
+  std::uint64_t data_bytes = 0;             // item size x every dimension (0 for an empty array)
+  std::uint64_t elements() const { return data_bytes / element_bytes(dtype); }
   bool operator==(const NpyHeader&) const = default;
 };
 
@@ -62,10 +43,10 @@ Result<std::uint64_t> npy_header_bytes(std::string_view start);
 // Reads the header of the .npy member of `member_bytes` bytes whose first bytes are
 // `start` (the whole header at least, as npy_header_bytes() gives its size, or the whole
 // member). The header is a Python dict of exactly 'descr', 'fortran_order' and 'shape',
-// in any order, in ASCII, ending in spaces and a newline. BadData, the message naming
+// in any order, in ASCII, padded with spaces and a newline. BadData, the message naming
 // what is wrong, for: a truncated preamble or header, a header longer than the member,
 // a byte that is not printable ASCII, a dict that is not one (a missing, repeated or
-// unknown key, trailing junk), a dtype other than NpyDtype's (big-endian, object,
+// unknown key, trailing junk), a dtype that is no ElementType (big-endian, object,
 // structured, strings, complex), fortran_order True, a shape that is not a tuple of
 // kMaxNpyDims or fewer whole numbers, or whose data would not fit in 2^63 bytes, and a
 // member whose size is not data_offset + data_bytes. InvalidArgument when `start` is

@@ -187,7 +187,7 @@ TEST_F(MkdataFieldsTest, EveryValueIsTheDocumentedFunctionOfTheSeedAndTheImageNu
     const std::string& npy = sample.member("npy");
     const Result<NpyHeader> header = parse_npy_header(npy, npy.size());
     ASSERT_TRUE(header.ok()) << header.status().message();
-    EXPECT_EQ(header->dtype, NpyDtype::kFloat32);
+    EXPECT_EQ(header->dtype, ElementType::kFloat32);
     EXPECT_EQ(header->shape, (std::vector<std::int64_t>{8}));
     for (std::size_t k = 0; k < 8; ++k) {
       float value;

@@ -52,7 +52,7 @@ TEST(NpyHeader, ReadsWhatNumpySaveWrites) {
   const std::string member = npy(kHeader, 48);
   const Result<NpyHeader> header = parse(member);
   ASSERT_TRUE(header.ok()) << header.status().message();
-  EXPECT_EQ(header->dtype, NpyDtype::kFloat32);
+  EXPECT_EQ(header->dtype, ElementType::kFloat32);
   EXPECT_EQ(header->shape, (std::vector<std::int64_t>{3, 4}));
   EXPECT_EQ(header->data_offset, 128u);  // numpy pads the header to a multiple of 64
   EXPECT_EQ(header->data_bytes, 48u);
@@ -105,8 +105,8 @@ TEST(NpyHeader, NamesEveryDtypeAsNumpyDoes) {
     const std::string dict = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (3,), }";
     const Result<NpyHeader> header = parse(npy(dict, 3 * name_size.second));
     ASSERT_TRUE(header.ok()) << descr << ": " << header.status().message();
-    EXPECT_EQ(npy_dtype_name(header->dtype), name_size.first);
-    EXPECT_EQ(npy_item_size(header->dtype), name_size.second);
+    EXPECT_EQ(to_string(header->dtype), name_size.first);
+    EXPECT_EQ(element_bytes(header->dtype), name_size.second);
   }
   EXPECT_EQ(npy_shape_text({}), "()");
   EXPECT_EQ(npy_shape_text({8}), "(8,)");
@@ -325,7 +325,7 @@ with open(out + "/refused_npz.npy", "wb") as f:
     const std::string member = testing::read_file(dir.path() + "/" + name + ".npy");
     const Result<NpyHeader> header = parse(member);
     ASSERT_TRUE(header.ok()) << header.status().message();
-    EXPECT_EQ(npy_dtype_name(header->dtype), dtype);
+    EXPECT_EQ(to_string(header->dtype), dtype);
     EXPECT_EQ(npy_shape_text(header->shape), shape);  // Python prints a tuple as npy_shape_text does
     EXPECT_EQ(header->data_offset % 64, 0u);          // numpy aligns the data
     EXPECT_TRUE(member.substr(header->data_offset) == testing::read_file(dir.path() + "/" + name + ".raw"));
