@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include "base/utf8.h"
+
 namespace forkfeed {
 namespace {
 
@@ -26,28 +28,6 @@ void append_control(std::string& out, unsigned char byte) {
   }
 }
 
-// The length of the valid UTF-8 sequence at the start of `s` (2..4), 0 if there is none:
-// no overlong form, no surrogate, nothing above U+10FFFF.
-std::size_t utf8_length(std::string_view s) {
-  const auto b = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
-  const auto cont = [&](std::size_t i) { return i < s.size() && (b(i) & 0xC0) == 0x80; };
-  const unsigned char lead = b(0);
-  if (lead >= 0xC2 && lead <= 0xDF) return cont(1) ? 2 : 0;
-  if (lead >= 0xE0 && lead <= 0xEF) {
-    if (!cont(1) || !cont(2)) return 0;
-    if (lead == 0xE0 && b(1) < 0xA0) return 0;   // overlong
-    if (lead == 0xED && b(1) >= 0xA0) return 0;  // a surrogate
-    return 3;
-  }
-  if (lead >= 0xF0 && lead <= 0xF4) {
-    if (!cont(1) || !cont(2) || !cont(3)) return 0;
-    if (lead == 0xF0 && b(1) < 0x90) return 0;   // overlong
-    if (lead == 0xF4 && b(1) >= 0x90) return 0;  // above U+10FFFF
-    return 4;
-  }
-  return 0;
-}
-
 }  // namespace
 
 std::string printable(std::string_view text) {
@@ -61,7 +41,7 @@ std::string printable(std::string_view text) {
     } else if (byte < 0x80) {
       out += static_cast<char>(byte);
       ++i;
-    } else if (const std::size_t n = utf8_length(text.substr(i)); n == 0) {
+    } else if (const std::size_t n = utf8_sequence_length(text.substr(i)); n == 0) {
       append_hex(out, byte);
       ++i;
     } else if (n == 2 && byte == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0) {
@@ -76,19 +56,6 @@ std::string printable(std::string_view text) {
     }
   }
   return out;
-}
-
-bool is_utf8(std::string_view text) {
-  for (std::size_t i = 0; i < text.size();) {
-    if (static_cast<unsigned char>(text[i]) < 0x80) {
-      ++i;
-    } else if (const std::size_t n = utf8_length(text.substr(i)); n > 0) {
-      i += n;
-    } else {
-      return false;
-    }
-  }
-  return true;
 }
 
 std::string printable_cut(std::string_view text, std::size_t max_bytes) {

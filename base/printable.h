@@ -24,8 +24,4 @@ std::string printable_cut(std::string_view text, std::size_t max_bytes = 200);
 // closing quote when there was more.
 std::string quoted_start(std::string_view text, std::size_t max_bytes);
 
-// Whether `text` is valid UTF-8 (no overlong forms, surrogates or code points above
-// U+10FFFF), as JSON requires of its strings.
-bool is_utf8(std::string_view text);
-
 }  // namespace forkfeed

@@ -9,6 +9,7 @@
 
 #include "base/option_names.h"
 #include "base/printable.h"
+#include "base/utf8.h"
 #include "loader/option_fields.h"
 #include "loader/option_ranges.h"
 #include "loader/order_key.h"
@@ -47,7 +48,7 @@ Result<std::array<float, 3>> get_triple(const json& body, const char* key) {
 }  // namespace
 
 json bytes_to_json(std::string_view bytes) {
-  if (is_utf8(bytes)) return std::string(bytes);
+  if (valid_utf8(bytes)) return std::string(bytes);
   static constexpr char kHex[] = "0123456789abcdef";
   std::string hex;
   hex.reserve(bytes.size() * 2);

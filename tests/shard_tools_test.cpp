@@ -1,7 +1,8 @@
 // forkfeed-shard and forkfeed-mkdata --format wds from the outside: the shards they write
 // read back (by forkfeed's Loader, GNU tar and Python's tarfile with WebDataset's key
 // rule) as exactly the dataset they were made from; the same input gives the same bytes,
-// a rerun rewrites only missing shards; bad arguments are refused naming what is wrong.
+// a rerun rewrites only missing shards; a manifest table's columns become members of
+// their samples; bad arguments and bad tables are refused naming what is wrong.
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -364,6 +365,84 @@ TEST_F(ShardToolsTest, DottedClassFoldersKeepTheirLabelsAsKeyFolders) {
   const Pass expected = read_pass(folder);
   ASSERT_EQ(expected.labels, (std::vector<std::int64_t>{0, 1}));
   EXPECT_EQ(read_pass(shards).labels, expected.labels);
+}
+
+// A manifest with a header line: each column a member of its sample, in column order,
+// files' bytes for image and array columns, the cell itself for others, none when empty.
+TEST_F(ShardToolsTest, AManifestTablePacksEachColumnAsAMemberInColumnOrder) {
+  const std::string data = dir_.path() + "/table";
+  fs::create_directories(data + "/a");
+  fs::create_directories(data + "/b");
+  const DatasetIndex folder = folder_index();
+  fs::copy_file(std::string(folder.path(0)), data + "/a/x.jpg");
+  fs::copy_file(std::string(folder.path(1)), data + "/b/y.jpg");
+  std::ofstream(data + "/a/x_mask.png") << "mask of x";
+  std::ofstream(data + "/a/x.npy") << "array of x";
+  std::ofstream(dir_.path() + "/y.npy") << "array of y";
+  std::ofstream(data + "/list.tsv")
+      << "# image, label, caption, mask, array, record\n"
+      << "image\tcls\ttxt\tseg.png\temb.npy\tJSON\n"
+      << "a/x.jpg\t 3\ta dog on a beach\ta/x_mask.png\ta/x.npy\t{\"score\": 0.5}\n"
+      << "b/y.jpg\t\tcaf\xC3\xA9 au lait\t\t" << dir_.path() << "/y.npy\t{}\n";
+  const Outcome o = run_tool("forkfeed-shard",
+                             {"--from", data + "/list.tsv", "--out", dir_.path() + "/o/%d.tar"}, dir_.path());
+  ASSERT_EQ(o.code, 0) << o.describe();
+  EXPECT_NE(o.out.find("wrote 2 samples in 1 shard"), std::string::npos) << o.out;
+  const std::string shard = dir_.path() + "/o/0.tar";
+  const Outcome tar = testing::run_command({"/usr/bin/env", "tar", "-tf", shard}, dir_.path());
+  ASSERT_EQ(tar.code, 0) << tar.describe();
+  EXPECT_EQ(lines_of(tar.out),
+            (std::vector<std::string>{"a/x.jpg", "a/x.cls", "a/x.txt", "a/x.seg.png", "a/x.emb.npy",
+                                      "a/x.json", "b/y.jpg", "b/y.txt", "b/y.emb.npy", "b/y.json"}));
+  const std::map<std::string, std::string> expected = {
+      {"a/x.jpg", read_file(std::string(folder.path(0)))},
+      {"a/x.cls", "3"},
+      {"a/x.txt", "a dog on a beach"},
+      {"a/x.seg.png", "mask of x"},
+      {"a/x.emb.npy", "array of x"},
+      {"a/x.json", "{\"score\": 0.5}"},
+      {"b/y.jpg", read_file(std::string(folder.path(1)))},
+      {"b/y.txt", "caf\xC3\xA9 au lait"},
+      {"b/y.emb.npy", "array of y"},
+      {"b/y.json", "{}"},
+  };
+  for (const auto& [member, bytes] : expected) {
+    const Outcome x = testing::run_command({"/usr/bin/env", "tar", "-xOf", shard, member}, dir_.path());
+    EXPECT_EQ(x.code, 0) << x.describe();
+    EXPECT_TRUE(x.out == bytes) << member << ": " << x.out.substr(0, 100);
+  }
+}
+
+TEST_F(ShardToolsTest, ABadTableIsRefusedNamingItsLineAndWritesNothing) {
+  const std::string data = dir_.path() + "/bad";
+  fs::create_directories(data);
+  fs::copy_file(std::string(folder_index().path(0)), data + "/x.jpg");
+  struct Case {
+    std::string table;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"image\tcls\tjpg\nx.jpg\t1\tx.jpg\n",
+       "list.tsv:2: the column jpg and the image x.jpg would both be the member .jpg; name the column "
+       "otherwise"},
+      {"image\tcls\nx.jpg\tthree\n", "list.tsv:2: cls must be a non-negative integer, got 'three'"},
+      {"image\tnpy\nx.jpg\tmissing.npy\n", "list.tsv:2: cannot open the npy file " + data + "/missing.npy"},
+      {"image\tcls\ttxt\nx.jpg\t1\n", "list.tsv:2: 2 cells, but the header line names 3 columns"},
+      {"image\tcls\n\t1\n", "list.tsv:2: the first column, image, holds the sample's image path; got ''"},
+      {"x.jpg\nx.jpg\n",
+       "the header line's first column is named x.jpg, an image's name: is it an image path without "
+       "its label?"},
+      {"image\tcaption text\nx.jpg\thi\n", "'caption text' is no column name"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.table);
+    std::ofstream(data + "/list.tsv", std::ios::trunc) << c.table;
+    const Outcome o = run_tool(
+        "forkfeed-shard", {"--from", data + "/list.tsv", "--out", dir_.path() + "/o/%d.tar"}, dir_.path());
+    EXPECT_EQ(o.code, 1) << o.describe();
+    EXPECT_NE(o.err.find(c.message), std::string::npos) << o.err;
+    EXPECT_FALSE(fs::exists(dir_.path() + "/o/0.tar"));
+  }
 }
 
 TEST_F(ShardToolsTest, MkdataWritesShardsOfTheImagesItWouldWriteAsAFolder) {

@@ -89,6 +89,11 @@ Status write_file(const fs::path& path, const std::vector<uchar>& bytes) {
 
 }  // namespace
 
+cv::Size image_size_of(const SyntheticDatasetSpec& spec, std::uint32_t index) {
+  cv::RNG rng = image_rng(spec.seed, index);
+  return image_size(rng, spec);
+}
+
 Status write_image(const SyntheticDatasetSpec& spec, std::uint32_t index, const fs::path& path,
                    ImageFormat format) {
   try {

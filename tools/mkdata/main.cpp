@@ -6,14 +6,20 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <system_error>
+#include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "base/number_text.h"
 #include "base/printable.h"
 #include "tools/cli/exit_status.h"
 #include "tools/cli/integer_flag.h"
+#include "tools/mkdata/sample_fields.h"
 #include "tools/mkdata/synthetic_images.h"
 #include "tools/shard/convert.h"
 
@@ -33,7 +39,19 @@ constexpr const char* kDescription =
     "--format wds writes the same images as WebDataset tar shards instead (what\n"
     "forkfeed-shard makes of an ImageFolder): DIR/shard-000000.tar, ... with --shard-size\n"
     "samples each, every sample a class_NNN/img_NNNNN.<ext> image and its .cls label. The\n"
-    "images are drawn into DIR/.forkfeed-mkdata-images first, removed at the end.\n";
+    "images are drawn into DIR/.forkfeed-mkdata-images first, removed at the end.\n\n"
+    "--fields (with --format wds) writes samples of several members, for multi-field\n"
+    "loaders (fields=): each one listed, in the order listed, e.g. --fields\n"
+    "jpg,txt,cls,json,npy,seg.png:\n"
+    "  jpg        the image (.png for the PNG one in --special-every; 0 makes all .jpg)\n"
+    "  txt        a UTF-8 caption of 1 to 12 words, one in 8 of 40 to 79 (some not ASCII)\n"
+    "  cls        the label, the class number in decimal\n"
+    "  json       {\"label\": C, \"score\": 0.xxxx, \"caption_id\": N}\n"
+    "  npy        a float32 array of shape (8,): N + k/8 for k = 0..7\n"
+    "  seg.png    a grey PNG mask of the image's size: a 4x4 grid of blocks\n"
+    "  depth.png  a grey PNG of the image's size: a diagonal ramp\n"
+    "Every value is a function of --seed and N, the image's number (key class_CCC/img_NNNNN),\n"
+    "given in tools/mkdata/sample_fields.h, so a test can compute what a loader reads.\n";
 
 constexpr const char* kExample =
     "Example:\n"
@@ -41,7 +59,9 @@ constexpr const char* kExample =
     "writes 100 images into each of /tmp/imgs/class_000 ... /tmp/imgs/class_019.\n"
     "  forkfeed-mkdata --out /tmp/shards --images 2000 --classes 20 --format wds --shard-size 500\n"
     "writes /tmp/shards/shard-000000.tar ... shard-000003.tar, read with\n"
-    "  forkfeed-bench --shards '/tmp/shards/shard-{000000..000003}.tar'\n\n"
+    "  forkfeed-bench --shards '/tmp/shards/shard-{000000..000003}.tar'\n"
+    "  forkfeed-mkdata --out /tmp/clip --images 200 --format wds --fields jpg,txt,cls,json,npy\n"
+    "writes image-caption samples, read with fields={\"image\": \"jpg;png\", \"caption\": \"txt\", ...}\n\n"
     "Exit status: 0 done, 1 a file could not be written, 2 bad arguments.";
 
 // The scratch ImageFolder of --format wds, inside the output folder so that it is on
@@ -61,6 +81,38 @@ std::uintmax_t tree_bytes(const fs::path& root) {
     }
   }
   return total;
+}
+
+// The image's number in a path of write_synthetic_dataset's: ".../img_00042.jpg" -> 42.
+std::optional<std::uint32_t> image_number(std::string_view path) {
+  const std::size_t start = path.rfind("/img_");
+  const std::size_t dot = path.rfind('.');
+  if (start == std::string_view::npos || dot == std::string_view::npos || dot < start) return std::nullopt;
+  const std::optional<std::uint64_t> n =
+      forkfeed::parse_whole_number(path.substr(start + 5, dot - start - 5), UINT32_MAX);
+  if (!n) return std::nullopt;
+  return static_cast<std::uint32_t>(*n);
+}
+
+// The members of each sample for --fields, in the order listed.
+forkfeed::SampleMembers sample_members(const forkfeed::SyntheticDatasetSpec& spec,
+                                       const std::vector<std::string>& members) {
+  return [spec, members](const forkfeed::PackedSample& sample,
+                         std::string image) -> forkfeed::Result<std::vector<forkfeed::ShardMember>> {
+    const std::optional<std::uint32_t> n = image_number(sample.path);
+    if (!n) return forkfeed::Status::Internal("no image number in " + forkfeed::printable(sample.path));
+    std::vector<forkfeed::ShardMember> out;
+    for (const std::string& member : members) {
+      if (member == "jpg") {
+        out.push_back({std::string(sample.extension), std::move(image)});
+        continue;
+      }
+      forkfeed::Result<std::string> bytes = forkfeed::mkdata::field_member(spec, *n, member);
+      if (!bytes.ok()) return bytes.status();
+      out.push_back({member, std::move(bytes).value()});
+    }
+    return out;
+  };
 }
 
 }  // namespace
@@ -104,11 +156,25 @@ int main(int argc, char** argv) {
                                 ->capture_default_str()
                                 ->check(forkfeed::cli::integer_of(shard_size))
                                 ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000'000}));
+  std::string fields = "jpg,cls";
+  auto* fields_option =
+      app.add_option(
+             "--fields", fields,
+             "With --format wds: the members of each sample, in order, of jpg txt cls json npy seg.png "
+             "depth.png (see above)")
+          ->type_name("LIST")
+          ->capture_default_str();
+  std::vector<std::string> members;
   try {
     app.parse(argc, argv);
     if (shard_size_option->count() > 0 && format != "wds") {
       throw CLI::ValidationError("--shard-size", "only with --format wds");
     }
+    if (fields_option->count() > 0 && format != "wds")
+      throw CLI::ValidationError("--fields", "only with --format wds");
+    forkfeed::Result<std::vector<std::string>> parsed = forkfeed::mkdata::parse_member_list(fields);
+    if (!parsed.ok()) throw CLI::ValidationError(parsed.status().message());
+    members = std::move(parsed).value();
   } catch (const CLI::ParseError& e) {
     return forkfeed::cli::parse_exit(app, e);
   }
@@ -139,7 +205,12 @@ int main(int argc, char** argv) {
   }
   if (shards) {
     // Like the images of the folder format, shards of the same name are overwritten.
-    const forkfeed::ShardConversion conversion{spec.out, (out / "shard-%06d.tar").string(), shard_size, true};
+    forkfeed::ShardConversion conversion;
+    conversion.from = spec.out;
+    conversion.out = (out / "shard-%06d.tar").string();
+    conversion.shard_size = shard_size;
+    conversion.force = true;
+    if (fields_option->count() > 0) conversion.members = sample_members(spec, members);
     const forkfeed::Result<forkfeed::ShardConversionReport> report = forkfeed::convert_to_shards(conversion);
     fs::remove_all(spec.out, ec);
     if (!report.ok()) {
@@ -147,10 +218,11 @@ int main(int argc, char** argv) {
       return forkfeed::cli::kExitFailed;
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const std::string with = fields_option->count() > 0 ? " (members " + fields + ")" : "";
     std::printf(
-        "wrote %u image%s in %u class%s as %llu shard%s to %s (%.1f MB) in %.1f s; read them with --shards "
+        "wrote %u image%s%s in %u class%s as %llu shard%s to %s (%.1f MB) in %.1f s; read them with --shards "
         "'%s'\n",
-        spec.images, spec.images == 1 ? "" : "s", spec.classes, spec.classes == 1 ? "" : "es",
+        spec.images, spec.images == 1 ? "" : "s", with.c_str(), spec.classes, spec.classes == 1 ? "" : "es",
         static_cast<unsigned long long>(report->shards), report->shards == 1 ? "" : "s", out.c_str(),
         static_cast<double>(report->bytes) / 1e6, seconds, report->spec.c_str());
     return 0;

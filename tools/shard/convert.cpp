@@ -3,8 +3,11 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <span>
 #include <system_error>
 #include <utility>
@@ -12,7 +15,10 @@
 
 #include "base/printable.h"
 #include "base/regular_file.h"
+#include "dataset/dataset_index_builder.h"
 #include "dataset/image_extensions.h"
+#include "dataset/label.h"
+#include "dataset/manifest_table.h"
 #include "forkfeed/dataset.h"
 #include "tools/shard/shard_pattern.h"
 #include "tools/shard/tar_writer.h"
@@ -25,6 +31,12 @@ namespace fs = std::filesystem;
 // An image is read whole into memory to be written; a larger file is surely not one.
 constexpr SizeLimit kImageLimit{std::uint64_t{256} << 20, "the limit of",
                                 "forkfeed-shard packs image files, not archives or videos"};
+// A file a manifest's column names (a mask, an array) is read whole too.
+constexpr SizeLimit kMemberLimit{std::uint64_t{256} << 20, "the limit of",
+                                 "forkfeed-shard packs a sample's files, not archives or videos"};
+// As DatasetIndex::from_manifest bounds a manifest: tens of millions of lines.
+constexpr SizeLimit kManifestLimit{std::uint64_t{4} << 30, "the manifest limit of",
+                                   "split the dataset, or check that this is a manifest"};
 
 std::string normal_absolute(const std::string& path) {
   std::error_code ec;
@@ -57,6 +69,125 @@ bool complete_shard_exists(const std::string& path) {
 
 std::span<const std::byte> bytes_of(std::string_view text) {
   return std::as_bytes(std::span<const char>(text.data(), text.size()));
+}
+
+// The members of a sample without ShardConversion::members: its image, its label.
+Result<std::vector<ShardMember>> image_and_label(const PackedSample& sample, std::string image) {
+  std::vector<ShardMember> members;
+  members.push_back({std::string(sample.extension), std::move(image)});
+  members.push_back({"cls", std::to_string(sample.label)});
+  return members;
+}
+
+// What a reader needs of a sample's members: names that keep the key and that tell the
+// members apart. A members function that breaks this is a bug of its caller's.
+Status check_members(const PackedSample& sample, const std::vector<ShardMember>& members) {
+  for (std::size_t m = 0; m < members.size(); ++m) {
+    const std::string& extension = members[m].extension;
+    const bool twice = std::any_of(members.begin(), members.begin() + static_cast<std::ptrdiff_t>(m),
+                                   [&](const ShardMember& other) { return other.extension == extension; });
+    if (extension.empty() || extension.find('/') != std::string::npos || twice) {
+      return Status::Internal("the members of sample " + printable(sample.path) + " include " +
+                              quoted_start(extension, 40) + (twice ? " twice" : ", which is no extension") +
+                              "; every member needs its own");
+    }
+  }
+  return Status::Ok();
+}
+
+// Whether the cells of column `name` are paths of files, whose bytes the member holds:
+// an image's or an array's, as a field's kind is taken from its extension; any other
+// column's cells are the members' bytes themselves (a caption, a label, a JSON record).
+bool is_file_column(std::string_view name) {
+  std::string dotted = ".";  // appended, not "." + ...: GCC 12 warns of a false -Wrestrict there
+  dotted += name;
+  return has_image_extension(dotted) || dotted.ends_with(".npy");
+}
+
+// `path` as a manifest in `folder` names it: relative paths are relative to the folder.
+std::string under(const std::string& folder, const std::string& path) {
+  return path.starts_with('/') ? path : folder + "/" + path;
+}
+
+// A manifest with a header line, as a dataset: the index of its first column's images,
+// with labels from its cls column (0 without one), and the members of each of its rows.
+struct TableDataset {
+  DatasetIndex index;
+  SampleMembers members;
+};
+
+Result<TableDataset> table_dataset(std::string_view text, const std::string& manifest) {
+  Result<ManifestTable> read = read_manifest_table(text, manifest);
+  if (!read.ok()) return read.status();
+  auto table = std::make_shared<const ManifestTable>(std::move(read).value());
+  // "a.jpg" alone on a first line is a column name too, but surely an image without its label.
+  if (has_image_extension(table->columns[0])) {
+    return Status::BadData(
+        printable(manifest) + ": the header line's first column is named " + table->columns[0] +
+        ", an image's name: is it an image path without its label? A manifest without a "
+        "header line has 'path<TAB>label' lines; a table's first column is named like 'image'");
+  }
+  const std::string folder = fs::path(manifest).parent_path().string();
+  const auto cls = std::find(table->columns.begin(), table->columns.end(), "cls");
+  const std::size_t label_column = static_cast<std::size_t>(cls - table->columns.begin());
+
+  DatasetIndexBuilder builder;
+  for (const ManifestTable::Row& row : table->rows) {
+    auto bad = [&](const std::string& what) {
+      return Status::BadData(printable(manifest) + ":" + std::to_string(row.line) + ": " + what);
+    };
+    const std::string& image = row.cells[0];
+    if (image.empty() || image.find('\0') != std::string::npos) {
+      return bad("the first column, " + table->columns[0] + ", holds the sample's image path; got " +
+                 quoted_start(image, 100));
+    }
+    std::int64_t label = 0;
+    if (label_column < table->columns.size() && !row.cells[label_column].empty()) {
+      const std::optional<std::int64_t> parsed = parse_label(row.cells[label_column]);
+      if (!parsed) {
+        return bad("cls must be " + std::string(kLabelRule) + ", got " +
+                   quoted_start(row.cells[label_column], 40));
+      }
+      label = *parsed;
+    }
+    builder.add(folder, image, label, DatasetIndex::kUnknownBytes);
+  }
+  builder.set_root(folder);
+
+  // Row i is sample i: an index keeps a manifest's order.
+  SampleMembers members = [table, folder, manifest, label_column](
+                              const PackedSample& sample,
+                              std::string image) -> Result<std::vector<ShardMember>> {
+    const ManifestTable::Row& row = table->rows[sample.index];
+    std::vector<ShardMember> out;
+    out.push_back({std::string(sample.extension), std::move(image)});
+    for (std::size_t c = 1; c < table->columns.size(); ++c) {
+      const std::string& name = table->columns[c];
+      const std::string& cell = row.cells[c];
+      if (cell.empty()) continue;  // the sample lacks this member
+      if (name == sample.extension) {
+        return Status::BadData(printable(manifest) + ":" + std::to_string(row.line) + ": the column " + name +
+                               " and the image " + printable(row.cells[0]) + " would both be the member ." +
+                               name + "; name the column otherwise");
+      }
+      if (c == label_column) {
+        out.push_back({name, std::to_string(sample.label)});
+      } else if (is_file_column(name)) {
+        Result<std::string> bytes =
+            read_regular_file(under(folder, cell), "the " + name + " file", kMemberLimit);
+        if (!bytes.ok()) {
+          return Status::FromCode(
+              bytes.status().code(),
+              printable(manifest) + ":" + std::to_string(row.line) + ": " + bytes.status().message());
+        }
+        out.push_back({name, std::move(bytes).value()});
+      } else {
+        out.push_back({name, cell});
+      }
+    }
+    return out;
+  };
+  return TableDataset{std::move(builder).finish(), std::move(members)};
 }
 
 }  // namespace
@@ -95,8 +226,22 @@ Result<ShardConversionReport> convert_to_shards(
                                    " does not exist; give an ImageFolder root (a folder) or a manifest file");
   }
   const bool folder = fs::is_directory(from, ec);
-  Result<DatasetIndex> index =
-      folder ? DatasetIndex::from_image_folder(from) : DatasetIndex::from_manifest(from);
+  SampleMembers members_of = conversion.members ? conversion.members : image_and_label;
+  Result<DatasetIndex> index = Status::Internal("not indexed");
+  if (folder) {
+    index = DatasetIndex::from_image_folder(from);
+  } else {
+    Result<std::string> text = read_regular_file(from, "manifest", kManifestLimit);
+    if (!text.ok()) return text.status();
+    if (has_header_line(*text)) {
+      Result<TableDataset> table = table_dataset(*text, from);
+      if (!table.ok()) return table.status();
+      index = std::move(table->index);
+      if (!conversion.members) members_of = std::move(table->members);
+    } else {
+      index = DatasetIndex::from_manifest(from);
+    }
+  }
   if (!index.ok()) return index.status();
   const std::string base = folder ? from : fs::path(from).parent_path().string();
 
@@ -143,9 +288,14 @@ Result<ShardConversionReport> convert_to_shards(
       Result<std::string> image = read_regular_file(std::string(index->path(i)), "image", kImageLimit);
       if (!image.ok()) return image.status();
       const SampleName& name = names[i];
-      const std::string label = std::to_string(index->label(i));
-      if (Status s = writer->add(name.key + "." + name.extension, bytes_of(image.value())); !s.ok()) return s;
-      if (Status s = writer->add(name.key + ".cls", bytes_of(label)); !s.ok()) return s;
+      const PackedSample sample{i, index->path(i), name.extension, index->label(i)};
+      Result<std::vector<ShardMember>> members = members_of(sample, std::move(image).value());
+      if (!members.ok()) return members.status();
+      if (Status s = check_members(sample, *members); !s.ok()) return s;
+      for (const ShardMember& member : *members) {
+        if (Status s = writer->add(name.key + "." + member.extension, bytes_of(member.bytes)); !s.ok())
+          return s;
+      }
       if (progress && (i + 1) % 64 == 0) progress(i + 1, samples);
     }
     if (Status s = writer->finish(); !s.ok()) return s;

@@ -6,10 +6,29 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "forkfeed/status.h"
 
 namespace forkfeed {
+
+// One member of a sample in a shard: "<key>.<extension>" holding `bytes`.
+struct ShardMember {
+  std::string extension;  // lower-case, without the leading '.'; may hold dots ("seg.png")
+  std::string bytes;
+};
+
+// A sample as convert_to_shards() packs it: what the dataset's index says of it.
+struct PackedSample {
+  std::uint64_t index = 0;     // in the index's order
+  std::string_view path;       // the image file
+  std::string_view extension;  // the image member's: the file's, lower-cased
+  std::int64_t label = 0;
+};
+
+// The members of `sample`, in the order they are written, given its image file's bytes.
+using SampleMembers =
+    std::function<Result<std::vector<ShardMember>>(const PackedSample& sample, std::string image)>;
 
 struct ShardConversion {
   std::string from;                 // an ImageFolder root (a directory) or a manifest file
@@ -18,6 +37,10 @@ struct ShardConversion {
   // Rewrite shards that exist. Without it an existing shard is kept: TarWriter puts a
   // shard in place only when it is complete, so one that exists is a finished one.
   bool force = false;
+  // Unset: the image ("<extension>") then its label in decimal ("cls"). Set, the members
+  // it returns (forkfeed-mkdata --fields adds captions, arrays, masks); its error stops
+  // the conversion. Each extension must be non-empty, without '/', once per sample.
+  SampleMembers members;
 };
 
 struct ShardConversionReport {
@@ -45,7 +68,12 @@ Result<SampleName> sample_name(std::string_view relative);
 
 // Indexes `conversion.from` as a Loader would (same order, same labels) and writes its
 // samples in index order, shard_size to a shard: per sample "<key>.<ext>" holding the
-// image file's bytes and "<key>.cls" holding its label in decimal. Names are all checked
+// image file's bytes and "<key>.cls" holding its label in decimal (or what
+// `conversion.members` gives). A manifest with a header line (has_header_line(),
+// dataset/manifest_table.h) is a table: its first column the images, each other column a
+// member "<key>.<column>" in column order: cls the label; a column named like an image or
+// an array ("seg.png", "npy") the bytes of the file its cell names; any other the cell
+// itself; none for an empty cell. Names are all checked
 // before anything is written: two consecutive samples with one key (which a reader
 // would merge into one sample) are BadData naming both files. InvalidArgument only for
 // bad arguments, before anything is written: a bad `out`, a shard_size of 0, a `from`

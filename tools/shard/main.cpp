@@ -34,12 +34,22 @@ constexpr const char* kDescription =
     "created. Read the shards back with the --shards spec printed at the end, labels from\n"
     "the .cls members (--shard-label cls) or from the key's folder (--shard-label\n"
     "class_folder, the ImageFolder's labels when images sit directly in their class\n"
-    "folders); in Python, webdataset.WebDataset(spec) gives the same samples.\n";
+    "folders); in Python, webdataset.WebDataset(spec) gives the same samples.\n\n"
+    "A manifest is 'path<TAB>label' lines, or a table of several fields a sample: a header\n"
+    "line of tab-separated column names, then a line per sample, a cell per column. The first\n"
+    "column is the image path; each other column becomes the member <key>.<column>, in\n"
+    "column order: cls the label; a column named like an image or an array (seg.png,\n"
+    "depth.png, npy, emb.npy) the bytes of the file its cell names (relative to the\n"
+    "manifest's folder); any other (txt, json, ...) the cell's text itself. An empty cell\n"
+    "leaves that member out of its sample. Column names are lower-cased.\n";
 
 constexpr const char* kExample =
     "Example:\n"
     "  forkfeed-shard --from /data/imagenet/train --out /data/shards/train-%06d.tar --shard-size 1000\n"
-    "  forkfeed-bench --shards '/data/shards/train-{000000..001281}.tar' --workers 8\n\n"
+    "  forkfeed-bench --shards '/data/shards/train-{000000..001281}.tar' --workers 8\n"
+    "A table (tabs between cells), packed into a/x.jpg a/x.cls a/x.txt a/x.seg.png a/x.json:\n"
+    "  image    cls  txt                seg.png     json\n"
+    "  a/x.jpg  3    a dog on a beach   a/x_m.png   {\"score\": 0.5}\n\n"
     "Exit status: 0 done, 1 bad data or a file that could not be read or written,\n"
     "2 bad arguments (nothing was written).";
 
