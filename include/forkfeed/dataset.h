@@ -44,6 +44,48 @@ struct SampleSlice {
   bool operator==(const SampleSlice&) const = default;
 };
 
+// A member of a sample other than its own slice (SampleSlice): one of its fields'
+// members, `size` bytes at `offset` from the sample's slice offset (negative when the
+// member comes first in the shard). 8 bytes a field a sample.
+struct FieldSlice {
+  // The size of a member the sample lacks (missing=skip or empty); no member is this
+  // large (a member field is bounded by max_file_bytes, and by 4 GiB - 2).
+  static constexpr std::uint32_t kMissing = 0xffffffff;
+  std::int32_t offset = 0;
+  std::uint32_t size = kMissing;
+  bool missing() const { return size == kMissing; }
+  bool operator==(const FieldSlice&) const = default;
+};
+static_assert(sizeof(FieldSlice) == 8);
+
+// A label field's value in a sample that lacks it (labels are non-negative); a number
+// field's is NaN (std::isnan).
+inline constexpr std::int64_t kMissingLabel = -1;
+
+// Where a DatasetIndex keeps field f of its schema; dataset/sample_schema.h's
+// field_columns() decides, for the shard scan, the index cache and the index alike.
+struct FieldColumn {
+  // kMember: a member the worker reads (image, text, bytes, array; a view shares the
+  // column of the image it views). kLabel: an int64 read while indexing. kNumber: a
+  // float64 read while indexing.
+  enum class Store : std::uint8_t { kMember, kLabel, kNumber };
+  Store store = Store::kMember;
+  // kMember: 0 is the sample's own slice, k > 0 its FieldSlice k - 1. kLabel: 0 is the
+  // index's label(i), k > 0 the label column k - 1 beyond it. kNumber: its column.
+  std::uint32_t column = 0;
+  bool operator==(const FieldColumn&) const = default;
+};
+
+struct FieldColumns {
+  std::vector<FieldColumn> of;  // by field, in the schema's order
+  std::uint32_t members = 0;    // member columns: the slice, and members - 1 FieldSlices
+  std::uint32_t labels = 0;     // label columns: label(i), and labels - 1 more
+  std::uint32_t numbers = 0;    // number columns
+  std::uint32_t extra_members() const { return members > 0 ? members - 1 : 0; }
+  std::uint32_t extra_labels() const { return labels > 0 ? labels - 1 : 0; }
+  bool operator==(const FieldColumns&) const = default;
+};
+
 // The packed table of samples that a DatasetIndex holds and that the workers read from
 // its copy in shared memory: file f's path is paths[offsets[f], offsets[f+1]); when
 // sharded, sample i is slices[i] of the shard stamped stamps[slices[i].file], else file i.
