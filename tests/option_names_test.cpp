@@ -77,6 +77,7 @@ TEST(OptionNamesTest, EveryDefaultIsNamed) {
   EXPECT_FALSE(to_string(o.on_error).empty());
   EXPECT_FALSE(to_string(o.start_method).empty());
   EXPECT_FALSE(to_string(o.fork_hazard).empty());
+  EXPECT_FALSE(to_string(o.missing).empty());
 }
 
 TEST(OptionNamesTest, ListsTheNamesInTableOrder) {
