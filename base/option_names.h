@@ -1,5 +1,5 @@
 // The names of LoaderOptions' enums, one table per enum. parse_* and to_string
-// (forkfeed/options.h) read these tables, and so does every flag, help text and error
+// (forkfeed/options.h, forkfeed/fields.h) read these tables, and so does every flag, help text and error
 // message that lists the choices: a value is named in one place.
 #pragma once
 
@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "forkfeed/fields.h"
 #include "forkfeed/options.h"
 
 namespace forkfeed {
@@ -45,6 +46,18 @@ inline constexpr std::array<EnumName<ShardLabel>, 3> kEnumNames<ShardLabel>{
 template <>
 inline constexpr std::array<EnumName<Layout>, 3> kEnumNames<Layout>{
     {{Layout::kAuto, "auto"}, {Layout::kNhwc, "nhwc"}, {Layout::kNchw, "nchw"}}};
+
+template <>
+inline constexpr std::array<EnumName<MissingField>, 3> kEnumNames<MissingField>{
+    {{MissingField::kError, "error"}, {MissingField::kSkip, "skip"}, {MissingField::kEmpty, "empty"}}};
+
+template <>
+inline constexpr std::array<EnumName<FieldKind>, 6> kEnumNames<FieldKind>{{{FieldKind::kImage, "image"},
+                                                                           {FieldKind::kLabel, "label"},
+                                                                           {FieldKind::kText, "text"},
+                                                                           {FieldKind::kBytes, "bytes"},
+                                                                           {FieldKind::kArray, "array"},
+                                                                           {FieldKind::kNumber, "number"}}};
 
 // The value of E named `name`, or nullopt.
 template <typename E>

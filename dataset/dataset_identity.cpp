@@ -2,6 +2,7 @@
 // and whole, and the digest of absolute paths that version-1 states hold.
 #include "dataset/dataset_identity.h"
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -88,6 +89,15 @@ DatasetIdentity dataset_identity(const DatasetIndex& index) {
   // A shard's name is hashed once; each of its members adds its offset to that.
   std::vector<Fnv1a64> shard_names;
   Fnv1a64 names, labels, sizes, range;
+  // With fields, what each sample is depends on them: their text goes into the labels,
+  // each sample's other members' sizes into the sizes, its other labels and numbers into
+  // the labels. Without, the digests are what they always were.
+  const FieldColumns& columns = index.field_columns();
+  const bool fields = !index.fields().empty();
+  if (fields) {
+    labels.add(std::string_view("fields"));
+    labels.add_name(fields_text(index.fields()));
+  }
   if (index.sharded()) {
     shard_names.resize(index.file_count());
     sizes.add(std::string_view("shards"));
@@ -112,6 +122,23 @@ DatasetIdentity dataset_identity(const DatasetIndex& index) {
     range.add(name.value());
     range.add(label);
     range.add(bytes);
+    if (fields) {
+      for (std::uint32_t k = 0; k < columns.extra_members(); ++k) {
+        const std::uint64_t member = index.field_slices()[i * columns.extra_members() + k].size;
+        sizes.add(member);
+        range.add(member);
+      }
+      for (std::uint32_t k = 0; k < columns.extra_labels(); ++k) {
+        const auto value = static_cast<std::uint64_t>(index.field_labels()[i * columns.extra_labels() + k]);
+        labels.add(value);
+        range.add(value);
+      }
+      for (std::uint32_t k = 0; k < columns.numbers; ++k) {
+        const auto value = std::bit_cast<std::uint64_t>(index.field_numbers()[i * columns.numbers + k]);
+        labels.add(value);
+        range.add(value);
+      }
+    }
     if ((i + 1) % id.range_samples == 0 || i + 1 == id.samples) {
       id.ranges += hex(range.value() ^ (range.value() >> 32), kRangeDigits);
       range = Fnv1a64();

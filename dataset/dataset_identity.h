@@ -31,7 +31,9 @@ struct DatasetIdentity {
   std::uint64_t samples = 0;
   // FNV-1a 64 digests, in index order, of every sample's name (DatasetIndex::name(); for a
   // shard's member, its shard's name and its offset in it), label and size (a file's, or
-  // a member's; the shards' sizes too).
+  // a member's; the shards' sizes too). With fields, `labels` covers their text (so
+  // another schema is another dataset) and each sample's other labels and numbers, and
+  // `sizes` each sample's other members' sizes (a caption rewritten at another length).
   std::string names;
   std::string labels;
   std::string sizes;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -58,6 +59,23 @@ class DatasetIndexBuilder {
   void reserve_slices(std::size_t samples) {
     index_.slices_.reserve(samples);
     index_.labels_.reserve(samples);
+    index_.field_slices_.reserve(samples * index_.columns_.extra_members());
+    index_.field_labels_.reserve(samples * index_.columns_.extra_labels());
+    index_.field_numbers_.reserve(samples * index_.columns_.numbers);
+  }
+  // A sharded dataset with fields: the fields its samples have, and where each is kept
+  // (dataset/sample_schema.h: field_columns(fields)). Before reserve_slices and add_slice.
+  void set_fields(std::vector<FieldSpec> fields, FieldColumns columns) {
+    index_.fields_ = std::move(fields);
+    index_.columns_ = std::move(columns);
+  }
+  // The columns of samples added with add_slice beyond their slice and label, sample
+  // after sample as FieldColumns lays them out; appended in runs of whole samples.
+  void add_field_columns(std::span<const FieldSlice> slices, std::span<const std::int64_t> labels,
+                         std::span<const double> numbers) {
+    index_.field_slices_.insert(index_.field_slices_.end(), slices.begin(), slices.end());
+    index_.field_labels_.insert(index_.field_labels_.end(), labels.begin(), labels.end());
+    index_.field_numbers_.insert(index_.field_numbers_.end(), numbers.begin(), numbers.end());
   }
   void reserve(std::size_t samples, std::size_t path_bytes) {
     index_.paths_.reserve(path_bytes);
@@ -76,6 +94,9 @@ class DatasetIndexBuilder {
     index_.labels_.shrink_to_fit();
     index_.sizes_.shrink_to_fit();
     index_.slices_.shrink_to_fit();
+    index_.field_slices_.shrink_to_fit();
+    index_.field_labels_.shrink_to_fit();
+    index_.field_numbers_.shrink_to_fit();
     if (index_.sharded() && index_.root_.empty()) index_.root_ = common_folder();
     return std::move(index_);
   }

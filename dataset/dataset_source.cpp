@@ -84,14 +84,39 @@ Status DatasetSource::check() const {
   return Status::Ok();
 }
 
+// The fields `options` name, for its shards; an error for fields of another source, or
+// fields beside a shard_label of its own.
+Result<SampleSchema> shard_fields(const LoaderOptions& options) {
+  if (options.fields.empty()) return SampleSchema{};
+  if (!options.manifest.empty()) {
+    return Status::InvalidArgument(
+        "fields are read from WebDataset shards; manifest columns come later: leave fields empty for a "
+        "manifest of 'path<TAB>label' lines");
+  }
+  if (!options.image_folder.empty()) {
+    return Status::InvalidArgument(
+        "fields are read from WebDataset shards; an ImageFolder's samples are an image and its label: leave "
+        "fields empty");
+  }
+  if (options.shard_label != ShardLabel::kCls) {
+    return Status::InvalidArgument("shard_label " + std::string(to_string(options.shard_label)) +
+                                   " is for shards without fields; with fields, the label is a field: "
+                                   "\"label=cls\" or \"label=json:label(KEY)\"");
+  }
+  return sample_schema(options.fields, options.missing);
+}
+
 Result<DatasetIndex> open_dataset(const LoaderOptions& options) {
   const DatasetSource source = DatasetSource::of(options);
   try {
+    Result<SampleSchema> fields = shard_fields(options);
+    if (!fields.ok()) return fields.status();
     if (!options.image_folder.empty())
       return DatasetIndex::from_image_folder(absolute_path(options.image_folder));
     if (!options.manifest.empty()) return DatasetIndex::from_manifest(absolute_path(options.manifest));
     return index_shards(ShardDataset{absolute_path(options.shards), label_rule(options), options.on_error,
-                                     options.max_file_bytes, IndexCache::default_dir()});
+                                     options.max_file_bytes, IndexCache::default_dir(),
+                                     std::move(fields).value()});
   } catch (const std::bad_alloc&) {
     return out_of_memory("building the index of " + printable(source.describe()));
   }

@@ -1,7 +1,7 @@
-// IndexCache: a stored scan loads back for the same shard, grouped the same way; a
-// changed shard (another file, size, mtime, ctime), another rule, or a damaged file is a
-// miss, never an error; a folder that cannot be written, or that others could write,
-// makes store say why; writers that died leave no temporary files behind for long.
+// IndexCache: a stored scan loads back for the same shard, grouped the same way (fields
+// and their columns too); a changed shard (another file, size, mtime, ctime), another
+// rule or other fields, or a damaged file is a miss, never an error; a folder that cannot be written, or that
+// others could write, makes store say why; writers that died leave no temporary files behind for long.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -9,9 +9,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -239,6 +241,71 @@ TEST_F(IndexCacheTest, AnotherRuleOrLimitIsAnotherEntry) {
   // The name is stable across runs: a fixed FNV-1a, not std::hash.
   EXPECT_EQ(IndexCache("/c").file_for(CachedShard{"/data/a.tar", {}, LabelRule{}, 256}),
             "/c/dff026d9939e4bc9.idx");
+}
+
+TEST_F(IndexCacheTest, FieldsRoundTripAndOtherFieldsAreAnotherEntry) {
+  CachedShard fields = shard_;
+  fields.fields = sample_schema("image=jpg, caption=txt, l=cls, c2=json:label(c), s=json:number(s), e=npy",
+                                MissingField::kEmpty)
+                      .value_or_throw();
+  ASSERT_EQ(fields.fields.columns.extra_members(), 2u);
+  ShardScan scan = scan_;
+  scan.field_slices = {{-1024, 5}, {}, {512, 0}, {7, 8}, {-9, 10}, {11, 12}};
+  scan.field_labels = {1, kMissingLabel, 3};
+  scan.field_numbers = {0.5, std::numeric_limits<double>::quiet_NaN(), -2e300};
+  scan.fields_seen = 0b110111;
+  scan.extensions = {"cls", "jpg", "txt"};
+  ASSERT_TRUE(cache_.store(fields, scan).ok());
+  std::optional<ShardScan> hit = cache_.load(fields, 3);
+  ASSERT_TRUE(hit.has_value());
+  expect_same(*hit, scan, 3);
+  EXPECT_EQ(hit->field_slices, scan.field_slices);
+  EXPECT_EQ(hit->field_labels, scan.field_labels);
+  ASSERT_EQ(hit->field_numbers.size(), 3u);
+  EXPECT_EQ(hit->field_numbers[0], 0.5);
+  EXPECT_TRUE(std::isnan(hit->field_numbers[1]));
+  EXPECT_EQ(hit->field_numbers[2], -2e300);
+  EXPECT_EQ(hit->fields_seen, scan.fields_seen);
+  EXPECT_EQ(hit->extensions, scan.extensions);
+
+  // Without fields, other fields, or another missing mode: other entries, all misses.
+  CachedShard other = fields;
+  other.fields = sample_schema("image=jpg, caption=txt", MissingField::kEmpty).value_or_throw();
+  CachedShard skip = fields;
+  skip.fields.missing = MissingField::kSkip;
+  for (const CachedShard* s : {&shard_, &other, &skip}) {
+    EXPECT_NE(cache_.file_for(*s), cache_.file_for(fields));
+    EXPECT_FALSE(cache_.load(*s, 0).has_value());
+  }
+  // A file for other fields under this one's name (a collision) misses too.
+  std::filesystem::copy_file(cache_.file_for(fields), cache_.file_for(skip));
+  EXPECT_FALSE(cache_.load(skip, 0).has_value());
+  CachedShard same_columns = fields;
+  same_columns.fields =
+      sample_schema("image=jpg, caption=txt, l=cls, c2=json:label(c), s=json:number(s), x=npy",
+                    MissingField::kEmpty)
+          .value_or_throw();
+  std::filesystem::copy_file(cache_.file_for(fields), cache_.file_for(same_columns));
+  EXPECT_FALSE(cache_.load(same_columns, 0).has_value()) << "the text differs, not the columns";
+
+  // A scan without its fields' columns is not stored.
+  ShardScan short_scan = scan;
+  short_scan.field_labels.pop_back();
+  EXPECT_EQ(cache_.store(fields, short_scan).code(), Status::Code::kInternal);
+
+  // A bit flipped in the field records, or the file cut there, is a miss.
+  const std::string file = cache_.file_for(fields);
+  const std::string good = read_file(file);
+  for (std::size_t at : {good.size() - 8 * 3 - 1, good.size() - 8 * 6 - 3, good.size() - 8 * 10}) {
+    std::string bad = good;
+    bad[at] = static_cast<char>(bad[at] ^ 0x10);
+    write_file(file, bad);
+    EXPECT_FALSE(cache_.load(fields, 0).has_value()) << "byte " << at << " flipped";
+  }
+  write_file(file, good.substr(0, good.size() - 8));
+  EXPECT_FALSE(cache_.load(fields, 0).has_value());
+  write_file(file, good);
+  EXPECT_TRUE(cache_.load(fields, 0).has_value());
 }
 
 TEST_F(IndexCacheTest, ADamagedFileIsAMiss) {

@@ -32,6 +32,8 @@ TEST(OptionNamesTest, EveryNameParsesBackToItsValue) {
   expect_round_trip<ForkHazardPolicy>(&parse_fork_hazard);
   expect_round_trip<ShardLabel>(&parse_shard_label);
   expect_round_trip<Layout>(&parse_layout);
+  expect_round_trip<MissingField>(&parse_missing_field);
+  expect_round_trip<FieldKind>(&parse_field_kind);
 }
 
 // Every value of every enum, against its name spelled out here: a table that loses,
@@ -56,6 +58,14 @@ TEST(OptionNamesTest, EveryValueOfEveryEnumHasItsName) {
   expect_names<ShardLabel>(
       {{ShardLabel::kCls, "cls"}, {ShardLabel::kJson, "json"}, {ShardLabel::kClassFolder, "class_folder"}});
   expect_names<Layout>({{Layout::kAuto, "auto"}, {Layout::kNhwc, "nhwc"}, {Layout::kNchw, "nchw"}});
+  expect_names<MissingField>(
+      {{MissingField::kError, "error"}, {MissingField::kSkip, "skip"}, {MissingField::kEmpty, "empty"}});
+  expect_names<FieldKind>({{FieldKind::kImage, "image"},
+                           {FieldKind::kLabel, "label"},
+                           {FieldKind::kText, "text"},
+                           {FieldKind::kBytes, "bytes"},
+                           {FieldKind::kArray, "array"},
+                           {FieldKind::kNumber, "number"}});
   // One past the last enumerator has no name.
   EXPECT_EQ(to_string(static_cast<Layout>(3)), "");
 }
@@ -67,6 +77,7 @@ TEST(OptionNamesTest, EveryDefaultIsNamed) {
   EXPECT_FALSE(to_string(o.on_error).empty());
   EXPECT_FALSE(to_string(o.start_method).empty());
   EXPECT_FALSE(to_string(o.fork_hazard).empty());
+  EXPECT_FALSE(to_string(o.missing).empty());
 }
 
 TEST(OptionNamesTest, ListsTheNamesInTableOrder) {

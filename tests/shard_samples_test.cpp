@@ -1,8 +1,13 @@
 // group_samples: WebDataset's grouping of a shard's members into samples, the three label
-// rules, and every bad sample refused (on_error=fail) or skipped and counted (skip).
-// Members are built here directly; labels are served from a map, no tar file needed.
+// rules, and every bad sample refused (on_error=fail) or skipped and counted (skip); with
+// fields, each field's member in any order, labels and numbers read, the missing-field
+// modes and the bad values. Members are built here directly; labels are served from a
+// map, no tar file needed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -48,6 +53,19 @@ class FakeShard {
       return it->second;
     };
     return group_samples(7, kShard, members_, rule, read, on_error, max_file);
+  }
+  // Grouped by the fields of `text`.
+  Result<ShardScan> group_fields(const std::string& text, MissingField missing,
+                                 OnError on_error = OnError::kFail, std::uint64_t max_file = kMaxFile) {
+    Result<SampleSchema> schema = sample_schema(text, missing);
+    EXPECT_TRUE(schema.ok()) << schema.status().message();
+    ReadMember read = [this](const TarMember& m) -> Result<std::string> {
+      ++reads;
+      const auto it = bytes_.find(m.offset);
+      if (it == bytes_.end()) return Status::IoError("cannot read " + m.name);
+      return it->second;
+    };
+    return group_samples(7, kShard, members_, LabelRule{}, read, on_error, max_file, *schema);
   }
   int reads = 0;
 
@@ -279,6 +297,203 @@ TEST(ShardSamplesTest, EmptyShardHasNoSamples) {
   Result<ShardScan> scan = shard.group(kCls);
   ASSERT_TRUE(scan.ok()) << scan.status().message();
   EXPECT_TRUE(scan->samples.empty());
+}
+
+// ---- With fields ----
+
+constexpr char kAll[] =
+    "image=jpg;png, caption=txt, label=cls, meta=json, emb=npy, score=json:number(score), "
+    "other=json:label(c), view=jpg;png";
+
+// A sample of every kind, its members in the order given by `order` (of "jpg txt cls json npy").
+FakeShard& full_sample(FakeShard& shard, const std::string& key, const std::vector<std::string>& order,
+                       const std::string& label = "4") {
+  for (const std::string& ext : order) {
+    if (ext == "jpg") shard.add(key + ".jpg", 300);
+    if (ext == "txt") shard.add(key + ".txt", 0, "a caption of " + key);
+    if (ext == "cls") shard.add(key + ".cls", 0, label);
+    if (ext == "json") shard.add(key + ".json", 0, R"({"score": 0.25, "c": 9, "x": "y"})");
+    if (ext == "npy") shard.add(key + ".npy", 200);
+  }
+  return shard;
+}
+
+std::int32_t from(const FakeShard& shard, const std::string& member, const std::string& first) {
+  return static_cast<std::int32_t>(static_cast<std::int64_t>(shard.offset_of(member)) -
+                                   static_cast<std::int64_t>(shard.offset_of(first)));
+}
+
+TEST(ShardFieldsTest, EachFieldTakesItsMemberInAnyOrder) {
+  FakeShard shard;
+  full_sample(shard, "a", {"jpg", "txt", "cls", "json", "npy"});
+  full_sample(shard, "b", {"npy", "json", "txt", "cls", "jpg"}, "11");
+  shard.add("b.unclaimed", 50);  // a member no field takes is passed over
+  Result<ShardScan> scan = shard.group_fields(kAll, MissingField::kError);
+  ASSERT_TRUE(scan.ok()) << scan.status().message();
+  ASSERT_EQ(scan->samples.size(), 2u);
+  // The slice is the first member field's (image), the label the first label field's.
+  EXPECT_EQ(scan->samples[0], (ShardSample{shard.offset_of("a.jpg"), 7, 300, 4}));
+  EXPECT_EQ(scan->samples[1], (ShardSample{shard.offset_of("b.jpg"), 7, 300, 11}));
+  // Members: caption, meta, emb (the view shares the image's); offsets from the image's.
+  const std::string caption_a = "a caption of a";
+  const std::uint32_t json = 33;
+  EXPECT_EQ(scan->field_slices, (std::vector<FieldSlice>{{from(shard, "a.txt", "a.jpg"), 14},
+                                                         {from(shard, "a.json", "a.jpg"), json},
+                                                         {from(shard, "a.npy", "a.jpg"), 200},
+                                                         {from(shard, "b.txt", "b.jpg"), 14},
+                                                         {from(shard, "b.json", "b.jpg"), json},
+                                                         {from(shard, "b.npy", "b.jpg"), 200}}));
+  EXPECT_LT(scan->field_slices[3].offset, 0) << "b's caption comes before its image";
+  EXPECT_EQ(scan->field_labels, (std::vector<std::int64_t>{9, 9}));
+  EXPECT_EQ(scan->field_numbers, (std::vector<double>{0.25, 0.25}));
+  EXPECT_EQ(scan->skipped, 0u);
+  EXPECT_EQ(shard.reads, 4) << "each sample's .cls, and its .json once for both keys";
+  EXPECT_EQ(scan->fields_seen, 0xffu);
+  EXPECT_EQ(scan->extensions, (std::vector<std::string>{"cls", "jpg", "json", "npy", "txt", "unclaimed"}));
+}
+
+TEST(ShardFieldsTest, AFieldTakesItsFirstSourceTheSampleHas) {
+  FakeShard shard;
+  shard.add("a.png", 10).add("a.jpg", 20).add("b.PNG", 30).add("c.Jpg", 40).add("c.seg.png", 50);
+  Result<ShardScan> scan = shard.group_fields("image=jpg;png, mask=seg.png", MissingField::kEmpty);
+  ASSERT_TRUE(scan.ok()) << scan.status().message();
+  ASSERT_EQ(scan->samples.size(), 3u);
+  EXPECT_EQ(scan->samples[0].offset, shard.offset_of("a.jpg"));
+  EXPECT_EQ(scan->samples[1].offset, shard.offset_of("b.PNG"));
+  EXPECT_EQ(scan->samples[2].offset, shard.offset_of("c.Jpg"));
+  EXPECT_EQ(scan->samples[0].label, 0) << "no label field";
+  EXPECT_TRUE(scan->field_slices[0].missing());
+  EXPECT_EQ(scan->field_slices[2], (FieldSlice{from(shard, "c.seg.png", "c.Jpg"), 50}));
+  EXPECT_TRUE(scan->field_labels.empty());
+  EXPECT_TRUE(scan->field_numbers.empty());
+}
+
+// missing=error: bad data naming the shard, the key and the field; skip and empty keep
+// the sample, with the field's marker, in its place.
+TEST(ShardFieldsTest, ASampleLackingAFieldUnderEachMode) {
+  const std::string fields = "image=jpg, caption=txt, label=cls, score=json:number(score), l2=json:label(c)";
+  auto make = [](FakeShard& s) {
+    s.add("a.jpg").add("a.txt", 0, "x").add("a.cls", 0, "1").add("a.json", 0, R"({"score": 2, "c": 3})");
+    s.add("b.jpg").add("b.cls", 0, "2").add("b.json", 0, R"({"c": 4})");   // no caption, no score
+    s.add("c.txt", 0, "only text").add("c.json", 0, R"({"score": 1.5})");  // no image, label or l2
+  };
+  {
+    FakeShard s;
+    make(s);
+    Result<ShardScan> failed = s.group_fields(fields, MissingField::kError);
+    ASSERT_FALSE(failed.ok());
+    EXPECT_EQ(failed.status().code(), Status::Code::kBadData);
+    EXPECT_EQ(failed.status().message(),
+              "shard /data/train-000007.tar, sample b: field \"caption\" is missing: no .txt member "
+              "(missing=error; missing=skip or empty take such samples)");
+    Result<ShardScan> skipped = s.group_fields(fields, MissingField::kError, OnError::kSkip);
+    ASSERT_TRUE(skipped.ok());
+    EXPECT_EQ(skipped->samples.size(), 1u) << "b and c are bad data, left out";
+    EXPECT_EQ(skipped->skipped, 2u);
+    EXPECT_NE(skipped->skip_reasons[1].find("sample c: field \"image\" is missing: no .jpg member"),
+              std::string::npos)
+        << skipped->skip_reasons[1];
+  }
+  {
+    FakeShard s;
+    s.add("a.jpg").add("a.txt", 0, "x").add("a.cls", 0, "1").add("a.json", 0, R"({"score": 2})");
+    Result<ShardScan> failed = s.group_fields(fields, MissingField::kError);
+    ASSERT_FALSE(failed.ok());
+    EXPECT_NE(failed.status().message().find(
+                  "sample a: field \"l2\" is missing: member a.json has no key \"c\" (missing=error"),
+              std::string::npos)
+        << failed.status().message();
+  }
+  for (MissingField mode : {MissingField::kSkip, MissingField::kEmpty}) {
+    SCOPED_TRACE(std::string(to_string(mode)));
+    FakeShard s;
+    make(s);
+    Result<ShardScan> scan = s.group_fields(fields, mode);
+    ASSERT_TRUE(scan.ok()) << scan.status().message();
+    ASSERT_EQ(scan->samples.size(), 3u) << "every sample kept, in its place";
+    EXPECT_EQ(scan->skipped, 0u);
+    EXPECT_EQ(scan->samples[0], (ShardSample{s.offset_of("a.jpg"), 7, 100, 1}));
+    EXPECT_EQ(scan->samples[1], (ShardSample{s.offset_of("b.jpg"), 7, 100, 2}));
+    // No image: the slice is missing, at the sample's first member; no label: the marker.
+    EXPECT_EQ(scan->samples[2], (ShardSample{s.offset_of("c.txt"), 7, FieldSlice::kMissing, kMissingLabel}));
+    EXPECT_EQ(scan->field_slices, (std::vector<FieldSlice>{{from(s, "a.txt", "a.jpg"), 1}, {}, {0, 9}}));
+    EXPECT_EQ(scan->field_labels, (std::vector<std::int64_t>{3, 4, kMissingLabel}));
+    ASSERT_EQ(scan->field_numbers.size(), 3u);
+    EXPECT_EQ(scan->field_numbers[0], 2.0);
+    EXPECT_TRUE(std::isnan(scan->field_numbers[1]));
+    EXPECT_EQ(scan->field_numbers[2], 1.5);
+  }
+}
+
+TEST(ShardFieldsTest, BadValuesAndMembersAreBadDataNamingTheField) {
+  struct Case {
+    std::string fields;
+    std::function<void(FakeShard&)> make;
+    std::string problem;
+  };
+  const std::vector<Case> cases = {
+      {"image=jpg, label=cls", [](FakeShard& s) { s.add("x.jpg").add("x.cls", 0, "-1"); },
+       "field \"label\": member x.cls is not a non-negative integer: \"-1\""},
+      {"image=jpg, n=val:number", [](FakeShard& s) { s.add("x.jpg").add("x.val", 0, "inf"); },
+       "field \"n\": member x.val is not a finite number: \"inf\""},
+      {"image=jpg, n=val:number", [](FakeShard& s) { s.add("x.jpg").add("x.val", 0, "1.5e"); },
+       "field \"n\": member x.val is not a finite number"},
+      {"image=jpg, l=json:label(k)", [](FakeShard& s) { s.add("x.jpg").add("x.json", 0, "[1]"); },
+       "field \"l\": member x.json is not a JSON object"},
+      {"image=jpg, l=json:label(k)", [](FakeShard& s) { s.add("x.jpg").add("x.json", 0, R"({"k": 1.5})"); },
+       "field \"l\": member x.json's key \"k\" is not a non-negative integer: \"1.5\""},
+      {"image=jpg, n=json:number(k)", [](FakeShard& s) { s.add("x.jpg").add("x.json", 0, R"({"k": "1"})"); },
+       "field \"n\": member x.json's key \"k\" is not a finite number: \"\"1\"\""},
+      {"image=jpg, label=cls", [](FakeShard& s) { s.add("x.jpg").add("x.cls", kMaxLabelBytes + 1); },
+       "field \"label\": member x.cls is 65537 bytes > 65536"},
+      {"image=jpg, caption=txt", [](FakeShard& s) { s.add("x.jpg").add("x.txt", kMaxFile + 1); },
+       "field \"caption\": member x.txt is 1001 bytes > max_file_bytes 1000"},
+      {"image=jpg, caption=txt", [](FakeShard& s) { s.add("x.jpg").add("x.txt").add("x.TXT"); },
+       "two members with extension .TXT (x.txt, x.TXT)"},
+      {"image=jpg, caption=txt",  // an unclaimed 3 GiB member between them
+       [](FakeShard& s) { s.add("x.jpg").add("x.npy", std::uint64_t{3} << 30).add("x.txt"); },
+       "field \"caption\": member x.txt lies 3221227008 bytes from x.jpg; a sample's members must lie "
+       "within 2 GiB of its first field's"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.problem);
+    FakeShard s;
+    s.add("ok.jpg").add("ok.txt", 0, "t").add("ok.cls", 0, "1").add("ok.val", 0, "2");
+    s.add("ok.json", 0, R"({"k": 1})");
+    c.make(s);
+    Result<ShardScan> failed = s.group_fields(c.fields, MissingField::kError);
+    ASSERT_FALSE(failed.ok());
+    EXPECT_EQ(failed.status().code(), Status::Code::kBadData);
+    const std::string head = "shard " + std::string(kShard) + ", sample x: ";
+    EXPECT_EQ(failed.status().message().substr(0, head.size()), head) << failed.status().message();
+    EXPECT_NE(failed.status().message().find(c.problem), std::string::npos) << failed.status().message();
+    Result<ShardScan> skipped = s.group_fields(c.fields, MissingField::kEmpty, OnError::kSkip);
+    ASSERT_TRUE(skipped.ok()) << skipped.status().message();
+    EXPECT_EQ(skipped->samples.size(), 1u);
+    EXPECT_EQ(skipped->skipped, 1u);
+  }
+}
+
+TEST(ShardFieldsTest, AFailedReadFailsTheShard) {
+  FakeShard shard;
+  shard.add("x.jpg").add("x.json", 5);  // no bytes: the reader fails
+  for (MissingField mode : {MissingField::kError, MissingField::kEmpty}) {
+    Result<ShardScan> scan = shard.group_fields("image=jpg, l=json:label(k)", mode, OnError::kSkip);
+    ASSERT_FALSE(scan.ok());
+    EXPECT_EQ(scan.status().message(), "cannot read x.json");
+  }
+}
+
+TEST(ShardFieldsTest, TheShardsExtensionsAndTheFieldsSeen) {
+  FakeShard shard;
+  for (int i = 0; i < 40; ++i) shard.add("k" + std::to_string(i) + ".e" + std::to_string(i));
+  shard.add("z.JPG").add("z.txt");
+  Result<ShardScan> scan = shard.group_fields("image=jpg, caption=txt, emb=npy", MissingField::kEmpty);
+  ASSERT_TRUE(scan.ok()) << scan.status().message();
+  EXPECT_EQ(scan->fields_seen, 0b011u) << "no .npy member";
+  EXPECT_EQ(scan->extensions.size(), kMaxExtensionsKept);
+  EXPECT_TRUE(std::is_sorted(scan->extensions.begin(), scan->extensions.end()));
+  EXPECT_EQ(scan->samples.size(), 41u) << "each keyed run is a sample, lacking what it lacks";
 }
 
 }  // namespace

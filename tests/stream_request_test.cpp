@@ -22,6 +22,8 @@ StreamRequest unusual_request() {
   o.shards = "/data/train-{000..009}.tar";
   o.shard_label = ShardLabel::kJson;
   o.shard_label_field = "class";
+  o.fields = "image=jpg;png, caption=txt, label=json:label(class)";
+  o.missing = MissingField::kEmpty;
   o.batch_size = 7;
   o.workers = 5;
   o.prefetch = 3;
@@ -79,13 +81,16 @@ TEST(StreamRequestTest, EveryFieldRoundTrips) {
   EXPECT_EQ(b.shards, a.shards);
   EXPECT_EQ(b.shard_label, a.shard_label);
   EXPECT_EQ(b.shard_label_field, a.shard_label_field);
+  EXPECT_EQ(b.fields, a.fields);
+  EXPECT_EQ(b.missing, a.missing);
   EXPECT_EQ(got->state, sent.state);
   EXPECT_EQ(got->demand, sent.demand);
 }
 
 TEST(StreamRequestTest, EveryKeyWrittenIsKnownAndAbsentKeysKeepTheDefaults) {
   const json body = to_json(StreamRequest{});
-  EXPECT_EQ(body.size(), 28u) << body.dump();  // 23; shards, shard_label, shard_label_field; layout; demand
+  // 23; shards, shard_label, shard_label_field; layout; demand; fields, missing
+  EXPECT_EQ(body.size(), 30u) << body.dump();
   for (const auto& [key, value] : body.items()) {
     EXPECT_TRUE(parse_stream_request(json{{key, value}}).ok()) << key;
   }

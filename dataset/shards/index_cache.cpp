@@ -1,9 +1,11 @@
 // IndexCache: one file per shard holding its grouped samples. Layout, in host byte order
 // (a file from another byte order fails the magic and is rebuilt):
-//   FileHeader (112 bytes)
-//   strings: shard path, json field, class names, skip reasons; each a u32 length and
-//            its bytes; zero-padded to a multiple of 8
-//   records: sample_count ShardSamples of 24 bytes, their `shard` field 0
+//   FileHeader (136 bytes)
+//   strings: shard path, json field, fields text, class names, skip reasons, member
+//            extensions; each a u32 length and its bytes; zero-padded to a multiple of 8
+//   records: sample_count ShardSamples of 24 bytes, their `shard` field 0; then, with
+//            fields, sample_count x extra_members FieldSlices, x extra_labels int64
+//            labels and x numbers float64 numbers (8 bytes each)
 // The checksum covers strings and records, so a torn or bit-flipped file is a miss.
 #include "dataset/shards/index_cache.h"
 
@@ -11,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
@@ -32,7 +35,8 @@ namespace forkfeed {
 namespace {
 
 constexpr char kMagic[8] = {'F', 'F', 'S', 'H', 'A', 'R', 'D', '1'};
-constexpr std::uint32_t kVersion = 2;  // 2: the whole FileStamp, and skipped_bytes
+// 2: the whole FileStamp, and skipped_bytes. 3: fields.
+constexpr std::uint32_t kVersion = 3;
 // ~44M samples in one shard; a larger file is not read (and the shard is scanned).
 constexpr std::uint64_t kMaxCacheBytes = std::uint64_t{1} << 30;
 
@@ -49,9 +53,18 @@ struct FileHeader {
   std::uint32_t reason_count;
   std::uint64_t strings_bytes;  // with the padding
   std::uint64_t checksum;
+  // With fields (else 0): `missing`, ShardScan::fields_seen, how many extensions the
+  // strings hold, and the columns each sample has beyond its ShardSample.
+  std::uint32_t missing;
+  std::uint32_t fields_seen;
+  std::uint32_t extension_count;
+  std::uint32_t extra_members;
+  std::uint32_t extra_labels;
+  std::uint32_t numbers;
 };
-static_assert(sizeof(FileHeader) == 112 && sizeof(FileStamp) == 40);
+static_assert(sizeof(FileHeader) == 136 && sizeof(FileStamp) == 40);
 static_assert(sizeof(ShardSample) == 24 && alignof(ShardSample) == 8);
+static_assert(sizeof(FieldSlice) == 8 && sizeof(double) == 8);
 
 constexpr std::uint64_t kFnvOffset = 14695981039346656037ull;
 constexpr std::uint64_t kFnvPrime = 1099511628211ull;
@@ -212,10 +225,48 @@ std::string IndexCache::file_for(const CachedShard& shard) const {
   h = fnv1a(h, shard.rule.json_field);
   h = fnv1a(h, std::string_view("\0", 1));
   h = fnv1a(h, std::to_string(shard.max_file_bytes));
+  if (!shard.fields.empty()) {  // without fields, the name it always had
+    h = fnv1a(h, std::string_view("\0fields\0", 8));
+    h = fnv1a(h, shard.fields.text);
+    h = fnv1a(h, to_string(shard.fields.missing));
+  }
   char hex[17];
   std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(h));
   return dir_ + "/" + hex + ".idx";
 }
+
+namespace {
+
+// The counts a file for `shard` has in its header: 0 without fields.
+struct FieldCounts {
+  std::uint32_t missing = 0, extra_members = 0, extra_labels = 0, numbers = 0;
+  explicit FieldCounts(const SampleSchema& fields) {
+    if (fields.empty()) return;
+    missing = static_cast<std::uint32_t>(fields.missing);
+    extra_members = fields.columns.extra_members();
+    extra_labels = fields.columns.extra_labels();
+    numbers = fields.columns.numbers;
+  }
+  // Bytes of one sample's records.
+  std::uint64_t record_bytes() const {
+    return sizeof(ShardSample) + std::uint64_t{8} * (extra_members + extra_labels + numbers);
+  }
+};
+
+// Copies `n` values of T from `bytes` at `at` into `out`, moving `at` on.
+template <typename T>
+void copy_out(std::string_view bytes, std::size_t& at, std::size_t n, std::vector<T>& out) {
+  out.resize(n);
+  if (n > 0) std::memcpy(out.data(), bytes.data() + at, n * sizeof(T));  // data() of an empty one may be null
+  at += n * sizeof(T);
+}
+
+template <typename T>
+void append(std::string& out, const std::vector<T>& values) {
+  out.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+}
+
+}  // namespace
 
 std::optional<ShardScan> IndexCache::load(const CachedShard& shard, std::uint32_t position) const {
   if (!trusted_) return std::nullopt;
@@ -225,47 +276,54 @@ std::optional<ShardScan> IndexCache::load(const CachedShard& shard, std::uint32_
   const std::string_view bytes = *file;
   FileHeader h{};
   std::memcpy(&h, bytes.data(), sizeof(h));
+  const FieldCounts counts(shard.fields);
   if (std::memcmp(h.magic, kMagic, sizeof(kMagic)) != 0 || h.version != kVersion ||
       h.label_source != static_cast<std::uint32_t>(shard.rule.source) || h.shard != shard.stamp ||
-      h.max_file_bytes != shard.max_file_bytes) {
+      h.max_file_bytes != shard.max_file_bytes || h.missing != counts.missing ||
+      h.extra_members != counts.extra_members || h.extra_labels != counts.extra_labels ||
+      h.numbers != counts.numbers) {
     return std::nullopt;
   }
   const std::uint64_t payload = bytes.size() - sizeof(FileHeader);
   if (h.strings_bytes % 8 != 0 || h.strings_bytes > payload ||
-      h.sample_count > payload / sizeof(ShardSample) ||
-      h.strings_bytes + h.sample_count * sizeof(ShardSample) != payload ||
+      h.sample_count > payload / counts.record_bytes() ||
+      h.strings_bytes + h.sample_count * counts.record_bytes() != payload ||
       checksum(bytes.substr(sizeof(FileHeader))) != h.checksum) {
     return std::nullopt;
   }
-  const bool class_folder = shard.rule.source == LabelSource::kClassFolder;
+  const bool class_folder = shard.fields.empty() && shard.rule.source == LabelSource::kClassFolder;
   if (!class_folder && h.class_count != 0) return std::nullopt;
 
   StringReader strings(bytes.substr(sizeof(FileHeader), h.strings_bytes));
-  std::string path, json_field;
+  std::string path, json_field, fields;
   if (!strings.next(path) || path != shard.path || !strings.next(json_field) ||
-      json_field != shard.rule.json_field) {
-    return std::nullopt;  // another shard or field whose file name hashed the same
+      json_field != shard.rule.json_field || !strings.next(fields) || fields != shard.fields.text) {
+    return std::nullopt;  // another shard, field or schema whose file name hashed the same
   }
   ShardScan scan;
   scan.skipped = h.skipped;
   scan.skipped_bytes = h.skipped_bytes;
+  scan.fields_seen = h.fields_seen;
   // Each string takes at least 4 bytes, which bounds the counts before anything is reserved.
-  if (h.class_count > h.strings_bytes / 4 || h.reason_count > h.strings_bytes / 4) return std::nullopt;
+  if (h.class_count > h.strings_bytes / 4 || h.reason_count > h.strings_bytes / 4 ||
+      h.extension_count > kMaxExtensionsKept) {
+    return std::nullopt;
+  }
   scan.class_names.resize(h.class_count);
   scan.skip_reasons.resize(h.reason_count);
-  for (std::string& s : scan.class_names) {
-    if (!strings.next(s)) return std::nullopt;
-  }
-  for (std::string& s : scan.skip_reasons) {
-    if (!strings.next(s)) return std::nullopt;
+  scan.extensions.resize(h.extension_count);
+  for (auto* list : {&scan.class_names, &scan.skip_reasons, &scan.extensions}) {
+    for (std::string& s : *list) {
+      if (!strings.next(s)) return std::nullopt;
+    }
   }
   if (!strings.only_padding_left()) return std::nullopt;
 
-  scan.samples.resize(h.sample_count);
-  if (h.sample_count > 0) {  // an empty vector's data() may be null, which memcpy must not get
-    std::memcpy(scan.samples.data(), bytes.data() + sizeof(FileHeader) + h.strings_bytes,
-                h.sample_count * sizeof(ShardSample));
-  }
+  std::size_t at = sizeof(FileHeader) + h.strings_bytes;
+  copy_out(bytes, at, h.sample_count, scan.samples);
+  copy_out(bytes, at, h.sample_count * counts.extra_members, scan.field_slices);
+  copy_out(bytes, at, h.sample_count * counts.extra_labels, scan.field_labels);
+  copy_out(bytes, at, h.sample_count * counts.numbers, scan.field_numbers);
   for (ShardSample& s : scan.samples) {
     // assign_class_labels indexes class_names by these labels.
     if (class_folder && (s.label < 0 || static_cast<std::uint64_t>(s.label) >= h.class_count))
@@ -280,11 +338,21 @@ Status IndexCache::store(const CachedShard& shard, const ShardScan& scan) const 
     return Status::NotFound(
         "no folder for the shard index cache: set FORKFEED_CACHE_DIR, XDG_CACHE_HOME or HOME");
   }
+  const FieldCounts counts(shard.fields);
+  const std::size_t samples = scan.samples.size();
+  if (scan.field_slices.size() != samples * counts.extra_members ||
+      scan.field_labels.size() != samples * counts.extra_labels ||
+      scan.field_numbers.size() != samples * counts.numbers) {
+    return Status::Internal("a shard's scan does not have the columns of its fields");
+  }
   std::string out(sizeof(FileHeader), '\0');
   put_string(out, shard.path);
   put_string(out, shard.rule.json_field);
+  put_string(out, shard.fields.text);
   for (const std::string& s : scan.class_names) put_string(out, s);
   for (const std::string& s : scan.skip_reasons) put_string(out, s);
+  const std::size_t extensions = std::min(scan.extensions.size(), kMaxExtensionsKept);
+  for (std::size_t e = 0; e < extensions; ++e) put_string(out, scan.extensions[e]);
   out.resize((out.size() + 7) / 8 * 8, '\0');
   FileHeader h{};
   std::memcpy(h.magic, kMagic, sizeof(kMagic));
@@ -292,20 +360,29 @@ Status IndexCache::store(const CachedShard& shard, const ShardScan& scan) const 
   h.label_source = static_cast<std::uint32_t>(shard.rule.source);
   h.shard = shard.stamp;
   h.max_file_bytes = shard.max_file_bytes;
-  h.sample_count = scan.samples.size();
+  h.sample_count = samples;
   h.skipped = scan.skipped;
   h.skipped_bytes = scan.skipped_bytes;
   h.class_count = static_cast<std::uint32_t>(scan.class_names.size());
   h.reason_count = static_cast<std::uint32_t>(scan.skip_reasons.size());
   h.strings_bytes = out.size() - sizeof(FileHeader);
+  h.missing = counts.missing;
+  h.fields_seen = scan.fields_seen;
+  h.extension_count = static_cast<std::uint32_t>(extensions);
+  h.extra_members = counts.extra_members;
+  h.extra_labels = counts.extra_labels;
+  h.numbers = counts.numbers;
   const std::size_t records = out.size();
-  out.resize(records + scan.samples.size() * sizeof(ShardSample));
+  out.resize(records + samples * sizeof(ShardSample));
   char* record = out.data() + records;
   for (ShardSample s : scan.samples) {
     s.shard = 0;  // the position is the caller's, given again on load
     std::memcpy(record, &s, sizeof(s));
     record += sizeof(s);
   }
+  append(out, scan.field_slices);
+  append(out, scan.field_labels);
+  append(out, scan.field_numbers);
   h.checksum = checksum(std::string_view(out).substr(sizeof(FileHeader)));
   std::memcpy(out.data(), &h, sizeof(h));
   if (out.size() > kMaxCacheBytes) return Status::ResourceExhausted("shard index too large to cache");

@@ -29,6 +29,10 @@ struct CachedShard {
   FileStamp stamp;
   LabelRule rule;
   std::uint64_t max_file_bytes = 0;  // it decides which images are bad data
+  // The fields the shard was grouped by (their text and `missing`, which decides whether
+  // a sample lacking one is bad data); empty: none. A scan made for other fields, or
+  // without, is another entry.
+  SampleSchema fields = {};
 };
 
 class IndexCache {
@@ -41,8 +45,9 @@ class IndexCache {
   explicit IndexCache(std::string dir);
   const std::string& dir() const { return dir_; }
 
-  // <dir>/<16 hex digits>.idx: a stable FNV-1a 64 of the shard's path, label rule and
-  // max_file_bytes (not its stamp: a changed shard overwrites its stale file).
+  // <dir>/<16 hex digits>.idx: a stable FNV-1a 64 of the shard's path, label rule,
+  // max_file_bytes and, with fields, their text and `missing` (not its stamp: a changed
+  // shard overwrites its stale file).
   std::string file_for(const CachedShard& shard) const;
 
   // The scan cached for `shard`, its samples' `shard` field set to `position`; nullopt

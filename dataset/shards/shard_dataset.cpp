@@ -76,8 +76,12 @@ Result<ShardScan> scan_shard(std::uint32_t position, const std::string& path, in
     }
     return bytes;
   };
-  auto scan =
-      group_samples(position, path, members, dataset.rule, read, dataset.on_error, dataset.max_file_bytes);
+  // With fields, bad samples are kept as skips, on_error=fail too (gather() makes the
+  // first one the error, as it does for a cached scan): a field that no shard has is
+  // told from every shard's scan before, and says more than its first sample lacking it.
+  const OnError on_error = dataset.fields.empty() ? dataset.on_error : OnError::kSkip;
+  auto scan = group_samples(position, path, members, dataset.rule, read, on_error, dataset.max_file_bytes,
+                            dataset.fields);
   if (scan.ok() && !damage.ok()) {
     const std::uint64_t whole =
         members.empty()
@@ -104,7 +108,7 @@ ShardResult index_one(std::uint32_t position, const std::string& path, const Sha
     return out;
   }
   out.stamp = *stamp;
-  const CachedShard key{path, *stamp, dataset.rule, dataset.max_file_bytes};
+  const CachedShard key{path, *stamp, dataset.rule, dataset.max_file_bytes, dataset.fields};
   if (cache) {
     if (auto cached = cache->load(key, position)) {
       out.scan = std::move(*cached);
@@ -183,6 +187,35 @@ Result<Gathered> gather(std::vector<ShardResult>& results, const ShardDataset& d
   return all;
 }
 
+// Ok unless a field takes extensions that no member of any shard has. Told only when
+// every shard was scanned (a failed one's error comes first) and some shard has members.
+Status check_fields_found(const std::vector<ShardResult>& results, const ShardDataset& dataset) {
+  std::uint32_t seen = 0;
+  std::vector<std::string> extensions;
+  for (const ShardResult& r : results) {
+    if (!r.scan.ok()) return Status::Ok();
+    seen |= r.scan->fields_seen;
+    extensions.insert(extensions.end(), r.scan->extensions.begin(), r.scan->extensions.end());
+  }
+  std::sort(extensions.begin(), extensions.end());
+  extensions.erase(std::unique(extensions.begin(), extensions.end()), extensions.end());
+  if (extensions.empty()) return Status::Ok();  // no member at all: "hold no sample" says it
+  const std::vector<FieldSpec>& fields = dataset.fields.fields;
+  for (std::size_t f = 0; f < fields.size(); ++f) {
+    if ((seen >> f) & 1) continue;
+    std::string sources, have;
+    for (const std::string& s : fields[f].sources) sources += (sources.empty() ? "." : " or .") + s;
+    for (std::size_t e = 0; e < extensions.size() && e < kMaxExtensionsKept; ++e)
+      have += (have.empty() ? "." : ", .") + printable_cut(extensions[e], 40);
+    if (extensions.size() > kMaxExtensionsKept) have += ", ...";
+    return Status::InvalidArgument("field \"" + fields[f].name + "\" takes " + sources +
+                                   " members, and no shard of " + printable(dataset.spec) +
+                                   " has one; their members' extensions are " + have +
+                                   ": name one of these in fields");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 LabelRule label_rule(const LoaderOptions& options) {
@@ -202,6 +235,9 @@ Result<DatasetIndex> index_shards(const ShardDataset& dataset) {
   std::optional<IndexCache> cache;
   if (!dataset.cache_dir.empty()) cache.emplace(dataset.cache_dir);
   std::vector<ShardResult> results = index_all(*shards, dataset, cache ? &*cache : nullptr);
+  if (!dataset.fields.empty()) {
+    if (Status s = check_fields_found(results, dataset); !s.ok()) return s;
+  }
   auto gathered = gather(results, dataset);
   if (!gathered.ok()) return gathered.status();
   Gathered& all = *gathered;
@@ -212,13 +248,21 @@ Result<DatasetIndex> index_shards(const ShardDataset& dataset) {
   }
 
   DatasetIndexBuilder builder;
-  if (dataset.rule.source == LabelSource::kClassFolder) builder.set_classes(assign_class_labels(all.scans));
+  if (dataset.fields.empty() && dataset.rule.source == LabelSource::kClassFolder)
+    builder.set_classes(assign_class_labels(all.scans));
+  if (!dataset.fields.empty()) builder.set_fields(dataset.fields.fields, dataset.fields.columns);
   builder.reserve_slices(all.samples);
   builder.count_skipped(all.skipped, all.skipped_bytes);
   for (std::size_t s = 0; s < n; ++s) {
+    ShardScan& scan = all.scans[s];
     const std::uint32_t file = builder.add_shard((*shards)[s], results[s].stamp);
-    for (const ShardSample& x : all.scans[s].samples) builder.add_slice({x.offset, file, x.size}, x.label);
-    std::vector<ShardSample>().swap(all.scans[s].samples);  // peak memory: one copy at a time
+    for (const ShardSample& x : scan.samples) builder.add_slice({x.offset, file, x.size}, x.label);
+    builder.add_field_columns(scan.field_slices, scan.field_labels, scan.field_numbers);
+    // Peak memory: one copy at a time.
+    std::vector<ShardSample>().swap(scan.samples);
+    std::vector<FieldSlice>().swap(scan.field_slices);
+    std::vector<std::int64_t>().swap(scan.field_labels);
+    std::vector<double>().swap(scan.field_numbers);
   }
 
   auto log = loader_logger();

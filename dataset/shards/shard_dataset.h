@@ -18,6 +18,8 @@ struct ShardDataset {
   OnError on_error = OnError::kFail;
   std::uint64_t max_file_bytes = 0;
   std::string cache_dir;  // "" : no cache
+  // The fields of each sample (empty: an image and a label, by `rule`).
+  SampleSchema fields = {};
 };
 
 // The label rule LoaderOptions ask for.
@@ -25,7 +27,9 @@ LabelRule label_rule(const LoaderOptions& options);
 
 // Indexes `dataset`. A shard that is not a tar, is truncated or holds a bad sample is
 // BadData naming the shard and the member; with on_error=skip the bad samples (and the
-// unreadable rest of a damaged shard) are left out, counted and logged once here.
+// unreadable rest of a damaged shard) are left out, counted and logged once here. With
+// fields, a field that no member of any shard has is refused (InvalidArgument) naming it
+// and the extensions the shards have.
 Result<DatasetIndex> index_shards(const ShardDataset& dataset);
 
 }  // namespace forkfeed

@@ -3,6 +3,8 @@
 #include "dataset/shards/shard_samples.h"
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <limits>
 #include <unordered_map>
 #include <utility>
@@ -38,28 +40,47 @@ Result<std::int64_t> parse_cls(std::string_view text) {
   return *label;
 }
 
+// A JSON value as a label: an integer that is one; nullopt otherwise.
+std::optional<std::int64_t> json_label(const nlohmann::json& value) {
+  const bool fits =
+      value.is_number_integer() &&
+      (!value.is_number_unsigned() ||
+       value.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()));
+  if (!fits || !valid_label(value.get<std::int64_t>())) return std::nullopt;
+  return value.get<std::int64_t>();
+}
+
 Result<std::int64_t> parse_json_label(std::string_view text, const std::string& field) {
   const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object())
     return Status::BadData("is not a JSON object: " + excerpt(text));
   const auto it = doc.find(field);
   if (it == doc.end()) return Status::BadData("has no field \"" + printable(field) + "\"");
-  const bool fits =
-      it->is_number_integer() &&
-      (!it->is_number_unsigned() ||
-       it->get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()));
-  if (!fits || !valid_label(it->get<std::int64_t>())) {
+  const std::optional<std::int64_t> label = json_label(*it);
+  if (!label) {
     return Status::BadData("field \"" + printable(field) + "\" is not " + std::string(kLabelRule) + ": " +
                            excerpt(it->dump()));
   }
-  return it->get<std::int64_t>();
+  return *label;
+}
+
+// " or ": ".jpg or .png", a field's sources in a message.
+std::string source_list(const FieldSpec& field) {
+  std::string text;
+  for (std::size_t i = 0; i < field.sources.size(); ++i) {
+    if (i > 0) text += i + 1 == field.sources.size() ? " or " : ", ";
+    text += '.';
+    text += field.sources[i];
+  }
+  return text;
 }
 
 // Groups one shard; one instance per call.
 class ShardGrouping {
  public:
   ShardGrouping(std::uint32_t shard, std::string_view shard_path, const LabelRule& rule,
-                const ReadMember& read_member, OnError on_error, std::uint64_t max_file_bytes)
+                const ReadMember& read_member, OnError on_error, std::uint64_t max_file_bytes,
+                const SampleSchema& fields)
       : shard_(shard),
         shard_path_(shard_path),
         rule_(rule),
@@ -67,7 +88,12 @@ class ShardGrouping {
         on_error_(on_error),
         max_image_bytes_(std::min<std::uint64_t>(max_file_bytes, std::numeric_limits<std::uint32_t>::max())),
         image_limit_name_(max_file_bytes <= max_image_bytes_ ? "max_file_bytes"
-                                                             : "the most a shard sample can hold") {}
+                                                             : "the most a shard sample can hold"),
+        fields_(fields),
+        max_member_bytes_(std::min<std::uint64_t>(max_file_bytes, FieldSlice::kMissing - 1)),
+        member_limit_name_(max_file_bytes <= max_member_bytes_
+                               ? "max_file_bytes"
+                               : "the most a shard sample's member can hold") {}
 
   Result<ShardScan> run(std::span<const TarMember> members) {
     std::string_view key;
@@ -80,9 +106,11 @@ class ShardGrouping {
         run_.clear();
       }
       run_.push_back(Part{split->extension, i});
+      if (!fields_.empty()) note_extension(split->extension);
     }
     if (Status s = finish_sample(key, members); !s.ok()) return s;
-    if (rule_.source == LabelSource::kClassFolder) sort_classes();
+    if (fields_.empty() && rule_.source == LabelSource::kClassFolder) sort_classes();
+    std::sort(scan_.extensions.begin(), scan_.extensions.end());
     return std::move(scan_);
   }
 
@@ -102,23 +130,30 @@ class ShardGrouping {
     return Status::Ok();
   }
 
+  // The problem of the sample's i-th member when an earlier one has its extension:
+  // WebDataset lower-cases extensions and refuses one twice in a sample.
+  std::optional<std::string> duplicate(std::size_t i, std::span<const TarMember> members) const {
+    for (std::size_t j = 0; j < i; ++j) {
+      const std::string_view a = run_[j].extension, b = run_[i].extension;
+      if (a.size() == b.size() &&
+          std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); })) {
+        return "two members with extension ." + printable_cut(b) + " (" +
+               printable_cut(members[run_[j].member].name) + ", " +
+               printable_cut(members[run_[i].member].name) + ")";
+      }
+    }
+    return std::nullopt;
+  }
+
   Status finish_sample(std::string_view key, std::span<const TarMember> members) {
     if (run_.empty()) return Status::Ok();
+    if (!fields_.empty()) return finish_fields(key, members);
     const TarMember* image = nullptr;
     const TarMember* label = nullptr;
     const std::string_view label_extension = rule_.source == LabelSource::kCls ? "cls" : "json";
     for (std::size_t i = 0; i < run_.size(); ++i) {
       const TarMember& m = members[run_[i].member];
-      for (std::size_t j = 0; j < i; ++j) {
-        // WebDataset lower-cases extensions and refuses one twice in a sample.
-        const std::string_view a = run_[j].extension, b = run_[i].extension;
-        if (a.size() == b.size() &&
-            std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); })) {
-          return bad(key, "two members with extension ." + printable_cut(b) + " (" +
-                              printable_cut(members[run_[j].member].name) + ", " + printable_cut(m.name) +
-                              ")");
-        }
-      }
+      if (std::optional<std::string> problem = duplicate(i, members)) return bad(key, *problem);
       if (has_image_extension(m.name)) {
         if (image != nullptr) {
           return bad(key, "two images, " + printable_cut(image->name) + " and " + printable_cut(m.name) +
@@ -170,6 +205,175 @@ class ShardGrouping {
     return Status::Ok();
   }
 
+  // Sets the bits of the fields `extension` is a source of, and keeps it in the shard's
+  // extensions.
+  void note_extension(std::string_view extension) {
+    for (std::size_t f = 0; f < fields_.fields.size(); ++f) {
+      for (const std::string& source : fields_.fields[f].sources) {
+        if (equal_lowered(extension, source)) scan_.fields_seen |= std::uint32_t{1} << f;
+      }
+    }
+    std::vector<std::string>& seen = scan_.extensions;
+    if (seen.size() == kMaxExtensionsKept || std::any_of(seen.begin(), seen.end(), [&](const std::string& e) {
+          return equal_lowered(extension, e);
+        }))
+      return;
+    std::string lowered(extension);
+    std::transform(lowered.begin(), lowered.end(), lowered.begin(), lower);
+    seen.push_back(std::move(lowered));
+  }
+
+  // The member of the sample that `field` takes: of its first source the sample has.
+  const TarMember* find_member(const FieldSpec& field, std::span<const TarMember> members) const {
+    for (const std::string& source : field.sources) {
+      for (const Part& part : run_) {
+        if (equal_lowered(part.extension, source)) return &members[part.member];
+      }
+    }
+    return nullptr;
+  }
+
+  // What a label or number field reads from its member: the value (nullopt: a keyed
+  // field's member has no such key, and the sample lacks the field), or the sample's
+  // problem; `shard_error` is set instead when the member cannot be read.
+  struct Value {
+    std::optional<double> number;
+    std::optional<std::int64_t> label;
+    std::string problem;
+    Status shard_error;
+  };
+  Value read_value(const FieldSpec& field, const TarMember& m) {
+    Value out;
+    const std::string named = "member " + printable_cut(m.name);
+    if (m.size > kMaxLabelBytes) {
+      out.problem = named + " is " + std::to_string(m.size) + " bytes > " + std::to_string(kMaxLabelBytes) +
+                    " (a " + std::string(to_string(field.kind)) + " member holds a number)";
+      return out;
+    }
+    const bool label = field.kind == FieldKind::kLabel;
+    const std::string_view rule = label ? kLabelRule : std::string_view("a finite number");
+    if (field.json_key.empty()) {
+      Result<std::string> bytes = read_member_(m);
+      if (!bytes.ok()) {
+        out.shard_error = bytes.status();
+      } else if (label) {
+        out.label = parse_label(*bytes);
+      } else {
+        out.number = parse_number(*bytes);
+      }
+      if (!out.label && !out.number && out.shard_error.ok())
+        out.problem = named + " is not " + std::string(rule) + ": " + excerpt(*bytes);
+      return out;
+    }
+    const nlohmann::json* doc = json_of(m, out.shard_error);
+    if (doc == nullptr) {
+      if (out.shard_error.ok()) out.problem = named + " is not a JSON object";
+      return out;
+    }
+    const auto it = doc->find(field.json_key);
+    if (it == doc->end()) return out;  // the sample lacks the field
+    if (label) {
+      out.label = json_label(*it);
+    } else if (it->is_number() && std::isfinite(it->get<double>())) {
+      out.number = it->get<double>();
+    }
+    if (!out.label && !out.number) {
+      out.problem = named + "'s key \"" + printable(field.json_key) + "\" is not " + std::string(rule) +
+                    ": " + excerpt(it->dump());
+    }
+    return out;
+  }
+
+  // Member `m` parsed as a JSON object, once a sample however many keys are read from it;
+  // null when it is not one, or (`error` set) when it cannot be read.
+  const nlohmann::json* json_of(const TarMember& m, Status& error) {
+    for (const auto& [member, doc] : json_read_) {
+      if (member == &m) return doc.is_object() ? &doc : nullptr;
+    }
+    Result<std::string> bytes = read_member_(m);
+    if (!bytes.ok()) {
+      error = bytes.status();
+      return nullptr;
+    }
+    json_read_.emplace_back(&m, nlohmann::json::parse(*bytes, nullptr, /*allow_exceptions=*/false));
+    const nlohmann::json& doc = json_read_.back().second;
+    return doc.is_object() ? &doc : nullptr;
+  }
+
+  // A sample of a schema: each field's member found and checked, its labels and numbers
+  // read; a field it lacks is its problem (missing=error) or its marker.
+  Status finish_fields(std::string_view key, std::span<const TarMember> members) {
+    for (std::size_t i = 0; i < run_.size(); ++i) {
+      if (std::optional<std::string> problem = duplicate(i, members)) return bad(key, *problem);
+    }
+    const FieldColumns& columns = fields_.columns;
+    std::array<const TarMember*, kMaxFields> member{};  // by member column; null: lacking
+    std::array<const FieldSpec*, kMaxFields> member_field{};
+    std::array<std::int64_t, kMaxFields> labels;
+    std::array<double, kMaxFields> numbers;
+    labels.fill(kMissingLabel);
+    numbers.fill(std::numeric_limits<double>::quiet_NaN());
+    json_read_.clear();
+    for (std::size_t f = 0; f < fields_.fields.size(); ++f) {
+      const FieldSpec& field = fields_.fields[f];
+      if (!field.view_of.empty()) continue;  // the image it views is read for it
+      const FieldColumn& column = columns.of[f];
+      const std::string named = "field \"" + field.name + "\"";
+      const TarMember* m = find_member(field, members);
+      bool lacks = m == nullptr;
+      if (m != nullptr && column.store == FieldColumn::Store::kMember) {
+        if (m->size > max_member_bytes_) {
+          return bad(key, named + ": member " + printable_cut(m->name) + " is " + std::to_string(m->size) +
+                              " bytes > " + std::string(member_limit_name_) + " " +
+                              std::to_string(max_member_bytes_));
+        }
+        member[column.column] = m;
+        member_field[column.column] = &field;
+      } else if (m != nullptr) {
+        Value v = read_value(field, *m);
+        if (!v.shard_error.ok()) return v.shard_error;
+        if (!v.problem.empty()) return bad(key, named + ": " + v.problem);
+        lacks = !v.label && !v.number;
+        if (v.label) labels[column.column] = *v.label;
+        if (v.number) numbers[column.column] = *v.number;
+      }
+      if (lacks && fields_.missing == MissingField::kError) {
+        return bad(key, named + " is missing: " +
+                            (m == nullptr ? "no " + source_list(field) + " member"
+                                          : "member " + printable_cut(m->name) + " has no key \"" +
+                                                printable(field.json_key) + "\"") +
+                            " (missing=error; missing=skip or empty take such samples)");
+      }
+    }
+    // The sample's slice is its first member field's; without it, its first member's
+    // offset, from which the other members' are counted.
+    const TarMember* first = member[0];
+    const TarMember& anchor = first != nullptr ? *first : members[run_.front().member];
+    const std::uint64_t at = anchor.offset;
+    std::array<FieldSlice, kMaxFields> extra{};
+    for (std::uint32_t k = 1; k < columns.members; ++k) {
+      const TarMember* m = member[k];
+      if (m == nullptr) continue;  // FieldSlice{}: missing
+      const std::int64_t from = static_cast<std::int64_t>(m->offset) - static_cast<std::int64_t>(at);
+      if (from < std::numeric_limits<std::int32_t>::min() ||
+          from > std::numeric_limits<std::int32_t>::max()) {
+        return bad(key, "field \"" + member_field[k]->name + "\": member " + printable_cut(m->name) +
+                            " lies " + std::to_string(from) + " bytes from " + printable_cut(anchor.name) +
+                            "; a sample's members must lie within 2 GiB of its first field's");
+      }
+      extra[k - 1] = FieldSlice{static_cast<std::int32_t>(from), static_cast<std::uint32_t>(m->size)};
+    }
+    scan_.samples.push_back(ShardSample{
+        at, shard_, first != nullptr ? static_cast<std::uint32_t>(first->size) : FieldSlice::kMissing,
+        columns.labels > 0 ? labels[0] : 0});
+    scan_.field_slices.insert(scan_.field_slices.end(), extra.begin(),
+                              extra.begin() + columns.extra_members());
+    scan_.field_labels.insert(scan_.field_labels.end(), labels.begin() + 1,
+                              labels.begin() + 1 + columns.extra_labels());
+    scan_.field_numbers.insert(scan_.field_numbers.end(), numbers.begin(), numbers.begin() + columns.numbers);
+    return Status::Ok();
+  }
+
   void sort_classes() {
     std::vector<std::string> names(class_of_.size());
     for (const auto& [name, seen] : class_of_) names[static_cast<std::size_t>(seen)] = name;
@@ -190,9 +394,13 @@ class ShardGrouping {
   const OnError on_error_;
   const std::uint64_t max_image_bytes_;
   const std::string_view image_limit_name_;
+  const SampleSchema& fields_;
+  const std::uint64_t max_member_bytes_;  // with fields: of a member field's member
+  const std::string_view member_limit_name_;
   ShardScan scan_;
   std::vector<Part> run_;  // the current sample's members
   std::unordered_map<std::string, std::int64_t> class_of_;
+  std::vector<std::pair<const TarMember*, nlohmann::json>> json_read_;  // this sample's, parsed
 };
 
 }  // namespace
@@ -221,9 +429,9 @@ std::optional<MemberKey> split_member_name(std::string_view name) {
 
 Result<ShardScan> group_samples(std::uint32_t shard, std::string_view shard_path,
                                 std::span<const TarMember> members, const LabelRule& rule,
-                                const ReadMember& read_member, OnError on_error,
-                                std::uint64_t max_file_bytes) {
-  return ShardGrouping(shard, shard_path, rule, read_member, on_error, max_file_bytes).run(members);
+                                const ReadMember& read_member, OnError on_error, std::uint64_t max_file_bytes,
+                                const SampleSchema& fields) {
+  return ShardGrouping(shard, shard_path, rule, read_member, on_error, max_file_bytes, fields).run(members);
 }
 
 std::vector<std::string> assign_class_labels(std::span<ShardScan> scans) {

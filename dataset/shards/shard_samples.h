@@ -1,6 +1,8 @@
 // Grouping one shard's tar members into samples, WebDataset's way: a sample is a run of
 // consecutive members with the same key; its image is the member with an image
-// extension, its label comes from a .cls or .json member or from the key's folder.
+// extension, its label comes from a .cls or .json member or from the key's folder. With
+// fields (a SampleSchema), each field takes the member of one of its extensions, and
+// labels and numbers are read while grouping.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dataset/sample_schema.h"
 #include "dataset/shards/tar_member.h"
 #include "forkfeed/options.h"
 #include "forkfeed/status.h"
@@ -49,12 +52,30 @@ using ReadMember = std::function<Result<std::string>(const TarMember&)>;
 inline constexpr std::uint64_t kMaxLabelBytes = 64 * 1024;
 // ShardScan keeps the reasons of this many skipped samples, to log.
 inline constexpr std::size_t kMaxSkipReasons = 8;
+// ShardScan keeps this many of a shard's distinct member extensions, to name them.
+inline constexpr std::size_t kMaxExtensionsKept = 32;
 
 // One shard, grouped.
 struct ShardScan {
   // In shard order; `shard` is the argument of group_samples. For kClassFolder, until
-  // assign_class_labels runs, `label` is a position in `class_names`.
+  // assign_class_labels runs, `label` is a position in `class_names`. With fields, a
+  // sample's slice is its first member field's member (FieldColumns: member column 0),
+  // and its label its first label field's (0 when the schema has none).
   std::vector<ShardSample> samples;
+  // With fields, the sample's other columns, sample after sample: extra_members()
+  // FieldSlices (their offsets from the sample's), extra_labels() labels and `numbers`
+  // numbers each. A sample that lacks a field (missing=skip or empty) has the marker:
+  // a member's size FieldSlice::kMissing (its slice's offset is then its first member's),
+  // a label kMissingLabel, a number NaN.
+  std::vector<FieldSlice> field_slices;
+  std::vector<std::int64_t> field_labels;
+  std::vector<double> field_numbers;
+  // With fields: bit f set when a member of this shard is one of field f's sources,
+  // whatever became of its sample; and the shard's distinct member extensions,
+  // lower-cased and sorted (the first kMaxExtensionsKept found), to name them when a
+  // field is found in no shard.
+  std::uint32_t fields_seen = 0;
+  std::vector<std::string> extensions;
   // kClassFolder only: the distinct class names of this shard's samples, sorted bytewise.
   std::vector<std::string> class_names;
   std::uint64_t skipped = 0;              // samples left out (on_error=skip)
@@ -69,10 +90,21 @@ struct ShardScan {
 // A key that comes back after another key is a new sample, as in WebDataset. Errors of
 // `read_member` are returned as they are, whatever `on_error` says: they concern the
 // shard, not a sample.
+//
+// With `fields` (not empty), `rule` is not used, and a sample is the fields of its
+// members: each field takes the member of its first source that the sample has (the
+// others of its sources are left alone), members no field takes are passed over (as
+// WebDataset does), and label and number fields are read here. BadData, as above: two
+// members of one extension, a member field's member over max_file_bytes (or 4 GiB - 2),
+// a label or number that does not parse, members more than 2 GiB apart, and, with
+// missing=error, a field the sample lacks (no member of its sources; for a keyed field,
+// no such key in its .json member), named with the shard, the key and the field. With
+// missing=skip or empty, the sample is kept with the field's marker (ShardScan): the
+// order of samples never depends on which fields are read.
 Result<ShardScan> group_samples(std::uint32_t shard, std::string_view shard_path,
                                 std::span<const TarMember> members, const LabelRule& rule,
-                                const ReadMember& read_member, OnError on_error,
-                                std::uint64_t max_file_bytes);
+                                const ReadMember& read_member, OnError on_error, std::uint64_t max_file_bytes,
+                                const SampleSchema& fields = SampleSchema{});
 
 // kClassFolder's second pass, once every shard is grouped (or loaded from its cache):
 // returns the sorted distinct class names of all `scans` and rewrites each sample's label

@@ -1,14 +1,18 @@
 // DatasetIndex: the list of samples a loader reads — where each one's bytes are, and its
 // label — built from an ImageFolder tree (torchvision's rules) or a manifest file (a
-// file per sample), or from tar shards (a slice of a shard per sample, no path each).
+// file per sample), or from tar shards (a slice of a shard per sample, no path each;
+// with fields, a sample's other members 8 bytes each, its labels and numbers).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "forkfeed/fields.h"
 #include "forkfeed/status.h"
 
 namespace forkfeed {
@@ -44,15 +48,61 @@ struct SampleSlice {
   bool operator==(const SampleSlice&) const = default;
 };
 
+// A member of a sample other than its own slice (SampleSlice): one of its fields'
+// members, `size` bytes at `offset` from the sample's slice offset (negative when the
+// member comes first in the shard). 8 bytes a field a sample.
+struct FieldSlice {
+  // The size of a member the sample lacks (missing=skip or empty); no member is this
+  // large (a member field is bounded by max_file_bytes, and by 4 GiB - 2).
+  static constexpr std::uint32_t kMissing = 0xffffffff;
+  std::int32_t offset = 0;
+  std::uint32_t size = kMissing;
+  bool missing() const { return size == kMissing; }
+  bool operator==(const FieldSlice&) const = default;
+};
+static_assert(sizeof(FieldSlice) == 8);
+
+// A label field's value in a sample that lacks it (labels are non-negative); a number
+// field's is NaN (std::isnan).
+inline constexpr std::int64_t kMissingLabel = -1;
+
+// Where a DatasetIndex keeps field f of its schema; dataset/sample_schema.h's
+// field_columns() decides, for the shard scan, the index cache and the index alike.
+struct FieldColumn {
+  // kMember: a member the worker reads (image, text, bytes, array; a view shares the
+  // column of the image it views). kLabel: an int64 read while indexing. kNumber: a
+  // float64 read while indexing.
+  enum class Store : std::uint8_t { kMember, kLabel, kNumber };
+  Store store = Store::kMember;
+  // kMember: 0 is the sample's own slice, k > 0 its FieldSlice k - 1. kLabel: 0 is the
+  // index's label(i), k > 0 the label column k - 1 beyond it. kNumber: its column.
+  std::uint32_t column = 0;
+  bool operator==(const FieldColumn&) const = default;
+};
+
+struct FieldColumns {
+  std::vector<FieldColumn> of;  // by field, in the schema's order
+  std::uint32_t members = 0;    // member columns: the slice, and members - 1 FieldSlices
+  std::uint32_t labels = 0;     // label columns: label(i), and labels - 1 more
+  std::uint32_t numbers = 0;    // number columns
+  std::uint32_t extra_members() const { return members > 0 ? members - 1 : 0; }
+  std::uint32_t extra_labels() const { return labels > 0 ? labels - 1 : 0; }
+  bool operator==(const FieldColumns&) const = default;
+};
+
 // The packed table of samples that a DatasetIndex holds and that the workers read from
 // its copy in shared memory: file f's path is paths[offsets[f], offsets[f+1]); when
 // sharded, sample i is slices[i] of the shard stamped stamps[slices[i].file], else file i.
 // The one reader of that layout, for both.
+// With fields, sample i's other members are field_slices[i * extra_members, (i + 1) *
+// extra_members).
 struct PackedSamples {
   std::string_view paths;
   std::span<const std::uint64_t> offsets;
   std::span<const SampleSlice> slices;
   std::span<const FileStamp> stamps;
+  std::span<const FieldSlice> field_slices = {};
+  std::uint32_t extra_members = 0;
 
   bool sharded() const { return !slices.empty(); }
   std::string_view file(std::size_t f) const { return paths.substr(offsets[f], offsets[f + 1] - offsets[f]); }
@@ -62,6 +112,20 @@ struct PackedSamples {
     if (!sharded()) return {file(i), false, 0, 0, {}};
     const SampleSlice& s = slices[i];
     return {file(s.file), true, s.offset, s.size, stamps[s.file]};
+  }
+  // Member column `column` of sharded sample i (FieldColumn::column of a member field: 0
+  // is its own slice, k > 0 its FieldSlice k - 1); size FieldSlice::kMissing (and the
+  // offset the sample's) when the sample lacks it.
+  SampleSlice member_slice(std::size_t i, std::uint32_t column) const {
+    const SampleSlice& s = slices[i];
+    if (column == 0) return s;
+    const FieldSlice& m = field_slices[i * extra_members + column - 1];
+    if (m.missing()) return {s.offset, s.file, FieldSlice::kMissing};
+    return {static_cast<std::uint64_t>(static_cast<std::int64_t>(s.offset) + m.offset), s.file, m.size};
+  }
+  SampleSource member_source(std::size_t i, std::uint32_t column) const {
+    const SampleSlice m = member_slice(i, column);
+    return {file(m.file), true, m.offset, m.size, stamps[m.file]};
   }
 };
 
@@ -119,7 +183,43 @@ class DatasetIndex {
   const std::vector<std::string>& classes() const { return classes_; }
   // Bytes of all file paths together (with slices(), what the index costs in the arena).
   std::size_t path_bytes() const { return paths_.size(); }
-  PackedSamples packed() const { return {paths_, offsets_, slices_, shard_stamps_}; }
+  PackedSamples packed() const {
+    return {paths_, offsets_, slices_, shard_stamps_, field_slices_, columns_.extra_members()};
+  }
+
+  // Fields (sharded datasets only): the fields each sample has, as LoaderOptions::fields
+  // named them; empty when a sample is an image and a label (label(i)).
+  const std::vector<FieldSpec>& fields() const { return fields_; }
+  // Where each of fields() is kept: a member field's member (FieldColumn::Store::kMember)
+  // is a slice, the first one slices()[i]; a label is label(i) or a column beyond it; a
+  // number a column of numbers.
+  const FieldColumns& field_columns() const { return columns_; }
+  // Member field f (image, text, bytes, array; a view: its image's) of sample i: where
+  // its member lies; size FieldSlice::kMissing when the sample lacks it.
+  SampleSlice field_slice(std::size_t i, std::size_t f) const {
+    return packed().member_slice(i, columns_.of[f].column);
+  }
+  SampleSource field_source(std::size_t i, std::size_t f) const {
+    return packed().member_source(i, columns_.of[f].column);
+  }
+  // Label field f of sample i, read while indexing; kMissingLabel when the sample lacks it.
+  std::int64_t field_label(std::size_t i, std::size_t f) const;
+  // Number field f of sample i, read while indexing; NaN when the sample lacks it.
+  double field_number(std::size_t i, std::size_t f) const;
+  bool has_field(std::size_t i, std::size_t f) const;
+  // The first of fields() that sample i lacks; nullopt when it has them all. A sample
+  // lacking one is in the index only under missing=skip (the loader leaves it out at
+  // dispatch, so that the order of samples never depends on the fields) or empty.
+  std::optional<std::size_t> missing_field(std::size_t i) const;
+  // The most bytes member field f of `batch_size` samples takes: the sum of its
+  // batch_size largest members (a missing one counts 0), the size of a ragged field's
+  // region that holds any batch. A label or number field: 8 bytes a sample.
+  std::uint64_t largest_batch_bytes(std::size_t f, std::uint32_t batch_size) const;
+  // The columns beyond slices() and labels, as they would be copied: sample after sample,
+  // field_columns().extra_members() FieldSlices, extra_labels() labels, numbers numbers.
+  const std::vector<FieldSlice>& field_slices() const { return field_slices_; }
+  const std::vector<std::int64_t>& field_labels() const { return field_labels_; }
+  const std::vector<double>& field_numbers() const { return field_numbers_; }
 
  private:
   friend class DatasetIndexBuilder;
@@ -133,6 +233,11 @@ class DatasetIndex {
   std::vector<std::string> classes_;
   std::uint64_t skipped_samples_ = 0;
   std::uint64_t skipped_bytes_ = 0;
+  std::vector<FieldSpec> fields_;
+  FieldColumns columns_;
+  std::vector<FieldSlice> field_slices_;    // samples x columns_.extra_members()
+  std::vector<std::int64_t> field_labels_;  // samples x columns_.extra_labels()
+  std::vector<double> field_numbers_;       // samples x columns_.numbers
 };
 
 }  // namespace forkfeed

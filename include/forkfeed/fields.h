@@ -68,6 +68,9 @@ struct FieldSpec {
   bool operator==(const FieldSpec&) const = default;
 };
 
+// The most fields a schema holds.
+inline constexpr std::size_t kMaxFields = 16;
+
 // The fields a loader reads, in the order they were written.
 //   "image=jpg;png, caption=txt, label=cls, meta=json, emb=npy"
 // Each entry is NAME=SOURCES[:KIND]. SOURCES are extensions (shards) or a column name

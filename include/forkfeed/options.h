@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "forkfeed/fields.h"
 #include "forkfeed/status.h"
 
 namespace forkfeed {
@@ -55,6 +56,13 @@ struct LoaderOptions {
   std::string shards;
   ShardLabel shard_label = ShardLabel::kCls;
   std::string shard_label_field = "label";  // shard_label=json: the JSON field
+  // The named fields each sample is read into (forkfeed/fields.h: parse_fields reads
+  // this text), "image=jpg;png, caption=txt, label=cls"; WebDataset shards only. Empty:
+  // each sample is one image and one label, as shard_label says.
+  std::string fields;
+  // What a sample that lacks one of `fields` does: error (bad data, as on_error says),
+  // skip (left out of its batch and counted) or empty (an empty value, flagged).
+  MissingField missing = MissingField::kError;
 
   std::uint32_t batch_size = 64;
   std::uint32_t workers = 2;

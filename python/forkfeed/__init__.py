@@ -239,7 +239,11 @@ class Loader(_Pass):
     lines) and ``shards`` (tar shards: a brace pattern such as
     "/data/train-{000000..000146}.tar", a directory of .tar files or a file listing
     them; ``shard_label`` is "cls", "json" with ``shard_label_field``, or
-    "class_folder"). ``task_timeout`` is in seconds (0: never).
+    "class_folder"). ``fields`` names the fields of a shard's samples as
+    include/forkfeed/fields.h reads them ("image=jpg;png, caption=txt, label=cls"), and
+    ``missing`` ("error", "skip", "empty") what a sample lacking one does; the shards are
+    indexed by them, and batches of several fields come with issue 36's next steps.
+    ``task_timeout`` is in seconds (0: never).
     ``rank``/``world_size`` default to torch.distributed's when it is initialised,
     else to $RANK/$WORLD_SIZE, else 0/1. ``output`` chooses torch tensors (the
     default) or numpy arrays.
@@ -274,6 +278,8 @@ class Loader(_Pass):
         shards: Optional[PathLike] = None,
         shard_label: Optional[str] = None,
         shard_label_field: Optional[str] = None,
+        fields: Optional[str] = None,
+        missing: Optional[str] = None,
         batch_size: Optional[int] = None,
         workers: Optional[int] = None,
         prefetch: Optional[int] = None,
@@ -416,6 +422,8 @@ class Client(_Pass):
         shards: Optional[PathLike] = None,
         shard_label: Optional[str] = None,
         shard_label_field: Optional[str] = None,
+        fields: Optional[str] = None,
+        missing: Optional[str] = None,
         dataset: Optional[str] = None,
         socket: Optional[PathLike] = None,
         address: Union[str, Sequence[str], None] = None,
