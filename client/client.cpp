@@ -286,6 +286,12 @@ Status check_client_options(const LoaderOptions& o) {
                                    "equal shares of its workers' time; "
                                    "leave weight at 1, or use a Loader on a WorkerPool to weigh loaders");
   }
+  if (!o.fields.empty()) {
+    return Status::InvalidArgument(
+        "fields \"" + o.fields +
+        "\": a Client does not carry fields yet (forkfeedd serves images and labels); "
+        "open a Loader for batches of several fields");
+  }
   return Status::Ok();
 }
 

@@ -74,6 +74,19 @@ TEST_F(ClientStatsTest, SkippedSamplesFollowWhatTheCallerConsumed) {
   }
 }
 
+// A Client does not carry a schema's fields yet: asking for them is refused, naming why,
+// rather than answered with batches that lack them.
+TEST_F(ClientStatsTest, FieldsAreRefusedNotDropped) {
+  testing::DaemonProcess daemon(socket_path("fields"), {"--max-workers", "1"});
+  LoaderOptions o = options();
+  o.fields = "image=jpg, caption=txt";
+  auto client = Client::connect(daemon.socket(), o);
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(client.status().message().find("a Client does not carry fields yet"), std::string::npos)
+      << client.status().message();
+}
+
 // As a Loader's (skipped_samples_test): a pass of which every sample was skipped ends in
 // an error naming the count, and the next call goes on with the next epoch.
 TEST_F(ClientStatsTest, APassThatSkippedEverySampleIsAnErrorThroughTheDaemonToo) {

@@ -86,6 +86,12 @@ class _Pass:
         """The options dict the C++ side takes, from an ``__init__``'s arguments: rank
         and world_size defaulted, ``None`` left out; sets the output kind. Paths go as
         given: the extension takes str, bytes and os.PathLike as os.fsencode() does."""
+        if arguments.get("fields") is not None:
+            # Refused rather than yielding the first image and label alone: a trainer that
+            # asked for fields must not get batches without them.
+            raise ValueError(
+                "fields: batches of several fields reach Python in a coming version (a dict per "
+                "batch); today the C++ Loader gives them (Batch::field)")
         output = arguments["output"]
         if output not in ("torch", "numpy"):
             raise ValueError(f"output must be one of 'torch', 'numpy', got {output!r}")
@@ -242,7 +248,8 @@ class Loader(_Pass):
     "class_folder"). ``fields`` names the fields of a shard's samples as
     include/forkfeed/fields.h reads them ("image=jpg;png, caption=txt, label=cls"), and
     ``missing`` ("error", "skip", "empty") what a sample lacking one does; the shards are
-    indexed by them, and batches of several fields come with issue 36's next steps.
+    indexed by them. Not yet from Python: ``fields`` is refused here until batches come as
+    dicts (the C++ Loader gives them today, Batch::field).
     ``task_timeout`` is in seconds (0: never).
     ``rank``/``world_size`` default to torch.distributed's when it is initialised,
     else to $RANK/$WORLD_SIZE, else 0/1. ``output`` chooses torch tensors (the
