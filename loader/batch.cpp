@@ -31,11 +31,16 @@ std::string_view FieldView::text(std::size_t i) const {
   return {reinterpret_cast<const char*>(b.data()), b.size()};
 }
 
+ElementType FieldView::element(std::size_t i) const {
+  if (shapes_ == nullptr) return element_;
+  return static_cast<ElementType>(shapes_[i * kShapeWords + 1]);  // checked: SlotFields::written_fit
+}
+
 std::span<const std::int64_t> FieldView::shape(std::size_t i) const {
   if (!ragged()) return sample_shape_;
   if (shapes_ == nullptr) return {};
   const std::int64_t* s = shapes_ + i * kShapeWords;
-  return {s + 1, static_cast<std::size_t>(s[0])};  // its rank checked: SlotFields::written_fit
+  return {s + 2, static_cast<std::size_t>(s[0])};  // its rank checked: SlotFields::written_fit
 }
 
 namespace {

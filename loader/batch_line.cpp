@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "loader/field_plan.h"
 #include "loader/slot_count.h"
 
 namespace forkfeed {
@@ -38,7 +39,9 @@ Status BatchLine::start(const LoaderOptions& options, std::shared_ptr<WorkerPool
   pool_ = std::move(shared);
   WorkerPool::Impl& pool = WorkerPool::Impl::of(*pool_);
   const std::uint32_t slots = slot_count(options);
-  auto arena = Arena::create(arena_spec(options, pool.size()), index_);
+  ArenaSpec spec = arena_spec(options, pool.size());
+  if (Status s = add_fields(spec, options, index_); !s.ok()) return s;
+  auto arena = Arena::create(spec, index_);
   if (!arena.ok()) return arena.status();
   arena_ = std::move(arena).value();
   slots_ = std::make_shared<SlotPool>(slots);

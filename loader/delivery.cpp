@@ -48,7 +48,13 @@ Result<std::optional<Batch>> Delivery::deliver(const Completion& c, std::uint64_
   batches_ += 1;
   samples_ += count;
   auto lease = std::make_unique<detail::PoolSlotLease>(arena_, slots_, c.slot);
-  return std::optional<Batch>(BatchFactory::make(*arena_, c.slot, count, epoch, index, std::move(lease)));
+  Batch batch = BatchFactory::make(*arena_, c.slot, count, epoch, index, std::move(lease));
+  const SlotFields& fields = arena_->control().fields;
+  if (fields.count > 0) {  // written by this loader's own workers: their regions fit
+    BatchFactory::add_fields(batch, arena_->slot(c.slot).base,
+                             std::shared_ptr<const SlotFields>(arena_, &fields));
+  }
+  return std::optional<Batch>(std::move(batch));
 }
 
 // Counts the samples left out (OnError::kSkip) and logs each file once, with why.

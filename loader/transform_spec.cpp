@@ -5,6 +5,9 @@
 #include <cstring>
 #include <string>
 
+#include "forkfeed/fields.h"
+#include "loader/field_transforms.h"
+
 namespace forkfeed {
 namespace {
 
@@ -14,6 +17,21 @@ PipelineOptions pipeline_options_of(const LoaderOptions& o) {
 
 }  // namespace
 
+Result<std::vector<std::string>> image_pipelines(const LoaderOptions& o) {
+  if (o.fields.empty()) return std::vector<std::string>{o.transform};
+  auto fields = parse_fields(o.fields);
+  if (!fields.ok()) return Status::InvalidArgument("fields: " + fields.status().message());
+  std::vector<std::string> images;
+  for (const FieldSpec& f : *fields) {
+    if (f.kind == FieldKind::kImage) images.push_back(f.name);
+  }
+  if (images.empty()) {
+    return Status::InvalidArgument("fields \"" + o.fields +
+                                   "\" has no image field; a schema holds at least one (for now)");
+  }
+  return pipelines_by_field(o.transform, images);
+}
+
 Result<Pipeline> pipeline_of(const LoaderOptions& o) {
   if (o.transform.size() >= kTransformTextBytes) {
     return Status::InvalidArgument("transform is " + std::to_string(o.transform.size()) +
@@ -22,7 +40,9 @@ Result<Pipeline> pipeline_of(const LoaderOptions& o) {
   }
   if (o.transform.find('\0') != std::string::npos)
     return Status::InvalidArgument("transform holds a NUL character");
-  return Pipeline::build(o.transform, pipeline_options_of(o));
+  auto texts = image_pipelines(o);
+  if (!texts.ok()) return texts.status();
+  return Pipeline::build(texts->front(), pipeline_options_of(o));
 }
 
 Result<LoaderOptions> resolve_transform(const LoaderOptions& o) {
@@ -36,7 +56,10 @@ Result<LoaderOptions> resolve_transform(const LoaderOptions& o) {
 
 TransformSpec transform_spec(const LoaderOptions& o) {
   TransformSpec t{};
-  std::memcpy(t.pipeline, o.transform.data(), std::min(o.transform.size(), kTransformTextBytes - 1));
+  // Resolved options: their pipelines were built, so the schema parses.
+  const auto texts = image_pipelines(o);
+  const std::string& text = texts.ok() ? texts->front() : o.transform;
+  std::memcpy(t.pipeline, text.data(), std::min(text.size(), kTransformTextBytes - 1));
   t.dtype = o.dtype;
   t.layout = resolve(o.layout, o.dtype);
   t.size = o.size;

@@ -4,14 +4,21 @@
 // loader run decodes.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "forkfeed/options.h"
 #include "transforms/pipeline.h"
 #include "transport/arena_layout.h"
 
 namespace forkfeed {
 
-// The pipeline `o.transform` names, built with the options it takes from `o`; an error
-// names the op and the argument (or says the text is too long).
+// The pipeline text of each image field of `o`'s schema, in its order
+// (loader/field_transforms.h); without a schema, `o.transform` alone.
+Result<std::vector<std::string>> image_pipelines(const LoaderOptions& o);
+
+// The pipeline `o.transform` names (with a schema, its first image field's), built with the options it takes
+// from `o`; an error names the op and the argument (or says the text is too long).
 Result<Pipeline> pipeline_of(const LoaderOptions& o);
 
 // `o` with size and dtype set to what its transform makes. Every loader runs on resolved

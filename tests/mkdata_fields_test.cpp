@@ -304,3 +304,66 @@ TEST_F(MkdataFieldsTest, BadListsAreRefusedWritingNothing) {
 
 }  // namespace
 }  // namespace forkfeed
+
+namespace forkfeed {
+namespace {
+
+// A Loader with a schema over the dataset forkfeed-mkdata --fields wrote: each field of
+// each sample is the documented function of the seed and the image's number, the first
+// image field is the image-only loader's pixels and labels, a view of it draws apart.
+TEST_F(MkdataFieldsTest, ALoaderWithFieldsDeliversEachFieldOfEachSample) {
+  auto open = [](const std::string& dataset, const std::string& fields, std::uint32_t workers) {
+    LoaderOptions options = testing::small_options("", workers, 4);
+    options.shards = path(dataset) + "/shard-{000000..000002}.tar";
+    options.shuffle = false;
+    options.fields = fields;
+    return testing::open_loader(options);
+  };
+  auto plain = open("plain", "", 1);  // the same images and labels, without the other members
+  ASSERT_TRUE(plain);
+  auto loader = open("fields", "image=jpg;png, caption=txt, label=cls, meta=json, emb=npy, view2=jpg;png", 2);
+  ASSERT_TRUE(loader);
+  std::uint32_t n = 0;
+  std::set<std::uint32_t> seen;
+  for (;;) {
+    auto batch = loader->next();
+    auto expected = plain->next();
+    ASSERT_TRUE(batch.ok() && expected.ok()) << batch.status().message();
+    ASSERT_EQ(batch->has_value(), expected->has_value());
+    if (!batch->has_value()) break;
+    const Batch& b = **batch;
+    const Batch& e = **expected;
+    ASSERT_EQ(b.fields().size(), 6u);
+    ASSERT_EQ(b.bytes(), e.bytes());
+    EXPECT_EQ(std::memcmp(b.data(), e.data(), b.bytes()), 0)
+        << "the first image field is not the plain image";
+    EXPECT_TRUE(std::equal(b.labels().begin(), b.labels().end(), e.labels().begin()));
+    const FieldView& view2 = *b.field("view2");
+    ASSERT_EQ(view2.sample_bytes(), b.field("image")->sample_bytes());
+    EXPECT_NE(std::memcmp(view2.data(), b.data(), b.bytes()), 0) << "a view draws as its image does";
+    const FieldView& caption = *b.field("caption");
+    const FieldView& meta = *b.field("meta");
+    const FieldView& emb = *b.field("emb");
+    for (std::size_t i = 0; i < b.size(); ++i, ++n) {
+      // Samples come in key order (class, then number): the record names the image.
+      const auto record = nlohmann::json::parse(meta.text(i), nullptr, false);
+      ASSERT_TRUE(record.is_object()) << meta.text(i);
+      const auto image = record.value("caption_id", 0u);
+      EXPECT_TRUE(seen.insert(image).second) << "image " << image << " twice";
+      EXPECT_EQ(meta.text(i), mkdata::json_record(kSeed, image, static_cast<std::uint32_t>(b.labels()[i])));
+      EXPECT_EQ(caption.text(i), mkdata::caption(kSeed, image)) << "image " << image;
+      EXPECT_TRUE(caption.present(i));
+      ASSERT_EQ(emb.shape(i).size(), 1u);
+      EXPECT_EQ(emb.shape(i)[0], 8);
+      EXPECT_EQ(emb.element(i), ElementType::kFloat32);
+      ASSERT_EQ(emb.bytes(i).size(), 32u);
+      float values[8];
+      std::memcpy(values, emb.bytes(i).data(), sizeof values);
+      EXPECT_EQ(values[3], static_cast<float>(image) + 3.0f / 8) << "image " << image;
+    }
+  }
+  EXPECT_EQ(n, kImages);
+}
+
+}  // namespace
+}  // namespace forkfeed

@@ -166,7 +166,7 @@ TEST(SlotFields, FieldsAWorkerWritesAreWhatTheBatchReads) {
     const FieldRegion& depth = *fields.find("depth");
     const std::uint64_t bytes = 2 * static_cast<std::uint64_t>(shape.empty() ? 1 : shape[0] * shape.back());
     std::memset(slot.next_ragged(depth).data(), 7, bytes);
-    slot.set_ragged(depth, bytes, shape);
+    slot.set_ragged(depth, bytes, shape, ElementType::kUint16);
     for (const char* dense : {"image", "label", "emb", "depth"}) slot.set_present(*fields.find(dense), true);
   };
   write("a cat", 1.5f, {2, 3});
@@ -203,6 +203,7 @@ TEST(SlotFields, FieldsAWorkerWritesAreWhatTheBatchReads) {
   EXPECT_EQ(depth.shape(0)[1], 3);
   EXPECT_EQ(depth.bytes(0).size(), 12u);
   EXPECT_EQ(depth.bytes(1).size(), 2u);
+  EXPECT_EQ(depth.element(1), ElementType::kUint16);
   const FieldView& label = *batch.field("label");
   EXPECT_EQ(label.data(), batch.labels().data()) << "the first label field is the labels";
   EXPECT_EQ(static_cast<const std::int64_t*>(label.data())[1], index->label(5));

@@ -40,10 +40,11 @@ static_assert(sizeof(ArenaPrefix) <= kPrefixBytes);
 constexpr std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
 std::size_t segment_bytes_for(const ArenaSpec& spec, const DatasetIndex& index) {
-  const std::size_t index_bytes = index.path_bytes() + (index.file_count() + 1) * sizeof(std::uint64_t) +
-                                  index.slices().size() * sizeof(DatasetIndex::Slice) +
-                                  index.shard_stamps().size() * sizeof(FileStamp) +
-                                  index.size() * sizeof(std::int64_t);
+  const std::size_t index_bytes =
+      index.path_bytes() + (index.file_count() + 1) * sizeof(std::uint64_t) +
+      index.slices().size() * sizeof(DatasetIndex::Slice) + index.shard_stamps().size() * sizeof(FileStamp) +
+      index.size() * sizeof(std::int64_t) + index.field_slices().size() * sizeof(FieldSlice) +
+      index.field_labels().size() * sizeof(std::int64_t) + index.field_numbers().size() * sizeof(double);
   const std::size_t fixed =
       sizeof(ControlBlock) + sizeof(SharedIndex) + spec.num_workers * sizeof(WorkerChannel) + 64 * 1024;
   // Boost's allocator keeps a little bookkeeping per block and aligns each one.
@@ -113,6 +114,13 @@ Result<std::shared_ptr<Arena>> Arena::create(const ArenaSpec& spec, const Datase
     control->weight = spec.weight;
     control->slots = geometry;
     control->fields = fields;
+    control->missing = spec.missing;
+    for (std::size_t f = 0; f < spec.field_columns.size() && f < kMaxSlotFields; ++f) {
+      control->field_columns[f] = spec.field_columns[f];
+    }
+    for (std::size_t f = 0; f < spec.field_transforms.size() && f < kMaxSlotFields; ++f) {
+      control->field_transforms[f] = spec.field_transforms[f];
+    }
     control->channels = construct_aligned<WorkerChannel>(segment, spec.num_workers);
     auto* shared = segment.construct<SharedIndex>("index")(segment.get_segment_manager());
     shared->paths.reserve(index.path_bytes());
@@ -129,6 +137,13 @@ Result<std::shared_ptr<Arena>> Arena::create(const ArenaSpec& spec, const Datase
     shared->slices.insert(shared->slices.end(), index.slices().begin(), index.slices().end());
     shared->stamps.insert(shared->stamps.end(), index.shard_stamps().begin(), index.shard_stamps().end());
     for (std::size_t i = 0; i < index.size(); ++i) shared->labels.push_back(index.label(i));
+    const FieldColumns& columns = index.field_columns();
+    shared->extra_members = columns.extra_members();
+    shared->extra_labels = columns.extra_labels();
+    shared->numbers = columns.numbers;
+    shared->field_slices.assign(index.field_slices().begin(), index.field_slices().end());
+    shared->field_labels.assign(index.field_labels().begin(), index.field_labels().end());
+    shared->field_numbers.assign(index.field_numbers().begin(), index.field_numbers().end());
     control->index = shared;
     const auto control_offset = static_cast<std::uint64_t>(reinterpret_cast<std::byte*>(control) - base);
     *reinterpret_cast<ArenaPrefix*>(base) = ArenaPrefix{kArenaMagic, segment_bytes, control_offset};
@@ -178,7 +193,8 @@ std::size_t Arena::index_bytes() const {
   const SharedIndex& i = *control_->index;
   return i.paths.capacity() + i.offsets.capacity() * sizeof(std::uint64_t) +
          i.slices.capacity() * sizeof(DatasetIndex::Slice) + i.stamps.capacity() * sizeof(FileStamp) +
-         i.labels.capacity() * sizeof(std::int64_t);
+         i.labels.capacity() * sizeof(std::int64_t) + i.field_slices.capacity() * sizeof(FieldSlice) +
+         i.field_labels.capacity() * sizeof(std::int64_t) + i.field_numbers.capacity() * sizeof(double);
 }
 
 void Arena::reset_channel(std::uint32_t worker) const {

@@ -29,6 +29,13 @@ struct ArenaSpec {
   // The first image field is the pixels (sample_bytes each) and the first label field the
   // labels; every other field gets a region of its slots.
   std::vector<FieldDemand> fields = {};
+  // By field of `fields`, when a loader's workers write them: where the index keeps it
+  // and an image field's transform; empty otherwise (tests of the slots alone).
+  std::vector<FieldColumn> field_columns = {};
+  std::vector<TransformSpec> field_transforms = {};
+  // What a sample the index marks as lacking a field does (the index holds such samples
+  // under skip and empty only).
+  MissingField missing = MissingField::kError;
 };
 
 // One slot, resolved to pointers in this process's mapping.

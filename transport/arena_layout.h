@@ -135,20 +135,40 @@ std::span<const T> view(const ShmVector<T>& v) {
 // The dataset index, copied into the arena so that any worker can read it.
 // DatasetIndex, as the workers read it: the same files, slices, shard stamps and labels.
 struct SharedIndex {
-  explicit SharedIndex(SegmentManager* sm) : paths(sm), offsets(sm), slices(sm), stamps(sm), labels(sm) {}
+  explicit SharedIndex(SegmentManager* sm)
+      : paths(sm),
+        offsets(sm),
+        slices(sm),
+        stamps(sm),
+        labels(sm),
+        field_slices(sm),
+        field_labels(sm),
+        field_numbers(sm) {}
   std::size_t size() const { return labels.size(); }
   // Read as the DatasetIndex it copies is read.
   PackedSamples packed() const {
     const std::span<const char> p = view(paths);
-    return {{p.data(), p.size()}, view(offsets), view(slices), view(stamps)};
+    return {{p.data(), p.size()}, view(offsets),      view(slices),
+            view(stamps),         view(field_slices), extra_members};
   }
   std::string_view path(std::size_t i) const { return packed().path(i); }
   SampleSource source(std::size_t i) const { return packed().source(i); }
+  // Sample i's label column k beyond labels[i], and its number column k.
+  std::int64_t field_label(std::size_t i, std::size_t k) const { return field_labels[i * extra_labels + k]; }
+  double field_number(std::size_t i, std::size_t k) const { return field_numbers[i * numbers + k]; }
   ShmVector<char> paths;
   ShmVector<std::uint64_t> offsets;       // file f is paths[offsets[f], offsets[f+1])
   ShmVector<DatasetIndex::Slice> slices;  // sharded: sample i; else empty, sample i is file i
   ShmVector<FileStamp> stamps;            // sharded: shard f when it was indexed
   ShmVector<std::int64_t> labels;
+  // With fields (DatasetIndex::field_columns): per sample, extra_members FieldSlices,
+  // extra_labels labels and `numbers` numbers.
+  ShmVector<FieldSlice> field_slices;
+  ShmVector<std::int64_t> field_labels;
+  ShmVector<double> field_numbers;
+  std::uint32_t extra_members = 0;
+  std::uint32_t extra_labels = 0;
+  std::uint32_t numbers = 0;
 };
 
 struct ControlBlock {
@@ -162,8 +182,13 @@ struct ControlBlock {
   OnError on_error = OnError::kFail;
   TransformSpec transform{};
   SlotGeometry slots{};
-  SlotFields fields{};                      // where a schema's fields lie in each slot; none without one
-  bip::offset_ptr<WorkerChannel> channels;  // num_workers of them
+  SlotFields fields{};  // where a schema's fields lie in each slot; none without one
+  // By field of `fields`: where the index keeps it, and an image field's transform (the
+  // first image field's is `transform` too).
+  FieldColumn field_columns[kMaxSlotFields]{};
+  TransformSpec field_transforms[kMaxSlotFields]{};
+  MissingField missing = MissingField::kError;  // ArenaSpec::missing
+  bip::offset_ptr<WorkerChannel> channels;      // num_workers of them
   bip::offset_ptr<SharedIndex> index;
 };
 

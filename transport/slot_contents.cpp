@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 namespace forkfeed {
 
@@ -17,8 +18,12 @@ std::uint32_t SlotContents::prepare(std::span<const std::uint64_t> samples, cons
   }
   std::uint32_t decode = 0;
   for (const std::uint64_t sample : samples) {
+    const std::optional<std::size_t> lacks = skip_missing_ ? index.missing_field(sample) : std::nullopt;
     if (const auto bad = known_bad.find(sample); bad != known_bad.end()) {
       note(sample, Status::Code::kBadData, bad->second);
+    } else if (lacks) {
+      note(sample, Status::Code::kBadData,
+           "lacks field '" + index.fields()[*lacks].name + "' (missing=skip)");
     } else {
       view_.sample_indices[decode] = sample;
       view_.labels[decode] = index.label(sample);
@@ -41,15 +46,16 @@ std::span<std::byte> SlotContents::next_ragged(const FieldRegion& r) const {
   return {view_.base + r.values + used, r.capacity - used};
 }
 
-void SlotContents::set_ragged(const FieldRegion& r, std::uint64_t bytes,
-                              std::span<const std::int64_t> shape) const {
+void SlotContents::set_ragged(const FieldRegion& r, std::uint64_t bytes, std::span<const std::int64_t> shape,
+                              ElementType element) const {
   const std::uint32_t w = written();
   offsets(r)[w + 1] = offsets(r)[w] + bytes;
   if (r.shapes == 0) return;
   auto* words = reinterpret_cast<std::int64_t*>(view_.base + r.shapes) + w * kShapeWords;
   const std::size_t rank = std::min(shape.size(), kMaxFieldRank);
   words[0] = static_cast<std::int64_t>(rank);
-  std::copy_n(shape.begin(), rank, words + 1);
+  words[1] = static_cast<std::int64_t>(element);
+  std::copy_n(shape.begin(), rank, words + 2);
 }
 
 void SlotContents::set_present(const FieldRegion& r, bool present) const {

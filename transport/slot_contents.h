@@ -27,12 +27,14 @@ class SlotContents {
   SlotContents(const Arena& arena, std::uint32_t slot)
       : view_(arena.slot(slot)),
         fields_(&arena.control().fields),
+        skip_missing_(arena.control().missing == MissingField::kSkip),
         capacity_(arena.control().slots.batch_size),
         sample_bytes_(arena.control().slots.sample_bytes) {}
 
   // --- Orchestrator, before a task is issued (again, after a worker died mid-task).
   // The batch is `samples`. Those in `known_bad` are noted as skipped with the reason
-  // given there; the others go first in the index and label arrays, and their count,
+  // given there, and so are those that lack a field under MissingField::kSkip; the
+  // others go first in the index and label arrays, and their count,
   // returned, is what the worker decodes.
   // REQUIRES: samples.size() <= the slot's batch size.
   std::uint32_t prepare(std::span<const std::uint64_t> samples, const DatasetIndex& index,
@@ -59,9 +61,9 @@ class SlotContents {
   // end of its region.
   std::span<std::byte> next_ragged(const FieldRegion& field) const;
   // The next sample's ragged field took `bytes` of its room (REQUIRES: no more); an
-  // array's `shape` is kept with it.
-  void set_ragged(const FieldRegion& field, std::uint64_t bytes,
-                  std::span<const std::int64_t> shape = {}) const;
+  // array's `shape` and `element` type are kept with it.
+  void set_ragged(const FieldRegion& field, std::uint64_t bytes, std::span<const std::int64_t> shape = {},
+                  ElementType element = ElementType::kUint8) const;
   // Whether the next sample has the field (MissingField::kEmpty leaves it empty).
   void set_present(const FieldRegion& field, bool present) const;
 
@@ -83,6 +85,7 @@ class SlotContents {
 
   SlotView view_;
   const SlotFields* fields_;
+  bool skip_missing_;  // a sample that lacks a field is skipped here (MissingField::kSkip)
   std::uint32_t capacity_;
   std::uint64_t sample_bytes_;
 };

@@ -149,8 +149,9 @@ bool SlotFields::written_fit(const std::byte* slot, std::uint32_t count) const {
     if (r.shapes == 0) continue;
     const auto* shapes = reinterpret_cast<const std::int64_t*>(slot + r.shapes);
     for (std::uint32_t i = 0; i < count; ++i) {
-      const std::int64_t rank = shapes[i * kShapeWords];
+      const std::int64_t rank = shapes[i * kShapeWords], element = shapes[i * kShapeWords + 1];
       if (rank < 0 || rank > static_cast<std::int64_t>(kMaxFieldRank)) return false;
+      if (element < 0 || element > static_cast<std::int64_t>(ElementType::kFloat64)) return false;
     }
   }
   return true;

@@ -28,8 +28,9 @@ namespace forkfeed {
 inline constexpr std::size_t kMaxSlotFields = 17;  // 16 of a schema and the samples' keys
 inline constexpr std::size_t kFieldNameBytes = 32;
 inline constexpr std::size_t kMaxFieldRank = 6;
-// A ragged array's sample's shape in its region: its rank, then that many dimensions.
-inline constexpr std::size_t kShapeWords = 1 + kMaxFieldRank;
+// A ragged array's sample in its shapes: its rank, its ElementType (each sample's .npy
+// says its own), then its dimensions.
+inline constexpr std::size_t kShapeWords = 2 + kMaxFieldRank;
 // The ragged bytes field that holds each sample's key, in every slot of a schema.
 inline constexpr std::string_view kKeyField = "__key__";
 

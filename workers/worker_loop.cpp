@@ -27,6 +27,7 @@
 #include "transport/slot_contents.h"
 #include "workers/fair_share.h"
 #include "workers/opencv_logging.h"
+#include "workers/sample_fields.h"
 #include "workers/sample_pipeline.h"
 
 namespace forkfeed {
@@ -41,13 +42,18 @@ struct Tenant {
         arena(std::move(arena)),
         completions(std::move(completions)),
         channel(this->arena->channel(w)),
-        pipeline(this->arena->control().transform) {}
+        pipeline(this->arena->control().transform) {
+    if (this->arena->control().fields.count > 0) {
+      fields = std::make_unique<SampleFields>(this->arena->control(), DecodePath::kFused);
+    }
+  }
   std::uint64_t id;
-  std::shared_ptr<Arena> arena;  // mapped while attached
-  UniqueFd completions;          // the loader's eventfd, written after each completion
-  WorkerChannel& channel;        // this worker's rings in the loader's arena
-  SamplePipeline pipeline;       // the loader's transform
-  std::uint64_t sample_ns = 0;   // what its samples take here, of late (a moving average)
+  std::shared_ptr<Arena> arena;          // mapped while attached
+  UniqueFd completions;                  // the loader's eventfd, written after each completion
+  WorkerChannel& channel;                // this worker's rings in the loader's arena
+  SamplePipeline pipeline;               // the loader's transform
+  std::unique_ptr<SampleFields> fields;  // with a schema: every field of a sample, by it
+  std::uint64_t sample_ns = 0;           // what its samples take here, of late (a moving average)
   // The task taken from `channel` and not finished, set aside between samples when
   // another loader's turn came. It is resumed before this loader's next task is taken, so
   // its loader gets this worker's completions in the order it issued the tasks; its
@@ -242,7 +248,8 @@ class Worker {
       state_.sample_expected_ns.store(t.sample_ns, std::memory_order_relaxed);
       state_.current_loader.store(t.id, std::memory_order_relaxed);
       state_.current_sample.store(index, std::memory_order_release);
-      const Status s = t.pipeline.run(source, h.task.epoch, index, slot.next_pixels());
+      const Status s = t.fields ? t.fields->run(t.arena->index(), h.task.epoch, index, slot)
+                                : t.pipeline.run(source, h.task.epoch, index, slot.next_pixels());
       state_.current_sample.store(kNoSample, std::memory_order_relaxed);
       state_.current_loader.store(kNoLoader, std::memory_order_relaxed);
       const std::uint64_t took = monotonic_ns() - begun;

@@ -26,7 +26,9 @@ class FieldView {
  public:
   std::string_view name() const { return name_; }
   FieldKind kind() const { return kind_; }
+  // The type of its elements; a ragged array's samples each have their own: element(i).
   ElementType element() const { return element_; }
+  ElementType element(std::size_t i) const;
   bool ragged() const { return offsets_ != nullptr; }
   std::size_t size() const { return count_; }
 

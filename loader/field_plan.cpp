@@ -1,0 +1,66 @@
+// A schema's fields in the arena (loader/field_plan.h).
+#include "loader/field_plan.h"
+
+#include <string>
+#include <vector>
+
+#include "loader/transform_spec.h"
+
+namespace forkfeed {
+namespace {
+
+// An image field's region and transform: the options with its pipeline, resolved. The
+// size option is the first image field's, and that of every field with the same pipeline
+// (views); a field with a pipeline of its own makes what it makes.
+Status plan_image(const LoaderOptions& resolved, const std::string& pipeline, const std::string& first,
+                  FieldDemand& d, TransformSpec& transform) {
+  LoaderOptions o = resolved;
+  o.fields.clear();  // its own pipeline, alone
+  o.transform = pipeline;
+  if (pipeline != first) o.size = 0;
+  auto image = resolve_transform(o);
+  if (!image.ok()) return Status::InvalidArgument("field '" + d.name + "': " + image.status().message());
+  const auto s = static_cast<std::int64_t>(image->size);
+  const Layout layout = resolve(image->layout, image->dtype);
+  d.element = image->dtype == DType::kUint8 ? ElementType::kUint8 : ElementType::kFloat32;
+  d.shape = layout == Layout::kNhwc ? std::vector<std::int64_t>{s, s, 3} : std::vector<std::int64_t>{3, s, s};
+  transform = transform_spec(*image);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status add_fields(ArenaSpec& spec, const LoaderOptions& resolved, const DatasetIndex& index) {
+  const std::vector<FieldSpec>& fields = index.fields();
+  if (fields.empty()) return Status::Ok();
+  spec.missing = resolved.missing;
+  auto pipelines = image_pipelines(resolved);
+  if (!pipelines.ok()) return pipelines.status();
+  std::size_t image = 0;
+  for (std::size_t f = 0; f < fields.size(); ++f) {
+    FieldDemand d;
+    d.name = fields[f].name;
+    d.kind = fields[f].kind;
+    TransformSpec transform{};
+    switch (fields[f].kind) {
+      case FieldKind::kImage:
+        if (Status s = plan_image(resolved, (*pipelines)[image++], pipelines->front(), d, transform); !s.ok())
+          return s;
+        break;
+      case FieldKind::kLabel: d.element = ElementType::kInt64; break;
+      case FieldKind::kNumber: d.element = ElementType::kFloat64; break;
+      case FieldKind::kText:
+      case FieldKind::kBytes:
+      case FieldKind::kArray:  // ragged: an array's shape is its header's, sample by sample
+        d.ragged = true;
+        d.ragged_bytes = index.largest_batch_bytes(f, resolved.batch_size);
+        break;
+    }
+    spec.fields.push_back(std::move(d));
+    spec.field_columns.push_back(index.field_columns().of[f]);
+    spec.field_transforms.push_back(transform);
+  }
+  return Status::Ok();
+}
+
+}  // namespace forkfeed

@@ -1,0 +1,176 @@
+// SampleFields: one sample of a schema, field by field, into its slot.
+#include "workers/sample_fields.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <new>
+#include <optional>
+#include <string>
+
+#include "base/utf8.h"
+#include "dataset/npy_header.h"
+
+namespace forkfeed {
+namespace {
+
+Status about(const FieldRegion& r, const Status& s) {
+  return Status::FromCode(s.code(), "field '" + std::string(r.field_name()) + "': " + s.message());
+}
+
+}  // namespace
+
+SampleFields::SampleFields(const ControlBlock& control, DecodePath path)
+    : control_(control), reader_(control.transform.max_file_bytes) {
+  std::uint64_t images = 0;
+  for (std::uint32_t f = 0; f < control.fields.count; ++f) {
+    Field field{&control.fields.fields[f], control.field_columns[f], nullptr, 0};
+    if (field.region->kind == FieldKind::kImage) {
+      field.image = std::make_unique<SamplePipeline>(control.field_transforms[f], path);
+      field.draws = images++;
+    }
+    fields_.push_back(std::move(field));
+  }
+  // Members in column order, so that views follow the image they view and take the bytes
+  // it read: a member is read once however many fields decode it.
+  std::stable_sort(fields_.begin(), fields_.end(), [](const Field& a, const Field& b) {
+    const auto key = [](const Field& f) {
+      return f.column.store == FieldColumn::Store::kMember ? std::int64_t{f.column.column} : -1;
+    };
+    return key(a) < key(b);
+  });
+}
+
+Status SampleFields::run(const SharedIndex& index, std::uint64_t epoch, std::uint64_t sample,
+                         const SlotContents& slot) {
+  // The reader's buffer grows to the largest member: an allocation failure must not
+  // escape a worker, where a crash would pin it on the sample as bad data.
+  try {
+    return write_all(index, epoch, sample, slot);
+  } catch (const std::bad_alloc&) {
+    return decode_failure(true, "cannot read the sample's fields", "std::bad_alloc");
+  }
+}
+
+Status SampleFields::write_all(const SharedIndex& index, std::uint64_t epoch, std::uint64_t sample,
+                               const SlotContents& slot) {
+  const PackedSamples packed = index.packed();
+  std::optional<std::uint32_t> read_column;  // whose bytes `bytes` are
+  FileBytes bytes;
+  for (const Field& f : fields_) {
+    const FieldRegion& r = *f.region;
+    slot.set_present(r, true);
+    switch (f.column.store) {
+      case FieldColumn::Store::kLabel: {
+        // The first label field is the slot's labels, which prepare() filled.
+        if (f.column.column == 0) {
+          if (index.labels[sample] == kMissingLabel) slot.set_present(r, false);
+          break;
+        }
+        const std::int64_t label = index.field_label(sample, f.column.column - 1);
+        if (label == kMissingLabel) slot.set_present(r, false);
+        std::memcpy(slot.next_dense(r), &label, sizeof label);
+        break;
+      }
+      case FieldColumn::Store::kNumber: {
+        const double number = index.field_number(sample, f.column.column);
+        if (std::isnan(number)) slot.set_present(r, false);
+        std::memcpy(slot.next_dense(r), &number, sizeof number);
+        break;
+      }
+      case FieldColumn::Store::kMember: {
+        const SampleSource source = packed.member_source(sample, f.column.column);
+        if (source.size == FieldSlice::kMissing) {  // only under missing=empty: the loader skips the others
+          write_missing(r, slot);
+          break;
+        }
+        if (read_column != f.column.column) {
+          auto read = reader_.read(source);
+          if (!read.ok()) return about(r, read.status());
+          bytes = *read;
+          read_column = f.column.column;
+        }
+        if (Status s = write_member(f, bytes, epoch, sample, slot); !s.ok()) return about(r, s);
+        break;
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status SampleFields::write_member(const Field& f, FileBytes bytes, std::uint64_t epoch, std::uint64_t sample,
+                                  const SlotContents& slot) {
+  const FieldRegion& r = *f.region;
+  switch (r.kind) {
+    case FieldKind::kImage: {
+      // The first image field draws as a loader without fields does; the others (views
+      // among them) each from a stream of their own.
+      KeyedRng rng = f.draws == 0 ? KeyedRng({control_.transform.seed, epoch, sample})
+                                  : KeyedRng({control_.transform.seed, epoch, sample, f.draws});
+      return f.image->decode(bytes, rng, slot.next_dense(r));
+    }
+    case FieldKind::kText: {
+      const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+      if (const std::size_t valid = valid_utf8_prefix(text); valid != text.size()) {
+        return Status::BadData("is not UTF-8 at byte " + std::to_string(valid));
+      }
+      [[fallthrough]];
+    }
+    case FieldKind::kBytes: {
+      const std::span<std::byte> room = slot.next_ragged(r);
+      if (bytes.size() > room.size()) {
+        return Status::Internal(std::to_string(bytes.size()) + " bytes do not fit in the " +
+                                std::to_string(room.size()) +
+                                " left of the slot's region: was it indexed so?");
+      }
+      std::memcpy(room.data(), bytes.data(), bytes.size());
+      slot.set_ragged(r, bytes.size());
+      return Status::Ok();
+    }
+    case FieldKind::kArray: return write_array(r, bytes, slot);
+    default: return Status::Internal("a field of kind " + std::string(to_string(r.kind)) + " has a member");
+  }
+}
+
+Status SampleFields::write_array(const FieldRegion& r, FileBytes bytes, const SlotContents& slot) {
+  const std::string_view member(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  auto header = parse_npy_header(member, member.size());
+  if (!header.ok()) return header.status();
+  const FileBytes data = bytes.subspan(header->data_offset, header->data_bytes);
+  if (r.ragged == 0) {
+    if (header->dtype != r.element) {
+      return Status::BadData("its .npy holds " + std::string(to_string(header->dtype)) + ", the field " +
+                             std::string(to_string(r.element)));
+    }
+    const std::span<const std::int64_t> want(r.shape, r.rank);
+    if (!std::equal(want.begin(), want.end(), header->shape.begin(), header->shape.end())) {
+      return Status::BadData("its .npy has shape " + npy_shape_text(header->shape) + ", the field " +
+                             npy_shape_text({want.begin(), want.end()}));
+    }
+    std::memcpy(slot.next_dense(r), data.data(), data.size());
+    return Status::Ok();
+  }
+  if (header->shape.size() > kMaxFieldRank) {
+    return Status::BadData("its .npy has " + std::to_string(header->shape.size()) + " dimensions; at most " +
+                           std::to_string(kMaxFieldRank) + " are carried");
+  }
+  const std::span<std::byte> room = slot.next_ragged(r);
+  if (data.size() > room.size()) {
+    return Status::Internal(std::to_string(data.size()) + " bytes do not fit in the " +
+                            std::to_string(room.size()) + " left of the slot's region: was it indexed so?");
+  }
+  std::memcpy(room.data(), data.data(), data.size());
+  slot.set_ragged(r, data.size(), header->shape, header->dtype);
+  return Status::Ok();
+}
+
+void SampleFields::write_missing(const FieldRegion& r, const SlotContents& slot) {
+  slot.set_present(r, false);
+  if (r.ragged != 0) {
+    slot.set_ragged(r, 0);
+  } else {
+    std::memset(slot.next_dense(r), 0, r.sample_bytes);
+  }
+}
+
+}  // namespace forkfeed

@@ -1,0 +1,50 @@
+// SampleFields: a worker's writing of one sample of a schema (forkfeed/fields.h) into its
+// slot, field by field as the arena's SlotFields places them: image fields decoded and
+// transformed, each by its own pipeline (a view decodes the bytes its image read, with
+// draws of its own); text checked as UTF-8 and bytes copied; arrays checked against their
+// .npy header and the field's dtype and shape, their data copied; labels and numbers, read
+// while indexing, copied from the index. One per worker per loader; it owns what it reuses.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "transport/arena.h"
+#include "transport/slot_contents.h"
+#include "workers/image_decoder.h"
+#include "workers/sample_pipeline.h"
+
+namespace forkfeed {
+
+class SampleFields {
+ public:
+  // For the loader of `control`, which has a schema (control.fields.count > 0).
+  SampleFields(const ControlBlock& control, DecodePath path);
+
+  // Writes sample `sample` of `epoch` as the slot's next sample. Errors say why and name
+  // the field, not the sample (the caller names it); a sample's own fault is kBadData.
+  Status run(const SharedIndex& index, std::uint64_t epoch, std::uint64_t sample, const SlotContents& slot);
+
+ private:
+  // One field and how it is written.
+  struct Field {
+    const FieldRegion* region;
+    FieldColumn column;
+    std::unique_ptr<SamplePipeline> image;  // image fields: its pipeline
+    std::uint64_t draws = 0;                // image fields: its place among them (0: the first)
+  };
+  Status write_all(const SharedIndex& index, std::uint64_t epoch, std::uint64_t sample,
+                   const SlotContents& slot);
+  Status write_member(const Field& f, FileBytes bytes, std::uint64_t epoch, std::uint64_t sample,
+                      const SlotContents& slot);
+  static Status write_array(const FieldRegion& r, FileBytes bytes, const SlotContents& slot);
+  // Leaves field `f` empty in the next sample (MissingField::kEmpty).
+  static void write_missing(const FieldRegion& r, const SlotContents& slot);
+
+  const ControlBlock& control_;
+  std::vector<Field> fields_;
+  SampleReader reader_;
+};
+
+}  // namespace forkfeed
