@@ -18,6 +18,19 @@ Status about(const FieldRegion& r, const Status& s) {
   return Status::FromCode(s.code(), "field '" + std::string(r.field_name()) + "': " + s.message());
 }
 
+// Appends `data` as the next sample's value of ragged field `r`, with an array's shape.
+Status append_ragged(const FieldRegion& r, FileBytes data, const SlotContents& slot,
+                     std::span<const std::int64_t> shape = {}, ElementType element = ElementType::kUint8) {
+  const std::span<std::byte> room = slot.next_ragged(r);
+  if (data.size() > room.size()) {
+    return Status::Internal(std::to_string(data.size()) + " bytes do not fit in the " +
+                            std::to_string(room.size()) + " left of the slot's region: was it indexed so?");
+  }
+  std::memcpy(room.data(), data.data(), data.size());
+  slot.set_ragged(r, data.size(), shape, element);
+  return Status::Ok();
+}
+
 }  // namespace
 
 SampleFields::SampleFields(const ControlBlock& control, DecodePath path)
@@ -116,17 +129,7 @@ Status SampleFields::write_member(const Field& f, FileBytes bytes, std::uint64_t
       }
       [[fallthrough]];
     }
-    case FieldKind::kBytes: {
-      const std::span<std::byte> room = slot.next_ragged(r);
-      if (bytes.size() > room.size()) {
-        return Status::Internal(std::to_string(bytes.size()) + " bytes do not fit in the " +
-                                std::to_string(room.size()) +
-                                " left of the slot's region: was it indexed so?");
-      }
-      std::memcpy(room.data(), bytes.data(), bytes.size());
-      slot.set_ragged(r, bytes.size());
-      return Status::Ok();
-    }
+    case FieldKind::kBytes: return append_ragged(r, bytes, slot);
     case FieldKind::kArray: return write_array(r, bytes, slot);
     default: return Status::Internal("a field of kind " + std::string(to_string(r.kind)) + " has a member");
   }
@@ -154,14 +157,7 @@ Status SampleFields::write_array(const FieldRegion& r, FileBytes bytes, const Sl
     return Status::BadData("its .npy has " + std::to_string(header->shape.size()) + " dimensions; at most " +
                            std::to_string(kMaxFieldRank) + " are carried");
   }
-  const std::span<std::byte> room = slot.next_ragged(r);
-  if (data.size() > room.size()) {
-    return Status::Internal(std::to_string(data.size()) + " bytes do not fit in the " +
-                            std::to_string(room.size()) + " left of the slot's region: was it indexed so?");
-  }
-  std::memcpy(room.data(), data.data(), data.size());
-  slot.set_ragged(r, data.size(), header->shape, header->dtype);
-  return Status::Ok();
+  return append_ragged(r, data, slot, header->shape, header->dtype);
 }
 
 void SampleFields::write_missing(const FieldRegion& r, const SlotContents& slot) {
