@@ -42,6 +42,7 @@ class Client::Impl {
         remote_(remote),
         interrupt_(std::move(interrupt)),
         opened_(opened),
+        fields_(std::make_shared<const SlotFields>(opened.fields)),
         position_(opened.batches_per_epoch, {opened.epoch, opened.position}),
         generation_(opened.generation) {
     yield_.start(opened.position, counts());
@@ -223,6 +224,15 @@ class Client::Impl {
       link_->drop(delivery);
       return Status::Internal("forkfeedd sent a batch outside its memory; is it another forkfeed version?");
     }
+    // A stream of fields: the layout the reply gave (checked against its slots), read
+    // only where what the samples wrote lies within what the delivery says it covers.
+    const std::byte* slot = fields_->count > 0 ? batch_fields_slot(d, delivery.base, *fields_) : nullptr;
+    if (fields_->count > 0 && slot == nullptr) {
+      link_->drop(delivery);
+      return Status::Internal(
+          "forkfeedd sent a batch whose fields lie outside what it delivered; is it "
+          "another forkfeed version?");
+    }
     position_.delivered(d.epoch, d.index);
     delivered_batches_ += 1;
     delivered_samples_ += d.count;
@@ -238,7 +248,9 @@ class Client::Impl {
                               d.epoch,
                               d.index,
                               opened_.layout};
-    return std::optional<Batch>(BatchFactory::make(parts, link_->lend(delivery)));
+    Batch batch = BatchFactory::make(parts, link_->lend(delivery));
+    if (slot != nullptr) BatchFactory::add_fields(batch, slot, fields_);
+    return std::optional<Batch>(std::move(batch));
   }
 
   OwnerProcess owner_;
@@ -246,6 +258,8 @@ class Client::Impl {
   FanInLink* remote_;   // link_, when the daemons are remote
   UniqueFd interrupt_;  // a non-blocking eventfd, readable while an interrupt is pending
   const StreamOpened opened_;
+  // opened_.fields, shared with the Batches handed out (their fields' names view it).
+  const std::shared_ptr<const SlotFields> fields_;
 
   // What the caller consumed, as a Loader counts it, and the daemon's id of the pass.
   PassPosition position_;
@@ -285,12 +299,6 @@ Status check_client_options(const LoaderOptions& o) {
                                    " is not a Client's to choose: forkfeedd gives the streams it serves "
                                    "equal shares of its workers' time; "
                                    "leave weight at 1, or use a Loader on a WorkerPool to weigh loaders");
-  }
-  if (!o.fields.empty()) {
-    return Status::InvalidArgument(
-        "fields \"" + o.fields +
-        "\": a Client does not carry fields yet (forkfeedd serves images and labels); "
-        "open a Loader for batches of several fields");
   }
   return Status::Ok();
 }

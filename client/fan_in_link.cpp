@@ -34,11 +34,13 @@ std::string stream_difference(const StreamOpened& a, const StreamOpened& b) {
   }
   OrderKey ka = a.order, kb = b.order;
   ka.dataset = kb.dataset = {};
-  if (ka == kb && a.batches_per_epoch == b.batches_per_epoch && a.size == b.size && a.dtype == b.dtype &&
-      a.layout == b.layout && a.classes == b.classes) {
-    return "";
+  if (!(ka == kb && a.batches_per_epoch == b.batches_per_epoch && a.size == b.size && a.dtype == b.dtype &&
+        a.layout == b.layout && a.classes == b.classes)) {
+    return "the dataset in another order (the image size, dtype or layout differ)";
   }
-  return "the dataset in another order (the image size, dtype or layout differ)";
+  // Its batches are read with the layout of the first: the same fields, at the same places.
+  if (!same_fields(a.fields, b.fields)) return "the dataset's fields laid out otherwise in a batch";
+  return "";
 }
 
 std::uint64_t ns(std::chrono::steady_clock::duration d) {

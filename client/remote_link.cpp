@@ -384,7 +384,7 @@ std::optional<LinkDelivery> RemoteLink::pop() {
   if (d.record.kind == DeliveryKind::kBatch) {
     d.record.handle = arrival.slot;
     d.base = arena_->slot(arrival.slot);
-    d.bytes = arena_->slot_bytes();
+    d.bytes = arrival.bytes;
   }
   return d;
 }
@@ -448,6 +448,7 @@ ucs_status_t RemoteLink::accept_delivery(const void* header, std::size_t header_
     return UCS_OK;
   }
   arrival.slot = *slot;
+  arrival.bytes = length;
   if (!rendezvous) {  // small enough to come eagerly
     std::memcpy(arena_->slot(*slot), data, length);
     arrival.ready = true;

@@ -94,6 +94,7 @@ class RemoteLink final : public StreamLink {
   struct Arrival {
     DeliveryRecord record{};
     std::uint32_t slot = 0;
+    std::uint64_t bytes = 0;  // kBatch: what came into the slot (nothing beyond it is read)
     bool ready = false;
   };
   struct Receive;  // one rendezvous receive in flight

@@ -52,12 +52,13 @@ Result<ServedStream::Opened> ServedStream::open(std::uint64_t id, const Resolved
   // Before any batch, the loader's skips are the index's.
   const LoaderStats at_open = s.loader_->stats();
   opened.stream->skipped_counted_ = at_open.skipped_samples;
-  opened.reply = to_json(StreamOpened{
-      id, s.generation_, at.epoch, at.position, s.loader_->batches_per_epoch(),
-      s.loader_->samples_per_epoch(), s.lent_.capacity(), s.ticket_.workers(),
-      s.loader_->dataset().classes().size(), options.size, options.dtype,
-      resolve(options.layout, options.dtype), memory.size, memory.slot_bytes, at_open.skipped_samples,
-      at_open.skipped_bytes, LoaderInternals::order_key(*s.loader_), s.loader_->dataset().classes()});
+  opened.reply = to_json(
+      StreamOpened{id, s.generation_, at.epoch, at.position, s.loader_->batches_per_epoch(),
+                   s.loader_->samples_per_epoch(), s.lent_.capacity(), s.ticket_.workers(),
+                   s.loader_->dataset().classes().size(), options.size, options.dtype,
+                   resolve(options.layout, options.dtype), memory.size, memory.slot_bytes,
+                   at_open.skipped_samples, at_open.skipped_bytes, LoaderInternals::order_key(*s.loader_),
+                   s.loader_->dataset().classes(), LoaderInternals::slot_fields(*s.loader_)});
   spdlog::info(
       "stream {} opened for pid {} (uid {}): up to {} workers, {} slots, rank {}/{}, arena {:.1f} MiB", id,
       s.about_.value("pid", 0), s.about_.value("uid", 0), s.ticket_.workers(), s.lent_.capacity(),
@@ -181,7 +182,9 @@ DeliveryRecord ServedStream::next_wanted() {
 }
 
 DeliveryRecord ServedStream::lend(Batch batch) {
-  DeliveryRecord d = batch_delivery(batch, memory_.base);
+  const SlotGeometry& slots = LoaderInternals::slot_geometry(*loader_);
+  DeliveryRecord d = batch_delivery(
+      batch, memory_.base, {slots.slots_offset, slots.slot_stride, &LoaderInternals::slot_fields(*loader_)});
   delivered_batches_ += 1;
   delivered_samples_ += batch.size();
   const LentBatches::Ticket ticket = lent_.lend(std::move(batch));

@@ -280,10 +280,6 @@ json StreamSession::open_stream(const json& body, std::vector<UniqueFd>& fds) {
   options.log_level = config.log_level;
   options.start_method = StartMethod::kSpawn;  // this process has threads: never fork it
   options.pin_memory_device = -1;
-  if (!options.fields.empty()) {  // its deliveries carry images and labels only, so far
-    return error_reply(Status::InvalidArgument(
-        "fields \"" + options.fields + "\": forkfeedd does not serve fields yet; a Loader reads them"));
-  }
   auto resolved = ResolvedOptions::of(options);  // the size and dtype that admission weighs
   if (!resolved.ok()) return error_reply(resolved.status());
   options = resolved->options();

@@ -78,6 +78,8 @@ class BatchLine {
   // Adds the line's side of the stats: deliveries, restarts, the arena, the pool, times.
   void count_into(LoaderStats& stats) const;
   Loader::SharedMemory shared_memory() const;
+  // The arena's control block: its slots' geometry and the fields placed in each.
+  const ControlBlock& control() const { return arena_->control(); }
 
  private:
   BatchLine(const DatasetIndex& index, const Sampler& sampler, std::shared_ptr<spdlog::logger> log);

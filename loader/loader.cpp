@@ -233,6 +233,12 @@ void LoaderInternals::limit_in_flight(Loader& loader, std::uint32_t tasks) {
 std::uint64_t LoaderInternals::worker_ns(const Loader& loader) {
   return Loader::Impl::of(loader).line_->worker_ns();
 }
+const SlotGeometry& LoaderInternals::slot_geometry(const Loader& loader) {
+  return Loader::Impl::of(loader).line_->control().slots;
+}
+const SlotFields& LoaderInternals::slot_fields(const Loader& loader) {
+  return Loader::Impl::of(loader).line_->control().fields;
+}
 Status LoaderInternals::begin_demand(Loader& loader, std::uint64_t epoch) {
   return Loader::Impl::of(loader).begin_demand(epoch);
 }

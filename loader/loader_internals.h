@@ -15,6 +15,7 @@
 #include "loader/checkpoint.h"
 #include "loader/pass_position.h"
 #include "loader/resolved_options.h"
+#include "transport/arena_layout.h"
 
 namespace forkfeed {
 
@@ -40,6 +41,10 @@ class LoaderInternals {
   // LoaderStats::worker_ns as of now. Unlike stats(), any thread may ask while another is
   // in next(): the workers add it up in shared memory, sample by sample.
   static std::uint64_t worker_ns(const Loader& loader);
+  // Where its arena's batch slots lie and the fields placed in each (count 0 without a
+  // schema): what forkfeedd tells its clients of the fields of a batch it lends.
+  static const SlotGeometry& slot_geometry(const Loader& loader);
+  static const SlotFields& slot_fields(const Loader& loader);
 
   // A pass on demand, for forkfeedd serving one rank from several daemons (a fan-in
   // client asks each for the batches it chose): begin_demand() starts a pass of `epoch`

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <new>
 
@@ -21,7 +22,7 @@ bool inside(std::uint64_t offset, std::uint64_t bytes, std::uint64_t size) {
 
 }  // namespace
 
-DeliveryRecord batch_delivery(const Batch& batch, const std::byte* base) {
+DeliveryRecord batch_delivery(const Batch& batch, const std::byte* base, const ArenaSlots& slots) {
   const auto offset = [&](const void* p) {
     return static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - base);
   };
@@ -34,6 +35,12 @@ DeliveryRecord batch_delivery(const Batch& batch, const std::byte* base) {
   d.pixel_bytes = batch.bytes();
   d.labels_offset = offset(batch.labels().data());
   d.indices_offset = offset(batch.sample_indices().data());
+  if (slots.fields != nullptr && slots.fields->count > 0) {
+    // The batch's slot is the one its pixels lie in; the loader wrote it, so it fits.
+    d.slot_offset = slots.offset + (d.pixels_offset - slots.offset) / slots.stride * slots.stride;
+    d.fields_bytes =
+        fields_written_end(*slots.fields, base + d.slot_offset, d.count, slots.stride).value_or(0);
+  }
   return d;
 }
 
@@ -43,7 +50,35 @@ bool batch_delivery_fits(const DeliveryRecord& d, std::uint64_t arena_bytes, std
          inside(d.pixels_offset, d.pixel_bytes, arena_bytes) &&
          inside(d.labels_offset, 8 * d.count, arena_bytes) &&
          inside(d.indices_offset, 8 * d.count, arena_bytes) && d.labels_offset % 8 == 0 &&
-         d.indices_offset % 8 == 0;
+         d.indices_offset % 8 == 0 && d.slot_offset % 8 == 0 &&
+         (d.fields_bytes == 0 || inside(d.slot_offset, d.fields_bytes, arena_bytes));
+}
+
+std::optional<std::uint64_t> fields_written_end(const SlotFields& fields, const std::byte* slot,
+                                                std::uint32_t count, std::uint64_t within) {
+  std::uint64_t end = 0;
+  const auto reach = [&](std::uint64_t at, std::uint64_t bytes) { end = std::max(end, at + bytes); };
+  for (const FieldRegion& r : fields.regions()) {  // fit(): none of these overflows
+    reach(r.present, count);
+    if (r.ragged == 0) {
+      reach(r.values, r.sample_bytes * count);
+      continue;
+    }
+    reach(r.offsets, (count + std::uint64_t{1}) * sizeof(std::uint64_t));
+    if (r.shapes != 0) reach(r.shapes, count * kShapeWords * sizeof(std::int64_t));
+  }
+  if (end > within || !fields.written_fit(slot, count)) return std::nullopt;
+  for (const FieldRegion& r : fields.regions()) {
+    if (r.ragged != 0) reach(r.values, reinterpret_cast<const std::uint64_t*>(slot + r.offsets)[count]);
+  }
+  if (end > within) return std::nullopt;
+  return end;
+}
+
+const std::byte* batch_fields_slot(const DeliveryRecord& d, const std::byte* base, const SlotFields& fields) {
+  if (d.fields_bytes == 0) return nullptr;
+  const std::byte* slot = base + d.slot_offset;
+  return fields_written_end(fields, slot, d.count, d.fields_bytes) ? slot : nullptr;
 }
 
 Result<ConsumerChannel> ConsumerChannel::create() {

@@ -6,17 +6,19 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "base/unique_fd.h"
 #include "forkfeed/batch.h"
 #include "forkfeed/status.h"
 #include "transport/mapping.h"
+#include "transport/slot_fields.h"
 #include "transport/spsc_ring.h"
 
 namespace forkfeed {
 
 inline constexpr std::uint64_t kChannelMagic = 0x6c6e6e6168636b66ULL;  // "fkchannl"
-inline constexpr std::uint32_t kChannelVersion = 2;                    // 2: DeliveryRecord::skipped
+inline constexpr std::uint32_t kChannelVersion = 3;  // 2: DeliveryRecord::skipped; 3: its fields
 // Bounds the batch slots of one stream: every slot may sit in the deliveries ring.
 inline constexpr std::uint32_t kChannelCapacity = 256;
 inline constexpr std::size_t kDeliveryMessageBytes = 1024;
@@ -38,6 +40,11 @@ struct DeliveryRecord {
   std::uint64_t pixel_bytes;
   std::uint64_t labels_offset;
   std::uint64_t indices_offset;
+  // With a schema's fields (StreamOpened::fields): where the batch's slot begins, from
+  // which the fields' regions count, and how far from there what its samples wrote
+  // reaches (fields_written_end). fields_bytes is 0 without fields.
+  std::uint64_t slot_offset;
+  std::uint64_t fields_bytes;
   std::uint32_t handle;
   std::uint32_t count;  // samples
   DeliveryKind kind;
@@ -50,14 +57,35 @@ struct DeliveryRecord {
   char message[kDeliveryMessageBytes];  // kError: NUL-terminated
 };
 
+// Where a stream's batch slots lie in its arena, and the fields placed in each.
+struct ArenaSlots {
+  std::uint64_t offset = 0;            // of the first slot, from the arena's start
+  std::uint64_t stride = 0;            // one slot's bytes
+  const SlotFields* fields = nullptr;  // none without a schema
+};
+
 // Where a Batch lies in the arena mapped at `base`, as a kBatch delivery says it (the
 // caller adds generation, handle and tag). The one place that writes these offsets...
-DeliveryRecord batch_delivery(const Batch& batch, const std::byte* base);
+DeliveryRecord batch_delivery(const Batch& batch, const std::byte* base, const ArenaSlots& slots);
 // ... and the one that checks them, as a client must: a batch of 1 to `batch_size`
-// samples of `sample_bytes` each, its pixels, labels and indices inside an arena of
-// `arena_bytes`, labels and indices 8-byte aligned.
+// samples of `sample_bytes` each, its pixels, labels and indices (and its fields' bytes,
+// when it says it has some) inside `arena_bytes` (an arena, or what a remote client
+// received), labels and indices 8-byte aligned.
 bool batch_delivery_fits(const DeliveryRecord& d, std::uint64_t arena_bytes, std::uint64_t sample_bytes,
                          std::uint32_t batch_size);
+// How far from the slot's start what the first `count` samples wrote in `fields`'
+// regions reaches (present flags, dense values, ragged offsets, shapes and values): what
+// a sender of the slot sends, every region before the last whole. Nullopt when it reaches
+// past `within` bytes or what the ragged fields say of themselves does not fit
+// (SlotFields::written_fit), as a reader of `within` bytes of a slot must check; their
+// offsets are read only once they are inside. REQUIRES: fields.fit() for the slot.
+std::optional<std::uint64_t> fields_written_end(const SlotFields& fields, const std::byte* slot,
+                                                std::uint32_t count, std::uint64_t within);
+// The slot of a delivery that fits, holding `fields` as a client checked them against
+// the stream's slots (SlotFields::fit): nullptr when what its samples wrote does not lie
+// within the bytes the delivery says they take (fields_written_end), or when it
+// says it has none.
+const std::byte* batch_fields_slot(const DeliveryRecord& d, const std::byte* base, const SlotFields& fields);
 
 struct SlotReturn {
   std::uint32_t handle;

@@ -2,6 +2,7 @@
 #include "protocol/stream_request.h"
 
 #include <array>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <set>
@@ -233,6 +234,76 @@ bool optional_reply_field(std::string_view key) {
          key == "index_skipped_bytes";
 }
 
+// A slot's fields in the reply: one object a field, every member of FieldRegion by name.
+template <typename Region, typename Visit>
+void for_each_region_number(Region& r, Visit&& visit) {
+  visit("ragged", r.ragged);
+  visit("rank", r.rank);
+  visit("sample_bytes", r.sample_bytes);
+  visit("values", r.values);
+  visit("capacity", r.capacity);
+  visit("offsets", r.offsets);
+  visit("shapes", r.shapes);
+  visit("present", r.present);
+}
+
+json fields_to_json(const SlotFields& fields) {
+  json all = json::array();
+  for (const FieldRegion& r : fields.regions()) {
+    json f{{"name", std::string(r.field_name())},
+           {"kind", std::string(to_string(r.kind))},
+           {"element", std::string(to_string(r.element))},
+           {"shape", json(std::vector<std::int64_t>(r.shape, r.shape + kMaxFieldRank))}};
+    for_each_region_number(r, [&](const char* key, auto value) { f[key] = value; });
+    all.push_back(std::move(f));
+  }
+  return all;
+}
+
+// What the reply says of the fields; the caller checks that they fit the slots.
+Result<SlotFields> fields_from_json(const json& all) {
+  if (!all.is_array() || all.size() > kMaxSlotFields) {
+    return Status::InvalidArgument("fields must be an array of at most " + std::to_string(kMaxSlotFields));
+  }
+  SlotFields fields;
+  for (const json& f : all) {
+    FieldRegion& r = fields.fields[fields.count++];
+    r = FieldRegion{};
+    if (!f.is_object() || !f.contains("name") || !f["name"].is_string() || !f.contains("kind") ||
+        !f["kind"].is_string() || !f.contains("element") || !f["element"].is_string() ||
+        !f.contains("shape") || !f["shape"].is_array() || f["shape"].size() != kMaxFieldRank) {
+      return Status::InvalidArgument("a field must have a name, kind, element and shape");
+    }
+    const std::string name = f["name"].get<std::string>();
+    if (name.empty() || name.size() >= kFieldNameBytes)
+      return Status::InvalidArgument("a field's name must have 1 to " + std::to_string(kFieldNameBytes - 1) +
+                                     " bytes");
+    std::memcpy(r.name, name.data(), name.size());
+    const auto kind = parse_field_kind(f["kind"].get<std::string>());
+    if (!kind) return Status::InvalidArgument("field '" + printable(name) + "' has an unknown kind");
+    r.kind = *kind;
+    bool element = false;
+    for (auto e = std::uint8_t{0}; e <= static_cast<std::uint8_t>(ElementType::kFloat64) && !element; ++e) {
+      element = to_string(static_cast<ElementType>(e)) == f["element"].get<std::string>();
+      if (element) r.element = static_cast<ElementType>(e);
+    }
+    if (!element) return Status::InvalidArgument("field '" + printable(name) + "' has an unknown element");
+    for (std::size_t d = 0; d < kMaxFieldRank; ++d) {
+      if (!f["shape"][d].is_number_integer())
+        return Status::InvalidArgument("a field's shape holds integers");
+      r.shape[d] = f["shape"][d].get<std::int64_t>();
+    }
+    Status first = Status::Ok();
+    for_each_region_number(r, [&](const char* key, auto& out) {
+      auto v = get_uint(f, key, std::numeric_limits<std::remove_reference_t<decltype(out)>>::max());
+      if (!v.ok() && first.ok()) first = v.status();
+      if (v.ok()) out = static_cast<std::remove_reference_t<decltype(out)>>(*v);
+    });
+    if (!first.ok()) return first;
+  }
+  return fields;
+}
+
 }  // namespace
 
 json to_json(const StreamOpened& o) {
@@ -241,6 +312,7 @@ json to_json(const StreamOpened& o) {
   body["dtype"] = std::string(to_string(o.dtype));
   body["layout"] = std::string(to_string(o.layout));
   body["order"] = to_json(o.order);
+  if (o.fields.count > 0) body["fields"] = fields_to_json(o.fields);
   std::size_t name_bytes = 0;
   for (const std::string& name : o.class_names) name_bytes += name.size() + 4;  // quotes, comma, slack
   if (!o.class_names.empty() && name_bytes <= kMaxClassNameBytes) {
@@ -251,6 +323,8 @@ json to_json(const StreamOpened& o) {
   }
   return body;
 }
+
+bool same_fields(const SlotFields& a, const SlotFields& b) { return fields_to_json(a) == fields_to_json(b); }
 
 Result<StreamOpened> parse_stream_opened(const json& reply) {
   auto malformed = [](const std::string& why) {
@@ -292,6 +366,16 @@ Result<StreamOpened> parse_stream_opened(const json& reply) {
   auto order = parse_order_key(reply["order"]);
   if (!order.ok()) return order.status();
   o.order = std::move(order).value();
+  if (reply.contains("fields")) {  // absent: no schema
+    auto fields = fields_from_json(reply["fields"]);
+    if (!fields.ok()) return malformed(fields.status().message());
+    // Checked once here, for every reader of the reply's layout: no delivery can then
+    // make a client read outside a slot.
+    if (!fields->fit(o.slot_bytes, o.order.batch_size))
+      return malformed("its fields' regions do not lie inside a slot of " + std::to_string(o.slot_bytes) +
+                       " bytes");
+    o.fields = *fields;
+  }
   return o;
 }
 

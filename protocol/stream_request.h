@@ -11,6 +11,7 @@
 #include "forkfeed/client.h"
 #include "forkfeed/status.h"
 #include "loader/checkpoint.h"
+#include "transport/slot_fields.h"
 
 namespace forkfeed {
 
@@ -54,6 +55,9 @@ struct StreamOpened {
   // The class names by label when they fit in the reply (kMaxClassNameBytes); else empty
   // while `classes` is not 0.
   std::vector<std::string> class_names = {};
+  // Where a schema's fields lie in each slot (count 0 without one; DeliveryRecord::
+  // slot_offset says where a batch's slot begins). Read, it fits slot_bytes and batch_size.
+  SlotFields fields = {};
 };
 
 // The class names an open_stream reply carries at most, in bytes: with the rest of the
@@ -65,6 +69,8 @@ inline constexpr std::size_t kMaxClassNameBytes = 48 * 1024;
 // kMaxClassNameBytes.
 nlohmann::json to_json(const StreamOpened& opened);
 Result<StreamOpened> parse_stream_opened(const nlohmann::json& reply);
+// Whether two streams lay their fields out alike (every region where the other has it).
+bool same_fields(const SlotFields& a, const SlotFields& b);
 
 nlohmann::json to_json(const OrderKey& key);
 Result<OrderKey> parse_order_key(const nlohmann::json& body);

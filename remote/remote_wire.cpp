@@ -8,9 +8,13 @@ namespace forkfeed {
 
 BatchSpan batch_span(const DeliveryRecord& d) {
   const std::uint64_t ids = std::uint64_t{8} * d.count;
-  const std::uint64_t begin = std::min<std::uint64_t>({d.pixels_offset, d.labels_offset, d.indices_offset});
-  const std::uint64_t end = std::max<std::uint64_t>(
+  std::uint64_t begin = std::min<std::uint64_t>({d.pixels_offset, d.labels_offset, d.indices_offset});
+  std::uint64_t end = std::max<std::uint64_t>(
       {d.pixels_offset + d.pixel_bytes, d.labels_offset + ids, d.indices_offset + ids});
+  if (d.fields_bytes != 0) {
+    begin = std::min(begin, d.slot_offset);
+    end = std::max(end, d.slot_offset + d.fields_bytes);
+  }
   return {begin, end - begin};
 }
 
@@ -25,7 +29,9 @@ RemoteDelivery to_wire(const DeliveryRecord& d, std::uint64_t sequence, const Ba
     w.pixels_offset = d.pixels_offset - span.offset;
     w.labels_offset = d.labels_offset - span.offset;
     w.indices_offset = d.indices_offset - span.offset;
+    if (d.fields_bytes != 0) w.slot_offset = d.slot_offset - span.offset;
   }
+  w.fields_bytes = d.fields_bytes;
   w.pixel_bytes = d.pixel_bytes;
   w.count = d.count;
   w.code = d.code;
@@ -44,6 +50,8 @@ DeliveryRecord from_wire(const RemoteDelivery& w, std::string_view message) {
   d.pixel_bytes = w.pixel_bytes;
   d.labels_offset = w.labels_offset;
   d.indices_offset = w.indices_offset;
+  d.slot_offset = w.slot_offset;
+  d.fields_bytes = w.fields_bytes;
   d.count = w.count;
   d.code = w.code;
   d.fatal = w.fatal;

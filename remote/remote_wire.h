@@ -6,7 +6,10 @@
 // sends to the gateway's port.
 //
 // A batch's bytes are one span of its slot: the sample indices, labels and pixels with
-// whatever lies between them; the header's offsets are from the span's start.
+// whatever lies between them, and with a schema's fields the slot from its start to the
+// end of what its samples wrote (fields_written_end: every region but the last
+// whole, for ragged ones the capacity their worst batch needs); the header's offsets are
+// from the span's start.
 #pragma once
 
 #include <chrono>
@@ -27,7 +30,7 @@ inline constexpr unsigned kDeliveryMessage = 1;  // the active message ids
 // reach hears so at once.
 inline constexpr unsigned kWelcomeMessage = 2;
 inline constexpr std::uint32_t kRemoteMagic = 0x6666726b;  // "krff"
-inline constexpr std::uint16_t kRemoteVersion = 1;
+inline constexpr std::uint16_t kRemoteVersion = 2;         // 2: a batch's fields (slot_offset, fields_bytes)
 // The gateway beats this often on the control connection; a client that hears nothing
 // for kRemoteSilence while it waits takes the gateway (its daemon, its host, the
 // network) for lost.
@@ -53,9 +56,11 @@ struct RemoteDelivery {
   std::uint32_t count = 0;
   std::uint32_t code = 0;
   std::uint32_t fatal = 0;
-  std::uint32_t skipped = 0;  // DeliveryRecord::skipped (0 from a gateway before it)
+  std::uint32_t skipped = 0;      // DeliveryRecord::skipped (0 from a gateway before it)
+  std::uint64_t slot_offset = 0;  // kBatch with fields: from the start of the span
+  std::uint64_t fields_bytes = 0;
 };
-static_assert(sizeof(RemoteDelivery) == 88);  // within verbs' 128-byte AM header
+static_assert(sizeof(RemoteDelivery) == 104);  // within verbs' 128-byte AM header
 
 // The span of the arena a kBatch delivery covers.
 struct BatchSpan {

@@ -74,16 +74,18 @@ TEST_F(ClientStatsTest, SkippedSamplesFollowWhatTheCallerConsumed) {
   }
 }
 
-// A Client does not carry a schema's fields yet: asking for them is refused, naming why,
-// rather than answered with batches that lack them.
-TEST_F(ClientStatsTest, FieldsAreRefusedNotDropped) {
+// A Client carries a schema's fields (served_fields_test); what a Loader refuses of them
+// it refuses too, with the Loader's words: fields of an ImageFolder.
+TEST_F(ClientStatsTest, FieldsALoaderRefusesAreRefusedThroughTheDaemonToo) {
   testing::DaemonProcess daemon(socket_path("fields"), {"--max-workers", "1"});
   LoaderOptions o = options();
   o.fields = "image=jpg, caption=txt";
+  auto loader = Loader::open(o);
+  ASSERT_FALSE(loader.ok());
   auto client = Client::connect(daemon.socket(), o);
   ASSERT_FALSE(client.ok());
-  EXPECT_EQ(client.status().code(), Status::Code::kInvalidArgument);
-  EXPECT_NE(client.status().message().find("a Client does not carry fields yet"), std::string::npos)
+  EXPECT_EQ(client.status().code(), loader.status().code());
+  EXPECT_NE(client.status().message().find("fields are read from WebDataset shards"), std::string::npos)
       << client.status().message();
 }
 

@@ -189,7 +189,7 @@ TEST(BatchDelivery, WhatTheDaemonWritesTheClientAcceptsAndNothingOutsideTheArena
       BatchFactory::Parts{arena.pixels(), FakeArena::kCount * FakeArena::kSampleBytes, DType::kUint8,
                           FakeArena::kSize, FakeArena::kCount, arena.labels(), arena.indices(), 4, 6},
       std::make_unique<NoLease>());
-  const DeliveryRecord d = batch_delivery(batch, arena.bytes);
+  const DeliveryRecord d = batch_delivery(batch, arena.bytes, ArenaSlots{});
   EXPECT_EQ(d.kind, DeliveryKind::kBatch);
   EXPECT_EQ(d.epoch, 4u);
   EXPECT_EQ(d.index, 6u);
