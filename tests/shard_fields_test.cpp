@@ -20,6 +20,7 @@
 #include "dataset/dataset_identity.h"
 #include "dataset/dataset_source.h"
 #include "dataset/shards/shard_dataset.h"
+#include "tests/testing/npy_member.h"
 #include "tests/testing/temp_dataset.h"
 #include "tools/shard/tar_writer.h"
 
@@ -43,7 +44,8 @@ std::map<std::string, std::string> sample_bytes(int k) {
           {"txt", "a caption of sample " + n + std::string(static_cast<std::size_t>(k) * 7, '.')},
           {"cls", n},
           {"json", "{\"score\": " + std::to_string(k) + ".5, \"class\": " + std::to_string(k + 10) + "}"},
-          {"npy", "\x93NUMPY array of sample " + n}};
+          {"npy",
+           testing::npy_member("<u1", "(" + std::to_string(16 + n.size()) + ",)", "array of sample " + n)}};
 }
 
 // Sample `k`'s members, "s<k>.<ext>", in an order that changes with k.
