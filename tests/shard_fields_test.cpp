@@ -458,6 +458,20 @@ TEST_F(ShardFieldsDatasetTest, EachSampleHasItsKeyReadFromItsTarHeaders) {
   EXPECT_EQ(got, keys);
 }
 
+// Without fields, messages name a member whose name its header does not hold whole.
+TEST_F(ShardFieldsDatasetTest, MessagesNameAMemberByItsLongName) {
+  const std::string pax(130, 'p');
+  write_shard(shard(0), {{"a.jpg", "a"}, {"a.cls", "0"}, {pax + ".jpg", "p"}, {pax + ".cls", "1"}});
+  write_shard(shard(1), {{"b.jpg", "b"}, {"b.cls", "2"}});
+  const DatasetIndex index = indexed("");
+  ASSERT_EQ(index.size(), 3u);
+  EXPECT_EQ(index.name_headers(), (std::vector<NameHeaders>{{1, 1536}}))
+      << "a pax header, its record, its own";
+  EXPECT_NE(index.describe(1).find("member '" + pax + ".jpg' at byte"), std::string::npos)
+      << index.describe(1);
+  EXPECT_NE(index.describe(2).find("member 'b.jpg' at byte 512"), std::string::npos) << index.describe(2);
+}
+
 // An array field of one dtype and one shape is dense, [batch, *shape], its bytes those of
 // the .npy data; one whose shape varies stays ragged, each sample with its shape; two
 // dtypes are refused at open naming a sample of each.

@@ -213,6 +213,7 @@ class ShardGrouping {
         return bad(key, "label member " + printable_cut(label->name) + " " + parsed.status().message());
       value = *parsed;
     }
+    note_name_headers(*image);
     scan_.samples.push_back(
         ShardSample{image->offset, shard_, static_cast<std::uint32_t>(image->size), value});
     return Status::Ok();
@@ -331,6 +332,13 @@ class ShardGrouping {
       return Status::Cancelled("");
     }
     return parse_npy_header(*bytes, m.size);
+  }
+
+  // Lists the next sample kept when `m`, the member at its slice's offset, has a name its
+  // own header does not hold (and that a key may be read from).
+  void note_name_headers(const TarMember& m) {
+    if (m.name_headers != tar::kBlock && m.name_headers <= kMaxNameHeaderBytes)
+      scan_.name_headers.push_back({scan_.samples.size(), m.name_headers});
   }
 
   // The key's own problem: one the slot cannot carry as a key.
@@ -458,8 +466,7 @@ class ShardGrouping {
     }
     if (Status s = add_arrays(key, arrays); !s.ok()) return s;
     scan_.longest_key = std::max(scan_.longest_key, static_cast<std::uint32_t>(key.size()));
-    if (anchor.name_headers != tar::kBlock)
-      scan_.name_headers.push_back({scan_.samples.size(), anchor.name_headers});
+    note_name_headers(anchor);
     scan_.samples.push_back(ShardSample{
         at, shard_, first != nullptr ? static_cast<std::uint32_t>(first->size) : FieldSlice::kMissing,
         columns.labels > 0 ? labels[0] : 0});

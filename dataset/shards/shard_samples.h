@@ -82,9 +82,9 @@ struct ShardScan {
   std::vector<FieldSlice> field_slices;
   std::vector<std::int64_t> field_labels;
   std::vector<double> field_numbers;
-  // With fields: the most bytes a kept sample's key takes, and the kept samples whose name
-  // at their slice's offset is longer than its tar header holds (NameHeaders; `sample` is
-  // the position in `samples`). By array field, in the schema's order: their members.
+  // The kept samples whose name at their slice's offset is longer than its tar header
+  // holds (NameHeaders; `sample` is the position in `samples`). With fields: the most bytes
+  // a kept sample's key takes, and by array field, in the schema's order, their members.
   std::uint32_t longest_key = 0;
   std::vector<NameHeaders> name_headers;
   std::vector<ShardArrays> arrays;
