@@ -77,6 +77,14 @@ class DatasetIndexBuilder {
     index_.field_labels_.insert(index_.field_labels_.end(), labels.begin(), labels.end());
     index_.field_numbers_.insert(index_.field_numbers_.end(), numbers.begin(), numbers.end());
   }
+  // The next shard's samples whose names are longer than their tar headers hold, by their
+  // position among its samples, which are added from sample `first` on.
+  void add_name_headers(std::span<const NameHeaders> headers, std::uint64_t first) {
+    for (const NameHeaders& h : headers) index_.name_headers_.push_back({first + h.sample, h.bytes});
+  }
+  // With fields: the longest key of any sample, and each field's array shape (by field).
+  void set_keys(std::uint32_t longest_key) { index_.longest_key_ = longest_key; }
+  void set_array_shapes(std::vector<ArrayFieldShape> shapes) { index_.array_shapes_ = std::move(shapes); }
   void reserve(std::size_t samples, std::size_t path_bytes) {
     index_.paths_.reserve(path_bytes);
     index_.offsets_.reserve(samples + 1);
@@ -97,6 +105,7 @@ class DatasetIndexBuilder {
     index_.field_slices_.shrink_to_fit();
     index_.field_labels_.shrink_to_fit();
     index_.field_numbers_.shrink_to_fit();
+    index_.name_headers_.shrink_to_fit();
     if (index_.sharded() && index_.root_.empty()) index_.root_ = common_folder();
     return std::move(index_);
   }

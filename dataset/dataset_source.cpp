@@ -3,10 +3,12 @@
 #include "dataset/dataset_source.h"
 
 #include <fcntl.h>
+#include <unistd.h>
 
 #include <new>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/file_stamp.h"
 #include "base/out_of_memory.h"
@@ -28,8 +30,14 @@ std::string DatasetIndex::describe(std::size_t i) const {
   std::optional<std::string> member;
   const UniqueFd fd(::open(shard.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   const Result<FileStamp> now = fd.valid() ? stamp_file(fd.get()) : Result<FileStamp>(Status::NotFound(""));
-  if (now.ok() && *now == shard_stamps_[slice.file]) {
-    member = member_name_at(fd.get(), now->size, slice.offset, slice.size);
+  const SampleSource headers = packed().name_source(i);
+  if (now.ok() && *now == shard_stamps_[slice.file] && headers.size <= kMaxNameHeaderBytes) {
+    std::vector<std::byte> bytes(headers.size);
+    if (::pread(fd.get(), bytes.data(), bytes.size(), static_cast<off_t>(headers.offset)) ==
+        static_cast<ssize_t>(bytes.size())) {
+      Result<std::string> name = member_name_in(bytes, shard);
+      if (name.ok()) member = std::move(name).value();
+    }
   }
   return shard + (member ? ", member '" + printable_cut(*member) + "'" : ", member") + at;
 }

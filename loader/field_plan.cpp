@@ -49,9 +49,18 @@ Status add_fields(ArenaSpec& spec, const LoaderOptions& resolved, const DatasetI
         break;
       case FieldKind::kLabel: d.element = ElementType::kInt64; break;
       case FieldKind::kNumber: d.element = ElementType::kFloat64; break;
+      case FieldKind::kArray: {
+        // One dtype; dense when every member has one shape, else ragged, each sample's
+        // shape its header's.
+        const ArrayFieldShape& shape = index.array_shape(f);
+        d.element = shape.dtype;
+        d.ragged = shape.varies;
+        d.shape = shape.shape;
+        if (d.ragged) d.ragged_bytes = index.largest_batch_bytes(f, resolved.batch_size);
+        break;
+      }
       case FieldKind::kText:
       case FieldKind::kBytes:
-      case FieldKind::kArray:  // ragged: an array's shape is its header's, sample by sample
         d.ragged = true;
         d.ragged_bytes = index.largest_batch_bytes(f, resolved.batch_size);
         break;
@@ -60,6 +69,16 @@ Status add_fields(ArenaSpec& spec, const LoaderOptions& resolved, const DatasetI
     spec.field_columns.push_back(index.field_columns().of[f]);
     spec.field_transforms.push_back(transform);
   }
+  // The samples' keys, last: text read from their tar headers, the worst batch all of the
+  // longest key.
+  FieldDemand keys;
+  keys.name = kKeyField;
+  keys.kind = FieldKind::kText;
+  keys.ragged = true;
+  keys.ragged_bytes = std::uint64_t{index.longest_key()} * resolved.batch_size;
+  spec.fields.push_back(std::move(keys));
+  spec.field_columns.push_back(FieldColumn{});
+  spec.field_transforms.push_back(TransformSpec{});
   return Status::Ok();
 }
 

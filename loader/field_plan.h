@@ -10,8 +10,9 @@
 
 namespace forkfeed {
 
-// Adds the fields of `index` (indexed by `resolved`'s schema) to `spec`; nothing without
-// fields. Errors name the field: an image field's pipeline that does not build.
+// Adds the fields of `index` (indexed by `resolved`'s schema) to `spec`, and the samples'
+// keys after them (kKeyField); nothing without fields. Errors name the field: an image field's pipeline that
+// does not build.
 Status add_fields(ArenaSpec& spec, const LoaderOptions& resolved, const DatasetIndex& index);
 
 }  // namespace forkfeed

@@ -255,6 +255,9 @@ TEST_F(IndexCacheTest, FieldsRoundTripAndOtherFieldsAreAnotherEntry) {
   scan.field_numbers = {0.5, std::numeric_limits<double>::quiet_NaN(), -2e300};
   scan.fields_seen = 0b110111;
   scan.extensions = {"cls", "jpg", "txt"};
+  scan.longest_key = 77;
+  scan.name_headers = {{0, 1536}, {1, 2048}};
+  scan.arrays = {ShardArrays{true, false, ElementType::kFloat16, {3, 4}, "a key"}};
   ASSERT_TRUE(cache_.store(fields, scan).ok());
   std::optional<ShardScan> hit = cache_.load(fields, 3);
   ASSERT_TRUE(hit.has_value());
@@ -267,6 +270,9 @@ TEST_F(IndexCacheTest, FieldsRoundTripAndOtherFieldsAreAnotherEntry) {
   EXPECT_EQ(hit->field_numbers[2], -2e300);
   EXPECT_EQ(hit->fields_seen, scan.fields_seen);
   EXPECT_EQ(hit->extensions, scan.extensions);
+  EXPECT_EQ(hit->longest_key, 77u);
+  EXPECT_EQ(hit->name_headers, scan.name_headers);
+  EXPECT_EQ(hit->arrays, scan.arrays);
 
   // Without fields, other fields, or another missing mode: other entries, all misses.
   CachedShard other = fields;

@@ -323,6 +323,8 @@ TEST_F(MkdataFieldsTest, ALoaderWithFieldsDeliversEachFieldOfEachSample) {
   ASSERT_TRUE(plain);
   auto loader = open("fields", "image=jpg;png, caption=txt, label=cls, meta=json, emb=npy, view2=jpg;png", 2);
   ASSERT_TRUE(loader);
+  const std::vector<Sample> samples = read_samples(path("fields"));  // in shard order, as unshuffled
+  ASSERT_EQ(samples.size(), kImages);
   std::uint32_t n = 0;
   std::set<std::uint32_t> seen;
   for (;;) {
@@ -333,7 +335,7 @@ TEST_F(MkdataFieldsTest, ALoaderWithFieldsDeliversEachFieldOfEachSample) {
     if (!batch->has_value()) break;
     const Batch& b = **batch;
     const Batch& e = **expected;
-    ASSERT_EQ(b.fields().size(), 6u);
+    ASSERT_EQ(b.fields().size(), 7u) << "the schema's six, then the keys";
     ASSERT_EQ(b.bytes(), e.bytes());
     EXPECT_EQ(std::memcmp(b.data(), e.data(), b.bytes()), 0)
         << "the first image field is not the plain image";
@@ -344,7 +346,16 @@ TEST_F(MkdataFieldsTest, ALoaderWithFieldsDeliversEachFieldOfEachSample) {
     const FieldView& caption = *b.field("caption");
     const FieldView& meta = *b.field("meta");
     const FieldView& emb = *b.field("emb");
+    const FieldView& keys = b.fields().back();
+    EXPECT_EQ(keys.name(), "__key__");
+    EXPECT_FALSE(emb.ragged()) << "every .npy is float32 (8,): a dense field";
     for (std::size_t i = 0; i < b.size(); ++i, ++n) {
+      ASSERT_LT(n, samples.size());
+      EXPECT_EQ(keys.text(i), samples[n].key) << "the members' name up to the first dot";
+      const std::string& npy = samples[n].member("npy");
+      EXPECT_EQ(std::string(reinterpret_cast<const char*>(emb.bytes(i).data()), emb.bytes(i).size()),
+                npy.substr(npy.size() - 32))
+          << "the dense array is the .npy's data";
       // Samples come in key order (class, then number): the record names the image.
       const auto record = nlohmann::json::parse(meta.text(i), nullptr, false);
       ASSERT_TRUE(record.is_object()) << meta.text(i);

@@ -99,7 +99,7 @@ void expect_same_fields(const Batch& got, const Batch& want, const std::string& 
   EXPECT_TRUE(std::equal(got.labels().begin(), got.labels().end(), want.labels().begin())) << "labels";
   EXPECT_TRUE(
       std::equal(got.sample_indices().begin(), got.sample_indices().end(), want.sample_indices().begin()));
-  ASSERT_EQ(want.fields().size(), 6u);
+  ASSERT_EQ(want.fields().size(), 7u);  // the six of the schema and the keys
   ASSERT_EQ(got.fields().size(), want.fields().size()) << "a Client's batch lacks fields";
   for (std::size_t k = 0; k < want.fields().size(); ++k) {
     const FieldView& g = got.fields()[k];

@@ -11,6 +11,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -20,6 +22,10 @@
 #include "dataset/dataset_identity.h"
 #include "dataset/dataset_source.h"
 #include "dataset/shards/shard_dataset.h"
+#include "tests/testing/command.h"
+#include "tests/testing/encoded_images.h"
+#include "tests/testing/npy_member.h"
+#include "tests/testing/small_options.h"
 #include "tests/testing/temp_dataset.h"
 #include "tools/shard/tar_writer.h"
 
@@ -43,7 +49,8 @@ std::map<std::string, std::string> sample_bytes(int k) {
           {"txt", "a caption of sample " + n + std::string(static_cast<std::size_t>(k) * 7, '.')},
           {"cls", n},
           {"json", "{\"score\": " + std::to_string(k) + ".5, \"class\": " + std::to_string(k + 10) + "}"},
-          {"npy", "\x93NUMPY array of sample " + n}};
+          {"npy",
+           testing::npy_member("<u1", "(" + std::to_string(16 + n.size()) + ",)", "array of sample " + n)}};
 }
 
 // Sample `k`'s members, "s<k>.<ext>", in an order that changes with k.
@@ -352,6 +359,205 @@ TEST_F(ShardFieldsDatasetTest, OnlyShardsHaveFields) {
   ASSERT_TRUE(opened.ok()) << opened.status().message();
   EXPECT_EQ(opened->fields().size(), 2u);
   EXPECT_EQ(read_source(opened->field_source(3, 1)), sample_bytes(3).at("txt"));
+}
+
+// ---- Keys and arrays, through a Loader ----
+
+std::string jpeg(int seed) {
+  const std::vector<std::byte> b = testing::encode(testing::photo(24, 24, seed), ".jpg");
+  return {reinterpret_cast<const char*>(b.data()), b.size()};
+}
+
+std::string f32(std::initializer_list<float> values) {
+  std::string bytes;
+  for (float v : values) bytes.append(reinterpret_cast<const char*>(&v), sizeof v);
+  return bytes;
+}
+
+// Calls `each` with every batch of a Loader opened with `o` (in order, 2 workers).
+void read_all(LoaderOptions o, const std::function<void(const Batch&)>& each) {
+  o.shuffle = false;
+  auto loader = testing::open_loader(o);
+  ASSERT_TRUE(loader);
+  for (;;) {
+    auto batch = loader->next();
+    ASSERT_TRUE(batch.ok()) << batch.status().message();
+    if (!batch->has_value()) break;
+    each(**batch);
+  }
+}
+
+std::string gnu_tar() {
+  for (const char* path : {"/usr/bin/tar", "/bin/tar"}) {
+    if (::access(path, X_OK) == 0) return path;
+  }
+  return "";
+}
+
+// Each sample's key ("__key__", last of the fields) is its members' name up to the first
+// '.' of their last path component, read from the tar headers before its first field's
+// member: a folder with dots, a name too long for the header (a pax path; a GNU long
+// name), one split into the ustar prefix; a sample that lacks its first field has its key.
+TEST_F(ShardFieldsDatasetTest, EachSampleHasItsKeyReadFromItsTarHeaders) {
+  const std::string tar = gnu_tar();
+  ASSERT_FALSE(tar.empty()) << "GNU tar not found in /usr/bin or /bin; tools/setup.sh installs it";
+  const std::string pax(120, 'p'), split = "dir1/dir2/" + std::string(90, 'q'), gnu(150, 'g');
+  std::vector<std::string> keys = {"a.b/c", pax, split, "m", "z1"};
+  Members members;
+  for (std::size_t k = 0; k < keys.size(); ++k) {
+    if (keys[k] != "m") members.emplace_back(keys[k] + ".jpg", jpeg(static_cast<int>(k)));
+    members.emplace_back(keys[k] + ".txt", "caption of sample " + std::to_string(k));
+  }
+  write_shard(shard(0), members);
+  // The second shard by GNU tar: its long names in 'L' headers.
+  const std::string root = dir_.path() + "/gnu";
+  fs::create_directories(root);
+  std::vector<std::string> argv = {tar, "--format=gnu", "-cf", shard(1), "-C", root};
+  for (const std::string& key : {gnu, std::string("h")}) {
+    for (const std::string ext : {".jpg", ".txt"}) {
+      const std::string bytes = ext == ".jpg" ? jpeg(static_cast<int>(keys.size())) : "caption of " + key;
+      std::ofstream(root + "/" + key + ext, std::ios::binary) << bytes;
+      argv.push_back(key + ext);
+    }
+    keys.push_back(key);
+  }
+  const testing::CommandOutcome made = testing::run_command(argv, dir_.path());
+  ASSERT_TRUE(made.exited && made.code == 0) << made.describe();
+
+  const DatasetIndex index = indexed("image=jpg, caption=txt", MissingField::kEmpty);
+  ASSERT_EQ(index.size(), keys.size());
+  EXPECT_EQ(index.longest_key(), 150u);
+  // Only the names their own header does not hold: the pax one and the GNU one.
+  ASSERT_EQ(index.name_headers().size(), 2u);
+  EXPECT_EQ(index.name_headers()[0].sample, 1u);
+  EXPECT_EQ(index.name_headers()[1].sample, 5u);
+  EXPECT_GT(index.name_headers()[1].bytes, 1024u) << "an 'L' header, its name, then the member's";
+  EXPECT_NE(index.describe(5).find("member '" + gnu + ".jpg'"), std::string::npos) << index.describe(5);
+  EXPECT_NE(index.describe(1).find("member '" + pax + ".jpg'"), std::string::npos) << index.describe(1);
+  EXPECT_NE(index.describe(3).find("member 'm.txt'"), std::string::npos) << index.describe(3);
+
+  LoaderOptions o = testing::small_options("", 2, 3);
+  o.shards = spec();
+  o.fields = "image=jpg, caption=txt";
+  o.missing = MissingField::kEmpty;
+  ::setenv("FORKFEED_CACHE_DIR", cache().c_str(), 1);
+  std::vector<std::string> got;
+  read_all(o, [&](const Batch& b) {
+    ASSERT_EQ(b.fields().size(), 3u);
+    const FieldView& key = b.fields().back();
+    EXPECT_EQ(key.name(), "__key__");
+    EXPECT_EQ(key.kind(), FieldKind::kText);
+    ASSERT_TRUE(key.ragged());
+    for (std::size_t i = 0; i < b.size(); ++i) {
+      got.emplace_back(key.text(i));
+      EXPECT_TRUE(key.present(i));
+      EXPECT_EQ(b.field("image")->present(i), got.back() != "m") << got.back();
+    }
+  });
+  ::unsetenv("FORKFEED_CACHE_DIR");
+  EXPECT_EQ(got, keys);
+}
+
+// Without fields, messages name a member whose name its header does not hold whole.
+TEST_F(ShardFieldsDatasetTest, MessagesNameAMemberByItsLongName) {
+  const std::string pax(130, 'p');
+  write_shard(shard(0), {{"a.jpg", "a"}, {"a.cls", "0"}, {pax + ".jpg", "p"}, {pax + ".cls", "1"}});
+  write_shard(shard(1), {{"b.jpg", "b"}, {"b.cls", "2"}});
+  const DatasetIndex index = indexed("");
+  ASSERT_EQ(index.size(), 3u);
+  EXPECT_EQ(index.name_headers(), (std::vector<NameHeaders>{{1, 1536}}))
+      << "a pax header, its record, its own";
+  EXPECT_NE(index.describe(1).find("member '" + pax + ".jpg' at byte"), std::string::npos)
+      << index.describe(1);
+  EXPECT_NE(index.describe(2).find("member 'b.jpg' at byte 512"), std::string::npos) << index.describe(2);
+}
+
+// An array field of one dtype and one shape is dense, [batch, *shape], its bytes those of
+// the .npy data; one whose shape varies stays ragged, each sample with its shape; two
+// dtypes are refused at open naming a sample of each.
+TEST_F(ShardFieldsDatasetTest, ArraysOfOneShapeAreDenseOthersRagged) {
+  const auto write = [&](int s, const std::string& var_dtype, std::size_t item) {
+    Members members;
+    for (int k = 3 * s; k < 3 * s + 3; ++k) {
+      const std::string key = "s" + std::to_string(k), n = std::to_string(k + 2);
+      const auto v = static_cast<float>(k);
+      members.emplace_back(key + ".jpg", jpeg(k));
+      members.emplace_back(key + ".emb.npy", testing::npy_member("<f4", "(3,)", f32({v, v + 0.5f, -v})));
+      members.emplace_back(key + ".var.npy",
+                           testing::npy_member(var_dtype, "(" + n + ",)", std::string((k + 2) * item, 'v')));
+    }
+    write_shard(shard(s), members);
+  };
+  write(0, "<i2", 2);
+  write(1, "<i2", 2);
+  const DatasetIndex arrays = indexed("image=jpg, emb=emb.npy, var=var.npy");
+  EXPECT_EQ(arrays.array_shape(1), (ArrayFieldShape{ElementType::kFloat32, false, {3}}));
+  EXPECT_EQ(arrays.array_shape(2), (ArrayFieldShape{ElementType::kInt16, true, {}}));
+
+  LoaderOptions o = testing::small_options("", 2, 4);
+  o.shards = spec();
+  o.fields = "image=jpg, emb=emb.npy, var=var.npy";
+  int n = 0;
+  read_all(o, [&](const Batch& b) {
+    const FieldView& emb = *b.field("emb");
+    const FieldView& var = *b.field("var");
+    ASSERT_FALSE(emb.ragged());
+    EXPECT_EQ(emb.element(), ElementType::kFloat32);
+    EXPECT_EQ(std::vector<std::int64_t>(emb.sample_shape().begin(), emb.sample_shape().end()),
+              std::vector<std::int64_t>{3});
+    ASSERT_EQ(emb.sample_bytes(), 12u);
+    ASSERT_TRUE(var.ragged());
+    EXPECT_EQ(var.element(), ElementType::kInt16);
+    std::string want;
+    for (std::size_t i = 0; i < b.size(); ++i, ++n) {
+      const auto v = static_cast<float>(n);
+      want += f32({v, v + 0.5f, -v});
+      EXPECT_EQ(b.field("__key__")->text(i), "s" + std::to_string(n));
+      ASSERT_EQ(var.shape(i).size(), 1u);
+      EXPECT_EQ(var.shape(i)[0], n + 2);
+      EXPECT_EQ(var.element(i), ElementType::kInt16);
+      EXPECT_EQ(var.bytes(i).size(), static_cast<std::size_t>(n + 2) * 2);
+    }
+    EXPECT_EQ(std::string(static_cast<const char*>(emb.data()), want.size()), want)
+        << "the dense batch is the .npy data back to back";
+  });
+  EXPECT_EQ(n, 6);
+
+  write(1, "<i4", 4);  // a fresh stamp: scanned again
+  Result<DatasetIndex> two = index("image=jpg, emb=emb.npy, var=var.npy");
+  ASSERT_FALSE(two.ok());
+  EXPECT_EQ(two.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(two.status().message().find("field \"var\": sample s0 of shard " + shard(0) +
+                                        " holds int16 and sample s3 of shard " + shard(1) + " int32"),
+            std::string::npos)
+      << two.status().message();
+}
+
+// A .npy whose header does not parse is its sample's bad data, found while indexing:
+// on_error=fail names the shard, the key and the field; skip leaves the sample out.
+TEST_F(ShardFieldsDatasetTest, ABadNpyHeaderIsBadDataWhileIndexing) {
+  for (int s = 0; s < 2; ++s) {
+    Members members;
+    for (int k = 3 * s; k < 3 * s + 3; ++k) {
+      const std::string key = "s" + std::to_string(k);
+      members.emplace_back(key + ".jpg", jpeg(k));
+      members.emplace_back(key + ".npy", k == 4 ? std::string("\x93NUMPY\x01\0\x30\0{'descr': '<f4'}", 24)
+                                                : testing::npy_member("<f4", "(1,)", f32({1.0f})));
+    }
+    write_shard(shard(s), members);
+  }
+  Result<DatasetIndex> failed = index("image=jpg, emb=npy");
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), Status::Code::kBadData);
+  EXPECT_NE(
+      failed.status().message().find("shard " + shard(1) + ", sample s4: field \"emb\": member s4.npy: "),
+      std::string::npos)
+      << failed.status().message();
+  Result<DatasetIndex> skipped = index("image=jpg, emb=npy", MissingField::kError, OnError::kSkip);
+  ASSERT_TRUE(skipped.ok()) << skipped.status().message();
+  EXPECT_EQ(skipped->size(), 5u);
+  EXPECT_EQ(skipped->skipped_samples(), 1u);
+  EXPECT_EQ(skipped->array_shape(1), (ArrayFieldShape{ElementType::kFloat32, false, {1}}));
 }
 
 }  // namespace

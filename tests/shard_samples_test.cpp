@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "dataset/shards/shard_samples.h"
+#include "tests/testing/npy_member.h"
 
 namespace forkfeed {
 namespace {
@@ -313,7 +314,7 @@ FakeShard& full_sample(FakeShard& shard, const std::string& key, const std::vect
     if (ext == "txt") shard.add(key + ".txt", 0, "a caption of " + key);
     if (ext == "cls") shard.add(key + ".cls", 0, label);
     if (ext == "json") shard.add(key + ".json", 0, R"({"score": 0.25, "c": 9, "x": "y"})");
-    if (ext == "npy") shard.add(key + ".npy", 200);
+    if (ext == "npy") shard.add(key + ".npy", 0, testing::npy_member("<f4", "(18,)", std::string(72, 'e')));
   }
   return shard;
 }
@@ -347,7 +348,11 @@ TEST(ShardFieldsTest, EachFieldTakesItsMemberInAnyOrder) {
   EXPECT_EQ(scan->field_labels, (std::vector<std::int64_t>{9, 9}));
   EXPECT_EQ(scan->field_numbers, (std::vector<double>{0.25, 0.25}));
   EXPECT_EQ(scan->skipped, 0u);
-  EXPECT_EQ(shard.reads, 4) << "each sample's .cls, and its .json once for both keys";
+  EXPECT_EQ(shard.reads, 6) << "each sample's .cls, its .json once for both keys, and its .npy's header";
+  ASSERT_EQ(scan->arrays.size(), 1u);
+  EXPECT_EQ(scan->arrays[0], (ShardArrays{true, false, ElementType::kFloat32, {18}, "a"}));
+  EXPECT_EQ(scan->longest_key, 1u);
+  EXPECT_TRUE(scan->name_headers.empty()) << "every name is in its own header";
   EXPECT_EQ(scan->fields_seen, 0xffu);
   EXPECT_EQ(scan->extensions, (std::vector<std::string>{"cls", "jpg", "json", "npy", "txt", "unclaimed"}));
 }
@@ -450,6 +455,13 @@ TEST(ShardFieldsTest, BadValuesAndMembersAreBadDataNamingTheField) {
        "field \"caption\": member x.txt is 1001 bytes > max_file_bytes 1000"},
       {"image=jpg, caption=txt", [](FakeShard& s) { s.add("x.jpg").add("x.txt").add("x.TXT"); },
        "two members with extension .TXT (x.txt, x.TXT)"},
+      {"image=jpg, emb=npy", [](FakeShard& s) { s.add("x.jpg").add("x.npy", 0, "\x93NUMPY\x09"); },
+       "field \"emb\": member x.npy: "},
+      {"image=jpg, emb=npy",
+       [](FakeShard& s) {
+         s.add("x.jpg").add("x.npy", 0, testing::npy_member("<u1", "(1, 1, 1, 1, 1, 1, 1)", "7"));
+       },
+       "field \"emb\": member x.npy has 7 dimensions; at most 6 are carried"},
       {"image=jpg, caption=txt",  // an unclaimed 3 GiB member between them
        [](FakeShard& s) { s.add("x.jpg").add("x.npy", std::uint64_t{3} << 30).add("x.txt"); },
        "field \"caption\": member x.txt lies 3221227008 bytes from x.jpg; a sample's members must lie "
@@ -459,7 +471,7 @@ TEST(ShardFieldsTest, BadValuesAndMembersAreBadDataNamingTheField) {
     SCOPED_TRACE(c.problem);
     FakeShard s;
     s.add("ok.jpg").add("ok.txt", 0, "t").add("ok.cls", 0, "1").add("ok.val", 0, "2");
-    s.add("ok.json", 0, R"({"k": 1})");
+    s.add("ok.json", 0, R"({"k": 1})").add("ok.npy", 0, testing::npy_member("<u1", "(1,)", "1"));
     c.make(s);
     Result<ShardScan> failed = s.group_fields(c.fields, MissingField::kError);
     ASSERT_FALSE(failed.ok());
@@ -471,6 +483,71 @@ TEST(ShardFieldsTest, BadValuesAndMembersAreBadDataNamingTheField) {
     ASSERT_TRUE(skipped.ok()) << skipped.status().message();
     EXPECT_EQ(skipped->samples.size(), 1u);
     EXPECT_EQ(skipped->skipped, 1u);
+  }
+}
+
+// A key over kMaxKeyBytes, or not UTF-8, is its sample's bad data: the slot carries keys
+// as text, whole.
+TEST(ShardFieldsTest, AKeyTheSlotCannotCarryIsBadData) {
+  const std::string longest(kMaxKeyBytes, 'k');
+  for (const auto& [key, problem] :
+       {std::pair{longest + "k", "its key is 4097 bytes, over the 4096 a key may take"},
+        std::pair{std::string("caf\xe9"), "its key is not UTF-8 (at byte 3)"}}) {
+    FakeShard shard;
+    shard.add("ok.jpg").add(key + ".jpg").add(longest + ".jpg");
+    Result<ShardScan> failed = shard.group_fields("image=jpg", MissingField::kError);
+    ASSERT_FALSE(failed.ok());
+    EXPECT_NE(failed.status().message().find(problem), std::string::npos) << failed.status().message();
+    Result<ShardScan> skipped = shard.group_fields("image=jpg", MissingField::kError, OnError::kSkip);
+    ASSERT_TRUE(skipped.ok()) << skipped.status().message();
+    EXPECT_EQ(skipped->samples.size(), 2u);
+    EXPECT_EQ(skipped->longest_key, kMaxKeyBytes) << "the longest key kept";
+  }
+}
+
+// An array field's members: one shape, or several (varies); a second dtype is refused
+// naming a sample of each, whatever on_error says; a sample skipped counts for nothing.
+TEST(ShardFieldsTest, AnArrayFieldHasOneDtypeAndOneShapeOrSeveral) {
+  const std::string f4x2 = testing::npy_member("<f4", "(2,)", std::string(8, 'a'));
+  const std::string f4x3 = testing::npy_member("<f4", "(3,)", std::string(12, 'b'));
+  const std::string f2x2 = testing::npy_member("<f2", "(2,)", std::string(4, 'c'));
+  {
+    FakeShard shard;
+    shard.add("a.jpg").add("a.npy", 0, f4x2).add("b.jpg").add("b.npy", 0, f4x2).add("c.jpg");
+    Result<ShardScan> scan = shard.group_fields("image=jpg, emb=npy", MissingField::kEmpty);
+    ASSERT_TRUE(scan.ok()) << scan.status().message();
+    EXPECT_EQ(scan->arrays, (std::vector<ShardArrays>{{true, false, ElementType::kFloat32, {2}, "a"}}));
+  }
+  {
+    FakeShard shard;
+    shard.add("a.jpg").add("a.npy", 0, f4x2).add("b.jpg").add("b.npy", 0, f4x3);
+    Result<ShardScan> scan = shard.group_fields("image=jpg, emb=npy", MissingField::kEmpty);
+    ASSERT_TRUE(scan.ok()) << scan.status().message();
+    EXPECT_EQ(scan->arrays, (std::vector<ShardArrays>{{true, true, ElementType::kFloat32, {2}, "a"}}));
+  }
+  {
+    FakeShard shard;
+    shard.add("a.jpg").add("a.npy", 0, f4x2).add("b.jpg").add("b.npy", 0, f2x2);
+    for (OnError on_error : {OnError::kFail, OnError::kSkip}) {
+      Result<ShardScan> scan = shard.group_fields("image=jpg, emb=npy", MissingField::kEmpty, on_error);
+      ASSERT_FALSE(scan.ok());
+      EXPECT_EQ(scan.status().code(), Status::Code::kInvalidArgument);
+      EXPECT_NE(scan.status().message().find("field \"emb\": in shard " + std::string(kShard) +
+                                             ", sample a holds float32 and sample b float16; an array field "
+                                             "has one dtype"),
+                std::string::npos)
+          << scan.status().message();
+    }
+  }
+  {
+    // b is skipped for its caption: its other shape does not count.
+    FakeShard shard;
+    shard.add("a.jpg").add("a.npy", 0, f4x2).add("a.txt", 0, "t").add("b.jpg").add("b.npy", 0, f4x3);
+    Result<ShardScan> scan =
+        shard.group_fields("image=jpg, emb=npy, caption=txt", MissingField::kError, OnError::kSkip);
+    ASSERT_TRUE(scan.ok()) << scan.status().message();
+    EXPECT_EQ(scan->skipped, 1u);
+    EXPECT_EQ(scan->arrays, (std::vector<ShardArrays>{{true, false, ElementType::kFloat32, {2}, "a"}}));
   }
 }
 

@@ -44,7 +44,8 @@ std::size_t segment_bytes_for(const ArenaSpec& spec, const DatasetIndex& index) 
       index.path_bytes() + (index.file_count() + 1) * sizeof(std::uint64_t) +
       index.slices().size() * sizeof(DatasetIndex::Slice) + index.shard_stamps().size() * sizeof(FileStamp) +
       index.size() * sizeof(std::int64_t) + index.field_slices().size() * sizeof(FieldSlice) +
-      index.field_labels().size() * sizeof(std::int64_t) + index.field_numbers().size() * sizeof(double);
+      index.field_labels().size() * sizeof(std::int64_t) + index.field_numbers().size() * sizeof(double) +
+      index.name_headers().size() * sizeof(NameHeaders);
   const std::size_t fixed =
       sizeof(ControlBlock) + sizeof(SharedIndex) + spec.num_workers * sizeof(WorkerChannel) + 64 * 1024;
   // Boost's allocator keeps a little bookkeeping per block and aligns each one.
@@ -144,6 +145,7 @@ Result<std::shared_ptr<Arena>> Arena::create(const ArenaSpec& spec, const Datase
     shared->field_slices.assign(index.field_slices().begin(), index.field_slices().end());
     shared->field_labels.assign(index.field_labels().begin(), index.field_labels().end());
     shared->field_numbers.assign(index.field_numbers().begin(), index.field_numbers().end());
+    shared->name_headers.assign(index.name_headers().begin(), index.name_headers().end());
     control->index = shared;
     const auto control_offset = static_cast<std::uint64_t>(reinterpret_cast<std::byte*>(control) - base);
     *reinterpret_cast<ArenaPrefix*>(base) = ArenaPrefix{kArenaMagic, segment_bytes, control_offset};
@@ -194,7 +196,8 @@ std::size_t Arena::index_bytes() const {
   return i.paths.capacity() + i.offsets.capacity() * sizeof(std::uint64_t) +
          i.slices.capacity() * sizeof(DatasetIndex::Slice) + i.stamps.capacity() * sizeof(FileStamp) +
          i.labels.capacity() * sizeof(std::int64_t) + i.field_slices.capacity() * sizeof(FieldSlice) +
-         i.field_labels.capacity() * sizeof(std::int64_t) + i.field_numbers.capacity() * sizeof(double);
+         i.field_labels.capacity() * sizeof(std::int64_t) + i.field_numbers.capacity() * sizeof(double) +
+         i.name_headers.capacity() * sizeof(NameHeaders);
 }
 
 void Arena::reset_channel(std::uint32_t worker) const {

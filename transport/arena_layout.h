@@ -26,7 +26,7 @@ template <typename T>
 using ShmVector = bip::vector<T, bip::allocator<T, SegmentManager>>;
 
 inline constexpr std::uint64_t kArenaMagic = 0x6b6f66646565666bULL;  // "kfeedfok"
-inline constexpr std::uint32_t kArenaVersion = 6;
+inline constexpr std::uint32_t kArenaVersion = 7;
 // Per-worker ring capacity; bounds workers * prefetch tasks in flight per worker.
 inline constexpr std::uint32_t kRingCapacity = 64;
 // A skipped sample's reason, NUL-terminated; the path is not in it (the orchestrator
@@ -143,13 +143,14 @@ struct SharedIndex {
         labels(sm),
         field_slices(sm),
         field_labels(sm),
-        field_numbers(sm) {}
+        field_numbers(sm),
+        name_headers(sm) {}
   std::size_t size() const { return labels.size(); }
   // Read as the DatasetIndex it copies is read.
   PackedSamples packed() const {
     const std::span<const char> p = view(paths);
-    return {{p.data(), p.size()}, view(offsets),      view(slices),
-            view(stamps),         view(field_slices), extra_members};
+    return {{p.data(), p.size()}, view(offsets), view(slices),      view(stamps),
+            view(field_slices),   extra_members, view(name_headers)};
   }
   std::string_view path(std::size_t i) const { return packed().path(i); }
   SampleSource source(std::size_t i) const { return packed().source(i); }
@@ -166,6 +167,7 @@ struct SharedIndex {
   ShmVector<FieldSlice> field_slices;
   ShmVector<std::int64_t> field_labels;
   ShmVector<double> field_numbers;
+  ShmVector<NameHeaders> name_headers;  // DatasetIndex::name_headers
   std::uint32_t extra_members = 0;
   std::uint32_t extra_labels = 0;
   std::uint32_t numbers = 0;

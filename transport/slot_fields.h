@@ -27,7 +27,7 @@ namespace forkfeed {
 
 inline constexpr std::size_t kMaxSlotFields = 17;  // 16 of a schema and the samples' keys
 inline constexpr std::size_t kFieldNameBytes = 32;
-inline constexpr std::size_t kMaxFieldRank = 6;
+inline constexpr std::size_t kMaxFieldRank = kMaxArrayRank;
 // A ragged array's sample in its shapes: its rank, its ElementType (each sample's .npy
 // says its own), then its dimensions.
 inline constexpr std::size_t kShapeWords = 2 + kMaxFieldRank;

@@ -8,8 +8,11 @@
 #include <optional>
 #include <string>
 
+#include "base/printable.h"
 #include "base/utf8.h"
 #include "dataset/npy_header.h"
+#include "dataset/shards/shard_samples.h"
+#include "dataset/shards/tar_scan.h"
 
 namespace forkfeed {
 namespace {
@@ -37,6 +40,10 @@ SampleFields::SampleFields(const ControlBlock& control, DecodePath path)
     : control_(control), reader_(control.transform.max_file_bytes) {
   std::uint64_t images = 0;
   for (std::uint32_t f = 0; f < control.fields.count; ++f) {
+    if (control.fields.fields[f].field_name() == kKeyField) {
+      keys_ = &control.fields.fields[f];
+      continue;
+    }
     Field field{&control.fields.fields[f], control.field_columns[f], nullptr, 0};
     if (field.region->kind == FieldKind::kImage) {
       field.image = std::make_unique<SamplePipeline>(control.field_transforms[f], path);
@@ -70,6 +77,9 @@ Status SampleFields::write_all(const SharedIndex& index, std::uint64_t epoch, st
   const PackedSamples packed = index.packed();
   std::optional<std::uint32_t> read_column;  // whose bytes `bytes` are
   FileBytes bytes;
+  // The key's headers lie just before the sample's slice: read with it when it is read.
+  const std::uint64_t name_bytes = keys_ != nullptr ? packed.name_bytes(sample) : 0;
+  bool keyed = keys_ == nullptr;
   for (const Field& f : fields_) {
     const FieldRegion& r = *f.region;
     slot.set_present(r, true);
@@ -98,17 +108,40 @@ Status SampleFields::write_all(const SharedIndex& index, std::uint64_t epoch, st
           break;
         }
         if (read_column != f.column.column) {
-          auto read = reader_.read(source);
+          const std::uint64_t before = f.column.column == 0 ? name_bytes : 0;
+          auto read = reader_.read(source, before);
           if (!read.ok()) return about(r, read.status());
           bytes = *read;
           read_column = f.column.column;
+          if (before > 0) {
+            if (Status s = write_key(bytes.first(before), source.file, slot); !s.ok()) return s;
+            bytes = bytes.subspan(before);
+            keyed = true;
+          }
         }
         if (Status s = write_member(f, bytes, epoch, sample, slot); !s.ok()) return about(r, s);
         break;
       }
     }
   }
-  return Status::Ok();
+  if (keyed) return Status::Ok();
+  // Its slice's member is missing (missing=empty): the headers alone.
+  SampleSource headers = packed.source(sample);
+  headers.size = 0;
+  auto read = reader_.read(headers, name_bytes);
+  if (!read.ok()) return about(*keys_, read.status());
+  return write_key(*read, headers.file, slot);
+}
+
+Status SampleFields::write_key(FileBytes headers, std::string_view shard, const SlotContents& slot) const {
+  slot.set_present(*keys_, true);
+  Result<std::string> name = member_name_in(headers, shard);
+  if (!name.ok()) return about(*keys_, name.status());
+  const std::optional<MemberKey> split = split_member_name(*name);
+  if (!split) return about(*keys_, Status::BadData("member " + printable_cut(*name) + " has no key"));
+  const std::string_view key = split->key;
+  const Status s = append_ragged(*keys_, {reinterpret_cast<const std::byte*>(key.data()), key.size()}, slot);
+  return s.ok() ? s : about(*keys_, s);
 }
 
 Status SampleFields::write_member(const Field& f, FileBytes bytes, std::uint64_t epoch, std::uint64_t sample,

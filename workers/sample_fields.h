@@ -3,7 +3,9 @@
 // transformed, each by its own pipeline (a view decodes the bytes its image read, with
 // draws of its own); text checked as UTF-8 and bytes copied; arrays checked against their
 // .npy header and the field's dtype and shape, their data copied; labels and numbers, read
-// while indexing, copied from the index. One per worker per loader; it owns what it reuses.
+// while indexing, copied from the index; the sample's key from the tar headers before its
+// slice (read with its first member when it has that). One per worker per loader; it owns
+// what it reuses.
 #pragma once
 
 #include <cstdint>
@@ -39,11 +41,14 @@ class SampleFields {
   Status write_member(const Field& f, FileBytes bytes, std::uint64_t epoch, std::uint64_t sample,
                       const SlotContents& slot);
   static Status write_array(const FieldRegion& r, FileBytes bytes, const SlotContents& slot);
+  // Writes the key that the member name in `headers` (PackedSamples::name_source) gives.
+  Status write_key(FileBytes headers, std::string_view shard, const SlotContents& slot) const;
   // Leaves field `f` empty in the next sample (MissingField::kEmpty).
   static void write_missing(const FieldRegion& r, const SlotContents& slot);
 
   const ControlBlock& control_;
   std::vector<Field> fields_;
+  const FieldRegion* keys_ = nullptr;  // kKeyField's region
   SampleReader reader_;
 };
 

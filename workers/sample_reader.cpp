@@ -58,7 +58,7 @@ Status classify_shard_error(const Status& s) {
 
 }  // namespace
 
-Result<FileBytes> SampleReader::read(const SampleSource& source) {
+Result<FileBytes> SampleReader::read(const SampleSource& source, std::uint64_t before) {
   if (!source.sliced) {
     if (Status s = read_file(std::string(source.file)); !s.ok()) return classify_file_error(s);
     return FileBytes(buffer_.data(), size_);
@@ -73,7 +73,11 @@ Result<FileBytes> SampleReader::read(const SampleSource& source) {
   auto open = shard(source.file);
   if (!open.ok()) return classify_shard_error(open.status());
   const int fd = (*open)->fd.get();
-  if (Status s = read_at(fd, source.offset, static_cast<std::size_t>(source.size)); !s.ok())
+  if (before > source.offset) {
+    return Status::Internal("the " + std::to_string(before) + " bytes before offset " +
+                            std::to_string(source.offset) + " lie before the shard's start");
+  }
+  if (Status s = read_at(fd, source.offset - before, static_cast<std::size_t>(before + source.size)); !s.ok())
     return classify_shard_error(s);
   // After the read: a stamp unchanged now was unchanged while the bytes were read (a
   // write changes the change time), so they are the indexed ones.
@@ -85,7 +89,7 @@ Result<FileBytes> SampleReader::read(const SampleSource& source) {
         "; its samples may lie elsewhere now and carry other labels, so none is read from it: open the "
         "loader again to index it anew (a state() taken before resumes only if the shard is as it was)");
   }
-  if (size_ < source.size) {
+  if (size_ < before + source.size) {
     return Status::BadData("the shard ends before this sample's " + std::to_string(source.size) +
                            " bytes at offset " + std::to_string(source.offset) + " (it is " +
                            std::to_string(now->size) + " bytes)");

@@ -29,7 +29,9 @@ class SampleReader {
   // not the indexed one, checked after every read, or that cannot be opened any more is
   // kFailedPrecondition: the dataset changed. Failures of the machine (out of fds or
   // memory, I/O errors) keep their codes. Neither of the last two is ever skipped.
-  Result<FileBytes> read(const SampleSource& source);
+  // With `before` (a shard's slice only), that many bytes before the slice come first, in
+  // the same pread: a member's tar headers, read with its data.
+  Result<FileBytes> read(const SampleSource& source, std::uint64_t before = 0);
 
  private:
   struct OpenShard {

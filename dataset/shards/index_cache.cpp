@@ -1,11 +1,13 @@
 // IndexCache: one file per shard holding its grouped samples. Layout, in host byte order
 // (a file from another byte order fails the magic and is rebuilt):
-//   FileHeader (136 bytes)
+//   FileHeader (152 bytes)
 //   strings: shard path, json field, fields text, class names, skip reasons, member
 //            extensions; each a u32 length and its bytes; zero-padded to a multiple of 8
 //   records: sample_count ShardSamples of 24 bytes, their `shard` field 0; then, with
 //            fields, sample_count x extra_members FieldSlices, x extra_labels int64
-//            labels and x numbers float64 numbers (8 bytes each)
+//            labels and x numbers float64 numbers (8 bytes each); name_header_count
+//            NameHeaders (16 bytes); array_count ArrayRecords (56 bytes), whose samples'
+//            keys are the strings after the extensions
 // The checksum covers strings and records, so a torn or bit-flipped file is a miss.
 #include "dataset/shards/index_cache.h"
 
@@ -35,8 +37,9 @@ namespace forkfeed {
 namespace {
 
 constexpr char kMagic[8] = {'F', 'F', 'S', 'H', 'A', 'R', 'D', '1'};
-// 2: the whole FileStamp, and skipped_bytes. 3: fields.
-constexpr std::uint32_t kVersion = 3;
+// 2: the whole FileStamp, and skipped_bytes. 3: fields. 4: keys' lengths and long names,
+// arrays' dtypes and shapes.
+constexpr std::uint32_t kVersion = 4;
 // ~44M samples in one shard; a larger file is not read (and the shard is scanned).
 constexpr std::uint64_t kMaxCacheBytes = std::uint64_t{1} << 30;
 
@@ -61,8 +64,24 @@ struct FileHeader {
   std::uint32_t extra_members;
   std::uint32_t extra_labels;
   std::uint32_t numbers;
+  // With fields: ShardScan::longest_key, its array fields (one ArrayRecord each) and its
+  // NameHeaders.
+  std::uint32_t longest_key;
+  std::uint32_t array_count;
+  std::uint64_t name_header_count;
 };
-static_assert(sizeof(FileHeader) == 136 && sizeof(FileStamp) == 40);
+static_assert(sizeof(FileHeader) == 152 && sizeof(FileStamp) == 40);
+
+// ShardArrays without its key.
+struct ArrayRecord {
+  std::uint8_t seen;
+  std::uint8_t varies;
+  std::uint8_t dtype;
+  std::uint8_t rank;
+  std::uint32_t reserved;
+  std::int64_t shape[kMaxArrayRank];
+};
+static_assert(sizeof(ArrayRecord) == 56 && sizeof(NameHeaders) == 16);
 static_assert(sizeof(ShardSample) == 24 && alignof(ShardSample) == 8);
 static_assert(sizeof(FieldSlice) == 8 && sizeof(double) == 8);
 
@@ -239,13 +258,14 @@ namespace {
 
 // The counts a file for `shard` has in its header: 0 without fields.
 struct FieldCounts {
-  std::uint32_t missing = 0, extra_members = 0, extra_labels = 0, numbers = 0;
+  std::uint32_t missing = 0, extra_members = 0, extra_labels = 0, numbers = 0, arrays = 0;
   explicit FieldCounts(const SampleSchema& fields) {
     if (fields.empty()) return;
     missing = static_cast<std::uint32_t>(fields.missing);
     extra_members = fields.columns.extra_members();
     extra_labels = fields.columns.extra_labels();
     numbers = fields.columns.numbers;
+    for (const FieldSpec& f : fields.fields) arrays += f.kind == FieldKind::kArray ? 1 : 0;
   }
   // Bytes of one sample's records.
   std::uint64_t record_bytes() const {
@@ -281,13 +301,16 @@ std::optional<ShardScan> IndexCache::load(const CachedShard& shard, std::uint32_
       h.label_source != static_cast<std::uint32_t>(shard.rule.source) || h.shard != shard.stamp ||
       h.max_file_bytes != shard.max_file_bytes || h.missing != counts.missing ||
       h.extra_members != counts.extra_members || h.extra_labels != counts.extra_labels ||
-      h.numbers != counts.numbers) {
+      h.numbers != counts.numbers || h.array_count != counts.arrays) {
     return std::nullopt;
   }
   const std::uint64_t payload = bytes.size() - sizeof(FileHeader);
+  const std::uint64_t arrays_bytes = std::uint64_t{h.array_count} * sizeof(ArrayRecord);
   if (h.strings_bytes % 8 != 0 || h.strings_bytes > payload ||
-      h.sample_count > payload / counts.record_bytes() ||
-      h.strings_bytes + h.sample_count * counts.record_bytes() != payload ||
+      h.sample_count > payload / counts.record_bytes() || h.name_header_count > h.sample_count ||
+      h.strings_bytes + h.sample_count * counts.record_bytes() + h.name_header_count * sizeof(NameHeaders) +
+              arrays_bytes !=
+          payload ||
       checksum(bytes.substr(sizeof(FileHeader))) != h.checksum) {
     return std::nullopt;
   }
@@ -304,6 +327,7 @@ std::optional<ShardScan> IndexCache::load(const CachedShard& shard, std::uint32_
   scan.skipped = h.skipped;
   scan.skipped_bytes = h.skipped_bytes;
   scan.fields_seen = h.fields_seen;
+  scan.longest_key = h.longest_key;
   // Each string takes at least 4 bytes, which bounds the counts before anything is reserved.
   if (h.class_count > h.strings_bytes / 4 || h.reason_count > h.strings_bytes / 4 ||
       h.extension_count > kMaxExtensionsKept) {
@@ -312,7 +336,8 @@ std::optional<ShardScan> IndexCache::load(const CachedShard& shard, std::uint32_
   scan.class_names.resize(h.class_count);
   scan.skip_reasons.resize(h.reason_count);
   scan.extensions.resize(h.extension_count);
-  for (auto* list : {&scan.class_names, &scan.skip_reasons, &scan.extensions}) {
+  std::vector<std::string> array_keys(h.array_count);
+  for (auto* list : {&scan.class_names, &scan.skip_reasons, &scan.extensions, &array_keys}) {
     for (std::string& s : *list) {
       if (!strings.next(s)) return std::nullopt;
     }
@@ -324,6 +349,26 @@ std::optional<ShardScan> IndexCache::load(const CachedShard& shard, std::uint32_
   copy_out(bytes, at, h.sample_count * counts.extra_members, scan.field_slices);
   copy_out(bytes, at, h.sample_count * counts.extra_labels, scan.field_labels);
   copy_out(bytes, at, h.sample_count * counts.numbers, scan.field_numbers);
+  copy_out(bytes, at, h.name_header_count, scan.name_headers);
+  for (std::size_t k = 0; k < scan.name_headers.size(); ++k) {
+    const NameHeaders& n = scan.name_headers[k];
+    if (n.sample >= h.sample_count || (k > 0 && n.sample <= scan.name_headers[k - 1].sample) ||
+        n.bytes <= kTarHeaderBytes || n.bytes > kMaxNameHeaderBytes) {
+      return std::nullopt;
+    }
+  }
+  std::vector<ArrayRecord> arrays;
+  copy_out(bytes, at, h.array_count, arrays);
+  for (std::size_t a = 0; a < arrays.size(); ++a) {
+    const ArrayRecord& r = arrays[a];
+    if (r.seen > 1 || r.varies > 1 || r.dtype > static_cast<std::uint8_t>(ElementType::kFloat64) ||
+        r.rank > kMaxArrayRank) {
+      return std::nullopt;
+    }
+    scan.arrays.push_back(ShardArrays{r.seen == 1, r.varies == 1, static_cast<ElementType>(r.dtype),
+                                      std::vector<std::int64_t>(r.shape, r.shape + r.rank),
+                                      std::move(array_keys[a])});
+  }
   for (ShardSample& s : scan.samples) {
     // assign_class_labels indexes class_names by these labels.
     if (class_folder && (s.label < 0 || static_cast<std::uint64_t>(s.label) >= h.class_count))
@@ -342,7 +387,7 @@ Status IndexCache::store(const CachedShard& shard, const ShardScan& scan) const 
   const std::size_t samples = scan.samples.size();
   if (scan.field_slices.size() != samples * counts.extra_members ||
       scan.field_labels.size() != samples * counts.extra_labels ||
-      scan.field_numbers.size() != samples * counts.numbers) {
+      scan.field_numbers.size() != samples * counts.numbers || scan.arrays.size() != counts.arrays) {
     return Status::Internal("a shard's scan does not have the columns of its fields");
   }
   std::string out(sizeof(FileHeader), '\0');
@@ -353,6 +398,7 @@ Status IndexCache::store(const CachedShard& shard, const ShardScan& scan) const 
   for (const std::string& s : scan.skip_reasons) put_string(out, s);
   const std::size_t extensions = std::min(scan.extensions.size(), kMaxExtensionsKept);
   for (std::size_t e = 0; e < extensions; ++e) put_string(out, scan.extensions[e]);
+  for (const ShardArrays& a : scan.arrays) put_string(out, a.first_key);
   out.resize((out.size() + 7) / 8 * 8, '\0');
   FileHeader h{};
   std::memcpy(h.magic, kMagic, sizeof(kMagic));
@@ -372,6 +418,9 @@ Status IndexCache::store(const CachedShard& shard, const ShardScan& scan) const 
   h.extra_members = counts.extra_members;
   h.extra_labels = counts.extra_labels;
   h.numbers = counts.numbers;
+  h.longest_key = scan.longest_key;
+  h.array_count = counts.arrays;
+  h.name_header_count = scan.name_headers.size();
   const std::size_t records = out.size();
   out.resize(records + samples * sizeof(ShardSample));
   char* record = out.data() + records;
@@ -383,6 +432,16 @@ Status IndexCache::store(const CachedShard& shard, const ShardScan& scan) const 
   append(out, scan.field_slices);
   append(out, scan.field_labels);
   append(out, scan.field_numbers);
+  append(out, scan.name_headers);
+  for (const ShardArrays& a : scan.arrays) {
+    ArrayRecord r{};
+    r.seen = a.seen ? 1 : 0;
+    r.varies = a.varies ? 1 : 0;
+    r.dtype = static_cast<std::uint8_t>(a.dtype);
+    r.rank = static_cast<std::uint8_t>(std::min(a.shape.size(), kMaxArrayRank));
+    std::copy_n(a.shape.begin(), r.rank, r.shape);
+    out.append(reinterpret_cast<const char*>(&r), sizeof r);
+  }
   h.checksum = checksum(std::string_view(out).substr(sizeof(FileHeader)));
   std::memcpy(out.data(), &h, sizeof(h));
   if (out.size() > kMaxCacheBytes) return Status::ResourceExhausted("shard index too large to cache");

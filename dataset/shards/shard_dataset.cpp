@@ -216,6 +216,44 @@ Status check_fields_found(const std::vector<ShardResult>& results, const ShardDa
   return Status::Ok();
 }
 
+// Each field's array shape (by field; only array fields' mean anything): the shards'
+// dtype, and their common shape or that it varies. InvalidArgument naming a sample of each
+// when two shards' arrays have two dtypes.
+Result<std::vector<ArrayFieldShape>> array_shapes(const std::vector<ShardScan>& scans,
+                                                  const std::vector<std::string>& shards,
+                                                  const ShardDataset& dataset) {
+  const std::vector<FieldSpec>& fields = dataset.fields.fields;
+  std::vector<ArrayFieldShape> shapes(fields.size());
+  std::size_t a = 0;
+  for (std::size_t f = 0; f < fields.size(); ++f) {
+    if (fields[f].kind != FieldKind::kArray) continue;
+    const ShardArrays* first = nullptr;
+    std::size_t first_shard = 0;
+    for (std::size_t s = 0; s < scans.size(); ++s) {
+      const ShardArrays& arrays = scans[s].arrays[a];
+      if (!arrays.seen) continue;
+      if (first == nullptr) {
+        first = &arrays;
+        first_shard = s;
+        shapes[f] = ArrayFieldShape{arrays.dtype, arrays.varies, arrays.shape};
+      } else if (arrays.dtype != first->dtype) {
+        return Status::InvalidArgument(
+            "field \"" + fields[f].name + "\": sample " + printable_cut(first->first_key) + " of shard " +
+            printable(shards[first_shard]) + " holds " + std::string(to_string(first->dtype)) +
+            " and sample " + printable_cut(arrays.first_key) + " of shard " + printable(shards[s]) + " " +
+            std::string(to_string(arrays.dtype)) +
+            "; an array field has one dtype: save its arrays as one (numpy's astype), or take them in two "
+            "fields");
+      } else if (arrays.varies || arrays.shape != shapes[f].shape) {
+        shapes[f].varies = true;
+      }
+    }
+    if (shapes[f].varies) shapes[f].shape.clear();
+    ++a;
+  }
+  return shapes;
+}
+
 }  // namespace
 
 LabelRule label_rule(const LoaderOptions& options) {
@@ -250,12 +288,21 @@ Result<DatasetIndex> index_shards(const ShardDataset& dataset) {
   DatasetIndexBuilder builder;
   if (dataset.fields.empty() && dataset.rule.source == LabelSource::kClassFolder)
     builder.set_classes(assign_class_labels(all.scans));
-  if (!dataset.fields.empty()) builder.set_fields(dataset.fields.fields, dataset.fields.columns);
+  if (!dataset.fields.empty()) {
+    builder.set_fields(dataset.fields.fields, dataset.fields.columns);
+    auto shapes = array_shapes(all.scans, *shards, dataset);
+    if (!shapes.ok()) return shapes.status();
+    builder.set_array_shapes(std::move(shapes).value());
+    std::uint32_t longest_key = 0;
+    for (const ShardScan& scan : all.scans) longest_key = std::max(longest_key, scan.longest_key);
+    builder.set_keys(longest_key);
+  }
   builder.reserve_slices(all.samples);
   builder.count_skipped(all.skipped, all.skipped_bytes);
   for (std::size_t s = 0; s < n; ++s) {
     ShardScan& scan = all.scans[s];
     const std::uint32_t file = builder.add_shard((*shards)[s], results[s].stamp);
+    builder.add_name_headers(scan.name_headers, builder.size());
     for (const ShardSample& x : scan.samples) builder.add_slice({x.offset, file, x.size}, x.label);
     builder.add_field_columns(scan.field_slices, scan.field_labels, scan.field_numbers);
     // Peak memory: one copy at a time.

@@ -12,8 +12,10 @@
 #include <nlohmann/json.hpp>
 
 #include "base/printable.h"
+#include "base/utf8.h"
 #include "dataset/image_extensions.h"
 #include "dataset/label.h"
+#include "dataset/npy_header.h"
 
 namespace forkfeed {
 namespace {
@@ -75,6 +77,9 @@ std::string source_list(const FieldSpec& field) {
   return text;
 }
 
+// Bytes of an array member read first for its .npy header: a plain dtype's takes 128.
+constexpr std::uint64_t kNpyFirstRead = 4096;
+
 // Groups one shard; one instance per call.
 class ShardGrouping {
  public:
@@ -90,12 +95,14 @@ class ShardGrouping {
         image_limit_name_(max_file_bytes <= max_image_bytes_ ? "max_file_bytes"
                                                              : "the most a shard sample can hold"),
         fields_(fields),
+        array_of_(array_numbers(fields)),
         max_member_bytes_(std::min<std::uint64_t>(max_file_bytes, FieldSlice::kMissing - 1)),
         member_limit_name_(max_file_bytes <= max_member_bytes_
                                ? "max_file_bytes"
                                : "the most a shard sample's member can hold") {}
 
   Result<ShardScan> run(std::span<const TarMember> members) {
+    scan_.arrays.resize(static_cast<std::size_t>(std::count(array_of_.begin(), array_of_.end(), true)));
     std::string_view key;
     for (std::size_t i = 0; i < members.size(); ++i) {
       const std::optional<MemberKey> split = split_member_name(members[i].name);
@@ -119,6 +126,12 @@ class ShardGrouping {
     std::string_view extension;
     std::size_t member;  // index in members
   };
+
+  static std::vector<bool> array_numbers(const SampleSchema& schema) {
+    std::vector<bool> arrays;
+    for (const FieldSpec& f : schema.fields) arrays.push_back(f.kind == FieldKind::kArray);
+    return arrays;
+  }
 
   // Ok, or the sample's problem as BadData when on_error=fail; with skip, counts it.
   Status bad(std::string_view key, const std::string& problem) {
@@ -200,6 +213,7 @@ class ShardGrouping {
         return bad(key, "label member " + printable_cut(label->name) + " " + parsed.status().message());
       value = *parsed;
     }
+    note_name_headers(*image);
     scan_.samples.push_back(
         ShardSample{image->offset, shard_, static_cast<std::uint32_t>(image->size), value});
     return Status::Ok();
@@ -300,12 +314,83 @@ class ShardGrouping {
     return doc.is_object() ? &doc : nullptr;
   }
 
+  // The .npy header of array member `m`: read from its first bytes (its header's, when
+  // longer); `error` set instead when the member cannot be read.
+  Result<NpyHeader> npy_header_of(const TarMember& m, Status& error) {
+    TarMember start = m;
+    start.size = std::min(m.size, kNpyFirstRead);
+    Result<std::string> bytes = read_member_(start);
+    if (bytes.ok()) {
+      const Result<std::uint64_t> needs = npy_header_bytes(*bytes);
+      if (needs.ok() && *needs > bytes->size() && *needs <= m.size) {
+        start.size = *needs;
+        bytes = read_member_(start);
+      }
+    }
+    if (!bytes.ok()) {
+      error = bytes.status();
+      return Status::Cancelled("");
+    }
+    return parse_npy_header(*bytes, m.size);
+  }
+
+  // Lists the next sample kept when `m`, the member at its slice's offset, has a name its
+  // own header does not hold (and that a key may be read from).
+  void note_name_headers(const TarMember& m) {
+    if (m.name_headers != tar::kBlock && m.name_headers <= kMaxNameHeaderBytes)
+      scan_.name_headers.push_back({scan_.samples.size(), m.name_headers});
+  }
+
+  // The key's own problem: one the slot cannot carry as a key.
+  std::optional<std::string> key_problem(std::string_view key, const TarMember& anchor) const {
+    if (key.size() > kMaxKeyBytes) {
+      return "its key is " + std::to_string(key.size()) + " bytes, over the " + std::to_string(kMaxKeyBytes) +
+             " a key may take: give its members shorter names";
+    }
+    if (const std::size_t valid = valid_utf8_prefix(key); valid != key.size()) {
+      return "its key is not UTF-8 (at byte " + std::to_string(valid) +
+             "): name its members in UTF-8, as keys are text";
+    }
+    if (anchor.name_headers > kMaxNameHeaderBytes) {
+      return "member " + printable_cut(anchor.name) + " has " + std::to_string(anchor.name_headers) +
+             " bytes of tar headers, over the " + std::to_string(kMaxNameHeaderBytes) +
+             " read for a sample's key";
+    }
+    return std::nullopt;
+  }
+
+  // Adds the kept sample `key`'s arrays (by array field) to the shard's: InvalidArgument
+  // when one holds another dtype than the field's first.
+  Status add_arrays(std::string_view key, std::span<const std::optional<NpyHeader>> headers) {
+    std::size_t a = 0;
+    for (std::size_t f = 0; f < fields_.fields.size(); ++f) {
+      if (!array_of_[f]) continue;
+      ShardArrays& arrays = scan_.arrays[a];
+      const std::optional<NpyHeader>& h = headers[a++];
+      if (!h) continue;
+      if (!arrays.seen) {
+        arrays = ShardArrays{true, false, h->dtype, h->shape, std::string(key)};
+      } else if (h->dtype != arrays.dtype) {
+        return Status::InvalidArgument(
+            "field \"" + fields_.fields[f].name + "\": in shard " + printable(shard_path_) + ", sample " +
+            printable_cut(arrays.first_key) + " holds " + std::string(to_string(arrays.dtype)) +
+            " and sample " + printable_cut(key) + " " + std::string(to_string(h->dtype)) +
+            "; an array field has one dtype: save its arrays as one (numpy's astype), or take them in two "
+            "fields");
+      } else if (h->shape != arrays.shape) {
+        arrays.varies = true;
+      }
+    }
+    return Status::Ok();
+  }
+
   // A sample of a schema: each field's member found and checked, its labels and numbers
   // read; a field it lacks is its problem (missing=error) or its marker.
   Status finish_fields(std::string_view key, std::span<const TarMember> members) {
     for (std::size_t i = 0; i < run_.size(); ++i) {
       if (std::optional<std::string> problem = duplicate(i, members)) return bad(key, *problem);
     }
+    std::array<std::optional<NpyHeader>, kMaxFields> arrays;  // by array field
     const FieldColumns& columns = fields_.columns;
     std::array<const TarMember*, kMaxFields> member{};  // by member column; null: lacking
     std::array<const FieldSpec*, kMaxFields> member_field{};
@@ -329,6 +414,21 @@ class ShardGrouping {
         }
         member[column.column] = m;
         member_field[column.column] = &field;
+        if (field.kind == FieldKind::kArray) {
+          Status unread;
+          Result<NpyHeader> header = npy_header_of(*m, unread);
+          if (!unread.ok()) return unread;
+          if (!header.ok()) {
+            return bad(key, named + ": member " + printable_cut(m->name) + ": " + header.status().message());
+          }
+          if (header->shape.size() > kMaxArrayRank) {
+            return bad(key, named + ": member " + printable_cut(m->name) + " has " +
+                                std::to_string(header->shape.size()) + " dimensions; at most " +
+                                std::to_string(kMaxArrayRank) + " are carried");
+          }
+          arrays[static_cast<std::size_t>(std::count(array_of_.begin(), array_of_.begin() + f, true))] =
+              std::move(header).value();
+        }
       } else if (m != nullptr) {
         Value v = read_value(field, *m);
         if (!v.shard_error.ok()) return v.shard_error;
@@ -350,6 +450,7 @@ class ShardGrouping {
     const TarMember* first = member[0];
     const TarMember& anchor = first != nullptr ? *first : members[run_.front().member];
     const std::uint64_t at = anchor.offset;
+    if (std::optional<std::string> problem = key_problem(key, anchor)) return bad(key, *problem);
     std::array<FieldSlice, kMaxFields> extra{};
     for (std::uint32_t k = 1; k < columns.members; ++k) {
       const TarMember* m = member[k];
@@ -363,6 +464,9 @@ class ShardGrouping {
       }
       extra[k - 1] = FieldSlice{static_cast<std::int32_t>(from), static_cast<std::uint32_t>(m->size)};
     }
+    if (Status s = add_arrays(key, arrays); !s.ok()) return s;
+    scan_.longest_key = std::max(scan_.longest_key, static_cast<std::uint32_t>(key.size()));
+    note_name_headers(anchor);
     scan_.samples.push_back(ShardSample{
         at, shard_, first != nullptr ? static_cast<std::uint32_t>(first->size) : FieldSlice::kMissing,
         columns.labels > 0 ? labels[0] : 0});
@@ -395,6 +499,7 @@ class ShardGrouping {
   const std::uint64_t max_image_bytes_;
   const std::string_view image_limit_name_;
   const SampleSchema& fields_;
+  const std::vector<bool> array_of_;      // by field: whether it is an array field
   const std::uint64_t max_member_bytes_;  // with fields: of a member field's member
   const std::string_view member_limit_name_;
   ShardScan scan_;

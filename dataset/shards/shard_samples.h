@@ -55,6 +55,18 @@ inline constexpr std::size_t kMaxSkipReasons = 8;
 // ShardScan keeps this many of a shard's distinct member extensions, to name them.
 inline constexpr std::size_t kMaxExtensionsKept = 32;
 
+// An array field's members in one shard, as their .npy headers say: the dtype and shape
+// of the first one kept (of sample `first_key`), and whether another shape came after.
+// Every one has that dtype: another is refused (group_samples).
+struct ShardArrays {
+  bool seen = false;  // false: no sample kept has a member of the field
+  bool varies = false;
+  ElementType dtype = ElementType::kUint8;
+  std::vector<std::int64_t> shape;
+  std::string first_key;
+  bool operator==(const ShardArrays&) const = default;
+};
+
 // One shard, grouped.
 struct ShardScan {
   // In shard order; `shard` is the argument of group_samples. For kClassFolder, until
@@ -70,6 +82,12 @@ struct ShardScan {
   std::vector<FieldSlice> field_slices;
   std::vector<std::int64_t> field_labels;
   std::vector<double> field_numbers;
+  // The kept samples whose name at their slice's offset is longer than its tar header
+  // holds (NameHeaders; `sample` is the position in `samples`). With fields: the most bytes
+  // a kept sample's key takes, and by array field, in the schema's order, their members.
+  std::uint32_t longest_key = 0;
+  std::vector<NameHeaders> name_headers;
+  std::vector<ShardArrays> arrays;
   // With fields: bit f set when a member of this shard is one of field f's sources,
   // whatever became of its sample; and the shard's distinct member extensions,
   // lower-cased and sorted (the first kMaxExtensionsKept found), to name them when a
@@ -98,7 +116,11 @@ struct ShardScan {
 // members of one extension, a member field's member over max_file_bytes (or 4 GiB - 2),
 // a label or number that does not parse, members more than 2 GiB apart, and, with
 // missing=error, a field the sample lacks (no member of its sources; for a keyed field,
-// no such key in its .json member), named with the shard, the key and the field. With
+// no such key in its .json member), an array member whose .npy header does not parse or
+// has more than kMaxArrayRank dimensions, a key over kMaxKeyBytes or not UTF-8, a name
+// whose headers take over kMaxNameHeaderBytes, named with the shard, the key and the
+// field. An array field whose members hold two dtypes is InvalidArgument, naming a sample
+// of each: a field's arrays have one dtype, whatever on_error says. With
 // missing=skip or empty, the sample is kept with the field's marker (ShardScan): the
 // order of samples never depends on which fields are read.
 Result<ShardScan> group_samples(std::uint32_t shard, std::string_view shard_path,

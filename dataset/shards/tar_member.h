@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "dataset/shards/tar_format.h"
+
 namespace forkfeed {
 
 // One regular-file member of a tar archive: its full name (long names and pax paths
@@ -15,6 +17,10 @@ struct TarMember {
   std::string name;
   std::uint64_t offset = 0;  // of the member's first data byte, from the start of the file
   std::uint64_t size = 0;    // data bytes
+  // The bytes before its data that its name is read from (member_name_in): its own header
+  // block when that holds the whole name; from the GNU long name or pax header before it
+  // when that gave the name.
+  std::uint64_t name_headers = tar::kBlock;
   bool operator==(const TarMember&) const = default;
 };
 

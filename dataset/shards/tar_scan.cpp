@@ -1,6 +1,7 @@
 // One pass over a tar shard's headers. Each header is one pread of 512 bytes; a member's
 // data is skipped by offset. Only GNU long names and pax headers, which are small and
-// bounded here, are read beyond the header blocks.
+// bounded here, are read beyond the header blocks. The same pass reads one member's
+// headers held in memory (member_name_in).
 #include "dataset/shards/tar_scan.h"
 
 #include <unistd.h>
@@ -109,6 +110,15 @@ class TarScanner {
   TarScanner(int fd, std::string_view shard, std::uint64_t file_size,
              const std::function<Status(TarMember&&)>& visit)
       : fd_(fd), shard_(printable(shard)), file_size_(file_size), visit_(visit) {}
+  // Over `headers` in memory, the start of an archive whose data may lie past them.
+  TarScanner(std::span<const unsigned char> headers, std::string_view shard,
+             const std::function<Status(TarMember&&)>& visit)
+      : fd_(-1),
+        shard_(printable(shard)),
+        file_size_(std::numeric_limits<std::uint64_t>::max()),
+        visit_(visit),
+        memory_(headers),
+        in_memory_(true) {}
 
   Status run() {
     if (file_size_ == 0)
@@ -150,6 +160,13 @@ class TarScanner {
   }
 
   Status read_exact(std::uint64_t at, void* buffer, std::size_t bytes, std::string_view what) const {
+    if (in_memory_) {
+      if (at > memory_.size() || bytes > memory_.size() - at) {
+        return truncated(what, bytes, at, memory_.size());
+      }
+      std::memcpy(buffer, memory_.data() + at, bytes);
+      return Status::Ok();
+    }
     std::size_t done = 0;
     while (done < bytes) {
       const ssize_t n =
@@ -197,8 +214,17 @@ class TarScanner {
           ")" + std::string(kReCopy));
     }
     std::uint64_t size = *stored_size;
+    // Where this entry's headers began: its first extended header, if it has one.
+    const std::uint64_t first_header = extended ? at : chain_start_.value_or(at);
+    if (extended && !chain_start_) chain_start_ = at;
+    bool named_before = false;  // an extended header gave a name its own header does not hold
     if (!extended) {
-      if (next_name_) name = *std::exchange(next_name_, std::nullopt);
+      chain_start_.reset();
+      if (next_name_) {
+        std::string given = *std::exchange(next_name_, std::nullopt);
+        named_before = given != name;
+        name = std::move(given);
+      }
       if (next_size_) size = *std::exchange(next_size_, std::nullopt);
     }
     // POSIX: links, devices, directories and FIFOs have no data, whatever the size says.
@@ -228,7 +254,8 @@ class TarScanner {
     previous_ = name;
     // Old tars mark a directory by a trailing slash on a regular-file header.
     if (!regular || name.empty() || name.back() == '/') return next;
-    if (Status s = visit_(TarMember{std::move(name), data_at, size}); !s.ok()) return s;
+    const std::uint64_t name_headers = named_before ? data_at - first_header : tar::kBlock;
+    if (Status s = visit_(TarMember{std::move(name), data_at, size, name_headers}); !s.ok()) return s;
     return next;
   }
 
@@ -294,7 +321,10 @@ class TarScanner {
   // What extended headers said of the next entry.
   std::optional<std::string> next_name_;
   std::optional<std::uint64_t> next_size_;
-  std::string previous_;  // the last entry's name, to place an error after
+  std::optional<std::uint64_t> chain_start_;  // the first extended header since the last entry
+  std::string previous_;                      // the last entry's name, to place an error after
+  const std::span<const unsigned char> memory_;
+  const bool in_memory_ = false;
 };
 
 }  // namespace
@@ -304,25 +334,20 @@ Status scan_tar(int fd, std::string_view shard, std::uint64_t file_size,
   return TarScanner(fd, shard, file_size, member).run();
 }
 
-std::optional<std::string> member_name_at(int fd, std::uint64_t file_size, std::uint64_t data_offset,
-                                          std::uint64_t size) {
-  if (data_offset < tar::kBlock) return std::nullopt;
-  Block block;
-  if (::pread(fd, block.data(), block.size(), static_cast<off_t>(data_offset - tar::kBlock)) !=
-      static_cast<ssize_t>(block.size())) {
-    return std::nullopt;
-  }
-  const char type = static_cast<char>(block[tar::kTypeflag.at]);
-  const bool regular = type == '0' || type == '\0' || type == '7';
-  if (!regular || number_of(block, tar::kSize) != size) return std::nullopt;
-  if (text_of(block, tar::kName).size() < tar::kName.size) return header_name(block);
-  // Perhaps cut: the whole name is in an extended header before. Only messages come here.
-  std::optional<std::string> name;
-  (void)scan_tar(fd, "", file_size, [&](TarMember&& m) {
-    if (m.offset == data_offset && m.size == size) name = std::move(m.name);
-    return m.offset < data_offset ? Status::Ok() : Status::Cancelled("past the member");
-  });
-  return name ? name : header_name(block);
+Result<std::string> member_name_in(std::span<const std::byte> headers, std::string_view shard) {
+  std::optional<TarMember> found;
+  const std::function<Status(TarMember &&)> visit = [&](TarMember&& m) {
+    found = std::move(m);
+    return Status::Cancelled("the member is found");
+  };
+  const std::span<const unsigned char> bytes(reinterpret_cast<const unsigned char*>(headers.data()),
+                                             headers.size());
+  const Status s = TarScanner(bytes, shard, visit).run();
+  if (found && found->offset == headers.size()) return std::move(found->name);
+  if (!found && !s.ok()) return s;
+  return Status::BadData(printable(shard) + ": the " + std::to_string(headers.size()) +
+                         " bytes of tar headers before a member's data are not that member's headers; the "
+                         "shard changed or its index is damaged: open the dataset again");
 }
 
 Result<std::vector<TarMember>> scan_tar_file(const std::string& path) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,13 +36,12 @@ namespace forkfeed {
 Status scan_tar(int fd, std::string_view shard, std::uint64_t file_size,
                 const std::function<Status(TarMember&&)>& member);
 
-// The name of the member of `size` bytes whose data starts at `data_offset` of the
-// archive open at `fd` (`file_size` bytes), for messages about it. Read from the header
-// block just before the data; when that header's name field is full (a long name that a
-// GNU or pax header gave whole), by scanning the archive's headers up to the member.
-// nullopt when no such member is there.
-std::optional<std::string> member_name_at(int fd, std::uint64_t file_size, std::uint64_t data_offset,
-                                          std::uint64_t size);
+// The name of the member whose `name_headers` bytes of headers (TarMember::name_headers:
+// its own header block, or from the GNU long name or pax header that gave its name) are
+// `headers`, read from the archive `shard` just before the member's data. The one reader of
+// a member's name from its headers, for the samples' keys and for messages. BadData naming
+// `shard` when they are not the headers of one regular member whose data follows them.
+Result<std::string> member_name_in(std::span<const std::byte> headers, std::string_view shard);
 
 // Every regular-file member of the tar file at `path` (opened by open_regular_file(), so
 // a FIFO or a directory is refused with InvalidArgument).

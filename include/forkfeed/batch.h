@@ -21,12 +21,13 @@ class SlotLease;  // owns a slot until destroyed; see loader/slot_pool.h
 // One field of a batch, read in place like the rest of it; valid while its Batch is.
 // Dense fields (images, labels, numbers, arrays of one shape) hold size() samples of
 // sample_shape() back to back at data(); ragged ones (text, bytes, arrays whose shape
-// varies) hold sample i's bytes at bytes(i), and an array's shape at shape(i).
+// varies, the samples' keys) hold sample i's bytes at bytes(i), and an array's shape at
+// shape(i).
 class FieldView {
  public:
   std::string_view name() const { return name_; }
   FieldKind kind() const { return kind_; }
-  // The type of its elements; a ragged array's samples each have their own: element(i).
+  // The type of its elements: an array field has one, whatever its samples' shapes.
   ElementType element() const { return element_; }
   ElementType element(std::size_t i) const;
   bool ragged() const { return offsets_ != nullptr; }

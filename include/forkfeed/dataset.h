@@ -4,6 +4,7 @@
 // with fields, a sample's other members 8 bytes each, its labels and numbers).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -62,6 +63,30 @@ struct FieldSlice {
 };
 static_assert(sizeof(FieldSlice) == 8);
 
+// A sharded sample whose member at its slice's offset has a name longer than its tar
+// header holds (a GNU long name or a pax path before the header gives it): `bytes` of
+// headers before the slice's data hold its name, and so its key. Every other sample's
+// name is in the 512-byte header just before its slice (kTarHeaderBytes); only these are
+// listed, so that an index of short names pays nothing for them.
+struct NameHeaders {
+  std::uint64_t sample = 0;
+  std::uint64_t bytes = 0;
+  bool operator==(const NameHeaders&) const = default;
+};
+inline constexpr std::uint64_t kTarHeaderBytes = 512;
+// The most bytes of headers a sample's name may take (GNU long names and pax headers
+// included); a sample whose name needs more is bad data, found while indexing.
+inline constexpr std::uint64_t kMaxNameHeaderBytes = 64 * 1024;
+
+// An array field's samples as the index found them while reading their .npy headers: all
+// of one dtype, and of one shape (a dense field, [batch, *shape]) or not (`varies`: ragged).
+struct ArrayFieldShape {
+  ElementType dtype = ElementType::kUint8;
+  bool varies = true;
+  std::vector<std::int64_t> shape;  // when !varies
+  bool operator==(const ArrayFieldShape&) const = default;
+};
+
 // A label field's value in a sample that lacks it (labels are non-negative); a number
 // field's is NaN (std::isnan).
 inline constexpr std::int64_t kMissingLabel = -1;
@@ -103,6 +128,7 @@ struct PackedSamples {
   std::span<const FileStamp> stamps;
   std::span<const FieldSlice> field_slices = {};
   std::uint32_t extra_members = 0;
+  std::span<const NameHeaders> name_headers = {};  // by sample, ascending
 
   bool sharded() const { return !slices.empty(); }
   std::string_view file(std::size_t f) const { return paths.substr(offsets[f], offsets[f + 1] - offsets[f]); }
@@ -126,6 +152,20 @@ struct PackedSamples {
   SampleSource member_source(std::size_t i, std::uint32_t column) const {
     const SampleSlice m = member_slice(i, column);
     return {file(m.file), true, m.offset, m.size, stamps[m.file]};
+  }
+  // Bytes of the tar headers just before sharded sample i's slice that hold the name of
+  // its member there: kTarHeaderBytes, or its NameHeaders' bytes.
+  std::uint64_t name_bytes(std::size_t i) const {
+    const auto it = std::lower_bound(name_headers.begin(), name_headers.end(), i,
+                                     [](const NameHeaders& h, std::size_t s) { return h.sample < s; });
+    return it != name_headers.end() && it->sample == i ? it->bytes : kTarHeaderBytes;
+  }
+  // Those headers, whose name's key (WebDataset's: up to the first '.' of its last path
+  // component) is the sample's key.
+  SampleSource name_source(std::size_t i) const {
+    const SampleSlice& s = slices[i];
+    const std::uint64_t bytes = name_bytes(i);
+    return {file(s.file), true, s.offset - bytes, bytes, stamps[s.file]};
   }
 };
 
@@ -184,7 +224,7 @@ class DatasetIndex {
   // Bytes of all file paths together (with slices(), what the index costs in the arena).
   std::size_t path_bytes() const { return paths_.size(); }
   PackedSamples packed() const {
-    return {paths_, offsets_, slices_, shard_stamps_, field_slices_, columns_.extra_members()};
+    return {paths_, offsets_, slices_, shard_stamps_, field_slices_, columns_.extra_members(), name_headers_};
   }
 
   // Fields (sharded datasets only): the fields each sample has, as LoaderOptions::fields
@@ -220,6 +260,12 @@ class DatasetIndex {
   const std::vector<FieldSlice>& field_slices() const { return field_slices_; }
   const std::vector<std::int64_t>& field_labels() const { return field_labels_; }
   const std::vector<double>& field_numbers() const { return field_numbers_; }
+  // Array field f's dtype and shape, from its members' .npy headers. REQUIRES: f is kArray.
+  const ArrayFieldShape& array_shape(std::size_t f) const { return array_shapes_[f]; }
+  // The samples' keys (with fields): the most bytes one takes, and the samples whose names
+  // are longer than their tar headers hold (PackedSamples::name_bytes).
+  std::uint32_t longest_key() const { return longest_key_; }
+  const std::vector<NameHeaders>& name_headers() const { return name_headers_; }
 
  private:
   friend class DatasetIndexBuilder;
@@ -235,9 +281,12 @@ class DatasetIndex {
   std::uint64_t skipped_bytes_ = 0;
   std::vector<FieldSpec> fields_;
   FieldColumns columns_;
-  std::vector<FieldSlice> field_slices_;    // samples x columns_.extra_members()
-  std::vector<std::int64_t> field_labels_;  // samples x columns_.extra_labels()
-  std::vector<double> field_numbers_;       // samples x columns_.numbers
+  std::vector<FieldSlice> field_slices_;       // samples x columns_.extra_members()
+  std::vector<std::int64_t> field_labels_;     // samples x columns_.extra_labels()
+  std::vector<double> field_numbers_;          // samples x columns_.numbers
+  std::vector<ArrayFieldShape> array_shapes_;  // by field; kArray fields' only mean anything
+  std::uint32_t longest_key_ = 0;
+  std::vector<NameHeaders> name_headers_;
 };
 
 }  // namespace forkfeed

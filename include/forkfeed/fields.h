@@ -70,6 +70,12 @@ struct FieldSpec {
 
 // The most fields a schema holds.
 inline constexpr std::size_t kMaxFields = 16;
+// The most bytes a sample's key ("__key__": its member's name up to the first '.' of its
+// last path component) takes, as PATH_MAX bounds a path: a longer key, or one that is not
+// UTF-8, is bad data of its sample (on_error), found while indexing.
+inline constexpr std::size_t kMaxKeyBytes = 4096;
+// The most dimensions an array field's sample has (a .npy of more is bad data).
+inline constexpr std::size_t kMaxArrayRank = 6;
 
 // The fields a loader reads, in the order they were written.
 //   "image=jpg;png, caption=txt, label=cls, meta=json, emb=npy"
