@@ -34,9 +34,9 @@
 namespace forkfeed {
 namespace {
 
-constexpr char kMagic[8] = {'F', 'F', 'S', 'H', 'A', 'R', 'D', '1'};
+constexpr char kIndexMagic[8] = {'F', 'F', 'S', 'H', 'A', 'R', 'D', '1'};
 // 2: the whole FileStamp, and skipped_bytes. 3: fields.
-constexpr std::uint32_t kVersion = 3;
+constexpr std::uint32_t kIndexVersion = 3;
 // ~44M samples in one shard; a larger file is not read (and the shard is scanned).
 constexpr std::uint64_t kMaxCacheBytes = std::uint64_t{1} << 30;
 
@@ -277,7 +277,7 @@ std::optional<ShardScan> IndexCache::load(const CachedShard& shard, std::uint32_
   FileHeader h{};
   std::memcpy(&h, bytes.data(), sizeof(h));
   const FieldCounts counts(shard.fields);
-  if (std::memcmp(h.magic, kMagic, sizeof(kMagic)) != 0 || h.version != kVersion ||
+  if (std::memcmp(h.magic, kIndexMagic, sizeof(kIndexMagic)) != 0 || h.version != kIndexVersion ||
       h.label_source != static_cast<std::uint32_t>(shard.rule.source) || h.shard != shard.stamp ||
       h.max_file_bytes != shard.max_file_bytes || h.missing != counts.missing ||
       h.extra_members != counts.extra_members || h.extra_labels != counts.extra_labels ||
@@ -355,8 +355,8 @@ Status IndexCache::store(const CachedShard& shard, const ShardScan& scan) const 
   for (std::size_t e = 0; e < extensions; ++e) put_string(out, scan.extensions[e]);
   out.resize((out.size() + 7) / 8 * 8, '\0');
   FileHeader h{};
-  std::memcpy(h.magic, kMagic, sizeof(kMagic));
-  h.version = kVersion;
+  std::memcpy(h.magic, kIndexMagic, sizeof(kIndexMagic));
+  h.version = kIndexVersion;
   h.label_source = static_cast<std::uint32_t>(shard.rule.source);
   h.shard = shard.stamp;
   h.max_file_bytes = shard.max_file_bytes;
