@@ -14,6 +14,7 @@ add_library(forkfeed_testing STATIC testing/temp_dataset.cpp testing/temp_shards
   testing/command.cpp)
 target_link_libraries(forkfeed_testing PUBLIC forkfeed_synthetic forkfeed_shard GTest::gtest)
 target_compile_options(forkfeed_testing PRIVATE ${forkfeed_test_compile_options})
+forkfeed_unity_build(forkfeed_testing)
 
 # What only a plain (unsanitized) build can check. compare_test, whole: compare.sh
 # measures speed (a sanitized build's figures mean nothing) and its Python row needs the
