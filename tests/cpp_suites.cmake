@@ -85,9 +85,7 @@ forkfeed_test(delivery_test)
 forkfeed_test(checkpoint_test)
 forkfeed_test(stats_fields_test)
 # forkfeed-bench's --json line and option table are among the faces it checks.
-target_sources(stats_fields_test PRIVATE ${PROJECT_SOURCE_DIR}/tools/bench/report.cpp
-  ${PROJECT_SOURCE_DIR}/tools/bench/option_flags.cpp)
-target_link_libraries(stats_fields_test PRIVATE forkfeed_cli nlohmann_json::nlohmann_json)
+target_link_libraries(stats_fields_test PRIVATE forkfeed_bench_report)
 forkfeed_test(state_dataset_test)
 forkfeed_test(dataset_identity_test)
 forkfeed_test(tar_test)
