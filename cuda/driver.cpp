@@ -11,9 +11,9 @@ namespace {
 
 using CUresult = int;
 using CUdevice = int;
-constexpr CUresult kCudaSuccess = 0;
-constexpr CUresult kCudaNotInitialized = 3;  // CUDA_ERROR_NOT_INITIALIZED: cuInit never ran
-constexpr CUresult kCudaDeinitialized = 4;   // CUDA_ERROR_DEINITIALIZED: shutting down
+constexpr CUresult kCuSuccess = 0;
+constexpr CUresult kCuNotInitialized = 3;  // CUDA_ERROR_NOT_INITIALIZED: cuInit never ran
+constexpr CUresult kCuDeinitialized = 4;   // CUDA_ERROR_DEINITIALIZED: shutting down
 
 struct DlCloser {
   void operator()(void* handle) const { ::dlclose(handle); }
@@ -44,8 +44,8 @@ class LoadedDriver {
     unsigned flags = 0;
     int state = 0;
     CUresult rc = get_device_(&device, ordinal);
-    if (rc == kCudaSuccess) rc = get_state_(device, &flags, &state);
-    active = rc == kCudaSuccess && state != 0;
+    if (rc == kCuSuccess) rc = get_state_(device, &flags, &state);
+    active = rc == kCuSuccess && state != 0;
     return rc;
   }
 
@@ -74,14 +74,14 @@ CudaUse probe_cuda(const std::string& driver) {
   }
   int count = 0;
   const CUresult rc = cuda.device_count(count);
-  if (rc == kCudaNotInitialized || rc == kCudaDeinitialized) return use;
-  if (rc != kCudaSuccess) {
+  if (rc == kCuNotInitialized || rc == kCuDeinitialized) return use;
+  if (rc != kCuSuccess) {
     use.problem = "cuDeviceGetCount failed with CUDA error " + std::to_string(rc);
     return use;
   }
   for (int ordinal = 0; ordinal < count; ++ordinal) {
     bool active = false;
-    if (const CUresult state_rc = cuda.primary_context_active(ordinal, active); state_rc != kCudaSuccess) {
+    if (const CUresult state_rc = cuda.primary_context_active(ordinal, active); state_rc != kCuSuccess) {
       use.problem = "cannot read the primary context of CUDA device " + std::to_string(ordinal) +
                     ": CUDA error " + std::to_string(state_rc);
     } else if (active) {
@@ -95,7 +95,7 @@ bool has_primary_context(const std::string& driver, int ordinal) {
   const LoadedDriver cuda(driver);
   bool active = false;
   return cuda.loaded() && cuda.can_read_contexts() &&
-         cuda.primary_context_active(ordinal, active) == kCudaSuccess && active;
+         cuda.primary_context_active(ordinal, active) == kCuSuccess && active;
 }
 
 }  // namespace forkfeed

@@ -13,6 +13,7 @@
 #include "base/regular_file.h"
 #include "dataset/dataset_index_builder.h"
 #include "dataset/label.h"
+#include "dataset/manifest_table.h"
 #include "forkfeed/dataset.h"
 
 namespace forkfeed {
@@ -22,8 +23,6 @@ namespace {
 // loader indexes. The bound keeps a wrong file from filling memory.
 constexpr SizeLimit kManifestLimit{std::uint64_t{4} << 30, "the manifest limit of",
                                    "split the dataset, or check that this is a manifest"};
-// No path is this long (PATH_MAX is 4096): a longer line is a binary file passed by mistake.
-constexpr std::size_t kMaxLineBytes = 65536;
 
 // A manifest line quoted for an error: tabs made visible (the usual mistake is spaces
 // where the tab should be), every control byte escaped, and cut short, in case a binary
@@ -64,9 +63,9 @@ Result<DatasetIndex> DatasetIndex::from_manifest(const std::string& manifest) {
     std::string_view line = text.substr(0, nl);
     text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
     ++line_no;
-    if (line.size() > kMaxLineBytes) {
+    if (line.size() > kMaxManifestLineBytes) {
       return Status::BadData(printable(manifest) + ":" + std::to_string(line_no) + ": line is over " +
-                             std::to_string(kMaxLineBytes) +
+                             std::to_string(kMaxManifestLineBytes) +
                              " bytes; is this a manifest of 'path<TAB>label' lines?");
     }
     if (line.ends_with('\r')) line.remove_suffix(1);

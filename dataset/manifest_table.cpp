@@ -10,9 +10,6 @@
 namespace forkfeed {
 namespace {
 
-// As in a plain manifest: no path is this long, a longer line is a binary file.
-constexpr std::size_t kMaxLineBytes = 65536;
-
 // Calls `line(number, text)` for each line of `text` that is not blank or a comment, a
 // BOM and '\r' dropped; stops at the first error it returns.
 template <typename F>
@@ -78,8 +75,8 @@ Result<ManifestTable> read_manifest_table(std::string_view text, std::string_vie
     auto bad = [&](const std::string& what) {
       return Status::BadData(printable(manifest) + ":" + std::to_string(number) + ": " + what);
     };
-    if (line.size() > kMaxLineBytes) {
-      return bad("line is over " + std::to_string(kMaxLineBytes) + " bytes; is this a manifest?");
+    if (line.size() > kMaxManifestLineBytes) {
+      return bad("line is over " + std::to_string(kMaxManifestLineBytes) + " bytes; is this a manifest?");
     }
     const std::vector<std::string_view> cells = cells_of(line);
     if (header) {

@@ -13,6 +13,10 @@
 
 namespace forkfeed {
 
+// The longest line of a manifest, plain or with a header: no path is this long (PATH_MAX
+// is 4096), so a longer line is a binary file passed by mistake.
+inline constexpr std::size_t kMaxManifestLineBytes = 65536;
+
 struct ManifestTable {
   struct Row {
     std::size_t line = 0;            // in the file, from 1, for messages

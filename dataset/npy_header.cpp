@@ -14,7 +14,7 @@
 namespace forkfeed {
 namespace {
 
-constexpr std::string_view kMagic = "\x93NUMPY";
+constexpr std::string_view kNpyMagic = "\x93NUMPY";
 
 // NumPy's kind character of each ElementType; the descr's digit is its element_bytes().
 struct DtypeCode {
@@ -282,12 +282,12 @@ std::string npy_shape_text(const std::vector<std::int64_t>& shape) {
 
 Result<std::uint64_t> npy_header_bytes(std::string_view start) {
   if (start.empty()) return Status::BadData("the .npy member is empty");
-  const std::string_view magic = start.substr(0, kMagic.size());
-  if (magic != kMagic.substr(0, magic.size())) {
+  const std::string_view magic = start.substr(0, kNpyMagic.size());
+  if (magic != kNpyMagic.substr(0, magic.size())) {
     return Status::BadData("not a .npy array: it starts with " + quoted_start(start, 8) +
                            ", not NumPy's \\x93NUMPY (an .npz holds several arrays: save each with np.save)");
   }
-  if (start.size() < kMagic.size() + 2) {
+  if (start.size() < kNpyMagic.size() + 2) {
     return Status::BadData("the .npy member ends after " + std::to_string(start.size()) +
                            " bytes, inside its preamble");
   }
@@ -297,12 +297,12 @@ Result<std::uint64_t> npy_header_bytes(std::string_view start) {
                            " is not one forkfeed reads (1.0, 2.0, 3.0)");
   }
   const std::size_t length_bytes = major == 1 ? 2 : 4;
-  const std::size_t preamble = kMagic.size() + 2 + length_bytes;
+  const std::size_t preamble = kNpyMagic.size() + 2 + length_bytes;
   if (start.size() < preamble) {
     return Status::BadData("the .npy member ends after " + std::to_string(start.size()) +
                            " bytes, inside its preamble of " + std::to_string(preamble));
   }
-  const std::uint64_t header_length = little_endian(start.substr(kMagic.size() + 2, length_bytes));
+  const std::uint64_t header_length = little_endian(start.substr(kNpyMagic.size() + 2, length_bytes));
   if (header_length > kMaxNpyHeaderBytes) {
     return Status::BadData("the .npy header is " + std::to_string(header_length) + " bytes long, over " +
                            std::to_string(kMaxNpyHeaderBytes) +

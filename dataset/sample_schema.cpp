@@ -23,8 +23,6 @@ std::string_view trim(std::string_view s) {
   return s.substr(first, s.find_last_not_of(kSpace) - first + 1);
 }
 
-char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
 bool is_name(std::string_view name) {
   auto letter = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
   return !name.empty() && letter(name[0]) && std::all_of(name.begin() + 1, name.end(), [&](char c) {
@@ -93,7 +91,7 @@ class EntryReader {
     for (std::size_t start = 0;;) {
       const std::size_t semi = text.find(';', start);
       std::string source(trim(text.substr(start, semi == std::string_view::npos ? semi : semi - start)));
-      std::transform(source.begin(), source.end(), source.begin(), lower);
+      std::transform(source.begin(), source.end(), source.begin(), ascii_lower);
       if (Status s = check_source(source); !s.ok()) return s;
       if (std::find(out.begin(), out.end(), source) != out.end())
         return bad("names the source \"" + source + "\" twice; write it once");

@@ -24,8 +24,8 @@ namespace forkfeed {
 namespace {
 
 // The version written; version 1 (a digest of absolute paths for the dataset) is still read.
-constexpr int kVersion = 2;
-constexpr int kVersion1 = 1;
+constexpr int kStateVersion = 2;
+constexpr int kStateVersion1 = 1;
 
 Status not_a_state(std::string_view why) {
   return Status::InvalidArgument("not a forkfeed state: " + std::string(why));
@@ -41,14 +41,14 @@ std::string without_exception_id(const char* what) {
   return text;
 }
 
-// The state's version: kVersion or kVersion1.
+// The state's version: kStateVersion or kStateVersion1.
 Result<int> check_version(const nlohmann::json& doc) {
   const auto it = doc.find("forkfeed_state");
   if (it == doc.end()) return not_a_state("no \"forkfeed_state\" field; pass what Loader::state() returned");
   if (!it->is_number_integer() ||
-      (it->get<std::int64_t>() != kVersion && it->get<std::int64_t>() != kVersion1)) {
+      (it->get<std::int64_t>() != kStateVersion && it->get<std::int64_t>() != kStateVersion1)) {
     return not_a_state("version " + it->dump() + " is not supported; this forkfeed reads versions " +
-                       std::to_string(kVersion1) + " and " + std::to_string(kVersion));
+                       std::to_string(kStateVersion1) + " and " + std::to_string(kStateVersion));
   }
   return static_cast<int>(it->get<std::int64_t>());
 }
@@ -71,7 +71,7 @@ Result<Checkpoint> parse(std::string_view state) {
   Status s = json_field::read_unsigned(doc, "epoch", "epoch", c.epoch);
   if (s.ok()) s = json_field::read_unsigned(doc, "position", "position", c.position);
   if (!s.ok()) return not_a_state(s.message());
-  Result<OrderKey> key = read_order_key(doc, "order", *version == kVersion1);
+  Result<OrderKey> key = read_order_key(doc, "order", *version == kStateVersion1);
   if (!key.ok()) return not_a_state(key.status().message());
   c.key = std::move(key).value();
   return c;
@@ -181,7 +181,7 @@ std::vector<std::string> differences(const OrderKey& saved, const OrderKey& curr
 std::string encode_checkpoint(const Checkpoint& checkpoint) {
   // ordered_json keeps the version first, where a reader looking at the file expects it.
   nlohmann::ordered_json doc;
-  doc["forkfeed_state"] = kVersion;
+  doc["forkfeed_state"] = kStateVersion;
   doc["epoch"] = checkpoint.epoch;
   doc["position"] = checkpoint.position;
   write_order_key(checkpoint.key, doc, "order");

@@ -8,7 +8,7 @@
 namespace forkfeed {
 namespace {
 
-std::string_view trim(std::string_view s) {
+std::string_view trim_field_text(std::string_view s) {
   const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
   while (!s.empty() && space(s.front())) s.remove_prefix(1);
   while (!s.empty() && space(s.back())) s.remove_suffix(1);
@@ -27,13 +27,13 @@ Result<std::vector<std::string>> pipelines_by_field(std::string_view transform,
                                                     std::span<const std::string> image_fields) {
   std::vector<std::string> pipelines(image_fields.size());
   if (transform.find(':') == std::string_view::npos && transform.find(';') == std::string_view::npos) {
-    std::fill(pipelines.begin(), pipelines.end(), std::string(trim(transform)));
+    std::fill(pipelines.begin(), pipelines.end(), std::string(trim_field_text(transform)));
     return pipelines;
   }
   std::vector<bool> named(image_fields.size(), false);
   while (!transform.empty()) {
     const std::size_t end = std::min(transform.find(';'), transform.size());
-    const std::string_view section = trim(transform.substr(0, end));
+    const std::string_view section = trim_field_text(transform.substr(0, end));
     transform.remove_prefix(std::min(end + 1, transform.size()));
     if (section.empty()) continue;
     const std::size_t colon = section.find(':');
@@ -42,7 +42,7 @@ Result<std::vector<std::string>> pipelines_by_field(std::string_view transform,
           "transform section \"" + printable(section) +
           "\" names no field: write \"FIELD: PIPELINE\", sections separated by ';'");
     }
-    const std::string_view field = trim(section.substr(0, colon));
+    const std::string_view field = trim_field_text(section.substr(0, colon));
     const auto it = std::find(image_fields.begin(), image_fields.end(), field);
     if (it == image_fields.end()) {
       return Status::InvalidArgument(
@@ -52,7 +52,7 @@ Result<std::vector<std::string>> pipelines_by_field(std::string_view transform,
     const auto f = static_cast<std::size_t>(it - image_fields.begin());
     if (named[f]) return Status::InvalidArgument("transform names field '" + *it + "' twice");
     named[f] = true;
-    pipelines[f] = std::string(trim(section.substr(colon + 1)));
+    pipelines[f] = std::string(trim_field_text(section.substr(colon + 1)));
   }
   for (std::size_t f = 0; f < image_fields.size(); ++f) {
     if (!named[f]) {

@@ -16,7 +16,7 @@ namespace {
 
 constexpr std::size_t kChannelBytes = (sizeof(ChannelBlock) + 4095) / 4096 * 4096;
 
-bool inside(std::uint64_t offset, std::uint64_t bytes, std::uint64_t size) {
+bool in_arena(std::uint64_t offset, std::uint64_t bytes, std::uint64_t size) {
   return offset <= size && bytes <= size - offset;
 }
 
@@ -47,11 +47,11 @@ DeliveryRecord batch_delivery(const Batch& batch, const std::byte* base, const A
 bool batch_delivery_fits(const DeliveryRecord& d, std::uint64_t arena_bytes, std::uint64_t sample_bytes,
                          std::uint32_t batch_size) {
   return d.count > 0 && d.count <= batch_size && d.pixel_bytes == d.count * sample_bytes &&
-         inside(d.pixels_offset, d.pixel_bytes, arena_bytes) &&
-         inside(d.labels_offset, 8 * d.count, arena_bytes) &&
-         inside(d.indices_offset, 8 * d.count, arena_bytes) && d.labels_offset % 8 == 0 &&
+         in_arena(d.pixels_offset, d.pixel_bytes, arena_bytes) &&
+         in_arena(d.labels_offset, 8 * d.count, arena_bytes) &&
+         in_arena(d.indices_offset, 8 * d.count, arena_bytes) && d.labels_offset % 8 == 0 &&
          d.indices_offset % 8 == 0 && d.slot_offset % 8 == 0 &&
-         (d.fields_bytes == 0 || inside(d.slot_offset, d.fields_bytes, arena_bytes));
+         (d.fields_bytes == 0 || in_arena(d.slot_offset, d.fields_bytes, arena_bytes));
 }
 
 std::optional<std::uint64_t> fields_written_end(const SlotFields& fields, const std::byte* slot,

@@ -21,26 +21,28 @@ namespace {
 
 using json = nlohmann::json;
 
-Status bad(const std::string& what) { return Status::InvalidArgument("bad open_stream request: " + what); }
+Status bad_request(const std::string& what) {
+  return Status::InvalidArgument("bad open_stream request: " + what);
+}
 
 Result<std::string> get_string(const json& body, const char* key) {
   const json& v = body.at(key);
-  if (!v.is_string()) return bad(std::string(key) + " must be a string");
+  if (!v.is_string()) return bad_request(std::string(key) + " must be a string");
   return v.get<std::string>();
 }
 
 Result<bool> get_bool(const json& body, const char* key) {
   const json& v = body.at(key);
-  if (!v.is_boolean()) return bad(std::string(key) + " must be true or false");
+  if (!v.is_boolean()) return bad_request(std::string(key) + " must be true or false");
   return v.get<bool>();
 }
 
 Result<std::array<float, 3>> get_triple(const json& body, const char* key) {
   const json& v = body.at(key);
-  if (!v.is_array() || v.size() != 3) return bad(std::string(key) + " must be an array of 3 numbers");
+  if (!v.is_array() || v.size() != 3) return bad_request(std::string(key) + " must be an array of 3 numbers");
   std::array<float, 3> out{};
   for (std::size_t i = 0; i < 3; ++i) {
-    if (!v[i].is_number()) return bad(std::string(key) + " must be an array of 3 numbers");
+    if (!v[i].is_number()) return bad_request(std::string(key) + " must be an array of 3 numbers");
     out[i] = v[i].get<float>();
   }
   return out;
@@ -117,7 +119,7 @@ Status read_field(const json& body, const char* key, T& out, Status& unknown_nam
   if (!body.contains(key)) return Status::Ok();
   if constexpr (std::is_same_v<T, std::string>) {
     auto v = bytes_from_json(body, key);  // paths, names: bytes to the system
-    if (!v.ok()) return bad(v.status().message());
+    if (!v.ok()) return bad_request(v.status().message());
     out = std::move(v).value();
   } else if constexpr (std::is_same_v<T, bool>) {
     auto v = get_bool(body, key);
@@ -134,7 +136,7 @@ Status read_field(const json& body, const char* key, T& out, Status& unknown_nam
     const std::optional<T> parsed = parse_enum<T>(*v);
     if (!parsed && unknown_name.ok()) {
       unknown_name =
-          bad("unknown " + std::string(key) + " '" + printable(*v) + "'; use " + enum_names_or<T>());
+          bad_request("unknown " + std::string(key) + " '" + printable(*v) + "'; use " + enum_names_or<T>());
     }
     if (parsed) out = *parsed;
   } else {
@@ -145,7 +147,7 @@ Status read_field(const json& body, const char* key, T& out, Status& unknown_nam
     const bool in = v.is_number_unsigned()  ? range.holds(v.get<std::uint64_t>())
                     : v.is_number_integer() ? range.holds(v.get<std::int64_t>())
                                             : false;
-    if (!in) return bad(option_out_of_range(key, range, v.dump()).message());
+    if (!in) return bad_request(option_out_of_range(key, range, v.dump()).message());
     out = static_cast<T>(v.is_number_unsigned() ? v.get<std::uint64_t>() : v.get<std::int64_t>());
   }
   return Status::Ok();
@@ -169,7 +171,7 @@ json to_json(const StreamRequest& r) {
 }
 
 Result<StreamRequest> parse_stream_request(const json& body) {
-  if (!body.is_object()) return bad("the body must be a JSON object");
+  if (!body.is_object()) return bad_request("the body must be a JSON object");
   static const std::set<std::string> known = [] {
     std::set<std::string> keys;
     StreamRequest r;
@@ -178,7 +180,8 @@ Result<StreamRequest> parse_stream_request(const json& body) {
   }();
   for (const auto& [key, value] : body.items()) {
     if (!known.contains(key))
-      return bad("unknown field '" + printable(key) + "'; is the client of another forkfeed version?");
+      return bad_request("unknown field '" + printable(key) +
+                         "'; is the client of another forkfeed version?");
   }
   StreamRequest r;
   Status first = Status::Ok(), unknown_name = Status::Ok();

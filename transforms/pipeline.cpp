@@ -14,7 +14,7 @@ namespace {
 
 constexpr std::uint32_t kShorthandSize = 224;
 
-std::string_view trim(std::string_view s) {
+std::string_view trim_pipeline_text(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
   return s;
@@ -113,7 +113,7 @@ Status check_pixels(const Op& op, const OpCall& call, std::uint64_t max_pixels) 
 }  // namespace
 
 Result<Pipeline> Pipeline::build(std::string_view text, const PipelineOptions& options) {
-  const std::string expanded = expand(trim(text), options.size);
+  const std::string expanded = expand(trim_pipeline_text(text), options.size);
   auto calls = parse_calls(expanded);
   if (!calls.ok()) return calls.status();
 
@@ -150,7 +150,7 @@ Result<Pipeline> Pipeline::build(std::string_view text, const PipelineOptions& o
                                  ? std::string("samples whose size depends on the image")
                                  : std::to_string(shape[1]) + "x" + std::to_string(shape[0]) + " samples";
     return Status::InvalidArgument(
-        "transform \"" + std::string(trim(text)) + "\" makes " + made +
+        "transform \"" + std::string(trim_pipeline_text(text)) + "\" makes " + made +
         "; batches need one square size: end its crops and resizes with CenterCrop(n), "
         "RandomCrop(n), RandomResizedCrop(n) or Resize((n, n))");
   }

@@ -36,10 +36,10 @@
 namespace forkfeed {
 namespace {
 
-constexpr char kMagic[8] = {'F', 'F', 'S', 'H', 'A', 'R', 'D', '1'};
+constexpr char kIndexMagic[8] = {'F', 'F', 'S', 'H', 'A', 'R', 'D', '1'};
 // 2: the whole FileStamp, and skipped_bytes. 3: fields. 4: keys' lengths and long names,
 // arrays' dtypes and shapes.
-constexpr std::uint32_t kVersion = 4;
+constexpr std::uint32_t kIndexVersion = 4;
 // ~44M samples in one shard; a larger file is not read (and the shard is scanned).
 constexpr std::uint64_t kMaxCacheBytes = std::uint64_t{1} << 30;
 
@@ -297,7 +297,7 @@ std::optional<ShardScan> IndexCache::load(const CachedShard& shard, std::uint32_
   FileHeader h{};
   std::memcpy(&h, bytes.data(), sizeof(h));
   const FieldCounts counts(shard.fields);
-  if (std::memcmp(h.magic, kMagic, sizeof(kMagic)) != 0 || h.version != kVersion ||
+  if (std::memcmp(h.magic, kIndexMagic, sizeof(kIndexMagic)) != 0 || h.version != kIndexVersion ||
       h.label_source != static_cast<std::uint32_t>(shard.rule.source) || h.shard != shard.stamp ||
       h.max_file_bytes != shard.max_file_bytes || h.missing != counts.missing ||
       h.extra_members != counts.extra_members || h.extra_labels != counts.extra_labels ||
@@ -401,8 +401,8 @@ Status IndexCache::store(const CachedShard& shard, const ShardScan& scan) const 
   for (const ShardArrays& a : scan.arrays) put_string(out, a.first_key);
   out.resize((out.size() + 7) / 8 * 8, '\0');
   FileHeader h{};
-  std::memcpy(h.magic, kMagic, sizeof(kMagic));
-  h.version = kVersion;
+  std::memcpy(h.magic, kIndexMagic, sizeof(kIndexMagic));
+  h.version = kIndexVersion;
   h.label_source = static_cast<std::uint32_t>(shard.rule.source);
   h.shard = shard.stamp;
   h.max_file_bytes = shard.max_file_bytes;

@@ -20,12 +20,10 @@
 namespace forkfeed {
 namespace {
 
-char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
 // `text` equals `lowered` when ASCII letters are lowered.
 bool equal_lowered(std::string_view text, std::string_view lowered) {
-  return text.size() == lowered.size() &&
-         std::equal(text.begin(), text.end(), lowered.begin(), [](char c, char l) { return lower(c) == l; });
+  return text.size() == lowered.size() && std::equal(text.begin(), text.end(), lowered.begin(),
+                                                     [](char c, char l) { return ascii_lower(c) == l; });
 }
 
 // At most 40 bytes of a label member, quotable in a message.
@@ -148,8 +146,9 @@ class ShardGrouping {
   std::optional<std::string> duplicate(std::size_t i, std::span<const TarMember> members) const {
     for (std::size_t j = 0; j < i; ++j) {
       const std::string_view a = run_[j].extension, b = run_[i].extension;
-      if (a.size() == b.size() &&
-          std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); })) {
+      if (a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+            return ascii_lower(x) == ascii_lower(y);
+          })) {
         return "two members with extension ." + printable_cut(b) + " (" +
                printable_cut(members[run_[j].member].name) + ", " +
                printable_cut(members[run_[i].member].name) + ")";
@@ -233,7 +232,7 @@ class ShardGrouping {
         }))
       return;
     std::string lowered(extension);
-    std::transform(lowered.begin(), lowered.end(), lowered.begin(), lower);
+    std::transform(lowered.begin(), lowered.end(), lowered.begin(), ascii_lower);
     seen.push_back(std::move(lowered));
   }
 

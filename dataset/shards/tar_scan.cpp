@@ -98,7 +98,7 @@ std::string_view extended_kind(char type) {
   }
 }
 
-std::string quoted(std::string_view name) {
+std::string quoted_name(std::string_view name) {
   std::string text = printable_cut(name);
   text.insert(text.begin(), '\'');  // not "'" + text: GCC 12 warns falsely (-Wrestrict)
   text.push_back('\'');
@@ -146,9 +146,13 @@ class TarScanner {
   }
 
   // " after member 'x'", or nothing before the first entry.
-  std::string after_previous() const { return previous_.empty() ? "" : " after member " + quoted(previous_); }
+  std::string after_previous() const {
+    return previous_.empty() ? "" : " after member " + quoted_name(previous_);
+  }
   // The same in parentheses, to end a message with.
-  std::string placed() const { return previous_.empty() ? "" : " (after member " + quoted(previous_) + ")"; }
+  std::string placed() const {
+    return previous_.empty() ? "" : " (after member " + quoted_name(previous_) + ")";
+  }
 
   // `placed_after_previous`: for what has no name of its own (a header), say where it is.
   Status truncated(std::string_view what, std::uint64_t bytes, std::uint64_t at, std::uint64_t ends_at,
@@ -207,10 +211,10 @@ class TarScanner {
     const std::optional<std::uint64_t> stored_size = number_of(block, tar::kSize);
     if (!stored_size) {
       return Status::BadData(
-          shard_ + ": the tar header of " + quoted(name) + " at offset " + std::to_string(at) +
+          shard_ + ": the tar header of " + quoted_name(name) + " at offset " + std::to_string(at) +
           " has a size field that is not an octal number (" +
-          quoted(std::string_view(reinterpret_cast<const char*>(block.data()) + tar::kSize.at,
-                                  tar::kSize.size)) +
+          quoted_name(std::string_view(reinterpret_cast<const char*>(block.data()) + tar::kSize.at,
+                                       tar::kSize.size)) +
           ")" + std::string(kReCopy));
     }
     std::uint64_t size = *stored_size;
@@ -232,7 +236,7 @@ class TarScanner {
     const std::uint64_t data_at = at + tar::kBlock;
     if (padded(size) < size || padded(size) > file_size_ - std::min(file_size_, data_at)) {
       const std::string what =
-          extended ? "the " + std::string(extended_kind(type)) : "member " + quoted(name);
+          extended ? "the " + std::string(extended_kind(type)) : "member " + quoted_name(name);
       // Past the data, the padding to a whole block is missing: GNU tar refuses that too.
       const bool data_fits = size <= file_size_ - std::min(file_size_, data_at);
       return truncated(what, data_fits ? padded(size) : size, data_at, file_size_, extended);
@@ -289,7 +293,8 @@ class TarScanner {
       const std::size_t space = records.find(' ');
       if (space == std::string_view::npos) return malformed("no length");
       const std::optional<std::uint64_t> length = decimal(records.substr(0, space));
-      if (!length) return malformed("the length " + quoted(records.substr(0, space)) + " is not a number");
+      if (!length)
+        return malformed("the length " + quoted_name(records.substr(0, space)) + " is not a number");
       if (*length > records.size()) return malformed("its length runs past the header's data");
       if (*length < space + 3) return malformed("its length is too short for a record");
       const std::string_view line = records.substr(space + 1, *length - space - 1);
@@ -308,7 +313,7 @@ class TarScanner {
           continue;
         }
         next_size_ = decimal(value);
-        if (!next_size_) return malformed("size " + quoted(value) + " is not a decimal number");
+        if (!next_size_) return malformed("size " + quoted_name(value) + " is not a decimal number");
       }
     }
     return Status::Ok();

@@ -55,15 +55,6 @@ void install_sigint_handler() {
   sigaction(SIGINT, &sa, nullptr);
 }
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-int fail(const std::string& message) {
-  std::fprintf(stderr, "forkfeed-bench: %s\n", printable(message).c_str());
-  return cli::kExitFailed;
-}
-
 // The --dump-indices file, written through stdio's buffer.
 class IndexDump {
  public:

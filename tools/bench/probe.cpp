@@ -22,7 +22,7 @@
 #include "loader/slot_count.h"
 #include "loader/transform_spec.h"
 #include "tools/bench/option_flags.h"
-#include "tools/cli/exit_status.h"
+#include "tools/bench/report.h"
 #include "transport/arena.h"
 #include "transport/slot_contents.h"
 #include "workers/opencv_logging.h"
@@ -68,10 +68,6 @@ double thread_cpu_s() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 // "opencv 812/2000, 604 img/s" redrawn on stderr at most 10 times a second, only when
@@ -233,11 +229,6 @@ void print_human(const ProbeReport& r, std::FILE* out) {
   print_path(r.fused, out);
   std::fprintf(out, "%-12s %.2fx\n", "fused/opencv", r.ratio());
   std::fflush(out);
-}
-
-int fail(const std::string& message) {
-  std::fprintf(stderr, "forkfeed-bench: %s\n", printable(message).c_str());
-  return cli::kExitFailed;
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "dataset/dataset_source.h"
 #include "protocol/stream_request.h"
 #include "tools/bench/option_flags.h"
+#include "tools/cli/exit_status.h"
 #include "transport/arena_layout.h"
 
 namespace forkfeed::bench {
@@ -169,6 +170,15 @@ std::string json_line(const RunReport& r) {
     j["daemons"] = std::move(daemons);
   }
   return j.dump();
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "forkfeed-bench: %s\n", printable(message).c_str());
+  return cli::kExitFailed;
 }
 
 }  // namespace forkfeed::bench

@@ -2,6 +2,7 @@
 // scripts (one JSON object on one line).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -44,5 +45,11 @@ double percentile(std::vector<double> values, double p);
 void print_human(const RunReport& report, std::FILE* out);
 // One JSON object, no newline.
 std::string json_line(const RunReport& report);
+
+// Seconds from `start` until now: how every duration of a run (and of --probe) is measured.
+double seconds_since(std::chrono::steady_clock::time_point start);
+// A run that failed: "forkfeed-bench: MESSAGE" (printable()) on stderr; returns the exit
+// status that says so, for main() to return.
+int fail(const std::string& message);
 
 }  // namespace forkfeed::bench
