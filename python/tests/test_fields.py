@@ -3,7 +3,9 @@ forkfeed.Loader's docstring says, checked against the shards' members read with 
 
 import io
 import json
+import os
 import pathlib
+import signal
 import subprocess
 import tarfile
 
@@ -166,3 +168,47 @@ def test_bad_fields_and_transforms_are_refused_naming_them(shards):
     # The schema as the C++ side writes it is taken too.
     with forkfeed.Loader(shards=shards, fields="image=jpg;png, caption=txt", **OPTIONS) as loader:
         assert list(next(iter(loader))) == ["image", "caption", "__key__"]
+
+
+def rows(batch) -> dict:
+    """{sample index: its values} of a FieldBatch, copied out of the slot."""
+    fields = batch.fields
+    return {i: (fields["image"][r].clone(), fields["caption"][r], fields["meta"][r], fields["emb"][r].tolist(),
+                int(fields["label"][r])) for r, i in enumerate(batch.indices)}
+
+
+def same_rows(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[i][0], b[i][0]) and a[i][1:] == b[i][1:] for i in a)
+
+
+def children() -> set:
+    return {int(p) for p in open(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read().split()}
+
+
+def test_resumed_with_another_worker_count_or_through_a_killed_worker_each_sample_comes_once_unchanged(shards):
+    # Random draws, each the same again; more batches (10) than slots (5), so that a dead
+    # worker's tasks are to be done again.
+    options = dict(OPTIONS, transform="train", batch_size=4)
+    with forkfeed.Loader(shards=shards, fields=FIELDS, **options) as loader:
+        whole = [(b.indices, rows(b)) for b in iter(loader.next_batch, None)]
+    expected = {i: row for _, r in whole for i, row in r.items()}
+    assert len(expected) == 40
+
+    with forkfeed.Loader(shards=shards, fields=FIELDS, **options) as loader:
+        first = [loader.next_batch() for _ in range(2)]
+        got = [(b.indices, rows(b)) for b in first]
+        state = loader.state_dict()
+    with forkfeed.Loader(shards=shards, fields=FIELDS, **dict(options, workers=1)) as loader:
+        loader.load_state_dict(state)
+        got += [(b.indices, rows(b)) for b in iter(loader.next_batch, None)]
+    assert [indices for indices, _ in got] == [indices for indices, _ in whole]
+    assert same_rows({i: row for _, r in got for i, row in r.items()}, expected)
+
+    before = children()
+    with forkfeed.Loader(shards=shards, fields=FIELDS, **options) as loader:
+        got = [(b.indices, rows(b)) for b in [loader.next_batch()]]
+        os.kill(sorted(children() - before)[0], signal.SIGKILL)
+        got += [(b.indices, rows(b)) for b in iter(loader.next_batch, None)]
+        assert loader.stats()["worker_restarts"] >= 1
+    assert [indices for indices, _ in got] == [indices for indices, _ in whole]
+    assert same_rows({i: row for _, r in got for i, row in r.items()}, expected)
