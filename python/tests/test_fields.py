@@ -16,7 +16,7 @@ import torch
 import forkfeed
 from forkfeed.transforms import RandomHorizontalFlip, RandomResizedCrop
 
-from conftest import BIN_DIR
+from conftest import BIN_DIR, Daemon
 
 FIELDS = {"image": "jpg;png", "caption": "txt", "label": "cls", "meta": "json", "emb": "npy"}
 OPTIONS = dict(batch_size=8, workers=2, transform="eval", size=16, seed=5)
@@ -212,3 +212,30 @@ def test_resumed_with_another_worker_count_or_through_a_killed_worker_each_sampl
         assert loader.stats()["worker_restarts"] >= 1
     assert [indices for indices, _ in got] == [indices for indices, _ in whole]
     assert same_rows({i: row for _, r in got for i, row in r.items()}, expected)
+
+
+def test_a_client_local_or_remote_yields_a_loaders_dicts(shards, dataset, tmp_path, monkeypatch):
+    monkeypatch.setenv("FORKFEED_CACHE_DIR", str(tmp_path / "cache"))
+    token = tmp_path / "token"
+    token.write_text("a-token-of-16-bytes-or-more\n")
+    token.chmod(0o600)
+    daemon = Daemon(tmp_path / "forkfeedd.sock", dataset, "--dataset", f"pairs=shards:{shards}", "--listen",
+                    "127.0.0.1:0", "--token-file", str(token))
+    try:
+        stats = subprocess.run([str(BIN_DIR / "forkfeed-ctl"), "--socket", daemon.socket, "stats"],
+                               capture_output=True, text=True, check=True).stdout
+        address = json.loads(stats)["daemon"]["listen"][0]
+        with forkfeed.Loader(shards=shards, fields=FIELDS, **OPTIONS) as loader:
+            expected = [(b.indices, rows(b)) for b in iter(loader.next_batch, None)]
+        for where in (dict(shards=shards, socket=daemon.socket), dict(dataset="pairs", address=address,
+                                                                       token_file=str(token))):
+            with forkfeed.Client(fields=FIELDS, **where, **OPTIONS) as client:
+                got = [(b.indices, rows(b)) for b in iter(client.next_batch, None)]
+            assert [i for i, _ in got] == [i for i, _ in expected], where
+            assert same_rows({i: r for _, rs in got for i, r in rs.items()},
+                             {i: r for _, rs in expected for i, r in rs.items()}), where
+        # An ImageFolder has no fields: refused in the Loader's words, through the daemon.
+        with pytest.raises(ValueError, match="fields"):
+            forkfeed.Client(dataset, socket=daemon.socket, fields=FIELDS, **OPTIONS)
+    finally:
+        daemon.stop()
