@@ -79,11 +79,14 @@ Status Dispatcher::submit(std::uint64_t epoch, std::uint64_t batch_id, std::uint
 
 // Fills the slot and queues the task. A batch holding a sample that killed a worker
 // fails here under on_error=fail: it is settled as a worker would settle it (the slot's
-// last skip note names the sample), so delivery treats both alike.
+// last skip note names the sample), so delivery treats both alike. A sample left out
+// for lacking a field (missing=skip) is skipped whatever on_error says.
 Status Dispatcher::place(Task task, std::vector<std::uint64_t> samples) {
   const SlotContents slot(*arena_, task.slot);
   task.count = slot.prepare(samples, index_, health_.poisoned);
-  if (slot.skipped() > 0 && on_error_ == OnError::kFail) {
+  const bool poisoned = std::any_of(samples.begin(), samples.end(),
+                                    [&](std::uint64_t s) { return health_.poisoned.contains(s); });
+  if (poisoned && on_error_ == OnError::kFail) {
     ready_.emplace(task.batch_id,
                    Completion{task.generation, task.batch_id, task.slot, TaskOutcome::kFailed});
     return Status::Ok();

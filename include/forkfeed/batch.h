@@ -48,6 +48,8 @@ class FieldView {
   // False where the sample lacked the field (MissingField::kEmpty): its value is empty,
   // or zeros when the field is dense.
   bool present(std::size_t i) const { return present_[i] != 0; }
+  // The same for every sample: one byte each, 1 where present.
+  std::span<const std::uint8_t> present_flags() const { return {present_, count_}; }
 
  private:
   friend class BatchFactory;

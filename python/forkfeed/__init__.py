@@ -24,14 +24,14 @@ from __future__ import annotations
 import json
 import os
 import threading
-from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from forkfeed import _forkfeed, transforms
 from forkfeed._rank import default_rank_and_world_size as _default_rank_and_world_size
 from forkfeed._forkfeed import (BadDataError, DaemonLostError, Error, WorkerDiedError, default_socket_path,
                                  fork_report)
 
-__all__ = ["Loader", "WorkerPool", "Client", "Batch", "Error", "BadDataError", "WorkerDiedError", "DaemonLostError", "fork_report",
+__all__ = ["Loader", "WorkerPool", "Client", "Batch", "FieldBatch", "Error", "BadDataError", "WorkerDiedError", "DaemonLostError", "fork_report",
            "default_socket_path"]
 
 
@@ -51,6 +51,17 @@ class Batch(NamedTuple):
     index: int
 
 
+class FieldBatch(NamedTuple):
+    """One batch of a Loader or Client opened with ``fields=``, as ``next_batch()``
+    returns it: ``fields`` is the dict that iterating gives (see ``Loader``), ``indices``,
+    ``epoch`` and ``index`` as ``Batch``'s."""
+
+    fields: Dict[str, Any]
+    indices: List[int]
+    epoch: int
+    index: int
+
+
 # A file's name as the os module takes it: os.fsencode() reaches the file whatever its
 # bytes (a str with surrogate escapes, bytes or an os.PathLike).
 PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
@@ -59,6 +70,41 @@ PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 # signatures below and in __init__.pyi spell them out for readers and type checkers, and
 # python/tests/test_options.py checks that they are these.
 _OPTION_NAMES = tuple(_forkfeed.option_keywords())
+
+
+def _fields_spec(fields: Union[str, Mapping[str, str]]) -> str:
+    """The schema text the C++ side parses (include/forkfeed/fields.h), from
+    ``{"image": "jpg;png", "caption": "txt"}`` or the text itself."""
+    if isinstance(fields, str):
+        return fields
+    if not isinstance(fields, Mapping):
+        raise TypeError(f"fields must be a dict of field name to its member extensions, such as "
+                        f"{{\"image\": \"jpg;png\", \"caption\": \"txt\"}}, got {type(fields).__name__}")
+    if not fields:
+        raise ValueError("fields is empty: name at least one field, or leave fields out for (images, labels)")
+    for name, source in fields.items():
+        if not isinstance(name, str) or not isinstance(source, str):
+            raise TypeError(f"fields[{name!r}] must map a str name to a str of extensions (\"jpg;png\", "
+                            f"\"txt\", \"json:label(class)\"), got {type(source).__name__}")
+    return ", ".join(f"{name}={source}" for name, source in fields.items())
+
+
+def _transform_spec(transform: Any) -> str:
+    """The transform text the C++ side parses: a pipeline, or a pipeline per image field
+    ("image: ...; view2: ...", loader/field_transforms.h) from a dict of them."""
+    if not isinstance(transform, Mapping):
+        return transforms.pipeline_spec(transform)
+    if not transform:
+        raise ValueError("transform is an empty dict: give each image field its pipeline, or leave transform out")
+    sections = []
+    for name, pipeline in transform.items():
+        if not isinstance(name, str):
+            raise TypeError(f"transform's keys are image field names, got {type(name).__name__}")
+        try:
+            sections.append(f"{name}: {transforms.pipeline_spec(pipeline)}")
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"transform[{name!r}]: {e}") from None
+    return "; ".join(sections)
 
 
 class _Pass:
@@ -79,6 +125,8 @@ class _Pass:
 
     _impl: Any = None  # None until opened, e.g. if __init__ raised
     _kind = "loader"  # names it in errors
+    _fields = False  # opened with fields=: batches are dicts
+    _presence = False  # missing="empty": the dicts hold "__present__"
     _iteration: Optional[Tuple[int, object]] = None  # (thread, claim) of the iterator now
     _iteration_lock = threading.Lock()  # guards _iteration of every instance; held briefly
 
@@ -86,12 +134,6 @@ class _Pass:
         """The options dict the C++ side takes, from an ``__init__``'s arguments: rank
         and world_size defaulted, ``None`` left out; sets the output kind. Paths go as
         given: the extension takes str, bytes and os.PathLike as os.fsencode() does."""
-        if arguments.get("fields") is not None:
-            # Refused rather than yielding the first image and label alone: a trainer that
-            # asked for fields must not get batches without them.
-            raise ValueError(
-                "fields: batches of several fields reach Python in a coming version (a dict per "
-                "batch); today the C++ Loader gives them (Batch::field)")
         output = arguments["output"]
         if output not in ("torch", "numpy"):
             raise ValueError(f"output must be one of 'torch', 'numpy', got {output!r}")
@@ -99,8 +141,12 @@ class _Pass:
         if not self._numpy:
             import torch.utils.dlpack  # noqa: F401 (fails here, not at the first batch)
         options = {name: arguments[name] for name in _OPTION_NAMES}
+        self._fields = options["fields"] is not None
+        self._presence = options["missing"] == "empty"
+        if self._fields:
+            options["fields"] = _fields_spec(options["fields"])
         if options["transform"] is not None:  # a list of ops becomes the one string the C++ side parses
-            options["transform"] = transforms.pipeline_spec(options["transform"])
+            options["transform"] = _transform_spec(options["transform"])
         if options["rank"] is None or options["world_size"] is None:
             default_rank, default_world_size = _default_rank_and_world_size()
             options["rank"] = default_rank if options["rank"] is None else options["rank"]
@@ -110,7 +156,7 @@ class _Pass:
 
     # Iteration ------------------------------------------------------------------------
 
-    def __iter__(self) -> Iterator[Tuple[Any, Any]]:
+    def __iter__(self) -> Iterator[Any]:
         """One pass. Like ``forkfeed::Loader::begin()``, starting it is a reset(): a
         pass part-way starts its epoch again, a finished one gives way to the next."""
         claim = self._claim_iteration()
@@ -121,7 +167,7 @@ class _Pass:
                 batch = self.next_batch()
                 if batch is None:
                     return
-                yield batch.images, batch.labels
+                yield batch.fields if self._fields else (batch.images, batch.labels)
         finally:
             with self._iteration_lock:
                 if self._iteration is not None and self._iteration[1] is claim:
@@ -156,18 +202,17 @@ class _Pass:
                         "memory of the process that opened it; open one in each process, from the same "
                         "options (and a state_dict() to continue where another left off)")
 
-    def next_batch(self) -> Optional[Batch]:
+    def next_batch(self) -> Union[Batch, FieldBatch, None]:
         """The next batch of the current pass with its dataset indices, or None once the
-        pass is over (the call after that starts the following epoch)."""
-        out = self._open().next(self._numpy)
+        pass is over (the call after that starts the following epoch): a ``Batch``, or a
+        ``FieldBatch`` when opened with ``fields=``."""
+        out = self._open().next(self._numpy, self._presence)
         if out is None:
             return None
-        images, labels, indices, epoch, index = out
-        if not self._numpy:
-            from torch.utils.dlpack import from_dlpack
-
-            images, labels = from_dlpack(images), from_dlpack(labels)
-        return Batch(images, labels, indices, epoch, index)
+        views, indices, epoch, index = out
+        if self._fields:
+            return FieldBatch(views, indices, epoch, index)
+        return Batch(*views, indices, epoch, index)
 
     def __len__(self) -> int:
         """Batches in one pass (epoch) of this rank."""
@@ -245,11 +290,7 @@ class Loader(_Pass):
     lines) and ``shards`` (tar shards: a brace pattern such as
     "/data/train-{000000..000146}.tar", a directory of .tar files or a file listing
     them; ``shard_label`` is "cls", "json" with ``shard_label_field``, or
-    "class_folder"). ``fields`` names the fields of a shard's samples as
-    include/forkfeed/fields.h reads them ("image=jpg;png, caption=txt, label=cls"), and
-    ``missing`` ("error", "skip", "empty") what a sample lacking one does; the shards are
-    indexed by them. Not yet from Python: ``fields`` is refused here until batches come as
-    dicts (the C++ Loader gives them today, Batch::field).
+    "class_folder"). ``fields`` (shards) reads several fields of each sample, see below.
     ``task_timeout`` is in seconds (0: never).
     ``rank``/``world_size`` default to torch.distributed's when it is initialised,
     else to $RANK/$WORLD_SIZE, else 0/1. ``output`` chooses torch tensors (the
@@ -272,6 +313,34 @@ class Loader(_Pass):
     type) naming the option. Ctrl-C while waiting for a batch raises
     KeyboardInterrupt at once, and the loader stays usable.
 
+    ``fields``: a dict of field name to the member extensions it is read from, as
+    WebDataset names a sample's members ("000123.jpg", "000123.txt": key "000123",
+    extensions "jpg", "txt"), alternatives separated by ";":
+    ``{"image": "jpg;png", "caption": "txt", "label": "cls", "meta": "json", "emb": "npy"}``.
+    A field's kind comes from its first extension: an image extension -> image, "cls" ->
+    label, "txt" -> text, "npy" -> array, anything else -> bytes; or is written out:
+    ``"json:label(class_id)"`` (an integer key of the .json member), ``"json:number(score)"``,
+    ``"ids.txt:bytes"``. An image field with the same extensions as another is a second
+    view of the same image: read and decoded once, augmented with draws of its own.
+    Iterating then gives one dict per batch, in the fields' order, ``"__key__"`` last:
+
+    - image fields: tensors [B, H, W, C] or [B, C, H, W] as ``images`` above, zero-copy;
+      ``transform`` may be one pipeline for every image field or a dict with each one's,
+      ``{"image": [RandomResizedCrop(224)], "view2": "RandomResizedCrop(96)"}``;
+    - label fields: int64 [B]; number fields: float64 [B]; arrays (.npy) of one shape:
+      [B, *shape] of their dtype, zero-copy; arrays whose shape varies: a list of B
+      tensors (views; uint16 and uint32 arrays come widened to int32 and int64, a copy,
+      as torch has no such types);
+    - text fields: a list of B ``str``; bytes fields: a list of B ``bytes`` (a .json stays
+      bytes: parse what you need);
+    - ``"__key__"``: the samples' keys, a list of B ``str``.
+
+    ``missing`` says what a sample lacking a field does: "error" (the default: bad data,
+    named with its shard, key and field; ``on_error`` then fails or skips it), "skip" (left
+    out, counted as skipped) or "empty" (an empty value, zeros where the field is dense,
+    and ``batch["__present__"][name]``, a bool tensor [B], False there). ``next_batch()``
+    gives a ``FieldBatch(fields, indices, epoch, index)``.
+
     ``pool``: a ``forkfeed.WorkerPool`` whose workers this loader shares with the other
     loaders on it (``workers`` then sizes only its batch slots); without one a Loader
     starts workers of its own.
@@ -285,13 +354,13 @@ class Loader(_Pass):
         shards: Optional[PathLike] = None,
         shard_label: Optional[str] = None,
         shard_label_field: Optional[str] = None,
-        fields: Optional[str] = None,
+        fields: Union[Mapping[str, str], str, None] = None,
         missing: Optional[str] = None,
         batch_size: Optional[int] = None,
         workers: Optional[int] = None,
         prefetch: Optional[int] = None,
         weight: Optional[int] = None,
-        transform: Union[str, Sequence[Union[transforms.Op, str]], None] = None,
+        transform: Union[str, Sequence[Union[transforms.Op, str]], Mapping[str, Any], None] = None,
         size: Optional[int] = None,
         dtype: Optional[str] = None,
         layout: Optional[str] = None,
@@ -429,7 +498,7 @@ class Client(_Pass):
         shards: Optional[PathLike] = None,
         shard_label: Optional[str] = None,
         shard_label_field: Optional[str] = None,
-        fields: Optional[str] = None,
+        fields: Union[Mapping[str, str], str, None] = None,
         missing: Optional[str] = None,
         dataset: Optional[str] = None,
         socket: Optional[PathLike] = None,
@@ -441,7 +510,7 @@ class Client(_Pass):
         workers: Optional[int] = None,
         prefetch: Optional[int] = None,
         weight: Optional[int] = None,
-        transform: Union[str, Sequence[Union[transforms.Op, str]], None] = None,
+        transform: Union[str, Sequence[Union[transforms.Op, str]], Mapping[str, Any], None] = None,
         size: Optional[int] = None,
         dtype: Optional[str] = None,
         layout: Optional[str] = None,

@@ -1,6 +1,6 @@
 # Type stub for the forkfeed package (docstrings live in __init__.py).
 import os
-from typing import Any, Dict, Iterator, List, Literal, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Literal, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from typing_extensions import Self
 
@@ -23,9 +23,20 @@ class Batch(NamedTuple):
     epoch: int
     index: int
 
+class FieldBatch(NamedTuple):
+    fields: Dict[str, Any]
+    indices: List[int]
+    epoch: int
+    index: int
+
+# A pipeline, or (a schema with several image fields) a pipeline per image field.
+Transform = Union[Literal["train", "eval"], str, Sequence[Union[transforms.Op, str]],
+                  Mapping[str, Union[str, Sequence[Union[transforms.Op, str]]]]]
+
 class _Pass:
-    def __iter__(self) -> Iterator[Tuple[Any, Any]]: ...
-    def next_batch(self) -> Optional[Batch]: ...
+    # (images, labels) per batch; with fields=, a Dict[str, Any] per batch.
+    def __iter__(self) -> Iterator[Any]: ...
+    def next_batch(self) -> Union[Batch, FieldBatch, None]: ...
     def __len__(self) -> int: ...
     @property
     def epoch(self) -> int: ...
@@ -64,13 +75,13 @@ class Loader(_Pass):
         shards: Optional[PathLike] = None,
         shard_label: Optional[Literal["cls", "json", "class_folder"]] = None,
         shard_label_field: Optional[str] = None,
-        fields: Optional[str] = None,
+        fields: Union[Mapping[str, str], str, None] = None,
         missing: Optional[Literal["error", "skip", "empty"]] = None,
         batch_size: Optional[int] = None,
         workers: Optional[int] = None,
         prefetch: Optional[int] = None,
         weight: Optional[int] = None,
-        transform: Union[Literal["train", "eval"], str, Sequence[Union[transforms.Op, str]], None] = None,
+        transform: Optional[Transform] = None,
         size: Optional[int] = None,
         dtype: Optional[Literal["uint8", "float32"]] = None,
         layout: Optional[Literal["auto", "nhwc", "nchw"]] = None,
@@ -110,7 +121,7 @@ class Client(_Pass):
         shards: Optional[PathLike] = None,
         shard_label: Optional[Literal["cls", "json", "class_folder"]] = None,
         shard_label_field: Optional[str] = None,
-        fields: Optional[str] = None,
+        fields: Union[Mapping[str, str], str, None] = None,
         missing: Optional[Literal["error", "skip", "empty"]] = None,
         dataset: Optional[str] = None,
         socket: Optional[PathLike] = None,
@@ -122,7 +133,7 @@ class Client(_Pass):
         workers: Optional[int] = None,
         prefetch: Optional[int] = None,
         weight: Optional[int] = None,
-        transform: Union[Literal["train", "eval"], str, Sequence[Union[transforms.Op, str]], None] = None,
+        transform: Optional[Transform] = None,
         size: Optional[int] = None,
         dtype: Optional[Literal["uint8", "float32"]] = None,
         layout: Optional[Literal["auto", "nhwc", "nchw"]] = None,

@@ -28,9 +28,11 @@ class PyPass {
  public:
   PyPass(std::unique_ptr<Source> source, const char* kind) : source_(std::move(source)), kind_(kind) {}
 
-  // (images, labels, sample_indices, epoch, index), or None once the pass is over.
-  // Ctrl-C while waiting raises KeyboardInterrupt (see sigint.h).
-  py::object next(bool numpy) {
+  // (views, sample_indices, epoch, index), or None once the pass is over: views are
+  // (images, labels), or a dict of the fields when the batch has fields (field_views;
+  // `presence`: with "__present__"). Ctrl-C while waiting raises KeyboardInterrupt
+  // (see sigint.h).
+  py::object next(bool numpy, bool presence) {
     Result<std::optional<Batch>> next = wait_for_batch();
     if (!next.ok()) raise(next.status());
     if (!next->has_value()) return py::none();
@@ -39,8 +41,11 @@ class PyPass {
     for (std::uint64_t i : batch.sample_indices()) indices.append(i);
     const std::uint64_t epoch = batch.epoch();
     const std::uint64_t index = batch.index();
-    BatchViews views = numpy ? numpy_views(std::move(batch)) : dlpack_views(std::move(batch));
-    return py::make_tuple(views.images, views.labels, indices, epoch, index);
+    const ArrayOutput output = numpy ? ArrayOutput::kNumpy : ArrayOutput::kTorch;
+    if (!batch.fields().empty())
+      return py::make_tuple(field_views(std::move(batch), output, presence), indices, epoch, index);
+    ImageViews views = image_views(std::move(batch), output);
+    return py::make_tuple(py::make_tuple(views.images, views.labels), indices, epoch, index);
   }
 
   void set_epoch(std::uint64_t epoch) {
@@ -155,9 +160,10 @@ class PyPass {
 // Binds the methods PyPass gives `Py` (a PyLoader or PyClient) to `c`.
 template <typename Py>
 void def_pass(py::class_<Py>& c) {
-  c.def("next", &Py::next, py::arg("numpy"),
-        "(images, labels, sample_indices, epoch, index) of the next batch, or None at the end "
-        "of the pass. images and labels are DLPack capsules, or numpy arrays if `numpy`.")
+  c.def("next", &Py::next, py::arg("numpy"), py::arg("presence") = false,
+        "(views, sample_indices, epoch, index) of the next batch, or None at the end of the pass. "
+        "views: (images, labels), or a dict of the fields (with \"__present__\" if `presence`); "
+        "arrays are torch tensors, or numpy arrays if `numpy`.")
       .def("set_epoch", &Py::set_epoch, py::arg("epoch"), "Starts a new pass over `epoch`.")
       .def("reset", &Py::reset, "Starts a fresh pass (see forkfeed::Loader::reset).")
       .def("state", &Py::state, "Where the pass stands, as JSON.")

@@ -132,9 +132,6 @@ def test_bad_requests_name_what_is_wrong(dataset, daemon, tmp_path):
     with pytest.raises(ValueError, match="weight 5 is not a Client's to choose"):
         forkfeed.Client(dataset, socket=daemon.socket, weight=5, output="numpy")
     forkfeed.Client(dataset, socket=daemon.socket, weight=1, output="numpy").close()
-    # Refused until fields reach Python as dicts, not dropped: batches without them are wrong.
-    with pytest.raises(ValueError, match="fields: batches of several fields reach Python"):
-        forkfeed.Client(dataset, socket=daemon.socket, fields="image=jpg, caption=txt", output="numpy")
     client = forkfeed.Client(dataset, socket=daemon.socket, output="numpy")
     client.close()
     with pytest.raises(ValueError, match="the client is closed"):

@@ -11,6 +11,8 @@ import sys
 import pytest
 import torch
 
+from conftest import BIN_DIR
+
 pytest.importorskip("torchvision", reason="the example trains torchvision's ResNet-18 (python3-torchvision)")
 
 EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "train_imagenet.py"
@@ -95,3 +97,20 @@ def test_help_names_every_option():
     for option in ("--loader", "--epochs", "--steps", "--size", "--batch-size", "--workers", "--checkpoint",
                    "--resume", "--recipe", "resnet50-v2", "--val", "torchrun"):
         assert option in out
+
+
+@pytest.mark.parametrize("script,unit", [("train_clip.py", "pairs"), ("train_simclr.py", "images")])
+def test_the_multi_field_examples_train_on_shards(tmp_path, script, unit):
+    # examples/train_clip.py (an image and its caption) and train_simclr.py (two views of one
+    # image), on shards of 40 images with captions: 2 epochs of 2 batches of 16.
+    subprocess.run([str(BIN_DIR / "forkfeed-mkdata"), "--out", str(tmp_path), "--images", "40", "--min-side", "24",
+                    "--max-side", "48", "--format", "wds", "--shard-size", "20", "--fields", "jpg,txt"],
+                   check=True, stdout=subprocess.DEVNULL)
+    example = EXAMPLE.parent / script
+    result = subprocess.run([sys.executable, str(example), "--shards", f"{tmp_path}/shard-{{000000..000001}}.tar",
+                             "--size", "32", "--batch-size", "16", "--epochs", "2"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    losses = re.findall(rf"^epoch (\d): 32 {unit}, mean loss ([0-9.]+)$", result.stdout, re.M)
+    assert [epoch for epoch, _ in losses] == ["0", "1"], result.stdout
+    assert all(0 < float(loss) < 100 for _, loss in losses)

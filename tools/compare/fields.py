@@ -1,0 +1,206 @@
+#!/usr/bin/python3
+"""What samples of several fields cost, measured side by side on WebDataset shards of
+photographs with captions (.jpg + .txt + .cls), from Python, 2 workers by default:
+
+  tuple        forkfeed.Loader(shards), (images, labels) per batch: the reference;
+  dict         the same samples with fields={"image": "jpg", "label": "cls"}: a dict per batch;
+  caption      fields={"image": "jpg", "caption": "txt", "label": "cls"};
+  two views    fields={"image": "jpg", "view2": "jpg", "label": "cls"}, against two tuple
+               loaders' time (each view is a sample's decode and pipeline, the file read once);
+  webdataset   WebDataset's way in the PyTorch DataLoader: an IterableDataset reading the
+               shards with tarfile, PIL decoding, torchvision's same transform, captions and
+               labels with each image, split between the DataLoader's workers by shard.
+
+Each row runs in a process of its own, in rounds that alternate the rows (--rounds, median
+reported), timed from the first batch asked for to the last received, reading every
+image's pages as a trainer would. Prints a table and the ratios the multi-field issue
+sets: dict / tuple >= 0.95, caption / tuple >= 0.95, two views / (tuple / 2) >= 0.9,
+caption / webdataset >= 4; and the index's bytes per sample of each.
+
+--photos DIR writes the shards first: --images JPEGs cut from the photographs in DIR
+(random crops of 40-100% of a side, rescaled to a shorter side of 256-512 pixels, JPEG
+quality 90, as ImageNet's photos are), each with a caption of 5-30 words and a label,
+--shard-size samples a shard. scikit-image's sample photographs serve (Debian's
+python3-skimage: /usr/lib/python3/dist-packages/skimage/data). Run with /usr/bin/python3
+and PYTHONPATH=BUILD/python.
+"""
+import argparse
+import io
+import json
+import pathlib
+import random
+import statistics
+import subprocess
+import sys
+import tarfile
+import time
+
+FIELDS = {
+    "tuple": None,
+    "dict": {"image": "jpg", "label": "cls"},
+    "caption": {"image": "jpg", "caption": "txt", "label": "cls"},
+    "two views": {"image": "jpg", "view2": "jpg", "label": "cls"},
+}
+WORDS = ("a photo of the cat dog sky street tree red blue small large old new city river field "
+         "café 東京 zürich naïve").split()
+
+
+def write_shards(photos: pathlib.Path, out: pathlib.Path, images: int, shard_size: int, seed: int) -> None:
+    from PIL import Image
+
+    sources = [Image.open(p).convert("RGB") for p in sorted(photos.iterdir())
+               if p.suffix.lower() in (".jpg", ".jpeg", ".png") and p.stat().st_size > 50_000]
+    sources = [s for s in sources if min(s.size) >= 256]
+    if not sources:
+        sys.exit(f"fields.py: no colour photographs of 256 pixels or more in {photos}")
+    rng = random.Random(seed)
+    out.mkdir(parents=True, exist_ok=True)
+    for first in range(0, images, shard_size):
+        with tarfile.open(out / f"shard-{first // shard_size:06d}.tar", "w") as tar:
+            for n in range(first, min(first + shard_size, images)):
+                photo = sources[n % len(sources)]
+                w, h = photo.size
+                cw, ch = int(w * rng.uniform(0.4, 1.0)), int(h * rng.uniform(0.4, 1.0))
+                x, y = rng.randrange(w - cw + 1), rng.randrange(h - ch + 1)
+                side = rng.randrange(256, 513)
+                scale = side / min(cw, ch)
+                image = photo.crop((x, y, x + cw, y + ch)).resize((round(cw * scale), round(ch * scale)))
+                jpeg = io.BytesIO()
+                image.save(jpeg, "JPEG", quality=90)
+                caption = " ".join(rng.choice(WORDS) for _ in range(rng.randrange(5, 31)))
+                for extension, data in (("jpg", jpeg.getvalue()), ("txt", caption.encode()),
+                                        ("cls", str(n % 10).encode())):
+                    info = tarfile.TarInfo(f"{n:07d}.{extension}")
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
+    print(f"wrote {images} samples from {len(sources)} photographs into {out}", file=sys.stderr)
+
+
+def touch(tensor) -> int:
+    """One byte of every page, as forkfeed-bench reads a batch."""
+    flat = tensor.reshape(-1).view(dtype=__import__("torch").uint8)
+    return int(flat[::4096].sum())
+
+
+def run_forkfeed(args, row: str) -> dict:
+    import forkfeed
+
+    fields = FIELDS[row]
+    loader = forkfeed.Loader(shards=args.shards, fields=fields, batch_size=args.batch, workers=args.workers,
+                             transform="RandomResizedCrop(224), RandomHorizontalFlip()", seed=args.seed)
+    images, checksum = 0, 0
+    start = time.perf_counter()
+    for epoch in range(args.epochs):
+        loader.set_epoch(epoch)
+        for batch in loader:
+            if fields is None:
+                pixels, labels = batch
+                checksum += touch(pixels)
+            else:
+                checksum += sum(touch(batch[name]) for name in fields if fields[name] == "jpg")
+                labels = batch["label"]
+                if "caption" in batch:
+                    checksum += sum(len(c) for c in batch["caption"])
+            images += len(labels)
+    seconds = time.perf_counter() - start
+    stats = loader.stats()
+    loader.close()
+    return {"images_per_s": images / seconds, "index_bytes_per_sample": stats["index_bytes"] / args.samples,
+            "checksum": checksum}
+
+
+def run_webdataset(args) -> dict:
+    import torch
+    import torchvision.transforms as T
+    from PIL import Image
+
+    shards = sorted(str(p) for p in pathlib.Path(args.shards).glob("*.tar"))
+    transform = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.PILToTensor()])
+
+    class Shards(torch.utils.data.IterableDataset):
+        def __iter__(self):
+            info = torch.utils.data.get_worker_info()
+            mine = shards if info is None else shards[info.id::info.num_workers]
+            for shard in mine:
+                with tarfile.open(shard) as tar:
+                    sample = {}
+                    for member in tar:
+                        key, _, extension = member.name.partition(".")
+                        if sample and sample["__key__"] != key:
+                            yield self.decode(sample)
+                            sample = {}
+                        sample["__key__"] = key
+                        sample[extension] = tar.extractfile(member).read()
+                    if sample:
+                        yield self.decode(sample)
+
+        @staticmethod
+        def decode(sample):
+            image = Image.open(io.BytesIO(sample["jpg"])).convert("RGB")
+            return transform(image), sample["txt"].decode("utf-8"), int(sample["cls"])
+
+    loader = torch.utils.data.DataLoader(Shards(), batch_size=args.batch, num_workers=args.workers,
+                                         persistent_workers=True)
+    images, checksum = 0, 0
+    start = time.perf_counter()
+    for _ in range(args.epochs):
+        for pixels, captions, labels in loader:
+            checksum += touch(pixels) + sum(len(c) for c in captions)
+            images += len(labels)
+    return {"images_per_s": images / (time.perf_counter() - start), "checksum": checksum}
+
+
+def measure(args) -> None:
+    rows = [*FIELDS, "webdataset"]
+    rates = {row: [] for row in rows}
+    index_bytes = {}
+    for round_ in range(args.rounds):
+        for row in rows if round_ % 2 == 0 else reversed(rows):
+            out = subprocess.run([sys.executable, __file__, "--run", row, *sys.argv[1:]], capture_output=True,
+                                 text=True)
+            if out.returncode != 0:
+                sys.exit(f"fields.py: the {row} row failed:\n{out.stderr}")
+            result = json.loads(out.stdout.splitlines()[-1])
+            rates[row].append(result["images_per_s"])
+            index_bytes[row] = result.get("index_bytes_per_sample")
+    median = {row: statistics.median(r) for row, r in rates.items()}
+    print(f"{'row':12} {'images/s (median of ' + str(args.rounds) + ')':28} rounds")
+    for row in rows:
+        print(f"{row:12} {median[row]:28.0f} " + " ".join(f"{r:.0f}" for r in rates[row]))
+    tuple_ = median["tuple"]
+    print(f"dict / tuple:                  {median['dict'] / tuple_:.3f}   (goal >= 0.95)")
+    print(f"caption / tuple:               {median['caption'] / tuple_:.3f}   (goal >= 0.95)")
+    print(f"two views / two tuple loaders: {median['two views'] / (tuple_ / 2):.3f}   (goal >= 0.9)")
+    print(f"caption / webdataset:          {median['caption'] / median['webdataset']:.2f}    (goal >= 4)")
+    print("index bytes per sample: " + ", ".join(f"{row} {b:.1f}" for row, b in index_bytes.items() if b))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--shards", required=True, help="folder of shard-NNNNNN.tar (written first with --photos)")
+    parser.add_argument("--photos", help="folder of photographs to cut the shards' images from")
+    parser.add_argument("--images", type=int, default=1024, help="with --photos: samples to write")
+    parser.add_argument("--shard-size", type=int, default=128)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--run", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.run is None:
+        if args.photos:
+            write_shards(pathlib.Path(args.photos), pathlib.Path(args.shards), args.images, args.shard_size,
+                         args.seed)
+        measure(args)
+        return
+    if args.run == "webdataset":
+        print(json.dumps(run_webdataset(args)))
+    else:
+        args.samples = sum(1 for p in pathlib.Path(args.shards).glob("*.tar")
+                                  for m in tarfile.open(p) if m.name.endswith(".jpg"))
+        print(json.dumps(run_forkfeed(args, args.run)))
+
+
+if __name__ == "__main__":
+    main()
