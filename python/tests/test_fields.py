@@ -182,7 +182,7 @@ def same_rows(a: dict, b: dict) -> bool:
 
 
 def children() -> set:
-    return {int(p) for p in open(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read().split()}
+    return {int(p) for p in pathlib.Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split()}
 
 
 def test_resumed_with_another_worker_count_or_through_a_killed_worker_each_sample_comes_once_unchanged(shards):
