@@ -78,8 +78,9 @@ def write_shards(photos: pathlib.Path, out: pathlib.Path, images: int, shard_siz
 
 def touch(tensor) -> int:
     """One byte of every page, as forkfeed-bench reads a batch."""
-    flat = tensor.reshape(-1).view(dtype=__import__("torch").uint8)
-    return int(flat[::4096].sum())
+    import torch
+
+    return int(tensor.reshape(-1).view(dtype=torch.uint8)[::4096].sum())
 
 
 def run_forkfeed(args, row: str) -> dict:
