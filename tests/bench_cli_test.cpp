@@ -33,6 +33,7 @@
 #include "tests/testing/scoped_env.h"
 #include "tests/testing/temp_dataset.h"
 #include "tests/testing/temp_shards.h"
+#include "tools/mkdata/sample_fields.h"
 
 namespace forkfeed {
 namespace {
@@ -299,6 +300,60 @@ TEST_F(BenchCliTest, APipelineRunsAtTheSizeItMakes) {
   EXPECT_EQ(j.value("transform", ""), text);
   EXPECT_EQ(j.value("size", 0u), 32u);
   EXPECT_EQ(j.value("images", 0u), kImages);
+}
+
+// --fields reads every field of every sample, and the report gives the bytes each one
+// delivered: what forkfeed-mkdata wrote, field by field, in both epochs.
+TEST_F(BenchCliTest, FieldsReportTheBytesEachFieldDelivered) {
+  constexpr std::uint64_t kSeed = 7;
+  const std::vector<std::string> mkdata = {std::string(FORKFEED_BIN_DIR) + "/forkfeed-mkdata",
+                                           "--out",
+                                           dir_.path() + "/wds",
+                                           "--images",
+                                           std::to_string(kImages),
+                                           "--classes",
+                                           std::to_string(kClasses),
+                                           "--seed",
+                                           std::to_string(kSeed),
+                                           "--format",
+                                           "wds",
+                                           "--fields",
+                                           "jpg,txt,cls,npy"};
+  const Outcome made = testing::run_command(mkdata, dir_.path());
+  ASSERT_TRUE(made.exited && made.code == 0) << describe(made);
+  const std::string fields = "image=jpg;png, caption=txt, label=cls, emb=npy";
+  const std::vector<std::string> args = {"--shards", dir_.path() + "/wds/shard-{000000..000000}.tar",
+                                         "--fields", fields,
+                                         "--size",   "32",
+                                         "--batch",  "8",
+                                         "--epochs", "2"};
+  std::vector<std::string> json_args = args;
+  json_args.push_back("--json");
+  const Outcome o = run_bench(dir_.path(), json_args);
+  ASSERT_TRUE(o.exited && o.code == 0) << describe(o);
+  const nlohmann::json j = nlohmann::json::parse(lines_of(o.out).back(), nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(j.is_discarded()) << o.out;
+  EXPECT_EQ(j.value("fields", ""), fields);
+  EXPECT_EQ(j.value("missing", ""), "error");
+  EXPECT_EQ(j.value("images", 0u), 2u * kImages);
+
+  std::uint64_t captions = 0;
+  for (std::uint32_t n = 0; n < kImages; ++n) captions += mkdata::caption(kSeed, n).size();
+  const std::map<std::string, std::uint64_t> expected = {
+      {"image", 2u * kImages * 32 * 32 * 3},
+      {"caption", 2 * captions},
+      {"label", 2u * kImages * sizeof(std::int64_t)},
+      {"emb", 2u * kImages * 8 * sizeof(float)},
+      {"__key__", 2u * kImages * std::string("class_000/img_00000").size()},
+  };
+  ASSERT_TRUE(j.contains("field_bytes")) << o.out;
+  using FieldBytes = std::map<std::string, std::uint64_t>;
+  EXPECT_EQ(j["field_bytes"].get<FieldBytes>(), expected) << o.out;
+
+  const Outcome human = run_bench(dir_.path(), args);
+  ASSERT_TRUE(human.exited && human.code == 0) << describe(human);
+  EXPECT_NE(human.out.find("fields       image "), std::string::npos) << human.out;
+  EXPECT_NE(human.out.find("             caption "), std::string::npos) << human.out;
 }
 
 TEST_F(BenchCliTest, NoShuffleDeliversIndexOrder) {

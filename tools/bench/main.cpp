@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -96,10 +97,38 @@ class IndexDump {
 };
 
 // Reads one byte per 4 KiB page: the pages are really faulted in, at a negligible cost.
-std::uint64_t touch_pages(const Batch& batch) {
-  const auto* bytes = static_cast<const unsigned char*>(batch.data());
+std::uint64_t touch_pages(std::span<const std::byte> bytes) {
   std::uint64_t sum = 0;
-  for (std::size_t offset = 0; offset < batch.bytes(); offset += 4096) sum += bytes[offset];
+  for (std::size_t offset = 0; offset < bytes.size(); offset += 4096)
+    sum += std::to_integer<unsigned>(bytes[offset]);
+  return sum;
+}
+
+// The bytes a field holds for its batch: a dense field's values, or a ragged one's, which
+// lie back to back from its first sample's to its last's.
+std::span<const std::byte> field_bytes(const FieldView& field) {
+  if (field.size() == 0) return {};
+  if (!field.ragged())
+    return {static_cast<const std::byte*>(field.data()), field.size() * field.sample_bytes()};
+  const std::span<const std::byte> last = field.bytes(field.size() - 1);
+  return {field.bytes(0).data(), last.data() + last.size()};
+}
+
+// Touches the batch's pages as a trainer reading it would, and adds what each field holds
+// to `report` (with --fields); returns the touched bytes' checksum.
+std::uint64_t read_batch(const Batch& batch, RunReport& report) {
+  if (batch.fields().empty())
+    return touch_pages({static_cast<const std::byte*>(batch.data()), batch.bytes()});
+  if (report.field_bytes.empty()) {
+    for (const FieldView& field : batch.fields())
+      report.field_bytes.push_back({std::string(field.name()), 0});
+  }
+  std::uint64_t sum = 0;
+  for (std::size_t f = 0; f < batch.fields().size(); ++f) {
+    const std::span<const std::byte> bytes = field_bytes(batch.fields()[f]);
+    sum += touch_pages(bytes);
+    report.field_bytes[f].bytes += bytes.size();
+  }
   return sum;
 }
 
@@ -130,7 +159,7 @@ Status run_passes(Source& loader, const BenchFlags& flags, IndexDump& dump, RunR
       }
       const Batch& batch = *next.value();
       report.wait_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - asked).count());
-      checksum += touch_pages(batch);
+      checksum += read_batch(batch, report);
       dump.write(batch);
       report.images += batch.size();
       ++report.batches;

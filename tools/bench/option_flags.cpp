@@ -30,6 +30,15 @@ constexpr std::array kOptionFlags = {
         kNo},
     OptionFlag{"shard_label_field", "--shard-label-field", "NAME", "With --shard-label json: the JSON field",
                kNo},
+    OptionFlag{"fields", "--fields", "SPEC",
+               "With --shards, the named fields of each sample and the member extensions each is read from, "
+               "in one quoted argument: \"image=jpg;png, caption=txt, label=cls, emb=npy\" (kinds and forms "
+               "as the README's fields section gives them); the report gives the bytes each field delivered",
+               kRun},
+    OptionFlag{"missing", "--missing", "",
+               "With --fields, a sample that lacks one: error (bad data, as --on-error says), skip (left out "
+               "and counted) or empty (an empty value, flagged)",
+               kRun},
     OptionFlag{"workers", "--workers", "N", "Decode worker processes", kRun},
     OptionFlag{"batch_size", "--batch", "B", "Samples per batch", kRun},
     OptionFlag{

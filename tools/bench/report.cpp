@@ -109,6 +109,13 @@ void print_human(const RunReport& r, std::FILE* out) {
   line(out, "skipped",
        format("%llu%s (on error %s)", ull(r.stats.skipped_samples), bytes.c_str(),
               std::string(to_string(o.on_error)).c_str()));
+  for (std::size_t f = 0; f < r.field_bytes.size(); ++f) {  // --fields: one line per field
+    const RunReport::FieldBytes& field = r.field_bytes[f];
+    line(out, f == 0 ? "fields" : "",
+         format("%s %.2f MB, %.1f bytes a sample", printable(field.name).c_str(),
+                static_cast<double>(field.bytes) / 1e6,
+                r.images ? static_cast<double>(field.bytes) / static_cast<double>(r.images) : 0.0));
+  }
   for (std::size_t i = 0; i < r.daemons.size(); ++i) {
     // One line per remote daemon: its share of the run, and whether it held out.
     const RemoteDaemonStats& d = r.daemons[i];
@@ -151,7 +158,12 @@ std::string json_line(const RunReport& r) {
   j["dataset_size"] = r.dataset_size;
   j["classes"] = r.classes;
   write_reported_options(r.options, Reported::kRun, j);  // tools/bench/option_flags.h's
-  if (!r.daemons.empty()) {                              // --remote: what each remote forkfeedd delivered
+  if (!r.field_bytes.empty()) {                          // --fields: the bytes each field delivered
+    nlohmann::json fields = nlohmann::json::object();
+    for (const RunReport::FieldBytes& field : r.field_bytes) fields[field.name] = field.bytes;
+    j["field_bytes"] = std::move(fields);
+  }
+  if (!r.daemons.empty()) {  // --remote: what each remote forkfeedd delivered
     nlohmann::json daemons = nlohmann::json::array();
     for (const RemoteDaemonStats& d : r.daemons) {
       nlohmann::json daemon;

@@ -36,6 +36,13 @@ struct RunReport {
   std::vector<double> wait_ms;  // time spent in each next() that returned a batch
   bool interrupted = false;     // by Ctrl-C
   bool stopped = false;         // by --stop-after-batches
+  // --fields: the bytes each field delivered, in the batches' order of fields ("__key__"
+  // last); empty without fields.
+  struct FieldBytes {
+    std::string name;
+    std::uint64_t bytes = 0;
+  };
+  std::vector<FieldBytes> field_bytes;
 };
 
 // Nearest-rank percentile, p in [0, 100]; 0 for no values.
