@@ -15,6 +15,7 @@
 #include "base/printable.h"
 #include "base/regular_file.h"
 #include "base/unique_fd.h"
+#include "dataset/manifest_table.h"
 #include "dataset/shards/index_cache.h"
 #include "dataset/shards/shard_dataset.h"
 #include "dataset/shards/tar_scan.h"
@@ -97,9 +98,8 @@ Status DatasetSource::check() const {
 Result<SampleSchema> shard_fields(const LoaderOptions& options) {
   if (options.fields.empty()) return SampleSchema{};
   if (!options.manifest.empty()) {
-    return Status::InvalidArgument(
-        "fields are read from WebDataset shards; manifest columns come later: leave fields empty for a "
-        "manifest of 'path<TAB>label' lines");
+    return Status::InvalidArgument("fields are read from WebDataset shards: " + std::string(kPackTableHint) +
+                                   "; or leave fields empty for a manifest of 'path<TAB>label' lines");
   }
   if (!options.image_folder.empty()) {
     return Status::InvalidArgument(

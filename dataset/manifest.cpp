@@ -46,7 +46,6 @@ Result<DatasetIndex> DatasetIndex::from_manifest(const std::string& manifest) {
   if (!read.ok()) return read.status();
   std::string_view text = read.value();
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // BOM from Windows editors
-
   // Relative paths are relative to the manifest's folder ("" when it is in the cwd).
   std::string_view folder = manifest;
   const std::size_t slash = folder.rfind('/');
@@ -79,6 +78,11 @@ Result<DatasetIndex> DatasetIndex::from_manifest(const std::string& manifest) {
     if (tab == std::string_view::npos || tab == 0)
       return bad("expected 'path<TAB>label', got " + quote(line));
     const std::optional<std::int64_t> label = parse_label(line.substr(tab + 1));
+    if (!label && builder.size() == 0) {  // the first line: a table's header of column names?
+      return bad(quote(line) + " ends in no label, as a table's header line of named columns does; " +
+                 std::string(kPackTableHint) + ". A manifest of 'path<TAB>label' lines has " +
+                 std::string(kLabelRule) + " label on every line");
+    }
     if (!label) {
       return bad("label must be " + std::string(kLabelRule) + ", got " + quote(line.substr(tab + 1)) +
                  " in " + quote(line));

@@ -28,6 +28,12 @@ struct ManifestTable {
   std::vector<Row> rows;
 };
 
+// What to do with a table: a Loader reads its fields from shards, where a sample's
+// members lie together and one index entry finds them all.
+inline constexpr std::string_view kPackTableHint =
+    "pack the table into WebDataset shards with forkfeed-shard --from MANIFEST --out 'DIR/shard-%06d.tar' "
+    "(each column becomes a member of its sample), then read them with shards and fields";
+
 // Whether the manifest `text` starts with a header line: its first line that is not blank
 // or a '#' comment ends in a cell that is no label (dataset/label.h).
 bool has_header_line(std::string_view text);

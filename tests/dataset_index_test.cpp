@@ -218,6 +218,23 @@ TEST(Manifest, BadLabelNamesTheLine) {
   }
 }
 
+// A table of named columns (forkfeed-shard's input) passed as a plain manifest: its
+// header line is no sample, and the error says how to read the table's fields.
+TEST(Manifest, ATableSaysHowToReadIt) {
+  TempDir dir;
+  const std::string manifest = dir.path() + "/table.tsv";
+  write_file(manifest, "# made by hand\nimage\tcls\ttxt\na.jpg\t3\ta dog\n");
+  Result<DatasetIndex> index = DatasetIndex::from_manifest(manifest);
+  ASSERT_FALSE(index.ok());
+  EXPECT_EQ(index.status().code(), Status::Code::kBadData);
+  const std::string& message = index.status().message();
+  EXPECT_EQ(message.rfind(manifest + ":2: ", 0), 0u) << message;
+  for (const char* part : {"ends in no label, as a table's header line of named columns does",
+                           "forkfeed-shard --from MANIFEST", "a non-negative integer label on every line"}) {
+    EXPECT_NE(message.find(part), std::string::npos) << part << " not in " << message;
+  }
+}
+
 TEST(Manifest, WithoutSamplesIsAnError) {
   TempDir dir;
   const std::string manifest = dir.path() + "/list.tsv";

@@ -47,7 +47,8 @@ TEST(Printable, IsIdempotent) {
 TEST(Printable, ManifestErrorQuotesTheLineEscaped) {
   testing::TempDir dir;
   const std::string manifest = dir.path() + "/list.tsv";
-  std::ofstream(manifest, std::ios::binary) << "a\x1b[31m\x07\0b.jpg\tlabel\x1b\0tail\n"s;
+  // After a good line: a first line without a label reads as a table's header.
+  std::ofstream(manifest, std::ios::binary) << "ok.jpg\t0\na\x1b[31m\x07\0b.jpg\tlabel\x1b\0tail\n"s;
   const Result<DatasetIndex> index = DatasetIndex::from_manifest(manifest);
   ASSERT_FALSE(index.ok());
   const std::string& message = index.status().message();

@@ -328,9 +328,10 @@ TEST_F(ShardFieldsDatasetTest, OnlyShardsHaveFields) {
   Result<DatasetIndex> manifest = open_dataset(o);
   ASSERT_FALSE(manifest.ok());
   EXPECT_EQ(manifest.status().code(), Status::Code::kInvalidArgument);
-  EXPECT_NE(
-      manifest.status().message().find("fields are read from WebDataset shards; manifest columns come later"),
-      std::string::npos)
+  EXPECT_NE(manifest.status().message().find(
+                "fields are read from WebDataset shards: pack the table into WebDataset "
+                "shards with forkfeed-shard --from MANIFEST"),
+            std::string::npos)
       << manifest.status().message();
   o.manifest.clear();
   o.image_folder = dir_.path();
