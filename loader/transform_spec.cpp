@@ -26,8 +26,11 @@ Result<std::vector<std::string>> image_pipelines(const LoaderOptions& o) {
     if (f.kind == FieldKind::kImage) images.push_back(f.name);
   }
   if (images.empty()) {
-    return Status::InvalidArgument("fields \"" + o.fields +
-                                   "\" has no image field; a schema holds at least one (for now)");
+    return Status::InvalidArgument(
+        "fields \"" + o.fields +
+        "\" has no image field: a loader's workers decode images, so a schema names "
+        "at least one (\"image=jpg;png\"); text and arrays alone need no loader of "
+        "images");
   }
   return pipelines_by_field(o.transform, images);
 }

@@ -1,6 +1,7 @@
 // The transform option of a schema with several image fields: one pipeline for all, or a
 // named section for each, and every mistake named.
 #include "loader/field_transforms.h"
+#include "loader/transform_spec.h"
 
 #include <gtest/gtest.h>
 
@@ -37,6 +38,20 @@ TEST(FieldTransforms, MistakesAreNamed) {
   EXPECT_NE(error_of("image: eval; image: train; view2: eval").find("names field 'image' twice"),
             std::string::npos);
   EXPECT_NE(error_of("eval; view2: eval").find("section \"eval\" names no field"), std::string::npos);
+}
+
+// A schema of text and arrays alone has nothing for the workers to decode: refused, naming it.
+TEST(FieldTransforms, ASchemaWithoutAnImageFieldIsRefused) {
+  LoaderOptions o;
+  o.fields = "caption=txt, label=cls";
+  auto pipelines = image_pipelines(o);
+  ASSERT_FALSE(pipelines.ok());
+  EXPECT_EQ(pipelines.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(pipelines.status().message().find("fields \"caption=txt, label=cls\" has no image field"),
+            std::string::npos)
+      << pipelines.status().message();
+  o.fields = "caption=txt, image=png";
+  ASSERT_TRUE(image_pipelines(o).ok()) << image_pipelines(o).status().message();
 }
 
 }  // namespace
