@@ -1,8 +1,6 @@
 // Admission: limits, and each stream's cap on its share of the pool.
 #include "daemon/admission.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <thread>
 #include <utility>
@@ -18,11 +16,7 @@ std::string mib(std::uint64_t bytes) { return std::to_string(bytes >> 20) + " Mi
 
 Admission::Admission(Limits limits) : limits_(limits) {
   if (limits_.max_workers == 0) limits_.max_workers = std::max(1u, std::thread::hardware_concurrency());
-  if (limits_.max_arena_bytes == 0) {
-    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-    limits_.max_arena_bytes =
-        pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * page / 2 : (1ull << 34);
-  }
+  if (limits_.max_arena_bytes == 0) limits_.max_arena_bytes = slot_memory_limit();
   if (limits_.max_stream_arena_bytes == 0) limits_.max_stream_arena_bytes = limits_.max_arena_bytes;
 }
 
@@ -62,6 +56,32 @@ Result<Admission::Ticket> Admission::admit(const LoaderOptions& options) {
   t.workers_ = workers;
   t.arena_bytes_ = bytes;
   return t;
+}
+
+Status Admission::grow(Ticket& t, std::uint64_t bytes, const std::string& what) {
+  std::lock_guard lock(mu_);
+  const std::uint64_t total = t.arena_bytes_ + bytes;
+  if (total > limits_.max_stream_arena_bytes) {
+    return Status::ResourceExhausted("the stream's batch slots need " + mib(total) + " with its fields (" +
+                                     what + "), over forkfeedd's " + mib(limits_.max_stream_arena_bytes) +
+                                     " per stream (max_stream_arena_bytes); lower batch_size, workers or "
+                                     "prefetch, or refuse large members with max_file_bytes");
+  }
+  if (used_.arena_bytes + bytes > limits_.max_arena_bytes) {
+    return Status::ResourceExhausted(
+        "the stream's fields need " + mib(bytes) + " more in its batch slots (" + what + ") but only " +
+        mib(limits_.max_arena_bytes - std::min(used_.arena_bytes, limits_.max_arena_bytes)) +
+        " of forkfeedd's " + mib(limits_.max_arena_bytes) +
+        " (max_arena_bytes) are free; wait for a stream to close or lower "
+        "batch_size, workers or prefetch");
+  }
+  used_.arena_bytes += bytes;
+  t.arena_bytes_ = total;
+  return Status::Ok();
+}
+
+Status Admission::Ticket::grow(std::uint64_t bytes, const std::string& what) {
+  return admission_ == nullptr ? Status::Ok() : admission_->grow(*this, bytes, what);
 }
 
 void Admission::release(const Ticket& t) {

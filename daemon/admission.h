@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <mutex>
+#include <string>
 
 #include "forkfeed/options.h"
 #include "forkfeed/status.h"
@@ -37,6 +38,10 @@ class Admission {
     ~Ticket();
     std::uint32_t workers() const { return workers_; }
     std::uint64_t arena_bytes() const { return arena_bytes_; }
+    // Adds `bytes` to what the stream holds, within the same limits as admit(): the
+    // slots' regions of a schema's fields, known once its index is (`what` names the
+    // largest, for the refusal). A ticket of no Admission takes anything.
+    Status grow(std::uint64_t bytes, const std::string& what);
 
    private:
     friend class Admission;
@@ -59,6 +64,7 @@ class Admission {
   const Limits& limits() const { return limits_; }
 
  private:
+  Status grow(Ticket& ticket, std::uint64_t bytes, const std::string& what);
   void release(const Ticket& ticket);
 
   Limits limits_;

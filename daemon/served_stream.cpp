@@ -24,7 +24,10 @@ Result<ServedStream::Opened> ServedStream::open(std::uint64_t id, const Resolved
                                                 std::shared_ptr<WorkerPool> pool, Admission::Ticket ticket,
                                                 json about) {
   const LoaderOptions& options = resolved.options();
-  auto loader = LoaderInternals::open(resolved, state, std::move(pool));
+  // What its fields add to its slots is known with its index: charged to the ticket.
+  auto loader = LoaderInternals::open(
+      resolved, state, std::move(pool),
+      [&ticket](std::uint64_t bytes, const std::string& what) { return ticket.grow(bytes, what); });
   if (!loader.ok()) return loader.status();
   // Its slots are its options'; the workers it keeps busy at once, the ticket's.
   LoaderInternals::limit_in_flight(**loader, ticket.workers() * options.prefetch);

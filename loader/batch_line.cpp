@@ -22,13 +22,19 @@ BatchLine::BatchLine(const DatasetIndex& index, const Sampler& sampler, std::sha
 
 Result<std::unique_ptr<BatchLine>> BatchLine::open(const LoaderOptions& resolved, const DatasetIndex& index,
                                                    const Sampler& sampler, std::shared_ptr<WorkerPool> pool,
+                                                   const FieldBytesBudget& budget,
                                                    std::shared_ptr<spdlog::logger> log) {
   std::unique_ptr<BatchLine> line(new BatchLine(index, sampler, std::move(log)));
-  if (Status s = line->start(resolved, std::move(pool)); !s.ok()) return s;
+  if (Status s = line->start(resolved, std::move(pool), budget); !s.ok()) return s;
   return line;
 }
 
-Status BatchLine::start(const LoaderOptions& options, std::shared_ptr<WorkerPool> shared) {
+Status BatchLine::start(const LoaderOptions& options, std::shared_ptr<WorkerPool> shared,
+                        const FieldBytesBudget& budget) {
+  // The slots' fields are weighed before any process exists.
+  ArenaSpec spec = arena_spec(options, options.workers);
+  if (Status s = add_fields(spec, options, index_); !s.ok()) return s;
+  if (Status s = charge_field_bytes(spec, budget); !s.ok()) return s;
   const bool own_pool = shared == nullptr;
   if (own_pool) {
     auto own = WorkerPool::open(
@@ -39,8 +45,7 @@ Status BatchLine::start(const LoaderOptions& options, std::shared_ptr<WorkerPool
   pool_ = std::move(shared);
   WorkerPool::Impl& pool = WorkerPool::Impl::of(*pool_);
   const std::uint32_t slots = slot_count(options);
-  ArenaSpec spec = arena_spec(options, pool.size());
-  if (Status s = add_fields(spec, options, index_); !s.ok()) return s;
+  spec.num_workers = pool.size();  // a channel for each worker of the pool, shared or its own
   auto arena = Arena::create(spec, index_);
   if (!arena.ok()) return arena.status();
   arena_ = std::move(arena).value();

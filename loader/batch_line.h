@@ -26,6 +26,7 @@
 #include "loader/pass_position.h"
 #include "loader/pass_yield.h"
 #include "loader/sampler.h"
+#include "loader/slot_count.h"
 #include "loader/slot_pool.h"
 #include "loader/supervisor.h"
 #include "process/worker_pool.h"
@@ -37,10 +38,11 @@ namespace forkfeed {
 class BatchLine {
  public:
   // Attaches to `pool` (null: starts a pool of `resolved.workers` of its own), creates
-  // the arena holding `index` and pins it when the options ask. `index` and `sampler`
-  // must outlive this.
+  // the arena holding `index` and pins it when the options ask. What its fields add to
+  // the slots is charged to `budget` first. `index` and `sampler` must outlive this.
   static Result<std::unique_ptr<BatchLine>> open(const LoaderOptions& resolved, const DatasetIndex& index,
                                                  const Sampler& sampler, std::shared_ptr<WorkerPool> pool,
+                                                 const FieldBytesBudget& budget,
                                                  std::shared_ptr<spdlog::logger> log);
   BatchLine(const BatchLine&) = delete;
   BatchLine& operator=(const BatchLine&) = delete;
@@ -83,7 +85,8 @@ class BatchLine {
 
  private:
   BatchLine(const DatasetIndex& index, const Sampler& sampler, std::shared_ptr<spdlog::logger> log);
-  Status start(const LoaderOptions& resolved, std::shared_ptr<WorkerPool> pool);
+  Status start(const LoaderOptions& resolved, std::shared_ptr<WorkerPool> pool,
+               const FieldBytesBudget& budget);
   // Issues what the pass has next; an error stays (broken_).
   void issue(PassDemand* demand);
   // Waits up to `wait` for a completion or a death, then takes in completions, replaces

@@ -36,8 +36,9 @@ class Loader::Impl {
         key_(order_key(index_, options)),
         pass_(sampler_.batches_per_epoch(), {options.epoch, 0}) {}
 
+  // What the fields add to the slots is charged to `budget`; null: memory_budget().
   static Result<std::unique_ptr<Loader>> open(const ResolvedOptions& resolved, std::string_view state,
-                                              std::shared_ptr<WorkerPool> pool);
+                                              std::shared_ptr<WorkerPool> pool, FieldBytesBudget budget = {});
 
   Status check_process() const {
     return owner_.check("Loader", "open a new Loader in this process (the parent's goes on unaffected)");
@@ -140,7 +141,8 @@ class Loader::Impl {
 };
 
 Result<std::unique_ptr<Loader>> Loader::Impl::open(const ResolvedOptions& resolved, std::string_view state,
-                                                   std::shared_ptr<WorkerPool> pool) {
+                                                   std::shared_ptr<WorkerPool> pool,
+                                                   FieldBytesBudget budget) {
   const LoaderOptions& options = resolved.options();
   if (Status s = set_log_level(options.log_level); !s.ok()) return s;
   auto index = open_dataset(options);  // names the index it was building if memory runs out
@@ -160,7 +162,9 @@ Result<std::unique_ptr<Loader>> Loader::Impl::open(const ResolvedOptions& resolv
       if (!seek.ok()) return seek.status();
       from = *seek;
     }
-    auto line = BatchLine::open(options, impl->index_, impl->sampler_, std::move(pool), loader_logger());
+    if (!budget) budget = memory_budget(options);
+    auto line =
+        BatchLine::open(options, impl->index_, impl->sampler_, std::move(pool), budget, loader_logger());
     if (!line.ok()) return line.status();
     impl->line_ = std::move(line).value();
     impl->begin_pass(from);
@@ -214,8 +218,9 @@ Loader::Iterator Loader::begin() {
 // LoaderInternals: forkfeedd's view, through the same Impl.
 
 Result<std::unique_ptr<Loader>> LoaderInternals::open(const ResolvedOptions& options, std::string_view state,
-                                                      std::shared_ptr<WorkerPool> pool) {
-  return Loader::Impl::open(options, state, std::move(pool));
+                                                      std::shared_ptr<WorkerPool> pool,
+                                                      FieldBytesBudget budget) {
+  return Loader::Impl::open(options, state, std::move(pool), std::move(budget));
 }
 PassPosition::Seek LoaderInternals::position(const Loader& loader) {
   return Loader::Impl::of(loader).pass_.resume_point();

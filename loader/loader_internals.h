@@ -15,6 +15,7 @@
 #include "loader/checkpoint.h"
 #include "loader/pass_position.h"
 #include "loader/resolved_options.h"
+#include "loader/slot_count.h"
 #include "transport/arena_layout.h"
 
 namespace forkfeed {
@@ -22,9 +23,11 @@ namespace forkfeed {
 class LoaderInternals {
  public:
   // Loader::open() of options checked and resolved already (forkfeedd's open_stream,
-  // forkfeed-bench's flags): nothing is checked or resolved again.
+  // forkfeed-bench's flags): nothing is checked or resolved again. What the fields add to
+  // the slots is charged to `budget` (forkfeedd's admission); null: half of the memory,
+  // as a Loader's own (memory_budget).
   static Result<std::unique_ptr<Loader>> open(const ResolvedOptions& options, std::string_view state,
-                                              std::shared_ptr<WorkerPool> pool);
+                                              std::shared_ptr<WorkerPool> pool, FieldBytesBudget budget = {});
   // Where state() would record the loader: a complete pass is the next epoch at 0.
   static PassPosition::Seek position(const Loader& loader);
   // The key of the loader's order, computed once when it was opened.

@@ -1,6 +1,10 @@
 // How many batch slots a loader's arena holds, and what they cost (loader/slot_count.h).
 #include "loader/slot_count.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+
 #include "loader/transform_spec.h"
 #include "transport/arena.h"
 #include "transport/arena_layout.h"
@@ -19,6 +23,53 @@ ArenaSpec arena_spec(const LoaderOptions& o, std::uint32_t pool_workers) {
                    .transform = transform_spec(o),
                    .on_error = o.on_error,
                    .weight = o.weight};
+}
+
+namespace {
+
+std::string in_mib(std::uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
+// The field whose region weighs most, for a message: the ragged one with the largest
+// batch, since a dense field's size follows from its shape.
+std::string largest_field(const ArenaSpec& spec) {
+  const FieldDemand* largest = nullptr;
+  for (const FieldDemand& d : spec.fields) {
+    if (d.ragged && (largest == nullptr || d.ragged_bytes > largest->ragged_bytes)) largest = &d;
+  }
+  if (largest == nullptr) return "the fields beside the first image and label";
+  return "field '" + largest->name + "' takes up to " + in_mib(largest->ragged_bytes) +
+         " a batch, the sum of its " + std::to_string(spec.batch_size) + " largest members";
+}
+
+}  // namespace
+
+std::uint64_t slot_memory_limit() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) / 2
+                               : std::uint64_t{1} << 34;
+}
+
+FieldBytesBudget memory_budget(const LoaderOptions& o) {
+  return [images = arena_batch_bytes(o)](std::uint64_t field_bytes, const std::string& what) {
+    const std::uint64_t limit = slot_memory_limit();
+    if (images + field_bytes <= limit) return Status::Ok();
+    return Status::ResourceExhausted("the batch slots would need " + in_mib(images + field_bytes) + " (" +
+                                     in_mib(images) + " of images, " + in_mib(field_bytes) + " of fields: " +
+                                     what + "), over half of this machine's " + in_mib(2 * limit) +
+                                     "; lower batch_size, workers or prefetch, or refuse large members "
+                                     "with max_file_bytes");
+  };
+}
+
+Status charge_field_bytes(const ArenaSpec& spec, const FieldBytesBudget& budget) {
+  if (spec.fields.empty()) return Status::Ok();
+  ArenaSpec images = spec;
+  images.fields.clear();
+  const Result<std::uint64_t> with = Arena::slot_stride(spec), without = Arena::slot_stride(images);
+  if (!with.ok()) return with.status();
+  if (!without.ok()) return without.status();
+  const std::uint64_t bytes = std::uint64_t{spec.num_slots} * (*with - std::min(*with, *without));
+  return bytes == 0 ? Status::Ok() : budget(bytes, largest_field(spec));
 }
 
 }  // namespace forkfeed

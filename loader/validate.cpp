@@ -1,7 +1,5 @@
 // The one check of LoaderOptions (ResolvedOptions::of, and validate() for the public API):
 // every option checked, each error naming the option and what to do.
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -58,7 +56,7 @@ Result<ResolvedOptions> ResolvedOptions::of(const LoaderOptions& o) {
   if (Status s = check_normalisation(o.mean, o.std); !s.ok()) return s;
   // Invariant 6: the arena is slots x batch bytes, all of it backed by memory.
   const std::uint64_t arena = arena_batch_bytes(*resolved);
-  const std::uint64_t ram = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGE_SIZE);
+  const std::uint64_t ram = 2 * slot_memory_limit();
   if (arena > ram / 2) {
     return Status::ResourceExhausted(
         "the batch slots would need " + std::to_string(arena >> 20) + " MiB (" +

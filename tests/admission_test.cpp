@@ -120,6 +120,41 @@ TEST(Admission, AnArenaOverThePerStreamLimitIsRefused) {
   EXPECT_EQ(admission.totals().workers, 0u) << "a refused stream kept its workers";
 }
 
+// A schema's fields, weighed once the stream's index is, grow its ticket within the same
+// limits; what it grew is given back with it.
+TEST(Admission, FieldsGrowATicketWithinTheLimits) {
+  Limits l = limits(8, 8);
+  LoaderOptions big = asking(1, 64);
+  big.size = 224;  // 27 MiB a stream
+  l.max_stream_arena_bytes = 32 * kMiB;
+  l.max_arena_bytes = 40 * kMiB;
+  Admission admission(l);
+  auto ticket = admission.admit(big);
+  ASSERT_TRUE(ticket.ok()) << ticket.status().message();
+  const std::uint64_t images = ticket->arena_bytes();
+  ASSERT_TRUE(ticket->grow(2 * kMiB, "field 'caption'").ok());
+  EXPECT_EQ(ticket->arena_bytes(), images + 2 * kMiB);
+  EXPECT_EQ(admission.totals().arena_bytes, images + 2 * kMiB);
+
+  const Status per_stream = ticket->grow(4 * kMiB, "field 'caption' takes up to 4 MiB a batch");
+  EXPECT_EQ(per_stream.code(), Status::Code::kResourceExhausted);
+  EXPECT_NE(per_stream.message().find("with its fields (field 'caption' takes up to 4 MiB a batch), over "
+                                      "forkfeedd's 32 MiB per stream (max_stream_arena_bytes)"),
+            std::string::npos)
+      << per_stream.message();
+  EXPECT_EQ(admission.totals().arena_bytes, images + 2 * kMiB) << "a refused growth was kept";
+
+  LoaderOptions small = asking(1, 8);
+  small.size = 224;  // 3.4 MiB
+  auto second = admission.admit(small);
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  const Status all_streams = second->grow(8 * kMiB, "field 'meta'");
+  EXPECT_NE(all_streams.message().find("(max_arena_bytes) are free"), std::string::npos)
+      << all_streams.message();
+  ticket = Result<Admission::Ticket>(Admission::Ticket());  // the first stream closes
+  EXPECT_EQ(admission.totals().arena_bytes, second->arena_bytes()) << "the growth was not given back";
+}
+
 TEST(Admission, ArenasOfAllStreamsShareMaxArenaBytes) {
   Limits l = limits(8, 8);
   LoaderOptions big = asking(1, 64);

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -18,11 +19,14 @@
 
 #include "forkfeed/client.h"
 #include "forkfeed/loader.h"
+#include "loader/loader_internals.h"
+#include "loader/slot_count.h"
 #include "protocol/consumer_channel.h"
 #include "protocol/stream_request.h"
 #include "remote/remote_wire.h"
 #include "tests/testing/command.h"
 #include "tests/testing/daemon_process.h"
+#include "tests/testing/processes.h"
 #include "tests/testing/temp_dataset.h"
 
 namespace forkfeed {
@@ -146,6 +150,54 @@ TEST_F(ServedFieldsTest, AClientThroughForkfeeddGivesEveryFieldOfEverySampleAsAL
   auto client = Client::connect(daemon->socket(), options());
   ASSERT_TRUE(client.ok()) << client.status().message();
   expect_same(**client, *loader, 2 * kImages / 4, "through forkfeedd");
+}
+
+// What a schema's fields add to the slots is known once the index is (a text field's
+// region holds its largest batch): a Loader of its own charges it against half of the
+// machine's memory, a forkfeedd stream against its admission's limits (it used to pass
+// unweighed), and before any worker starts.
+TEST_F(ServedFieldsTest, TheFieldsRegionsAreChargedToForkfeeddsLimits) {
+  testing::HangGuard guard(120, "ServedFieldsTest.Limits");
+  auto resolved = ResolvedOptions::of(options());
+  ASSERT_TRUE(resolved.ok()) << resolved.status().message();
+  std::uint64_t field_bytes = 0;
+  std::string what;
+  auto refused =
+      LoaderInternals::open(*resolved, {}, nullptr, [&](std::uint64_t bytes, const std::string& largest) {
+        field_bytes = bytes;
+        what = largest;
+        EXPECT_TRUE(testing::children_of(::getpid()).empty())
+            << "workers started before the fields were weighed";
+        return Status::ResourceExhausted("refused by the test");
+      });
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message(), "refused by the test");
+  ASSERT_GT(field_bytes, 0u);
+  EXPECT_EQ(what.rfind("field '", 0), 0u) << what;
+
+  const Status over_memory = memory_budget(resolved->options())(slot_memory_limit(), what);
+  EXPECT_EQ(over_memory.code(), Status::Code::kResourceExhausted);
+  EXPECT_NE(over_memory.message().find("over half of this machine's"), std::string::npos)
+      << over_memory.message();
+  EXPECT_NE(over_memory.message().find(what), std::string::npos) << over_memory.message();
+
+  const std::uint64_t needed = arena_batch_bytes(resolved->options()) + field_bytes;
+  {
+    testing::DaemonProcess tight(
+        dir_->path() + "/tight.sock",
+        {"--max-workers", "1", "--max-stream-arena-bytes", std::to_string(needed - 1)});
+    auto client = Client::connect(tight.socket(), options());
+    ASSERT_FALSE(client.ok()) << "the fields' regions were not counted";
+    for (const std::string& part : {"with its fields ("s + what, "max_stream_arena_bytes"s}) {
+      EXPECT_NE(client.status().message().find(part), std::string::npos) << client.status().message();
+    }
+  }
+  testing::DaemonProcess fits(dir_->path() + "/fits.sock",
+                              {"--max-workers", "1", "--max-stream-arena-bytes", std::to_string(needed)});
+  auto client = Client::connect(fits.socket(), options());
+  ASSERT_TRUE(client.ok()) << client.status().message();
+  auto batch = (*client)->next();
+  ASSERT_TRUE(batch.ok() && batch->has_value()) << (batch.ok() ? "no batch" : batch.status().message());
 }
 
 TEST_F(ServedFieldsTest, ARemoteClientGivesEveryFieldOfEverySampleAsALoaderDoes) {

@@ -86,6 +86,13 @@ Result<SlotGeometry> slot_geometry_for(const ArenaSpec& spec, std::size_t segmen
 
 }  // namespace
 
+Result<std::uint64_t> Arena::slot_stride(const ArenaSpec& spec) {
+  SlotFields fields;
+  const auto placed = slot_geometry_for(spec, 0, fields);
+  if (!placed.ok()) return placed.status();
+  return placed->slot_stride;
+}
+
 Result<std::shared_ptr<Arena>> Arena::create(const ArenaSpec& spec, const DatasetIndex& index) {
   const std::size_t segment_bytes = segment_bytes_for(spec, index);
   SlotFields fields;

@@ -52,6 +52,8 @@ class Arena {
  public:
   // Creates and fills a new arena; the index is copied into it.
   static Result<std::shared_ptr<Arena>> create(const ArenaSpec& spec, const DatasetIndex& index);
+  // The bytes of one slot of an arena of `spec`, its fields placed as create() places them.
+  static Result<std::uint64_t> slot_stride(const ArenaSpec& spec);
   // Maps an arena made by create() in another process. Takes ownership of |fd|.
   static Result<std::shared_ptr<Arena>> attach(UniqueFd fd);
 
