@@ -9,13 +9,17 @@ photographs with captions (.jpg + .txt + .cls), from Python, 2 workers by defaul
                loaders' time (each view is a sample's decode and pipeline, the file read once);
   webdataset   WebDataset's way in the PyTorch DataLoader: an IterableDataset reading the
                shards with tarfile, PIL decoding, torchvision's same transform, captions and
-               labels with each image, split between the DataLoader's workers by shard.
+               labels with each image, split between the DataLoader's workers by shard;
+  bench tuple, bench caption
+               forkfeed-bench (--bench, or $FORKFEED_BIN_DIR's) on the same shards, without
+               and with --fields "image=jpg, caption=txt, label=cls": the C++ loop.
 
 Each row runs in a process of its own, in rounds that alternate the rows (--rounds, median
 reported), timed from the first batch asked for to the last received, reading every
 image's pages as a trainer would. Prints a table and the ratios the multi-field issue
-sets: dict / tuple >= 0.95, caption / tuple >= 0.95, two views / (tuple / 2) >= 0.9,
-caption / webdataset >= 4; and the index's bytes per sample of each.
+sets: dict / tuple >= 0.95, caption / tuple >= 0.95 (from Python and from forkfeed-bench),
+two views / (tuple / 2) >= 0.9, caption / webdataset >= 4; and the index's bytes per sample
+of each.
 
 --photos DIR writes the shards first: --images JPEGs cut from the photographs in DIR
 (random crops of 40-100% of a side, rescaled to a shorter side of 256-512 pixels, JPEG
@@ -27,6 +31,7 @@ and PYTHONPATH=BUILD/python.
 import argparse
 import io
 import json
+import os
 import pathlib
 import random
 import statistics
@@ -88,7 +93,7 @@ def run_forkfeed(args, row: str) -> dict:
 
     fields = FIELDS[row]
     loader = forkfeed.Loader(shards=args.shards, fields=fields, batch_size=args.batch, workers=args.workers,
-                             transform="RandomResizedCrop(224), RandomHorizontalFlip()", seed=args.seed)
+                             transform=TRANSFORM, seed=args.seed)
     images, checksum = 0, 0
     start = time.perf_counter()
     for epoch in range(args.epochs):
@@ -108,6 +113,21 @@ def run_forkfeed(args, row: str) -> dict:
     loader.close()
     return {"images_per_s": images / seconds, "index_bytes_per_sample": stats["index_bytes"] / args.samples,
             "checksum": checksum}
+
+
+BENCH_FIELDS = {"bench tuple": None, "bench caption": "image=jpg, caption=txt, label=cls"}
+TRANSFORM = "RandomResizedCrop(224), RandomHorizontalFlip()"
+
+
+def run_bench(args, row: str) -> dict:
+    command = [args.bench, "--shards", args.shards, "--transform", TRANSFORM, "--workers", str(args.workers),
+               "--batch", str(args.batch), "--epochs", str(args.epochs), "--seed", str(args.seed), "--json"]
+    if BENCH_FIELDS[row]:
+        command += ["--fields", BENCH_FIELDS[row]]
+    out = subprocess.run(command, capture_output=True, text=True, check=True)
+    report = json.loads(out.stdout.splitlines()[-1])
+    return {"images_per_s": report["images_per_s"],
+            "index_bytes_per_sample": report["index_bytes"] / report["dataset_size"]}
 
 
 def run_webdataset(args) -> dict:
@@ -152,7 +172,7 @@ def run_webdataset(args) -> dict:
 
 
 def measure(args) -> None:
-    rows = [*FIELDS, "webdataset"]
+    rows = [*FIELDS, "webdataset", *(BENCH_FIELDS if args.bench else ())]
     rates = {row: [] for row in rows}
     index_bytes = {}
     for round_ in range(args.rounds):
@@ -173,6 +193,9 @@ def measure(args) -> None:
     print(f"caption / tuple:               {median['caption'] / tuple_:.3f}   (goal >= 0.95)")
     print(f"two views / two tuple loaders: {median['two views'] / (tuple_ / 2):.3f}   (goal >= 0.9)")
     print(f"caption / webdataset:          {median['caption'] / median['webdataset']:.2f}    (goal >= 4)")
+    if args.bench:
+        print(f"forkfeed-bench caption / tuple: {median['bench caption'] / median['bench tuple']:.3f}   "
+              "(goal >= 0.95)")
     print("index bytes per sample: " + ", ".join(f"{row} {b:.1f}" for row, b in index_bytes.items() if b))
 
 
@@ -187,6 +210,10 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
+    bin_dir = os.environ.get("FORKFEED_BIN_DIR")
+    parser.add_argument("--bench", default=os.path.join(bin_dir, "forkfeed-bench") if bin_dir else None,
+                        help="forkfeed-bench, for its rows (default: $FORKFEED_BIN_DIR/forkfeed-bench; "
+                             "without either, no bench rows)")
     parser.add_argument("--run", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.run is None:
@@ -197,6 +224,8 @@ def main() -> None:
         return
     if args.run == "webdataset":
         print(json.dumps(run_webdataset(args)))
+    elif args.run in BENCH_FIELDS:
+        print(json.dumps(run_bench(args, args.run)))
     else:
         args.samples = sum(1 for p in pathlib.Path(args.shards).glob("*.tar")
                                   for m in tarfile.open(p) if m.name.endswith(".jpg"))
