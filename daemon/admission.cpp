@@ -8,11 +8,6 @@
 #include "loader/slot_count.h"
 
 namespace forkfeed {
-namespace {
-
-std::string mib(std::uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
-
-}  // namespace
 
 Admission::Admission(Limits limits) : limits_(limits) {
   if (limits_.max_workers == 0) limits_.max_workers = std::max(1u, std::thread::hardware_concurrency());
@@ -35,16 +30,16 @@ Result<Admission::Ticket> Admission::admit(const LoaderOptions& options) {
   const std::uint64_t bytes = arena_batch_bytes(options);
   if (bytes > limits_.max_stream_arena_bytes) {
     return Status::ResourceExhausted(
-        "the stream's batch slots need " + mib(bytes) + " (" + std::to_string(slot_count(options)) +
+        "the stream's batch slots need " + whole_mib(bytes) + " (" + std::to_string(slot_count(options)) +
         " slots of " + std::to_string(options.batch_size) + " samples), over forkfeedd's " +
-        mib(limits_.max_stream_arena_bytes) +
+        whole_mib(limits_.max_stream_arena_bytes) +
         " per stream (max_stream_arena_bytes); lower batch_size, size, workers or prefetch");
   }
   if (used_.arena_bytes + bytes > limits_.max_arena_bytes) {
     return Status::ResourceExhausted(
-        "the stream's batch slots need " + mib(bytes) + " but only " +
-        mib(limits_.max_arena_bytes - std::min(used_.arena_bytes, limits_.max_arena_bytes)) +
-        " of forkfeedd's " + mib(limits_.max_arena_bytes) +
+        "the stream's batch slots need " + whole_mib(bytes) + " but only " +
+        whole_mib(limits_.max_arena_bytes - std::min(used_.arena_bytes, limits_.max_arena_bytes)) +
+        " of forkfeedd's " + whole_mib(limits_.max_arena_bytes) +
         " (max_arena_bytes) are free; wait for a stream to close or lower batch_size, "
         "size, workers or prefetch");
   }
@@ -62,16 +57,17 @@ Status Admission::grow(Ticket& t, std::uint64_t bytes, const std::string& what) 
   std::lock_guard lock(mu_);
   const std::uint64_t total = t.arena_bytes_ + bytes;
   if (total > limits_.max_stream_arena_bytes) {
-    return Status::ResourceExhausted("the stream's batch slots need " + mib(total) + " with its fields (" +
-                                     what + "), over forkfeedd's " + mib(limits_.max_stream_arena_bytes) +
+    return Status::ResourceExhausted("the stream's batch slots need " + whole_mib(total) +
+                                     " with its fields (" + what + "), over forkfeedd's " +
+                                     whole_mib(limits_.max_stream_arena_bytes) +
                                      " per stream (max_stream_arena_bytes); lower batch_size, workers or "
                                      "prefetch, or refuse large members with max_file_bytes");
   }
   if (used_.arena_bytes + bytes > limits_.max_arena_bytes) {
     return Status::ResourceExhausted(
-        "the stream's fields need " + mib(bytes) + " more in its batch slots (" + what + ") but only " +
-        mib(limits_.max_arena_bytes - std::min(used_.arena_bytes, limits_.max_arena_bytes)) +
-        " of forkfeedd's " + mib(limits_.max_arena_bytes) +
+        "the stream's fields need " + whole_mib(bytes) + " more in its batch slots (" + what + ") but only " +
+        whole_mib(limits_.max_arena_bytes - std::min(used_.arena_bytes, limits_.max_arena_bytes)) +
+        " of forkfeedd's " + whole_mib(limits_.max_arena_bytes) +
         " (max_arena_bytes) are free; wait for a stream to close or lower "
         "batch_size, workers or prefetch");
   }

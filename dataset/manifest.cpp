@@ -46,6 +46,7 @@ Result<DatasetIndex> DatasetIndex::from_manifest(const std::string& manifest) {
   if (!read.ok()) return read.status();
   std::string_view text = read.value();
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // BOM from Windows editors
+
   // Relative paths are relative to the manifest's folder ("" when it is in the cwd).
   std::string_view folder = manifest;
   const std::size_t slash = folder.rfind('/');

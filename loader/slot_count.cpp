@@ -27,8 +27,6 @@ ArenaSpec arena_spec(const LoaderOptions& o, std::uint32_t pool_workers) {
 
 namespace {
 
-std::string in_mib(std::uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
-
 // The field whose region weighs most, for a message: the ragged one with the largest
 // batch, since a dense field's size follows from its shape.
 std::string largest_field(const ArenaSpec& spec) {
@@ -37,11 +35,13 @@ std::string largest_field(const ArenaSpec& spec) {
     if (d.ragged && (largest == nullptr || d.ragged_bytes > largest->ragged_bytes)) largest = &d;
   }
   if (largest == nullptr) return "the fields beside the first image and label";
-  return "field '" + largest->name + "' takes up to " + in_mib(largest->ragged_bytes) +
+  return "field '" + largest->name + "' takes up to " + whole_mib(largest->ragged_bytes) +
          " a batch, the sum of its " + std::to_string(spec.batch_size) + " largest members";
 }
 
 }  // namespace
+
+std::string whole_mib(std::uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 
 std::uint64_t slot_memory_limit() {
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
@@ -53,9 +53,10 @@ FieldBytesBudget memory_budget(const LoaderOptions& o) {
   return [images = arena_batch_bytes(o)](std::uint64_t field_bytes, const std::string& what) {
     const std::uint64_t limit = slot_memory_limit();
     if (images + field_bytes <= limit) return Status::Ok();
-    return Status::ResourceExhausted("the batch slots would need " + in_mib(images + field_bytes) + " (" +
-                                     in_mib(images) + " of images, " + in_mib(field_bytes) + " of fields: " +
-                                     what + "), over half of this machine's " + in_mib(2 * limit) +
+    return Status::ResourceExhausted("the batch slots would need " + whole_mib(images + field_bytes) + " (" +
+                                     whole_mib(images) + " of images, " + whole_mib(field_bytes) +
+                                     " of fields: " + what + "), over half of this machine's " +
+                                     whole_mib(2 * limit) +
                                      "; lower batch_size, workers or prefetch, or refuse large members "
                                      "with max_file_bytes");
   };

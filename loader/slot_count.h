@@ -19,6 +19,9 @@ std::uint64_t arena_batch_bytes(const LoaderOptions& o);
 // The arena a loader with these options lays out, with a channel per worker of its pool.
 ArenaSpec arena_spec(const LoaderOptions& o, std::uint32_t pool_workers);
 
+// `bytes` in whole MiB, "12 MiB", for messages about slots.
+std::string whole_mib(std::uint64_t bytes);
+
 // The most a loader's batch slots may hold: half of this machine's memory (invariant 6:
 // every byte of the arena is backed by memory, allocated when it is created).
 std::uint64_t slot_memory_limit();

@@ -56,14 +56,14 @@ Result<ResolvedOptions> ResolvedOptions::of(const LoaderOptions& o) {
   if (Status s = check_normalisation(o.mean, o.std); !s.ok()) return s;
   // Invariant 6: the arena is slots x batch bytes, all of it backed by memory.
   const std::uint64_t arena = arena_batch_bytes(*resolved);
-  const std::uint64_t ram = 2 * slot_memory_limit();
-  if (arena > ram / 2) {
-    return Status::ResourceExhausted(
-        "the batch slots would need " + std::to_string(arena >> 20) + " MiB (" +
-        std::to_string(slot_count(o)) + " slots x batch " + std::to_string(o.batch_size) + " x " +
-        std::to_string(sample_bytes(resolved->dtype, resolved->size)) +
-        " bytes per sample), over half of this machine's " + std::to_string(ram >> 20) +
-        " MiB; lower batch_size, size, workers or prefetch");
+  const std::uint64_t limit = slot_memory_limit();
+  if (arena > limit) {
+    return Status::ResourceExhausted("the batch slots would need " + whole_mib(arena) + " (" +
+                                     std::to_string(slot_count(o)) + " slots x batch " +
+                                     std::to_string(o.batch_size) + " x " +
+                                     std::to_string(sample_bytes(resolved->dtype, resolved->size)) +
+                                     " bytes per sample), over half of this machine's " +
+                                     whole_mib(2 * limit) + "; lower batch_size, size, workers or prefetch");
   }
   return ResolvedOptions(std::move(resolved).value());
 }
