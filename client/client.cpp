@@ -247,7 +247,8 @@ class Client::Impl {
                               reinterpret_cast<const std::uint64_t*>(base + d.indices_offset),
                               d.epoch,
                               d.index,
-                              opened_.layout};
+                              opened_.layout,
+                              batch_memory(d, base)};
     Batch batch = BatchFactory::make(parts, link_->lend(delivery));
     if (slot != nullptr) BatchFactory::add_fields(batch, slot, fields_);
     return std::optional<Batch>(std::move(batch));

@@ -59,7 +59,8 @@ Batch BatchFactory::make(const Arena& arena, std::uint32_t slot, std::uint32_t c
   const auto n = static_cast<std::int64_t>(count);
   const auto s = static_cast<std::int64_t>(control.transform.size);
   Batch b;
-  b.lease_ = std::move(lease);
+  b.slot_ =
+      std::make_unique<detail::HeldSlot>(std::move(lease), std::span(view.base, control.slots.slot_stride));
   b.data_ = view.pixels;
   b.bytes_ = count * control.slots.sample_bytes;
   b.dtype_ = control.transform.dtype;
@@ -76,7 +77,7 @@ Batch BatchFactory::make(const Parts& parts, std::unique_ptr<detail::SlotLease> 
   const auto n = static_cast<std::int64_t>(parts.count);
   const auto s = static_cast<std::int64_t>(parts.size);
   Batch b;
-  b.lease_ = std::move(lease);
+  b.slot_ = std::make_unique<detail::HeldSlot>(std::move(lease), parts.memory);
   b.data_ = parts.pixels;
   b.bytes_ = parts.bytes;
   b.dtype_ = parts.dtype;

@@ -17,7 +17,7 @@ class BatchFactory {
 
   // A batch whose memory is resolved already, as a forkfeed::Client maps it: `count`
   // samples of `size` x `size` pixels in `dtype` and `layout`, `count` labels and sample
-  // indices.
+  // indices, all within `memory` (what a child of fork() copies; empty: nothing).
   struct Parts {
     const void* pixels;
     std::size_t bytes;
@@ -29,6 +29,7 @@ class BatchFactory {
     std::uint64_t epoch;
     std::uint64_t index;
     Layout layout = Layout::kAuto;  // kAuto: dtype's default
+    std::span<const std::byte> memory = {};
   };
   static Batch make(const Parts& parts, std::unique_ptr<detail::SlotLease> lease);
 

@@ -11,6 +11,7 @@
 
 #include "forkfeed/status.h"
 #include "transport/arena.h"
+#include "transport/fork_copy.h"
 
 namespace forkfeed {
 
@@ -41,6 +42,19 @@ class SlotLease {
   virtual ~SlotLease() = default;
   SlotLease(const SlotLease&) = delete;
   SlotLease& operator=(const SlotLease&) = delete;
+};
+
+// A Batch's hold on its slot: the lease, and the slot's memory registered for a private
+// copy in any child of fork(). Let go of in that order of members, backwards: the
+// registration first, so that no fork copies a slot already being filled again.
+class HeldSlot {
+ public:
+  HeldSlot(std::unique_ptr<SlotLease> lease, std::span<const std::byte> memory)
+      : lease_(std::move(lease)), copy_(memory) {}
+
+ private:
+  std::unique_ptr<SlotLease> lease_;
+  ForkCopy copy_;
 };
 
 // Keeps the arena mapped, and returns the slot to its pool if the loader still exists.

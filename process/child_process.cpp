@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "transport/fork_copy.h"
+
 extern char** environ;
 
 namespace forkfeed {
@@ -97,7 +99,10 @@ Result<ChildProcess> ChildProcess::fork(const std::function<int()>& body, std::s
   sigset_t all, saved;
   sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &saved);
-  const pid_t pid = ::fork();
+  const pid_t pid = [] {
+    const ForkCopy::SharedScope shared;  // a worker writes into the very slots the parent reads
+    return ::fork();
+  }();
   if (pid != 0) {
     const int err = errno;
     ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);

@@ -81,6 +81,17 @@ const std::byte* batch_fields_slot(const DeliveryRecord& d, const std::byte* bas
   return fields_written_end(fields, slot, d.count, d.fields_bytes) ? slot : nullptr;
 }
 
+std::span<const std::byte> batch_memory(const DeliveryRecord& d, const std::byte* base) {
+  std::uint64_t first = std::min({d.pixels_offset, d.labels_offset, d.indices_offset});
+  std::uint64_t end = std::max({d.pixels_offset + d.pixel_bytes, d.labels_offset + 8 * std::uint64_t{d.count},
+                                d.indices_offset + 8 * std::uint64_t{d.count}});
+  if (d.fields_bytes != 0) {
+    first = std::min(first, d.slot_offset);
+    end = std::max(end, d.slot_offset + d.fields_bytes);
+  }
+  return {base + first, end - first};
+}
+
 Result<ConsumerChannel> ConsumerChannel::create() {
   UniqueFd memfd(::memfd_create("forkfeed-channel", MFD_CLOEXEC | MFD_ALLOW_SEALING));
   if (!memfd.valid()) return Status::FromErrno("memfd_create for a consumer channel", errno);

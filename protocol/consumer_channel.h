@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 
 #include "base/unique_fd.h"
 #include "forkfeed/batch.h"
@@ -86,6 +87,9 @@ std::optional<std::uint64_t> fields_written_end(const SlotFields& fields, const 
 // within the bytes the delivery says they take (fields_written_end), or when it
 // says it has none.
 const std::byte* batch_fields_slot(const DeliveryRecord& d, const std::byte* base, const SlotFields& fields);
+// What a delivery that fits covers, from its first byte to its last: its pixels, labels,
+// indices and fields (the memory a child of fork() copies while a Batch of it is held).
+std::span<const std::byte> batch_memory(const DeliveryRecord& d, const std::byte* base);
 
 struct SlotReturn {
   std::uint32_t handle;

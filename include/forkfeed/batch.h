@@ -1,5 +1,6 @@
 // Batch: a view of one finished batch, read in place in the loader's shared memory.
-// The batch's slot goes back to the pool when the Batch is released or destroyed.
+// The batch's slot goes back to the pool when the Batch is released or destroyed. A
+// child of fork() gets its own copy of every Batch held at the fork, as it was then.
 #pragma once
 
 #include <array>
@@ -15,7 +16,7 @@
 namespace forkfeed {
 
 namespace detail {
-class SlotLease;  // owns a slot until destroyed; see loader/slot_pool.h
+class HeldSlot;  // owns a slot until destroyed; see loader/slot_pool.h
 }
 
 // One field of a batch, read in place like the rest of it; valid while its Batch is.
@@ -82,7 +83,7 @@ class Batch {
   std::array<std::int64_t, 4> shape() const { return shape_; }
   // Number of samples.
   std::size_t size() const { return labels_.size(); }
-  bool empty() const { return lease_ == nullptr; }
+  bool empty() const { return slot_ == nullptr; }
 
   std::span<const std::int64_t> labels() const { return labels_; }
   // Dataset index of each sample, in batch order.
@@ -103,7 +104,7 @@ class Batch {
 
  private:
   friend class BatchFactory;
-  std::unique_ptr<detail::SlotLease> lease_;
+  std::unique_ptr<detail::HeldSlot> slot_;
   const void* data_ = nullptr;
   std::size_t bytes_ = 0;
   DType dtype_ = DType::kUint8;

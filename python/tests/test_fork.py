@@ -2,7 +2,8 @@
 can neither use it (every call raises forkfeed.Error naming both processes) nor, by
 letting go of its copy as it exits (sys.exit() runs every finalizer), stop the parent's
 workers, close its stream or give back its slots: the parent reads every batch of its
-pass exactly once."""
+pass exactly once. And a batch the child holds stays what it was at the fork, however
+the parent reads on over the slot it came in."""
 
 import pytest
 
@@ -64,3 +65,44 @@ def test_a_forked_child_cannot_use_or_stop_its_parents_loader(dataset, labels, s
 def test_a_forked_child_cannot_use_or_close_its_parents_stream(dataset, labels, daemon):
     run_forking(f"source = forkfeed.Client({str(dataset)!r}, socket={daemon.socket!r}, batch_size=5, "
                 f"workers=2, size=16, output='numpy')", len(labels))
+
+
+# The child looks at the batch held across the fork once the parent has let go of it and
+# read the rest of its pass, through every slot again.
+FORK_KEEPS_WHAT_IT_HELD = """
+import os, numpy, forkfeed
+{open}
+held = source.next_batch()
+images, labels = held.images.copy(), held.labels.copy()
+go_r, go_w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.close(go_w)
+    os.read(go_r, 1)
+    os._exit(0 if numpy.array_equal(held.images, images) and numpy.array_equal(held.labels, labels) else 3)
+os.close(go_r)
+del held
+batches = 1
+while source.next_batch() is not None:
+    batches += 1
+os.write(go_w, b"x")
+_, status = os.waitpid(pid, 0)
+assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, ("the child's batch changed", status)
+assert batches > 4, batches  # more than the slots: the held one was filled again
+source.close()
+print("ok")
+"""
+
+
+def test_a_forked_childs_batch_stays_as_it_was_at_the_fork(dataset):
+    result = run_python(FORK_KEEPS_WHAT_IT_HELD.format(
+        open=f"source = forkfeed.Loader({str(dataset)!r}, batch_size=2, workers=2, prefetch=1, size=16, "
+        "output='numpy', shuffle=False)"), timeout=120)
+    assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr
+
+
+def test_a_forked_childs_batch_of_a_stream_stays_as_it_was_at_the_fork(dataset, daemon):
+    result = run_python(FORK_KEEPS_WHAT_IT_HELD.format(
+        open=f"source = forkfeed.Client({str(dataset)!r}, socket={daemon.socket!r}, batch_size=2, workers=2, "
+        "prefetch=1, size=16, output='numpy', shuffle=False)"), timeout=120)
+    assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr
