@@ -71,10 +71,10 @@ class EntryReader {
  private:
   Status check_name(std::string_view name) const {
     if (name.empty()) return bad("has no name before '='; write NAME=SOURCES, e.g. \"image=jpg\"");
-    if (name == "__key__") {
-      return bad(
-          "is named \"__key__\", which is the samples' keys (every batch has them); give the field "
-          "another name");
+    if (name.starts_with("__")) {  // "__key__", "__present__", and what WebDataset names so
+      return bad("is named \"" + printable_cut(name) +
+                 "\": names beginning with \"__\" are forkfeed's (\"__key__\" holds the samples' keys, "
+                 "\"__present__\" which fields each sample had); give the field another name");
     }
     if (!is_name(name)) {
       return bad("has the name \"" + printable_cut(name) +

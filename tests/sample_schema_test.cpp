@@ -138,9 +138,12 @@ TEST(SampleSchemaTest, NamesAreIdentifiersEachOnce) {
   expect_refused("image=jpg, cap tion=txt", {"entry 2", "\"cap tion\""});
   expect_refused("=jpg", {"entry 1", "no name"});
   expect_refused("__key__=txt", {"entry 1", "\"__key__\"", "samples' keys"});
+  // "__present__" would be overwritten by the flags of missing="empty" in Python's dicts.
+  expect_refused("image=jpg,__present__=txt", {"entry 2", "\"__present__\"", "beginning with \"__\""});
+  expect_refused("__url__=txt", {"entry 1", "forkfeed's"});
   expect_refused("image=jpg, image=png", {"entry 2", "names \"image\" again", "entry 1"});
   EXPECT_EQ(parsed("_x9=jpg, X_=txt")[1].name, "X_");
-  EXPECT_EQ(parsed("__keys__=txt")[0].name, "__keys__");
+  EXPECT_EQ(parsed("_keys_=txt")[0].name, "_keys_");
 }
 
 TEST(SampleSchemaTest, EmptyEntriesSourcesAndKindsAreRefused) {

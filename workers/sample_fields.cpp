@@ -12,6 +12,7 @@
 #include "base/utf8.h"
 #include "dataset/npy_header.h"
 #include "dataset/shards/shard_samples.h"
+#include "dataset/shards/tar_format.h"
 #include "dataset/shards/tar_scan.h"
 
 namespace forkfeed {
@@ -110,7 +111,7 @@ Status SampleFields::write_all(const SharedIndex& index, std::uint64_t epoch, st
         if (read_column != f.column.column) {
           const std::uint64_t before = f.column.column == 0 ? name_bytes : 0;
           auto read = reader_.read(source, before);
-          if (!read.ok()) return about(r, read.status());
+          if (!read.ok()) return about_member(r, source, read.status());
           bytes = *read;
           read_column = f.column.column;
           if (before > 0) {
@@ -119,7 +120,8 @@ Status SampleFields::write_all(const SharedIndex& index, std::uint64_t epoch, st
             keyed = true;
           }
         }
-        if (Status s = write_member(f, bytes, epoch, sample, slot); !s.ok()) return about(r, s);
+        if (Status s = write_member(f, bytes, epoch, sample, slot); !s.ok())
+          return about_member(r, source, s);
         break;
       }
     }
@@ -131,6 +133,17 @@ Status SampleFields::write_all(const SharedIndex& index, std::uint64_t epoch, st
   auto read = reader_.read(headers, name_bytes);
   if (!read.ok()) return about(*keys_, read.status());
   return write_key(*read, headers.file, slot);
+}
+
+Status SampleFields::about_member(const FieldRegion& r, SampleSource source, const Status& s) {
+  // The error names the sample by its first member (the caller, DatasetIndex::describe);
+  // this one's name is in the header block just before its data (a long name cut short).
+  source.size = 0;
+  auto header = reader_.read(source, tar::kBlock);
+  Result<std::string> name = header.ok() ? member_name_in(*header, source.file) : header.status();
+  if (!name.ok()) return about(r, s);
+  return Status::FromCode(s.code(), "field '" + std::string(r.field_name()) + "' (member '" +
+                                        printable_cut(*name) + "'): " + s.message());
 }
 
 Status SampleFields::write_key(FileBytes headers, std::string_view shard, const SlotContents& slot) const {

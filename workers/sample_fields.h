@@ -41,6 +41,8 @@ class SampleFields {
   Status write_member(const Field& f, FileBytes bytes, std::uint64_t epoch, std::uint64_t sample,
                       const SlotContents& slot);
   static Status write_array(const FieldRegion& r, FileBytes bytes, const SlotContents& slot);
+  // `s`, the error of field `r` about its member at `source`, naming that member.
+  Status about_member(const FieldRegion& r, SampleSource source, const Status& s);
   // Writes the key that the member name in `headers` (PackedSamples::name_source) gives.
   Status write_key(FileBytes headers, std::string_view shard, const SlotContents& slot) const;
   // Leaves field `f` empty in the next sample (MissingField::kEmpty).

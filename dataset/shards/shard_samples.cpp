@@ -279,8 +279,12 @@ class ShardGrouping {
       return out;
     }
     const nlohmann::json* doc = json_of(m, out.shard_error);
-    if (doc == nullptr) {
-      if (out.shard_error.ok()) out.problem = named + " is not a JSON object";
+    if (doc == nullptr) return out;
+    if (!doc->is_object()) {
+      // A number beyond a double's range (1e400), NaN or Infinity makes the text no JSON.
+      out.problem = named + (doc->is_discarded() ? " is not valid JSON (numbers beyond a double's range, NaN "
+                                                   "and Infinity are not JSON)"
+                                                 : " is not a JSON object");
       return out;
     }
     const auto it = doc->find(field.json_key);
@@ -297,11 +301,11 @@ class ShardGrouping {
     return out;
   }
 
-  // Member `m` parsed as a JSON object, once a sample however many keys are read from it;
-  // null when it is not one, or (`error` set) when it cannot be read.
+  // Member `m` parsed as JSON (discarded when it is none), once a sample however many keys
+  // are read from it; null (`error` set) when it cannot be read.
   const nlohmann::json* json_of(const TarMember& m, Status& error) {
     for (const auto& [member, doc] : json_read_) {
-      if (member == &m) return doc.is_object() ? &doc : nullptr;
+      if (member == &m) return &doc;
     }
     Result<std::string> bytes = read_member_(m);
     if (!bytes.ok()) {
@@ -309,8 +313,7 @@ class ShardGrouping {
       return nullptr;
     }
     json_read_.emplace_back(&m, nlohmann::json::parse(*bytes, nullptr, /*allow_exceptions=*/false));
-    const nlohmann::json& doc = json_read_.back().second;
-    return doc.is_object() ? &doc : nullptr;
+    return &json_read_.back().second;
   }
 
   // The .npy header of array member `m`: read from its first bytes (its header's, when

@@ -46,8 +46,8 @@ class FieldView {
   // Sample i's shape: sample_shape() when dense, its own for a ragged array; empty for
   // text and bytes (bytes(i).size() is their length).
   std::span<const std::int64_t> shape(std::size_t i) const;
-  // False where the sample lacked the field (MissingField::kEmpty): its value is empty,
-  // or zeros when the field is dense.
+  // False where the sample lacked the field (MissingField::kEmpty): its value is empty
+  // (a label -1, a number NaN, zeros in a dense array or image).
   bool present(std::size_t i) const { return present_[i] != 0; }
   // The same for every sample: one byte each, 1 where present.
   std::span<const std::uint8_t> present_flags() const { return {present_, count_}; }

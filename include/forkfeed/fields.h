@@ -48,12 +48,14 @@ std::string_view to_string(ElementType type);
 // error: the sample is bad data naming the shard, the key and the field (on_error
 //        decides whether it fails the batch or is skipped).
 // skip:  the sample is left out of its batch and counted as skipped.
-// empty: the field is empty in that sample (no bytes; zeros where the field is dense),
-//        and the field's per-sample flag says it was missing.
+// empty: the field is empty in that sample (no bytes; a label kMissingLabel, -1; a
+//        number NaN; zeros in a dense array or image), and the field's per-sample flag
+//        says it was missing.
 enum class MissingField : std::uint8_t { kError, kSkip, kEmpty };
 
 struct FieldSpec {
-  // [A-Za-z_][A-Za-z0-9_]*, unique in the schema; "__key__" is the samples' keys.
+  // [A-Za-z_][A-Za-z0-9_]*, unique in the schema, not beginning with "__" (forkfeed's:
+  // "__key__" is the samples' keys).
   std::string name;
   FieldKind kind = FieldKind::kBytes;
   // Where the field's bytes are. Shards: the member extensions it takes, any one of them,

@@ -86,6 +86,12 @@ def _fields_spec(fields: Union[str, Mapping[str, str]]) -> str:
         if not isinstance(name, str) or not isinstance(source, str):
             raise TypeError(f"fields[{name!r}] must map a str name to a str of extensions (\"jpg;png\", "
                             f"\"txt\", \"json:label(class)\"), got {type(source).__name__}")
+        # The text joins entries with ',' and names to sources with '=': a dict entry
+        # holding either (or a name that trimming changes) would read back as another.
+        if "," in name or "=" in name or name != name.strip() or "," in source:
+            raise ValueError(f"fields[{name!r}] = {source!r}: a field's name is letters, digits and '_' "
+                             f"(\"caption\"), its extensions are separated by ';' (\"jpg;png\"); "
+                             f"neither may hold ',' (nor the name '=' or surrounding spaces)")
     return ", ".join(f"{name}={source}" for name, source in fields.items())
 
 
@@ -337,8 +343,9 @@ class Loader(_Pass):
 
     ``missing`` says what a sample lacking a field does: "error" (the default: bad data,
     named with its shard, key and field; ``on_error`` then fails or skips it), "skip" (left
-    out, counted as skipped) or "empty" (an empty value, zeros where the field is dense,
-    and ``batch["__present__"][name]``, a bool tensor [B], False there). ``next_batch()``
+    out, counted as skipped) or "empty" (an empty value: no bytes, a label -1, a number
+    NaN, zeros in a dense array or image; and ``batch["__present__"][name]``, a bool
+    tensor [B], False there). ``next_batch()``
     gives a ``FieldBatch(fields, indices, epoch, index)``.
 
     ``pool``: a ``forkfeed.WorkerPool`` whose workers this loader shares with the other

@@ -152,6 +152,25 @@ def test_missing_empty_gives_empty_values_and_presence(tmp_path, samples):
         assert loader.stats()["skipped_samples"] == 2
 
 
+def test_a_bad_member_is_named_by_its_own_name(tmp_path, samples):
+    # Sample 2's caption is not UTF-8: found by the worker, named by its .txt member.
+    members = []
+    for n, sample in enumerate(samples[:4]):
+        key = f"s{n:03d}"
+        members.append((f"{key}.jpg", sample["jpg"] if "jpg" in sample else sample["png"]))
+        members.append((f"{key}.txt", b"caf\xe9" if n == 2 else sample["txt"]))
+        members.append((f"{key}.cls", b"%d" % n))
+    write_tar(tmp_path / "a.tar", members)
+    options = dict(shards=str(tmp_path / "a.tar"), fields={"image": "jpg", "caption": "txt", "label": "cls"},
+                   shuffle=False, batch_size=4, workers=1, transform="eval", size=8)
+    with forkfeed.Loader(**options) as loader, pytest.raises(forkfeed.Error) as error:
+        next(iter(loader))
+    assert "field 'caption' (member 's002.txt'): is not UTF-8 at byte 3" in str(error.value), str(error.value)
+    with forkfeed.Loader(on_error="skip", **options) as loader:
+        assert [int(v) for v in next(iter(loader))["label"]] == [0, 1, 3]
+        assert loader.stats()["skipped_samples"] == 1
+
+
 def test_bad_fields_and_transforms_are_refused_naming_them(shards):
     with pytest.raises(TypeError, match="fields must be a dict"):
         forkfeed.Loader(shards=shards, fields=42)
@@ -159,6 +178,12 @@ def test_bad_fields_and_transforms_are_refused_naming_them(shards):
         forkfeed.Loader(shards=shards, fields={})
     with pytest.raises(TypeError, match=r"fields\['caption'\] must map"):
         forkfeed.Loader(shards=shards, fields={"image": "jpg", "caption": 3})
+    # A dict entry that the schema's text would read as another entry, or another name.
+    for entry in ({"caption": "txt, label=cls"}, {" caption ": "txt"}, {"a=b": "txt"}, {"a,b": "txt"}):
+        with pytest.raises(ValueError, match=r"neither may hold ','"):
+            forkfeed.Loader(shards=shards, fields={"image": "jpg", **entry})
+    with pytest.raises(ValueError, match=r"__present__.*beginning with \"__\""):
+        forkfeed.Loader(shards=shards, fields={"image": "jpg", "__present__": "txt"})
     with pytest.raises(ValueError, match="wav"):  # no member has it: the C++ side names it
         forkfeed.Loader(shards=shards, fields={"image": "jpg;png", "sound": "wav"}, **OPTIONS)
     with pytest.raises(TypeError, match=r"transform\['image'\]"):
