@@ -52,12 +52,13 @@ inline constexpr std::array<EnumName<MissingField>, 3> kEnumNames<MissingField>{
     {{MissingField::kError, "error"}, {MissingField::kSkip, "skip"}, {MissingField::kEmpty, "empty"}}};
 
 template <>
-inline constexpr std::array<EnumName<FieldKind>, 6> kEnumNames<FieldKind>{{{FieldKind::kImage, "image"},
+inline constexpr std::array<EnumName<FieldKind>, 7> kEnumNames<FieldKind>{{{FieldKind::kImage, "image"},
                                                                            {FieldKind::kLabel, "label"},
                                                                            {FieldKind::kText, "text"},
                                                                            {FieldKind::kBytes, "bytes"},
                                                                            {FieldKind::kArray, "array"},
-                                                                           {FieldKind::kNumber, "number"}}};
+                                                                           {FieldKind::kNumber, "number"},
+                                                                           {FieldKind::kMask, "mask"}}};
 
 // The value of E named `name`, or nullopt.
 template <typename E>

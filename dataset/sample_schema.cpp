@@ -58,6 +58,9 @@ class EntryReader {
     if (colon != std::string_view::npos) {
       if (Status s = read_kind(trim(rest.substr(colon + 1)), spec); !s.ok()) return s;
     }
+    if (spec.kind == FieldKind::kMask && !spec.json_key.empty()) {
+      if (Status s = read_fill(spec); !s.ok()) return s;
+    }
     if (Status s = check_key(spec); !s.ok()) return s;
     return spec;
   }
@@ -150,6 +153,26 @@ class EntryReader {
     return Status::Ok();
   }
 
+  // A mask's "(fill=N)", read from where a key would be.
+  Status read_fill(FieldSpec& spec) const {
+    const std::string_view text = spec.json_key;
+    const std::size_t eq = text.find('=');
+    const std::string_view value =
+        eq == std::string_view::npos ? std::string_view{} : trim(text.substr(eq + 1));
+    const bool digits = !value.empty() && value.size() <= 3 &&
+                        std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const int fill = digits ? std::stoi(std::string(value)) : -1;
+    if (eq == std::string_view::npos || trim(text.substr(0, eq)) != "fill" || fill < 0 || fill > 255) {
+      return bad("has \"mask(" + printable_cut(text) +
+                 ")\"; write \"mask\" or \"mask(fill=N)\", N the class id (0 to 255) of pixels moved in from "
+                 "outside the image, e.g. \"" +
+                 spec.name + "=" + spec.sources.front() + ":mask(fill=255)\"");
+    }
+    spec.fill = static_cast<std::uint8_t>(fill);
+    spec.json_key.clear();
+    return Status::Ok();
+  }
+
   // A key reads a value of a .json member: label and number fields of json sources only,
   // and those need one.
   Status check_key(const FieldSpec& spec) const {
@@ -212,6 +235,19 @@ Status check_overlaps(std::vector<FieldSpec>& fields, const std::vector<std::str
   return Status::Ok();
 }
 
+// A mask follows the schema's first image field: there must be one.
+Status check_masks(const std::vector<FieldSpec>& fields) {
+  const auto kind_is = [](FieldKind k) { return [k](const FieldSpec& f) { return f.kind == k; }; };
+  const auto mask = std::find_if(fields.begin(), fields.end(), kind_is(FieldKind::kMask));
+  if (mask == fields.end() || std::any_of(fields.begin(), fields.end(), kind_is(FieldKind::kImage)))
+    return Status::Ok();
+  return Status::InvalidArgument(
+      "field \"" + mask->name +
+      "\" is a mask, which follows the sample's image, but the fields have no image "
+      "field; add one, e.g. \"image=jpg;png, " +
+      mask->name + "=" + joined(mask->sources) + ":mask\"");
+}
+
 }  // namespace
 
 std::optional<FieldKind> parse_field_kind(std::string_view name) { return parse_enum<FieldKind>(name); }
@@ -270,6 +306,7 @@ Result<std::vector<FieldSpec>> parse_fields(std::string_view text) {
     start = comma + 1;
   }
   if (Status s = check_overlaps(fields, entries); !s.ok()) return s;
+  if (Status s = check_masks(fields); !s.ok()) return s;
   return fields;
 }
 
@@ -289,6 +326,11 @@ std::string fields_text(const std::vector<FieldSpec>& fields) {
         text += f.json_key;
         text += ')';
       }
+      if (f.fill != 0) {
+        text += "(fill=";
+        text += std::to_string(f.fill);
+        text += ')';
+      }
     }
   }
   return text;
@@ -305,7 +347,8 @@ FieldColumns field_columns(const std::vector<FieldSpec>& fields) {
       case FieldKind::kImage:
       case FieldKind::kText:
       case FieldKind::kBytes:
-      case FieldKind::kArray: {
+      case FieldKind::kArray:
+      case FieldKind::kMask: {
         const auto viewed = std::find_if(fields.begin(), fields.begin() + static_cast<std::ptrdiff_t>(f),
                                          [&](const FieldSpec& e) { return e.name == fields[f].view_of; });
         c = viewed != fields.begin() + static_cast<std::ptrdiff_t>(f)
@@ -329,7 +372,7 @@ Result<SampleSchema> sample_schema(std::string_view text, MissingField missing) 
   if (schema.columns.members == 0) {
     return Status::InvalidArgument(
         "fields \"" + printable_cut(text) +
-        "\" has no field read from a member (image, text, bytes or array); a sample needs one, e.g. "
+        "\" has no field read from a member (image, text, bytes, array or mask); a sample needs one, e.g. "
         "\"image=jpg;png\"");
   }
   schema.text = fields_text(schema.fields);

@@ -1,6 +1,7 @@
 // A schema's fields in the arena (loader/field_plan.h).
 #include "loader/field_plan.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,30 @@ Status plan_image(const LoaderOptions& resolved, const std::string& pipeline, co
   return Status::Ok();
 }
 
+// A mask: uint8, the first image field's size; its pipeline's every op must say what it
+// does to where pixels are (Pipeline::unrepeatable).
+Status plan_mask(const LoaderOptions& resolved, const std::vector<FieldSpec>& fields,
+                 const std::string& pipeline, FieldDemand& d) {
+  const auto image = std::find_if(fields.begin(), fields.end(),
+                                  [](const FieldSpec& f) { return f.kind == FieldKind::kImage; });
+  LoaderOptions o = resolved;
+  o.fields.clear();
+  o.transform = pipeline;
+  auto built = pipeline_of(o);
+  if (!built.ok()) return Status::InvalidArgument("field '" + image->name + "': " + built.status().message());
+  if (!built->unrepeatable().empty()) {
+    return Status::InvalidArgument("transform op " + built->unrepeatable() + " of image field '" +
+                                   image->name + "' has no rule for mask field '" + d.name +
+                                   "': it blends copies of the image moved in different ways, so no mask "
+                                   "matches the result; drop it, or use AutoAugment, RandAugment or "
+                                   "TrivialAugmentWide, whose moves the mask repeats");
+  }
+  const auto size = static_cast<std::int64_t>(built->size());
+  d.element = ElementType::kUint8;
+  d.shape = {size, size};
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status add_fields(ArenaSpec& spec, const LoaderOptions& resolved, const DatasetIndex& index) {
@@ -46,6 +71,10 @@ Status add_fields(ArenaSpec& spec, const LoaderOptions& resolved, const DatasetI
       case FieldKind::kImage:
         if (Status s = plan_image(resolved, (*pipelines)[image++], pipelines->front(), d, transform); !s.ok())
           return s;
+        break;
+      case FieldKind::kMask:
+        if (Status s = plan_mask(resolved, fields, pipelines->front(), d); !s.ok()) return s;
+        d.fill = fields[f].fill;
         break;
       case FieldKind::kLabel: d.element = ElementType::kInt64; break;
       case FieldKind::kNumber: d.element = ElementType::kFloat64; break;

@@ -65,7 +65,8 @@ TEST(OptionNamesTest, EveryValueOfEveryEnumHasItsName) {
                            {FieldKind::kText, "text"},
                            {FieldKind::kBytes, "bytes"},
                            {FieldKind::kArray, "array"},
-                           {FieldKind::kNumber, "number"}});
+                           {FieldKind::kNumber, "number"},
+                           {FieldKind::kMask, "mask"}});
   // One past the last enumerator has no name.
   EXPECT_EQ(to_string(static_cast<Layout>(3)), "");
 }

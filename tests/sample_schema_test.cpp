@@ -101,6 +101,23 @@ TEST(SampleSchemaTest, KeysAreForLabelsAndNumbersOfJsonMembers) {
   expect_refused("l=json:label k)", {"write KIND or KIND(KEY)"});
 }
 
+TEST(SampleSchemaTest, MasksFollowAnImageWithAFillOfTheirOwn) {
+  const std::vector<FieldSpec> f = parsed("image=jpg, seg=seg.png;seg.npy:mask( fill = 255 ), m2=m.png:mask");
+  FieldSpec seg = spec("seg", FieldKind::kMask, {"seg.png", "seg.npy"});
+  seg.fill = 255;
+  EXPECT_EQ(f[1], seg);
+  EXPECT_EQ(f[2], spec("m2", FieldKind::kMask, {"m.png"}));
+  EXPECT_EQ(fields_text(f), "image=jpg, seg=seg.png;seg.npy:mask(fill=255), m2=m.png:mask");
+  EXPECT_EQ(parsed(fields_text(f)), f);
+  EXPECT_EQ(field_columns(f).members, 3u);  // a mask is a member of its own
+  for (const char* bad : {"s=png:mask(256)", "s=png:mask(fill=256)", "s=png:mask(fill=-1)",
+                          "s=png:mask(fil=2)", "s=png:mask(fill=)", "s=png:mask(fill=1e2)"}) {
+    expect_refused(std::string("image=jpg, ") + bad, {"entry 2", "\"mask(fill=N)\"", "s=png:mask(fill=255)"});
+  }
+  expect_refused("seg=seg.png:mask, caption=txt", {"\"seg\" is a mask", "no image field", "image=jpg;png"});
+  expect_refused("image=jpg, t=txt:text(fill=3)", {"only label and number fields read a key"});
+}
+
 TEST(SampleSchemaTest, ImageFieldsWithTheSameSourcesAreViews) {
   const std::vector<FieldSpec> f = parsed("view1=jpg;png, view2=jpg;png, caption=txt, view3=png;JPG");
   ASSERT_EQ(f.size(), 4u);
@@ -164,9 +181,9 @@ TEST(SampleSchemaTest, EmptyEntriesSourcesAndKindsAreRefused) {
   expect_refused("image=a/b", {"holds '/'"});
   expect_refused("image=j pg", {"holds ' '"});
   expect_refused("image=jpg;JPG", {"\"jpg\" twice"});
-  expect_refused("image=jpg:", {"no kind", "image, label, text, bytes, array or number"});
+  expect_refused("image=jpg:", {"no kind", "image, label, text, bytes, array, number or mask"});
   expect_refused("caption=txt:str",
-                 {"entry 1", "the kind \"str\"", "image, label, text, bytes, array or number"});
+                 {"entry 1", "the kind \"str\"", "image, label, text, bytes, array, number or mask"});
   expect_refused("caption=txt:Text", {"the kind \"Text\""});
 }
 
@@ -222,7 +239,7 @@ TEST(SampleSchemaTest, TheOptionsSchema) {
 
 TEST(SampleSchemaTest, KindAndMissingNames) {
   for (FieldKind k : {FieldKind::kImage, FieldKind::kLabel, FieldKind::kText, FieldKind::kBytes,
-                      FieldKind::kArray, FieldKind::kNumber}) {
+                      FieldKind::kArray, FieldKind::kNumber, FieldKind::kMask}) {
     EXPECT_EQ(parse_field_kind(to_string(k)), k) << to_string(k);
   }
   EXPECT_EQ(to_string(FieldKind::kArray), "array");

@@ -183,9 +183,9 @@ void draw_sign(KeyedRng& rng, const OpRange& range, DrawnOp& drawn) {
 int below(KeyedRng& rng, std::size_t n) { return static_cast<int>(rng.below(n)); }
 
 void apply_all(cv::Mat& img, const std::vector<DrawnOp>& ops, fn::Interpolation interpolation,
-               const fn::Fill& fill) {
+               const fn::Fill& fill, fn::Moves* moves) {
   for (const DrawnOp& op : ops) {
-    apply(img, op, interpolation, fill);
+    apply(img, op, interpolation, fill, moves);
   }
 }
 
@@ -298,9 +298,9 @@ void AutoAugment::draw(KeyedRng& rng, int width, int height, std::vector<DrawnOp
   }
 }
 
-void AutoAugment::run(cv::Mat& img, KeyedRng& rng, std::vector<DrawnOp>& scratch) const {
+void AutoAugment::run(cv::Mat& img, KeyedRng& rng, std::vector<DrawnOp>& scratch, fn::Moves* moves) const {
   draw(rng, img.cols, img.rows, scratch);
-  apply_all(img, scratch, interpolation, fill);
+  apply_all(img, scratch, interpolation, fill, moves);
 }
 
 void RandAugment::draw(KeyedRng& rng, int width, int height, std::vector<DrawnOp>& out) const {
@@ -314,9 +314,9 @@ void RandAugment::draw(KeyedRng& rng, int width, int height, std::vector<DrawnOp
   }
 }
 
-void RandAugment::run(cv::Mat& img, KeyedRng& rng, std::vector<DrawnOp>& scratch) const {
+void RandAugment::run(cv::Mat& img, KeyedRng& rng, std::vector<DrawnOp>& scratch, fn::Moves* moves) const {
   draw(rng, img.cols, img.rows, scratch);
-  apply_all(img, scratch, interpolation, fill);
+  apply_all(img, scratch, interpolation, fill, moves);
 }
 
 void TrivialAugmentWide::draw(KeyedRng& rng, int /*width*/, int /*height*/, std::vector<DrawnOp>& out) const {
@@ -330,9 +330,10 @@ void TrivialAugmentWide::draw(KeyedRng& rng, int /*width*/, int /*height*/, std:
   out.push_back(drawn);
 }
 
-void TrivialAugmentWide::run(cv::Mat& img, KeyedRng& rng, std::vector<DrawnOp>& scratch) const {
+void TrivialAugmentWide::run(cv::Mat& img, KeyedRng& rng, std::vector<DrawnOp>& scratch,
+                             fn::Moves* moves) const {
   draw(rng, img.cols, img.rows, scratch);
-  apply_all(img, scratch, interpolation, fill);
+  apply_all(img, scratch, interpolation, fill, moves);
 }
 
 // forward(): the Beta weight of the original (a 2-way Dirichlet), the chains' Dirichlet

@@ -47,16 +47,18 @@ struct DrawnOp {
   int bin = -1;
 };
 
-// _apply_op(img, op, magnitude, interpolation, fill).
-void apply(cv::Mat& img, const DrawnOp& op, fn::Interpolation interpolation, const fn::Fill& fill);
+// _apply_op(img, op, magnitude, interpolation, fill). A shear, translation or rotation is
+// appended to `moves` when that is not null.
+void apply(cv::Mat& img, const DrawnOp& op, fn::Interpolation interpolation, const fn::Fill& fill,
+           fn::Moves* moves = nullptr);
 
 // Every policy: draw() appends what it draws for one width x height image to `out` (which
-// it clears first); run() draws and applies.
+// it clears first); run() draws and applies, appending the geometric ops to `moves`.
 struct AutoAugment {  // policy: ImageNet
   fn::Interpolation interpolation = fn::Interpolation::kNearest;
   fn::Fill fill = {0, 0, 0};
   void draw(KeyedRng& rng, int width, int height, std::vector<DrawnOp>& out) const;
-  void run(cv::Mat& img, KeyedRng& rng, std::vector<DrawnOp>& scratch) const;
+  void run(cv::Mat& img, KeyedRng& rng, std::vector<DrawnOp>& scratch, fn::Moves* moves = nullptr) const;
 };
 
 struct RandAugment {
@@ -66,7 +68,7 @@ struct RandAugment {
   fn::Interpolation interpolation = fn::Interpolation::kNearest;
   fn::Fill fill = {0, 0, 0};
   void draw(KeyedRng& rng, int width, int height, std::vector<DrawnOp>& out) const;
-  void run(cv::Mat& img, KeyedRng& rng, std::vector<DrawnOp>& scratch) const;
+  void run(cv::Mat& img, KeyedRng& rng, std::vector<DrawnOp>& scratch, fn::Moves* moves = nullptr) const;
 };
 
 struct TrivialAugmentWide {
@@ -74,11 +76,12 @@ struct TrivialAugmentWide {
   fn::Interpolation interpolation = fn::Interpolation::kNearest;
   fn::Fill fill = {0, 0, 0};
   void draw(KeyedRng& rng, int width, int height, std::vector<DrawnOp>& out) const;
-  void run(cv::Mat& img, KeyedRng& rng, std::vector<DrawnOp>& scratch) const;
+  void run(cv::Mat& img, KeyedRng& rng, std::vector<DrawnOp>& scratch, fn::Moves* moves = nullptr) const;
 };
 
 // AugMix mixes several chains of ops with Dirichlet weights and the result with the
-// original by a Beta draw; its draws are the chains' ops and the weights.
+// original by a Beta draw; its draws are the chains' ops and the weights. No move says
+// what it does to where pixels are: a sample with a mask refuses it (Op::repeatable).
 struct AugMix {
   int severity = 3;
   int mixture_width = 3;

@@ -43,17 +43,22 @@ const char* name(Op op) {
   return kNames[static_cast<std::size_t>(op)];
 }
 
-void apply(cv::Mat& img, const DrawnOp& op, fn::Interpolation interpolation, const fn::Fill& fill) {
+void apply(cv::Mat& img, const DrawnOp& op, fn::Interpolation interpolation, const fn::Fill& fill,
+           fn::Moves* moves) {
   const double m = op.magnitude;
+  const auto warp = [&](const fn::AffineParams& p) {
+    fn::affine(img, p, interpolation, fill);
+    if (moves != nullptr) moves->push_back({fn::Move::Kind::kAffine, p});
+  };
   // One line per op, like _apply_op's table.
   // clang-format off
   switch (op.op) {
     case Op::kIdentity: break;
-    case Op::kShearX: fn::affine(img, shear(shear_degrees(m), 0.0), interpolation, fill); break;
-    case Op::kShearY: fn::affine(img, shear(0.0, shear_degrees(m)), interpolation, fill); break;
-    case Op::kTranslateX: fn::affine(img, translate(m, 0.0), interpolation, fill); break;
-    case Op::kTranslateY: fn::affine(img, translate(0.0, m), interpolation, fill); break;
-    case Op::kRotate: fn::rotate(img, m, interpolation, fill); break;
+    case Op::kShearX: warp(shear(shear_degrees(m), 0.0)); break;
+    case Op::kShearY: warp(shear(0.0, shear_degrees(m))); break;
+    case Op::kTranslateX: warp(translate(m, 0.0)); break;
+    case Op::kTranslateY: warp(translate(0.0, m)); break;
+    case Op::kRotate: warp(fn::Move::rotation(m, std::nullopt).affine); break;
     case Op::kBrightness: fn::adjust_brightness(img, 1.0 + m); break;
     case Op::kColor: fn::adjust_saturation(img, 1.0 + m); break;
     case Op::kContrast: fn::adjust_contrast(img, 1.0 + m); break;

@@ -10,8 +10,10 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <opencv2/core/mat.hpp>
 #include <optional>
+#include <vector>
 
 namespace forkfeed::fn {
 
@@ -49,10 +51,29 @@ struct AffineParams {
   std::array<double, 2> shear = {0, 0};
   std::optional<std::array<double, 2>> center;
 };
-// F.affine(img, angle, translate, scale, shear, interpolation, fill, center).
+// F.affine(img, angle, translate, scale, shear, interpolation, fill, center). img is
+// uint8 with 3 channels, or (nearest only) 1 channel of uint8 or uint16: a mask.
 void affine(cv::Mat& img, const AffineParams& params, Interpolation interpolation, const Fill& fill);
 // F.rotate(img, angle, interpolation, expand=False, center, fill).
 void rotate(cv::Mat& img, double angle, Interpolation interpolation, const Fill& fill,
             std::optional<std::array<double, 2>> center = std::nullopt);
+
+// What a geometric op did to where a sample's pixels are, so that its other fields (a
+// mask) can do the same: a flip, or F.affine's parameters (F.rotate(a) is F.affine(-a)).
+struct Move {
+  enum class Kind : std::uint8_t { kHflip, kVflip, kAffine };
+  Kind kind = Kind::kHflip;
+  AffineParams affine;  // kAffine
+  static Move rotation(double angle, std::optional<std::array<double, 2>> center) {
+    Move m{Kind::kAffine, {}};
+    m.affine.angle = -angle;
+    m.affine.center = center;
+    return m;
+  }
+};
+// A sample's moves, in the order its ops made them.
+using Moves = std::vector<Move>;
+// Does `move` to img (as affine() takes it), nearest where it warps, `fill` moved in.
+void repeat(cv::Mat& img, const Move& move, const Fill& fill);
 
 }  // namespace forkfeed::fn

@@ -118,7 +118,8 @@ std::uint8_t to_uint8(float v) { return cv::saturate_cast<std::uint8_t>(v); }
 // can be read: torch's masked gather reads zeros there too.
 class PaddedSource {
  public:
-  explicit PaddedSource(const cv::Mat& img) : width_(img.cols), height_(img.rows) {
+  explicit PaddedSource(const cv::Mat& img)
+      : width_(img.cols), height_(img.rows), pixel_bytes_(static_cast<int>(img.elemSize())) {
     thread_local cv::Mat padded;  // reused: no allocation per call for a steady image size
     // ISOLATED: a view's neighbours in its parent image are not its border.
     cv::copyMakeBorder(img, padded, 1, 1, 1, 1, cv::BORDER_CONSTANT | cv::BORDER_ISOLATED,
@@ -126,26 +127,39 @@ class PaddedSource {
     padded_ = &padded;
   }
   // REQUIRES: -1 <= x <= width, -1 <= y <= height.
-  const std::uint8_t* at(int x, int y) const { return padded_->ptr<std::uint8_t>(y + 1) + 3 * (x + 1); }
+  const std::uint8_t* at(int x, int y) const {
+    return padded_->ptr<std::uint8_t>(y + 1) + pixel_bytes_ * (x + 1);
+  }
   bool contains(int x, int y) const { return x >= 0 && x < width_ && y >= 0 && y < height_; }
   int width() const { return width_; }
   int height() const { return height_; }
 
  private:
-  int width_, height_;
+  int width_, height_, pixel_bytes_;
   const cv::Mat* padded_;
 };
 
-void sample_nearest(const PaddedSource& src, SourceGrid& grid, const Fill& fill, cv::Mat& dst) {
-  const std::uint8_t outside[3] = {to_uint8(fill[0]), to_uint8(fill[1]), to_uint8(fill[2])};
+// The pixel `fill` makes in an image of `img`'s type, as torch casts the fill to its dtype.
+cv::Mat fill_pixel(const cv::Mat& img, const Fill& fill) {
+  cv::Mat pixel(1, 1, img.type());
+  if (img.type() == CV_16UC1) {
+    pixel.at<std::uint16_t>(0) = cv::saturate_cast<std::uint16_t>(fill[0]);
+  } else {
+    for (int c = 0; c < img.channels(); ++c) pixel.ptr<std::uint8_t>()[c] = to_uint8(fill[c]);
+  }
+  return pixel;
+}
+
+void sample_nearest(const PaddedSource& src, SourceGrid& grid, const cv::Mat& outside, cv::Mat& dst) {
+  const auto bytes = static_cast<std::ptrdiff_t>(dst.elemSize());
   for (int j = 0; j < dst.rows; ++j) {
     grid.start_row(j);
     std::uint8_t* out = dst.ptr<std::uint8_t>(j);
-    for (int i = 0; i < dst.cols; ++i, out += 3) {
+    for (int i = 0; i < dst.cols; ++i, out += bytes) {
       // Half to even, and INT_MIN past int's range: torch's round() and int conversion.
       const int x = cvRound(grid.x(i)), y = cvRound(grid.y(i));
-      const std::uint8_t* in = src.contains(x, y) ? src.at(x, y) : outside;
-      std::copy(in, in + 3, out);
+      const std::uint8_t* in = src.contains(x, y) ? src.at(x, y) : outside.ptr<std::uint8_t>();
+      std::copy(in, in + bytes, out);
     }
   }
 }
@@ -200,12 +214,13 @@ void sample_bilinear(const PaddedSource& src, SourceGrid& grid, const Fill& fill
 // input's size; the input is copied aside first so img can be written in place.
 void warp(cv::Mat& img, const Matrix& m, Interpolation interpolation, const Fill& fill) {
   if (img.empty()) return;
-  CV_Assert(img.type() == CV_8UC3);
+  const bool mask = img.type() == CV_8UC1 || img.type() == CV_16UC1;
+  CV_Assert(img.type() == CV_8UC3 || (mask && interpolation == Interpolation::kNearest));
   const PaddedSource source(img);
   thread_local SourceGrid grid;
   grid.reset(m, img.cols, img.rows);
   if (interpolation == Interpolation::kNearest) {
-    sample_nearest(source, grid, fill, img);
+    sample_nearest(source, grid, fill_pixel(img, fill), img);
   } else {
     sample_bilinear(source, grid, fill, img);
   }
@@ -224,6 +239,14 @@ void rotate(cv::Mat& img, double angle, Interpolation interpolation, const Fill&
   // F.rotate negates the angle: affine turns clockwise, rotate counter-clockwise.
   const Matrix m = inverse_affine_matrix(tensor_center(center, img), -angle, {0.0, 0.0}, 1.0, {0.0, 0.0});
   warp(img, m, interpolation, fill);
+}
+
+void repeat(cv::Mat& img, const Move& move, const Fill& fill) {
+  switch (move.kind) {
+    case Move::Kind::kHflip: hflip(img); break;
+    case Move::Kind::kVflip: vflip(img); break;
+    case Move::Kind::kAffine: affine(img, move.affine, Interpolation::kNearest, fill); break;
+  }
 }
 
 }  // namespace forkfeed::fn

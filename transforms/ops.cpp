@@ -54,7 +54,7 @@ Status check_normalisation(const std::array<float, 3>& mean, const std::array<fl
 Result<GeometryStep> Op::step(int width, int height, KeyedRng&) const {
   return GeometryStep{0, 0, width, height, width, height};
 }
-void Op::run(cv::Mat&, KeyedRng&) {}
+void Op::run(cv::Mat&, KeyedRng&, fn::Moves*) {}
 void Op::run(TensorSample&, KeyedRng&) {}
 
 namespace {
@@ -237,7 +237,7 @@ class Sometimes : public Op {
       : Op(Stage::kPixels), apply_(std::move(apply)), commutes_(commutes) {
     p_ = a.number("p", default_p, 0, 1);
   }
-  void run(cv::Mat& sample, KeyedRng& rng) override {
+  void run(cv::Mat& sample, KeyedRng& rng, fn::Moves*) override {
     if (draw(rng, p_)) apply_(sample);
   }
   bool commutes_with_mirror() const override { return commutes_; }
@@ -253,8 +253,10 @@ class RandomHorizontalFlip : public Op {
   explicit RandomHorizontalFlip(OpArgs& a) : Op(Stage::kPixels) { p_ = a.number("p", 0.5, 0, 1); }
   bool is_mirror() const override { return true; }
   bool mirrors(KeyedRng& rng) const override { return draw(rng, p_); }
-  void run(cv::Mat& sample, KeyedRng& rng) override {
-    if (mirrors(rng)) fn::hflip(sample);
+  void run(cv::Mat& sample, KeyedRng& rng, fn::Moves* moves) override {
+    if (!mirrors(rng)) return;
+    fn::hflip(sample);
+    if (moves != nullptr) moves->push_back({fn::Move::Kind::kHflip, {}});
   }
   bool commutes_with_mirror() const override { return true; }
   bool only_moves_pixels() const override { return true; }
@@ -263,10 +265,19 @@ class RandomHorizontalFlip : public Op {
   double p_ = 0.5;
 };
 
-class RandomVerticalFlip : public Sometimes {
+class RandomVerticalFlip : public Op {
  public:
-  explicit RandomVerticalFlip(OpArgs& a) : Sometimes(a, 0.5, fn::vflip, true) {}
+  explicit RandomVerticalFlip(OpArgs& a) : Op(Stage::kPixels) { p_ = a.number("p", 0.5, 0, 1); }
+  void run(cv::Mat& sample, KeyedRng& rng, fn::Moves* moves) override {
+    if (!draw(rng, p_)) return;
+    fn::vflip(sample);
+    if (moves != nullptr) moves->push_back({fn::Move::Kind::kVflip, {}});
+  }
+  bool commutes_with_mirror() const override { return true; }
   bool only_moves_pixels() const override { return true; }
+
+ private:
+  double p_ = 0.5;
 };
 
 // ColorJitter's ranges: a number v is [max(0, 1 - v), 1 + v] (hue: [-v, v]); a range
@@ -297,7 +308,7 @@ class ColorJitter : public Op {
     ranges_[2] = jitter(a, "saturation", false);
     ranges_[3] = jitter(a, "hue", true);
   }
-  void run(cv::Mat& sample, KeyedRng& rng) override {
+  void run(cv::Mat& sample, KeyedRng& rng, fn::Moves*) override {
     // get_params: torch.randperm(4), then a factor for each op that is not None.
     std::array<int, 4> order{0, 1, 2, 3};
     for (int i = 3; i > 0; --i) std::swap(order[i], order[rng.below(static_cast<std::uint64_t>(i) + 1)]);
@@ -328,7 +339,7 @@ class Grayscale : public Op {
       a.fail("num_output_channels", "must be 3: batches have three channels (write Grayscale(3))");
     }
   }
-  void run(cv::Mat& sample, KeyedRng&) override { fn::rgb_to_grayscale(sample); }
+  void run(cv::Mat& sample, KeyedRng&, fn::Moves*) override { fn::rgb_to_grayscale(sample); }
   bool commutes_with_mirror() const override { return true; }
 };
 
@@ -348,7 +359,7 @@ class GaussianBlur : public Op {
     if (sigma_[0] <= 0 || sigma_[0] > sigma_[1])
       a.fail("sigma", "must be positive, as a number or (min, max)");
   }
-  void run(cv::Mat& sample, KeyedRng& rng) override {
+  void run(cv::Mat& sample, KeyedRng& rng, fn::Moves*) override {
     const double sigma = rng.uniform(sigma_[0], sigma_[1]);
     fn::gaussian_blur(sample, {kernel_[0], kernel_[1]}, {sigma, sigma});
   }
@@ -388,8 +399,10 @@ class RandomRotation : public Op {
     center_ = center_of(a);
     fill_ = a.fill("fill");
   }
-  void run(cv::Mat& sample, KeyedRng& rng) override {
-    fn::rotate(sample, rng.uniform(degrees_[0], degrees_[1]), interpolation_, fill_, center_);
+  void run(cv::Mat& sample, KeyedRng& rng, fn::Moves* moves) override {
+    const double angle = rng.uniform(degrees_[0], degrees_[1]);
+    fn::rotate(sample, angle, interpolation_, fill_, center_);
+    if (moves != nullptr) moves->push_back(fn::Move::rotation(angle, center_));
   }
 
  private:
@@ -434,7 +447,7 @@ class RandomAffine : public Op {
     fill_ = a.fill("fill");
     center_ = center_of(a);
   }
-  void run(cv::Mat& sample, KeyedRng& rng) override {
+  void run(cv::Mat& sample, KeyedRng& rng, fn::Moves* moves) override {
     // RandomAffine.get_params, in its order: angle, translation, scale, shear.
     fn::AffineParams p;
     p.angle = rng.uniform(degrees_[0], degrees_[1]);
@@ -450,6 +463,7 @@ class RandomAffine : public Op {
     }
     p.center = center_;
     fn::affine(sample, p, interpolation_, fill_);
+    if (moves != nullptr) moves->push_back({fn::Move::Kind::kAffine, p});
   }
 
  private:
@@ -467,13 +481,14 @@ template <typename Policy>
 class Augment : public Op {
  public:
   explicit Augment(Policy policy) : Op(Stage::kPixels), policy_(policy) {}
-  void run(cv::Mat& sample, KeyedRng& rng) override {
+  void run(cv::Mat& sample, KeyedRng& rng, fn::Moves* moves) override {
     if constexpr (std::is_same_v<Policy, augment::AugMix>) {
       policy_.run(sample, rng);
     } else {
-      policy_.run(sample, rng, drawn_);
+      policy_.run(sample, rng, drawn_, moves);
     }
   }
+  bool repeatable() const override { return !std::is_same_v<Policy, augment::AugMix>; }
 
  private:
   Policy policy_;

@@ -21,6 +21,7 @@
 #include "base/keyed_rng.h"
 #include "forkfeed/options.h"
 #include "forkfeed/status.h"
+#include "transforms/functional.h"
 #include "transforms/pipeline_spec.h"
 
 namespace forkfeed {
@@ -71,8 +72,12 @@ class Op {
   // only crop it.
   virtual bool resamples() const { return false; }
 
-  // Pixels: changes the uint8 sample in place.
-  virtual void run(cv::Mat& sample, KeyedRng& rng);
+  // Pixels: changes the uint8 sample in place. An op that moves pixels (a flip, a warp)
+  // appends what it did to `moves` when that is not null: the sample's mask repeats it.
+  virtual void run(cv::Mat& sample, KeyedRng& rng, fn::Moves* moves);
+  // Pixels: whether `moves` can say what the op does to where pixels are — every op but
+  // AugMix, which blends copies of the sample moved in different ways.
+  virtual bool repeatable() const { return true; }
   // Pixels: a horizontal mirror of the sample, drawn (RandomHorizontalFlip): the pipeline
   // folds it into the store when every op after it commutes with mirroring.
   virtual bool mirrors(KeyedRng& /*rng*/) const { return false; }

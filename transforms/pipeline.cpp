@@ -131,6 +131,7 @@ Result<Pipeline> Pipeline::build(std::string_view text, const PipelineOptions& o
     std::unique_ptr<Op> op = std::move(made).value();
     if (Status s = order.admit(call, *op); !s.ok()) return s;
     if (Status s = check_pixels(*op, call, options.max_pixels); !s.ok()) return s;
+    if (!op->repeatable() && p.unrepeatable_.empty()) p.unrepeatable_ = call.text;
     switch (op->stage()) {
       case Stage::kGeometry: p.geometry_.push_back(std::move(op)); break;
       case Stage::kPixels: p.pixels_.push_back(std::move(op)); break;
@@ -209,18 +210,21 @@ bool Pipeline::pixel_ops_are_mirrors() const {
   return true;
 }
 
-bool Pipeline::run_pixels(cv::Mat& sample, KeyedRng& rng) {
+bool Pipeline::run_pixels(cv::Mat& sample, KeyedRng& rng, fn::Moves* moves) {
   bool mirror = false;
   for (const auto& op : pixels_) {
     if (op->is_mirror()) {
-      mirror ^= op->mirrors(rng);
+      const bool mirrors = op->mirrors(rng);
+      // What comes between the draw and the flip commutes with it: recorded where drawn.
+      if (mirrors && moves != nullptr) moves->push_back({fn::Move::Kind::kHflip, {}});
+      mirror ^= mirrors;
       continue;
     }
     if (mirror && !op->commutes_with_mirror()) {
       fn::hflip(sample);
       mirror = false;
     }
-    op->run(sample, rng);
+    op->run(sample, rng, moves);
   }
   return mirror;
 }

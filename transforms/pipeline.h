@@ -19,6 +19,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -64,7 +65,11 @@ class Pipeline {
   // The pixel ops on the size x size uint8 sample, in place. Returns whether the sample
   // is still to be mirrored: a drawn flip waits (the store mirrors for free while it
   // writes) until an op that does not commute with mirroring comes.
-  bool run_pixels(cv::Mat& sample, KeyedRng& rng);
+  // A flip or warp is appended to `moves` when that is not null (a mask follows the sample).
+  bool run_pixels(cv::Mat& sample, KeyedRng& rng, fn::Moves* moves = nullptr);
+  // The text of the first op whose moves a mask cannot repeat (Op::repeatable); "" when
+  // every op's can.
+  const std::string& unrepeatable() const { return unrepeatable_; }
   void run_tensor(TensorSample sample, KeyedRng& rng);
 
  private:
@@ -75,6 +80,7 @@ class Pipeline {
   OpDefaults normalisation_{};
   std::uint32_t size_ = 0;
   std::uint64_t max_pixels_ = 0;
+  std::string unrepeatable_;
 };
 
 }  // namespace forkfeed

@@ -109,6 +109,7 @@ Result<SlotFields> SlotFields::place(std::span<const FieldDemand> demands, std::
     r.element = d.element;
     r.ragged = d.ragged ? 1 : 0;
     r.rank = static_cast<std::uint8_t>(d.ragged ? 0 : d.shape.size());
+    r.fill = d.fill;
     std::copy(d.shape.begin(), d.shape.end(), r.shape);
     if (!place_one(d, batch_size, at, r)) return bad(d, "does not fit in a slot: its size overflows");
   }

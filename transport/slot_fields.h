@@ -39,9 +39,9 @@ struct FieldRegion {
   char name[kFieldNameBytes];  // NUL-terminated
   FieldKind kind;
   ElementType element;
-  std::uint8_t ragged;  // 1: values back to back with offsets; 0: dense
-  std::uint8_t rank;    // dense: dimensions of one sample (0: a scalar)
-  std::uint32_t reserved;
+  std::uint8_t ragged;                // 1: values back to back with offsets; 0: dense
+  std::uint8_t rank;                  // dense: dimensions of one sample (0: a scalar)
+  std::uint32_t fill;                 // a mask's FieldSpec::fill; 0 for other kinds
   std::int64_t shape[kMaxFieldRank];  // dense: one sample's shape
   std::uint64_t sample_bytes;         // dense: bytes of one sample
   std::uint64_t values;               // the values
@@ -64,6 +64,7 @@ struct FieldDemand {
   // Where a dense field lies when it is not placed after the pixels: the pixels' or the
   // labels' offset (the first image or label field); 0: placed.
   std::uint64_t fixed_at = 0;
+  std::uint32_t fill = 0;  // a mask's FieldSpec::fill
 };
 
 struct SlotFields {

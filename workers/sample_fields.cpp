@@ -14,6 +14,7 @@
 #include "dataset/shards/shard_samples.h"
 #include "dataset/shards/tar_format.h"
 #include "dataset/shards/tar_scan.h"
+#include "workers/mask_decoder.h"
 
 namespace forkfeed {
 namespace {
@@ -50,12 +51,15 @@ SampleFields::SampleFields(const ControlBlock& control, DecodePath path)
       field.image = std::make_unique<SamplePipeline>(control.field_transforms[f], path);
       field.draws = images++;
     }
+    masks_ = masks_ || field.region->kind == FieldKind::kMask;
     fields_.push_back(std::move(field));
   }
   // Members in column order, so that views follow the image they view and take the bytes
-  // it read: a member is read once however many fields decode it.
+  // it read: a member is read once however many fields decode it. Masks last, after the
+  // image they follow.
   std::stable_sort(fields_.begin(), fields_.end(), [](const Field& a, const Field& b) {
     const auto key = [](const Field& f) {
+      if (f.region->kind == FieldKind::kMask) return std::int64_t{kMaxSlotFields} + f.column.column;
       return f.column.store == FieldColumn::Store::kMember ? std::int64_t{f.column.column} : -1;
     };
     return key(a) < key(b);
@@ -81,6 +85,7 @@ Status SampleFields::write_all(const SharedIndex& index, std::uint64_t epoch, st
   // The key's headers lie just before the sample's slice: read with it when it is read.
   const std::uint64_t name_bytes = keys_ != nullptr ? packed.name_bytes(sample) : 0;
   bool keyed = keys_ == nullptr;
+  followed_ = false;
   for (const Field& f : fields_) {
     const FieldRegion& r = *f.region;
     slot.set_present(r, true);
@@ -166,8 +171,12 @@ Status SampleFields::write_member(const Field& f, FileBytes bytes, std::uint64_t
       // among them) each from a stream of their own.
       KeyedRng rng = f.draws == 0 ? KeyedRng({control_.transform.seed, epoch, sample})
                                   : KeyedRng({control_.transform.seed, epoch, sample, f.draws});
-      return f.image->decode(bytes, rng, slot.next_dense(r));
+      const bool followed = masks_ && f.draws == 0;
+      Status s = f.image->decode(bytes, rng, slot.next_dense(r), followed ? &geometry_ : nullptr);
+      followed_ = followed_ || (followed && s.ok());
+      return s;
     }
+    case FieldKind::kMask: return write_mask(r, bytes, slot);
     case FieldKind::kText: {
       const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
       if (const std::size_t valid = valid_utf8_prefix(text); valid != text.size()) {
@@ -204,6 +213,22 @@ Status SampleFields::write_array(const FieldRegion& r, FileBytes bytes, const Sl
                            std::to_string(kMaxFieldRank) + " are carried");
   }
   return append_ragged(r, data, slot, header->shape, header->dtype);
+}
+
+Status SampleFields::write_mask(const FieldRegion& r, FileBytes bytes, const SlotContents& slot) {
+  if (!followed_) {  // its image is missing (missing=empty): so is what it would follow
+    write_missing(r, slot);
+    return Status::Ok();
+  }
+  if (Status s = decode_mask(bytes, control_.transform.max_pixels, mask_); !s.ok()) return s;
+  if (mask_.cols != geometry_.width || mask_.rows != geometry_.height) {
+    return Status::BadData("the mask is " + std::to_string(mask_.cols) + "x" + std::to_string(mask_.rows) +
+                           ", its image " + std::to_string(geometry_.width) + "x" +
+                           std::to_string(geometry_.height) + "; a mask has its image's size");
+  }
+  cv::Mat out(static_cast<int>(r.shape[0]), static_cast<int>(r.shape[1]), CV_8UC1, slot.next_dense(r));
+  follow(geometry_, mask_, r.fill, out);
+  return Status::Ok();
 }
 
 void SampleFields::write_missing(const FieldRegion& r, const SlotContents& slot) {

@@ -3,15 +3,17 @@
 // transformed, each by its own pipeline (a view decodes the bytes its image read, with
 // draws of its own); text checked as UTF-8 and bytes copied; arrays checked against their
 // .npy header and the field's dtype and shape, their data copied; labels and numbers, read
-// while indexing, copied from the index; the sample's key from the tar headers before its
-// slice (read with its first member when it has that). One per worker per loader; it owns
-// what it reuses.
+// while indexing, copied from the index; masks, last, following where the first image
+// field's pixels went (its SampleGeometry); the sample's key from the tar headers before
+// its slice (read with its first member when it has that). One per worker per loader; it
+// owns what it reuses.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "transforms/sample_geometry.h"
 #include "transport/arena.h"
 #include "transport/slot_contents.h"
 #include "workers/image_decoder.h"
@@ -41,6 +43,8 @@ class SampleFields {
   Status write_member(const Field& f, FileBytes bytes, std::uint64_t epoch, std::uint64_t sample,
                       const SlotContents& slot);
   static Status write_array(const FieldRegion& r, FileBytes bytes, const SlotContents& slot);
+  // Decodes mask `r` and makes it follow the image's geometry_.
+  Status write_mask(const FieldRegion& r, FileBytes bytes, const SlotContents& slot);
   // `s`, the error of field `r` about its member at `source`, naming that member.
   Status about_member(const FieldRegion& r, SampleSource source, const Status& s);
   // Writes the key that the member name in `headers` (PackedSamples::name_source) gives.
@@ -52,6 +56,12 @@ class SampleFields {
   std::vector<Field> fields_;
   const FieldRegion* keys_ = nullptr;  // kKeyField's region
   SampleReader reader_;
+  // Where the first image field's pixels went, recorded when the schema has masks;
+  // `followed_`: recorded for this sample (not when its image is missing).
+  bool masks_ = false;
+  bool followed_ = false;
+  SampleGeometry geometry_;
+  cv::Mat mask_;  // reused: a mask as decoded
 };
 
 }  // namespace forkfeed

@@ -12,7 +12,15 @@
 
 namespace forkfeed {
 
-Status SamplePipeline::decode_fused(FileBytes file, KeyedRng& rng, std::byte* out) {
+Status SamplePipeline::record(int width, int height, const KeyedRng& rng, SampleGeometry& geometry) const {
+  geometry.width = width;
+  geometry.height = height;
+  geometry.moves.clear();
+  KeyedRng replay = rng;
+  return transform_.steps(width, height, replay, geometry.steps);
+}
+
+Status SamplePipeline::decode_fused(FileBytes file, KeyedRng& rng, std::byte* out, SampleGeometry* geometry) {
   auto choice = decoders_.choose(file, spec_.max_pixels);
   if (!choice.ok()) return choice.status();
   auto [decoder, size] = *choice;
@@ -20,6 +28,9 @@ Status SamplePipeline::decode_fused(FileBytes file, KeyedRng& rng, std::byte* ou
   if (whole) {
     if (Status s = decoders_.decode(file, spec_.max_pixels, pixels_); !s.ok()) return s;
     size = {pixels_.cols, pixels_.rows};
+  }
+  if (geometry != nullptr) {
+    if (Status s = record(size.width, size.height, rng, *geometry); !s.ok()) return s;
   }
   auto window = transform_.plan(size.width, size.height, rng);
   if (!window.ok()) return window.status();
@@ -31,13 +42,17 @@ Status SamplePipeline::decode_fused(FileBytes file, KeyedRng& rng, std::byte* ou
              !s.ok()) {
     return s;
   }
-  transform_.write(region, rng, out);
+  transform_.write(region, rng, out, geometry != nullptr ? &geometry->moves : nullptr);
   return Status::Ok();
 }
 
-Status SamplePipeline::decode_reference(FileBytes file, KeyedRng& rng, std::byte* out) {
+Status SamplePipeline::decode_reference(FileBytes file, KeyedRng& rng, std::byte* out,
+                                        SampleGeometry* geometry) {
   if (Status s = decoders_.decode(file, spec_.max_pixels, pixels_); !s.ok()) return s;
-  return transform_.apply(pixels_, rng, out);
+  if (geometry != nullptr) {
+    if (Status s = record(pixels_.cols, pixels_.rows, rng, *geometry); !s.ok()) return s;
+  }
+  return transform_.apply(pixels_, rng, out, geometry != nullptr ? &geometry->moves : nullptr);
 }
 
 Status SamplePipeline::run(std::string_view path, std::uint64_t epoch, std::uint64_t index, std::byte* out) {
@@ -57,13 +72,13 @@ Status SamplePipeline::run(const SampleSource& source, std::uint64_t epoch, std:
   }
 }
 
-Status SamplePipeline::decode(FileBytes file, KeyedRng rng, std::byte* out) {
+Status SamplePipeline::decode(FileBytes file, KeyedRng rng, std::byte* out, SampleGeometry* geometry) {
   Status s;
   // OpenCV reports failures (including allocation) by throwing; nothing may escape a
   // worker, least of all an allocation failure.
   try {
     const bool fused = path_ == DecodePath::kFused && transform_.fusable();
-    s = fused ? decode_fused(file, rng, out) : decode_reference(file, rng, out);
+    s = fused ? decode_fused(file, rng, out, geometry) : decode_reference(file, rng, out, geometry);
   } catch (const cv::Exception& e) {
     s = decode_failure(e.code == cv::Error::StsNoMem, "cannot decode or transform image",
                        printable(e.what()));

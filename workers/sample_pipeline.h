@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "transforms/sample_geometry.h"
 #include "transport/arena_layout.h"
 #include "workers/image_decoder.h"
 #include "workers/sample_reader.h"
@@ -24,15 +25,18 @@ class SamplePipeline {
   // The same for a sample that is a whole file.
   Status run(std::string_view path, std::uint64_t epoch, std::uint64_t index, std::byte* out);
   // Decodes `file`, read already, and transforms it with the draws of `rng` into `out`:
-  // a view of an image another field read (workers/sample_fields.h).
-  Status decode(FileBytes file, KeyedRng rng, std::byte* out);
+  // a view of an image another field read (workers/sample_fields.h). When `geometry` is
+  // not null it gets where the image's pixels went, for its masks to follow.
+  Status decode(FileBytes file, KeyedRng rng, std::byte* out, SampleGeometry* geometry = nullptr);
   // The pipeline's reader, for the other fields of its sample.
   SampleReader& reader() { return reader_; }
 
  private:
   // Decodes `file` and writes the sample to `out`, by path_.
-  Status decode_fused(FileBytes file, KeyedRng& rng, std::byte* out);
-  Status decode_reference(FileBytes file, KeyedRng& rng, std::byte* out);
+  Status decode_fused(FileBytes file, KeyedRng& rng, std::byte* out, SampleGeometry* geometry);
+  Status decode_reference(FileBytes file, KeyedRng& rng, std::byte* out, SampleGeometry* geometry);
+  // The size and steps of a width x height image drawn from (a copy of) `rng`.
+  Status record(int width, int height, const KeyedRng& rng, SampleGeometry& geometry) const;
 
   TransformSpec spec_;
   DecodePath path_;

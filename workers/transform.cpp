@@ -41,11 +41,11 @@ Transform::Transform(const TransformSpec& spec)
                      pipeline_.pixel_ops_are_mirrors()),
       store_(pipeline_.dtype(), layout_, normalisation_of(pipeline_.normalisation())) {}
 
-void Transform::write(const cv::Mat& window, KeyedRng& rng, std::byte* out) {
+void Transform::write(const cv::Mat& window, KeyedRng& rng, std::byte* out, fn::Moves* moves) {
   const int size = static_cast<int>(pipeline_.size());
   if (makes_in_slot_) {
     // Flips alone look at no pixel: their draws can come before the resize.
-    const bool mirror = pipeline_.run_pixels(square_, rng);
+    const bool mirror = pipeline_.run_pixels(square_, rng, moves);
     if (!mirror) {
       cv::Mat slot(size, size, CV_8UC3, out);
       resize(window, slot);
@@ -58,18 +58,18 @@ void Transform::write(const cv::Mat& window, KeyedRng& rng, std::byte* out) {
   }
   square_.create(size, size, CV_8UC3);
   resize(window, square_);
-  finish(rng, out);
+  finish(rng, out, moves);
 }
 
-void Transform::finish(KeyedRng& rng, std::byte* out) {
-  const bool mirror = pipeline_.run_pixels(square_, rng);
+void Transform::finish(KeyedRng& rng, std::byte* out, fn::Moves* moves) {
+  const bool mirror = pipeline_.run_pixels(square_, rng, moves);
   store_.write(square_, mirror, out);
   if (pipeline_.has_tensor_ops()) {
     pipeline_.run_tensor({reinterpret_cast<float*>(out), square_.rows, layout_}, rng);
   }
 }
 
-Status Transform::apply(const cv::Mat& rgb, KeyedRng& rng, std::byte* out) {
+Status Transform::apply(const cv::Mat& rgb, KeyedRng& rng, std::byte* out, fn::Moves* moves) {
   if (Status s = pipeline_.steps(rgb.cols, rgb.rows, rng, steps_); !s.ok()) return s;
   cv::Mat image = rgb;
   int next = 0;
@@ -83,7 +83,7 @@ Status Transform::apply(const cv::Mat& rgb, KeyedRng& rng, std::byte* out) {
     image = to;
   }
   image.copyTo(square_);
-  finish(rng, out);
+  finish(rng, out, moves);
   return Status::Ok();
 }
 

@@ -34,17 +34,23 @@ class Transform {
     return pipeline_.plan(width, height, rng);
   }
 
+  // The crops and resizes of plan()'s draws, as steps (what a mask follows).
+  Status steps(int width, int height, KeyedRng& rng, std::vector<GeometryStep>& out) const {
+    return pipeline_.steps(width, height, rng, out);
+  }
+
   // Resizes `window` (the pixels of a planned source region, at any scale) to the
   // output size, runs the rest of the pipeline with the draws that follow plan()'s, and
-  // writes the sample to `out` (sample_bytes() of them).
-  void write(const cv::Mat& window, KeyedRng& rng, std::byte* out);
+  // writes the sample to `out` (sample_bytes() of them). The pixel ops' flips and warps
+  // are appended to `moves` when it is not null.
+  void write(const cv::Mat& window, KeyedRng& rng, std::byte* out, fn::Moves* moves = nullptr);
 
   // Whether plan() and write() do what the pipeline says (Pipeline::fusable); if not,
   // apply() must.
   bool fusable() const { return pipeline_.fusable(); }
 
   // The reference: the whole pipeline on the whole decoded image.
-  Status apply(const cv::Mat& rgb, KeyedRng& rng, std::byte* out);
+  Status apply(const cv::Mat& rgb, KeyedRng& rng, std::byte* out, fn::Moves* moves = nullptr);
 
  private:
   // Resizes `from` to `to`'s size: area averaging when shrinking by 2x or more on both
@@ -54,7 +60,7 @@ class Transform {
   // final resize under 2x, so it is bilinear there.
   static void resize(const cv::Mat& from, cv::Mat& to);
   // The pixel ops on square_, the store into `out`, the tensor ops there.
-  void finish(KeyedRng& rng, std::byte* out);
+  void finish(KeyedRng& rng, std::byte* out, fn::Moves* moves);
 
   Pipeline pipeline_;
   Layout layout_;

@@ -21,7 +21,12 @@ namespace forkfeed {
 // array:  a .npy member: its dtype and shape from its header; dense when every sample's
 //         shape is the same, else ragged.
 // number: a float64 scalar: a decimal member, or a number key of a .json member.
-enum class FieldKind : std::uint8_t { kImage, kLabel, kText, kBytes, kArray, kNumber };
+// mask:   class ids of the sample's image, pixel for pixel (a PNG of 8-bit grey or palette
+//         indices, or a 2-D uint8 .npy, the image's size): uint8, size x size, made by the
+//         same draws as the schema's first image field — its crops, resizes (nearest),
+//         flips and warps (nearest, `fill` moved in) — and untouched by colour ops,
+//         Normalize and RandomErasing, as torchvision's ops on a mask tensor do.
+enum class FieldKind : std::uint8_t { kImage, kLabel, kText, kBytes, kArray, kNumber, kMask };
 
 // The type of a field's elements: an image's uint8 or float32, a label's int64, a
 // number's float64, text's and bytes' uint8, an array's as its .npy header says.
@@ -67,6 +72,9 @@ struct FieldSpec {
   // An image field whose sources are another image field's: a view of it. The member is
   // read and decoded once; each view has its own pipeline and its own keyed draws.
   std::string view_of;
+  // kMask: the class id of pixels a warp moves in from outside the image ("mask(fill=255)":
+  // the usual ignore index; torchvision's fill, None being 0).
+  std::uint8_t fill = 0;
   bool operator==(const FieldSpec&) const = default;
 };
 
@@ -85,8 +93,10 @@ inline constexpr std::size_t kMaxArrayRank = 6;
 // (manifests), alternatives separated by ';'. KIND defaults from the first extension:
 // an image extension -> image, cls -> label, txt -> text, npy -> array, anything else
 // -> bytes; it may be written out: "score=json:number(score)", "label=json:label(class)"
-// (a key of a .json member), "ids=ids.txt:bytes". An image field with the same sources
-// as an earlier one is a view of it. Errors name the entry and what to write instead.
+// (a key of a .json member), "ids=ids.txt:bytes", "seg=seg.png:mask(fill=255)" (a mask
+// follows the first image field, which the schema must have). An image field with the
+// same sources as an earlier one is a view of it. Errors name the entry and what to write
+// instead.
 Result<std::vector<FieldSpec>> parse_fields(std::string_view text);
 // The canonical text of `fields`: parse_fields(fields_text(f)) == f.
 std::string fields_text(const std::vector<FieldSpec>& fields);

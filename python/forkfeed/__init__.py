@@ -326,13 +326,18 @@ class Loader(_Pass):
     A field's kind comes from its first extension: an image extension -> image, "cls" ->
     label, "txt" -> text, "npy" -> array, anything else -> bytes; or is written out:
     ``"json:label(class_id)"`` (an integer key of the .json member), ``"json:number(score)"``,
-    ``"ids.txt:bytes"``. An image field with the same extensions as another is a second
+    ``"ids.txt:bytes"``, ``"seg.png:mask(fill=255)"`` (a segmentation mask that follows the
+    first image field). An image field with the same extensions as another is a second
     view of the same image: read and decoded once, augmented with draws of its own.
     Iterating then gives one dict per batch, in the fields' order, ``"__key__"`` last:
 
     - image fields: tensors [B, H, W, C] or [B, C, H, W] as ``images`` above, zero-copy;
       ``transform`` may be one pipeline for every image field or a dict with each one's,
       ``{"image": [RandomResizedCrop(224)], "view2": "RandomResizedCrop(96)"}``;
+    - mask fields: uint8 [B, H, W], zero-copy: the class ids of a PNG (8-bit grey or
+      palette indices, never colours) or a 2-D uint8 .npy of the image's size, moved by the
+      image's own draws (crops, nearest resizes, flips, nearest warps with ``fill``);
+      colour ops, Normalize and RandomErasing leave them alone; AugMix is refused;
     - label fields: int64 [B]; number fields: float64 [B]; arrays (.npy) of one shape:
       [B, *shape] of their dtype, zero-copy; arrays whose shape varies: a list of B
       tensors (views; uint16 and uint32 arrays come widened to int32 and int64, a copy,

@@ -114,3 +114,18 @@ def test_the_multi_field_examples_train_on_shards(tmp_path, script, unit):
     losses = re.findall(rf"^epoch (\d): 32 {unit}, mean loss ([0-9.]+)$", result.stdout, re.M)
     assert [epoch for epoch, _ in losses] == ["0", "1"], result.stdout
     assert all(0 < float(loss) < 100 for _, loss in losses)
+
+
+def test_the_segmentation_example_trains_on_images_and_masks(tmp_path):
+    # examples/train_segmentation.py on 40 images with their seg.png masks: 2 epochs of 2
+    # batches of 16, the masks moved with their images; the loss falls as it learns them.
+    subprocess.run([str(BIN_DIR / "forkfeed-mkdata"), "--out", str(tmp_path), "--images", "40", "--min-side", "24",
+                    "--max-side", "48", "--format", "wds", "--shard-size", "20", "--fields", "jpg,seg.png"],
+                   check=True, stdout=subprocess.DEVNULL)
+    result = subprocess.run([sys.executable, str(EXAMPLE.parent / "train_segmentation.py"), "--shards",
+                             f"{tmp_path}/shard-{{000000..000001}}.tar", "--size", "32", "--batch-size", "16",
+                             "--epochs", "2"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    epochs = re.findall(r"^epoch (\d): 32 images, mean loss ([0-9.]+), pixel accuracy ([0-9.]+)$", result.stdout, re.M)
+    assert [e for e, _, _ in epochs] == ["0", "1"], result.stdout
+    assert all(0 < float(loss) < 100 and 0 <= float(accuracy) <= 1 for _, loss, accuracy in epochs)

@@ -1,0 +1,202 @@
+#!/usr/bin/python3
+"""What a segmentation mask costs, measured side by side on WebDataset shards of
+photographs with masks (.jpg + .seg.png, a palette PNG of class ids), from Python, 2 workers:
+
+  image        forkfeed.Loader(fields={"image": "jpg"}), the recipe on the image alone;
+  image+mask   fields={"image": "jpg", "seg": "seg.png:mask(fill=255)"}: the mask decoded
+               and moved by the image's draws;
+  dataloader   the PyTorch DataLoader over the same shards (an IterableDataset reading them
+               with tarfile, split by shard between its workers), PIL decoding both, and the
+               recipe done as torchvision's segmentation reference does it: each random op
+               drawn once and applied to the image (bilinear) and the mask (nearest) with
+               torchvision.transforms.functional.
+
+The recipe: RandomResizedCrop(224, scale=(0.25, 1.0)), RandomHorizontalFlip(),
+RandomRotation(10) (mask fill 255), Normalize(): float32 images, uint8 masks.
+
+Each row runs in a process of its own, in rounds that alternate the rows (--rounds, median
+reported), timed from the first batch asked for to the last, touching every page. Prints
+a table and the ratios the masks issue sets: image+mask / image >= 0.87 (masks add at most
+15%), image+mask / dataloader >= 3.
+
+--photos DIR writes the shards first: --images JPEGs cut from the photographs in DIR
+(random crops of 40-100% of a side, rescaled to a shorter side of 256-512 pixels, JPEG
+quality 90), each with a mask of 21 classes (the VOC count): the photo's luminance in 7
+bands times 3 vertical thirds, saved as a palette PNG. scikit-image's sample photographs
+serve (Debian's python3-skimage: /usr/lib/python3/dist-packages/skimage/data). Run with
+/usr/bin/python3 and PYTHONPATH=BUILD/python.
+"""
+import argparse
+import io
+import json
+import pathlib
+import random
+import statistics
+import subprocess
+import sys
+import tarfile
+import time
+
+ROWS = ("image", "image+mask", "dataloader")
+FIELDS = {"image": {"image": "jpg"}, "image+mask": {"image": "jpg", "seg": "seg.png:mask(fill=255)"}}
+TRANSFORM = "RandomResizedCrop(224, scale=(0.25, 1.0)), RandomHorizontalFlip(), RandomRotation(10), Normalize()"
+
+
+def write_shards(photos: pathlib.Path, out: pathlib.Path, images: int, shard_size: int, seed: int) -> None:
+    import numpy as np
+    from PIL import Image
+
+    sources = [Image.open(p).convert("RGB") for p in sorted(photos.iterdir())
+               if p.suffix.lower() in (".jpg", ".jpeg", ".png") and p.stat().st_size > 50_000]
+    sources = [s for s in sources if min(s.size) >= 256]
+    if not sources:
+        sys.exit(f"masks.py: no colour photographs of 256 pixels or more in {photos}")
+    palette = np.random.default_rng(0).integers(0, 256, (256, 3), dtype=np.uint8).tobytes()
+    rng = random.Random(seed)
+    out.mkdir(parents=True, exist_ok=True)
+    for first in range(0, images, shard_size):
+        with tarfile.open(out / f"shard-{first // shard_size:06d}.tar", "w") as tar:
+            for n in range(first, min(first + shard_size, images)):
+                photo = sources[n % len(sources)]
+                w, h = photo.size
+                cw, ch = int(w * rng.uniform(0.4, 1.0)), int(h * rng.uniform(0.4, 1.0))
+                x, y = rng.randrange(w - cw + 1), rng.randrange(h - ch + 1)
+                scale = rng.randrange(256, 513) / min(cw, ch)
+                image = photo.crop((x, y, x + cw, y + ch)).resize((round(cw * scale), round(ch * scale)))
+                jpeg = io.BytesIO()
+                image.save(jpeg, "JPEG", quality=90)
+                grey = np.asarray(image.convert("L"), dtype=np.int32)
+                thirds = np.arange(grey.shape[0])[:, None] * 3 // grey.shape[0]
+                mask = Image.fromarray((grey * 7 // 256 * 3 + thirds).astype(np.uint8), "P")
+                mask.putpalette(palette)
+                png = io.BytesIO()
+                mask.save(png, "PNG")
+                for extension, data in (("jpg", jpeg.getvalue()), ("seg.png", png.getvalue())):
+                    info = tarfile.TarInfo(f"{n:07d}.{extension}")
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
+    print(f"wrote {images} samples from {len(sources)} photographs into {out}", file=sys.stderr)
+
+
+def touch(tensor) -> int:
+    """One byte of every page, as forkfeed-bench reads a batch."""
+    import torch
+
+    return int(tensor.reshape(-1).view(dtype=torch.uint8)[::4096].sum())
+
+
+def run_forkfeed(args, row: str) -> dict:
+    import forkfeed
+
+    loader = forkfeed.Loader(shards=args.shards, fields=FIELDS[row], batch_size=args.batch, workers=args.workers,
+                             transform=TRANSFORM, seed=args.seed)
+    images, checksum = 0, 0
+    start = time.perf_counter()
+    for epoch in range(args.epochs):
+        loader.set_epoch(epoch)
+        for batch in loader:
+            checksum += sum(touch(batch[name]) for name in FIELDS[row])
+            images += len(batch["image"])
+    seconds = time.perf_counter() - start
+    loader.close()
+    return {"images_per_s": images / seconds, "checksum": checksum}
+
+
+def run_dataloader(args) -> dict:
+    import numpy as np
+    import torch
+    import torchvision.transforms as T
+    import torchvision.transforms.functional as F
+    from PIL import Image
+
+    shards = sorted(str(p) for p in pathlib.Path(args.shards).glob("*.tar"))
+    normalize = T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
+
+    def paired(image, mask):
+        """The recipe, each op drawn once for both, as the segmentation reference's own."""
+        top, left, h, w = T.RandomResizedCrop.get_params(image, scale=(0.25, 1.0), ratio=(3 / 4, 4 / 3))
+        image = F.resized_crop(image, top, left, h, w, [224, 224])
+        mask = F.resized_crop(mask, top, left, h, w, [224, 224], interpolation=T.InterpolationMode.NEAREST)
+        if torch.rand(1) < 0.5:
+            image, mask = F.hflip(image), F.hflip(mask)
+        angle = float(torch.empty(1).uniform_(-10.0, 10.0))
+        image = F.rotate(image, angle)
+        mask = F.rotate(mask, angle, fill=255)
+        return normalize(F.to_tensor(image)), torch.as_tensor(np.asarray(mask), dtype=torch.uint8)
+
+    class Shards(torch.utils.data.IterableDataset):
+        def __iter__(self):
+            info = torch.utils.data.get_worker_info()
+            for shard in shards if info is None else shards[info.id::info.num_workers]:
+                with tarfile.open(shard) as tar:
+                    sample = {}
+                    for member in tar:
+                        key, _, extension = member.name.partition(".")
+                        if sample and sample["__key__"] != key:
+                            yield self.decode(sample)
+                            sample = {}
+                        sample["__key__"] = key
+                        sample[extension] = tar.extractfile(member).read()
+                    if sample:
+                        yield self.decode(sample)
+
+        @staticmethod
+        def decode(sample):
+            image = Image.open(io.BytesIO(sample["jpg"])).convert("RGB")
+            mask = Image.open(io.BytesIO(sample["seg.png"]))  # "P": its indices
+            return paired(image, mask)
+
+    loader = torch.utils.data.DataLoader(Shards(), batch_size=args.batch, num_workers=args.workers,
+                                         persistent_workers=True)
+    images, checksum = 0, 0
+    start = time.perf_counter()
+    for _ in range(args.epochs):
+        for pixels, masks in loader:
+            checksum += touch(pixels) + touch(masks)
+            images += len(pixels)
+    return {"images_per_s": images / (time.perf_counter() - start), "checksum": checksum}
+
+
+def measure(args) -> None:
+    rates = {row: [] for row in ROWS}
+    for round_ in range(args.rounds):
+        for row in ROWS if round_ % 2 == 0 else reversed(ROWS):
+            out = subprocess.run([sys.executable, __file__, "--run", row, *sys.argv[1:]], capture_output=True,
+                                 text=True)
+            if out.returncode != 0:
+                sys.exit(f"masks.py: the {row} row failed:\n{out.stderr}")
+            rates[row].append(json.loads(out.stdout.splitlines()[-1])["images_per_s"])
+    median = {row: statistics.median(r) for row, r in rates.items()}
+    print(f"{'row':12} {'images/s (median of ' + str(args.rounds) + ')':28} rounds")
+    for row in ROWS:
+        print(f"{row:12} {median[row]:28.0f} " + " ".join(f"{r:.0f}" for r in rates[row]))
+    print(f"image+mask / image:      {median['image+mask'] / median['image']:.3f}   (goal >= 0.87)")
+    print(f"image+mask / dataloader: {median['image+mask'] / median['dataloader']:.2f}    (goal >= 3)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--shards", required=True, help="folder of shard-NNNNNN.tar (written first with --photos)")
+    parser.add_argument("--photos", help="folder of photographs to cut the shards' images from")
+    parser.add_argument("--images", type=int, default=1024, help="with --photos: samples to write")
+    parser.add_argument("--shard-size", type=int, default=128)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--run", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.run is None:
+        if args.photos:
+            write_shards(pathlib.Path(args.photos), pathlib.Path(args.shards), args.images, args.shard_size,
+                         args.seed)
+        measure(args)
+    elif args.run == "dataloader":
+        print(json.dumps(run_dataloader(args)))
+    else:
+        print(json.dumps(run_forkfeed(args, args.run)))
+
+
+if __name__ == "__main__":
+    main()

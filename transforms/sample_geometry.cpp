@@ -1,0 +1,63 @@
+// Following an image's geometry with its mask: the crops and nearest resizes composed into
+// one source row and column per output pixel, then the moves.
+#include "transforms/sample_geometry.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <numeric>
+
+namespace forkfeed {
+namespace {
+
+// Maps each output coordinate of the steps along one axis to its source coordinate in the
+// mask: every crop adds its offset, every resize picks its nearest source.
+void compose(std::vector<int>& source, int length, const std::vector<GeometryStep>& steps, bool columns) {
+  source.resize(static_cast<std::size_t>(length));
+  std::iota(source.begin(), source.end(), 0);
+  std::vector<int> next;
+  for (const GeometryStep& s : steps) {
+    const int offset = columns ? s.x : s.y;
+    const int in = columns ? s.width : s.height;
+    const int out = columns ? s.out_width : s.out_height;
+    next.resize(static_cast<std::size_t>(out));
+    for (int i = 0; i < out; ++i) next[i] = source[offset + nearest_source(i, in, out)];
+    source.swap(next);
+  }
+}
+
+template <typename T>
+void gather(const cv::Mat& mask, const std::vector<int>& rows, const std::vector<int>& columns, cv::Mat& out) {
+  for (int y = 0; y < out.rows; ++y) {
+    const T* in = mask.ptr<T>(rows[y]);
+    T* to = out.ptr<T>(y);
+    for (int x = 0; x < out.cols; ++x) to[x] = in[columns[x]];
+  }
+}
+
+}  // namespace
+
+int nearest_source(int i, int in, int out) {
+  if (in == out) return i;
+  if (out == 2 * in) return i >> 1;
+  const float scale = static_cast<float>(in) / static_cast<float>(out);
+  return std::min(static_cast<int>(std::floor(static_cast<float>(i) * scale)), in - 1);
+}
+
+void follow(const SampleGeometry& g, const cv::Mat& mask, double fill, cv::Mat& out) {
+  thread_local std::vector<int> rows, columns;  // reused across samples
+  compose(rows, g.height, g.steps, false);
+  compose(columns, g.width, g.steps, true);
+  CV_Assert(out.rows == static_cast<int>(rows.size()) && out.cols == static_cast<int>(columns.size()) &&
+            out.type() == mask.type());
+  if (mask.depth() == CV_16U) {
+    gather<std::uint16_t>(mask, rows, columns, out);
+  } else {
+    gather<std::uint8_t>(mask, rows, columns, out);
+  }
+  const auto f = static_cast<float>(fill);
+  for (const fn::Move& move : g.moves) fn::repeat(out, move, {f, f, f});
+}
+
+}  // namespace forkfeed

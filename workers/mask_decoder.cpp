@@ -1,0 +1,153 @@
+// decode_mask: libpng's classic API with no colour transformation (the one way to keep a
+// palette PNG's indices: OpenCV and libpng's simplified API both expand them to colours),
+// and .npy through its header parser.
+#include "workers/mask_decoder.h"
+
+#include <png.h>
+
+#include <csetjmp>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dataset/npy_header.h"
+
+namespace forkfeed {
+namespace {
+
+constexpr std::string_view kWhatMaskIs =
+    "a mask holds one class id per pixel: a PNG of 8-bit grey or palette indices, or a 2-D uint8 .npy";
+
+struct PngInput {
+  FileBytes bytes;
+  std::size_t at = 0;
+  char error[200] = {};
+};
+
+void read_bytes(png_structp png, png_bytep to, png_size_t n) {
+  auto* in = static_cast<PngInput*>(png_get_io_ptr(png));
+  if (n > in->bytes.size() - in->at) png_error(png, "the file ends early");
+  std::memcpy(to, in->bytes.data() + in->at, n);
+  in->at += n;
+}
+
+[[noreturn]] void on_error(png_structp png, png_const_charp message) {
+  auto* in = static_cast<PngInput*>(png_get_error_ptr(png));
+  std::strncpy(in->error, message, sizeof in->error - 1);
+  png_longjmp(png, 1);
+}
+
+void on_warning(png_structp, png_const_charp) {}
+
+// Owns libpng's read and info structs.
+class PngReader {
+ public:
+  explicit PngReader(PngInput& input)
+      : png_(png_create_read_struct(PNG_LIBPNG_VER_STRING, &input, on_error, on_warning)),
+        info_(png_ != nullptr ? png_create_info_struct(png_) : nullptr) {
+    if (png_ != nullptr) png_set_read_fn(png_, &input, read_bytes);
+  }
+  ~PngReader() { png_destroy_read_struct(&png_, info_ != nullptr ? &info_ : nullptr, nullptr); }
+  PngReader(const PngReader&) = delete;
+  PngReader& operator=(const PngReader&) = delete;
+  png_structp png() const { return png_; }
+  png_infop info() const { return info_; }
+
+ private:
+  png_structp png_;
+  png_infop info_;
+};
+
+struct PngHeader {
+  png_uint_32 width = 0, height = 0;
+  int bit_depth = 0, color_type = 0;
+};
+
+// The header, with the transformations a mask takes: fewer than 8 bits unpacked to a byte
+// each (values unchanged: no scaling of grey), interlacing undone. Returns false after a
+// libpng error (in input.error). No object with a destructor lives across the setjmp.
+bool read_png_header(const PngReader& r, PngHeader& h) {
+  if (setjmp(png_jmpbuf(r.png())) != 0) return false;
+  png_read_info(r.png(), r.info());
+  png_get_IHDR(r.png(), r.info(), &h.width, &h.height, &h.bit_depth, &h.color_type, nullptr, nullptr, nullptr);
+  if (h.bit_depth < 8) png_set_packing(r.png());
+  png_set_interlace_handling(r.png());
+  png_read_update_info(r.png(), r.info());
+  return true;
+}
+
+bool read_png_rows(const PngReader& r, png_bytepp rows) {
+  if (setjmp(png_jmpbuf(r.png())) != 0) return false;
+  png_read_image(r.png(), rows);
+  return true;
+}
+
+std::string_view colour_type_name(int type) {
+  switch (type) {
+    case PNG_COLOR_TYPE_GRAY_ALPHA: return "grey with alpha";
+    case PNG_COLOR_TYPE_RGB: return "RGB";
+    case PNG_COLOR_TYPE_RGB_ALPHA: return "RGBA";
+    default: return "of an unknown colour type";
+  }
+}
+
+Status too_many_pixels(std::uint64_t width, std::uint64_t height, std::uint64_t max_pixels) {
+  return Status::BadData("the mask is " + std::to_string(width) + "x" + std::to_string(height) + ", over max_pixels " +
+                         std::to_string(max_pixels));
+}
+
+Status decode_png(FileBytes bytes, std::uint64_t max_pixels, cv::Mat& out) {
+  PngInput input{bytes};
+  const PngReader reader(input);
+  if (reader.info() == nullptr) return Status::ResourceExhausted("cannot start libpng: out of memory");
+  PngHeader h;
+  if (!read_png_header(reader, h)) return Status::BadData("is a broken PNG: " + std::string(input.error));
+  if (h.color_type != PNG_COLOR_TYPE_GRAY && h.color_type != PNG_COLOR_TYPE_PALETTE) {
+    return Status::BadData("is a PNG " + std::string(colour_type_name(h.color_type)) +
+                           ", colours, not class ids; " + std::string(kWhatMaskIs));
+  }
+  if (h.bit_depth == 16) {
+    return Status::BadData("is a 16-bit grey PNG; forkfeed's masks are uint8 (up to 256 classes): " +
+                           std::string(kWhatMaskIs));
+  }
+  if (max_pixels != 0 && std::uint64_t{h.width} * h.height > max_pixels) {
+    return too_many_pixels(h.width, h.height, max_pixels);
+  }
+  out.create(static_cast<int>(h.height), static_cast<int>(h.width), CV_8UC1);
+  std::vector<png_bytep> rows(h.height);
+  for (png_uint_32 y = 0; y < h.height; ++y) rows[y] = out.ptr<png_byte>(static_cast<int>(y));
+  if (!read_png_rows(reader, rows.data())) return Status::BadData("is a broken PNG: " + std::string(input.error));
+  return Status::Ok();
+}
+
+Status decode_npy(FileBytes bytes, std::uint64_t max_pixels, cv::Mat& out) {
+  const std::string_view member(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  auto header = parse_npy_header(member, member.size());
+  if (!header.ok()) return header.status();
+  if (header->dtype != ElementType::kUint8 || header->shape.size() != 2) {
+    return Status::BadData("is a .npy of " + std::string(to_string(header->dtype)) + " " +
+                           npy_shape_text(header->shape) + "; " + std::string(kWhatMaskIs));
+  }
+  const std::int64_t height = header->shape[0], width = header->shape[1];
+  if (max_pixels != 0 && static_cast<std::uint64_t>(height * width) > max_pixels) {
+    return too_many_pixels(static_cast<std::uint64_t>(width), static_cast<std::uint64_t>(height), max_pixels);
+  }
+  if (height > INT32_MAX || width > INT32_MAX) return too_many_pixels(width, height, INT32_MAX);
+  out.create(static_cast<int>(height), static_cast<int>(width), CV_8UC1);
+  if (!out.empty()) std::memcpy(out.data, bytes.data() + header->data_offset, header->data_bytes);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status decode_mask(FileBytes bytes, std::uint64_t max_pixels, cv::Mat& out) {
+  const auto starts = [&](std::string_view magic) {
+    return bytes.size() >= magic.size() && std::memcmp(bytes.data(), magic.data(), magic.size()) == 0;
+  };
+  if (starts("\x89PNG\r\n\x1a\n")) return decode_png(bytes, max_pixels, out);
+  if (starts("\x93NUMPY")) return decode_npy(bytes, max_pixels, out);
+  return Status::BadData("is neither a PNG nor a .npy; " + std::string(kWhatMaskIs));
+}
+
+}  // namespace forkfeed

@@ -1,0 +1,19 @@
+// decode_mask: a mask member's class ids as they are stored, one uint8 per pixel — a PNG of
+// 8-bit (or fewer bits) grey, or of palette *indices*, never turned into colours as an
+// image decoder turns them (a palette seg.png read as RGB is a known trap); or a 2-D uint8
+// .npy. Everything else is bad data that says what it is and what a mask must be.
+#pragma once
+
+#include <cstdint>
+
+#include <opencv2/core/mat.hpp>
+#include "forkfeed/status.h"
+#include "workers/image_decoder.h"
+
+namespace forkfeed {
+
+// Decodes `bytes` into `out` (CV_8UC1, reallocated when its size differs). A mask of more
+// than `max_pixels` pixels is bad data (0: no bound).
+Status decode_mask(FileBytes bytes, std::uint64_t max_pixels, cv::Mat& out);
+
+}  // namespace forkfeed
