@@ -28,7 +28,8 @@ void compose(std::vector<int>& source, int length, const std::vector<GeometrySte
 }
 
 template <typename T>
-void gather(const cv::Mat& mask, const std::vector<int>& rows, const std::vector<int>& columns, cv::Mat& out) {
+void gather(const cv::Mat& mask, const std::vector<int>& rows, const std::vector<int>& columns,
+            cv::Mat& out) {
   for (int y = 0; y < out.rows; ++y) {
     const T* in = mask.ptr<T>(rows[y]);
     T* to = out.ptr<T>(y);
@@ -43,6 +44,12 @@ int nearest_source(int i, int in, int out) {
   if (out == 2 * in) return i >> 1;
   const float scale = static_cast<float>(in) / static_cast<float>(out);
   return std::min(static_cast<int>(std::floor(static_cast<float>(i) * scale)), in - 1);
+}
+
+int last_source_row(const SampleGeometry& g) {
+  thread_local std::vector<int> rows;
+  compose(rows, g.height, g.steps, false);
+  return rows.empty() ? -1 : *std::max_element(rows.begin(), rows.end());
 }
 
 void follow(const SampleGeometry& g, const cv::Mat& mask, double fill, cv::Mat& out) {

@@ -26,6 +26,9 @@ struct SampleGeometry {
 // `out` is the last step's size (or the image's, without steps), allocated.
 void follow(const SampleGeometry& g, const cv::Mat& mask, double fill, cv::Mat& out);
 
+// The last row of the mask that follow() reads: a decoder may stop there.
+int last_source_row(const SampleGeometry& g);
+
 // The source pixel of output pixel `i` of torch's nearest resize of `in` pixels to `out`:
 // min(floor(i * float(in / out)), in - 1), in float32 as upsample_nearest computes it.
 int nearest_source(int i, int in, int out);

@@ -5,6 +5,7 @@
 
 #include <png.h>
 
+#include <algorithm>
 #include <csetjmp>
 #include <cstring>
 #include <string>
@@ -61,7 +62,7 @@ class PngReader {
 
 struct PngHeader {
   png_uint_32 width = 0, height = 0;
-  int bit_depth = 0, color_type = 0;
+  int bit_depth = 0, color_type = 0, interlace = 0;
 };
 
 // The header, with the transformations a mask takes: fewer than 8 bits unpacked to a byte
@@ -70,16 +71,22 @@ struct PngHeader {
 bool read_png_header(const PngReader& r, PngHeader& h) {
   if (setjmp(png_jmpbuf(r.png())) != 0) return false;
   png_read_info(r.png(), r.info());
-  png_get_IHDR(r.png(), r.info(), &h.width, &h.height, &h.bit_depth, &h.color_type, nullptr, nullptr, nullptr);
+  png_get_IHDR(r.png(), r.info(), &h.width, &h.height, &h.bit_depth, &h.color_type, &h.interlace, nullptr,
+               nullptr);
   if (h.bit_depth < 8) png_set_packing(r.png());
   png_set_interlace_handling(r.png());
   png_read_update_info(r.png(), r.info());
   return true;
 }
 
-bool read_png_rows(const PngReader& r, png_bytepp rows) {
+// Reads the first `count` rows (all of an interlaced image, whose passes span every row).
+bool read_png_rows(const PngReader& r, png_bytepp rows, png_uint_32 count, bool interlaced) {
   if (setjmp(png_jmpbuf(r.png())) != 0) return false;
-  png_read_image(r.png(), rows);
+  if (interlaced) {
+    png_read_image(r.png(), rows);
+  } else {
+    for (png_uint_32 y = 0; y < count; ++y) png_read_row(r.png(), rows[y], nullptr);
+  }
   return true;
 }
 
@@ -93,11 +100,11 @@ std::string_view colour_type_name(int type) {
 }
 
 Status too_many_pixels(std::uint64_t width, std::uint64_t height, std::uint64_t max_pixels) {
-  return Status::BadData("the mask is " + std::to_string(width) + "x" + std::to_string(height) + ", over max_pixels " +
-                         std::to_string(max_pixels));
+  return Status::BadData("the mask is " + std::to_string(width) + "x" + std::to_string(height) +
+                         ", over max_pixels " + std::to_string(max_pixels));
 }
 
-Status decode_png(FileBytes bytes, std::uint64_t max_pixels, cv::Mat& out) {
+Status decode_png(FileBytes bytes, std::uint64_t max_pixels, cv::Mat& out, int last_row) {
   PngInput input{bytes};
   const PngReader reader(input);
   if (reader.info() == nullptr) return Status::ResourceExhausted("cannot start libpng: out of memory");
@@ -117,7 +124,10 @@ Status decode_png(FileBytes bytes, std::uint64_t max_pixels, cv::Mat& out) {
   out.create(static_cast<int>(h.height), static_cast<int>(h.width), CV_8UC1);
   std::vector<png_bytep> rows(h.height);
   for (png_uint_32 y = 0; y < h.height; ++y) rows[y] = out.ptr<png_byte>(static_cast<int>(y));
-  if (!read_png_rows(reader, rows.data())) return Status::BadData("is a broken PNG: " + std::string(input.error));
+  const auto count =
+      static_cast<png_uint_32>(std::clamp<std::int64_t>(std::int64_t{last_row} + 1, 0, h.height));
+  if (!read_png_rows(reader, rows.data(), count, h.interlace != PNG_INTERLACE_NONE))
+    return Status::BadData("is a broken PNG: " + std::string(input.error));
   return Status::Ok();
 }
 
@@ -141,11 +151,11 @@ Status decode_npy(FileBytes bytes, std::uint64_t max_pixels, cv::Mat& out) {
 
 }  // namespace
 
-Status decode_mask(FileBytes bytes, std::uint64_t max_pixels, cv::Mat& out) {
+Status decode_mask(FileBytes bytes, std::uint64_t max_pixels, cv::Mat& out, int last_row) {
   const auto starts = [&](std::string_view magic) {
     return bytes.size() >= magic.size() && std::memcmp(bytes.data(), magic.data(), magic.size()) == 0;
   };
-  if (starts("\x89PNG\r\n\x1a\n")) return decode_png(bytes, max_pixels, out);
+  if (starts("\x89PNG\r\n\x1a\n")) return decode_png(bytes, max_pixels, out, last_row);
   if (starts("\x93NUMPY")) return decode_npy(bytes, max_pixels, out);
   return Status::BadData("is neither a PNG nor a .npy; " + std::string(kWhatMaskIs));
 }

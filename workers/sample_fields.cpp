@@ -220,7 +220,9 @@ Status SampleFields::write_mask(const FieldRegion& r, FileBytes bytes, const Slo
     write_missing(r, slot);
     return Status::Ok();
   }
-  if (Status s = decode_mask(bytes, control_.transform.max_pixels, mask_); !s.ok()) return s;
+  if (Status s = decode_mask(bytes, control_.transform.max_pixels, mask_, last_source_row(geometry_));
+      !s.ok())
+    return s;
   if (mask_.cols != geometry_.width || mask_.rows != geometry_.height) {
     return Status::BadData("the mask is " + std::to_string(mask_.cols) + "x" + std::to_string(mask_.rows) +
                            ", its image " + std::to_string(geometry_.width) + "x" +
