@@ -1,5 +1,6 @@
-// Following an image's geometry with its mask: the crops and nearest resizes composed into
-// one source row and column per output pixel, then the moves.
+// Following an image's geometry with its mask: the crops, nearest resizes and the flips
+// before any warp composed into one source row and column per output pixel, then the
+// remaining moves.
 #include "transforms/sample_geometry.h"
 
 #include <algorithm>
@@ -58,13 +59,19 @@ void follow(const SampleGeometry& g, const cv::Mat& mask, double fill, cv::Mat& 
   compose(columns, g.width, g.steps, true);
   CV_Assert(out.rows == static_cast<int>(rows.size()) && out.cols == static_cast<int>(columns.size()) &&
             out.type() == mask.type());
+  // Flips before the first warp only reorder the rows or columns the gather reads.
+  auto move = g.moves.begin();
+  for (; move != g.moves.end() && move->kind != fn::Move::Kind::kAffine; ++move) {
+    std::vector<int>& order = move->kind == fn::Move::Kind::kHflip ? columns : rows;
+    std::reverse(order.begin(), order.end());
+  }
   if (mask.depth() == CV_16U) {
     gather<std::uint16_t>(mask, rows, columns, out);
   } else {
     gather<std::uint8_t>(mask, rows, columns, out);
   }
   const auto f = static_cast<float>(fill);
-  for (const fn::Move& move : g.moves) fn::repeat(out, move, {f, f, f});
+  for (; move != g.moves.end(); ++move) fn::repeat(out, *move, {f, f, f});
 }
 
 }  // namespace forkfeed

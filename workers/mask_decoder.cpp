@@ -4,6 +4,7 @@
 #include "workers/mask_decoder.h"
 
 #include <png.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <csetjmp>
@@ -12,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/printable.h"
 #include "dataset/npy_header.h"
 
 namespace forkfeed {
@@ -19,6 +21,33 @@ namespace {
 
 constexpr std::string_view kWhatMaskIs =
     "a mask holds one class id per pixel: a PNG of 8-bit grey or palette indices, or a 2-D uint8 .npy";
+
+std::uint32_t big_endian_u32(const std::byte* p) {
+  return std::uint32_t{static_cast<std::uint8_t>(p[0])} << 24 |
+         std::uint32_t{static_cast<std::uint8_t>(p[1])} << 16 |
+         std::uint32_t{static_cast<std::uint8_t>(p[2])} << 8 | std::uint32_t{static_cast<std::uint8_t>(p[3])};
+}
+
+// Every chunk's CRC, over the whole file, up to its IEND: what lets libpng stop at the last
+// row a sample reads and skip zlib's Adler-32 without a corrupt or truncated byte ever
+// becoming a class id (PNG's CRCs cover every byte of the compressed data).
+Status check_chunks(FileBytes bytes) {
+  constexpr std::size_t kSignature = 8, kFraming = 12;  // length, type, CRC
+  for (std::size_t at = kSignature; at + kFraming <= bytes.size();) {
+    const std::uint32_t length = big_endian_u32(bytes.data() + at);
+    const std::string type(reinterpret_cast<const char*>(bytes.data() + at + 4), 4);
+    const std::string where = "chunk '" + printable(type) + "' at byte " + std::to_string(at);
+    if (length > bytes.size() - at - kFraming)
+      return Status::BadData("is a broken PNG: its " + where + " runs past the end");
+    const auto* covered = reinterpret_cast<const Bytef*>(bytes.data() + at + 4);
+    if (crc32_z(crc32_z(0, nullptr, 0), covered, length + 4) !=
+        big_endian_u32(bytes.data() + at + 8 + length))
+      return Status::BadData("is a broken PNG: its " + where + " fails its CRC");
+    if (type == "IEND") return Status::Ok();
+    at += kFraming + length;
+  }
+  return Status::BadData("is a broken PNG: it ends before its IEND chunk (truncated?)");
+}
 
 struct PngInput {
   FileBytes bytes;
@@ -47,7 +76,11 @@ class PngReader {
   explicit PngReader(PngInput& input)
       : png_(png_create_read_struct(PNG_LIBPNG_VER_STRING, &input, on_error, on_warning)),
         info_(png_ != nullptr ? png_create_info_struct(png_) : nullptr) {
-    if (png_ != nullptr) png_set_read_fn(png_, &input, read_bytes);
+    if (png_ == nullptr) return;
+    png_set_read_fn(png_, &input, read_bytes);
+    // check_chunks() checked every CRC, over every byte.
+    png_set_crc_action(png_, PNG_CRC_QUIET_USE, PNG_CRC_QUIET_USE);
+    png_set_option(png_, PNG_IGNORE_ADLER32, PNG_OPTION_ON);
   }
   ~PngReader() { png_destroy_read_struct(&png_, info_ != nullptr ? &info_ : nullptr, nullptr); }
   PngReader(const PngReader&) = delete;
@@ -105,6 +138,7 @@ Status too_many_pixels(std::uint64_t width, std::uint64_t height, std::uint64_t 
 }
 
 Status decode_png(FileBytes bytes, std::uint64_t max_pixels, cv::Mat& out, int last_row) {
+  if (Status s = check_chunks(bytes); !s.ok()) return s;
   PngInput input{bytes};
   const PngReader reader(input);
   if (reader.info() == nullptr) return Status::ResourceExhausted("cannot start libpng: out of memory");

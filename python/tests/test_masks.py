@@ -215,14 +215,18 @@ def test_resampled_images_and_their_masks_agree_but_at_class_edges(seg_shards):
 
 def test_a_mask_without_its_image_size_or_not_class_ids_is_bad_data_naming_it(tmp_path):
     rgb = np.zeros((20, 24, 3), np.uint8)
+    good = png(blocks(20, 24, 5), "L")
     cases = {
         "s000": png(np.zeros((20, 23), np.uint8), "L"),  # another size
         "s001": png(rgb, "RGB"),  # colours
         "s002": png(np.zeros((20, 24), np.uint16), "I;16"),  # 16-bit
         "s003": b"not a png",
+        # Decoded only down to the last row the crop reads, a mask is still checked whole:
+        "s004": good[:-12],  # its IEND cut off
+        "s005": good[:60] + bytes([good[60] ^ 1]) + good[61:],  # a flipped bit in its pixels
     }
     messages = ["the mask is 23x20, its image 24x20", "PNG RGB, colours, not class ids", "16-bit",
-                "neither a PNG nor a .npy"]
+                "neither a PNG nor a .npy", "ends before its IEND", "chunk 'IDAT' at byte .* fails its CRC"]
     for (key, data), message in zip(cases.items(), messages):
         shard = tmp_path / key
         shard.mkdir()

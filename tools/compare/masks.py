@@ -11,8 +11,9 @@ photographs with masks (.jpg + .seg.png, a palette PNG of class ids), from Pytho
                drawn once and applied to the image (bilinear) and the mask (nearest) with
                torchvision.transforms.functional.
 
-The recipe: RandomResizedCrop(224, scale=(0.25, 1.0)), RandomHorizontalFlip(),
-RandomRotation(10) (mask fill 255), Normalize(): float32 images, uint8 masks.
+The recipe (--recipe): "reference", torchvision's segmentation reference's shape,
+RandomResizedCrop(224, scale=(0.25, 1.0)), RandomHorizontalFlip(), Normalize() (float32
+images, uint8 masks); "rotation" adds RandomRotation(10) before Normalize (mask fill 255).
 
 Each row runs in a process of its own, in rounds that alternate the rows (--rounds, median
 reported), timed from the first batch asked for to the last, touching every page. Prints
@@ -40,7 +41,10 @@ import time
 
 ROWS = ("image", "image+mask", "dataloader")
 FIELDS = {"image": {"image": "jpg"}, "image+mask": {"image": "jpg", "seg": "seg.png:mask(fill=255)"}}
-TRANSFORM = "RandomResizedCrop(224, scale=(0.25, 1.0)), RandomHorizontalFlip(), RandomRotation(10), Normalize()"
+RECIPES = {
+    "reference": "RandomResizedCrop(224, scale=(0.25, 1.0)), RandomHorizontalFlip(), Normalize()",
+    "rotation": "RandomResizedCrop(224, scale=(0.25, 1.0)), RandomHorizontalFlip(), RandomRotation(10), Normalize()",
+}
 
 
 def write_shards(photos: pathlib.Path, out: pathlib.Path, images: int, shard_size: int, seed: int) -> None:
@@ -90,7 +94,7 @@ def run_forkfeed(args, row: str) -> dict:
     import forkfeed
 
     loader = forkfeed.Loader(shards=args.shards, fields=FIELDS[row], batch_size=args.batch, workers=args.workers,
-                             transform=TRANSFORM, seed=args.seed)
+                             transform=RECIPES[args.recipe], seed=args.seed)
     images, checksum = 0, 0
     start = time.perf_counter()
     for epoch in range(args.epochs):
@@ -120,9 +124,10 @@ def run_dataloader(args) -> dict:
         mask = F.resized_crop(mask, top, left, h, w, [224, 224], interpolation=T.InterpolationMode.NEAREST)
         if torch.rand(1) < 0.5:
             image, mask = F.hflip(image), F.hflip(mask)
-        angle = float(torch.empty(1).uniform_(-10.0, 10.0))
-        image = F.rotate(image, angle)
-        mask = F.rotate(mask, angle, fill=255)
+        if args.recipe == "rotation":
+            angle = float(torch.empty(1).uniform_(-10.0, 10.0))
+            image = F.rotate(image, angle)
+            mask = F.rotate(mask, angle, fill=255)
         return normalize(F.to_tensor(image)), torch.as_tensor(np.asarray(mask), dtype=torch.uint8)
 
     class Shards(torch.utils.data.IterableDataset):
@@ -168,6 +173,7 @@ def measure(args) -> None:
                 sys.exit(f"masks.py: the {row} row failed:\n{out.stderr}")
             rates[row].append(json.loads(out.stdout.splitlines()[-1])["images_per_s"])
     median = {row: statistics.median(r) for row, r in rates.items()}
+    print(f"recipe {args.recipe}: {RECIPES[args.recipe]}")
     print(f"{'row':12} {'images/s (median of ' + str(args.rounds) + ')':28} rounds")
     for row in ROWS:
         print(f"{row:12} {median[row]:28.0f} " + " ".join(f"{r:.0f}" for r in rates[row]))
@@ -186,6 +192,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--recipe", choices=sorted(RECIPES), default="reference")
     parser.add_argument("--run", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.run is None:
