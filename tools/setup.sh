@@ -9,7 +9,7 @@ packages=(
   ccache  # tools/test.sh: pip's build of the Python package reuses the Release build's objects
   libopencv-dev libboost-dev libspdlog-dev libgtest-dev
   libibverbs-dev ibverbs-providers libjpeg62-turbo-dev
-  libpng-dev  # masks: palette PNGs read as their indices
+  libpng-dev libdeflate-dev  # masks: palette PNGs read as their indices, inflated fast
   libucx-dev  # remote/: UCX headers; libucp (libucx0) is loaded at run time for remote serving
   slurm-wlm munge  # tests/slurm: examples/slurm/remote_decode.sbatch on a one-node cluster
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev

@@ -32,8 +32,12 @@ template <typename T>
 void gather(const cv::Mat& mask, const std::vector<int>& rows, const std::vector<int>& columns,
             cv::Mat& out) {
   for (int y = 0; y < out.rows; ++y) {
-    const T* in = mask.ptr<T>(rows[y]);
     T* to = out.ptr<T>(y);
+    if (y > 0 && rows[y] == rows[y - 1]) {  // an enlarging resize repeats the row
+      std::memcpy(to, out.ptr<T>(y - 1), out.cols * sizeof(T));
+      continue;
+    }
+    const T* in = mask.ptr<T>(rows[y]);
     for (int x = 0; x < out.cols; ++x) to[x] = in[columns[x]];
   }
 }

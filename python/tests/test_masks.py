@@ -238,6 +238,67 @@ def test_a_mask_without_its_image_size_or_not_class_ids_is_bad_data_naming_it(tm
             assert f"{key}.seg.png" in str(caught.value), str(caught.value)
 
 
+def filtered_png(ids: np.ndarray, filters: list, bits: int = 8, palette: bool = True) -> bytes:
+    """A PNG written by hand: rows filtered with `filters` (cycled, PNG's 0-4), packed at
+    `bits` per pixel, palette or grey — every filter a decoder must undo, which encoders
+    choose by themselves."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    height, width = ids.shape
+    rows = []
+    for y in range(height):
+        packed = np.packbits(np.unpackbits(ids[y][:, None], axis=1)[:, 8 - bits:].ravel()) if bits < 8 else ids[y]
+        line, above = packed.astype(np.int32), (rows[-1][1] if rows else np.zeros(len(packed), np.int32))
+        left = np.concatenate([[0], line[:-1]]) if bits == 8 else np.concatenate([[0], line[:-1]])
+        upleft = np.concatenate([[0], above[:-1]])
+        f = filters[y % len(filters)]
+        if f == 0:
+            out = line
+        elif f == 1:
+            out = line - left
+        elif f == 2:
+            out = line - above
+        elif f == 3:
+            out = line - (left + above) // 2
+        else:
+            p = left + above - upleft
+            pa, pb, pc = abs(p - left), abs(p - above), abs(p - upleft)
+            out = line - np.where((pa <= pb) & (pa <= pc), left, np.where(pb <= pc, above, upleft))
+        rows.append((bytes([f]) + (out % 256).astype(np.uint8).tobytes(), line))
+    header = struct.pack(">IIBBBBB", width, height, bits, 3 if palette else 0, 0, 0, 0)
+    body = chunk(b"IHDR", header)
+    if palette:
+        body += chunk(b"PLTE", PALETTE[: 2 ** bits].tobytes())
+    data = zlib.compress(b"".join(r for r, _ in rows))
+    body += chunk(b"IDAT", data[: len(data) // 2]) + chunk(b"IDAT", data[len(data) // 2:])  # two IDATs
+    return b"\x89PNG\r\n\x1a\n" + body + chunk(b"IEND", b"")
+
+
+@pytest.mark.parametrize("bits,palette", [(8, True), (8, False), (4, True), (2, False), (1, True)])
+def test_every_png_row_filter_and_bit_depth_gives_the_stored_ids(tmp_path, bits, palette):
+    rng = np.random.default_rng(bits)
+    members = []
+    cases = {}
+    for filters in ([0], [1], [2], [3], [4], [0, 1, 2, 3, 4]):
+        key = "f" + "".join(map(str, filters))
+        ids = rng.integers(0, 2 ** bits, (29, 37)).astype(np.uint8)
+        ids[5:20, 7:30] = ids[5, 7]  # a flat patch: runs the filters' arithmetic on equal neighbours
+        cases[key] = ids
+        members += [(f"{key}.png", png(PALETTE[ids], "RGB")), (f"{key}.seg.png", filtered_png(ids, filters, bits,
+                                                                                              palette))]
+    write_tar(tmp_path / "a.tar", members)
+    with forkfeed.Loader(shards=str(tmp_path), fields=SEG_FIELDS, transform="CenterCrop(29)", batch_size=6,
+                         workers=1, shuffle=False) as loader:
+        batch = loader.next_batch()
+    keys = batch.fields["__key__"]
+    for row, key in enumerate(keys):
+        assert np.array_equal(batch.fields["seg"][row].numpy(), cases[key][:, 4:33]), key
+
+
 def test_augmix_has_no_rule_for_a_mask_and_is_refused_naming_both(seg_shards):
     shards, _ = seg_shards
     with pytest.raises(ValueError, match=r"AugMix\(\) of image field 'image' has no rule for mask field 'seg'"):
