@@ -299,6 +299,23 @@ def test_every_png_row_filter_and_bit_depth_gives_the_stored_ids(tmp_path, bits,
         assert np.array_equal(batch.fields["seg"][row].numpy(), cases[key][:, 4:33]), key
 
 
+def test_a_npy_mask_is_its_array(tmp_path):
+    ids = blocks(21, 30, 7)
+    npy = io.BytesIO()
+    np.save(npy, ids)
+    bad = io.BytesIO()
+    np.save(bad, ids[None])
+    write_tar(tmp_path / "a.tar", [("s0.png", png(PALETTE[ids], "RGB")), ("s0.seg.npy", npy.getvalue()),
+                                   ("s1.png", png(PALETTE[ids], "RGB")), ("s1.seg.npy", bad.getvalue())])
+    fields = {"image": "png", "seg": "seg.npy:mask"}
+    with forkfeed.Loader(shards=str(tmp_path), fields=fields, transform="CenterCrop(21), RandomHorizontalFlip(p=1.0)",
+                         batch_size=2, workers=1, shuffle=False, on_error="skip") as loader:
+        batch = loader.next_batch()
+    assert batch.fields["__key__"] == ["s0"]  # s1's 3-D array is bad data, skipped
+    assert np.array_equal(batch.fields["seg"][0].numpy(), ids[:, 4:25][:, ::-1])
+    assert torch.equal(batch.fields["image"][0], torch.from_numpy(PALETTE)[batch.fields["seg"][0].long()])
+
+
 def test_augmix_has_no_rule_for_a_mask_and_is_refused_naming_both(seg_shards):
     shards, _ = seg_shards
     with pytest.raises(ValueError, match=r"AugMix\(\) of image field 'image' has no rule for mask field 'seg'"):
