@@ -98,6 +98,22 @@ class Daemon:
                 return False
 
 
+def token_file(folder: pathlib.Path) -> pathlib.Path:
+    """A token file for forkfeedd's --token-file and a Client's token_file, mode 0600."""
+    token = folder / "token"
+    token.write_text("a-token-of-16-bytes-or-more\n")
+    token.chmod(0o600)
+    return token
+
+
+def listening_daemon(socket_path: pathlib.Path, dataset: pathlib.Path, token: pathlib.Path, *extra: str):
+    """A Daemon also listening on a free loopback port with `token`, and that address."""
+    d = Daemon(socket_path, dataset, "--listen", "127.0.0.1:0", "--token-file", str(token), *extra)
+    stats = subprocess.run([str(BIN_DIR / "forkfeed-ctl"), "--socket", d.socket, "stats"], capture_output=True,
+                           text=True, check=True).stdout
+    return d, json.loads(stats)["daemon"]["listen"][0]
+
+
 @pytest.fixture
 def daemon(tmp_path, dataset):
     d = Daemon(tmp_path / "forkfeedd.sock", dataset)

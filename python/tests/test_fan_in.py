@@ -4,9 +4,7 @@ torch batches as a Loader, each daemon serving some; one daemon SIGKILLed mid-ep
 loses nothing and its state_dict resumes a Loader; both killed raise DaemonLostError
 within 3.5 s; add_daemon() joins one; bad addresses and overdue are refused."""
 
-import json
 import os
-import subprocess
 import time
 
 import pytest
@@ -14,30 +12,21 @@ import pytest
 os.environ["UCX_TLS"] = "tcp"  # before anything here loads UCX: the network path, not shared memory
 
 import forkfeed  # noqa: E402
-from conftest import BIN_DIR, IMAGES, Daemon  # noqa: E402
+from conftest import IMAGES, listening_daemon, token_file  # noqa: E402
 
 # 25 batches a pass: enough that a daemon killed after the first few still holds some.
 OPTIONS = dict(batch_size=2, size=16, seed=5)
-
-
-def _remote_daemon(path, dataset, token):
-    d = Daemon(path, dataset, "--listen", "127.0.0.1:0", "--token-file", str(token))
-    stats = subprocess.run([str(BIN_DIR / "forkfeed-ctl"), "--socket", d.socket, "stats"], capture_output=True,
-                           text=True, check=True).stdout
-    return d, json.loads(stats)["daemon"]["listen"][0]
 
 
 @pytest.fixture
 def remotes(tmp_path, dataset):
     """[(daemon, address)] of two forkfeedd serving `dataset` as "tiny" on free loopback
     ports with one token, and the token file."""
-    token = tmp_path / "token"
-    token.write_text("a-token-of-16-bytes-or-more\n")
-    token.chmod(0o600)
+    token = token_file(tmp_path)
     started = []
     try:
         for i in range(2):
-            started.append(_remote_daemon(tmp_path / f"forkfeedd-{i}.sock", dataset, token))
+            started.append(listening_daemon(tmp_path / f"forkfeedd-{i}.sock", dataset, token))
         yield started, str(token)
     finally:
         for d, _ in started:

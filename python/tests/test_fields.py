@@ -16,7 +16,7 @@ import torch
 import forkfeed
 from forkfeed.transforms import RandomHorizontalFlip, RandomResizedCrop
 
-from conftest import BIN_DIR, Daemon
+from conftest import BIN_DIR, listening_daemon, token_file
 
 FIELDS = {"image": "jpg;png", "caption": "txt", "label": "cls", "meta": "json", "emb": "npy"}
 OPTIONS = dict(batch_size=8, workers=2, transform="eval", size=16, seed=5)
@@ -241,15 +241,10 @@ def test_resumed_with_another_worker_count_or_through_a_killed_worker_each_sampl
 
 def test_a_client_local_or_remote_yields_a_loaders_dicts(shards, dataset, tmp_path, monkeypatch):
     monkeypatch.setenv("FORKFEED_CACHE_DIR", str(tmp_path / "cache"))
-    token = tmp_path / "token"
-    token.write_text("a-token-of-16-bytes-or-more\n")
-    token.chmod(0o600)
-    daemon = Daemon(tmp_path / "forkfeedd.sock", dataset, "--dataset", f"pairs=shards:{shards}", "--listen",
-                    "127.0.0.1:0", "--token-file", str(token))
+    token = token_file(tmp_path)
+    daemon, address = listening_daemon(tmp_path / "forkfeedd.sock", dataset, token, "--dataset",
+                                       f"pairs=shards:{shards}")
     try:
-        stats = subprocess.run([str(BIN_DIR / "forkfeed-ctl"), "--socket", daemon.socket, "stats"],
-                               capture_output=True, text=True, check=True).stdout
-        address = json.loads(stats)["daemon"]["listen"][0]
         with forkfeed.Loader(shards=shards, fields=FIELDS, **OPTIONS) as loader:
             expected = [(b.indices, rows(b)) for b in iter(loader.next_batch, None)]
         for where in (dict(shards=shards, socket=daemon.socket), dict(dataset="pairs", address=address,

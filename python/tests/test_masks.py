@@ -5,7 +5,6 @@ itself where the image's ops pick pixels too (nearest, no colour op), pixel for 
 and through the Loader and forkfeedd on shards of PNG images and palette masks."""
 
 import io
-import json
 import os
 import pathlib
 import subprocess
@@ -22,7 +21,7 @@ F = pytest.importorskip("torchvision.transforms.functional")
 from torchvision.transforms import InterpolationMode  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from conftest import BIN_DIR, Daemon  # noqa: E402
+from conftest import BIN_DIR, listening_daemon, token_file  # noqa: E402
 
 TOOL = os.environ.get("FORKFEED_FOLLOW_MASK", str(BIN_DIR / "follow_mask"))
 NEAREST = InterpolationMode.NEAREST
@@ -361,15 +360,10 @@ def test_masks_come_alike_through_forkfeedd_local_and_remote_and_a_resume(seg_sh
     assert sorted([*first.indices, *resumed]) == sorted(expected)
     assert all(torch.equal(resumed[i], expected[i]) for i in resumed)
 
-    token = tmp_path / "token"
-    token.write_text("a-token-of-16-bytes-or-more\n")
-    token.chmod(0o600)
-    daemon = Daemon(tmp_path / "forkfeedd.sock", dataset, "--dataset", f"seg=shards:{shards}", "--listen",
-                    "127.0.0.1:0", "--token-file", str(token))
+    token = token_file(tmp_path)
+    daemon, address = listening_daemon(tmp_path / "forkfeedd.sock", dataset, token, "--dataset",
+                                       f"seg=shards:{shards}")
     try:
-        stats = subprocess.run([str(BIN_DIR / "forkfeed-ctl"), "--socket", daemon.socket, "stats"],
-                               capture_output=True, text=True, check=True).stdout
-        address = json.loads(stats)["daemon"]["listen"][0]
         for where in (dict(shards=shards, socket=daemon.socket),
                       dict(dataset="seg", address=address, token_file=str(token))):
             with forkfeed.Client(**where, **options) as client:

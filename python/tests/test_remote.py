@@ -3,9 +3,7 @@ over loopback TCP (UCX_TLS=tcp): the same torch batches and state_dict as a Load
 state that resumes a local Loader, a wrong token refused, DaemonLostError within 3 s
 when the daemon dies, and a fork report that names UCX once it is loaded."""
 
-import json
 import os
-import subprocess
 import time
 
 import pytest
@@ -13,7 +11,7 @@ import pytest
 os.environ["UCX_TLS"] = "tcp"  # before anything here loads UCX: the network path, not shared memory
 
 import forkfeed  # noqa: E402
-from conftest import BIN_DIR, Daemon  # noqa: E402
+from conftest import listening_daemon, token_file  # noqa: E402
 
 OPTIONS = dict(batch_size=4, size=16, seed=5)
 
@@ -21,13 +19,9 @@ OPTIONS = dict(batch_size=4, size=16, seed=5)
 @pytest.fixture
 def remote(tmp_path, dataset):
     """(address, token file) of a forkfeedd listening on a free loopback port."""
-    token = tmp_path / "token"
-    token.write_text("a-token-of-16-bytes-or-more\n")
-    token.chmod(0o600)
-    d = Daemon(tmp_path / "forkfeedd.sock", dataset, "--listen", "127.0.0.1:0", "--token-file", str(token))
-    stats = subprocess.run([str(BIN_DIR / "forkfeed-ctl"), "--socket", d.socket, "stats"], capture_output=True,
-                           text=True, check=True).stdout
-    yield d, json.loads(stats)["daemon"]["listen"][0], str(token)
+    token = token_file(tmp_path)
+    d, address = listening_daemon(tmp_path / "forkfeedd.sock", dataset, token)
+    yield d, address, str(token)
     d.stop()
 
 

@@ -34,11 +34,12 @@ import json
 import os
 import pathlib
 import random
-import statistics
 import subprocess
 import sys
 import tarfile
 import time
+
+import photo_shards
 
 FIELDS = {
     "tuple": None,
@@ -51,41 +52,16 @@ WORDS = ("a photo of the cat dog sky street tree red blue small large old new ci
 
 
 def write_shards(photos: pathlib.Path, out: pathlib.Path, images: int, shard_size: int, seed: int) -> None:
-    from PIL import Image
-
-    sources = [Image.open(p).convert("RGB") for p in sorted(photos.iterdir())
-               if p.suffix.lower() in (".jpg", ".jpeg", ".png") and p.stat().st_size > 50_000]
-    sources = [s for s in sources if min(s.size) >= 256]
-    if not sources:
-        sys.exit(f"fields.py: no colour photographs of 256 pixels or more in {photos}")
+    sources = photo_shards.photo_sources(photos, "fields.py")
     rng = random.Random(seed)
-    out.mkdir(parents=True, exist_ok=True)
-    for first in range(0, images, shard_size):
-        with tarfile.open(out / f"shard-{first // shard_size:06d}.tar", "w") as tar:
-            for n in range(first, min(first + shard_size, images)):
-                photo = sources[n % len(sources)]
-                w, h = photo.size
-                cw, ch = int(w * rng.uniform(0.4, 1.0)), int(h * rng.uniform(0.4, 1.0))
-                x, y = rng.randrange(w - cw + 1), rng.randrange(h - ch + 1)
-                side = rng.randrange(256, 513)
-                scale = side / min(cw, ch)
-                image = photo.crop((x, y, x + cw, y + ch)).resize((round(cw * scale), round(ch * scale)))
-                jpeg = io.BytesIO()
-                image.save(jpeg, "JPEG", quality=90)
-                caption = " ".join(rng.choice(WORDS) for _ in range(rng.randrange(5, 31)))
-                for extension, data in (("jpg", jpeg.getvalue()), ("txt", caption.encode()),
-                                        ("cls", str(n % 10).encode())):
-                    info = tarfile.TarInfo(f"{n:07d}.{extension}")
-                    info.size = len(data)
-                    tar.addfile(info, io.BytesIO(data))
+
+    def sample(n: int) -> list:
+        image = photo_shards.jpeg(photo_shards.cut(sources[n % len(sources)], rng))
+        caption = " ".join(rng.choice(WORDS) for _ in range(rng.randrange(5, 31)))
+        return [("jpg", image), ("txt", caption.encode()), ("cls", str(n % 10).encode())]
+
+    photo_shards.write_shards(out, images, shard_size, sample)
     print(f"wrote {images} samples from {len(sources)} photographs into {out}", file=sys.stderr)
-
-
-def touch(tensor) -> int:
-    """One byte of every page, as forkfeed-bench reads a batch."""
-    import torch
-
-    return int(tensor.reshape(-1).view(dtype=torch.uint8)[::4096].sum())
 
 
 def run_forkfeed(args, row: str) -> dict:
@@ -101,9 +77,9 @@ def run_forkfeed(args, row: str) -> dict:
         for batch in loader:
             if fields is None:
                 pixels, labels = batch
-                checksum += touch(pixels)
+                checksum += photo_shards.touch(pixels)
             else:
-                checksum += sum(touch(batch[name]) for name in fields if fields[name] == "jpg")
+                checksum += sum(photo_shards.touch(batch[name]) for name in fields if fields[name] == "jpg")
                 labels = batch["label"]
                 if "caption" in batch:
                     checksum += sum(len(c) for c in batch["caption"])
@@ -135,30 +111,13 @@ def run_webdataset(args) -> dict:
     import torchvision.transforms as T
     from PIL import Image
 
-    shards = sorted(str(p) for p in pathlib.Path(args.shards).glob("*.tar"))
     transform = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.PILToTensor()])
 
     class Shards(torch.utils.data.IterableDataset):
         def __iter__(self):
-            info = torch.utils.data.get_worker_info()
-            mine = shards if info is None else shards[info.id::info.num_workers]
-            for shard in mine:
-                with tarfile.open(shard) as tar:
-                    sample = {}
-                    for member in tar:
-                        key, _, extension = member.name.partition(".")
-                        if sample and sample["__key__"] != key:
-                            yield self.decode(sample)
-                            sample = {}
-                        sample["__key__"] = key
-                        sample[extension] = tar.extractfile(member).read()
-                    if sample:
-                        yield self.decode(sample)
-
-        @staticmethod
-        def decode(sample):
-            image = Image.open(io.BytesIO(sample["jpg"])).convert("RGB")
-            return transform(image), sample["txt"].decode("utf-8"), int(sample["cls"])
+            for sample in photo_shards.shard_samples(args.shards):
+                image = Image.open(io.BytesIO(sample["jpg"])).convert("RGB")
+                yield transform(image), sample["txt"].decode("utf-8"), int(sample["cls"])
 
     loader = torch.utils.data.DataLoader(Shards(), batch_size=args.batch, num_workers=args.workers,
                                          persistent_workers=True)
@@ -166,25 +125,17 @@ def run_webdataset(args) -> dict:
     start = time.perf_counter()
     for _ in range(args.epochs):
         for pixels, captions, labels in loader:
-            checksum += touch(pixels) + sum(len(c) for c in captions)
+            checksum += photo_shards.touch(pixels) + sum(len(c) for c in captions)
             images += len(labels)
     return {"images_per_s": images / (time.perf_counter() - start), "checksum": checksum}
 
 
 def measure(args) -> None:
     rows = [*FIELDS, "webdataset", *(BENCH_FIELDS if args.bench else ())]
-    rates = {row: [] for row in rows}
-    index_bytes = {}
-    for round_ in range(args.rounds):
-        for row in rows if round_ % 2 == 0 else reversed(rows):
-            out = subprocess.run([sys.executable, __file__, "--run", row, *sys.argv[1:]], capture_output=True,
-                                 text=True)
-            if out.returncode != 0:
-                sys.exit(f"fields.py: the {row} row failed:\n{out.stderr}")
-            result = json.loads(out.stdout.splitlines()[-1])
-            rates[row].append(result["images_per_s"])
-            index_bytes[row] = result.get("index_bytes_per_sample")
-    median = {row: statistics.median(r) for row, r in rates.items()}
+    results = photo_shards.alternate(rows, args.rounds, __file__)
+    rates = {row: [r["images_per_s"] for r in rs] for row, rs in results.items()}
+    index_bytes = {row: rs[-1].get("index_bytes_per_sample") for row, rs in results.items()}
+    median = {row: photo_shards.median(r) for row, r in rates.items()}
     print(f"{'row':12} {'images/s (median of ' + str(args.rounds) + ')':28} rounds")
     for row in rows:
         print(f"{row:12} {median[row]:28.0f} " + " ".join(f"{r:.0f}" for r in rates[row]))

@@ -33,10 +33,9 @@ import io
 import json
 import pathlib
 import random
-import statistics
-import subprocess
 import sys
-import tarfile
+
+import photo_shards
 import time
 
 ROWS = ("image", "image+mask", "dataloader")
@@ -51,43 +50,22 @@ def write_shards(photos: pathlib.Path, out: pathlib.Path, images: int, shard_siz
     import numpy as np
     from PIL import Image, ImageFilter
 
-    sources = [Image.open(p).convert("RGB") for p in sorted(photos.iterdir())
-               if p.suffix.lower() in (".jpg", ".jpeg", ".png") and p.stat().st_size > 50_000]
-    sources = [s for s in sources if min(s.size) >= 256]
-    if not sources:
-        sys.exit(f"masks.py: no colour photographs of 256 pixels or more in {photos}")
+    sources = photo_shards.photo_sources(photos, "masks.py")
     palette = np.random.default_rng(0).integers(0, 256, (256, 3), dtype=np.uint8).tobytes()
     rng = random.Random(seed)
-    out.mkdir(parents=True, exist_ok=True)
-    for first in range(0, images, shard_size):
-        with tarfile.open(out / f"shard-{first // shard_size:06d}.tar", "w") as tar:
-            for n in range(first, min(first + shard_size, images)):
-                photo = sources[n % len(sources)]
-                w, h = photo.size
-                cw, ch = int(w * rng.uniform(0.4, 1.0)), int(h * rng.uniform(0.4, 1.0))
-                x, y = rng.randrange(w - cw + 1), rng.randrange(h - ch + 1)
-                scale = rng.randrange(256, 513) / min(cw, ch)
-                image = photo.crop((x, y, x + cw, y + ch)).resize((round(cw * scale), round(ch * scale)))
-                jpeg = io.BytesIO()
-                image.save(jpeg, "JPEG", quality=90)
-                grey = np.asarray(image.convert("L").filter(ImageFilter.GaussianBlur(6)), dtype=np.int32)
-                thirds = np.arange(grey.shape[0])[:, None] * 3 // grey.shape[0]
-                mask = Image.fromarray((grey * 7 // 256 * 3 + thirds).astype(np.uint8), "P")
-                mask.putpalette(palette)
-                png = io.BytesIO()
-                mask.save(png, "PNG")
-                for extension, data in (("jpg", jpeg.getvalue()), ("seg.png", png.getvalue())):
-                    info = tarfile.TarInfo(f"{n:07d}.{extension}")
-                    info.size = len(data)
-                    tar.addfile(info, io.BytesIO(data))
+
+    def sample(n: int) -> list:
+        image = photo_shards.cut(sources[n % len(sources)], rng)
+        grey = np.asarray(image.convert("L").filter(ImageFilter.GaussianBlur(6)), dtype=np.int32)
+        thirds = np.arange(grey.shape[0])[:, None] * 3 // grey.shape[0]
+        mask = Image.fromarray((grey * 7 // 256 * 3 + thirds).astype(np.uint8), "P")
+        mask.putpalette(palette)
+        png = io.BytesIO()
+        mask.save(png, "PNG")
+        return [("jpg", photo_shards.jpeg(image)), ("seg.png", png.getvalue())]
+
+    photo_shards.write_shards(out, images, shard_size, sample)
     print(f"wrote {images} samples from {len(sources)} photographs into {out}", file=sys.stderr)
-
-
-def touch(tensor) -> int:
-    """One byte of every page, as forkfeed-bench reads a batch."""
-    import torch
-
-    return int(tensor.reshape(-1).view(dtype=torch.uint8)[::4096].sum())
 
 
 def run_forkfeed(args, row: str) -> dict:
@@ -100,7 +78,7 @@ def run_forkfeed(args, row: str) -> dict:
     for epoch in range(args.epochs):
         loader.set_epoch(epoch)
         for batch in loader:
-            checksum += sum(touch(batch[name]) for name in FIELDS[row])
+            checksum += sum(photo_shards.touch(batch[name]) for name in FIELDS[row])
             images += len(batch["image"])
     seconds = time.perf_counter() - start
     loader.close()
@@ -114,7 +92,6 @@ def run_dataloader(args) -> dict:
     import torchvision.transforms.functional as F
     from PIL import Image
 
-    shards = sorted(str(p) for p in pathlib.Path(args.shards).glob("*.tar"))
     normalize = T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
 
     def paired(image, mask):
@@ -132,25 +109,10 @@ def run_dataloader(args) -> dict:
 
     class Shards(torch.utils.data.IterableDataset):
         def __iter__(self):
-            info = torch.utils.data.get_worker_info()
-            for shard in shards if info is None else shards[info.id::info.num_workers]:
-                with tarfile.open(shard) as tar:
-                    sample = {}
-                    for member in tar:
-                        key, _, extension = member.name.partition(".")
-                        if sample and sample["__key__"] != key:
-                            yield self.decode(sample)
-                            sample = {}
-                        sample["__key__"] = key
-                        sample[extension] = tar.extractfile(member).read()
-                    if sample:
-                        yield self.decode(sample)
-
-        @staticmethod
-        def decode(sample):
-            image = Image.open(io.BytesIO(sample["jpg"])).convert("RGB")
-            mask = Image.open(io.BytesIO(sample["seg.png"]))  # "P": its indices
-            return paired(image, mask)
+            for sample in photo_shards.shard_samples(args.shards):
+                image = Image.open(io.BytesIO(sample["jpg"])).convert("RGB")
+                mask = Image.open(io.BytesIO(sample["seg.png"]))  # "P": its indices
+                yield paired(image, mask)
 
     loader = torch.utils.data.DataLoader(Shards(), batch_size=args.batch, num_workers=args.workers,
                                          persistent_workers=True)
@@ -158,21 +120,15 @@ def run_dataloader(args) -> dict:
     start = time.perf_counter()
     for _ in range(args.epochs):
         for pixels, masks in loader:
-            checksum += touch(pixels) + touch(masks)
+            checksum += photo_shards.touch(pixels) + photo_shards.touch(masks)
             images += len(pixels)
     return {"images_per_s": images / (time.perf_counter() - start), "checksum": checksum}
 
 
 def measure(args) -> None:
-    rates = {row: [] for row in ROWS}
-    for round_ in range(args.rounds):
-        for row in ROWS if round_ % 2 == 0 else reversed(ROWS):
-            out = subprocess.run([sys.executable, __file__, "--run", row, *sys.argv[1:]], capture_output=True,
-                                 text=True)
-            if out.returncode != 0:
-                sys.exit(f"masks.py: the {row} row failed:\n{out.stderr}")
-            rates[row].append(json.loads(out.stdout.splitlines()[-1])["images_per_s"])
-    median = {row: statistics.median(r) for row, r in rates.items()}
+    results = photo_shards.alternate(ROWS, args.rounds, __file__)
+    rates = {row: [r["images_per_s"] for r in rs] for row, rs in results.items()}
+    median = {row: photo_shards.median(r) for row, r in rates.items()}
     print(f"recipe {args.recipe}: {RECIPES[args.recipe]}")
     print(f"{'row':12} {'images/s (median of ' + str(args.rounds) + ')':28} rounds")
     for row in ROWS:
