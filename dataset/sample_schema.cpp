@@ -126,22 +126,25 @@ class EntryReader {
   }
 
   Status read_kind(std::string_view text, FieldSpec& spec) const {
-    std::string_view kind = text;
+    std::string_view kind = trim(text.substr(0, text.find('(')));
+    // What to write instead: a mask's fill, or a key.
+    const std::string forms = kind == to_string(FieldKind::kMask)
+                                  ? "write \"mask\" or \"mask(fill=N)\", e.g. \"seg=seg.png:mask(fill=255)\""
+                                  : "write KIND or KIND(KEY), e.g. \"label=json:label(class_id)\"";
     const std::size_t open = text.find('(');
     if (open != std::string_view::npos) {
       if (!text.ends_with(')') || text.find(')') != text.size() - 1) {
-        return bad("has \"" + printable_cut(text) +
-                   "\" after ':'; write KIND or KIND(KEY), e.g. \"label=json:label(class_id)\"");
+        return bad("has \"" + printable_cut(text) + "\" after ':'; " + forms);
       }
-      kind = trim(text.substr(0, open));
       spec.json_key = std::string(trim(text.substr(open + 1, text.size() - open - 2)));
       if (spec.json_key.empty()) {
-        return bad(
-            "has an empty key in (); write the JSON key whose value it is, e.g. "
-            "\"label=json:label(class_id)\"");
+        return bad(kind == to_string(FieldKind::kMask)
+                       ? "has nothing in (); " + forms
+                       : "has an empty key in (); write the JSON key whose value it is, e.g. "
+                         "\"label=json:label(class_id)\"");
       }
     } else if (text.find(')') != std::string_view::npos) {
-      return bad("has \"" + printable_cut(text) + "\" after ':'; write KIND or KIND(KEY)");
+      return bad("has \"" + printable_cut(text) + "\" after ':'; " + forms);
     }
     const std::optional<FieldKind> parsed = parse_field_kind(kind);
     if (!parsed) {

@@ -114,6 +114,8 @@ TEST(SampleSchemaTest, MasksFollowAnImageWithAFillOfTheirOwn) {
                           "s=png:mask(fil=2)", "s=png:mask(fill=)", "s=png:mask(fill=1e2)"}) {
     expect_refused(std::string("image=jpg, ") + bad, {"entry 2", "\"mask(fill=N)\"", "s=png:mask(fill=255)"});
   }
+  expect_refused("image=jpg, s=png:mask()", {"entry 2", "nothing in ()", "\"mask(fill=N)\""});
+  expect_refused("image=jpg, s=png:mask(fill=255", {"entry 2", "\"mask(fill=N)\""});
   expect_refused("seg=seg.png:mask, caption=txt", {"\"seg\" is a mask", "no image field", "image=jpg;png"});
   expect_refused("image=jpg, t=txt:text(fill=3)", {"only label and number fields read a key"});
 }

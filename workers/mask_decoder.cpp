@@ -140,9 +140,13 @@ std::string_view colour_type_name(int type) {
   }
 }
 
-Status too_many_pixels(std::uint64_t width, std::uint64_t height, std::uint64_t max_pixels) {
+// Unless a `width` x `height` mask is its image's `size`, the error that says so.
+Status check_size(std::uint64_t width, std::uint64_t height, cv::Size size) {
+  if (width == static_cast<std::uint64_t>(size.width) && height == static_cast<std::uint64_t>(size.height))
+    return Status::Ok();
   return Status::BadData("the mask is " + std::to_string(width) + "x" + std::to_string(height) +
-                         ", over max_pixels " + std::to_string(max_pixels));
+                         ", its image " + std::to_string(size.width) + "x" + std::to_string(size.height) +
+                         "; a mask has its image's size");
 }
 
 // The IDAT stream of an 8-bit, non-interlaced `out.cols` x `out.rows` PNG inflated whole
@@ -206,7 +210,7 @@ Status inflate_rows(const std::vector<FileBytes>& idat, int rows, cv::Mat& out) 
   return Status::Ok();
 }
 
-Status decode_png(FileBytes bytes, std::uint64_t max_pixels, cv::Mat& out, int last_row) {
+Status decode_png(FileBytes bytes, cv::Size size, cv::Mat& out, int last_row) {
   thread_local std::vector<FileBytes> idat;
   if (Status s = check_chunks(bytes, idat); !s.ok()) return s;
   PngInput input{bytes};
@@ -222,9 +226,7 @@ Status decode_png(FileBytes bytes, std::uint64_t max_pixels, cv::Mat& out, int l
     return Status::BadData("is a 16-bit grey PNG; forkfeed's masks are uint8 (up to 256 classes): " +
                            std::string(kWhatMaskIs));
   }
-  if (max_pixels != 0 && std::uint64_t{h.width} * h.height > max_pixels) {
-    return too_many_pixels(h.width, h.height, max_pixels);
-  }
+  if (Status s = check_size(h.width, h.height, size); !s.ok()) return s;
   out.create(static_cast<int>(h.height), static_cast<int>(h.width), CV_8UC1);
   const auto count =
       static_cast<png_uint_32>(std::clamp<std::int64_t>(std::int64_t{last_row} + 1, 0, h.height));
@@ -237,7 +239,7 @@ Status decode_png(FileBytes bytes, std::uint64_t max_pixels, cv::Mat& out, int l
   return Status::Ok();
 }
 
-Status decode_npy(FileBytes bytes, std::uint64_t max_pixels, cv::Mat& out) {
+Status decode_npy(FileBytes bytes, cv::Size size, cv::Mat& out) {
   const std::string_view member(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   auto header = parse_npy_header(member, member.size());
   if (!header.ok()) return header.status();
@@ -245,24 +247,22 @@ Status decode_npy(FileBytes bytes, std::uint64_t max_pixels, cv::Mat& out) {
     return Status::BadData("is a .npy of " + std::string(to_string(header->dtype)) + " " +
                            npy_shape_text(header->shape) + "; " + std::string(kWhatMaskIs));
   }
-  const std::int64_t height = header->shape[0], width = header->shape[1];
-  if (max_pixels != 0 && static_cast<std::uint64_t>(height * width) > max_pixels) {
-    return too_many_pixels(static_cast<std::uint64_t>(width), static_cast<std::uint64_t>(height), max_pixels);
-  }
-  if (height > INT32_MAX || width > INT32_MAX) return too_many_pixels(width, height, INT32_MAX);
-  out.create(static_cast<int>(height), static_cast<int>(width), CV_8UC1);
+  const auto height = static_cast<std::uint64_t>(header->shape[0]);
+  const auto width = static_cast<std::uint64_t>(header->shape[1]);
+  if (Status s = check_size(width, height, size); !s.ok()) return s;
+  out.create(size, CV_8UC1);
   if (!out.empty()) std::memcpy(out.data, bytes.data() + header->data_offset, header->data_bytes);
   return Status::Ok();
 }
 
 }  // namespace
 
-Status decode_mask(FileBytes bytes, std::uint64_t max_pixels, cv::Mat& out, int last_row) {
+Status decode_mask(FileBytes bytes, cv::Size size, cv::Mat& out, int last_row) {
   const auto starts = [&](std::string_view magic) {
     return bytes.size() >= magic.size() && std::memcmp(bytes.data(), magic.data(), magic.size()) == 0;
   };
-  if (starts("\x89PNG\r\n\x1a\n")) return decode_png(bytes, max_pixels, out, last_row);
-  if (starts("\x93NUMPY")) return decode_npy(bytes, max_pixels, out);
+  if (starts("\x89PNG\r\n\x1a\n")) return decode_png(bytes, size, out, last_row);
+  if (starts("\x93NUMPY")) return decode_npy(bytes, size, out);
   return Status::BadData("is neither a PNG nor a .npy; " + std::string(kWhatMaskIs));
 }
 

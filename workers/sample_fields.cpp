@@ -74,6 +74,9 @@ Status SampleFields::run(const SharedIndex& index, std::uint64_t epoch, std::uin
     return write_all(index, epoch, sample, slot);
   } catch (const std::bad_alloc&) {
     return decode_failure(true, "cannot read the sample's fields", "std::bad_alloc");
+  } catch (const cv::Exception& e) {  // a mask's buffers, allocated by OpenCV
+    return decode_failure(e.code == cv::Error::StsNoMem, "cannot decode the sample's fields",
+                          printable(e.what()));
   }
 }
 
@@ -220,14 +223,8 @@ Status SampleFields::write_mask(const FieldRegion& r, FileBytes bytes, const Slo
     write_missing(r, slot);
     return Status::Ok();
   }
-  if (Status s = decode_mask(bytes, control_.transform.max_pixels, mask_, last_source_row(geometry_));
-      !s.ok())
-    return s;
-  if (mask_.cols != geometry_.width || mask_.rows != geometry_.height) {
-    return Status::BadData("the mask is " + std::to_string(mask_.cols) + "x" + std::to_string(mask_.rows) +
-                           ", its image " + std::to_string(geometry_.width) + "x" +
-                           std::to_string(geometry_.height) + "; a mask has its image's size");
-  }
+  const cv::Size image(geometry_.width, geometry_.height);
+  if (Status s = decode_mask(bytes, image, mask_, last_source_row(geometry_)); !s.ok()) return s;
   cv::Mat out(static_cast<int>(r.shape[0]), static_cast<int>(r.shape[1]), CV_8UC1, slot.next_dense(r));
   follow(geometry_, mask_, r.fill, out);
   return Status::Ok();

@@ -2,12 +2,14 @@
 forkfeed-mkdata, what its labels are, a forkfeedd of a test's own, and a script that
 presses Ctrl-C while a Loader or Client waits for a batch."""
 
+import io
 import json
 import os
 import pathlib
 import socket
 import subprocess
 import sys
+import tarfile
 import time
 
 import pytest
@@ -96,6 +98,15 @@ class Daemon:
                 return True
             except OSError:
                 return False
+
+
+def write_tar(path: pathlib.Path, members: list) -> None:
+    """A tar of `members`, [(name, bytes)], in that order."""
+    with tarfile.open(path, "w") as tar:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
 
 
 def token_file(folder: pathlib.Path) -> pathlib.Path:

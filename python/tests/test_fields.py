@@ -16,7 +16,7 @@ import torch
 import forkfeed
 from forkfeed.transforms import RandomHorizontalFlip, RandomResizedCrop
 
-from conftest import BIN_DIR, listening_daemon, token_file
+from conftest import BIN_DIR, listening_daemon, token_file, write_tar
 
 FIELDS = {"image": "jpg;png", "caption": "txt", "label": "cls", "meta": "json", "emb": "npy"}
 OPTIONS = dict(batch_size=8, workers=2, transform="eval", size=16, seed=5)
@@ -114,14 +114,6 @@ def test_two_views_of_one_image_have_their_own_pipelines(shards):
         images, labels = next(iter(plain))
     assert fields_batch["view2"].shape[1:] == (12, 12, 3)
     assert torch.equal(fields_batch["image"], images) and torch.equal(fields_batch["label"], labels)
-
-
-def write_tar(path: pathlib.Path, members: list) -> None:
-    with tarfile.open(path, "w") as tar:
-        for name, data in members:
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
 
 
 def test_missing_empty_gives_empty_values_and_presence(tmp_path, samples):

@@ -7,9 +7,11 @@ and through the Loader and forkfeedd on shards of PNG images and palette masks."
 import io
 import os
 import pathlib
+import struct
 import subprocess
 import tarfile
 import tempfile
+import zlib
 
 import numpy as np
 import pytest
@@ -21,7 +23,7 @@ F = pytest.importorskip("torchvision.transforms.functional")
 from torchvision.transforms import InterpolationMode  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from conftest import BIN_DIR, listening_daemon, token_file  # noqa: E402
+from conftest import BIN_DIR, listening_daemon, token_file, write_tar  # noqa: E402
 
 TOOL = os.environ.get("FORKFEED_FOLLOW_MASK", str(BIN_DIR / "follow_mask"))
 NEAREST = InterpolationMode.NEAREST
@@ -150,14 +152,6 @@ def png(array: np.ndarray, mode: str, palette: bool = False) -> bytes:
     return out.getvalue()
 
 
-def write_tar(path: pathlib.Path, members: list) -> None:
-    with tarfile.open(path, "w") as tar:
-        for name, data in members:
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-
-
 def segmentation_shards(root: pathlib.Path, samples: int = 24) -> list:
     """Shards of PNG images whose colours are their masks' classes (PALETTE), masks saved
     as palette PNGs (odd samples) or grey ones; each sample's own size. Returns the masks."""
@@ -237,16 +231,18 @@ def test_a_mask_without_its_image_size_or_not_class_ids_is_bad_data_naming_it(tm
             assert f"{key}.seg.png" in str(caught.value), str(caught.value)
 
 
+def chunk(kind: bytes, data: bytes) -> bytes:
+    """A PNG chunk: its length, type, data and CRC."""
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
 def filtered_png(ids: np.ndarray, filters: list, bits: int = 8, palette: bool = True) -> bytes:
     """A PNG written by hand: rows filtered with `filters` (cycled, PNG's 0-4), packed at
     `bits` per pixel, palette or grey — every filter a decoder must undo, which encoders
     choose by themselves."""
-    import struct
-    import zlib
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
     height, width = ids.shape
     rows = []
     for y in range(height):
@@ -274,7 +270,7 @@ def filtered_png(ids: np.ndarray, filters: list, bits: int = 8, palette: bool = 
         body += chunk(b"PLTE", PALETTE[: 2 ** bits].tobytes())
     data = zlib.compress(b"".join(r for r, _ in rows))
     body += chunk(b"IDAT", data[: len(data) // 2]) + chunk(b"IDAT", data[len(data) // 2:])  # two IDATs
-    return b"\x89PNG\r\n\x1a\n" + body + chunk(b"IEND", b"")
+    return PNG_SIGNATURE + body + chunk(b"IEND", b"")
 
 
 @pytest.mark.parametrize("bits,palette", [(8, True), (8, False), (4, True), (2, False), (1, True)])
@@ -296,6 +292,18 @@ def test_every_png_row_filter_and_bit_depth_gives_the_stored_ids(tmp_path, bits,
     keys = batch.fields["__key__"]
     for row, key in enumerate(keys):
         assert np.array_equal(batch.fields["seg"][row].numpy(), cases[key][:, 4:33]), key
+
+
+def test_a_mask_declaring_a_huge_size_is_refused_before_it_is_allocated(tmp_path):
+    # 10^6 x 10^6 in its header, a few bytes in all; max_pixels as high as it goes: the
+    # mask's size is weighed against its image's first, and nothing is allocated.
+    header = struct.pack(">IIBBBBB", 1_000_000, 1_000_000, 8, 0, 0, 0, 0)
+    bomb = PNG_SIGNATURE + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"")) + chunk(b"IEND", b"")
+    write_tar(tmp_path / "a.tar", [("s0.png", png(PALETTE[blocks(20, 24, 0)], "RGB")), ("s0.seg.png", bomb)])
+    with forkfeed.Loader(shards=str(tmp_path), fields=SEG_FIELDS, transform="CenterCrop(16)", batch_size=1,
+                         workers=1, max_pixels=2**63) as loader:
+        with pytest.raises(forkfeed.BadDataError, match="the mask is 1000000x1000000, its image 24x20"):
+            loader.next_batch()
 
 
 def test_a_npy_mask_is_its_array(tmp_path):

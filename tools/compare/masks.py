@@ -139,17 +139,8 @@ def measure(args) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--shards", required=True, help="folder of shard-NNNNNN.tar (written first with --photos)")
-    parser.add_argument("--photos", help="folder of photographs to cut the shards' images from")
-    parser.add_argument("--images", type=int, default=1024, help="with --photos: samples to write")
-    parser.add_argument("--shard-size", type=int, default=128)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--epochs", type=int, default=1)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=0)
+    photo_shards.add_arguments(parser)
     parser.add_argument("--recipe", choices=sorted(RECIPES), default="reference")
-    parser.add_argument("--run", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.run is None:
         if args.photos:

@@ -2,6 +2,7 @@
 from photographs, the samples of shards as the PyTorch DataLoader's workers read them, a
 batch touched page by page, and rounds that alternate the rows, each in a process of its
 own."""
+import argparse
 import io
 import json
 import pathlib
@@ -10,6 +11,21 @@ import statistics
 import subprocess
 import sys
 import tarfile
+
+
+def add_arguments(parser) -> None:
+    """The options every shard benchmark takes: where the shards are (and the photographs to
+    write them from), how many, and how the loaders and rounds run."""
+    parser.add_argument("--shards", required=True, help="folder of shard-NNNNNN.tar (written first with --photos)")
+    parser.add_argument("--photos", help="folder of photographs to cut the shards' images from")
+    parser.add_argument("--images", type=int, default=1024, help="with --photos: samples to write")
+    parser.add_argument("--shard-size", type=int, default=128)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--run", help=argparse.SUPPRESS)
 
 
 def photo_sources(photos: pathlib.Path, script: str) -> list:
