@@ -29,8 +29,8 @@ using forkfeed::SampleGeometry;
 void print(const SampleGeometry& g) {
   std::cout.precision(17);
   for (const forkfeed::GeometryStep& s : g.steps) {
-    std::cout << "step " << s.x << ' ' << s.y << ' ' << s.width << ' ' << s.height << ' ' << s.out_width << ' '
-              << s.out_height << '\n';
+    std::cout << "step " << s.x << ' ' << s.y << ' ' << s.width << ' ' << s.height << ' ' << s.out_width
+              << ' ' << s.out_height << '\n';
   }
   for (const forkfeed::fn::Move& m : g.moves) {
     switch (m.kind) {
@@ -38,8 +38,8 @@ void print(const SampleGeometry& g) {
       case forkfeed::fn::Move::Kind::kVflip: std::cout << "vflip\n"; break;
       case forkfeed::fn::Move::Kind::kAffine: {
         const auto& a = m.affine;
-        std::cout << "affine " << a.angle << ' ' << a.translate[0] << ' ' << a.translate[1] << ' ' << a.scale << ' '
-                  << a.shear[0] << ' ' << a.shear[1];
+        std::cout << "affine " << a.angle << ' ' << a.translate[0] << ' ' << a.translate[1] << ' ' << a.scale
+                  << ' ' << a.shear[0] << ' ' << a.shear[1];
         if (a.center) {
           std::cout << ' ' << (*a.center)[0] << ' ' << (*a.center)[1] << '\n';
         } else {
