@@ -28,17 +28,22 @@ void compose(std::vector<int>& source, int length, const std::vector<GeometrySte
   }
 }
 
+// out(y, x) = mask(rows[y], columns[x]). The tables and sizes are read into locals: a store
+// of a byte may alias anything, which would make the compiler read them again per pixel.
 template <typename T>
-void gather(const cv::Mat& mask, const std::vector<int>& rows, const std::vector<int>& columns,
+void gather(const cv::Mat& mask, const std::vector<int>& row_table, const std::vector<int>& column_table,
             cv::Mat& out) {
-  for (int y = 0; y < out.rows; ++y) {
+  const int* const rows = row_table.data();
+  const int* const columns = column_table.data();
+  const int height = out.rows, width = out.cols;
+  for (int y = 0; y < height; ++y) {
     T* to = out.ptr<T>(y);
     if (y > 0 && rows[y] == rows[y - 1]) {  // an enlarging resize repeats the row
-      std::memcpy(to, out.ptr<T>(y - 1), out.cols * sizeof(T));
+      std::memcpy(to, out.ptr<T>(y - 1), width * sizeof(T));
       continue;
     }
     const T* in = mask.ptr<T>(rows[y]);
-    for (int x = 0; x < out.cols; ++x) to[x] = in[columns[x]];
+    for (int x = 0; x < width; ++x) to[x] = in[columns[x]];
   }
 }
 

@@ -66,11 +66,11 @@ Status decode_failure(bool out_of_memory, std::string_view what, std::string_vie
   return Status::BadData(std::move(message));
 }
 
-cv::Mat reuse_pixels(cv::Mat& storage, int rows, int cols) {
-  const std::size_t bytes = static_cast<std::size_t>(rows) * cols * 3;
+cv::Mat reuse_pixels(cv::Mat& storage, int rows, int cols, int type) {
+  const std::size_t bytes = static_cast<std::size_t>(rows) * cols * CV_ELEM_SIZE(type);
   if (storage.empty() || storage.total() * storage.elemSize() < bytes)
     storage.create(1, static_cast<int>(bytes), CV_8U);
-  return cv::Mat(rows, cols, CV_8UC3, storage.data);
+  return cv::Mat(rows, cols, type, storage.data);
 }
 
 cv::Rect pixel_rect(const Region& region, double scale, cv::Point origin, cv::Size bounds) {

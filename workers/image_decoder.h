@@ -43,10 +43,11 @@ class ImageDecoder {
                                cv::Mat& window);
 };
 
-// A rows x cols CV_8UC3 image over `storage`'s memory, which grows to the largest
+// A rows x cols image of `type` over `storage`'s memory, which grows to the largest
 // request and never shrinks: decoding images of varying sizes allocates nothing once
-// it has grown. The image is valid until the next call with the same storage.
-cv::Mat reuse_pixels(cv::Mat& storage, int rows, int cols);
+// it has grown (and faults in no fresh pages). The image is valid until the next call
+// with the same storage.
+cv::Mat reuse_pixels(cv::Mat& storage, int rows, int cols, int type = CV_8UC3);
 
 // The pixels of `region` scaled by `scale`, relative to `origin`, rounded to whole
 // pixels and clamped to `bounds`; at least 1 x 1.

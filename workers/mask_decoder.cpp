@@ -210,7 +210,7 @@ Status inflate_rows(const std::vector<FileBytes>& idat, int rows, cv::Mat& out) 
   return Status::Ok();
 }
 
-Status decode_png(FileBytes bytes, cv::Size size, cv::Mat& out, int last_row) {
+Status decode_png(FileBytes bytes, cv::Size size, cv::Mat& storage, cv::Mat& out, int last_row) {
   thread_local std::vector<FileBytes> idat;
   if (Status s = check_chunks(bytes, idat); !s.ok()) return s;
   PngInput input{bytes};
@@ -227,7 +227,7 @@ Status decode_png(FileBytes bytes, cv::Size size, cv::Mat& out, int last_row) {
                            std::string(kWhatMaskIs));
   }
   if (Status s = check_size(h.width, h.height, size); !s.ok()) return s;
-  out.create(static_cast<int>(h.height), static_cast<int>(h.width), CV_8UC1);
+  out = reuse_pixels(storage, size.height, size.width, CV_8UC1);
   const auto count =
       static_cast<png_uint_32>(std::clamp<std::int64_t>(std::int64_t{last_row} + 1, 0, h.height));
   if (h.bit_depth == 8 && h.interlace == PNG_INTERLACE_NONE)
@@ -239,7 +239,7 @@ Status decode_png(FileBytes bytes, cv::Size size, cv::Mat& out, int last_row) {
   return Status::Ok();
 }
 
-Status decode_npy(FileBytes bytes, cv::Size size, cv::Mat& out) {
+Status decode_npy(FileBytes bytes, cv::Size size, cv::Mat& storage, cv::Mat& out) {
   const std::string_view member(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   auto header = parse_npy_header(member, member.size());
   if (!header.ok()) return header.status();
@@ -250,19 +250,19 @@ Status decode_npy(FileBytes bytes, cv::Size size, cv::Mat& out) {
   const auto height = static_cast<std::uint64_t>(header->shape[0]);
   const auto width = static_cast<std::uint64_t>(header->shape[1]);
   if (Status s = check_size(width, height, size); !s.ok()) return s;
-  out.create(size, CV_8UC1);
+  out = reuse_pixels(storage, size.height, size.width, CV_8UC1);
   if (!out.empty()) std::memcpy(out.data, bytes.data() + header->data_offset, header->data_bytes);
   return Status::Ok();
 }
 
 }  // namespace
 
-Status decode_mask(FileBytes bytes, cv::Size size, cv::Mat& out, int last_row) {
+Status decode_mask(FileBytes bytes, cv::Size size, cv::Mat& storage, cv::Mat& out, int last_row) {
   const auto starts = [&](std::string_view magic) {
     return bytes.size() >= magic.size() && std::memcmp(bytes.data(), magic.data(), magic.size()) == 0;
   };
-  if (starts("\x89PNG\r\n\x1a\n")) return decode_png(bytes, size, out, last_row);
-  if (starts("\x93NUMPY")) return decode_npy(bytes, size, out);
+  if (starts("\x89PNG\r\n\x1a\n")) return decode_png(bytes, size, storage, out, last_row);
+  if (starts("\x93NUMPY")) return decode_npy(bytes, size, storage, out);
   return Status::BadData("is neither a PNG nor a .npy; " + std::string(kWhatMaskIs));
 }
 

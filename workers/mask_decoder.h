@@ -12,11 +12,11 @@
 
 namespace forkfeed {
 
-// Decodes `bytes` into `out` (CV_8UC1, reallocated when its size differs), which must be
-// `size`, its image's: a mask of another size is bad data, found from its header before any
-// pixel is allocated. Rows after `last_row` may be left undecoded (libpng stops there for
+// Decodes `bytes` into `mask`, CV_8UC1 over `storage`'s memory (reuse_pixels), which must
+// be `size`, its image's: a mask of another size is bad data, found from its header before
+// any pixel is allocated. Rows after `last_row` may be left undecoded (libpng stops there for
 // the masks it decodes: fewer than 8 bits a pixel, or interlaced); the CRC of every chunk
 // is checked all the same, and a PNG without its IEND is refused.
-Status decode_mask(FileBytes bytes, cv::Size size, cv::Mat& out, int last_row = INT32_MAX);
+Status decode_mask(FileBytes bytes, cv::Size size, cv::Mat& storage, cv::Mat& mask, int last_row = INT32_MAX);
 
 }  // namespace forkfeed

@@ -224,9 +224,11 @@ Status SampleFields::write_mask(const FieldRegion& r, FileBytes bytes, const Slo
     return Status::Ok();
   }
   const cv::Size image(geometry_.width, geometry_.height);
-  if (Status s = decode_mask(bytes, image, mask_, last_source_row(geometry_)); !s.ok()) return s;
+  cv::Mat mask;
+  if (Status s = decode_mask(bytes, image, mask_storage_, mask, last_source_row(geometry_)); !s.ok())
+    return s;
   cv::Mat out(static_cast<int>(r.shape[0]), static_cast<int>(r.shape[1]), CV_8UC1, slot.next_dense(r));
-  follow(geometry_, mask_, r.fill, out);
+  follow(geometry_, mask, r.fill, out);
   return Status::Ok();
 }
 

@@ -61,7 +61,7 @@ class SampleFields {
   bool masks_ = false;
   bool followed_ = false;
   SampleGeometry geometry_;
-  cv::Mat mask_;  // reused: a mask as decoded
+  cv::Mat mask_storage_;  // reused: the memory of a mask as decoded
 };
 
 }  // namespace forkfeed
