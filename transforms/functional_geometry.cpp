@@ -10,7 +10,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <vector>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include <opencv2/core.hpp>
 
@@ -97,6 +102,37 @@ class SourceGrid {
   float y(int i) const {
     return fused_multiply_add((column_y_[i] + row_y_) + y_theta_[2] + 1.0f, scale_y_, -0.5f);
   }
+  // x(i) and y(i) of every column of the row started, rounded half to even to whole pixels
+  // as torch's nearest sampling does (INT_MIN past int's range): the same float arithmetic
+  // per element, in a loop the compiler vectorises (the members read into locals first, as
+  // a store of a float could alias them).
+  void round_row(int* xs, int* ys) const {
+    const float* cx = column_x_.data();
+    const float* cy = column_y_.data();
+    const float rx = row_x_, ry = row_y_, tx = x_theta_[2], ty = y_theta_[2];
+    const float sx = scale_x_, sy = scale_y_;
+    thread_local std::vector<float> fx, fy;
+    fx.resize(static_cast<std::size_t>(width_));
+    fy.resize(static_cast<std::size_t>(width_));
+    float* px = fx.data();
+    float* py = fy.data();
+    for (int i = 0; i < width_; ++i) {
+      px[i] = fused_multiply_add((cx[i] + rx) + tx + 1.0f, sx, -0.5f);
+      py[i] = fused_multiply_add((cy[i] + ry) + ty + 1.0f, sy, -0.5f);
+    }
+    int i = 0;
+#if defined(__SSE2__)
+    // cvtps2dq rounds by MXCSR (half to even) and gives INT_MIN out of range: cvRound's own.
+    for (; i + 4 <= width_; i += 4) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(xs + i), _mm_cvtps_epi32(_mm_loadu_ps(px + i)));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(ys + i), _mm_cvtps_epi32(_mm_loadu_ps(py + i)));
+    }
+#endif
+    for (; i < width_; ++i) {
+      xs[i] = cvRound(px[i]);
+      ys[i] = cvRound(py[i]);
+    }
+  }
   int width() const { return width_; }
   int height() const { return height_; }
 
@@ -150,17 +186,29 @@ cv::Mat fill_pixel(const cv::Mat& img, const Fill& fill) {
   return pixel;
 }
 
-void sample_nearest(const PaddedSource& src, SourceGrid& grid, const cv::Mat& outside, cv::Mat& dst) {
-  const auto bytes = static_cast<std::ptrdiff_t>(dst.elemSize());
+template <int kBytes>
+void sample_nearest_as(const PaddedSource& src, SourceGrid& grid, const cv::Mat& outside, cv::Mat& dst) {
+  thread_local std::vector<int> xs, ys;
+  xs.resize(static_cast<std::size_t>(dst.cols));
+  ys.resize(static_cast<std::size_t>(dst.cols));
+  const std::uint8_t* fill = outside.ptr<std::uint8_t>();
   for (int j = 0; j < dst.rows; ++j) {
     grid.start_row(j);
+    grid.round_row(xs.data(), ys.data());
     std::uint8_t* out = dst.ptr<std::uint8_t>(j);
-    for (int i = 0; i < dst.cols; ++i, out += bytes) {
-      // Half to even, and INT_MIN past int's range: torch's round() and int conversion.
-      const int x = cvRound(grid.x(i)), y = cvRound(grid.y(i));
-      const std::uint8_t* in = src.contains(x, y) ? src.at(x, y) : outside.ptr<std::uint8_t>();
-      std::copy(in, in + bytes, out);
+    for (int i = 0; i < dst.cols; ++i, out += kBytes) {
+      const int x = xs[i], y = ys[i];
+      const std::uint8_t* in = src.contains(x, y) ? src.at(x, y) : fill;
+      std::memcpy(out, in, kBytes);
     }
+  }
+}
+
+void sample_nearest(const PaddedSource& src, SourceGrid& grid, const cv::Mat& outside, cv::Mat& dst) {
+  switch (dst.elemSize()) {
+    case 1: return sample_nearest_as<1>(src, grid, outside, dst);
+    case 2: return sample_nearest_as<2>(src, grid, outside, dst);
+    default: return sample_nearest_as<3>(src, grid, outside, dst);
   }
 }
 
