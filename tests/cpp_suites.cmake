@@ -104,6 +104,8 @@ forkfeed_test(pipeline_test)
 forkfeed_test(pipeline_bounds_test)
 forkfeed_test(augment_test)
 forkfeed_test(image_decoder_test)
+forkfeed_test(mask_decoder_test)
+target_link_libraries(mask_decoder_test PRIVATE ZLIB::ZLIB)  # the test writes PNGs
 forkfeed_test(fused_decode_test)
 forkfeed_test(layout_test)
 forkfeed_test(pixel_store_test)
