@@ -59,7 +59,7 @@ class EntryReader {
       if (Status s = read_kind(trim(rest.substr(colon + 1)), spec); !s.ok()) return s;
     }
     if (spec.kind == FieldKind::kMask && !spec.json_key.empty()) {
-      if (Status s = read_fill(spec); !s.ok()) return s;
+      if (Status s = read_mask_arguments(spec); !s.ok()) return s;
     }
     if (Status s = check_key(spec); !s.ok()) return s;
     return spec;
@@ -156,22 +156,39 @@ class EntryReader {
     return Status::Ok();
   }
 
-  // A mask's "(fill=N)", read from where a key would be.
-  Status read_fill(FieldSpec& spec) const {
-    const std::string_view text = spec.json_key;
-    const std::size_t eq = text.find('=');
-    const std::string_view value =
-        eq == std::string_view::npos ? std::string_view{} : trim(text.substr(eq + 1));
-    const bool digits = !value.empty() && value.size() <= 3 &&
-                        std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
-    const int fill = digits ? std::stoi(std::string(value)) : -1;
-    if (eq == std::string_view::npos || trim(text.substr(0, eq)) != "fill" || fill < 0 || fill > 255) {
+  // A mask's "(fill=N, dtype=uint16)", read from where a key would be: each argument once,
+  // the fill a value of the dtype.
+  Status read_mask_arguments(FieldSpec& spec) const {
+    const std::string text = spec.json_key;
+    const auto refuse = [&] {
       return bad("has \"mask(" + printable_cut(text) +
-                 ")\"; write \"mask\" or \"mask(fill=N)\", N the class id (0 to 255) of pixels moved in from "
-                 "outside the image, e.g. \"" +
+                 ")\"; write \"mask\", \"mask(fill=N)\", \"mask(dtype=uint16)\" or both, N the class id of "
+                 "pixels moved in from outside the image (0 to 255, or 65535 for uint16), e.g. \"" +
                  spec.name + "=" + spec.sources.front() + ":mask(fill=255)\"");
+    };
+    std::optional<std::string_view> fill, dtype;
+    for (std::size_t start = 0; start <= text.size();) {
+      const std::size_t comma = std::min(text.find(',', start), text.size());
+      const std::string_view argument = trim(std::string_view(text).substr(start, comma - start));
+      start = comma + 1;
+      const std::size_t eq = argument.find('=');
+      if (eq == std::string_view::npos) return refuse();
+      const std::string_view key = trim(argument.substr(0, eq)), value = trim(argument.substr(eq + 1));
+      std::optional<std::string_view>& slot = key == "fill" ? fill : dtype;
+      if ((key != "fill" && key != "dtype") || slot) return refuse();
+      slot = value;
     }
-    spec.fill = static_cast<std::uint8_t>(fill);
+    if (dtype && *dtype != "uint8" && *dtype != "uint16") return refuse();
+    spec.element = dtype && *dtype == "uint16" ? ElementType::kUint16 : ElementType::kUint8;
+    if (fill) {
+      const bool digits =
+          !fill->empty() && fill->size() <= 5 &&
+          std::all_of(fill->begin(), fill->end(), [](char c) { return c >= '0' && c <= '9'; });
+      const long value = digits ? std::stol(std::string(*fill)) : -1;
+      const long most = spec.element == ElementType::kUint16 ? 65535 : 255;
+      if (value < 0 || value > most) return refuse();
+      spec.fill = static_cast<std::uint16_t>(value);
+    }
     spec.json_key.clear();
     return Status::Ok();
   }
@@ -238,6 +255,18 @@ Status check_overlaps(std::vector<FieldSpec>& fields, const std::vector<std::str
   return Status::Ok();
 }
 
+// Where the entry from `start` ends: the first ',' outside parentheses (a kind's arguments,
+// "mask(fill=255, dtype=uint16)", hold commas of their own); npos at the text's end.
+std::size_t entry_end(std::string_view text, std::size_t start) {
+  int depth = 0;
+  for (std::size_t i = start; i < text.size(); ++i) {
+    if (text[i] == '(') ++depth;
+    if (text[i] == ')' && depth > 0) --depth;
+    if (text[i] == ',' && depth == 0) return i;
+  }
+  return std::string_view::npos;
+}
+
 // A mask follows the schema's first image field: there must be one.
 Status check_masks(const std::vector<FieldSpec>& fields) {
   const auto kind_is = [](FieldKind k) { return [k](const FieldSpec& f) { return f.kind == k; }; };
@@ -282,7 +311,7 @@ Result<std::vector<FieldSpec>> parse_fields(std::string_view text) {
   std::vector<std::string> entries;  // each one named, for the overlap's message
   std::size_t number = 0;
   for (std::size_t start = 0;;) {
-    const std::size_t comma = text.find(',', start);
+    const std::size_t comma = entry_end(text, start);
     const std::string_view entry =
         text.substr(start, comma == std::string_view::npos ? comma : comma - start);
     const EntryReader reader(++number, entry);
@@ -329,9 +358,13 @@ std::string fields_text(const std::vector<FieldSpec>& fields) {
         text += f.json_key;
         text += ')';
       }
-      if (f.fill != 0) {
-        text += "(fill=";
-        text += std::to_string(f.fill);
+      std::string arguments;
+      if (f.fill != 0) arguments += "fill=" + std::to_string(f.fill);
+      if (f.element == ElementType::kUint16)
+        arguments += (arguments.empty() ? "" : ", ") + std::string("dtype=uint16");
+      if (!arguments.empty()) {
+        text += '(';
+        text += arguments;
         text += ')';
       }
     }

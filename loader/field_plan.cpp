@@ -29,7 +29,7 @@ Status plan_image(const LoaderOptions& resolved, const std::string& pipeline, co
   return Status::Ok();
 }
 
-// A mask: uint8, the first image field's size; its pipeline's every op must say what it
+// A mask: the first image field's size; its pipeline's every op must say what it
 // does to where pixels are (Pipeline::unrepeatable).
 Status plan_mask(const LoaderOptions& resolved, const std::vector<FieldSpec>& fields,
                  const std::string& pipeline, FieldDemand& d) {
@@ -48,7 +48,6 @@ Status plan_mask(const LoaderOptions& resolved, const std::vector<FieldSpec>& fi
                                    "TrivialAugmentWide, whose moves the mask repeats");
   }
   const auto size = static_cast<std::int64_t>(built->size());
-  d.element = ElementType::kUint8;
   d.shape = {size, size};
   return Status::Ok();
 }
@@ -74,6 +73,7 @@ Status add_fields(ArenaSpec& spec, const LoaderOptions& resolved, const DatasetI
         break;
       case FieldKind::kMask:
         if (Status s = plan_mask(resolved, fields, pipelines->front(), d); !s.ok()) return s;
+        d.element = fields[f].element;
         d.fill = fields[f].fill;
         break;
       case FieldKind::kLabel: d.element = ElementType::kInt64; break;

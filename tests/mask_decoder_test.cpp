@@ -20,6 +20,7 @@ namespace forkfeed {
 namespace {
 
 using Bytes = std::vector<std::uint8_t>;
+using Ids = std::vector<std::vector<int>>;
 
 void put32(Bytes& out, std::uint32_t v) {
   for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<std::uint8_t>(v >> shift));
@@ -34,19 +35,25 @@ void chunk(Bytes& out, const char* type, const Bytes& data) {
 }
 
 // A PNG of `ids` (each < 2^bits), rows filtered with filter `y % 5` (all five), packed at
-// `bits`, palette or grey, its IDAT split in two.
-Bytes png(const std::vector<Bytes>& ids, int bits, bool palette) {
+// `bits` (16: big-endian), palette or grey, its IDAT split in two.
+Bytes png(const Ids& ids, int bits, bool palette) {
   const int height = static_cast<int>(ids.size()), width = static_cast<int>(ids[0].size());
-  const int row_bytes = (width * bits + 7) / 8;
+  const int row_bytes = (width * bits + 7) / 8, pixel = std::max(1, bits / 8);
   Bytes raw, prior(row_bytes, 0);
   for (int y = 0; y < height; ++y) {
     Bytes line(row_bytes, 0);
-    for (int x = 0; x < width; ++x)
-      line[x * bits / 8] |= static_cast<std::uint8_t>(ids[y][x] << (8 - bits - (x * bits) % 8));
+    for (int x = 0; x < width; ++x) {
+      if (bits == 16) {
+        line[2 * x] = static_cast<std::uint8_t>(ids[y][x] >> 8);
+        line[2 * x + 1] = static_cast<std::uint8_t>(ids[y][x]);
+      } else {
+        line[x * bits / 8] |= static_cast<std::uint8_t>(ids[y][x] << (8 - bits - (x * bits) % 8));
+      }
+    }
     const int filter = y % 5;
     raw.push_back(static_cast<std::uint8_t>(filter));
     for (int i = 0; i < row_bytes; ++i) {
-      const int a = i > 0 ? line[i - 1] : 0, b = prior[i], c = i > 0 ? prior[i - 1] : 0;
+      const int a = i >= pixel ? line[i - pixel] : 0, b = prior[i], c = i >= pixel ? prior[i - pixel] : 0;
       const int p = a + b - c;
       const int paeth = std::abs(p - a) <= std::abs(p - b) && std::abs(p - a) <= std::abs(p - c) ? a
                         : std::abs(p - b) <= std::abs(p - c)                                     ? b
@@ -75,11 +82,11 @@ Bytes png(const std::vector<Bytes>& ids, int bits, bool palette) {
   return out;
 }
 
-std::vector<Bytes> random_ids(int height, int width, int bits, unsigned seed) {
+Ids random_ids(int height, int width, int bits, unsigned seed) {
   std::mt19937 rng(seed);
-  std::vector<Bytes> ids(height, Bytes(width));
+  Ids ids(height, std::vector<int>(width));
   for (auto& row : ids)
-    for (auto& v : row) v = static_cast<std::uint8_t>(rng() % (1u << bits));
+    for (auto& v : row) v = static_cast<int>(rng() % (1u << bits));
   for (int y = 3; y < height / 2; ++y)  // a flat patch: equal neighbours through every filter
     for (int x = 2; x < width / 2; ++x) ids[y][x] = ids[3][2];
   return ids;
@@ -87,9 +94,9 @@ std::vector<Bytes> random_ids(int height, int width, int bits, unsigned seed) {
 
 FileBytes bytes_of(const Bytes& b) { return std::as_bytes(std::span(b)); }
 
-Status decode(const Bytes& file, cv::Size size, cv::Mat& mask, int last_row = INT32_MAX) {
+Status decode(const Bytes& file, cv::Size size, cv::Mat& mask, int last_row = INT32_MAX, int type = CV_8UC1) {
   static cv::Mat storage;
-  return decode_mask(bytes_of(file), size, storage, mask, last_row);
+  return decode_mask(bytes_of(file), size, type, storage, mask, last_row);
 }
 
 TEST(MaskDecoderTest, EveryFilterAndBitDepthGivesTheStoredIds) {
@@ -103,6 +110,22 @@ TEST(MaskDecoderTest, EveryFilterAndBitDepthGivesTheStoredIds) {
           ASSERT_EQ(mask.at<std::uint8_t>(y, x), ids[y][x]) << bits << " " << y << "," << x;
     }
   }
+}
+
+TEST(MaskDecoderTest, SixteenBitIdsInAUint16FieldAndEightBitOnesWidened) {
+  const auto wide = random_ids(19, 31, 16, 11);
+  cv::Mat mask;
+  ASSERT_TRUE(decode(png(wide, 16, false), {31, 19}, mask, INT32_MAX, CV_16UC1).ok());
+  ASSERT_EQ(mask.type(), CV_16UC1);
+  for (int y = 0; y < 19; ++y)
+    for (int x = 0; x < 31; ++x) ASSERT_EQ(mask.at<std::uint16_t>(y, x), wide[y][x]) << y << "," << x;
+  const auto narrow = random_ids(19, 31, 8, 12);
+  ASSERT_TRUE(decode(png(narrow, 8, true), {31, 19}, mask, INT32_MAX, CV_16UC1).ok());
+  ASSERT_EQ(mask.type(), CV_16UC1);
+  EXPECT_EQ(mask.at<std::uint16_t>(18, 30), narrow[18][30]);
+  const Status s = decode(png(wide, 16, false), {31, 19}, mask);  // into uint8
+  EXPECT_EQ(s.code(), Status::Code::kBadData);
+  EXPECT_NE(s.message().find("mask(dtype=uint16)"), std::string::npos) << s.message();
 }
 
 TEST(MaskDecoderTest, RowsUpToTheLastReadAreDecoded) {

@@ -115,6 +115,18 @@ TEST(SampleSchemaTest, MasksFollowAnImageWithAFillOfTheirOwn) {
     expect_refused(std::string("image=jpg, ") + bad, {"entry 2", "\"mask(fill=N)\"", "s=png:mask(fill=255)"});
   }
   expect_refused("image=jpg, s=png:mask()", {"entry 2", "nothing in ()", "\"mask(fill=N)\""});
+  // uint16 ids: the fill a uint16's; the arguments' commas are theirs, not entries'.
+  const std::vector<FieldSpec> wide = parsed("image=jpg, s=png:mask(dtype=uint16, fill=65535), c=txt");
+  ASSERT_EQ(wide.size(), 3u);
+  EXPECT_EQ(wide[1].element, ElementType::kUint16);
+  EXPECT_EQ(wide[1].fill, 65535);
+  EXPECT_EQ(fields_text(wide), "image=jpg, s=png:mask(fill=65535, dtype=uint16), c=txt");
+  EXPECT_EQ(parsed(fields_text(wide)), wide);
+  EXPECT_EQ(parsed("image=jpg, s=png:mask(dtype=uint8)")[1], spec("s", FieldKind::kMask, {"png"}));
+  for (const char* bad : {"s=png:mask(fill=300)", "s=png:mask(dtype=int16)", "s=png:mask(fill=1, fill=2)",
+                          "s=png:mask(dtype=uint16, fill=65536)", "s=png:mask(fill=1,)"}) {
+    expect_refused(std::string("image=jpg, ") + bad, {"entry 2", "\"mask(dtype=uint16)\""});
+  }
   expect_refused("image=jpg, s=png:mask(fill=255", {"entry 2", "\"mask(fill=N)\""});
   expect_refused("seg=seg.png:mask, caption=txt", {"\"seg\" is a mask", "no image field", "image=jpg;png"});
   expect_refused("image=jpg, t=txt:text(fill=3)", {"only label and number fields read a key"});

@@ -9,6 +9,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <bit>
 #include <csetjmp>
 #include <cstdlib>
 #include <cstring>
@@ -25,7 +26,7 @@ namespace forkfeed {
 namespace {
 
 constexpr std::string_view kWhatMaskIs =
-    "a mask holds one class id per pixel: a PNG of 8-bit grey or palette indices, or a 2-D uint8 .npy";
+    "a mask holds one class id per pixel: a PNG of grey or palette indices, or a 2-D uint8 or uint16 .npy";
 
 std::uint32_t big_endian_u32(const std::byte* p) {
   return std::uint32_t{static_cast<std::uint8_t>(p[0])} << 24 |
@@ -115,6 +116,7 @@ bool read_png_header(const PngReader& r, PngHeader& h) {
   png_get_IHDR(r.png(), r.info(), &h.width, &h.height, &h.bit_depth, &h.color_type, &h.interlace, nullptr,
                nullptr);
   if (h.bit_depth < 8) png_set_packing(r.png());
+  if (h.bit_depth == 16) png_set_swap(r.png());  // the host's order: little-endian (below)
   png_set_interlace_handling(r.png());
   png_read_update_info(r.png(), r.info());
   return true;
@@ -149,9 +151,9 @@ Status check_size(std::uint64_t width, std::uint64_t height, cv::Size size) {
                          "; a mask has its image's size");
 }
 
-// The IDAT stream of an 8-bit, non-interlaced `out.cols` x `out.rows` PNG inflated whole
-// (libdeflate has no partial inflate) and its rows unfiltered into `out` down to row
-// `rows` - 1.
+// The IDAT stream of an 8- or 16-bit, non-interlaced `out.cols` x `out.rows` PNG inflated
+// whole (libdeflate has no partial inflate) and its rows unfiltered into `out` down to row
+// `rows` - 1; 16-bit samples turned from PNG's big-endian into the host's order.
 Status inflate_rows(const std::vector<FileBytes>& idat, int rows, cv::Mat& out) {
   thread_local std::vector<std::uint8_t> joined, raw;  // reused across masks
   FileBytes stream = idat.empty() ? FileBytes{} : idat.front();
@@ -163,7 +165,9 @@ Status inflate_rows(const std::vector<FileBytes>& idat, int rows, cv::Mat& out) 
     }
     stream = std::as_bytes(std::span(joined));
   }
-  const auto stride = static_cast<std::size_t>(out.cols) + 1;  // a filter byte, then the row
+  const int pixel = static_cast<int>(out.elemSize());   // bytes a pixel: the filters' left neighbour
+  const int n = out.cols * pixel;                       // bytes a row
+  const auto stride = static_cast<std::size_t>(n) + 1;  // a filter byte, then the row
   raw.resize(stride * static_cast<std::size_t>(out.rows));
   struct Free {
     void operator()(libdeflate_decompressor* d) const { libdeflate_free_decompressor(d); }
@@ -182,23 +186,25 @@ Status inflate_rows(const std::vector<FileBytes>& idat, int rows, cv::Mat& out) 
   for (int y = 0; y < rows; ++y) {
     const std::uint8_t* in = raw.data() + y * stride;
     std::uint8_t* row = out.ptr<std::uint8_t>(y);
-    const int n = out.cols;
-    // PNG's five filters, one byte a pixel: a the left neighbour, b the one above, c above-left.
+    // PNG's five filters, byte by byte: a the byte a pixel to the left, b the one above, c
+    // above-left.
+    const auto left = [&](int x) { return x >= pixel ? row[x - pixel] : 0; };
+    const auto above_left = [&](int x) { return x >= pixel ? prior[x - pixel] : 0; };
     switch (in[0]) {
       case 0: std::memcpy(row, in + 1, static_cast<std::size_t>(n)); break;
       case 1:
-        for (int x = 0; x < n; ++x) row[x] = static_cast<std::uint8_t>(in[1 + x] + (x > 0 ? row[x - 1] : 0));
+        for (int x = 0; x < n; ++x) row[x] = static_cast<std::uint8_t>(in[1 + x] + left(x));
         break;
       case 2:
         for (int x = 0; x < n; ++x) row[x] = static_cast<std::uint8_t>(in[1 + x] + prior[x]);
         break;
       case 3:
         for (int x = 0; x < n; ++x)
-          row[x] = static_cast<std::uint8_t>(in[1 + x] + (((x > 0 ? row[x - 1] : 0) + prior[x]) >> 1));
+          row[x] = static_cast<std::uint8_t>(in[1 + x] + ((left(x) + prior[x]) >> 1));
         break;
       case 4:
         for (int x = 0; x < n; ++x) {
-          const int a = x > 0 ? row[x - 1] : 0, b = prior[x], c = x > 0 ? prior[x - 1] : 0;
+          const int a = left(x), b = prior[x], c = above_left(x);
           const int p = a + b - c, pa = std::abs(p - a), pb = std::abs(p - b), pc = std::abs(p - c);
           row[x] = static_cast<std::uint8_t>(in[1 + x] + (pa <= pb && pa <= pc ? a : pb <= pc ? b : c));
         }
@@ -206,6 +212,13 @@ Status inflate_rows(const std::vector<FileBytes>& idat, int rows, cv::Mat& out) 
       default: return Status::BadData("is a broken PNG: row " + std::to_string(y) + " has an unknown filter");
     }
     prior = row;
+  }
+  static_assert(std::endian::native == std::endian::little, "16-bit masks are swapped from big-endian");
+  if (pixel == 2) {  // after every row is unfiltered: each one is the next one's prior
+    for (int y = 0; y < rows; ++y) {
+      auto* row = out.ptr<std::uint16_t>(y);
+      for (int x = 0; x < out.cols; ++x) row[x] = static_cast<std::uint16_t>(row[x] << 8 | row[x] >> 8);
+    }
   }
   return Status::Ok();
 }
@@ -222,15 +235,11 @@ Status decode_png(FileBytes bytes, cv::Size size, cv::Mat& storage, cv::Mat& out
     return Status::BadData("is a PNG " + std::string(colour_type_name(h.color_type)) +
                            ", colours, not class ids; " + std::string(kWhatMaskIs));
   }
-  if (h.bit_depth == 16) {
-    return Status::BadData("is a 16-bit grey PNG; forkfeed's masks are uint8 (up to 256 classes): " +
-                           std::string(kWhatMaskIs));
-  }
   if (Status s = check_size(h.width, h.height, size); !s.ok()) return s;
-  out = reuse_pixels(storage, size.height, size.width, CV_8UC1);
+  out = reuse_pixels(storage, size.height, size.width, h.bit_depth == 16 ? CV_16UC1 : CV_8UC1);
   const auto count =
       static_cast<png_uint_32>(std::clamp<std::int64_t>(std::int64_t{last_row} + 1, 0, h.height));
-  if (h.bit_depth == 8 && h.interlace == PNG_INTERLACE_NONE)
+  if (h.bit_depth >= 8 && h.interlace == PNG_INTERLACE_NONE)
     return inflate_rows(idat, static_cast<int>(count), out);
   std::vector<png_bytep> rows(h.height);
   for (png_uint_32 y = 0; y < h.height; ++y) rows[y] = out.ptr<png_byte>(static_cast<int>(y));
@@ -243,27 +252,43 @@ Status decode_npy(FileBytes bytes, cv::Size size, cv::Mat& storage, cv::Mat& out
   const std::string_view member(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   auto header = parse_npy_header(member, member.size());
   if (!header.ok()) return header.status();
-  if (header->dtype != ElementType::kUint8 || header->shape.size() != 2) {
+  const bool wide = header->dtype == ElementType::kUint16;
+  if ((header->dtype != ElementType::kUint8 && !wide) || header->shape.size() != 2) {
     return Status::BadData("is a .npy of " + std::string(to_string(header->dtype)) + " " +
                            npy_shape_text(header->shape) + "; " + std::string(kWhatMaskIs));
   }
   const auto height = static_cast<std::uint64_t>(header->shape[0]);
   const auto width = static_cast<std::uint64_t>(header->shape[1]);
   if (Status s = check_size(width, height, size); !s.ok()) return s;
-  out = reuse_pixels(storage, size.height, size.width, CV_8UC1);
+  out = reuse_pixels(storage, size.height, size.width, wide ? CV_16UC1 : CV_8UC1);
   if (!out.empty()) std::memcpy(out.data, bytes.data() + header->data_offset, header->data_bytes);
   return Status::Ok();
 }
 
 }  // namespace
 
-Status decode_mask(FileBytes bytes, cv::Size size, cv::Mat& storage, cv::Mat& out, int last_row) {
+Status decode_mask(FileBytes bytes, cv::Size size, int type, cv::Mat& storage, cv::Mat& mask, int last_row) {
   const auto starts = [&](std::string_view magic) {
     return bytes.size() >= magic.size() && std::memcmp(bytes.data(), magic.data(), magic.size()) == 0;
   };
-  if (starts("\x89PNG\r\n\x1a\n")) return decode_png(bytes, size, storage, out, last_row);
-  if (starts("\x93NUMPY")) return decode_npy(bytes, size, storage, out);
-  return Status::BadData("is neither a PNG nor a .npy; " + std::string(kWhatMaskIs));
+  cv::Mat decoded;
+  Status s = starts("\x89PNG\r\n\x1a\n") ? decode_png(bytes, size, storage, decoded, last_row)
+             : starts("\x93NUMPY")
+                 ? decode_npy(bytes, size, storage, decoded)
+                 : Status::BadData("is neither a PNG nor a .npy; " + std::string(kWhatMaskIs));
+  if (!s.ok() || decoded.type() == type) {
+    mask = decoded;
+    return s;
+  }
+  if (type == CV_8UC1) {
+    return Status::BadData("holds 16-bit ids and the field uint8 ones: declare it \"mask(dtype=uint16)\"");
+  }
+  // 8-bit ids in a uint16 field: widened, the rows decoded.
+  thread_local cv::Mat wide_storage;
+  mask = reuse_pixels(wide_storage, size.height, size.width, CV_16UC1);
+  const auto rows = static_cast<int>(std::clamp<std::int64_t>(std::int64_t{last_row} + 1, 0, size.height));
+  decoded.rowRange(0, rows).convertTo(mask.rowRange(0, rows), CV_16U);
+  return Status::Ok();
 }
 
 }  // namespace forkfeed

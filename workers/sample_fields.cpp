@@ -224,10 +224,11 @@ Status SampleFields::write_mask(const FieldRegion& r, FileBytes bytes, const Slo
     return Status::Ok();
   }
   const cv::Size image(geometry_.width, geometry_.height);
+  const int type = r.element == ElementType::kUint16 ? CV_16UC1 : CV_8UC1;
   cv::Mat mask;
-  if (Status s = decode_mask(bytes, image, mask_storage_, mask, last_source_row(geometry_)); !s.ok())
+  if (Status s = decode_mask(bytes, image, type, mask_storage_, mask, last_source_row(geometry_)); !s.ok())
     return s;
-  cv::Mat out(static_cast<int>(r.shape[0]), static_cast<int>(r.shape[1]), CV_8UC1, slot.next_dense(r));
+  cv::Mat out(static_cast<int>(r.shape[0]), static_cast<int>(r.shape[1]), type, slot.next_dense(r));
   follow(geometry_, mask, r.fill, out);
   return Status::Ok();
 }

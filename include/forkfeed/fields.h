@@ -21,8 +21,8 @@ namespace forkfeed {
 // array:  a .npy member: its dtype and shape from its header; dense when every sample's
 //         shape is the same, else ragged.
 // number: a float64 scalar: a decimal member, or a number key of a .json member.
-// mask:   class ids of the sample's image, pixel for pixel (a PNG of 8-bit grey or palette
-//         indices, or a 2-D uint8 .npy, the image's size): uint8, size x size, made by the
+// mask:   class ids of the sample's image, pixel for pixel (a PNG of grey or palette indices,
+//         or a 2-D .npy, the image's size): uint8 (or uint16), size x size, made by the
 //         same draws as the schema's first image field — its crops, resizes (nearest),
 //         flips and warps (nearest, `fill` moved in) — and untouched by colour ops,
 //         Normalize and RandomErasing, as torchvision's ops on a mask tensor do.
@@ -74,7 +74,9 @@ struct FieldSpec {
   std::string view_of;
   // kMask: the class id of pixels a warp moves in from outside the image ("mask(fill=255)":
   // the usual ignore index; torchvision's fill, None being 0).
-  std::uint8_t fill = 0;
+  std::uint16_t fill = 0;
+  // kMask: uint8, or uint16 ("mask(dtype=uint16)": instance ids, Cityscapes' 16-bit PNGs).
+  ElementType element = ElementType::kUint8;
   bool operator==(const FieldSpec&) const = default;
 };
 
@@ -93,7 +95,8 @@ inline constexpr std::size_t kMaxArrayRank = 6;
 // (manifests), alternatives separated by ';'. KIND defaults from the first extension:
 // an image extension -> image, cls -> label, txt -> text, npy -> array, anything else
 // -> bytes; it may be written out: "score=json:number(score)", "label=json:label(class)"
-// (a key of a .json member), "ids=ids.txt:bytes", "seg=seg.png:mask(fill=255)" (a mask
+// (a key of a .json member), "ids=ids.txt:bytes", "seg=seg.png:mask(fill=255)" or
+// "inst=inst.png:mask(dtype=uint16)" (a mask
 // follows the first image field, which the schema must have). An image field with the
 // same sources as an earlier one is a view of it. Errors name the entry and what to write
 // instead.

@@ -72,6 +72,17 @@ PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 _OPTION_NAMES = tuple(_forkfeed.option_keywords())
 
 
+def _outside_parentheses(text: str) -> str:
+    """`text` without what its parentheses hold, as the schema's parser splits entries."""
+    out, depth = [], 0
+    for c in text:
+        depth += c == "("
+        if depth == 0:
+            out.append(c)
+        depth -= c == ")" and depth > 0
+    return "".join(out)
+
+
 def _fields_spec(fields: Union[str, Mapping[str, str]]) -> str:
     """The schema text the C++ side parses (include/forkfeed/fields.h), from
     ``{"image": "jpg;png", "caption": "txt"}`` or the text itself."""
@@ -87,8 +98,9 @@ def _fields_spec(fields: Union[str, Mapping[str, str]]) -> str:
             raise TypeError(f"fields[{name!r}] must map a str name to a str of extensions (\"jpg;png\", "
                             f"\"txt\", \"json:label(class)\"), got {type(source).__name__}")
         # The text joins entries with ',' and names to sources with '=': a dict entry
-        # holding either (or a name that trimming changes) would read back as another.
-        if "," in name or "=" in name or name != name.strip() or "," in source:
+        # holding either (or a name that trimming changes) would read back as another. A
+        # kind's arguments may hold ',' inside their parentheses: "mask(fill=255, dtype=uint16)".
+        if "," in name or "=" in name or name != name.strip() or "," in _outside_parentheses(source):
             raise ValueError(f"fields[{name!r}] = {source!r}: a field's name is letters, digits and '_' "
                              f"(\"caption\"), its extensions are separated by ';' (\"jpg;png\"); "
                              f"neither may hold ',' (nor the name '=' or surrounding spaces)")
@@ -334,8 +346,9 @@ class Loader(_Pass):
     - image fields: tensors [B, H, W, C] or [B, C, H, W] as ``images`` above, zero-copy;
       ``transform`` may be one pipeline for every image field or a dict with each one's,
       ``{"image": [RandomResizedCrop(224)], "view2": "RandomResizedCrop(96)"}``;
-    - mask fields: uint8 [B, H, W], zero-copy: the class ids of a PNG (8-bit grey or
-      palette indices, never colours) or a 2-D uint8 .npy of the image's size, moved by the
+    - mask fields: uint8 [B, H, W], zero-copy (``mask(dtype=uint16)``: int32, a copy, as
+      torch has no uint16): the class ids of a PNG (grey or palette indices, never
+      colours) or a 2-D .npy of the image's size, moved by the
       image's own draws (crops, nearest resizes, flips, nearest warps with ``fill``);
       colour ops, Normalize and RandomErasing leave them alone; AugMix is refused;
     - label fields: int64 [B]; number fields: float64 [B]; arrays (.npy) of one shape:

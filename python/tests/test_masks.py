@@ -306,6 +306,33 @@ def test_a_mask_declaring_a_huge_size_is_refused_before_it_is_allocated(tmp_path
             loader.next_batch()
 
 
+def test_uint16_masks_hold_ids_past_255_and_land_where_their_images_did(tmp_path):
+    # Instance ids up to 60000 in 16-bit grey PNGs (Cityscapes' instanceIds); each image's
+    # red and green are its id's high and low bytes, so the ids can be read back from it.
+    members, ids_of = [], {}
+    for n in range(6):
+        ids = (blocks(30 + n, 40, n).astype(np.uint16) * 235 + n)
+        ids[0, 0] = 60000
+        ids_of[f"s{n}"] = ids
+        rgb = np.stack([ids >> 8, ids & 255, np.zeros_like(ids)], -1).astype(np.uint8)
+        members += [(f"s{n}.png", png(rgb, "RGB")), (f"s{n}.seg.png", png(ids, "I;16"))]
+    write_tar(tmp_path / "a.tar", members)
+    fields = {"image": "png", "seg": "seg.png:mask(fill=0, dtype=uint16)"}  # a comma inside the kind
+    transform = "RandomCrop(28), RandomHorizontalFlip(), RandomAffine(degrees=30, translate=(0.1, 0.1))"
+    with forkfeed.Loader(shards=str(tmp_path), fields=fields, transform=transform, batch_size=6, workers=2,
+                         seed=2) as loader:
+        batch = loader.next_batch()
+    seg, image = batch.fields["seg"], batch.fields["image"].long()
+    assert seg.dtype == torch.int32 and seg.shape == (6, 28, 28)  # torch has no uint16: widened
+    assert torch.equal(seg.long(), image[..., 0] * 256 + image[..., 1])
+    assert int(seg.max()) > 255
+    # An 8-bit field refuses 16-bit ids, naming the way out.
+    with forkfeed.Loader(shards=str(tmp_path), fields=SEG_FIELDS, transform="CenterCrop(28)", batch_size=6,
+                         workers=1) as loader:
+        with pytest.raises(forkfeed.BadDataError, match=r"mask\(dtype=uint16\)"):
+            loader.next_batch()
+
+
 def test_a_npy_mask_is_its_array(tmp_path):
     ids = blocks(21, 30, 7)
     npy = io.BytesIO()
