@@ -175,23 +175,26 @@ class PaddedSource {
   const cv::Mat* padded_;
 };
 
-// The pixel `fill` makes in an image of `img`'s type, as torch casts the fill to its dtype.
-cv::Mat fill_pixel(const cv::Mat& img, const Fill& fill) {
-  cv::Mat pixel(1, 1, img.type());
+// The bytes of the pixel `fill` makes in an image of `img`'s type, as torch casts the fill
+// to its dtype.
+using PixelBytes = std::array<std::uint8_t, 3>;
+PixelBytes fill_pixel(const cv::Mat& img, const Fill& fill) {
+  PixelBytes pixel{};
   if (img.type() == CV_16UC1) {
-    pixel.at<std::uint16_t>(0) = cv::saturate_cast<std::uint16_t>(fill[0]);
+    const auto value = cv::saturate_cast<std::uint16_t>(fill[0]);
+    std::memcpy(pixel.data(), &value, sizeof value);
   } else {
-    for (int c = 0; c < img.channels(); ++c) pixel.ptr<std::uint8_t>()[c] = to_uint8(fill[c]);
+    for (int c = 0; c < img.channels(); ++c) pixel[c] = to_uint8(fill[c]);
   }
   return pixel;
 }
 
 template <int kBytes>
-void sample_nearest_as(const PaddedSource& src, SourceGrid& grid, const cv::Mat& outside, cv::Mat& dst) {
+void sample_nearest_as(const PaddedSource& src, SourceGrid& grid, const PixelBytes& outside, cv::Mat& dst) {
   thread_local std::vector<int> xs, ys;
   xs.resize(static_cast<std::size_t>(dst.cols));
   ys.resize(static_cast<std::size_t>(dst.cols));
-  const std::uint8_t* fill = outside.ptr<std::uint8_t>();
+  const std::uint8_t* fill = outside.data();
   for (int j = 0; j < dst.rows; ++j) {
     grid.start_row(j);
     grid.round_row(xs.data(), ys.data());
@@ -204,7 +207,7 @@ void sample_nearest_as(const PaddedSource& src, SourceGrid& grid, const cv::Mat&
   }
 }
 
-void sample_nearest(const PaddedSource& src, SourceGrid& grid, const cv::Mat& outside, cv::Mat& dst) {
+void sample_nearest(const PaddedSource& src, SourceGrid& grid, const PixelBytes& outside, cv::Mat& dst) {
   switch (dst.elemSize()) {
     case 1: return sample_nearest_as<1>(src, grid, outside, dst);
     case 2: return sample_nearest_as<2>(src, grid, outside, dst);

@@ -191,10 +191,14 @@ Status Pipeline::steps(int width, int height, KeyedRng& rng, std::vector<Geometr
 Result<SampleWindow> Pipeline::plan(int width, int height, KeyedRng& rng) const {
   thread_local std::vector<GeometryStep> steps_of_sample;
   if (Status s = steps(width, height, rng, steps_of_sample); !s.ok()) return s;
+  return window_of(steps_of_sample, width, height);
+}
+
+SampleWindow Pipeline::window_of(const std::vector<GeometryStep>& steps, int width, int height) {
   // Each step keeps part of the view and rescales it: map that part back to the image.
   Region r{0, 0, static_cast<double>(width), static_cast<double>(height)};
   double view_width = width, view_height = height;
-  for (const GeometryStep& s : steps_of_sample) {
+  for (const GeometryStep& s : steps) {
     const double sx = r.width / view_width, sy = r.height / view_height;
     r = {r.x + s.x * sx, r.y + s.y * sy, s.width * sx, s.height * sy};
     view_width = s.out_width;

@@ -55,6 +55,8 @@ class Pipeline {
   bool fusable() const { return fusable_; }
   // The window of a width x height image that becomes the sample.
   Result<SampleWindow> plan(int width, int height, KeyedRng& rng) const;
+  // The window that `steps` (of a width x height image) keep: what plan() returns.
+  static SampleWindow window_of(const std::vector<GeometryStep>& steps, int width, int height);
   // The same draws, as steps to do one after another on the whole image (the reference).
   Status steps(int width, int height, KeyedRng& rng, std::vector<GeometryStep>& out) const;
 

@@ -12,14 +12,6 @@
 
 namespace forkfeed {
 
-Status SamplePipeline::record(int width, int height, const KeyedRng& rng, SampleGeometry& geometry) const {
-  geometry.width = width;
-  geometry.height = height;
-  geometry.moves.clear();
-  KeyedRng replay = rng;
-  return transform_.steps(width, height, replay, geometry.steps);
-}
-
 Status SamplePipeline::decode_fused(FileBytes file, KeyedRng& rng, std::byte* out, SampleGeometry* geometry) {
   auto choice = decoders_.choose(file, spec_.max_pixels);
   if (!choice.ok()) return choice.status();
@@ -29,10 +21,7 @@ Status SamplePipeline::decode_fused(FileBytes file, KeyedRng& rng, std::byte* ou
     if (Status s = decoders_.decode(file, spec_.max_pixels, pixels_); !s.ok()) return s;
     size = {pixels_.cols, pixels_.rows};
   }
-  if (geometry != nullptr) {
-    if (Status s = record(size.width, size.height, rng, *geometry); !s.ok()) return s;
-  }
-  auto window = transform_.plan(size.width, size.height, rng);
+  auto window = transform_.plan(size.width, size.height, rng, geometry);
   if (!window.ok()) return window.status();
   cv::Mat region;
   if (whole) {
@@ -42,17 +31,14 @@ Status SamplePipeline::decode_fused(FileBytes file, KeyedRng& rng, std::byte* ou
              !s.ok()) {
     return s;
   }
-  transform_.write(region, rng, out, geometry != nullptr ? &geometry->moves : nullptr);
+  transform_.write(region, rng, out, geometry);
   return Status::Ok();
 }
 
 Status SamplePipeline::decode_reference(FileBytes file, KeyedRng& rng, std::byte* out,
                                         SampleGeometry* geometry) {
   if (Status s = decoders_.decode(file, spec_.max_pixels, pixels_); !s.ok()) return s;
-  if (geometry != nullptr) {
-    if (Status s = record(pixels_.cols, pixels_.rows, rng, *geometry); !s.ok()) return s;
-  }
-  return transform_.apply(pixels_, rng, out, geometry != nullptr ? &geometry->moves : nullptr);
+  return transform_.apply(pixels_, rng, out, geometry);
 }
 
 Status SamplePipeline::run(std::string_view path, std::uint64_t epoch, std::uint64_t index, std::byte* out) {

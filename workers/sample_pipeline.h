@@ -35,8 +35,6 @@ class SamplePipeline {
   // Decodes `file` and writes the sample to `out`, by path_.
   Status decode_fused(FileBytes file, KeyedRng& rng, std::byte* out, SampleGeometry* geometry);
   Status decode_reference(FileBytes file, KeyedRng& rng, std::byte* out, SampleGeometry* geometry);
-  // The size and steps of a width x height image drawn from (a copy of) `rng`.
-  Status record(int width, int height, const KeyedRng& rng, SampleGeometry& geometry) const;
 
   TransformSpec spec_;
   DecodePath path_;

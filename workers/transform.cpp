@@ -41,7 +41,21 @@ Transform::Transform(const TransformSpec& spec)
                      pipeline_.pixel_ops_are_mirrors()),
       store_(pipeline_.dtype(), layout_, normalisation_of(pipeline_.normalisation())) {}
 
-void Transform::write(const cv::Mat& window, KeyedRng& rng, std::byte* out, fn::Moves* moves) {
+Status Transform::draw_steps(int width, int height, KeyedRng& rng, SampleGeometry* geometry) {
+  if (geometry == nullptr) return pipeline_.steps(width, height, rng, steps_);
+  geometry->width = width;
+  geometry->height = height;
+  geometry->moves.clear();
+  return pipeline_.steps(width, height, rng, geometry->steps);
+}
+
+Result<SampleWindow> Transform::plan(int width, int height, KeyedRng& rng, SampleGeometry* geometry) {
+  if (Status s = draw_steps(width, height, rng, geometry); !s.ok()) return s;
+  return Pipeline::window_of(steps_of(geometry), width, height);
+}
+
+void Transform::write(const cv::Mat& window, KeyedRng& rng, std::byte* out, SampleGeometry* geometry) {
+  fn::Moves* moves = geometry != nullptr ? &geometry->moves : nullptr;
   const int size = static_cast<int>(pipeline_.size());
   if (makes_in_slot_) {
     // Flips alone look at no pixel: their draws can come before the resize.
@@ -69,11 +83,11 @@ void Transform::finish(KeyedRng& rng, std::byte* out, fn::Moves* moves) {
   }
 }
 
-Status Transform::apply(const cv::Mat& rgb, KeyedRng& rng, std::byte* out, fn::Moves* moves) {
-  if (Status s = pipeline_.steps(rgb.cols, rgb.rows, rng, steps_); !s.ok()) return s;
+Status Transform::apply(const cv::Mat& rgb, KeyedRng& rng, std::byte* out, SampleGeometry* geometry) {
+  if (Status s = draw_steps(rgb.cols, rgb.rows, rng, geometry); !s.ok()) return s;
   cv::Mat image = rgb;
   int next = 0;
-  for (const GeometryStep& step : steps_) {
+  for (const GeometryStep& step : steps_of(geometry)) {
     image = image(cv::Rect(step.x, step.y, step.width, step.height));
     if (!step.resizes()) continue;
     cv::Mat& to = scaled_[next];
@@ -83,7 +97,7 @@ Status Transform::apply(const cv::Mat& rgb, KeyedRng& rng, std::byte* out, fn::M
     image = to;
   }
   image.copyTo(square_);
-  finish(rng, out, moves);
+  finish(rng, out, geometry != nullptr ? &geometry->moves : nullptr);
   return Status::Ok();
 }
 

@@ -17,6 +17,7 @@
 #include "base/keyed_rng.h"
 #include "transforms/crop.h"
 #include "transforms/pipeline.h"
+#include "transforms/sample_geometry.h"
 #include "transport/arena_layout.h"
 #include "workers/pixel_store.h"
 
@@ -30,27 +31,23 @@ class Transform {
   // The window of a width x height image that becomes the sample. `rng` is the sample's
   // own stream, so the result does not depend on which worker runs it. Fails for bad
   // data: an image smaller than a crop, or a resize past max_pixels (a 1 x 20000 strip).
-  Result<SampleWindow> plan(int width, int height, KeyedRng& rng) const {
-    return pipeline_.plan(width, height, rng);
-  }
-
-  // The crops and resizes of plan()'s draws, as steps (what a mask follows).
-  Status steps(int width, int height, KeyedRng& rng, std::vector<GeometryStep>& out) const {
-    return pipeline_.steps(width, height, rng, out);
-  }
+  // When `geometry` is not null it gets the image's size and these steps (what a mask
+  // follows), and write() its moves.
+  Result<SampleWindow> plan(int width, int height, KeyedRng& rng, SampleGeometry* geometry = nullptr);
 
   // Resizes `window` (the pixels of a planned source region, at any scale) to the
   // output size, runs the rest of the pipeline with the draws that follow plan()'s, and
   // writes the sample to `out` (sample_bytes() of them). The pixel ops' flips and warps
-  // are appended to `moves` when it is not null.
-  void write(const cv::Mat& window, KeyedRng& rng, std::byte* out, fn::Moves* moves = nullptr);
+  // are appended to `geometry`'s moves when it is not null.
+  void write(const cv::Mat& window, KeyedRng& rng, std::byte* out, SampleGeometry* geometry = nullptr);
 
   // Whether plan() and write() do what the pipeline says (Pipeline::fusable); if not,
   // apply() must.
   bool fusable() const { return pipeline_.fusable(); }
 
-  // The reference: the whole pipeline on the whole decoded image.
-  Status apply(const cv::Mat& rgb, KeyedRng& rng, std::byte* out, fn::Moves* moves = nullptr);
+  // The reference: the whole pipeline on the whole decoded image; `geometry` as plan()
+  // and write() fill it.
+  Status apply(const cv::Mat& rgb, KeyedRng& rng, std::byte* out, SampleGeometry* geometry = nullptr);
 
  private:
   // Resizes `from` to `to`'s size: area averaging when shrinking by 2x or more on both
@@ -59,6 +56,12 @@ class Transform {
   // costs more than the JPEG decode itself; the fused path's DCT scaling leaves the
   // final resize under 2x, so it is bilinear there.
   static void resize(const cv::Mat& from, cv::Mat& to);
+  // The steps of a width x height image's draws, into `geometry` (its size set, its moves
+  // cleared) when there is one, else into steps_.
+  Status draw_steps(int width, int height, KeyedRng& rng, SampleGeometry* geometry);
+  const std::vector<GeometryStep>& steps_of(const SampleGeometry* geometry) const {
+    return geometry != nullptr ? geometry->steps : steps_;
+  }
   // The pixel ops on square_, the store into `out`, the tensor ops there.
   void finish(KeyedRng& rng, std::byte* out, fn::Moves* moves);
 
@@ -67,10 +70,10 @@ class Transform {
   // uint8 NHWC and no pixel op but flips: an unmirrored sample is resized straight into
   // the slot, with no copy.
   bool makes_in_slot_;
-  PixelStore store_;   // every other sample: made in square_, then written by store_
-  cv::Mat square_;     // reused across samples: the resized sample, in cache
-  cv::Mat scaled_[2];  // reused across samples: the reference's resized images
-  std::vector<GeometryStep> steps_;
+  PixelStore store_;                 // every other sample: made in square_, then written by store_
+  cv::Mat square_;                   // reused across samples: the resized sample, in cache
+  cv::Mat scaled_[2];                // reused across samples: the reference's resized images
+  std::vector<GeometryStep> steps_;  // reused across samples that record no geometry
 };
 
 }  // namespace forkfeed
