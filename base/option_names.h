@@ -52,13 +52,18 @@ inline constexpr std::array<EnumName<MissingField>, 3> kEnumNames<MissingField>{
     {{MissingField::kError, "error"}, {MissingField::kSkip, "skip"}, {MissingField::kEmpty, "empty"}}};
 
 template <>
-inline constexpr std::array<EnumName<FieldKind>, 7> kEnumNames<FieldKind>{{{FieldKind::kImage, "image"},
+inline constexpr std::array<EnumName<FieldKind>, 9> kEnumNames<FieldKind>{{{FieldKind::kImage, "image"},
                                                                            {FieldKind::kLabel, "label"},
                                                                            {FieldKind::kText, "text"},
                                                                            {FieldKind::kBytes, "bytes"},
                                                                            {FieldKind::kArray, "array"},
                                                                            {FieldKind::kNumber, "number"},
-                                                                           {FieldKind::kMask, "mask"}}};
+                                                                           {FieldKind::kMask, "mask"},
+                                                                           {FieldKind::kBoxes, "boxes"},
+                                                                           {FieldKind::kPerBox, "per_box"}}};
+template <>
+inline constexpr std::array<EnumName<BoxFormat>, 3> kEnumNames<BoxFormat>{
+    {{BoxFormat::kXyxy, "xyxy"}, {BoxFormat::kXywh, "xywh"}, {BoxFormat::kCxcywh, "cxcywh"}}};
 
 // The value of E named `name`, or nullopt.
 template <typename E>

@@ -39,7 +39,7 @@ std::string joined(const std::vector<std::string>& sources) {
   return text;
 }
 
-// One entry of the text, read into a FieldSpec (view_of is the schema's to set).
+// One entry of the text, read into a FieldSpec (member_of is the schema's to set).
 class EntryReader {
  public:
   EntryReader(std::size_t number, std::string_view entry) : number_(number), entry_(entry) {}
@@ -55,11 +55,17 @@ class EntryReader {
     const std::size_t colon = rest.find(':');
     if (Status s = read_sources(trim(rest.substr(0, colon)), spec.sources); !s.ok()) return s;
     spec.kind = default_kind(spec.sources.front());
+    std::string_view arguments;  // what the kind's parentheses hold
     if (colon != std::string_view::npos) {
-      if (Status s = read_kind(trim(rest.substr(colon + 1)), spec); !s.ok()) return s;
+      if (Status s = read_kind(trim(rest.substr(colon + 1)), spec, arguments); !s.ok()) return s;
     }
-    if (spec.kind == FieldKind::kMask && !spec.json_key.empty()) {
-      if (Status s = read_mask_arguments(spec); !s.ok()) return s;
+    if (spec.kind == FieldKind::kPerBox) spec.element = ElementType::kInt64;
+    const bool named_arguments =
+        spec.kind == FieldKind::kMask || spec.kind == FieldKind::kBoxes || spec.kind == FieldKind::kPerBox;
+    if (named_arguments && !arguments.empty()) {
+      if (Status s = read_arguments(arguments, spec); !s.ok()) return s;
+    } else {
+      spec.json_key = std::string(arguments);  // a key, which check_key weighs against the kind
     }
     if (Status s = check_key(spec); !s.ok()) return s;
     return spec;
@@ -125,28 +131,25 @@ class EntryReader {
     return Status::Ok();
   }
 
-  Status read_kind(std::string_view text, FieldSpec& spec) const {
-    std::string_view kind = trim(text.substr(0, text.find('(')));
-    // What to write instead: a mask's fill, or a key.
-    const std::string forms = kind == to_string(FieldKind::kMask)
-                                  ? "write \"mask\" or \"mask(fill=N)\", e.g. \"seg=seg.png:mask(fill=255)\""
-                                  : "write KIND or KIND(KEY), e.g. \"label=json:label(class_id)\"";
+  Status read_kind(std::string_view text, FieldSpec& spec, std::string_view& arguments) const {
+    const std::string_view kind = trim(text.substr(0, text.find('(')));
+    const std::optional<FieldKind> parsed = parse_field_kind(kind);
+    const std::string forms = forms_of(parsed.value_or(FieldKind::kLabel), spec);
     const std::size_t open = text.find('(');
     if (open != std::string_view::npos) {
       if (!text.ends_with(')') || text.find(')') != text.size() - 1) {
         return bad("has \"" + printable_cut(text) + "\" after ':'; " + forms);
       }
-      spec.json_key = std::string(trim(text.substr(open + 1, text.size() - open - 2)));
-      if (spec.json_key.empty()) {
-        return bad(kind == to_string(FieldKind::kMask)
-                       ? "has nothing in (); " + forms
-                       : "has an empty key in (); write the JSON key whose value it is, e.g. "
-                         "\"label=json:label(class_id)\"");
+      arguments = trim(text.substr(open + 1, text.size() - open - 2));
+      if (arguments.empty()) {
+        return bad(parsed == FieldKind::kLabel || parsed == FieldKind::kNumber || !parsed
+                       ? "has an empty key in (); write the JSON key whose value it is, e.g. "
+                         "\"label=json:label(class_id)\""
+                       : "has nothing in (); " + forms);
       }
     } else if (text.find(')') != std::string_view::npos) {
       return bad("has \"" + printable_cut(text) + "\" after ':'; " + forms);
     }
-    const std::optional<FieldKind> parsed = parse_field_kind(kind);
     if (!parsed) {
       return bad(kind.empty()
                      ? std::string("has no kind after ':'; write one of ") + enum_names_or<FieldKind>()
@@ -156,66 +159,121 @@ class EntryReader {
     return Status::Ok();
   }
 
-  // A mask's "(fill=N, dtype=uint16)", read from where a key would be: each argument once,
-  // the fill a value of the dtype.
-  Status read_mask_arguments(FieldSpec& spec) const {
-    const std::string text = spec.json_key;
+  // What to write for a field of `kind`, with an example.
+  static std::string forms_of(FieldKind kind, const FieldSpec& spec) {
+    switch (kind) {
+      case FieldKind::kMask:
+        return "write \"mask\", \"mask(fill=N)\", \"mask(dtype=uint16)\" or both, N the class id of pixels "
+               "moved in from outside the image (0 to 255, or 65535 for uint16), e.g. \"" +
+               spec.name + "=" + spec.sources.front() + ":mask(fill=255)\"";
+      case FieldKind::kBoxes:
+        return "write \"boxes(key=KEY, format=F, normalized=B)\" for a .json member, F one of " +
+               enum_names_or<BoxFormat>() +
+               " (default xyxy), B true when the numbers are fractions of the image's size (default false), "
+               "or \"boxes(format=F)\" for a [K, 4] .npy; e.g. \"" +
+               spec.name + "=json:boxes(key=bbox, format=xywh)\"";
+      case FieldKind::kPerBox:
+        return "write \"per_box(key=KEY)\" for a .json member's list, \"per_box\" for a 1-D .npy, and "
+               "dtype=float32 for values that are not integers, e.g. \"" +
+               spec.name + "=json:per_box(key=labels)\"";
+      default: return "write KIND or KIND(KEY), e.g. \"label=json:label(class_id)\"";
+    }
+  }
+
+  // The "name=value, ..." arguments of a mask, boxes or per_box field: each once, each
+  // one the kind takes, each value one it allows.
+  Status read_arguments(std::string_view text, FieldSpec& spec) const {
     const auto refuse = [&] {
-      return bad("has \"mask(" + printable_cut(text) +
-                 ")\"; write \"mask\", \"mask(fill=N)\", \"mask(dtype=uint16)\" or both, N the class id of "
-                 "pixels moved in from outside the image (0 to 255, or 65535 for uint16), e.g. \"" +
-                 spec.name + "=" + spec.sources.front() + ":mask(fill=255)\"");
+      return bad("has \"" + std::string(to_string(spec.kind)) + "(" + printable_cut(text) + ")\"; " +
+                 forms_of(spec.kind, spec));
     };
-    std::optional<std::string_view> fill, dtype;
+    std::vector<std::string_view> seen;
     for (std::size_t start = 0; start <= text.size();) {
       const std::size_t comma = std::min(text.find(',', start), text.size());
-      const std::string_view argument = trim(std::string_view(text).substr(start, comma - start));
+      const std::string_view argument = trim(text.substr(start, comma - start));
       start = comma + 1;
       const std::size_t eq = argument.find('=');
       if (eq == std::string_view::npos) return refuse();
       const std::string_view key = trim(argument.substr(0, eq)), value = trim(argument.substr(eq + 1));
-      std::optional<std::string_view>& slot = key == "fill" ? fill : dtype;
-      if ((key != "fill" && key != "dtype") || slot) return refuse();
-      slot = value;
+      if (std::find(seen.begin(), seen.end(), key) != seen.end() || value.empty()) return refuse();
+      seen.push_back(key);
+      if (!read_argument(key, value, spec)) return refuse();
     }
-    if (dtype && *dtype != "uint8" && *dtype != "uint16") return refuse();
-    spec.element = dtype && *dtype == "uint16" ? ElementType::kUint16 : ElementType::kUint8;
-    if (fill) {
-      const bool digits =
-          !fill->empty() && fill->size() <= 5 &&
-          std::all_of(fill->begin(), fill->end(), [](char c) { return c >= '0' && c <= '9'; });
-      const long value = digits ? std::stol(std::string(*fill)) : -1;
+    if (spec.kind == FieldKind::kMask) {  // the fill a value of the dtype
       const long most = spec.element == ElementType::kUint16 ? 65535 : 255;
-      if (value < 0 || value > most) return refuse();
-      spec.fill = static_cast<std::uint16_t>(value);
+      if (spec.fill > most) return refuse();
     }
-    spec.json_key.clear();
     return Status::Ok();
   }
 
-  // A key reads a value of a .json member: label and number fields of json sources only,
-  // and those need one.
+  // Sets `key`'s `value` on `spec`; false when its kind takes no such argument or value.
+  static bool read_argument(std::string_view key, std::string_view value, FieldSpec& spec) {
+    const FieldKind kind = spec.kind;
+    if (key == "key" && kind != FieldKind::kMask) {
+      spec.json_key = std::string(value);
+      return true;
+    }
+    if (key == "dtype" && kind == FieldKind::kMask && (value == "uint8" || value == "uint16")) {
+      spec.element = value == "uint16" ? ElementType::kUint16 : ElementType::kUint8;
+      return true;
+    }
+    if (key == "dtype" && kind == FieldKind::kPerBox && (value == "int64" || value == "float32")) {
+      spec.element = value == "float32" ? ElementType::kFloat32 : ElementType::kInt64;
+      return true;
+    }
+    if (key == "fill" && kind == FieldKind::kMask) {
+      const bool digits = value.size() <= 5 && std::all_of(value.begin(), value.end(),
+                                                           [](char c) { return c >= '0' && c <= '9'; });
+      const long fill = digits ? std::stol(std::string(value)) : -1;
+      if (fill < 0 || fill > 65535) return false;
+      spec.fill = static_cast<std::uint16_t>(fill);
+      return true;
+    }
+    if (key == "format" && kind == FieldKind::kBoxes) {
+      const std::optional<BoxFormat> format = parse_enum<BoxFormat>(value);
+      if (format) spec.box_format = *format;
+      return format.has_value();
+    }
+    if (key == "normalized" && kind == FieldKind::kBoxes && (value == "true" || value == "false")) {
+      spec.normalized = value == "true";
+      return true;
+    }
+    return false;
+  }
+
+  // A key reads a value of a .json member: label and number fields (while indexing),
+  // boxes and per_box fields (their lists, in a worker), of json sources only, and those
+  // need one. Boxes and per_box fields read .json or .npy members, nothing else.
   Status check_key(const FieldSpec& spec) const {
-    const bool keyed_kind = spec.kind == FieldKind::kLabel || spec.kind == FieldKind::kNumber;
+    const bool boxes = spec.kind == FieldKind::kBoxes || spec.kind == FieldKind::kPerBox;
+    const bool keyed_kind = spec.kind == FieldKind::kLabel || spec.kind == FieldKind::kNumber || boxes;
     const auto json = std::count_if(spec.sources.begin(), spec.sources.end(), is_json_source);
+    const auto npy = std::count_if(spec.sources.begin(), spec.sources.end(),
+                                   [](const std::string& s) { return last_component(s) == "npy"; });
+    const std::string kind(to_string(spec.kind));
+    if (boxes && (json + npy != static_cast<std::ptrdiff_t>(spec.sources.size()) || (json > 0 && npy > 0))) {
+      return bad("is a " + kind + " field of sources that are not all .json or all .npy; " +
+                 forms_of(spec.kind, spec));
+    }
     if (!spec.json_key.empty() && !keyed_kind) {
-      return bad("has a key, (" + printable_cut(spec.json_key) + "), but is " +
-                 std::string(to_string(spec.kind)) +
-                 "; only label and number fields read a key of a .json member: \"" + spec.name +
-                 "=json:label(" + printable_cut(spec.json_key) + ")\", or leave the key out");
+      return bad("has a key, (" + printable_cut(spec.json_key) + "), but is " + kind +
+                 "; only label, number, boxes and per_box fields read a key of a .json member: \"" +
+                 spec.name + "=json:label(" + printable_cut(spec.json_key) + ")\", or leave the key out");
     }
     if (!spec.json_key.empty() && json != static_cast<std::ptrdiff_t>(spec.sources.size())) {
-      return bad(
-          "has a key, (" + printable_cut(spec.json_key) +
-          "), which reads a .json member, but takes sources that are not json; a keyed field reads .json "
-          "members only: \"" +
-          spec.name + "=json:" + std::string(to_string(spec.kind)) + "(" + printable_cut(spec.json_key) +
-          ")\"");
+      return bad("has a key, (" + printable_cut(spec.json_key) +
+                 "), which reads a .json member, but takes sources that are not json; a keyed field reads "
+                 ".json members only: \"" +
+                 spec.name + "=json:" + kind + (boxes ? "(key=" : "(") + printable_cut(spec.json_key) +
+                 ")\"");
+    }
+    if (boxes && spec.json_key.size() > kMaxBoxKeyBytes) {
+      return bad("has a key of " + std::to_string(spec.json_key.size()) + " bytes; a " + kind +
+                 " field's key takes at most " + std::to_string(kMaxBoxKeyBytes));
     }
     if (spec.json_key.empty() && keyed_kind && json > 0) {
-      return bad("is a " + std::string(to_string(spec.kind)) +
-                 " read from a .json member, and needs the key whose value it is: \"" + spec.name + "=" +
-                 spec.sources.front() + ":" + std::string(to_string(spec.kind)) + "(KEY)\"");
+      return bad("is a " + kind + " read from a .json member, and needs the key whose value it is: \"" +
+                 spec.name + "=" + spec.sources.front() + ":" + kind + (boxes ? "(key=KEY)\"" : "(KEY)\""));
     }
     return Status::Ok();
   }
@@ -224,31 +282,48 @@ class EntryReader {
   const std::string_view entry_;
 };
 
-// Sets view_of on each image field whose sources are an earlier image field's, and
-// refuses any other member two fields would both take. Keyed fields read a value of a
-// .json member while indexing and take nothing from it: they share it with any field.
+// Whether `f` reads its value while indexing, from a key of a .json member that other
+// fields may read too (a label or number field's).
+bool read_while_indexing(const FieldSpec& f) {
+  return (f.kind == FieldKind::kLabel || f.kind == FieldKind::kNumber) && !f.json_key.empty();
+}
+
+// Sets member_of on each field that reads an earlier field's member — an image field with
+// an earlier image field's sources (a view), a per_box field with its boxes field's or an
+// earlier per_box field's — and
+// refuses any other member two fields would both take. Fields read while indexing take
+// nothing from the member whose key they read: they share it with any field.
 Status check_overlaps(std::vector<FieldSpec>& fields, const std::vector<std::string>& entries) {
+  const auto shares = [](const FieldSpec& earlier, const FieldSpec& later) {
+    return (earlier.kind == FieldKind::kImage && later.kind == FieldKind::kImage) ||
+           ((earlier.kind == FieldKind::kBoxes || earlier.kind == FieldKind::kPerBox) &&
+            later.kind == FieldKind::kPerBox);
+  };
   for (std::size_t b = 0; b < fields.size(); ++b) {
     FieldSpec& later = fields[b];
-    if (!later.json_key.empty()) continue;
+    if (read_while_indexing(later)) continue;
     const std::set<std::string> sources(later.sources.begin(), later.sources.end());
     for (std::size_t a = 0; a < b; ++a) {
       const FieldSpec& earlier = fields[a];
-      if (!earlier.json_key.empty()) continue;
-      if (earlier.kind == FieldKind::kImage && later.kind == FieldKind::kImage &&
+      if (read_while_indexing(earlier)) continue;
+      if (shares(earlier, later) &&
           std::set<std::string>(earlier.sources.begin(), earlier.sources.end()) == sources) {
-        later.view_of = earlier.view_of.empty() ? earlier.name : earlier.view_of;
+        later.member_of = earlier.member_of.empty() ? earlier.name : earlier.member_of;
         break;
       }
       for (const std::string& s : earlier.sources) {
         if (sources.count(s) == 0) continue;
         const bool images = earlier.kind == FieldKind::kImage && later.kind == FieldKind::kImage;
+        const bool boxes = later.kind == FieldKind::kPerBox;
         return Status::InvalidArgument(
             "fields \"" + earlier.name + "\" and \"" + later.name + "\" both take ." + s + " members (" +
             entries[a] + " and " + entries[b] + "); a member is one field's" +
             (images ? ". Two views of one image are image fields with the same sources: \"" + later.name +
                           "=" + joined(earlier.sources) + "\""
-                    : ""));
+             : boxes ? ". A per_box field shares the member of the boxes or per_box field with the same "
+                       "sources: \"" +
+                           later.name + "=" + joined(earlier.sources) + ":per_box(key=KEY)\""
+                     : ""));
       }
     }
   }
@@ -267,17 +342,61 @@ std::size_t entry_end(std::string_view text, std::size_t start) {
   return std::string_view::npos;
 }
 
-// A mask follows the schema's first image field: there must be one.
-Status check_masks(const std::vector<FieldSpec>& fields) {
-  const auto kind_is = [](FieldKind k) { return [k](const FieldSpec& f) { return f.kind == k; }; };
-  const auto mask = std::find_if(fields.begin(), fields.end(), kind_is(FieldKind::kMask));
-  if (mask == fields.end() || std::any_of(fields.begin(), fields.end(), kind_is(FieldKind::kImage)))
-    return Status::Ok();
+// Masks and boxes follow the schema's first image field, per_box fields its boxes field:
+// there must be one, and one boxes field at most.
+Status check_followers(const std::vector<FieldSpec>& fields) {
+  const auto first = [&](FieldKind k, std::size_t from = 0) {
+    return std::find_if(fields.begin() + static_cast<std::ptrdiff_t>(from), fields.end(),
+                        [k](const FieldSpec& f) { return f.kind == k; });
+  };
+  const auto boxes = first(FieldKind::kBoxes);
+  if (boxes != fields.end()) {
+    const auto second = first(FieldKind::kBoxes, static_cast<std::size_t>(boxes - fields.begin()) + 1);
+    if (second != fields.end()) {
+      return Status::InvalidArgument("fields \"" + boxes->name + "\" and \"" + second->name +
+                                     "\" are both boxes; a sample has one boxes field (its per_box fields "
+                                     "follow it): keep one");
+    }
+  }
+  const auto per_box = first(FieldKind::kPerBox);
+  if (per_box != fields.end() && boxes == fields.end()) {
+    return Status::InvalidArgument(
+        "field \"" + per_box->name +
+        "\" is per_box, a value for each of the sample's boxes, but the fields have "
+        "no boxes field; add one, e.g. \"boxes=json:boxes(key=boxes), " +
+        per_box->name + "=" + joined(per_box->sources) + ":per_box(key=KEY)\"");
+  }
+  if (first(FieldKind::kImage) != fields.end()) return Status::Ok();
+  const auto follower = std::find_if(fields.begin(), fields.end(), [](const FieldSpec& f) {
+    return f.kind == FieldKind::kMask || f.kind == FieldKind::kBoxes;
+  });
+  if (follower == fields.end()) return Status::Ok();
   return Status::InvalidArgument(
-      "field \"" + mask->name +
-      "\" is a mask, which follows the sample's image, but the fields have no image "
-      "field; add one, e.g. \"image=jpg;png, " +
-      mask->name + "=" + joined(mask->sources) + ":mask\"");
+      "field \"" + follower->name + "\" is " + (follower->kind == FieldKind::kMask ? "a mask" : "boxes") +
+      ", which follows the sample's image, but the fields have no image field; add "
+      "one, e.g. \"image=jpg;png, " +
+      follower->name + "=" + joined(follower->sources) + ":" + std::string(to_string(follower->kind)) + "\"");
+}
+
+// "(KEY)" of a label or number field, "(key=K, format=F, ...)" of the kinds that take named
+// arguments, each that is not its default; "" when there are none.
+std::string arguments_text(const FieldSpec& f) {
+  if (read_while_indexing(f)) {
+    std::string key = "(";  // piece by piece: "(" + key + ")" makes GCC 12 warn falsely (-Wrestrict)
+    key += f.json_key;
+    key += ')';
+    return key;
+  }
+  std::vector<std::string> arguments;
+  if (!f.json_key.empty()) arguments.push_back("key=" + f.json_key);
+  if (f.box_format != BoxFormat::kXyxy) arguments.push_back("format=" + std::string(to_string(f.box_format)));
+  if (f.normalized) arguments.emplace_back("normalized=true");
+  if (f.fill != 0) arguments.push_back("fill=" + std::to_string(f.fill));
+  if (f.element == ElementType::kUint16 || (f.kind == FieldKind::kPerBox && f.element != ElementType::kInt64))
+    arguments.push_back("dtype=" + std::string(to_string(f.element)));
+  std::string text;
+  for (const std::string& a : arguments) text += (text.empty() ? "(" : ", ") + a;
+  return text.empty() ? text : text + ")";
 }
 
 }  // namespace
@@ -288,6 +407,7 @@ std::optional<MissingField> parse_missing_field(std::string_view name) {
 }
 std::string_view to_string(FieldKind kind) { return enum_name(kind); }
 std::string_view to_string(MissingField missing) { return enum_name(missing); }
+std::string_view to_string(BoxFormat format) { return enum_name(format); }
 
 FieldKind default_kind(std::string_view source) {
   const std::string_view last = last_component(source);
@@ -338,7 +458,7 @@ Result<std::vector<FieldSpec>> parse_fields(std::string_view text) {
     start = comma + 1;
   }
   if (Status s = check_overlaps(fields, entries); !s.ok()) return s;
-  if (Status s = check_masks(fields); !s.ok()) return s;
+  if (Status s = check_followers(fields); !s.ok()) return s;
   return fields;
 }
 
@@ -346,27 +466,13 @@ std::string fields_text(const std::vector<FieldSpec>& fields) {
   std::string text;
   for (const FieldSpec& f : fields) {
     if (!text.empty()) text += ", ";
-    // Appended piece by piece: "(" + key + ")" makes GCC 12 warn falsely (-Wrestrict).
     text += f.name;
     text += '=';
     text += joined(f.sources);
     if (!f.json_key.empty() || f.kind != default_kind(f.sources.front())) {
       text += ':';
       text += to_string(f.kind);
-      if (!f.json_key.empty()) {
-        text += '(';
-        text += f.json_key;
-        text += ')';
-      }
-      std::string arguments;
-      if (f.fill != 0) arguments += "fill=" + std::to_string(f.fill);
-      if (f.element == ElementType::kUint16)
-        arguments += (arguments.empty() ? "" : ", ") + std::string("dtype=uint16");
-      if (!arguments.empty()) {
-        text += '(';
-        text += arguments;
-        text += ')';
-      }
+      text += arguments_text(f);
     }
   }
   return text;
@@ -384,9 +490,11 @@ FieldColumns field_columns(const std::vector<FieldSpec>& fields) {
       case FieldKind::kText:
       case FieldKind::kBytes:
       case FieldKind::kArray:
-      case FieldKind::kMask: {
+      case FieldKind::kMask:
+      case FieldKind::kBoxes:
+      case FieldKind::kPerBox: {
         const auto viewed = std::find_if(fields.begin(), fields.begin() + static_cast<std::ptrdiff_t>(f),
-                                         [&](const FieldSpec& e) { return e.name == fields[f].view_of; });
+                                         [&](const FieldSpec& e) { return e.name == fields[f].member_of; });
         c = viewed != fields.begin() + static_cast<std::ptrdiff_t>(f)
                 ? out.of[static_cast<std::size_t>(viewed - fields.begin())]
                 : FieldColumn{FieldColumn::Store::kMember, out.members++};
@@ -406,10 +514,10 @@ Result<SampleSchema> sample_schema(std::string_view text, MissingField missing) 
   schema.fields = std::move(fields).value();
   schema.columns = field_columns(schema.fields);
   if (schema.columns.members == 0) {
-    return Status::InvalidArgument(
-        "fields \"" + printable_cut(text) +
-        "\" has no field read from a member (image, text, bytes, array or mask); a sample needs one, e.g. "
-        "\"image=jpg;png\"");
+    return Status::InvalidArgument("fields \"" + printable_cut(text) +
+                                   "\" has no field read from a member (image, text, bytes, array, mask, "
+                                   "boxes or per_box); a sample needs one, e.g. "
+                                   "\"image=jpg;png\"");
   }
   schema.text = fields_text(schema.fields);
   return schema;

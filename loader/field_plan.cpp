@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "loader/transform_spec.h"
+#include "workers/box_values.h"
 
 namespace forkfeed {
 namespace {
@@ -88,6 +89,17 @@ Status add_fields(ArenaSpec& spec, const LoaderOptions& resolved, const DatasetI
         if (d.ragged) d.ragged_bytes = index.largest_batch_bytes(f, resolved.batch_size);
         break;
       }
+      case FieldKind::kBoxes:
+      case FieldKind::kPerBox:
+        // Ragged, [K, 4] float32 or [K] of the field's dtype; the worst batch within
+        // kBoxBytesPerMemberByte of its members' bytes.
+        d.element = fields[f].kind == FieldKind::kBoxes ? ElementType::kFloat32 : fields[f].element;
+        d.key = fields[f].json_key;
+        d.box_format = fields[f].box_format;
+        d.normalized = fields[f].normalized;
+        d.ragged = true;
+        d.ragged_bytes = index.largest_batch_bytes(f, resolved.batch_size) * kBoxBytesPerMemberByte;
+        break;
       case FieldKind::kText:
       case FieldKind::kBytes:
         d.ragged = true;

@@ -66,7 +66,11 @@ TEST(OptionNamesTest, EveryValueOfEveryEnumHasItsName) {
                            {FieldKind::kBytes, "bytes"},
                            {FieldKind::kArray, "array"},
                            {FieldKind::kNumber, "number"},
-                           {FieldKind::kMask, "mask"}});
+                           {FieldKind::kMask, "mask"},
+                           {FieldKind::kBoxes, "boxes"},
+                           {FieldKind::kPerBox, "per_box"}});
+  expect_names<BoxFormat>(
+      {{BoxFormat::kXyxy, "xyxy"}, {BoxFormat::kXywh, "xywh"}, {BoxFormat::kCxcywh, "cxcywh"}});
   // One past the last enumerator has no name.
   EXPECT_EQ(to_string(static_cast<Layout>(3)), "");
 }

@@ -28,8 +28,8 @@ void expect_refused(std::string_view text, const std::vector<std::string>& words
 }
 
 FieldSpec spec(std::string name, FieldKind kind, std::vector<std::string> sources, std::string key = "",
-               std::string view_of = "") {
-  return FieldSpec{std::move(name), kind, std::move(sources), std::move(key), std::move(view_of)};
+               std::string member_of = "") {
+  return FieldSpec{std::move(name), kind, std::move(sources), std::move(key), std::move(member_of)};
 }
 
 TEST(SampleSchemaTest, EachSourceImpliesAKind) {
@@ -91,7 +91,7 @@ TEST(SampleSchemaTest, KindsAndKeysWrittenOut) {
 TEST(SampleSchemaTest, KeysAreForLabelsAndNumbersOfJsonMembers) {
   expect_refused("label=json:label", {"entry 1", "needs the key", "\"label=json:label(KEY)\""});
   expect_refused("s=json:number", {"entry 1", "\"s=json:number(KEY)\""});
-  expect_refused("t=txt:text(k)", {"entry 1", "only label and number fields read a key"});
+  expect_refused("t=txt:text(k)", {"entry 1", "only label, number, boxes and per_box fields read a key"});
   expect_refused("l=cls:label(k)", {"sources that are not json", "\"l=json:label(k)\""});
   expect_refused("l=json;cls:label(k)", {"sources that are not json"});
   expect_refused("l=cls;json", {"needs the key"});
@@ -129,16 +129,65 @@ TEST(SampleSchemaTest, MasksFollowAnImageWithAFillOfTheirOwn) {
   }
   expect_refused("image=jpg, s=png:mask(fill=255", {"entry 2", "\"mask(fill=N)\""});
   expect_refused("seg=seg.png:mask, caption=txt", {"\"seg\" is a mask", "no image field", "image=jpg;png"});
-  expect_refused("image=jpg, t=txt:text(fill=3)", {"only label and number fields read a key"});
+  expect_refused("image=jpg, t=txt:text(fill=3)",
+                 {"only label, number, boxes and per_box fields read a key"});
+}
+
+TEST(SampleSchemaTest, BoxesAndTheirPerBoxValuesShareTheirMember) {
+  const std::vector<FieldSpec> f = parsed(
+      "image=jpg, boxes=json:boxes( key = bbox , format=xywh, normalized=true), "
+      "labels=json:per_box(key=cat), "
+      "area=json:per_box(dtype=float32, key=area), crowd=crowd.npy:per_box");
+  ASSERT_EQ(f.size(), 5u);
+  EXPECT_EQ(f[1].kind, FieldKind::kBoxes);
+  EXPECT_EQ(f[1].json_key, "bbox");
+  EXPECT_EQ(f[1].box_format, BoxFormat::kXywh);
+  EXPECT_TRUE(f[1].normalized);
+  EXPECT_EQ(f[2].element, ElementType::kInt64);
+  EXPECT_EQ(f[2].member_of, "boxes") << "one .json read for the boxes and their values";
+  EXPECT_EQ(f[3].element, ElementType::kFloat32);
+  EXPECT_EQ(f[3].member_of, "boxes");
+  EXPECT_EQ(f[4].member_of, "") << "a .npy of its own";
+  EXPECT_EQ(
+      fields_text(f),
+      "image=jpg, boxes=json:boxes(key=bbox, format=xywh, normalized=true), labels=json:per_box(key=cat), "
+      "area=json:per_box(key=area, dtype=float32), crowd=crowd.npy:per_box");
+  EXPECT_EQ(parsed(fields_text(f)), f);
+  const std::vector<FieldSpec> npy = parsed("image=jpg, b=b.npy:boxes(format=cxcywh)");
+  EXPECT_EQ(npy[1].box_format, BoxFormat::kCxcywh);
+  EXPECT_EQ(fields_text(npy), "image=jpg, b=b.npy:boxes(format=cxcywh)");
+  const FieldColumns c = field_columns(f);
+  EXPECT_EQ(c.of[1].column, c.of[2].column);
+  EXPECT_EQ(c.of[1].column, c.of[3].column);
+  EXPECT_NE(c.of[1].column, c.of[4].column);
+  // Refusals: each says what to write.
+  expect_refused("image=jpg, b=json:boxes", {"entry 2", "needs the key", "b=json:boxes(key=KEY)"});
+  expect_refused("image=jpg, b=npy:boxes(key=k)", {"entry 2", "not json"});
+  expect_refused("image=jpg, b=txt:boxes", {"entry 2", "not all .json or all .npy", "boxes(key=KEY"});
+  expect_refused("image=jpg, b=json;npy:boxes(key=k)", {"entry 2", "not all .json or all .npy"});
+  for (const char* bad : {"b=json:boxes(key=k, format=xxyy)", "b=json:boxes(key=k, normalized=yes)",
+                          "b=json:boxes(key=k, fill=3)", "b=json:boxes(k)", "b=json:boxes(key=k, key=j)",
+                          "b=json:boxes(key=)"}) {
+    expect_refused(std::string("image=jpg, ") + bad, {"entry 2", "xyxy, xywh or cxcywh"});
+  }
+  expect_refused("image=jpg, b=json:boxes(key=k), l=json:per_box(key=l, dtype=uint8)",
+                 {"entry 3", "dtype=float32"});
+  expect_refused("image=jpg, b=json:boxes(key=" + std::string(kMaxBoxKeyBytes + 1, 'k') + ")",
+                 {"at most 63"});
+  expect_refused("image=jpg, l=json:per_box(key=l)", {"\"l\" is per_box", "no boxes field"});
+  expect_refused("b=json:boxes(key=k)", {"\"b\" is boxes", "no image field"});
+  expect_refused("image=jpg, a=json:boxes(key=k), b=npy:boxes", {"\"a\" and \"b\" are both boxes"});
+  expect_refused("image=jpg, b=json:boxes(key=k), m=json", {"both take .json members"});
+  expect_refused("image=jpg, a=a.npy:boxes, l=a.npy:label", {"both take .a.npy members"});
 }
 
 TEST(SampleSchemaTest, ImageFieldsWithTheSameSourcesAreViews) {
   const std::vector<FieldSpec> f = parsed("view1=jpg;png, view2=jpg;png, caption=txt, view3=png;JPG");
   ASSERT_EQ(f.size(), 4u);
-  EXPECT_EQ(f[0].view_of, "");
-  EXPECT_EQ(f[1].view_of, "view1");
-  EXPECT_EQ(f[2].view_of, "");
-  EXPECT_EQ(f[3].view_of, "view1") << "the same sources in another order and case";
+  EXPECT_EQ(f[0].member_of, "");
+  EXPECT_EQ(f[1].member_of, "view1");
+  EXPECT_EQ(f[2].member_of, "");
+  EXPECT_EQ(f[3].member_of, "view1") << "the same sources in another order and case";
   EXPECT_EQ(parsed(fields_text(f)), f);
 
   const FieldColumns c = field_columns(f);
@@ -195,9 +244,10 @@ TEST(SampleSchemaTest, EmptyEntriesSourcesAndKindsAreRefused) {
   expect_refused("image=a/b", {"holds '/'"});
   expect_refused("image=j pg", {"holds ' '"});
   expect_refused("image=jpg;JPG", {"\"jpg\" twice"});
-  expect_refused("image=jpg:", {"no kind", "image, label, text, bytes, array, number or mask"});
-  expect_refused("caption=txt:str",
-                 {"entry 1", "the kind \"str\"", "image, label, text, bytes, array, number or mask"});
+  expect_refused("image=jpg:",
+                 {"no kind", "image, label, text, bytes, array, number, mask, boxes or per_box"});
+  expect_refused("caption=txt:str", {"entry 1", "the kind \"str\"",
+                                     "image, label, text, bytes, array, number, mask, boxes or per_box"});
   expect_refused("caption=txt:Text", {"the kind \"Text\""});
 }
 

@@ -54,6 +54,11 @@ struct AffineParams {
 // F.affine(img, angle, translate, scale, shear, interpolation, fill, center). img is
 // uint8 with 3 channels, or (nearest only) 1 channel of uint8 or uint16: a mask.
 void affine(cv::Mat& img, const AffineParams& params, Interpolation interpolation, const Fill& fill);
+// The forward matrix of F.affine's parameters on a width x height image, in pixels from its
+// top-left corner, [a, b, c, d, e, f]: x' = a x + b y + c, y' = d x + e y + f —
+// _get_inverse_affine_matrix(center, ..., inverted=False), the center (width / 2,
+// height / 2) when params.center is none, as torchvision.transforms.v2 moves boxes.
+std::array<double, 6> affine_matrix(const AffineParams& params, int width, int height);
 // F.rotate(img, angle, interpolation, expand=False, center, fill).
 void rotate(cv::Mat& img, double angle, Interpolation interpolation, const Fill& fill,
             std::optional<std::array<double, 2>> center = std::nullopt);

@@ -31,17 +31,21 @@ constexpr double kRadiansPerDegree = kPi / 180.0;
 
 using Matrix = std::array<double, 6>;
 
+// The rotation-scale-shear part of _get_inverse_affine_matrix, before its scale: a, b, c, d.
+std::array<double, 4> rotation_shear(double angle, const std::array<double, 2>& shear) {
+  const double rot = angle * kRadiansPerDegree;
+  const double sx = shear[0] * kRadiansPerDegree;
+  const double sy = shear[1] * kRadiansPerDegree;
+  return {
+      std::cos(rot - sy) / std::cos(sy), -std::cos(rot - sy) * std::tan(sx) / std::cos(sy) - std::sin(rot),
+      std::sin(rot - sy) / std::cos(sy), -std::sin(rot - sy) * std::tan(sx) / std::cos(sy) + std::cos(rot)};
+}
+
 // _get_inverse_affine_matrix(center, angle, translate, scale, shear), inverted=True.
 Matrix inverse_affine_matrix(const std::array<double, 2>& center, double angle,
                              const std::array<double, 2>& translate, double scale,
                              const std::array<double, 2>& shear) {
-  const double rot = angle * kRadiansPerDegree;
-  const double sx = shear[0] * kRadiansPerDegree;
-  const double sy = shear[1] * kRadiansPerDegree;
-  const double a = std::cos(rot - sy) / std::cos(sy);
-  const double b = -std::cos(rot - sy) * std::tan(sx) / std::cos(sy) - std::sin(rot);
-  const double c = std::sin(rot - sy) / std::cos(sy);
-  const double d = -std::sin(rot - sy) * std::tan(sx) / std::cos(sy) + std::cos(rot);
+  const auto [a, b, c, d] = rotation_shear(angle, shear);
   Matrix m = {d / scale, -b / scale, 0.0, -c / scale, a / scale, 0.0};
   const auto [cx, cy] = center;
   const auto [tx, ty] = translate;
@@ -290,6 +294,18 @@ void rotate(cv::Mat& img, double angle, Interpolation interpolation, const Fill&
   // F.rotate negates the angle: affine turns clockwise, rotate counter-clockwise.
   const Matrix m = inverse_affine_matrix(tensor_center(center, img), -angle, {0.0, 0.0}, 1.0, {0.0, 0.0});
   warp(img, m, interpolation, fill);
+}
+
+std::array<double, 6> affine_matrix(const AffineParams& params, int width, int height) {
+  const auto [a, b, c, d] = rotation_shear(params.angle, params.shear);
+  const double scale = params.scale;
+  std::array<double, 6> m = {a * scale, b * scale, 0.0, c * scale, d * scale, 0.0};
+  const auto [cx, cy] = params.center.value_or(std::array<double, 2>{width * 0.5, height * 0.5});
+  m[2] += m[0] * (-cx) + m[1] * (-cy);
+  m[5] += m[3] * (-cx) + m[4] * (-cy);
+  m[2] += cx + params.translate[0];
+  m[5] += cy + params.translate[1];
+  return m;
 }
 
 void repeat(cv::Mat& img, const Move& move, const Fill& fill) {

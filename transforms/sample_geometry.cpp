@@ -1,6 +1,6 @@
-// Following an image's geometry with its mask: the crops, nearest resizes and the flips
+// Following an image's geometry with its mask — the crops, nearest resizes and the flips
 // before any warp composed into one source row and column per output pixel, then the
-// remaining moves.
+// remaining moves — and with its boxes, step by step as torchvision.transforms.v2 does.
 #include "transforms/sample_geometry.h"
 
 #include <algorithm>
@@ -47,7 +47,78 @@ void gather(const cv::Mat& mask, const std::vector<int>& row_table, const std::v
   }
 }
 
+// `v` clamped to [0, most]; NaN stays NaN, as torch.clamp leaves it.
+float clamp_to(float v, float most) { return v < 0.0f ? 0.0f : (v > most ? most : v); }
+
+void clamp_boxes(std::span<Box> boxes, int width, int height) {
+  const auto w = static_cast<float>(width), h = static_cast<float>(height);
+  for (Box& b : boxes) b = {clamp_to(b[0], w), clamp_to(b[1], h), clamp_to(b[2], w), clamp_to(b[3], h)};
+}
+
+// A move's kernel on boxes, on a width x height image.
+void move_boxes(std::span<Box> boxes, const fn::Move& move, int width, int height) {
+  const auto w = static_cast<float>(width), h = static_cast<float>(height);
+  switch (move.kind) {
+    case fn::Move::Kind::kHflip:
+      for (Box& b : boxes) b = {w - b[2], b[1], w - b[0], b[3]};
+      return;
+    case fn::Move::Kind::kVflip:
+      for (Box& b : boxes) b = {b[0], h - b[3], b[2], h - b[1]};
+      return;
+    case fn::Move::Kind::kAffine: {
+      // torch.tensor(matrix, dtype=float32): each corner [x, y, 1] @ matrix.T in float32.
+      const std::array<double, 6> md = fn::affine_matrix(move.affine, width, height);
+      std::array<float, 6> m;
+      std::transform(md.begin(), md.end(), m.begin(), [](double v) { return static_cast<float>(v); });
+      for (Box& b : boxes) {
+        const std::array<std::array<float, 2>, 4> corners{
+            {{b[0], b[1]}, {b[2], b[1]}, {b[2], b[3]}, {b[0], b[3]}}};
+        Box out{INFINITY, INFINITY, -INFINITY, -INFINITY};
+        bool nan = false;
+        for (const auto& [x, y] : corners) {
+          const float tx = x * m[0] + y * m[1] + m[2], ty = x * m[3] + y * m[4] + m[5];
+          nan = nan || std::isnan(tx) || std::isnan(ty);
+          out = {std::min(out[0], tx), std::min(out[1], ty), std::max(out[2], tx), std::max(out[3], ty)};
+        }
+        b = nan ? Box{NAN, NAN, NAN, NAN} : out;  // aminmax propagates NaN
+      }
+      return;
+    }
+  }
+}
+
 }  // namespace
+
+cv::Size output_size(const SampleGeometry& g) {
+  if (g.steps.empty()) return {g.width, g.height};
+  return {g.steps.back().out_width, g.steps.back().out_height};
+}
+
+void follow_boxes(const SampleGeometry& g, std::span<Box> boxes) {
+  for (const GeometryStep& s : g.steps) {
+    const auto x = static_cast<float>(s.x), y = static_cast<float>(s.y);
+    for (Box& b : boxes) b = {b[0] - x, b[1] - y, b[2] - x, b[3] - y};
+    clamp_boxes(boxes, s.width, s.height);
+    if (!s.resizes()) continue;
+    // torch.tensor([w_ratio, h_ratio, ...]) of Python floats: float32 ratios.
+    const auto rw = static_cast<float>(static_cast<double>(s.out_width) / s.width);
+    const auto rh = static_cast<float>(static_cast<double>(s.out_height) / s.height);
+    for (Box& b : boxes) b = {b[0] * rw, b[1] * rh, b[2] * rw, b[3] * rh};
+    clamp_boxes(boxes, s.out_width, s.out_height);
+  }
+  const cv::Size size = output_size(g);
+  for (const fn::Move& m : g.moves) {
+    move_boxes(boxes, m, size.width, size.height);
+    clamp_boxes(boxes, size.width, size.height);
+  }
+}
+
+bool keeps_box(const Box& b, cv::Size size) {
+  const float w = b[2] - b[0], h = b[3] - b[1];
+  const auto width = static_cast<float>(size.width), height = static_cast<float>(size.height);
+  return w >= 1.0f && h >= 1.0f && w * h >= 1.0f && b[0] >= 0.0f && b[1] >= 0.0f && b[2] >= 0.0f &&
+         b[3] >= 0.0f && b[0] <= width && b[2] <= width && b[1] <= height && b[3] <= height;
+}
 
 int nearest_source(int i, int in, int out) {
   if (in == out) return i;

@@ -1,9 +1,11 @@
 // SampleGeometry: where an image's pixels went — the decoded image's size, its geometry
 // ops' crops and resizes, its pixel ops' flips and warps — recorded while the image is
-// made from the sample's draws, so that the sample's masks follow it exactly: one set of
-// draws, every field (workers/sample_fields.h).
+// made from the sample's draws, so that the sample's masks and boxes follow it exactly: one
+// set of draws, every field (workers/sample_fields.h).
 #pragma once
 
+#include <array>
+#include <span>
 #include <vector>
 
 #include <opencv2/core/mat.hpp>
@@ -25,6 +27,29 @@ struct SampleGeometry {
 // InterpolationMode.NEAREST, pixel for pixel. REQUIRES: mask is width x height, and
 // `out` is the last step's size (or the image's, without steps), allocated.
 void follow(const SampleGeometry& g, const cv::Mat& mask, double fill, cv::Mat& out);
+
+// A box: x1, y1, x2, y2 in pixels from the image's top-left corner (pixel (i, j) covers
+// [j, j + 1) x [i, i + 1)), float32 as torchvision's BoundingBoxes hold them.
+using Box = std::array<float, 4>;
+
+// The size of the image the record ends in: its last step's output, or the decoded
+// image's without steps (moves keep the size).
+cv::Size output_size(const SampleGeometry& g);
+
+// Moves `boxes`, given in the decoded image's pixels, where the record moved the image's,
+// as torchvision.transforms.v2 moves BoundingBoxes, in float32: each crop subtracts its
+// offset and each resize multiplies by float32(out / in) — then the moves: a flip mirrors
+// (x' = W - x, the ends swapped), a warp maps the four corners with F.affine's forward
+// matrix (fn::affine_matrix) and takes their envelope. After every one, each coordinate is
+// clamped to the image as it then is (v2 leaves a resize unclamped; a clamp there keeps
+// what rounding would push a hair past the edge, which v2's sanitising would drop). NaN
+// stays NaN.
+void follow_boxes(const SampleGeometry& g, std::span<Box> boxes);
+
+// Whether v2.SanitizeBoundingBoxes(min_size=1, min_area=1) keeps `box` on an image of
+// `size`: at least 1 pixel wide and high, of at least 1 square pixel, inside the image
+// (NaN is not).
+bool keeps_box(const Box& box, cv::Size size);
 
 // The last row of the mask that follow() reads: a decoder may stop there.
 int last_source_row(const SampleGeometry& g);

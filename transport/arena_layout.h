@@ -26,7 +26,7 @@ template <typename T>
 using ShmVector = bip::vector<T, bip::allocator<T, SegmentManager>>;
 
 inline constexpr std::uint64_t kArenaMagic = 0x6b6f66646565666bULL;  // "kfeedfok"
-inline constexpr std::uint32_t kArenaVersion = 7;
+inline constexpr std::uint32_t kArenaVersion = 8;
 // Per-worker ring capacity; bounds workers * prefetch tasks in flight per worker.
 inline constexpr std::uint32_t kRingCapacity = 64;
 // A skipped sample's reason, NUL-terminated; the path is not in it (the orchestrator

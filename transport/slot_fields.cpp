@@ -56,8 +56,8 @@ bool place_one(const FieldDemand& d, std::uint32_t batch, std::uint64_t& at, Fie
     return values.has_value();
   }
   const auto offsets = take(at, times(batch + std::uint64_t{1}, sizeof(std::uint64_t)));
-  const auto shapes = d.kind == FieldKind::kArray ? take(at, times(batch, kShapeWords * sizeof(std::int64_t)))
-                                                  : std::optional<std::uint64_t>(0);
+  const auto shapes = has_shapes(d.kind) ? take(at, times(batch, kShapeWords * sizeof(std::int64_t)))
+                                         : std::optional<std::uint64_t>(0);
   const auto values = take(at, d.ragged_bytes);
   if (!offsets || !shapes || !values) return false;
   r.offsets = *offsets;
@@ -92,6 +92,10 @@ Result<SlotFields> SlotFields::place(std::span<const FieldDemand> demands, std::
   SlotFields placed;
   std::uint64_t at = start;
   for (const FieldDemand& d : demands) {
+    if (d.key.size() > kMaxBoxKeyBytes) {
+      return bad(d, "has a key of " + std::to_string(d.key.size()) + " bytes; at most " +
+                        std::to_string(kMaxBoxKeyBytes) + " are carried");
+    }
     if (d.name.empty() || d.name.size() >= kFieldNameBytes) {
       return bad(d, "needs a name of 1 to " + std::to_string(kFieldNameBytes - 1) + " bytes");
     }
@@ -110,6 +114,9 @@ Result<SlotFields> SlotFields::place(std::span<const FieldDemand> demands, std::
     r.ragged = d.ragged ? 1 : 0;
     r.rank = static_cast<std::uint8_t>(d.ragged ? 0 : d.shape.size());
     r.fill = d.fill;
+    r.box_format = d.box_format;
+    r.normalized = d.normalized ? 1 : 0;
+    std::memcpy(r.key, d.key.data(), d.key.size());
     std::copy(d.shape.begin(), d.shape.end(), r.shape);
     if (!place_one(d, batch_size, at, r)) return bad(d, "does not fit in a slot: its size overflows");
   }

@@ -34,6 +34,12 @@ inline constexpr std::size_t kShapeWords = 2 + kMaxFieldRank;
 // The ragged bytes field that holds each sample's key, in every slot of a schema.
 inline constexpr std::string_view kKeyField = "__key__";
 
+// Whether a ragged field of `kind` keeps each sample's shape and dtype (arrays whose shape
+// varies, boxes [K, 4], per-box values [K]); text and bytes are their length.
+inline bool has_shapes(FieldKind kind) {
+  return kind == FieldKind::kArray || kind == FieldKind::kBoxes || kind == FieldKind::kPerBox;
+}
+
 // A field's region, as shared memory holds it: plain data, offsets from the slot's start.
 struct FieldRegion {
   char name[kFieldNameBytes];  // NUL-terminated
@@ -42,6 +48,9 @@ struct FieldRegion {
   std::uint8_t ragged;                // 1: values back to back with offsets; 0: dense
   std::uint8_t rank;                  // dense: dimensions of one sample (0: a scalar)
   std::uint32_t fill;                 // a mask's FieldSpec::fill; 0 for other kinds
+  BoxFormat box_format;               // boxes: FieldSpec::box_format
+  std::uint8_t normalized;            // boxes: FieldSpec::normalized
+  char key[kMaxBoxKeyBytes + 1];      // boxes, per_box of a .json member: FieldSpec::json_key, NUL-terminated
   std::int64_t shape[kMaxFieldRank];  // dense: one sample's shape
   std::uint64_t sample_bytes;         // dense: bytes of one sample
   std::uint64_t values;               // the values
@@ -51,6 +60,7 @@ struct FieldRegion {
   std::uint64_t present;              // batch_size bytes: 1 where the sample has the field
 
   std::string_view field_name() const;
+  std::string_view json_key() const { return key; }
 };
 
 // What a field needs of a slot, before it is placed.
@@ -65,6 +75,10 @@ struct FieldDemand {
   // labels' offset (the first image or label field); 0: placed.
   std::uint64_t fixed_at = 0;
   std::uint32_t fill = 0;  // a mask's FieldSpec::fill
+  // Boxes and per_box: FieldSpec::json_key (at most kMaxBoxKeyBytes), ::box_format, ::normalized.
+  std::string key = {};
+  BoxFormat box_format = BoxFormat::kXyxy;
+  bool normalized = false;
 };
 
 struct SlotFields {

@@ -51,16 +51,21 @@ SampleFields::SampleFields(const ControlBlock& control, DecodePath path)
       field.image = std::make_unique<SamplePipeline>(control.field_transforms[f], path);
       field.draws = images++;
     }
-    masks_ = masks_ || field.region->kind == FieldKind::kMask;
+    follows_ = follows_ || field.region->kind == FieldKind::kMask || field.region->kind == FieldKind::kBoxes;
     fields_.push_back(std::move(field));
   }
   // Members in column order, so that views follow the image they view and take the bytes
-  // it read: a member is read once however many fields decode it. Masks last, after the
-  // image they follow.
+  // it read: a member is read once however many fields decode it. Masks and boxes after
+  // the image they follow, per_box fields after their boxes (sharing their member).
   std::stable_sort(fields_.begin(), fields_.end(), [](const Field& a, const Field& b) {
     const auto key = [](const Field& f) {
-      if (f.region->kind == FieldKind::kMask) return std::int64_t{kMaxSlotFields} + f.column.column;
-      return f.column.store == FieldColumn::Store::kMember ? std::int64_t{f.column.column} : -1;
+      const std::int64_t column = f.column.column;
+      switch (f.region->kind) {
+        case FieldKind::kMask: return std::int64_t{kMaxSlotFields} + column;
+        case FieldKind::kBoxes: return 2 * std::int64_t{kMaxSlotFields} + column;
+        case FieldKind::kPerBox: return 3 * std::int64_t{kMaxSlotFields} + column;
+        default: return f.column.store == FieldColumn::Store::kMember ? column : -1;
+      }
     };
     return key(a) < key(b);
   });
@@ -89,6 +94,8 @@ Status SampleFields::write_all(const SharedIndex& index, std::uint64_t epoch, st
   const std::uint64_t name_bytes = keys_ != nullptr ? packed.name_bytes(sample) : 0;
   bool keyed = keys_ == nullptr;
   followed_ = false;
+  boxed_ = false;
+  box_column_.reset();
   for (const Field& f : fields_) {
     const FieldRegion& r = *f.region;
     slot.set_present(r, true);
@@ -174,12 +181,14 @@ Status SampleFields::write_member(const Field& f, FileBytes bytes, std::uint64_t
       // among them) each from a stream of their own.
       KeyedRng rng = f.draws == 0 ? KeyedRng({control_.transform.seed, epoch, sample})
                                   : KeyedRng({control_.transform.seed, epoch, sample, f.draws});
-      const bool followed = masks_ && f.draws == 0;
+      const bool followed = follows_ && f.draws == 0;
       Status s = f.image->decode(bytes, rng, slot.next_dense(r), followed ? &geometry_ : nullptr);
       followed_ = followed_ || (followed && s.ok());
       return s;
     }
     case FieldKind::kMask: return write_mask(r, bytes, slot);
+    case FieldKind::kBoxes: return write_boxes(r, bytes, f.column.column, slot);
+    case FieldKind::kPerBox: return write_per_box(r, bytes, f.column.column, slot);
     case FieldKind::kText: {
       const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
       if (const std::size_t valid = valid_utf8_prefix(text); valid != text.size()) {
@@ -233,9 +242,91 @@ Status SampleFields::write_mask(const FieldRegion& r, FileBytes bytes, const Slo
   return Status::Ok();
 }
 
+Status SampleFields::read_box_member(const FieldRegion& r, FileBytes bytes, std::uint32_t column) {
+  if (box_column_ == column) return Status::Ok();
+  box_column_.reset();
+  if (Status s = box_values_.read(bytes, !r.json_key().empty()); !s.ok()) return s;
+  box_column_ = column;
+  return Status::Ok();
+}
+
+namespace {
+
+// `b`, written as `format` (in fractions of `size` when `normalized`), as XYXY pixels, in
+// float32 as torchvision's box_convert computes it.
+Box xyxy(Box b, BoxFormat format, bool normalized, cv::Size size) {
+  if (normalized) {
+    const auto w = static_cast<float>(size.width), h = static_cast<float>(size.height);
+    b = {b[0] * w, b[1] * h, b[2] * w, b[3] * h};
+  }
+  switch (format) {
+    case BoxFormat::kXyxy: return b;
+    case BoxFormat::kXywh: return {b[0], b[1], b[0] + b[2], b[1] + b[3]};
+    case BoxFormat::kCxcywh: {
+      const float x1 = b[0] - std::abs(b[2] / -2.0f), y1 = b[1] - std::abs(b[3] / -2.0f);
+      return {x1, y1, x1 + b[2], y1 + b[3]};
+    }
+  }
+  return b;
+}
+
+}  // namespace
+
+Status SampleFields::write_boxes(const FieldRegion& r, FileBytes bytes, std::uint32_t column,
+                                 const SlotContents& slot) {
+  kept_.clear();
+  if (!followed_) {  // its image is missing (missing=empty): so are its boxes
+    write_missing(r, slot);
+    return Status::Ok();
+  }
+  if (Status s = read_box_member(r, bytes, column); !s.ok()) return s;
+  if (Status s = box_values_.rows(r.json_key(), 4, box_floats_); !s.ok()) return s;
+  const cv::Size decoded(geometry_.width, geometry_.height);
+  boxes_.resize(box_floats_.size() / 4);
+  for (std::size_t i = 0; i < boxes_.size(); ++i) {
+    const Box b{box_floats_[4 * i], box_floats_[4 * i + 1], box_floats_[4 * i + 2], box_floats_[4 * i + 3]};
+    boxes_[i] = xyxy(b, r.box_format, r.normalized != 0, decoded);
+  }
+  follow_boxes(geometry_, boxes_);
+  const cv::Size size = output_size(geometry_);
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < boxes_.size(); ++i) {
+    if (!keeps_box(boxes_[i], size)) continue;
+    kept_.push_back(static_cast<std::uint32_t>(i));
+    boxes_[n++] = boxes_[i];
+  }
+  boxes_read_ = boxes_.size();
+  boxed_ = true;
+  const std::array<std::int64_t, 2> shape{static_cast<std::int64_t>(n), 4};
+  return append_ragged(r, std::as_bytes(std::span(boxes_.data(), n)), slot, shape, ElementType::kFloat32);
+}
+
+Status SampleFields::write_per_box(const FieldRegion& r, FileBytes bytes, std::uint32_t column,
+                                   const SlotContents& slot) {
+  if (!boxed_) {  // its boxes are missing: so are their values
+    write_missing(r, slot);
+    return Status::Ok();
+  }
+  if (Status s = read_box_member(r, bytes, column); !s.ok()) return s;
+  const auto keep = [&](auto& values) -> Status {
+    if (Status s = box_values_.rows(r.json_key(), 1, values); !s.ok()) return s;
+    if (values.size() != boxes_read_) {
+      return Status::BadData("it holds " + std::to_string(values.size()) + " values for the sample's " +
+                             std::to_string(boxes_read_) + " boxes; a per_box field has one a box");
+    }
+    for (std::size_t i = 0; i < kept_.size(); ++i) values[i] = values[kept_[i]];
+    const std::array<std::int64_t, 1> shape{static_cast<std::int64_t>(kept_.size())};
+    return append_ragged(r, std::as_bytes(std::span(values.data(), kept_.size())), slot, shape, r.element);
+  };
+  return r.element == ElementType::kFloat32 ? keep(box_floats_) : keep(box_ints_);
+}
+
 void SampleFields::write_missing(const FieldRegion& r, const SlotContents& slot) {
   slot.set_present(r, false);
-  if (r.ragged != 0) {
+  if (r.kind == FieldKind::kBoxes || r.kind == FieldKind::kPerBox) {  // no boxes: [0, 4] and [0]
+    static constexpr std::array<std::int64_t, 2> kNoBoxes{0, 4};
+    slot.set_ragged(r, 0, std::span(kNoBoxes).first(r.kind == FieldKind::kBoxes ? 2 : 1), r.element);
+  } else if (r.ragged != 0) {
     slot.set_ragged(r, 0);
   } else {
     std::memset(slot.next_dense(r), 0, r.sample_bytes);

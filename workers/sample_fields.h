@@ -3,8 +3,9 @@
 // transformed, each by its own pipeline (a view decodes the bytes its image read, with
 // draws of its own); text checked as UTF-8 and bytes copied; arrays checked against their
 // .npy header and the field's dtype and shape, their data copied; labels and numbers, read
-// while indexing, copied from the index; masks, last, following where the first image
-// field's pixels went (its SampleGeometry); the sample's key from the tar headers before
+// while indexing, copied from the index; masks and boxes, after the images, following where
+// the first image field's pixels went (its SampleGeometry), boxes sanitised, and last the
+// per_box fields, keeping the values of the boxes kept; the sample's key from the tar headers before
 // its slice (read with its first member when it has that). One per worker per loader; it
 // owns what it reuses.
 #pragma once
@@ -13,9 +14,12 @@
 #include <memory>
 #include <vector>
 
+#include <optional>
+
 #include "transforms/sample_geometry.h"
 #include "transport/arena.h"
 #include "transport/slot_contents.h"
+#include "workers/box_values.h"
 #include "workers/image_decoder.h"
 #include "workers/sample_pipeline.h"
 
@@ -45,6 +49,12 @@ class SampleFields {
   static Status write_array(const FieldRegion& r, FileBytes bytes, const SlotContents& slot);
   // Decodes mask `r` and makes it follow the image's geometry_.
   Status write_mask(const FieldRegion& r, FileBytes bytes, const SlotContents& slot);
+  // Reads boxes `r`, makes them follow geometry_ and keeps those sanitising keeps (kept_).
+  Status write_boxes(const FieldRegion& r, FileBytes bytes, std::uint32_t column, const SlotContents& slot);
+  // Reads per_box field `r` and keeps the values of the boxes kept.
+  Status write_per_box(const FieldRegion& r, FileBytes bytes, std::uint32_t column, const SlotContents& slot);
+  // Reads `bytes`, the member of `column`, into box_values_, unless it holds it already.
+  Status read_box_member(const FieldRegion& r, FileBytes bytes, std::uint32_t column);
   // `s`, the error of field `r` about its member at `source`, naming that member.
   Status about_member(const FieldRegion& r, SampleSource source, const Status& s);
   // Writes the key that the member name in `headers` (PackedSamples::name_source) gives.
@@ -56,12 +66,22 @@ class SampleFields {
   std::vector<Field> fields_;
   const FieldRegion* keys_ = nullptr;  // kKeyField's region
   SampleReader reader_;
-  // Where the first image field's pixels went, recorded when the schema has masks;
-  // `followed_`: recorded for this sample (not when its image is missing).
-  bool masks_ = false;
+  // Where the first image field's pixels went, recorded when the schema has masks or
+  // boxes; `followed_`: recorded for this sample (not when its image is missing).
+  bool follows_ = false;
   bool followed_ = false;
   SampleGeometry geometry_;
   cv::Mat mask_storage_;  // reused: the memory of a mask as decoded
+  // This sample's boxes: the member read (and its column), how many it held and which of
+  // them sanitising kept (boxed_: whether they were read: not when missing).
+  BoxValues box_values_;
+  std::optional<std::uint32_t> box_column_;
+  bool boxed_ = false;
+  std::size_t boxes_read_ = 0;
+  std::vector<std::uint32_t> kept_;
+  std::vector<Box> boxes_;              // reused
+  std::vector<float> box_floats_;       // reused
+  std::vector<std::int64_t> box_ints_;  // reused
 };
 
 }  // namespace forkfeed

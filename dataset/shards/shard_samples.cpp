@@ -403,7 +403,7 @@ class ShardGrouping {
     json_read_.clear();
     for (std::size_t f = 0; f < fields_.fields.size(); ++f) {
       const FieldSpec& field = fields_.fields[f];
-      if (!field.view_of.empty()) continue;  // the image it views is read for it
+      if (!field.member_of.empty()) continue;  // the image it views is read for it
       const FieldColumn& column = columns.of[f];
       const std::string named = "field \"" + field.name + "\"";
       const TarMember* m = find_member(field, members);

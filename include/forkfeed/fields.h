@@ -26,7 +26,31 @@ namespace forkfeed {
 //         same draws as the schema's first image field — its crops, resizes (nearest),
 //         flips and warps (nearest, `fill` moved in) — and untouched by colour ops,
 //         Normalize and RandomErasing, as torchvision's ops on a mask tensor do.
-enum class FieldKind : std::uint8_t { kImage, kLabel, kText, kBytes, kArray, kNumber, kMask };
+// boxes:  the sample's boxes, float32 [K, 4] XYXY in the output image's pixels, ragged:
+//         read from a key of a .json member or a [K, 4] .npy (`format`, absolute or
+//         `normalized`), moved by the first image field's draws as torchvision.transforms.v2
+//         moves BoundingBoxes (crops shift, resizes scale, flips mirror, warps take the
+//         envelope of the four corners; each clamped to the image), then sanitised as
+//         v2.SanitizeBoundingBoxes: a box narrower or lower than 1 pixel, of less than 1
+//         square pixel, or NaN, is dropped.
+// per_box: a value for each of the sample's boxes (their labels, areas, iscrowd), [K] of
+//         int64 (or float32): from a key of a .json member or a 1-D .npy, the boxes that
+//         sanitising drops dropped with them.
+enum class FieldKind : std::uint8_t {
+  kImage,
+  kLabel,
+  kText,
+  kBytes,
+  kArray,
+  kNumber,
+  kMask,
+  kBoxes,
+  kPerBox
+};
+
+// How a boxes field's source writes a box: corners (x1, y1, x2, y2), a corner and a size
+// (x, y, w, h: COCO's), or a centre and a size (cx, cy, w, h: YOLO's).
+enum class BoxFormat : std::uint8_t { kXyxy, kXywh, kCxcywh };
 
 // The type of a field's elements: an image's uint8 or float32, a label's int64, a
 // number's float64, text's and bytes' uint8, an array's as its .npy header says.
@@ -67,16 +91,24 @@ struct FieldSpec {
   // lower-cased, as WebDataset spells them ("jpg", "png", "seg.png"). A manifest: the
   // name of its column (one entry).
   std::vector<std::string> sources;
-  // kLabel or kNumber read from a .json member: the key whose value it is.
+  // kLabel or kNumber read from a .json member: the key whose value it is (read while
+  // indexing); kBoxes or kPerBox read from one: the key of their list (read by a worker).
   std::string json_key;
-  // An image field whose sources are another image field's: a view of it. The member is
-  // read and decoded once; each view has its own pipeline and its own keyed draws.
-  std::string view_of;
+  // A field that reads an earlier field's member instead of one of its own: an image field
+  // whose sources are another image field's (a view of it: read and decoded once, each
+  // view with its own pipeline and its own keyed draws), or a per_box field whose sources
+  // are its boxes field's (one .json read for both).
+  std::string member_of;
   // kMask: the class id of pixels a warp moves in from outside the image ("mask(fill=255)":
   // the usual ignore index; torchvision's fill, None being 0).
   std::uint16_t fill = 0;
   // kMask: uint8, or uint16 ("mask(dtype=uint16)": instance ids, Cityscapes' 16-bit PNGs).
+  // kPerBox: int64, or float32 ("per_box(key=area, dtype=float32)").
   ElementType element = ElementType::kUint8;
+  // kBoxes: how the source writes a box, and whether in pixels or as fractions of the
+  // image's width and height ("boxes(key=boxes, format=cxcywh, normalized=true)").
+  BoxFormat box_format = BoxFormat::kXyxy;
+  bool normalized = false;
   bool operator==(const FieldSpec&) const = default;
 };
 
@@ -86,6 +118,8 @@ inline constexpr std::size_t kMaxFields = 16;
 // last path component) takes, as PATH_MAX bounds a path: a longer key, or one that is not
 // UTF-8, is bad data of its sample (on_error), found while indexing.
 inline constexpr std::size_t kMaxKeyBytes = 4096;
+// The most bytes of a boxes or per_box field's key.
+inline constexpr std::size_t kMaxBoxKeyBytes = 63;
 // The most dimensions an array field's sample has (a .npy of more is bad data).
 inline constexpr std::size_t kMaxArrayRank = 6;
 
@@ -97,7 +131,10 @@ inline constexpr std::size_t kMaxArrayRank = 6;
 // -> bytes; it may be written out: "score=json:number(score)", "label=json:label(class)"
 // (a key of a .json member), "ids=ids.txt:bytes", "seg=seg.png:mask(fill=255)" or
 // "inst=inst.png:mask(dtype=uint16)" (a mask
-// follows the first image field, which the schema must have). An image field with the
+// follows the first image field, which the schema must have),
+// "boxes=json:boxes(key=boxes, format=xywh), labels=json:per_box(key=labels)" or
+// "boxes=boxes.npy:boxes, labels=labels.npy:per_box" (boxes follow the first image field;
+// per_box fields follow the schema's one boxes field). An image field with the
 // same sources as an earlier one is a view of it. Errors name the entry and what to write
 // instead.
 Result<std::vector<FieldSpec>> parse_fields(std::string_view text);
@@ -108,5 +145,6 @@ std::optional<FieldKind> parse_field_kind(std::string_view name);
 std::optional<MissingField> parse_missing_field(std::string_view name);
 std::string_view to_string(FieldKind kind);
 std::string_view to_string(MissingField missing);
+std::string_view to_string(BoxFormat format);
 
 }  // namespace forkfeed

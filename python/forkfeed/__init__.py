@@ -339,7 +339,8 @@ class Loader(_Pass):
     label, "txt" -> text, "npy" -> array, anything else -> bytes; or is written out:
     ``"json:label(class_id)"`` (an integer key of the .json member), ``"json:number(score)"``,
     ``"ids.txt:bytes"``, ``"seg.png:mask(fill=255)"`` (a segmentation mask that follows the
-    first image field). An image field with the same extensions as another is a second
+    first image field), ``"json:boxes(key=bbox, format=xywh)"`` (detection boxes that follow
+    it) with ``"json:per_box(key=category_id)"`` beside them. An image field with the same extensions as another is a second
     view of the same image: read and decoded once, augmented with draws of its own.
     Iterating then gives one dict per batch, in the fields' order, ``"__key__"`` last:
 
@@ -351,6 +352,13 @@ class Loader(_Pass):
       colours) or a 2-D .npy of the image's size, moved by the
       image's own draws (crops, nearest resizes, flips, nearest warps with ``fill``);
       colour ops, Normalize and RandomErasing leave them alone; AugMix is refused;
+    - boxes fields: a list of B float32 tensors [K_i, 4], XYXY in the output image's
+      pixels (read as ``format=xyxy``, ``xywh`` or ``cxcywh``, ``normalized=true`` for
+      fractions of the image's size), moved by the image's draws as
+      torchvision.transforms.v2 moves BoundingBoxes, clamped, and sanitised as
+      v2.SanitizeBoundingBoxes (under 1 pixel wide or high, or NaN: dropped); per_box
+      fields: a list of B tensors [K_i] (int64, or ``per_box(key=K, dtype=float32)``), the
+      values of dropped boxes dropped with them;
     - label fields: int64 [B]; number fields: float64 [B]; arrays (.npy) of one shape:
       [B, *shape] of their dtype, zero-copy; arrays whose shape varies: a list of B
       tensors (views; uint16 and uint32 arrays come widened to int32 and int64, a copy,

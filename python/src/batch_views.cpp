@@ -166,8 +166,12 @@ py::object field_value(const Arrays& arrays, const FieldView& f) {
   py::list values(n);  // an array whose shape varies: one per sample
   for (std::size_t i = 0; i < n; ++i) {
     static constexpr std::array<std::int64_t, 1> kEmpty{0};
-    values[i] = f.present(i) ? arrays(f.bytes(i).data(), f.element(i), f.shape(i), f.name())
-                             : arrays(f.bytes(i).data(), f.element(), kEmpty, f.name());
+    // A missing sample's value is empty: [0] of the field's dtype, or the empty shape its
+    // worker wrote ([0, 4] for boxes).
+    const bool shaped = !f.shape(i).empty();
+    values[i] = f.present(i) || shaped
+                    ? arrays(f.bytes(i).data(), f.element(i), shaped ? f.shape(i) : kEmpty, f.name())
+                    : arrays(f.bytes(i).data(), f.element(), kEmpty, f.name());
   }
   return values;
 }

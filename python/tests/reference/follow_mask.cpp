@@ -1,19 +1,23 @@
 // follow_mask: a pipeline's geometry on one image, and a mask made to follow it
 // (transforms/sample_geometry.h), for test_masks.py to replay the recorded geometry with
 // torchvision's functional ops on the same mask. Usage:
-//   follow_mask PIPELINE SEED HEIGHT WIDTH MASK.raw OUT.raw FILL IMAGE_OUT.raw
+//   follow_mask PIPELINE SEED HEIGHT WIDTH MASK.raw OUT.raw FILL IMAGE_OUT.raw [BOXES.f32 BOXES_OUT.f32]
 // MASK.raw holds HEIGHT x WIDTH uint8. The pipeline runs on an image whose three channels
 // are the mask, with the draws of sample (SEED, 0, 0), as a worker runs it: its steps
 // (resizes nearest here), then its pixel ops. OUT.raw gets the mask that follows it,
-// IMAGE_OUT.raw the image's first channel; stdout a line per step and move:
+// IMAGE_OUT.raw the image's first channel; with BOXES.f32 (K x 4 float32, XYXY in the
+// image's pixels), BOXES_OUT.f32 gets K x 5 float32: each box as follow_boxes() moved it,
+// then 1 where keeps_box() keeps it, else 0. stdout a line per step and move:
 //   step X Y W H OUT_W OUT_H
 //   hflip | vflip
 //   affine ANGLE TX TY SCALE SHEAR_X SHEAR_Y (CX CY | none)
 // Exit 2 for bad arguments or a pipeline that does not build.
+#include <array>
 #include <cstdint>
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
@@ -51,6 +55,23 @@ void print(const SampleGeometry& g) {
   }
 }
 
+// Reads K x 4 float32 boxes from `from`, writes each followed, and whether it is kept, to `to`.
+bool follow_boxes_in(const SampleGeometry& g, const char* from, const char* to) {
+  std::ifstream in(from, std::ios::binary);
+  std::vector<forkfeed::Box> boxes;
+  for (forkfeed::Box b; in.read(reinterpret_cast<char*>(b.data()), sizeof b);) boxes.push_back(b);
+  forkfeed::follow_boxes(g, boxes);
+  std::ofstream out(to, std::ios::binary);
+  for (const forkfeed::Box& b : boxes) {
+    const std::array<float, 5> row{b[0], b[1], b[2], b[3],
+                                   forkfeed::keeps_box(b, output_size(g)) ? 1.0f : 0.0f};
+    out.write(reinterpret_cast<const char*>(row.data()), sizeof row);
+  }
+  if (out.flush()) return true;
+  std::cerr << to << ": cannot write\n";
+  return false;
+}
+
 bool write(const char* path, const cv::Mat& m) {
   std::ofstream to(path, std::ios::binary);
   to.write(reinterpret_cast<const char*>(m.data), static_cast<std::streamsize>(m.total()));
@@ -60,8 +81,9 @@ bool write(const char* path, const cv::Mat& m) {
 }
 
 int run(int argc, char** argv) {
-  if (argc != 9) {
-    std::cerr << "usage: follow_mask PIPELINE SEED HEIGHT WIDTH MASK.raw OUT.raw FILL IMAGE_OUT.raw\n";
+  if (argc != 9 && argc != 11) {
+    std::cerr << "usage: follow_mask PIPELINE SEED HEIGHT WIDTH MASK.raw OUT.raw FILL IMAGE_OUT.raw "
+                 "[BOXES.f32 BOXES_OUT.f32]\n";
     return 2;
   }
   const std::uint64_t seed = std::stoull(argv[2]);
@@ -104,6 +126,7 @@ int run(int argc, char** argv) {
   cv::Mat first;
   cv::extractChannel(image, first, 0);
   if (!write(argv[6], out) || !write(argv[8], first)) return 2;
+  if (argc == 11 && !follow_boxes_in(g, argv[9], argv[10])) return 2;
   print(g);
   return 0;
 }
