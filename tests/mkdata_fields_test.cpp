@@ -39,7 +39,7 @@ constexpr std::uint64_t kSeed = 5;
 constexpr std::uint32_t kImages = 10;
 constexpr std::uint32_t kClasses = 3;
 constexpr int kShards = 3;  // of 4, 4 and 2 samples
-const std::string kAllFields = "txt,jpg,cls,json,npy,seg.png,depth.png";
+const std::string kAllFields = "txt,jpg,cls,json,npy,seg.png,depth.png,boxes.json";
 
 // One sample of a shard: its key and its members, extension -> bytes, in archive order.
 struct Sample {
@@ -135,11 +135,11 @@ TEST_F(MkdataFieldsTest, EachSampleHoldsTheMembersListedInTheirOrder) {
     SCOPED_TRACE(sample.key);
     std::vector<std::string> extensions;
     for (const auto& member : sample.members) extensions.push_back(member.first);
-    ASSERT_EQ(extensions.size(), 7u);
+    ASSERT_EQ(extensions.size(), 8u);
     image_extensions.insert(extensions[1]);
     extensions[1] = "jpg";  // the image: .png for the one in --special-every that is PNG
-    EXPECT_EQ(extensions,
-              (std::vector<std::string>{"txt", "jpg", "cls", "json", "npy", "seg.png", "depth.png"}));
+    EXPECT_EQ(extensions, (std::vector<std::string>{"txt", "jpg", "cls", "json", "npy", "seg.png",
+                                                    "depth.png", "boxes.json"}));
   }
   EXPECT_EQ(image_extensions, (std::set<std::string>{"jpg", "png"}));
 }
@@ -212,6 +212,22 @@ TEST_F(MkdataFieldsTest, EveryValueIsTheDocumentedFunctionOfTheSeedAndTheImageNu
       }
     }
     EXPECT_EQ(wrong, 0);
+
+    // boxes.json: each of seg.png's blocks, as the pixels of its class lie, in COCO's xywh.
+    const auto boxes = nlohmann::json::parse(sample.member("boxes.json"));
+    ASSERT_EQ(boxes["boxes"].size(), 16u);
+    for (int b = 0; b < 16; ++b) {
+      const int id = boxes["labels"][b].get<int>();
+      EXPECT_EQ(id, (16 * static_cast<int>(label) + 4 * (b / 4) + b % 4) % 256);
+      int x0 = w, y0 = h, x1 = 0, y1 = 0;
+      for (int y = 0; y < h; ++y) {
+        for (int x = 0; x < w; ++x) {
+          if (4 * y / h != b / 4 || 4 * x / w != b % 4) continue;
+          x0 = std::min(x0, x), y0 = std::min(y0, y), x1 = std::max(x1, x + 1), y1 = std::max(y1, y + 1);
+        }
+      }
+      EXPECT_EQ(boxes["boxes"][b], nlohmann::json::array({x0, y0, x1 - x0, y1 - y0})) << "block " << b;
+    }
   }
 }
 
@@ -286,7 +302,7 @@ TEST_F(MkdataFieldsTest, BadListsAreRefusedWritingNothing) {
       {{"--fields", "jpg,txt"}, "--fields: only with --format wds"},
       {{"--format", "wds", "--fields", "jpg,caption"},
        "--fields 'jpg,caption': unknown member 'caption'; use some of jpg, txt, cls, json, npy, seg.png, "
-       "depth.png"},
+       "depth.png, boxes.json"},
       {{"--format", "wds", "--fields", "txt,cls"}, "no jpg; every sample has its image"},
       {{"--format", "wds", "--fields", "jpg,txt,txt"}, "txt is listed twice"},
       {{"--format", "wds", "--fields", "jpg,,txt"}, "an empty name"},

@@ -129,3 +129,18 @@ def test_the_segmentation_example_trains_on_images_and_masks(tmp_path):
     epochs = re.findall(r"^epoch (\d): 32 images, mean loss ([0-9.]+), pixel accuracy ([0-9.]+)$", result.stdout, re.M)
     assert [e for e, _, _ in epochs] == ["0", "1"], result.stdout
     assert all(0 < float(loss) < 100 and 0 <= float(accuracy) <= 1 for _, loss, accuracy in epochs)
+
+
+def test_the_detection_example_trains_faster_rcnn_on_images_and_their_boxes(tmp_path):
+    # examples/train_detection.py on 16 images with their boxes.json: 2 epochs of 2 batches
+    # of 8, each image's 16 blocks its boxes (some dropped where the crop cuts them).
+    subprocess.run([str(BIN_DIR / "forkfeed-mkdata"), "--out", str(tmp_path), "--images", "16", "--min-side", "40",
+                    "--max-side", "64", "--format", "wds", "--shard-size", "8", "--fields", "jpg,boxes.json"],
+                   check=True, stdout=subprocess.DEVNULL)
+    result = subprocess.run([sys.executable, str(EXAMPLE.parent / "train_detection.py"), "--shards",
+                             f"{tmp_path}/shard-{{000000..000001}}.tar", "--size", "64", "--batch-size", "8",
+                             "--epochs", "2"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    epochs = re.findall(r"^epoch (\d): 16 images, (\d+) boxes, mean loss ([0-9.]+)$", result.stdout, re.M)
+    assert [e for e, _, _ in epochs] == ["0", "1"], result.stdout
+    assert all(16 < int(boxes) <= 16 * 16 and 0 < float(loss) < 100 for _, boxes, loss in epochs), epochs

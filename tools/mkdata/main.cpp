@@ -50,6 +50,7 @@ constexpr const char* kDescription =
     "  npy        a float32 array of shape (8,): N + k/8 for k = 0..7\n"
     "  seg.png    a grey PNG mask of the image's size: a 4x4 grid of blocks\n"
     "  depth.png  a grey PNG of the image's size: a diagonal ramp\n"
+    "  boxes.json {\"boxes\": [[x, y, w, h], ...], \"labels\": [...]}: seg.png's 16 blocks and classes\n"
     "Every value is a function of --seed and N, the image's number (key class_CCC/img_NNNNN),\n"
     "given in tools/mkdata/sample_fields.h, so a test can compute what a loader reads.\n";
 
@@ -161,7 +162,7 @@ int main(int argc, char** argv) {
       app.add_option(
              "--fields", fields,
              "With --format wds: the members of each sample, in order, of jpg txt cls json npy seg.png "
-             "depth.png (see above)")
+             "depth.png boxes.json (see above)")
           ->type_name("LIST")
           ->capture_default_str();
   std::vector<std::string> members;

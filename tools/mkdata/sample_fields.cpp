@@ -141,12 +141,31 @@ Result<std::string> mask_png(const SyntheticDatasetSpec& spec, std::uint32_t n, 
   }
 }
 
+std::string boxes_json(const SyntheticDatasetSpec& spec, std::uint32_t n) {
+  const cv::Size size = image_size_of(spec, n);
+  const auto label = label_of(spec, n);
+  // The first pixel whose 4 p / extent is `block`: ceil(block extent / 4).
+  const auto first = [](int block, int extent) { return (block * extent + 3) / 4; };
+  std::string boxes, labels;
+  for (int by = 0; by < 4; ++by) {
+    for (int bx = 0; bx < 4; ++bx) {
+      const int x0 = first(bx, size.width), x1 = first(bx + 1, size.width);
+      const int y0 = first(by, size.height), y1 = first(by + 1, size.height);
+      boxes += (boxes.empty() ? "[" : ", [") + std::to_string(x0) + ", " + std::to_string(y0) + ", " +
+               std::to_string(x1 - x0) + ", " + std::to_string(y1 - y0) + "]";
+      labels += (labels.empty() ? "" : ", ") + std::to_string((16 * label + 4 * by + bx) % 256);
+    }
+  }
+  return "{\"boxes\": [" + boxes + "], \"labels\": [" + labels + "]}";
+}
+
 Result<std::string> field_member(const SyntheticDatasetSpec& spec, std::uint32_t n, std::string_view member) {
   if (member == "txt") return caption(spec.seed, n);
   if (member == "cls") return std::to_string(label_of(spec, n));
   if (member == "json") return json_record(spec.seed, n, label_of(spec, n));
   if (member == "npy") return embedding_npy(n);
   if (member == "seg.png" || member == "depth.png") return mask_png(spec, n, member);
+  if (member == "boxes.json") return boxes_json(spec, n);
   return Status::Internal("forkfeed-mkdata makes no member " + std::string(member));
 }
 

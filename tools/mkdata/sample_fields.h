@@ -16,6 +16,11 @@
 //   seg.png    grey 8-bit PNG, the image's size (w x h): pixel (x, y) = (16 C + 4 (4 y / h)
 //              + 4 x / w) % 256 (integer division), a 4 x 4 grid of blocks.
 //   depth.png  grey 8-bit PNG, the image's size: pixel (x, y) = 255 (x + y) / (w + h - 2).
+//   boxes.json the boxes of seg.png's 16 blocks and their classes, COCO's way (x, y, w, h in
+//              pixels): {"boxes": [[x0, y0, x1 - x0, y1 - y0], ...], "labels": [...]}, block
+//              (bx, by) in the order by * 4 + bx, x0 = ceil(bx w / 4), x1 = ceil((bx + 1) w / 4)
+//              (the first and one past the last column whose 4 x / w is bx; rows alike), its
+//              label seg.png's class there; a block no pixel falls in has a box 0 wide.
 #pragma once
 
 #include <array>
@@ -31,8 +36,8 @@ namespace forkfeed::mkdata {
 
 // The members a sample may have, as --fields names them; "jpg" is the image itself (a
 // ".png" member for the images that are PNG: see SyntheticDatasetSpec::special_every).
-inline constexpr std::array<std::string_view, 7> kFieldMembers = {"jpg", "txt",     "cls",      "json",
-                                                                  "npy", "seg.png", "depth.png"};
+inline constexpr std::array<std::string_view, 8> kFieldMembers = {
+    "jpg", "txt", "cls", "json", "npy", "seg.png", "depth.png", "boxes.json"};
 
 // The words of the captions; some not ASCII ("café", "東京", ...), to test UTF-8 paths.
 extern const std::array<std::string_view, 40> kCaptionWords;
@@ -46,6 +51,9 @@ std::string json_record(std::uint64_t seed, std::uint32_t n, std::uint32_t label
 std::string embedding_npy(std::uint32_t n);
 // The grey mask `member` ("seg.png" or "depth.png") of image n of `spec`.
 Result<std::string> mask_png(const SyntheticDatasetSpec& spec, std::uint32_t n, std::string_view member);
+
+// The boxes.json of image n of `spec`.
+std::string boxes_json(const SyntheticDatasetSpec& spec, std::uint32_t n);
 
 // The bytes of member `member` (one of kFieldMembers but "jpg") of image n of `spec`.
 Result<std::string> field_member(const SyntheticDatasetSpec& spec, std::uint32_t n, std::string_view member);
