@@ -26,7 +26,7 @@ F = pytest.importorskip("torchvision.transforms.functional")
 from torchvision.ops import masks_to_boxes  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from conftest import write_tar  # noqa: E402
+from conftest import listening_daemon, token_file, write_tar  # noqa: E402
 from test_masks import PIPELINES, TOOL  # noqa: E402
 
 
@@ -265,6 +265,35 @@ def test_boxes_are_the_same_through_a_resume_with_other_workers(tmp_path):
     assert set(first) | set(rest) == set(whole) and not set(first) & set(rest)
     for i, (b, l) in {**first, **rest}.items():
         assert torch.equal(b, whole[i][0]) and torch.equal(l, whole[i][1]), i
+
+
+def test_boxes_come_alike_through_forkfeedd_local_and_remote(tmp_path, dataset, monkeypatch):
+    shards = tmp_path / "det"
+    detection_shards(shards, 18, 0, formats=("xywh", "cxcywh"))
+    monkeypatch.setenv("FORKFEED_CACHE_DIR", str(tmp_path / "cache"))
+    options = dict(fields=DETECTION, transform="RandomResizedCrop(32), RandomHorizontalFlip(), RandomRotation(20)",
+                   batch_size=5, workers=2, seed=4)
+
+    def boxes(source) -> dict:
+        return {i: (batch.fields["boxes"][r].clone(), batch.fields["labels"][r].clone(), batch.fields["area"][r].clone())
+                for batch in iter(source.next_batch, None) for r, i in enumerate(batch.indices)}
+
+    with forkfeed.Loader(shards=str(shards), **options) as loader:
+        expected = boxes(loader)
+    assert sum(len(l) for _, l, _ in expected.values()) > 18
+    token = token_file(tmp_path)
+    daemon, address = listening_daemon(tmp_path / "forkfeedd.sock", dataset, token, "--dataset",
+                                       f"det=shards:{shards}")
+    try:
+        for where in (dict(shards=str(shards), socket=daemon.socket),
+                      dict(dataset="det", address=address, token_file=str(token))):
+            with forkfeed.Client(**where, **options) as client:
+                got = boxes(client)
+            assert got.keys() == expected.keys(), where
+            for i, values in got.items():
+                assert all(torch.equal(a, b) for a, b in zip(values, expected[i])), (where, i)
+    finally:
+        daemon.stop()
 
 
 def test_a_sample_whose_image_is_missing_has_no_boxes(tmp_path):

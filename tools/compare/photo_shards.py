@@ -1,4 +1,4 @@
-"""What the shard benchmarks (fields.py, masks.py) share: WebDataset shards of samples cut
+"""What the shard benchmarks (fields.py, targets.py) share: WebDataset shards of samples cut
 from photographs, the samples of shards as the PyTorch DataLoader's workers read them, a
 batch touched page by page, and rounds that alternate the rows, each in a process of its
 own."""
