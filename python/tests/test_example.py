@@ -99,48 +99,42 @@ def test_help_names_every_option():
         assert option in out
 
 
+def run_on_shards(tmp_path, script: str, members: str, images: int, side: int, *args: str) -> str:
+    """examples/`script` on two shards of `images` forkfeed-mkdata samples of `members`
+    (sides `side` to twice it), 2 epochs: its output."""
+    subprocess.run([str(BIN_DIR / "forkfeed-mkdata"), "--out", str(tmp_path), "--images", str(images), "--min-side",
+                    str(side), "--max-side", str(2 * side), "--format", "wds", "--shard-size", str(images // 2),
+                    "--fields", members], check=True, stdout=subprocess.DEVNULL)
+    result = subprocess.run([sys.executable, str(EXAMPLE.parent / script), "--shards",
+                             f"{tmp_path}/shard-{{000000..000001}}.tar", "--epochs", "2", *args],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
 @pytest.mark.parametrize("script,unit", [("train_clip.py", "pairs"), ("train_simclr.py", "images")])
 def test_the_multi_field_examples_train_on_shards(tmp_path, script, unit):
     # examples/train_clip.py (an image and its caption) and train_simclr.py (two views of one
     # image), on shards of 40 images with captions: 2 epochs of 2 batches of 16.
-    subprocess.run([str(BIN_DIR / "forkfeed-mkdata"), "--out", str(tmp_path), "--images", "40", "--min-side", "24",
-                    "--max-side", "48", "--format", "wds", "--shard-size", "20", "--fields", "jpg,txt"],
-                   check=True, stdout=subprocess.DEVNULL)
-    example = EXAMPLE.parent / script
-    result = subprocess.run([sys.executable, str(example), "--shards", f"{tmp_path}/shard-{{000000..000001}}.tar",
-                             "--size", "32", "--batch-size", "16", "--epochs", "2"],
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stdout + result.stderr
-    losses = re.findall(rf"^epoch (\d): 32 {unit}, mean loss ([0-9.]+)$", result.stdout, re.M)
-    assert [epoch for epoch, _ in losses] == ["0", "1"], result.stdout
+    out = run_on_shards(tmp_path, script, "jpg,txt", 40, 24, "--size", "32", "--batch-size", "16")
+    losses = re.findall(rf"^epoch (\d): 32 {unit}, mean loss ([0-9.]+)$", out, re.M)
+    assert [epoch for epoch, _ in losses] == ["0", "1"], out
     assert all(0 < float(loss) < 100 for _, loss in losses)
 
 
 def test_the_segmentation_example_trains_on_images_and_masks(tmp_path):
     # examples/train_segmentation.py on 40 images with their seg.png masks: 2 epochs of 2
     # batches of 16, the masks moved with their images; the loss falls as it learns them.
-    subprocess.run([str(BIN_DIR / "forkfeed-mkdata"), "--out", str(tmp_path), "--images", "40", "--min-side", "24",
-                    "--max-side", "48", "--format", "wds", "--shard-size", "20", "--fields", "jpg,seg.png"],
-                   check=True, stdout=subprocess.DEVNULL)
-    result = subprocess.run([sys.executable, str(EXAMPLE.parent / "train_segmentation.py"), "--shards",
-                             f"{tmp_path}/shard-{{000000..000001}}.tar", "--size", "32", "--batch-size", "16",
-                             "--epochs", "2"], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stdout + result.stderr
-    epochs = re.findall(r"^epoch (\d): 32 images, mean loss ([0-9.]+), pixel accuracy ([0-9.]+)$", result.stdout, re.M)
-    assert [e for e, _, _ in epochs] == ["0", "1"], result.stdout
+    out = run_on_shards(tmp_path, "train_segmentation.py", "jpg,seg.png", 40, 24, "--size", "32", "--batch-size", "16")
+    epochs = re.findall(r"^epoch (\d): 32 images, mean loss ([0-9.]+), pixel accuracy ([0-9.]+)$", out, re.M)
+    assert [e for e, _, _ in epochs] == ["0", "1"], out
     assert all(0 < float(loss) < 100 and 0 <= float(accuracy) <= 1 for _, loss, accuracy in epochs)
 
 
 def test_the_detection_example_trains_faster_rcnn_on_images_and_their_boxes(tmp_path):
     # examples/train_detection.py on 16 images with their boxes.json: 2 epochs of 2 batches
     # of 8, each image's 16 blocks its boxes (some dropped where the crop cuts them).
-    subprocess.run([str(BIN_DIR / "forkfeed-mkdata"), "--out", str(tmp_path), "--images", "16", "--min-side", "40",
-                    "--max-side", "64", "--format", "wds", "--shard-size", "8", "--fields", "jpg,boxes.json"],
-                   check=True, stdout=subprocess.DEVNULL)
-    result = subprocess.run([sys.executable, str(EXAMPLE.parent / "train_detection.py"), "--shards",
-                             f"{tmp_path}/shard-{{000000..000001}}.tar", "--size", "64", "--batch-size", "8",
-                             "--epochs", "2"], capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stdout + result.stderr
-    epochs = re.findall(r"^epoch (\d): 16 images, (\d+) boxes, mean loss ([0-9.]+)$", result.stdout, re.M)
-    assert [e for e, _, _ in epochs] == ["0", "1"], result.stdout
+    out = run_on_shards(tmp_path, "train_detection.py", "jpg,boxes.json", 16, 40, "--size", "64", "--batch-size", "8")
+    epochs = re.findall(r"^epoch (\d): 16 images, (\d+) boxes, mean loss ([0-9.]+)$", out, re.M)
+    assert [e for e, _, _ in epochs] == ["0", "1"], out
     assert all(16 < int(boxes) <= 16 * 16 and 0 < float(loss) < 100 for _, boxes, loss in epochs), epochs
