@@ -143,6 +143,7 @@ void BatchLine::count_into(LoaderStats& s) const {
   s.start_method = pool_->start_method();
   s.pinned = pinned_ && pinned_->pinned();
   s.worker_ns = dispatcher_->worker_ns();
+  s.dropped_boxes = dispatcher_->dropped_boxes();
   s.wait_ns = dispatcher_->wait_ns();
 }
 

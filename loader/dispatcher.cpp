@@ -180,12 +180,11 @@ Status Dispatcher::reissue(std::uint32_t worker, bool resubmit) {
   return status;
 }
 
-std::uint64_t Dispatcher::worker_ns() const {
-  std::uint64_t ns = 0;
-  for (std::uint32_t w = 0; w < ledger_.size(); ++w) {
-    ns += arena_->channel(w).worker_ns.load(std::memory_order_relaxed);
-  }
-  return ns;
+std::uint64_t Dispatcher::channel_sum(std::atomic<std::uint64_t> WorkerChannel::*count) const {
+  std::uint64_t sum = 0;
+  for (std::uint32_t w = 0; w < ledger_.size(); ++w)
+    sum += (arena_->channel(w).*count).load(std::memory_order_relaxed);
+  return sum;
 }
 
 std::size_t Dispatcher::in_flight() const {

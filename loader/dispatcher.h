@@ -83,10 +83,14 @@ class Dispatcher {
   std::optional<std::uint64_t> oldest_issued_ns(std::uint32_t worker) const;
   // Worker time spent on this loader's tasks so far, sample by sample, whatever became of
   // them; and how long the completed tasks waited for a worker (ns).
-  std::uint64_t worker_ns() const;
+  std::uint64_t worker_ns() const { return channel_sum(&WorkerChannel::worker_ns); }
   std::uint64_t wait_ns() const { return wait_ns_; }
+  // Boxes that the workers' sanitising dropped (LoaderStats::dropped_boxes).
+  std::uint64_t dropped_boxes() const { return channel_sum(&WorkerChannel::dropped_boxes); }
 
  private:
+  // A count every worker adds to in its channel, summed over the channels.
+  std::uint64_t channel_sum(std::atomic<std::uint64_t> WorkerChannel::*count) const;
   struct Issued {
     Task task;
     std::vector<std::uint64_t> samples;  // to refill the slot if the task is issued again

@@ -209,9 +209,12 @@ std::size_t Arena::index_bytes() const {
 
 void Arena::reset_channel(std::uint32_t worker) const {
   WorkerChannel& channel = control_->channels[worker];
-  const std::uint64_t spent = channel.worker_ns.load(std::memory_order_relaxed);  // the time, not the rings
+  // The counts, not the rings.
+  const std::uint64_t spent = channel.worker_ns.load(std::memory_order_relaxed);
+  const std::uint64_t dropped = channel.dropped_boxes.load(std::memory_order_relaxed);
   new (&channel) WorkerChannel();
   channel.worker_ns.store(spent, std::memory_order_relaxed);
+  channel.dropped_boxes.store(dropped, std::memory_order_relaxed);
 }
 
 std::span<std::byte> Arena::slot_region() const {

@@ -75,6 +75,9 @@ struct WorkerChannel {
   // sample by sample (so a share of the pool reads true over any few seconds, even while
   // a long batch is part-way); kept across the worker's lives by Arena::reset_channel.
   alignas(64) std::atomic<std::uint64_t> worker_ns{0};
+  // Boxes its worker read and sanitising dropped (SampleFields::dropped_boxes), added
+  // sample by sample, each time a sample is read; kept across lives as worker_ns is.
+  std::atomic<std::uint64_t> dropped_boxes{0};
 };
 
 // The longest transform text a loader takes (with its terminating NUL).

@@ -6,8 +6,8 @@
 #include <limits>
 #include <string>
 
-#include <nlohmann/json.hpp>
 #include <opencv2/core/cvdef.h>
+#include <nlohmann/json.hpp>
 
 #include "base/printable.h"
 #include "dataset/npy_header.h"
@@ -77,7 +77,8 @@ bool npy_element(const std::byte* data, std::size_t i, ElementType dtype, T& out
       out = static_cast<T>(v);
       return true;
     }
-    case ElementType::kFloat16: return number_as(static_cast<double>(cv::float16_t::fromBits(read(std::uint16_t{}))), out);
+    case ElementType::kFloat16:
+      return number_as(static_cast<double>(cv::float16_t::fromBits(read(std::uint16_t{}))), out);
     case ElementType::kFloat32: return number_as(read(float{}), out);
     case ElementType::kFloat64: return number_as(read(double{}), out);
   }
@@ -102,7 +103,8 @@ Status BoxValues::read(FileBytes bytes, bool json) {
   if (doc_ == nullptr) doc_ = std::make_unique<nlohmann::json>();
   *doc_ = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc_->is_discarded()) {
-    return Status::BadData("it is not valid JSON (numbers beyond a double's range, NaN and Infinity are not JSON)");
+    return Status::BadData(
+        "it is not valid JSON (numbers beyond a double's range, NaN and Infinity are not JSON)");
   }
   if (!doc_->is_object()) return Status::BadData("it is not a JSON object");
   return Status::Ok();

@@ -46,7 +46,7 @@ class BoxValues {
   Status rows_of(std::string_view key, int width, std::vector<T>& out) const;
 
   std::unique_ptr<nlohmann::json> doc_;  // the .json member's, parsed
-  FileBytes npy_;                         // or the .npy member's bytes
+  FileBytes npy_;                        // or the .npy member's bytes
   bool json_ = false;
 };
 

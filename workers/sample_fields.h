@@ -33,6 +33,8 @@ class SampleFields {
   // Writes sample `sample` of `epoch` as the slot's next sample. Errors say why and name
   // the field, not the sample (the caller names it); a sample's own fault is kBadData.
   Status run(const SharedIndex& index, std::uint64_t epoch, std::uint64_t sample, const SlotContents& slot);
+  // The boxes of the sample run() last wrote that sanitising dropped.
+  std::size_t dropped_boxes() const { return boxed_ ? boxes_read_ - kept_.size() : 0; }
 
  private:
   // One field and how it is written.

@@ -255,6 +255,8 @@ class Worker {
       const std::uint64_t took = monotonic_ns() - begun;
       t.sample_ns = t.sample_ns == 0 ? took : (t.sample_ns * 3 + took) / 4;
       if (s.ok()) {
+        if (t.fields && t.fields->dropped_boxes() > 0)
+          t.channel.dropped_boxes.fetch_add(t.fields->dropped_boxes(), std::memory_order_relaxed);
         slot.keep(i);
         continue;
       }

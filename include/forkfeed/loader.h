@@ -45,6 +45,10 @@ struct LoaderStats {
   // pool): nanoseconds.
   std::uint64_t worker_ns = 0;
   std::uint64_t wait_ns = 0;
+  // Boxes (a boxes field) that sanitising dropped: under a pixel across, outside the
+  // image, reversed or NaN, as read or as the draws left them; counted each time their
+  // sample is read.
+  std::uint64_t dropped_boxes = 0;
 };
 
 class Loader {

@@ -434,9 +434,9 @@ class Loader(_Pass):
         return len(self._open().classes())
 
     def stats(self) -> Dict[str, Any]:
-        """Counters (delivered batches and samples, skipped samples, worker restarts),
-        how the workers started ("fork" or "spawn"), the arena's size and slots, and
-        whether the slots are pinned."""
+        """Counters (delivered batches and samples, skipped samples, worker restarts,
+        boxes that sanitising dropped), how the workers started ("fork" or "spawn"), the
+        arena's size and slots, and whether the slots are pinned."""
         return self._open().stats()
 
     def shared_memory(self) -> Tuple[int, int]:

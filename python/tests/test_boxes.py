@@ -176,7 +176,7 @@ DETECTION = "image=png, inst=inst.png:mask, boxes=json:boxes(key=boxes, format=x
 ])
 def test_the_loaders_boxes_are_the_boxes_of_their_moved_instance_masks(tmp_path, transform, margin, tolerance):
     masks = detection_shards(tmp_path, 24, margin)
-    checked = 0
+    checked = delivered = 0
     with forkfeed.Loader(shards=str(tmp_path), fields=DETECTION, transform=transform, batch_size=6, workers=2,
                          seed=3) as loader:
         for batch in iter(loader.next_batch, None):
@@ -195,6 +195,9 @@ def test_the_loaders_boxes_are_the_boxes_of_their_moved_instance_masks(tmp_path,
                 for k in set(present) - set(labels.tolist()):  # dropped: under a pixel across
                     tight = masks_to_boxes((inst == k)[None])[0] + torch.tensor([0, 0, 1, 1])
                     assert min(tight[2] - tight[0], tight[3] - tight[1]) <= 1 + tolerance, (transform, k, tight)
+                delivered += len(labels)
+        # Every box read was delivered or counted as dropped.
+        assert delivered + loader.stats()["dropped_boxes"] == 24 * 5
     assert checked > 24 * 2
 
 
