@@ -209,7 +209,7 @@ class EntryReader {
   // Sets `key`'s `value` on `spec`; false when its kind takes no such argument or value.
   static bool read_argument(std::string_view key, std::string_view value, FieldSpec& spec) {
     const FieldKind kind = spec.kind;
-    if (key == "key" && kind != FieldKind::kMask) {
+    if (key == "key" && kind != FieldKind::kMask && value.find('\0') == std::string_view::npos) {
       spec.json_key = std::string(value);
       return true;
     }
@@ -308,6 +308,13 @@ Status check_overlaps(std::vector<FieldSpec>& fields, const std::vector<std::str
       if (read_while_indexing(earlier)) continue;
       if (shares(earlier, later) &&
           std::set<std::string>(earlier.sources.begin(), earlier.sources.end()) == sources) {
+        if (later.kind == FieldKind::kPerBox && later.json_key.empty()) {
+          return Status::InvalidArgument(
+              "fields \"" + earlier.name + "\" and \"" + later.name + "\" both take ." +
+              later.sources.front() + " members (" + entries[a] + " and " + entries[b] +
+              "), but a .npy holds one array: give the per_box values .npy members of their own, e.g. \"" +
+              later.name + "=" + later.name + ".npy:per_box\"");
+        }
         later.member_of = earlier.member_of.empty() ? earlier.name : earlier.member_of;
         break;
       }
@@ -315,6 +322,13 @@ Status check_overlaps(std::vector<FieldSpec>& fields, const std::vector<std::str
         if (sources.count(s) == 0) continue;
         const bool images = earlier.kind == FieldKind::kImage && later.kind == FieldKind::kImage;
         const bool boxes = later.kind == FieldKind::kPerBox;
+        if (earlier.kind == FieldKind::kPerBox && later.kind == FieldKind::kBoxes) {
+          return Status::InvalidArgument("field \"" + earlier.name + "\" (" + entries[a] +
+                                         ") is per_box, and takes the member of boxes field \"" + later.name +
+                                         "\" (" + entries[b] +
+                                         "), which must come first: list the boxes field "
+                                         "before its per_box fields");
+        }
         return Status::InvalidArgument(
             "fields \"" + earlier.name + "\" and \"" + later.name + "\" both take ." + s + " members (" +
             entries[a] + " and " + entries[b] + "); a member is one field's" +

@@ -30,10 +30,11 @@ Status plan_image(const LoaderOptions& resolved, const std::string& pipeline, co
   return Status::Ok();
 }
 
-// A mask: the first image field's size; its pipeline's every op must say what it
-// does to where pixels are (Pipeline::unrepeatable).
-Status plan_mask(const LoaderOptions& resolved, const std::vector<FieldSpec>& fields,
-                 const std::string& pipeline, FieldDemand& d) {
+// A field that follows the first image field's geometry (a mask or boxes): its pipeline's
+// every op must say what it does to where pixels are (Pipeline::unrepeatable). The
+// pipeline, for a mask's size.
+Result<Pipeline> plan_follower(const LoaderOptions& resolved, const std::vector<FieldSpec>& fields,
+                               const std::string& pipeline, const FieldDemand& d) {
   const auto image = std::find_if(fields.begin(), fields.end(),
                                   [](const FieldSpec& f) { return f.kind == FieldKind::kImage; });
   LoaderOptions o = resolved;
@@ -42,15 +43,16 @@ Status plan_mask(const LoaderOptions& resolved, const std::vector<FieldSpec>& fi
   auto built = pipeline_of(o);
   if (!built.ok()) return Status::InvalidArgument("field '" + image->name + "': " + built.status().message());
   if (!built->unrepeatable().empty()) {
+    const std::string follower = d.kind == FieldKind::kMask ? "mask" : "boxes";
     return Status::InvalidArgument("transform op " + built->unrepeatable() + " of image field '" +
-                                   image->name + "' has no rule for mask field '" + d.name +
-                                   "': it blends copies of the image moved in different ways, so no mask "
-                                   "matches the result; drop it, or use AutoAugment, RandAugment or "
-                                   "TrivialAugmentWide, whose moves the mask repeats");
+                                   image->name + "' has no rule for " + follower + " field '" + d.name +
+                                   "': it blends copies of the image moved in different ways, so no " +
+                                   follower +
+                                   " matches the result; drop it, or use AutoAugment, RandAugment or "
+                                   "TrivialAugmentWide, whose moves the " +
+                                   follower + " repeats");
   }
-  const auto size = static_cast<std::int64_t>(built->size());
-  d.shape = {size, size};
-  return Status::Ok();
+  return built;
 }
 
 }  // namespace
@@ -72,11 +74,15 @@ Status add_fields(ArenaSpec& spec, const LoaderOptions& resolved, const DatasetI
         if (Status s = plan_image(resolved, (*pipelines)[image++], pipelines->front(), d, transform); !s.ok())
           return s;
         break;
-      case FieldKind::kMask:
-        if (Status s = plan_mask(resolved, fields, pipelines->front(), d); !s.ok()) return s;
+      case FieldKind::kMask: {
+        auto built = plan_follower(resolved, fields, pipelines->front(), d);
+        if (!built.ok()) return built.status();
+        const auto size = static_cast<std::int64_t>(built->size());
+        d.shape = {size, size};
         d.element = fields[f].element;
         d.fill = fields[f].fill;
         break;
+      }
       case FieldKind::kLabel: d.element = ElementType::kInt64; break;
       case FieldKind::kNumber: d.element = ElementType::kFloat64; break;
       case FieldKind::kArray: {
@@ -90,15 +96,20 @@ Status add_fields(ArenaSpec& spec, const LoaderOptions& resolved, const DatasetI
         break;
       }
       case FieldKind::kBoxes:
+        if (auto built = plan_follower(resolved, fields, pipelines->front(), d); !built.ok())
+          return built.status();
+        [[fallthrough]];
       case FieldKind::kPerBox:
-        // Ragged, [K, 4] float32 or [K] of the field's dtype; the worst batch within
-        // kBoxBytesPerMemberByte of its members' bytes.
+        // Ragged, [K, 4] float32 or [K] of the field's dtype, as many as its worst batch's
+        // members could hold.
         d.element = fields[f].kind == FieldKind::kBoxes ? ElementType::kFloat32 : fields[f].element;
         d.key = fields[f].json_key;
         d.box_format = fields[f].box_format;
         d.normalized = fields[f].normalized;
         d.ragged = true;
-        d.ragged_bytes = index.largest_batch_bytes(f, resolved.batch_size) * kBoxBytesPerMemberByte;
+        d.ragged_bytes =
+            box_value_bound(d.kind, d.element, !d.key.empty(),
+                            index.largest_batch_bytes(f, resolved.batch_size), resolved.batch_size);
         break;
       case FieldKind::kText:
       case FieldKind::kBytes:

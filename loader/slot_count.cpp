@@ -35,8 +35,13 @@ std::string largest_field(const ArenaSpec& spec) {
     if (d.ragged && (largest == nullptr || d.ragged_bytes > largest->ragged_bytes)) largest = &d;
   }
   if (largest == nullptr) return "the fields beside the first image and label";
-  return "field '" + largest->name + "' takes up to " + whole_mib(largest->ragged_bytes) +
-         " a batch, the sum of its " + std::to_string(spec.batch_size) + " largest members";
+  const bool boxes = largest->kind == FieldKind::kBoxes || largest->kind == FieldKind::kPerBox;
+  return "field '" + largest->name + "' takes up to " + whole_mib(largest->ragged_bytes) + " a batch, " +
+         (boxes ? "what the numbers in" : "the sum of") + " its " + std::to_string(spec.batch_size) +
+         " largest members" +
+         (boxes ? " could hold (its .json members hold more than its boxes: give them "
+                  "members of their own, or read them from .npy members)"
+                : "");
 }
 
 }  // namespace

@@ -179,6 +179,14 @@ TEST(SampleSchemaTest, BoxesAndTheirPerBoxValuesShareTheirMember) {
   expect_refused("image=jpg, a=json:boxes(key=k), b=npy:boxes", {"\"a\" and \"b\" are both boxes"});
   expect_refused("image=jpg, b=json:boxes(key=k), m=json", {"both take .json members"});
   expect_refused("image=jpg, a=a.npy:boxes, l=a.npy:label", {"both take .a.npy members"});
+  expect_refused("image=jpg, l=json:per_box(key=l), b=json:boxes(key=b)",
+                 {"\"l\" (entry 2) is per_box", "list the boxes field before its per_box fields"});
+  expect_refused("image=jpg, b=b.npy:boxes, l=b.npy:per_box", {"a .npy holds one array", "l=l.npy:per_box"});
+  expect_refused(std::string("image=jpg, b=json:boxes(key=a\0b)", 32), {"entry 2", "boxes(key=KEY"});
+  // Two per_box fields of one .json share it with their boxes, in any order after them.
+  const std::vector<FieldSpec> two =
+      parsed("image=jpg, b=json:boxes(key=b), l=json:per_box(key=l), a=json:per_box(key=a)");
+  EXPECT_EQ(two[3].member_of, "b");
 }
 
 TEST(SampleSchemaTest, ImageFieldsWithTheSameSourcesAreViews) {

@@ -106,6 +106,11 @@ void follow_boxes(const SampleGeometry& g, std::span<Box> boxes) {
     for (Box& b : boxes) b = {b[0] * rw, b[1] * rh, b[2] * rw, b[3] * rh};
     clamp_boxes(boxes, s.out_width, s.out_height);
   }
+  // A box the crops left without area (or that had none) covers no pixel: NaN, so that no
+  // warp's envelope gives it one.
+  for (Box& b : boxes) {
+    if (!(b[2] > b[0] && b[3] > b[1])) b = {NAN, NAN, NAN, NAN};
+  }
   const cv::Size size = output_size(g);
   for (const fn::Move& m : g.moves) {
     move_boxes(boxes, m, size.width, size.height);

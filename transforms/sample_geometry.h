@@ -42,8 +42,10 @@ cv::Size output_size(const SampleGeometry& g);
 // (x' = W - x, the ends swapped), a warp maps the four corners with F.affine's forward
 // matrix (fn::affine_matrix) and takes their envelope. After every one, each coordinate is
 // clamped to the image as it then is (v2 leaves a resize unclamped; a clamp there keeps
-// what rounding would push a hair past the edge, which v2's sanitising would drop). NaN
-// stays NaN.
+// what rounding would push a hair past the edge, which v2's sanitising would drop). A box
+// without area after the steps (x2 <= x1 or y2 <= y1: cropped away, or so read) becomes
+// NaN before the moves: v2 would give it the area of a warp's envelope, a box where no
+// object is. NaN stays NaN.
 void follow_boxes(const SampleGeometry& g, std::span<Box> boxes);
 
 // Whether v2.SanitizeBoundingBoxes(min_size=1, min_area=1) keeps `box` on an image of

@@ -27,6 +27,14 @@ std::string_view described(const nlohmann::json& v) {
   }
 }
 
+// `v` as an error quotes it: a scalar as JSON writes it, a list or an object by its size
+// (dump() recurses once a level: a list nested 100,000 deep would overflow the stack).
+std::string quoted(const nlohmann::json& v) {
+  if (v.is_array()) return "a list of " + std::to_string(v.size());
+  if (v.is_object()) return "an object";
+  return printable_cut(v.dump());
+}
+
 // `v` as a T, or false: for int64, integers in range only (3.0 is 3).
 bool number_as(double v, float& out) {
   out = static_cast<float>(v);
@@ -85,10 +93,20 @@ bool npy_element(const std::byte* data, std::size_t i, ElementType dtype, T& out
   return false;
 }
 
-std::string_view wanted(const std::vector<std::int64_t>&) { return "int64 integers"; }
+std::string_view wanted(const std::vector<std::int64_t>&) {
+  return "int64 integers (a per_box field of fractions is per_box(key=KEY, dtype=float32))";
+}
 std::string_view wanted(const std::vector<float>&) { return "numbers"; }
 
 }  // namespace
+
+std::uint64_t box_value_bound(FieldKind kind, ElementType element, bool json, std::uint64_t member_bytes,
+                              std::uint64_t samples) {
+  const std::uint64_t out = kind == FieldKind::kBoxes ? 16 : element_bytes(element);  // a box's or value's
+  const std::uint64_t in = kind == FieldKind::kBoxes ? (json ? 8 : 4) : (json ? 2 : 1);
+  // ceil(out / in) a member byte, and a value's worth a sample for the last one's ','.
+  return member_bytes * ((out + in - 1) / in) + samples * out;
+}
 
 BoxValues::BoxValues() = default;
 BoxValues::~BoxValues() = default;
@@ -101,10 +119,11 @@ Status BoxValues::read(FileBytes bytes, bool json) {
   }
   const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   if (doc_ == nullptr) doc_ = std::make_unique<nlohmann::json>();
-  *doc_ = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc_->is_discarded()) {
-    return Status::BadData(
-        "it is not valid JSON (numbers beyond a double's range, NaN and Infinity are not JSON)");
+  try {
+    *doc_ = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {  // says where: "parse error at line 1, column 9: ..."
+    return Status::BadData("it is not valid JSON (" + printable_cut(e.what()) +
+                           "; numbers beyond a double's range, NaN and Infinity are not JSON)");
   }
   if (!doc_->is_object()) return Status::BadData("it is not a JSON object");
   return Status::Ok();
@@ -134,8 +153,8 @@ Status BoxValues::rows_of(std::string_view key, int width, std::vector<T>& out) 
     const auto take = [&](const nlohmann::json& v) {
       T value{};
       if (!json_as(v, value)) {
-        return Status::BadData("its key \"" + printable_cut(key) + "\" holds " + printable_cut(v.dump()) +
-                               ", not one of " + std::string(wanted(out)));
+        return Status::BadData("its key \"" + printable_cut(key) + "\" holds " + quoted(v) + ", not one of " +
+                               std::string(wanted(out)));
       }
       out.push_back(value);
       return Status::Ok();
@@ -143,8 +162,8 @@ Status BoxValues::rows_of(std::string_view key, int width, std::vector<T>& out) 
     const bool nested = !it->empty() && it->front().is_array();
     for (const nlohmann::json& item : *it) {
       if (nested != item.is_array() || (nested && item.size() != static_cast<std::size_t>(width))) {
-        return Status::BadData("its key \"" + printable_cut(key) + "\" holds " + printable_cut(item.dump()) +
-                               ", not " + row + (nested ? "" : " or a number"));
+        return Status::BadData("its key \"" + printable_cut(key) + "\" holds " + quoted(item) + ", not " +
+                               row + (nested ? "" : " or a number"));
       }
       if (!nested) {
         if (Status s = take(item); !s.ok()) return s;

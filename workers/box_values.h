@@ -17,10 +17,14 @@
 
 namespace forkfeed {
 
-// A boxes or per_box value takes at most this many bytes of its slot per byte of its
-// member: the most a number grows from its text ("0," to an int64) or from a .npy's
-// narrowest dtype (uint8 or bool to an int64). A field's ragged region is sized by it.
-inline constexpr std::uint64_t kBoxBytesPerMemberByte = 8;
+// The most bytes a boxes or per_box field of `kind` and `element` (its values' dtype)
+// takes in a slot for members of `member_bytes` (one sample's, or a batch's summed) and
+// `samples` samples: the most its numbers grow from their text — a number and its ','
+// take 2 characters at least, a box 8 ("0,0,0,0,") and 16 bytes as float32 — or from a
+// .npy's narrowest dtype (uint8, bool: a box of 4 bytes, a value of 1). A field's ragged
+// region is sized by it.
+std::uint64_t box_value_bound(FieldKind kind, ElementType element, bool json, std::uint64_t member_bytes,
+                              std::uint64_t samples);
 
 class BoxValues {
  public:

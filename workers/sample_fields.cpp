@@ -120,6 +120,11 @@ Status SampleFields::write_all(const SharedIndex& index, std::uint64_t epoch, st
       case FieldColumn::Store::kMember: {
         const SampleSource source = packed.member_source(sample, f.column.column);
         if (source.size == FieldSlice::kMissing) {  // only under missing=empty: the loader skips the others
+          if (r.kind == FieldKind::kPerBox && boxed_) {
+            return about(
+                r, Status::BadData("has no member, but its boxes have one: a per_box field holds a value "
+                                   "for each box, so a sample with boxes needs its member too"));
+          }
           write_missing(r, slot);
           break;
         }

@@ -41,20 +41,22 @@ def clamp(b: torch.Tensor, w: int, h: int) -> torch.Tensor:
 def v2_follow(boxes: np.ndarray, record: list, width: int, height: int):
     """v2's kernels on float32 XYXY boxes, step by step as the record says: crop_bounding_boxes,
     resize_bounding_boxes (clamped after, as forkfeed does: v2 leaves a resize unclamped),
-    horizontal/vertical_flip_bounding_boxes, affine_bounding_boxes; then
+    horizontal/vertical_flip_bounding_boxes, affine_bounding_boxes (a box without area before
+    them dropped, as forkfeed does: v2 would warp it into one); then
     _get_sanitize_bounding_boxes_mask(min_size=1, min_area=1). The boxes and what is kept."""
     b = torch.from_numpy(boxes.copy())
     w, h = width, height
-    for r in record:
-        if r[0] == "step":
-            x, y, cw, ch, ow, oh = map(int, r[1:])
-            b = clamp(b - torch.tensor([x, y, x, y], dtype=torch.float32), cw, ch)
-            w, h = cw, ch
-            if (ow, oh) != (cw, ch):
-                ratios = torch.tensor([ow / cw, oh / ch, ow / cw, oh / ch])
-                b = clamp(b.mul(ratios).to(torch.float32), ow, oh)
-                w, h = ow, oh
-        elif r[0] == "hflip":
+    for r in (r for r in record if r[0] == "step"):  # the record prints its steps first
+        x, y, cw, ch, ow, oh = map(int, r[1:])
+        b = clamp(b - torch.tensor([x, y, x, y], dtype=torch.float32), cw, ch)
+        w, h = cw, ch
+        if (ow, oh) != (cw, ch):
+            ratios = torch.tensor([ow / cw, oh / ch, ow / cw, oh / ch])
+            b = clamp(b.mul(ratios).to(torch.float32), ow, oh)
+            w, h = ow, oh
+    b[~((b[:, 2] > b[:, 0]) & (b[:, 3] > b[:, 1]))] = float("nan")  # forkfeed's: no area, no box
+    for r in (r for r in record if r[0] != "step"):
+        if r[0] == "hflip":
             b[:, [2, 0]] = b[:, [0, 2]].sub(w).neg()
         elif r[0] == "vflip":
             b[:, [1, 3]] = b[:, [3, 1]].sub(h).neg()
@@ -313,14 +315,71 @@ def test_a_sample_whose_image_is_missing_has_no_boxes(tmp_path):
     assert f["__present__"]["boxes"][[a, b]].tolist() == [True, False]
 
 
+def test_a_list_nested_too_deep_to_quote_is_bad_data_not_a_crash(tmp_path):
+    # An error quoting the value with nlohmann's dump() recursed once a level: 100,000
+    # levels overflowed a worker's stack.
+    deep = "[" * 100_000 + "]" * 100_000
+    doc = '{"boxes": [' + deep + '], "labels": [1]}'
+    write_tar(tmp_path / "a.tar", [("k.png", png(np.zeros((20, 20, 3), np.uint8), "RGB")), ("k.json", doc.encode())])
+    with pytest.raises(forkfeed.Error, match="field 'boxes' .*holds a list of 1, not \\[4 numbers\\]"):
+        with forkfeed.Loader(shards=str(tmp_path), fields="image=png, boxes=json:boxes(key=boxes)",
+                             transform="CenterCrop(16)", batch_size=1) as loader:
+            next(iter(loader))
+
+
+def test_augmix_has_no_rule_for_boxes_and_is_refused_naming_both(tmp_path):
+    write_tar(tmp_path / "a.tar", [("k.png", png(np.zeros((20, 20, 3), np.uint8), "RGB")), ("k.json", b'{"b": []}')])
+    with pytest.raises(ValueError, match="AugMix.* has no rule for boxes field 'boxes'"):
+        forkfeed.Loader(shards=str(tmp_path), fields="image=png, boxes=json:boxes(key=b)",
+                        transform="CenterCrop(16), AugMix()")
+
+
+def test_a_per_box_member_missing_beside_boxes_is_bad_data(tmp_path):
+    image = png(np.zeros((20, 20, 3), np.uint8), "RGB")
+    npy, labels = io.BytesIO(), io.BytesIO()
+    np.save(npy, np.array([[1, 1, 9, 9]], np.float32))
+    np.save(labels, np.array([3]))
+    write_tar(tmp_path / "a.tar", [("a.png", image), ("a.boxes.npy", npy.getvalue()), ("b.png", image),
+                                   ("b.boxes.npy", npy.getvalue()), ("b.labels.npy", labels.getvalue())])
+    with pytest.raises(forkfeed.Error, match="field 'labels'.* has no member, but its boxes have one"):
+        with forkfeed.Loader(shards=str(tmp_path), fields="image=png, boxes=boxes.npy:boxes, labels=labels.npy:per_box",
+                             transform="CenterCrop(16)", batch_size=2, missing="empty") as loader:
+            next(iter(loader))
+
+
+@pytest.mark.parametrize("source", ["json", "npy"])
+def test_the_most_boxes_a_member_can_hold_fit_their_slot(tmp_path, source):
+    # The slot's room for boxes and per_box values is what the numbers of the batch's
+    # members could hold: a box in 8 characters ("0,0,1,1,") or 4 uint8, a label in 2
+    # ("0,") or a bool, all kept.
+    count = 6000
+    if source == "json":
+        doc = json.dumps({"b": [0, 0, 1, 1] * count, "l": [0] * count}, separators=(",", ":")).encode()
+        members, fields = [("json", doc)], "boxes=json:boxes(key=b), labels=json:per_box(key=l)"
+    else:
+        boxes, labels = io.BytesIO(), io.BytesIO()
+        np.save(boxes, np.tile(np.array([0, 0, 1, 1], np.uint8), (count, 1)))
+        np.save(labels, np.ones(count, bool))
+        members, fields = [("b.npy", boxes.getvalue()), ("l.npy", labels.getvalue())], \
+            "boxes=b.npy:boxes, labels=l.npy:per_box"
+    image = png(np.zeros((16, 16, 3), np.uint8), "RGB")
+    write_tar(tmp_path / "a.tar", [(f"{n}.{ext}", data) for n in range(3)
+                                   for ext, data in [("png", image), *members]])
+    with forkfeed.Loader(shards=str(tmp_path), fields="image=png, " + fields, transform="CenterCrop(16)",
+                         batch_size=3) as loader:
+        f = next(iter(loader))
+    assert [len(b) for b in f["boxes"]] == [count] * 3 and [len(l) for l in f["labels"]] == [count] * 3
+
+
 @pytest.mark.parametrize("doc,match", [
     ({"labels": [1]}, "no key \"boxes\""),
     ({"boxes": "1 2 3 4", "labels": [1]}, "is a string, not a list of \\[4 numbers\\]"),
-    ({"boxes": [[1, 2, 3]], "labels": [1]}, "holds \\[1,2,3\\], not \\[4 numbers\\]"),
+    ({"boxes": [[1, 2, 3]], "labels": [1]}, "holds a list of 3, not \\[4 numbers\\]"),
     ({"boxes": [1, 2, 3, 4, 5], "labels": [1]}, "holds 5 numbers, not rows of 4"),
     ({"boxes": [[1, 2, 3, "4"]], "labels": [1]}, "holds \"4\", not one of numbers"),
     ({"boxes": [[1, 2, 3, 4]], "labels": [1, 2]}, "holds 2 values for the sample's 1 boxes"),
-    ({"boxes": [[1, 2, 3, 4]], "labels": [1.5]}, "holds 1.5, not one of int64 integers"),
+    ({"boxes": [[1, 2, 3, 4]], "labels": [1.5]}, "holds 1.5, not one of int64 integers .* dtype=float32"),
+    ({"boxes": [[[[1]]]], "labels": [1]}, "holds a list of 1, not \\[4 numbers\\]"),
     ([1, 2], "is not a JSON object"),
 ])
 def test_bad_boxes_are_bad_data_naming_the_sample_and_field(tmp_path, doc, match):
@@ -345,6 +404,9 @@ def test_bad_boxes_are_bad_data_naming_the_sample_and_field(tmp_path, doc, match
     ("image=png, b=json:boxes(key=b), l=json:per_box(key=l, dtype=uint8)", "dtype=float32"),
     ("image=png, b=json:boxes(key=b), m=json", "a member is one field's"),
     ("image=png, b=json:boxes(key=" + "k" * 64 + ")", "at most 63"),
+    ("image=png, b=json:boxes(key=a\0b)", "key=KEY"),
+    ("image=png, l=json:per_box(key=l), b=json:boxes(key=b)", "list the boxes field before its per_box fields"),
+    ("image=png, b=b.npy:boxes, l=b.npy:per_box", "give the per_box values .npy members of their own"),
 ])
 def test_bad_box_fields_are_refused_at_open_naming_what_to_write(tmp_path, fields, match):
     write_tar(tmp_path / "a.tar", [("k.png", png(np.zeros((4, 4, 3), np.uint8), "RGB"))])
