@@ -28,6 +28,8 @@ void adjust_contrast(cv::Mat& img, double factor);
 void adjust_saturation(cv::Mat& img, double factor);
 // hue_factor in [-0.5, 0.5].
 void adjust_hue(cv::Mat& img, double hue_factor);
+// permute_channels(img, permutation): channel c becomes channel permutation[c] of img.
+void permute_channels(cv::Mat& img, const std::array<int, 3>& permutation);
 // rgb_to_grayscale(num_output_channels=3): the three channels equal.
 void rgb_to_grayscale(cv::Mat& img);
 // bits in [0, 8].

@@ -255,6 +255,13 @@ void adjust_hue(cv::Mat& img, double hue_factor) {
   });
 }
 
+void permute_channels(cv::Mat& img, const std::array<int, 3>& permutation) {
+  if (permutation == std::array<int, 3>{0, 1, 2}) return;
+  const int from[] = {permutation[0], 0, permutation[1], 1, permutation[2], 2};
+  const cv::Mat source = img.clone();
+  cv::mixChannels(&source, 1, &img, 1, from, 3);
+}
+
 void rgb_to_grayscale(cv::Mat& img) {
   const Grayscale gray;
   for_each_row(img, [&](uint8_t* row, int width) {

@@ -332,6 +332,47 @@ class ColorJitter : public Op {
   std::array<std::optional<std::array<double, 2>>, 4> ranges_;
 };
 
+// v2.RandomPhotometricDistort (the SSD recipe's): brightness, contrast, saturation and hue
+// each with probability p, a factor drawn from its range as ColorJitter draws one; contrast
+// before saturation and hue or after them, by a coin; then, with probability p, the
+// channels in a random order. Ranges as ColorJitter reads them, v2's defaults when absent.
+class RandomPhotometricDistort : public Op {
+ public:
+  explicit RandomPhotometricDistort(OpArgs& a) : Op(Stage::kPixels) {
+    constexpr std::array<std::string_view, 4> kNames{"brightness", "contrast", "saturation", "hue"};
+    constexpr std::array<std::array<double, 2>, 4> kDefaults{
+        {{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}};
+    for (std::size_t i = 0; i < 4; ++i) {
+      ranges_[i] = a.present(kNames[i]) ? jitter(a, kNames[i], i == 3) : kDefaults[i];
+    }
+    p_ = a.number("p", 0.5, 0, 1);
+  }
+  void run(cv::Mat& sample, KeyedRng& rng, fn::Moves*) override {
+    std::array<std::optional<double>, 4> factor;  // _get_params: a coin, then the factor
+    for (std::size_t i = 0; i < 4; ++i) {
+      if (draw(rng, p_) && ranges_[i]) factor[i] = rng.uniform((*ranges_[i])[0], (*ranges_[i])[1]);
+    }
+    const bool contrast_before = draw(rng, 0.5);
+    std::optional<std::array<int, 3>> order;
+    if (draw(rng, p_)) {  // torch.randperm(3)
+      order = std::array<int, 3>{0, 1, 2};
+      for (int i = 2; i > 0; --i)
+        std::swap((*order)[i], (*order)[rng.below(static_cast<std::uint64_t>(i) + 1)]);
+    }
+    if (factor[0]) fn::adjust_brightness(sample, *factor[0]);
+    if (factor[1] && contrast_before) fn::adjust_contrast(sample, *factor[1]);
+    if (factor[2]) fn::adjust_saturation(sample, *factor[2]);
+    if (factor[3]) fn::adjust_hue(sample, *factor[3]);
+    if (factor[1] && !contrast_before) fn::adjust_contrast(sample, *factor[1]);
+    if (order) fn::permute_channels(sample, *order);
+  }
+  bool commutes_with_mirror() const override { return true; }
+
+ private:
+  std::array<std::optional<std::array<double, 2>>, 4> ranges_;
+  double p_ = 0.5;
+};
+
 class Grayscale : public Op {
  public:
   explicit Grayscale(OpArgs& a) : Op(Stage::kPixels) {
@@ -645,6 +686,9 @@ const std::vector<OpEntry>& table() {
       {"RandomHorizontalFlip", {"p"}, plain<RandomHorizontalFlip>()},
       {"RandomVerticalFlip", {"p"}, plain<RandomVerticalFlip>()},
       {"ColorJitter", {"brightness", "contrast", "saturation", "hue"}, plain<ColorJitter>()},
+      {"RandomPhotometricDistort",
+       {"brightness", "contrast", "saturation", "hue", "p"},
+       plain<RandomPhotometricDistort>()},
       {"Grayscale", {"num_output_channels"}, plain<Grayscale>()},
       {"RandomGrayscale", {"p"}, sometimes(0.1, fn::rgb_to_grayscale)},
       {"GaussianBlur", {"kernel_size", "sigma"}, plain<GaussianBlur>()},

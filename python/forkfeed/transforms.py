@@ -37,7 +37,7 @@ from forkfeed.mixing import CutMix, MixUp, MixUpOrCutMix  # the batch-level mixe
 __all__ = [
     "InterpolationMode", "AutoAugmentPolicy", "Op", "pipeline_spec",
     "Resize", "CenterCrop", "RandomCrop", "RandomResizedCrop", "RandomHorizontalFlip", "RandomVerticalFlip",
-    "ColorJitter", "RandomGrayscale", "Grayscale", "GaussianBlur", "RandomRotation", "RandomAffine",
+    "ColorJitter", "RandomPhotometricDistort", "RandomGrayscale", "Grayscale", "GaussianBlur", "RandomRotation", "RandomAffine",
     "RandomPosterize", "RandomSolarize", "RandomAutocontrast", "RandomEqualize", "RandomAdjustSharpness",
     "RandomInvert", "AutoAugment", "RandAugment", "TrivialAugmentWide", "AugMix", "Normalize", "RandomErasing",
     "MixUp", "CutMix", "MixUpOrCutMix",
@@ -209,6 +209,17 @@ class ColorJitter(Op):
     (min, max) pair; the four adjustments in a random order."""
 
     def __init__(self, brightness=0, contrast=0, saturation=0, hue=0):
+        super().__init__(locals())
+
+
+class RandomPhotometricDistort(Op):
+    """torchvision.transforms.v2's (the SSD recipe's): brightness, contrast, saturation and
+    hue each with probability ``p`` (factors drawn as ColorJitter draws them), contrast
+    before or after saturation and hue by a coin, then with probability ``p`` the channels
+    in a random order. Masks and boxes are left alone."""
+
+    def __init__(self, brightness=(0.875, 1.125), contrast=(0.5, 1.5), saturation=(0.5, 1.5), hue=(-0.05, 0.05),
+                 p=0.5):
         super().__init__(locals())
 
 
