@@ -205,6 +205,8 @@ class PaddedSource {
     return padded_->ptr<std::uint8_t>(y + 1) + pixel_bytes_ * (x + 1);
   }
   bool contains(int x, int y) const { return x >= 0 && x < width_ && y >= 0 && y < height_; }
+  // Bytes from one row to the next.
+  std::size_t step() const { return padded_->step; }
   int width() const { return width_; }
   int height() const { return height_; }
 
@@ -229,17 +231,27 @@ PixelBytes fill_pixel(const cv::Mat& img, const Fill& fill) {
 
 template <int kBytes>
 void sample_nearest_as(const PaddedSource& src, SourceGrid& grid, const PixelBytes& outside, cv::Mat& dst) {
-  thread_local std::vector<int> xs, ys;
-  xs.resize(static_cast<std::size_t>(dst.cols));
-  ys.resize(static_cast<std::size_t>(dst.cols));
-  const std::uint8_t* fill = outside.data();
+  thread_local std::vector<int> xs_, ys_;
+  xs_.resize(static_cast<std::size_t>(dst.cols));
+  ys_.resize(static_cast<std::size_t>(dst.cols));
+  // Everything the loop reads, in locals: a store of a byte may alias any memory, which
+  // would make the compiler read members, thread_locals and the Mat's step again per pixel.
+  int* const xs = xs_.data();
+  int* const ys = ys_.data();
+  const std::uint8_t* const fill = outside.data();
+  const std::uint8_t* const origin = src.at(0, 0);
+  const std::size_t step = src.step();
+  const unsigned width = static_cast<unsigned>(src.width()), height = static_cast<unsigned>(src.height());
+  const int columns = dst.cols;
   for (int j = 0; j < dst.rows; ++j) {
     grid.start_row(j);
-    grid.round_row(xs.data(), ys.data());
+    grid.round_row(xs, ys);
     std::uint8_t* out = dst.ptr<std::uint8_t>(j);
-    for (int i = 0; i < dst.cols; ++i, out += kBytes) {
+    for (int i = 0; i < columns; ++i, out += kBytes) {
       const int x = xs[i], y = ys[i];
-      const std::uint8_t* in = src.contains(x, y) ? src.at(x, y) : fill;
+      // Inside when 0 <= x < width and 0 <= y < height: one unsigned compare each.
+      const bool inside = static_cast<unsigned>(x) < width && static_cast<unsigned>(y) < height;
+      const std::uint8_t* in = inside ? origin + static_cast<std::size_t>(y) * step + kBytes * x : fill;
       std::memcpy(out, in, kBytes);
     }
   }
