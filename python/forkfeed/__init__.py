@@ -32,7 +32,7 @@ from forkfeed._forkfeed import (BadDataError, DaemonLostError, Error, WorkerDied
                                  fork_report)
 
 __all__ = ["Loader", "WorkerPool", "Client", "Batch", "FieldBatch", "Error", "BadDataError", "WorkerDiedError", "DaemonLostError", "fork_report",
-           "default_socket_path"]
+           "default_socket_path", "padded"]
 
 
 class Batch(NamedTuple):
@@ -60,6 +60,34 @@ class FieldBatch(NamedTuple):
     indices: List[int]
     epoch: int
     index: int
+
+
+def padded(values: Sequence[Any], fill: Union[int, float] = 0) -> Tuple[Any, Any]:
+    """A ragged field's list of B arrays (boxes ``[K_i, 4]``, per_box values ``[K_i]``,
+    arrays whose first dimension varies) as one ``[B, max K_i, ...]`` array, ``fill`` past
+    each sample's ``K_i``, and the ``K_i`` as int64 ``[B]``: torch tensors from tensors,
+    numpy arrays from numpy arrays. A copy; the list's own arrays are views of the batch's
+    slot. The arrays must agree in dtype and in every dimension but the first."""
+    if len(values) == 0:
+        raise ValueError("padded() needs at least one array to take its dtype and shape from")
+    first = values[0]
+    rest, dtype = tuple(first.shape[1:]), first.dtype
+    for i, v in enumerate(values):
+        if tuple(v.shape[1:]) != rest or v.dtype != dtype or len(v.shape) == 0:
+            raise ValueError(f"padded(): array {i} is {v.dtype} {tuple(v.shape)}, array 0 {dtype} "
+                             f"{tuple(first.shape)}; the arrays must agree in dtype and in every dimension "
+                             "but the first")
+    counts = [int(v.shape[0]) for v in values]
+    shape = (len(values), max(counts), *rest)
+    import numpy
+    if isinstance(first, numpy.ndarray):
+        out, sizes = numpy.full(shape, fill, dtype=dtype), numpy.asarray(counts, dtype=numpy.int64)
+    else:
+        import torch
+        out, sizes = torch.full(shape, fill, dtype=dtype), torch.tensor(counts, dtype=torch.int64)
+    for i, v in enumerate(values):
+        out[i, :counts[i]] = v
+    return out, sizes
 
 
 # A file's name as the os module takes it: os.fsencode() reaches the file whatever its
@@ -358,7 +386,8 @@ class Loader(_Pass):
       torchvision.transforms.v2 moves BoundingBoxes, clamped, and sanitised as
       v2.SanitizeBoundingBoxes (under 1 pixel wide or high, or NaN: dropped); per_box
       fields: a list of B tensors [K_i] (int64, or ``per_box(key=K, dtype=float32)``), the
-      values of dropped boxes dropped with them;
+      values of dropped boxes dropped with them; ``forkfeed.padded()`` makes such a list one
+      padded array and the counts;
     - label fields: int64 [B]; number fields: float64 [B]; arrays (.npy) of one shape:
       [B, *shape] of their dtype, zero-copy; arrays whose shape varies: a list of B
       tensors (views; uint16 and uint32 arrays come widened to int32 and int64, a copy,

@@ -301,6 +301,25 @@ def test_boxes_come_alike_through_forkfeedd_local_and_remote(tmp_path, dataset, 
         daemon.stop()
 
 
+def test_padded_gives_one_array_and_the_counts_for_torch_and_numpy(tmp_path):
+    detection_shards(tmp_path, 6, 0)
+    for output in ("torch", "numpy"):
+        with forkfeed.Loader(shards=str(tmp_path), fields=DETECTION, transform="RandomResizedCrop(32)", batch_size=6,
+                             output=output, seed=1) as loader:
+            f = next(iter(loader))
+            boxes, counts = forkfeed.padded(f["boxes"], fill=-1)
+            labels, label_counts = forkfeed.padded(f["labels"])
+        assert type(boxes) is type(f["boxes"][0]) and boxes.shape == (6, max(len(b) for b in f["boxes"]), 4)
+        assert list(counts) == [len(b) for b in f["boxes"]] == list(label_counts)
+        for i in range(6):
+            assert (boxes[i, :counts[i]] == f["boxes"][i]).all() and (boxes[i, counts[i]:] == -1).all()
+            assert (labels[i, :counts[i]] == f["labels"][i]).all() and (labels[i, counts[i]:] == 0).all()
+    with pytest.raises(ValueError, match="array 1 is .* the arrays must agree"):
+        forkfeed.padded([torch.zeros(2, 4), torch.zeros(2, 3)])
+    with pytest.raises(ValueError, match="at least one array"):
+        forkfeed.padded([])
+
+
 def test_a_sample_whose_image_is_missing_has_no_boxes(tmp_path):
     image = png(np.zeros((20, 20, 3), np.uint8), "RGB")
     doc = json.dumps({"boxes": [[1, 1, 9, 9]], "labels": [4]}).encode()
