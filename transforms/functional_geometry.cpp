@@ -231,13 +231,13 @@ PixelBytes fill_pixel(const cv::Mat& img, const Fill& fill) {
 
 template <int kBytes>
 void sample_nearest_as(const PaddedSource& src, SourceGrid& grid, const PixelBytes& outside, cv::Mat& dst) {
-  thread_local std::vector<int> xs_, ys_;
-  xs_.resize(static_cast<std::size_t>(dst.cols));
-  ys_.resize(static_cast<std::size_t>(dst.cols));
+  thread_local std::vector<int> column_table, row_table;
+  column_table.resize(static_cast<std::size_t>(dst.cols));
+  row_table.resize(static_cast<std::size_t>(dst.cols));
   // Everything the loop reads, in locals: a store of a byte may alias any memory, which
   // would make the compiler read members, thread_locals and the Mat's step again per pixel.
-  int* const xs = xs_.data();
-  int* const ys = ys_.data();
+  int* const xs = column_table.data();
+  int* const ys = row_table.data();
   const std::uint8_t* const fill = outside.data();
   const std::uint8_t* const origin = src.at(0, 0);
   const std::size_t step = src.step();

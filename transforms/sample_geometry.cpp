@@ -89,6 +89,22 @@ void move_boxes(std::span<Box> boxes, const fn::Move& move, int width, int heigh
 
 }  // namespace
 
+Box to_xyxy(Box b, BoxFormat format, bool normalized, cv::Size size) {
+  if (normalized) {
+    const auto w = static_cast<float>(size.width), h = static_cast<float>(size.height);
+    b = {b[0] * w, b[1] * h, b[2] * w, b[3] * h};
+  }
+  switch (format) {
+    case BoxFormat::kXyxy: return b;
+    case BoxFormat::kXywh: return {b[0], b[1], b[0] + b[2], b[1] + b[3]};
+    case BoxFormat::kCxcywh: {
+      const float x1 = b[0] - std::abs(b[2] / -2.0f), y1 = b[1] - std::abs(b[3] / -2.0f);
+      return {x1, y1, x1 + b[2], y1 + b[3]};
+    }
+  }
+  return b;
+}
+
 cv::Size output_size(const SampleGeometry& g) {
   if (g.steps.empty()) return {g.width, g.height};
   return {g.steps.back().out_width, g.steps.back().out_height};

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <opencv2/core/mat.hpp>
+#include "forkfeed/fields.h"
 #include "transforms/functional.h"
 #include "transforms/ops.h"
 
@@ -31,6 +32,10 @@ void follow(const SampleGeometry& g, const cv::Mat& mask, double fill, cv::Mat& 
 // A box: x1, y1, x2, y2 in pixels from the image's top-left corner (pixel (i, j) covers
 // [j, j + 1) x [i, i + 1)), float32 as torchvision's BoundingBoxes hold them.
 using Box = std::array<float, 4>;
+
+// `b` as `format` writes it (in fractions of `size`, the decoded image's, when
+// `normalized`), as XYXY pixels, in float32 as torchvision's box_convert computes it.
+Box to_xyxy(Box b, BoxFormat format, bool normalized, cv::Size size);
 
 // The size of the image the record ends in: its last step's output, or the decoded
 // image's without steps (moves keep the size).

@@ -255,28 +255,6 @@ Status SampleFields::read_box_member(const FieldRegion& r, FileBytes bytes, std:
   return Status::Ok();
 }
 
-namespace {
-
-// `b`, written as `format` (in fractions of `size` when `normalized`), as XYXY pixels, in
-// float32 as torchvision's box_convert computes it.
-Box xyxy(Box b, BoxFormat format, bool normalized, cv::Size size) {
-  if (normalized) {
-    const auto w = static_cast<float>(size.width), h = static_cast<float>(size.height);
-    b = {b[0] * w, b[1] * h, b[2] * w, b[3] * h};
-  }
-  switch (format) {
-    case BoxFormat::kXyxy: return b;
-    case BoxFormat::kXywh: return {b[0], b[1], b[0] + b[2], b[1] + b[3]};
-    case BoxFormat::kCxcywh: {
-      const float x1 = b[0] - std::abs(b[2] / -2.0f), y1 = b[1] - std::abs(b[3] / -2.0f);
-      return {x1, y1, x1 + b[2], y1 + b[3]};
-    }
-  }
-  return b;
-}
-
-}  // namespace
-
 Status SampleFields::write_boxes(const FieldRegion& r, FileBytes bytes, std::uint32_t column,
                                  const SlotContents& slot) {
   kept_.clear();
@@ -290,7 +268,7 @@ Status SampleFields::write_boxes(const FieldRegion& r, FileBytes bytes, std::uin
   boxes_.resize(box_floats_.size() / 4);
   for (std::size_t i = 0; i < boxes_.size(); ++i) {
     const Box b{box_floats_[4 * i], box_floats_[4 * i + 1], box_floats_[4 * i + 2], box_floats_[4 * i + 3]};
-    boxes_[i] = xyxy(b, r.box_format, r.normalized != 0, decoded);
+    boxes_[i] = to_xyxy(b, r.box_format, r.normalized != 0, decoded);
   }
   follow_boxes(geometry_, boxes_);
   const cv::Size size = output_size(geometry_);
