@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -89,7 +90,16 @@ TEST(PipelineBuild, BadArgumentsNameTheOpAndTheArgument) {
            {"RandomResizedCrop(0)", "RandomResizedCrop's size"},
            {"RandomResizedCrop(224, interpolation=InterpolationMode.BICUBIC)",
             "RandomResizedCrop's interpolation"},
-           {"RandomCrop(32, padding=4)", "RandomCrop's padding"},
+           {"RandomCrop(32, padding=(1, 2, 3))", "RandomCrop's padding"},
+           {"RandomCrop(32, padding=-1)", "RandomCrop's padding"},
+           {"RandomCrop(32, padding=1.5)", "RandomCrop's padding"},
+           {"RandomCrop(32, padding=4, padding_mode='reflect')", "RandomCrop's padding_mode"},
+           {"RandomCrop(32, pad_if_needed=True, padding_mode='edge')", "RandomCrop's padding_mode"},
+           {"RandomResize(32), CenterCrop(32)", "RandomResize needs its argument 'max_size'"},
+           {"RandomResize(32, 32), CenterCrop(32)", "RandomResize's max_size"},
+           {"RandomResize(0, 32), CenterCrop(32)", "RandomResize's min_size"},
+           {"RandomResize(16, 32, interpolation=InterpolationMode.NEAREST), CenterCrop(32)",
+            "RandomResize's interpolation"},
            {"CenterCrop(32), ColorJitter(brightness=-1)", "ColorJitter's brightness"},
            {"CenterCrop(32), ColorJitter(hue=0.7)", "ColorJitter's hue"},
            {"CenterCrop(32), GaussianBlur(4)", "GaussianBlur's kernel_size"},
@@ -198,6 +208,61 @@ TEST(PipelinePlan, CropsAndResizesComposeToOneWindowOfTheImage) {
   EXPECT_EQ(strip.status().code(), Status::Code::kBadData);
 }
 
+// RandomCrop's padding: the window is the part of the image that shows, and where in the
+// output it lands; the rest is the fill.
+TEST(PipelinePlan, APaddedCropShowsThePartOfTheImageInsideIt) {
+  KeyedRng rng({1});
+  // 40 x 30 padded to 64 x 64 (12 columns and 17 rows of lack, each side): 88 x 64 and
+  // 64 x 94 padded images; the crop shows all of the image, somewhere.
+  const Pipeline whole =
+      Pipeline::build("RandomCrop(64, pad_if_needed=True, fill=(1, 2, 3))", options()).value();
+  for (int i = 0; i < 20; ++i) {
+    const SampleWindow w = whole.plan(40, 30, rng).value();
+    EXPECT_EQ(w.width, 40);
+    EXPECT_EQ(w.height, 30);
+    EXPECT_TRUE(w.x >= 0 && w.x <= 24 && w.y >= 0 && w.y <= 34) << w.x << "," << w.y;
+    EXPECT_DOUBLE_EQ(w.source.x, 0);
+    EXPECT_DOUBLE_EQ(w.source.width, 40);
+    EXPECT_EQ(w.fill, (std::array<float, 3>{1, 2, 3}));
+  }
+  // Resize((100, 200)) of 400 x 300, then padding 10 and a crop of 50 at its top-left: the
+  // window's output rectangle is where the resized image shows, its source that part of it.
+  std::vector<GeometryStep> steps = {{0, 0, 400, 300, 200, 100}, {-10, -10, 50, 50, 50, 50}};
+  SampleWindow w = Pipeline::window_of(steps, 400, 300);
+  EXPECT_EQ((std::array<int, 4>{w.x, w.y, w.width, w.height}), (std::array<int, 4>{10, 10, 40, 40}));
+  EXPECT_DOUBLE_EQ(w.source.x, 0);
+  EXPECT_DOUBLE_EQ(w.source.y, 0);
+  EXPECT_DOUBLE_EQ(w.source.width, 80);
+  EXPECT_DOUBLE_EQ(w.source.height, 120);
+  // A crop wholly in the padding shows nothing.
+  steps = {{-60, 0, 50, 50, 50, 50}};
+  EXPECT_TRUE(Pipeline::window_of(steps, 400, 300).empty());
+  // No padding: the window is the whole output.
+  steps = {{5, 6, 50, 40, 25, 20}};
+  w = Pipeline::window_of(steps, 400, 300);
+  EXPECT_EQ((std::array<int, 4>{w.x, w.y, w.width, w.height}), (std::array<int, 4>{0, 0, 25, 20}));
+  // Too small even padded: bad data naming the op.
+  auto small = Pipeline::build("RandomCrop(64, padding=4)", options()).value().plan(40, 80, rng);
+  EXPECT_EQ(small.status().code(), Status::Code::kBadData);
+  EXPECT_NE(small.status().message().find("pad_if_needed"), std::string::npos) << small.status().message();
+}
+
+// v2.RandomResize(min_size, max_size): the shorter side drawn in [min_size, max_size), every
+// size drawn; the longer side as Resize(int) scales it.
+TEST(PipelinePlan, RandomResizeDrawsTheShorterSideBelowMaxSize) {
+  const Pipeline p = Pipeline::build("RandomResize(20, 24), CenterCrop(16)", options()).value();
+  std::set<int> seen;
+  for (std::uint64_t i = 0; i < 200; ++i) {
+    KeyedRng rng({3, 0, i});
+    std::vector<GeometryStep> steps;
+    ASSERT_TRUE(p.steps(400, 300, rng, steps).ok());
+    seen.insert(steps[0].out_height);
+    EXPECT_EQ(steps[0].out_width, steps[0].out_height * 400 / 300);
+  }
+  EXPECT_EQ(seen, (std::set<int>{20, 21, 22, 23}));
+  EXPECT_FALSE(Pipeline::build("RandomResize(20, 24)", options()).ok()) << "no fixed size";
+}
+
 TEST(PipelinePlan, TwoResamplingStepsAreDoneOneAfterAnotherNotFused) {
   EXPECT_TRUE(
       Pipeline::build("Resize(256), CenterCrop(224), RandomHorizontalFlip()", options()).value().fusable());
@@ -205,6 +270,11 @@ TEST(PipelinePlan, TwoResamplingStepsAreDoneOneAfterAnotherNotFused) {
   // Down to 16 and up again: one window resized once would skip the loss of detail.
   EXPECT_FALSE(Pipeline::build("Resize((16, 16)), Resize((64, 64))", options()).value().fusable());
   EXPECT_FALSE(Pipeline::build("Resize(256), RandomResizedCrop(224)", options()).value().fusable());
+  // A resize after padding blends the fill into the image's edge: done step by step.
+  EXPECT_TRUE(Pipeline::build("RandomResize(200, 300), RandomCrop(224, pad_if_needed=True)", options())
+                  .value()
+                  .fusable());
+  EXPECT_FALSE(Pipeline::build("RandomCrop(64, padding=4), Resize((32, 32))", options()).value().fusable());
 
   testing::TempDir dir;
   const std::string root = testing::make_image_folder(dir.path(), 1, 1, 3, 90, 120);

@@ -45,10 +45,16 @@ struct Region {
 };
 
 // Where one output sample comes from in the decoded image: `source`, resized to the
-// output size. Every pipeline's geometry reduces to this (transforms/pipeline.h), which
-// is what lets a decoder decode only `source` (the fused path).
+// output's rectangle x, y, width, height — all of the output, unless a crop padded the
+// image (RandomCrop's padding), when the rest of the output is `fill` and `source` is the
+// part of the image that shows (width 0 when none does). Every pipeline's geometry reduces
+// to this (transforms/pipeline.h), which is what lets a decoder decode only `source` (the
+// fused path).
 struct SampleWindow {
   Region source;
+  int x = 0, y = 0, width = 0, height = 0;
+  std::array<float, 3> fill{};
+  bool empty() const { return width <= 0 || height <= 0; }
 };
 
 }  // namespace forkfeed

@@ -53,6 +53,10 @@ struct AffineParams {
   std::array<double, 2> shear = {0, 0};
   std::optional<std::array<double, 2>> center;
 };
+// The width x height rectangle of img at x, y, as F.pad then F.crop make it where the
+// rectangle reaches past img (RandomCrop's padding): `fill` there. A view of img when the
+// rectangle is inside it, else a new image. img has 1 or 3 channels.
+cv::Mat crop(const cv::Mat& img, int x, int y, int width, int height, const Fill& fill);
 // F.affine(img, angle, translate, scale, shear, interpolation, fill, center). img is
 // uint8 with 3 channels, or (nearest only) 1 channel of uint8 or uint16: a mask.
 void affine(cv::Mat& img, const AffineParams& params, Interpolation interpolation, const Fill& fill);

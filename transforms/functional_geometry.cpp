@@ -329,6 +329,15 @@ void warp(cv::Mat& img, const Matrix& m, Interpolation interpolation, const Fill
 
 }  // namespace
 
+cv::Mat crop(const cv::Mat& img, int x, int y, int width, int height, const Fill& fill) {
+  const cv::Rect want(x, y, width, height);
+  const cv::Rect inside = want & cv::Rect(0, 0, img.cols, img.rows);
+  if (inside == want) return img(want);
+  cv::Mat out(height, width, img.type(), cv::Scalar(fill[0], fill[1], fill[2]));
+  if (!inside.empty()) img(inside).copyTo(out(inside - want.tl()));
+  return out;
+}
+
 void affine(cv::Mat& img, const AffineParams& params, Interpolation interpolation, const Fill& fill) {
   const Matrix m = inverse_affine_matrix(tensor_center(params.center, img), params.angle, params.translate,
                                          params.scale, params.shear);

@@ -86,11 +86,11 @@ bool draw(KeyedRng& rng, double p) { return rng.uniform(0.0, 1.0) < p; }
 
 std::string size_text(std::array<int, 2> hw) { return std::to_string(hw[1]) + "x" + std::to_string(hw[0]); }
 
-Status too_small(const char* op, int width, int height, std::array<int, 2> crop) {
+Status too_small(const char* op, int width, int height, std::array<int, 2> crop, const char* also = "") {
   return Status::BadData(std::string(op) + "(" + size_text(crop) +
                          ") needs an image at least that large; this one is " + std::to_string(width) + "x" +
                          std::to_string(height) + " (after the ops before it): resize first, e.g. Resize(" +
-                         std::to_string(std::max(crop[0], crop[1])) + ")");
+                         std::to_string(std::max(crop[0], crop[1])) + ")" + also);
 }
 
 // ---- geometry ---------------------------------------------------------------------
@@ -165,31 +165,97 @@ class CenterCrop : public Op {
   std::array<int, 2> size_{};
 };
 
+// RandomCrop(size, padding, pad_if_needed, fill, padding_mode) as torchvision's forward():
+// pad by `padding` (left, top, right, bottom), then with pad_if_needed pad each side the
+// image still lacks by the whole lack (both ends), then get_params on the padded image. The
+// step is the crop in the unpadded image's pixels: the padding is what it takes from past
+// the edges (GeometryStep::fill).
 class RandomCrop : public Op {
  public:
   explicit RandomCrop(OpArgs& a) : Op(Stage::kGeometry) {
     a.require("size");
     size_ = a.size("size").value_or(std::array<int, 2>{1, 1});
-    if (a.present("padding"))
-      a.fail("padding", "is not supported: forkfeed's RandomCrop does not pad (leave it None)");
-    if (a.flag("pad_if_needed", false))
-      a.fail("pad_if_needed", "is not supported: forkfeed's RandomCrop does not pad");
-    a.fill("fill");
-    a.word("padding_mode", "constant", {"constant", "edge", "reflect", "symmetric"});
+    if (const auto p = a.numbers("padding", 1, 4, 0, 65536)) {
+      const std::vector<double>& v = *p;
+      if (v.size() == 3)
+        a.fail("padding", "must be one number or a sequence of 1, 2 or 4 (as in torchvision)");
+      const auto at = [&v](std::size_t i) { return static_cast<int>(v[i % v.size()]); };
+      // (all), (left/right, top/bottom), (left, top, right, bottom)
+      padding_ = v.size() == 4 ? std::array<int, 4>{at(0), at(1), at(2), at(3)}
+                               : std::array<int, 4>{at(0), at(1), at(0), at(1)};
+      if (std::any_of(v.begin(), v.end(), [](double n) { return n != std::floor(n); }))
+        a.fail("padding", "must be whole pixels");
+    }
+    pad_if_needed_ = a.flag("pad_if_needed", false);
+    fill_ = a.fill("fill");
+    const std::string mode = a.word("padding_mode", "constant", {"constant", "edge", "reflect", "symmetric"});
+    if (mode != "constant" && pads()) {
+      a.fail("padding_mode",
+             "'" + mode + "' is not supported: forkfeed pads with fill (padding_mode='constant')");
+    }
   }
   Result<GeometryStep> step(int width, int height, KeyedRng& rng) const override {
     const auto [h, w] = size_;
-    if (w > width || h > height) return too_small("RandomCrop", width, height, size_);
-    if (w == width && h == height) return GeometryStep{0, 0, w, h, w, h};
-    const int y = static_cast<int>(rng.below(static_cast<std::uint64_t>(height - h + 1)));
-    const int x = static_cast<int>(rng.below(static_cast<std::uint64_t>(width - w + 1)));
-    return GeometryStep{x, y, w, h, w, h};
+    auto [left, top, right, bottom] = padding_;
+    if (pad_if_needed_ && width + left + right < w) {
+      const int lack = w - (width + left + right);
+      left += lack;
+      right += lack;
+    }
+    if (pad_if_needed_ && height + top + bottom < h) {
+      const int lack = h - (height + top + bottom);
+      top += lack;
+      bottom += lack;
+    }
+    const int padded_width = width + left + right, padded_height = height + top + bottom;
+    if (w > padded_width || h > padded_height) {
+      return too_small(
+          "RandomCrop", padded_width, padded_height, size_,
+          pads() ? " (its size padded), or pad with pad_if_needed=True" : ", or pad with pad_if_needed=True");
+    }
+    int x = 0, y = 0;
+    if (w != padded_width || h != padded_height) {
+      y = static_cast<int>(rng.below(static_cast<std::uint64_t>(padded_height - h + 1)));
+      x = static_cast<int>(rng.below(static_cast<std::uint64_t>(padded_width - w + 1)));
+    }
+    return GeometryStep{x - left, y - top, w, h, w, h, fill_};
   }
   std::array<int, 2> shape(std::array<int, 2>) const override { return size_; }
   std::array<int, 2> least_shape() const override { return size_; }
+  bool pads() const override { return pad_if_needed_ || padding_ != std::array<int, 4>{}; }
 
  private:
   std::array<int, 2> size_{};
+  std::array<int, 4> padding_{};  // left, top, right, bottom
+  bool pad_if_needed_ = false;
+  fn::Fill fill_{};
+};
+
+// v2.RandomResize(min_size, max_size): the shorter side becomes an integer drawn in
+// [min_size, max_size) (torch.randint's, max excluded), the longer scaled as Resize(int) does.
+class RandomResize : public Op {
+ public:
+  explicit RandomResize(OpArgs& a) : Op(Stage::kGeometry) {
+    a.require("min_size");
+    a.require("max_size");
+    min_ = a.integer("min_size", 1, 1, 65536);
+    max_ = a.integer("max_size", 2, 1, 65537);
+    if (max_ <= min_)
+      a.fail("max_size", "must be larger than min_size: the size is drawn in [min_size, max_size)");
+    a.interpolation("interpolation", Interpolation::kBilinear, {Interpolation::kBilinear});
+    a.flag("antialias", true);
+  }
+  Result<GeometryStep> step(int width, int height, KeyedRng& rng) const override {
+    const int shorter = min_ + static_cast<int>(rng.below(static_cast<std::uint64_t>(max_ - min_)));
+    const auto [w, h] = resized_size(width, height, shorter);
+    return GeometryStep{0, 0, width, height, w, h};
+  }
+  bool resamples() const override { return true; }
+  std::array<int, 2> shape(std::array<int, 2>) const override { return {-1, -1}; }
+  std::array<int, 2> least_shape() const override { return {min_, min_}; }
+
+ private:
+  int min_ = 1, max_ = 2;
 };
 
 // torchvision's ranges: a pair with min <= max.
@@ -680,6 +746,7 @@ const std::vector<OpEntry>& table() {
       {"Resize", {"size", "interpolation", "max_size", "antialias"}, plain<Resize>()},
       {"CenterCrop", {"size"}, plain<CenterCrop>()},
       {"RandomCrop", {"size", "padding", "pad_if_needed", "fill", "padding_mode"}, plain<RandomCrop>()},
+      {"RandomResize", {"min_size", "max_size", "interpolation", "antialias"}, plain<RandomResize>()},
       {"RandomResizedCrop",
        {"size", "scale", "ratio", "interpolation", "antialias"},
        plain<RandomResizedCrop>()},

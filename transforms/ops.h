@@ -4,9 +4,10 @@
 // same arithmetic (transforms/functional.h, transforms/augment.h).
 //
 // An op works at one of four stages, in this order in every pipeline:
-//   geometry:  Resize, CenterCrop, RandomCrop, RandomResizedCrop. They only choose which
-//              part of the image becomes the sample and its size, so they are planned
-//              from the image's header and done by the decoder (the fused path).
+//   geometry:  Resize, RandomResize, CenterCrop, RandomCrop, RandomResizedCrop. They only
+//              choose which part of the image becomes the sample (padded where RandomCrop
+//              pads) and its size, so they are planned from the image's header and done by
+//              the decoder (the fused path).
 //   pixels:    flips, colour, blur, rotation, affine, the AutoAugment family: on the
 //              small uint8 sample, in place.
 //   normalize: Normalize: uint8 to float32, written into the slot.
@@ -28,12 +29,19 @@ namespace forkfeed {
 
 enum class Stage { kGeometry, kPixels, kNormalize, kTensor };
 
-// What a geometry op does to a width x height image: keeps `crop` (in its pixels), then
-// resizes that to out_width x out_height (the crop's own size: no resize).
+// What a geometry op does to a width x height image: keeps the crop x, y, width, height
+// (in its pixels), then resizes that to out_width x out_height (the crop's own size: no
+// resize). A crop may reach past the image (RandomCrop's padding: x or y negative, or past
+// the far edge): what it takes from there is `fill` in an image, a mask's own fill in a mask.
 struct GeometryStep {
   int x = 0, y = 0, width = 0, height = 0;
   int out_width = 0, out_height = 0;
+  fn::Fill fill{};
   bool resizes() const { return out_width != width || out_height != height; }
+  // Whether the crop stays inside a width x height image (takes no padding).
+  bool inside(int image_width, int image_height) const {
+    return x >= 0 && y >= 0 && x + width <= image_width && y + height <= image_height;
+  }
 };
 
 // The normalised float32 sample in its slot, for the tensor ops.
@@ -71,6 +79,8 @@ class Op {
   // Geometry: whether the op may resample the image (Resize, RandomResizedCrop), not
   // only crop it.
   virtual bool resamples() const { return false; }
+  // Geometry: whether the op may crop past the image's edges (RandomCrop's padding).
+  virtual bool pads() const { return false; }
 
   // Pixels: changes the uint8 sample in place. An op that moves pixels (a flip, a warp)
   // appends what it did to `moves` when that is not null: the sample's mask repeats it.

@@ -162,8 +162,16 @@ Result<Pipeline> Pipeline::build(std::string_view text, const PipelineOptions& o
                                    " samples the transform makes: leave size out (0) or make them agree");
   }
   if (options.dtype == DType::kFloat32) p.normalise_ = true;
-  const auto resamples = [](const std::unique_ptr<Op>& op) { return op->resamples(); };
-  p.fusable_ = std::count_if(p.geometry_.begin(), p.geometry_.end(), resamples) <= 1;
+  // One resample at most, and none after a crop that pads: the decoder's window is then
+  // one rectangle of the image resized once, and the padding whole output pixels.
+  int resamples = 0;
+  bool padded = false;
+  for (const auto& op : p.geometry_) {
+    resamples += op->resamples() ? 1 : 0;
+    p.fusable_ = p.fusable_ && !(padded && op->resamples());
+    padded = padded || op->pads();
+  }
+  p.fusable_ = p.fusable_ && resamples <= 1;
   return p;
 }
 
@@ -195,16 +203,38 @@ Result<SampleWindow> Pipeline::plan(int width, int height, KeyedRng& rng) const 
 }
 
 SampleWindow Pipeline::window_of(const std::vector<GeometryStep>& steps, int width, int height) {
-  // Each step keeps part of the view and rescales it: map that part back to the image.
+  // Each step keeps part of the view and rescales it: map that part back to the image (r,
+  // past its edges where a crop pads), and follow the rectangle of the view that shows
+  // the image (shown, in the view's pixels).
   Region r{0, 0, static_cast<double>(width), static_cast<double>(height)};
   double view_width = width, view_height = height;
+  double shown_x0 = 0, shown_y0 = 0, shown_x1 = width, shown_y1 = height;
+  SampleWindow w;
   for (const GeometryStep& s : steps) {
     const double sx = r.width / view_width, sy = r.height / view_height;
     r = {r.x + s.x * sx, r.y + s.y * sy, s.width * sx, s.height * sy};
+    shown_x0 = std::clamp(shown_x0 - s.x, 0.0, double(s.width));
+    shown_x1 = std::clamp(shown_x1 - s.x, 0.0, double(s.width));
+    shown_y0 = std::clamp(shown_y0 - s.y, 0.0, double(s.height));
+    shown_y1 = std::clamp(shown_y1 - s.y, 0.0, double(s.height));
+    const double rx = double(s.out_width) / s.width, ry = double(s.out_height) / s.height;
+    shown_x0 *= rx, shown_x1 *= rx, shown_y0 *= ry, shown_y1 *= ry;
+    if (!s.inside(static_cast<int>(view_width), static_cast<int>(view_height))) w.fill = s.fill;
     view_width = s.out_width;
     view_height = s.out_height;
   }
-  return SampleWindow{r};
+  // Whole pixels: in a fusable pipeline the padding comes after the one resize.
+  w.x = static_cast<int>(std::lround(shown_x0));
+  w.y = static_cast<int>(std::lround(shown_y0));
+  w.width = static_cast<int>(std::lround(shown_x1)) - w.x;
+  w.height = static_cast<int>(std::lround(shown_y1)) - w.y;
+  if (w.x == 0 && w.y == 0 && w.width == view_width && w.height == view_height) {
+    w.source = r;  // no padding shows
+  } else {
+    const double sx = r.width / view_width, sy = r.height / view_height;
+    w.source = {r.x + w.x * sx, r.y + w.y * sy, w.width * sx, w.height * sy};
+  }
+  return w;
 }
 
 bool Pipeline::pixel_ops_are_mirrors() const {

@@ -12,27 +12,38 @@
 namespace forkfeed {
 namespace {
 
+constexpr int kPadding = -1;  // a source coordinate past the mask's edges: the fill
+
 // Maps each output coordinate of the steps along one axis to its source coordinate in the
-// mask: every crop adds its offset, every resize picks its nearest source.
-void compose(std::vector<int>& source, int length, const std::vector<GeometryStep>& steps, bool columns) {
+// mask: every crop adds its offset (kPadding past the view's edges), every resize picks
+// its nearest source. Returns whether any is kPadding.
+bool compose(std::vector<int>& source, int length, const std::vector<GeometryStep>& steps, bool columns) {
   source.resize(static_cast<std::size_t>(length));
   std::iota(source.begin(), source.end(), 0);
   std::vector<int> next;
+  bool padded = false;
   for (const GeometryStep& s : steps) {
     const int offset = columns ? s.x : s.y;
     const int in = columns ? s.width : s.height;
     const int out = columns ? s.out_width : s.out_height;
+    const int view = static_cast<int>(source.size());
     next.resize(static_cast<std::size_t>(out));
-    for (int i = 0; i < out; ++i) next[i] = source[offset + nearest_source(i, in, out)];
+    for (int i = 0; i < out; ++i) {
+      const int at = offset + nearest_source(i, in, out);
+      next[i] = at >= 0 && at < view ? source[at] : kPadding;
+      padded = padded || next[i] == kPadding;
+    }
     source.swap(next);
   }
+  return padded;
 }
 
-// out(y, x) = mask(rows[y], columns[x]). The tables and sizes are read into locals: a store
-// of a byte may alias anything, which would make the compiler read them again per pixel.
+// out(y, x) = mask(rows[y], columns[x]), `fill` where either is kPadding (when `padded`).
+// The tables and sizes are read into locals: a store of a byte may alias anything, which
+// would make the compiler read them again per pixel.
 template <typename T>
 void gather(const cv::Mat& mask, const std::vector<int>& row_table, const std::vector<int>& column_table,
-            cv::Mat& out) {
+            bool padded, T fill, cv::Mat& out) {
   const int* const rows = row_table.data();
   const int* const columns = column_table.data();
   const int height = out.rows, width = out.cols;
@@ -42,8 +53,16 @@ void gather(const cv::Mat& mask, const std::vector<int>& row_table, const std::v
       std::memcpy(to, out.ptr<T>(y - 1), width * sizeof(T));
       continue;
     }
+    if (rows[y] == kPadding) {
+      std::fill(to, to + width, fill);
+      continue;
+    }
     const T* in = mask.ptr<T>(rows[y]);
-    for (int x = 0; x < width; ++x) to[x] = in[columns[x]];
+    if (padded) {
+      for (int x = 0; x < width; ++x) to[x] = columns[x] == kPadding ? fill : in[columns[x]];
+    } else {
+      for (int x = 0; x < width; ++x) to[x] = in[columns[x]];
+    }
   }
 }
 
@@ -157,7 +176,7 @@ int last_source_row(const SampleGeometry& g) {
 void follow(const SampleGeometry& g, const cv::Mat& mask, double fill, cv::Mat& out) {
   thread_local std::vector<int> rows, columns;  // reused across samples
   compose(rows, g.height, g.steps, false);
-  compose(columns, g.width, g.steps, true);
+  const bool padded_columns = compose(columns, g.width, g.steps, true);
   CV_Assert(out.rows == static_cast<int>(rows.size()) && out.cols == static_cast<int>(columns.size()) &&
             out.type() == mask.type());
   // Flips before the first warp only reorder the rows or columns the gather reads.
@@ -167,9 +186,9 @@ void follow(const SampleGeometry& g, const cv::Mat& mask, double fill, cv::Mat& 
     std::reverse(order.begin(), order.end());
   }
   if (mask.depth() == CV_16U) {
-    gather<std::uint16_t>(mask, rows, columns, out);
+    gather(mask, rows, columns, padded_columns, cv::saturate_cast<std::uint16_t>(fill), out);
   } else {
-    gather<std::uint8_t>(mask, rows, columns, out);
+    gather(mask, rows, columns, padded_columns, cv::saturate_cast<std::uint8_t>(fill), out);
   }
   const auto f = static_cast<float>(fill);
   for (; move != g.moves.end(); ++move) fn::repeat(out, *move, {f, f, f});

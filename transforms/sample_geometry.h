@@ -22,11 +22,12 @@ struct SampleGeometry {
 };
 
 // Makes `out` (uint8 or uint16, 1 channel) from `mask`, which has the image's size: the
-// steps' crops, and their resizes nearest as torch's interpolate picks pixels (no
-// antialias: class ids stay class ids), then the moves, nearest, with `fill` wherever
-// pixels come from outside the mask — torchvision's functional ops on a mask tensor with
-// InterpolationMode.NEAREST, pixel for pixel. REQUIRES: mask is width x height, and
-// `out` is the last step's size (or the image's, without steps), allocated.
+// steps' crops (`fill` in their padding), and their resizes nearest as torch's interpolate
+// picks pixels (no antialias: class ids stay class ids), then the moves, nearest, with
+// `fill` wherever pixels come from outside the mask — torchvision's functional ops (F.pad,
+// F.crop, F.resize, ...) on a mask tensor with InterpolationMode.NEAREST, pixel for pixel.
+// REQUIRES: mask is width x height, and `out` is the last step's size (or the image's,
+// without steps), allocated.
 void follow(const SampleGeometry& g, const cv::Mat& mask, double fill, cv::Mat& out);
 
 // A box: x1, y1, x2, y2 in pixels from the image's top-left corner (pixel (i, j) covers

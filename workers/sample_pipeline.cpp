@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <new>
 #include <opencv2/core.hpp>
@@ -23,15 +24,14 @@ Status SamplePipeline::decode_fused(FileBytes file, KeyedRng& rng, std::byte* ou
   }
   auto window = transform_.plan(size.width, size.height, rng, geometry);
   if (!window.ok()) return window.status();
-  cv::Mat region;
-  if (whole) {
+  cv::Mat region;  // stays empty when the sample is all padding: none of the image shows
+  if (whole && !window->empty()) {
     region = pixels_(pixel_rect(window->source, 1.0, {0, 0}, pixels_.size()));
-  } else if (Status s =
-                 decoder->decode_region(file, window->source, static_cast<int>(spec_.size), pixels_, region);
-             !s.ok()) {
-    return s;
+  } else if (!window->empty()) {
+    const int side = std::max(window->width, window->height);
+    if (Status s = decoder->decode_region(file, window->source, side, pixels_, region); !s.ok()) return s;
   }
-  transform_.write(region, rng, out, geometry);
+  transform_.write(region, *window, rng, out, geometry);
   return Status::Ok();
 }
 

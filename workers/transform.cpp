@@ -54,7 +54,19 @@ Result<SampleWindow> Transform::plan(int width, int height, KeyedRng& rng, Sampl
   return Pipeline::window_of(steps_of(geometry), width, height);
 }
 
-void Transform::write(const cv::Mat& window, KeyedRng& rng, std::byte* out, SampleGeometry* geometry) {
+void Transform::place(const cv::Mat& pixels, const SampleWindow& window, cv::Mat& to) {
+  if (window.x == 0 && window.y == 0 && window.width == to.cols && window.height == to.rows) {
+    resize(pixels, to);
+    return;
+  }
+  to.setTo(cv::Scalar(window.fill[0], window.fill[1], window.fill[2]));
+  if (window.empty()) return;
+  cv::Mat shown = to(cv::Rect(window.x, window.y, window.width, window.height));
+  resize(pixels, shown);
+}
+
+void Transform::write(const cv::Mat& pixels, const SampleWindow& window, KeyedRng& rng, std::byte* out,
+                      SampleGeometry* geometry) {
   fn::Moves* moves = geometry != nullptr ? &geometry->moves : nullptr;
   const int size = static_cast<int>(pipeline_.size());
   if (makes_in_slot_) {
@@ -62,16 +74,16 @@ void Transform::write(const cv::Mat& window, KeyedRng& rng, std::byte* out, Samp
     const bool mirror = pipeline_.run_pixels(square_, rng, moves);
     if (!mirror) {
       cv::Mat slot(size, size, CV_8UC3, out);
-      resize(window, slot);
+      place(pixels, window, slot);
       return;
     }
     square_.create(size, size, CV_8UC3);
-    resize(window, square_);
+    place(pixels, window, square_);
     store_.write(square_, true, out);
     return;
   }
   square_.create(size, size, CV_8UC3);
-  resize(window, square_);
+  place(pixels, window, square_);
   finish(rng, out, moves);
 }
 
@@ -88,7 +100,7 @@ Status Transform::apply(const cv::Mat& rgb, KeyedRng& rng, std::byte* out, Sampl
   cv::Mat image = rgb;
   int next = 0;
   for (const GeometryStep& step : steps_of(geometry)) {
-    image = image(cv::Rect(step.x, step.y, step.width, step.height));
+    image = fn::crop(image, step.x, step.y, step.width, step.height, step.fill);
     if (!step.resizes()) continue;
     cv::Mat& to = scaled_[next];
     next ^= 1;

@@ -35,11 +35,12 @@ class Transform {
   // follows), and write() its moves.
   Result<SampleWindow> plan(int width, int height, KeyedRng& rng, SampleGeometry* geometry = nullptr);
 
-  // Resizes `window` (the pixels of a planned source region, at any scale) to the
-  // output size, runs the rest of the pipeline with the draws that follow plan()'s, and
-  // writes the sample to `out` (sample_bytes() of them). The pixel ops' flips and warps
-  // are appended to `geometry`'s moves when it is not null.
-  void write(const cv::Mat& window, KeyedRng& rng, std::byte* out, SampleGeometry* geometry = nullptr);
+  // Resizes `pixels` (those of the planned window's source, at any scale) to the window's
+  // rectangle of the output — the rest is its fill —, runs the rest of the pipeline with the
+  // draws that follow plan()'s, and writes the sample to `out` (sample_bytes() of them).
+  // The pixel ops' flips and warps are appended to `geometry`'s moves when it is not null.
+  void write(const cv::Mat& pixels, const SampleWindow& window, KeyedRng& rng, std::byte* out,
+             SampleGeometry* geometry = nullptr);
 
   // Whether plan() and write() do what the pipeline says (Pipeline::fusable); if not,
   // apply() must.
@@ -56,6 +57,8 @@ class Transform {
   // costs more than the JPEG decode itself; the fused path's DCT scaling leaves the
   // final resize under 2x, so it is bilinear there.
   static void resize(const cv::Mat& from, cv::Mat& to);
+  // `pixels` resized into `window`'s rectangle of `to`, the rest of `to` its fill.
+  static void place(const cv::Mat& pixels, const SampleWindow& window, cv::Mat& to);
   // The steps of a width x height image's draws, into `geometry` (its size set, its moves
   // cleared) when there is one, else into steps_.
   Status draw_steps(int width, int height, KeyedRng& rng, SampleGeometry* geometry);

@@ -36,7 +36,7 @@ from forkfeed.mixing import CutMix, MixUp, MixUpOrCutMix  # the batch-level mixe
 
 __all__ = [
     "InterpolationMode", "AutoAugmentPolicy", "Op", "pipeline_spec",
-    "Resize", "CenterCrop", "RandomCrop", "RandomResizedCrop", "RandomHorizontalFlip", "RandomVerticalFlip",
+    "Resize", "CenterCrop", "RandomCrop", "RandomResize", "RandomResizedCrop", "RandomHorizontalFlip", "RandomVerticalFlip",
     "ColorJitter", "RandomPhotometricDistort", "RandomGrayscale", "Grayscale", "GaussianBlur", "RandomRotation", "RandomAffine",
     "RandomPosterize", "RandomSolarize", "RandomAutocontrast", "RandomEqualize", "RandomAdjustSharpness",
     "RandomInvert", "AutoAugment", "RandAugment", "TrivialAugmentWide", "AugMix", "Normalize", "RandomErasing",
@@ -155,7 +155,7 @@ def _render(value: Any) -> str:
 
 
 # The ops, in torchvision.transforms' order, each with torchvision 0.14's constructor. An
-# argument forkfeed cannot honour (RandomCrop's padding, RandomRotation's expand) is still
+# argument forkfeed cannot honour (RandomCrop's padding_mode="reflect", RandomRotation's expand) is still
 # taken here, so that torchvision's code ports as it is; the loader refuses it when it opens,
 # saying why. `inplace` is taken and changes nothing: each sample is written in its own slot.
 
@@ -175,9 +175,19 @@ class CenterCrop(Op):
 
 
 class RandomCrop(Op):
-    """Crops ``size`` at a random place, after ``padding``."""
+    """Crops ``size`` at a random place, after ``padding`` (and, with ``pad_if_needed``, as
+    much more on both sides as the image lacks), padded with ``fill`` (a mask field with its
+    own ``fill``); ``padding_mode="constant"`` only."""
 
     def __init__(self, size, padding=None, pad_if_needed=False, fill=0, padding_mode="constant"):
+        super().__init__(locals())
+
+
+class RandomResize(Op):
+    """torchvision.transforms.v2's: resizes the shorter side to a size drawn in
+    ``[min_size, max_size)`` (the segmentation reference's random scale)."""
+
+    def __init__(self, min_size, max_size, interpolation=InterpolationMode.BILINEAR, antialias=True):
         super().__init__(locals())
 
 

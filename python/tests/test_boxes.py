@@ -48,6 +48,12 @@ def v2_follow(boxes: np.ndarray, record: list, width: int, height: int):
     w, h = width, height
     for r in (r for r in record if r[0] == "step"):  # the record prints its steps first
         x, y, cw, ch, ow, oh = map(int, r[1:])
+        left, top = max(0, -x), max(0, -y)  # RandomCrop's padding: pad_bounding_boxes, then the crop
+        right, bottom = max(0, x + cw - w), max(0, y + ch - h)
+        if left or top or right or bottom:
+            w, h = w + left + right, h + top + bottom
+            b = clamp(b + torch.tensor([left, top, left, top], dtype=torch.float32), w, h)
+            x, y = x + left, y + top
         b = clamp(b - torch.tensor([x, y, x, y], dtype=torch.float32), cw, ch)
         w, h = cw, ch
         if (ow, oh) != (cw, ch):

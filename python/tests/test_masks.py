@@ -60,6 +60,11 @@ def replay(mask: np.ndarray, record: list, fill: int) -> np.ndarray:
     for r in record:
         if r[0] == "step":
             x, y, w, h, ow, oh = map(int, r[1:])
+            left, top = max(0, -x), max(0, -y)  # RandomCrop's padding: F.pad, then the crop
+            right, bottom = max(0, x + w - m.shape[2]), max(0, y + h - m.shape[1])
+            if left or top or right or bottom:
+                m = F.pad(m, [left, top, right, bottom], fill=fill)
+                x, y = x + left, y + top
             m = F.crop(m, y, x, h, w)
             if (ow, oh) != (w, h):
                 m = F.resize(m, [oh, ow], interpolation=NEAREST)
@@ -83,6 +88,12 @@ PIPELINES = [
     "Resize((37, 29)), RandomCrop(24)",
     "Resize(16), Resize(41), CenterCrop(32)",
     "RandomCrop(32), RandomHorizontalFlip(), RandomVerticalFlip()",
+    "RandomCrop(72, pad_if_needed=True, fill=9)",
+    "RandomCrop(40, padding=(3, 5, 7, 9)), RandomHorizontalFlip()",
+    "RandomResize(20, 90), RandomCrop(56, pad_if_needed=True), RandomHorizontalFlip()",
+    "RandomCrop(30, padding=20), Resize((40, 40)), RandomRotation(20)",
+    "RandomResize(30, 60), RandomCrop(48, padding=4, pad_if_needed=True), RandomAffine(degrees=15, "
+    "translate=(0.1, 0.1))",
     "RandomResizedCrop(32), RandomRotation(30)",
     "CenterCrop(32), RandomRotation((-90, 90), center=(3, 5))",
     "RandomResizedCrop(32), RandomAffine(degrees=20, translate=(0.1, 0.2), scale=(0.7, 1.3), "
@@ -113,6 +124,8 @@ def test_a_mask_is_torchvisions_nearest_ops_on_the_drawn_parameters(pipeline):
 @pytest.mark.parametrize("pipeline", [
     "RandomCrop(32), RandomHorizontalFlip(), RandomVerticalFlip()",
     "CenterCrop(40), RandomRotation(45)",
+    "RandomCrop(60, padding=5, pad_if_needed=True), RandomHorizontalFlip()",
+    "RandomCrop(24, padding=(30, 2)), RandomVerticalFlip()",
     "RandomCrop(40), RandomHorizontalFlip(), RandomAffine(degrees=30, translate=(0.2, 0.1), scale=(0.6, 1.4), "
     "shear=15)",
     "Resize(20), Resize(41), CenterCrop(32), RandomVerticalFlip(), RandomRotation(20, center=(0, 0))",
@@ -178,11 +191,18 @@ GEOMETRIC = "RandomCrop(32), RandomHorizontalFlip(), RandomVerticalFlip(), " \
             "RandomAffine(degrees=25, translate=(0.1, 0.1), scale=(0.8, 1.2))"
 
 
-def test_the_loaders_masks_land_where_their_images_did(seg_shards):
+# RandomCrop's padding (the images are 40-46 x 48-52): the fused path fills the image's
+# padding (the second: resized straight into the slot), the mask's follows with its own fill.
+PADDED = "RandomCrop(60, padding=(2, 0, 0, 3), pad_if_needed=True), RandomHorizontalFlip(), " \
+         "RandomAffine(degrees=25, translate=(0.1, 0.1))"
+
+
+@pytest.mark.parametrize("transform", [GEOMETRIC, PADDED, "RandomCrop(56, pad_if_needed=True), RandomHorizontalFlip()"])
+def test_the_loaders_masks_land_where_their_images_did(seg_shards, transform):
     shards, masks = seg_shards
     seen = []
     for epoch in range(2):
-        with forkfeed.Loader(shards=shards, fields=SEG_FIELDS, transform=GEOMETRIC, batch_size=5, workers=2,
+        with forkfeed.Loader(shards=shards, fields=SEG_FIELDS, transform=transform, batch_size=5, workers=2,
                              seed=epoch) as loader:
             for batch in iter(loader.next_batch, None):
                 image, seg = batch.fields["image"], batch.fields["seg"]

@@ -21,6 +21,7 @@ SAMPLES = [
      "Resize(232, interpolation=InterpolationMode.BICUBIC, max_size=300, antialias=True)"),
     (T.CenterCrop((224, 200)), "CenterCrop((224, 200))"),
     (T.RandomCrop(32, padding=4, padding_mode="reflect"), 'RandomCrop(32, padding=4, padding_mode="reflect")'),
+    (T.RandomResize(260, 1040, antialias=False), "RandomResize(260, 1040, antialias=False)"),
     (T.RandomResizedCrop(176, scale=(0.25, 1.0)), "RandomResizedCrop(176, scale=(0.25, 1.0))"),
     (T.RandomHorizontalFlip(0.3), "RandomHorizontalFlip(p=0.3)"),
     (T.RandomVerticalFlip(p=1), "RandomVerticalFlip(p=1)"),
@@ -49,6 +50,8 @@ SAMPLES = [
 
 # Ops of torchvision.transforms.v2 (0.16 and later), their arguments and defaults as v2 has them.
 V2_ONLY = {
+    "RandomResize": [("min_size", inspect.Parameter.empty), ("max_size", inspect.Parameter.empty),
+                     ("interpolation", T.InterpolationMode.BILINEAR), ("antialias", True)],
     "RandomPhotometricDistort": [("brightness", (0.875, 1.125)), ("contrast", (0.5, 1.5)), ("saturation", (0.5, 1.5)),
                                  ("hue", (-0.05, 0.05)), ("p", 0.5)],
 }
@@ -56,7 +59,7 @@ V2_ONLY = {
 
 def test_every_op_has_a_sample():
     assert {type(op).__name__ for op, _ in SAMPLES} == set(T._OPS)
-    assert len(T._OPS) == 25
+    assert len(T._OPS) == 26
 
 
 @pytest.mark.parametrize("name", sorted(T._OPS))
@@ -465,6 +468,18 @@ def test_a_pipeline_without_normalize_gives_uint8(dataset):
         assert batch.images.dtype == torch.uint8 and tuple(batch.images.shape) == (4, 24, 24, 3)
         with pytest.raises(TypeError, match=r"Normalize\(\)"):
             T.MixUp(loader.num_classes)(batch)
+
+
+def test_the_segmentation_references_random_scale_and_padded_crop(dataset):
+    # The images are smaller than the crop at most of the drawn scales: padded with fill.
+    transform = [T.RandomResize(16, 48), T.RandomCrop(40, pad_if_needed=True, fill=(1, 2, 3)),
+                 T.RandomHorizontalFlip()]
+    with forkfeed.Loader(dataset, batch_size=8, workers=2, transform=transform) as loader:
+        images = loader.next_batch().images
+        assert tuple(images.shape) == (8, 40, 40, 3)
+        assert (images.reshape(-1, 3) == torch.tensor([1, 2, 3], dtype=torch.uint8)).all(1).any()
+    with pytest.raises(ValueError, match=r"RandomCrop's padding_mode 'reflect' is not supported"):
+        forkfeed.Loader(dataset, batch_size=4, transform=[T.RandomCrop(32, padding=4, padding_mode="reflect")])
 
 
 def test_a_bad_op_or_argument_raises_naming_it(dataset):

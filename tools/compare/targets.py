@@ -19,7 +19,9 @@ class ids, .json: the boxes of its classes' regions and their labels), from Pyth
 The recipe (--recipe): "reference", RandomResizedCrop(224, scale=(0.25, 1.0)),
 RandomHorizontalFlip(), Normalize() (float32 images, uint8 masks); "rotation" adds
 RandomRotation(10) before Normalize (mask fill 255; boxes: the envelope of the turned
-corners).
+corners); "segmentation" (masks only) is torchvision's segmentation reference: the shorter
+side resized to a size drawn in [260, 1040), a flip, a 480 crop padded where the image is
+smaller (image fill 0, mask fill 255), Normalize.
 
 Each row runs in a process of its own, in rounds that alternate the rows (--rounds, median
 reported), timed from the first batch asked for to the last, touching every page. Prints
@@ -54,6 +56,10 @@ TARGET_FIELDS = {
 RECIPES = {
     "reference": "RandomResizedCrop(224, scale=(0.25, 1.0)), RandomHorizontalFlip(), Normalize()",
     "rotation": "RandomResizedCrop(224, scale=(0.25, 1.0)), RandomHorizontalFlip(), RandomRotation(10), Normalize()",
+    # torchvision's segmentation reference (base size 520, crop 480), its flip after the crop
+    # as forkfeed orders them.
+    "segmentation": "RandomResize(260, 1040), RandomCrop(480, pad_if_needed=True), RandomHorizontalFlip(), "
+                    "Normalize()",
 }
 
 
@@ -141,8 +147,25 @@ def run_dataloader(args) -> dict:
 
     normalize = T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
 
+    def segmentation(image, mask):
+        """torchvision's segmentation reference: RandomResize, the flip, RandomCrop padded as
+        v2.RandomCrop(pad_if_needed=True) pads (both sides by what the image lacks)."""
+        size = int(torch.randint(260, 1040, ()))
+        image, mask = F.resize(image, size), F.resize(mask, size, interpolation=T.InterpolationMode.NEAREST)
+        if bool(torch.rand(1) < 0.5):
+            image, mask = F.hflip(image), F.hflip(mask)
+        lack_w, lack_h = max(480 - image.width, 0), max(480 - image.height, 0)
+        if lack_w or lack_h:
+            image = F.pad(image, [lack_w, lack_h], fill=0)
+            mask = F.pad(mask, [lack_w, lack_h], fill=255)
+        top, left, h, w = T.RandomCrop.get_params(image, (480, 480))
+        image, mask = F.crop(image, top, left, h, w), F.crop(mask, top, left, h, w)
+        return normalize(F.to_tensor(image)), torch.as_tensor(np.asarray(mask), dtype=torch.uint8)
+
     def paired(image, target):
         """The recipe, each op drawn once for the image and its target, as the references do."""
+        if args.recipe == "segmentation":
+            return segmentation(image, target)
         top, left, h, w = T.RandomResizedCrop.get_params(image, scale=(0.25, 1.0), ratio=(3 / 4, 4 / 3))
         flip = bool(torch.rand(1) < 0.5)
         angle = float(torch.empty(1).uniform_(-10.0, 10.0)) if args.recipe == "rotation" else 0.0
@@ -206,6 +229,8 @@ def main() -> None:
     parser.add_argument("--target", choices=sorted(TARGET_FIELDS), default="mask")
     parser.add_argument("--recipe", choices=sorted(RECIPES), default="reference")
     args = parser.parse_args()
+    if args.recipe == "segmentation" and args.target != "mask":
+        parser.error("--recipe segmentation is the segmentation reference's: it takes --target mask")
     if args.run is None:
         if args.photos:
             write_shards(pathlib.Path(args.photos), pathlib.Path(args.shards), args.images, args.shard_size,

@@ -116,7 +116,7 @@ int run(int argc, char** argv) {
   cv::Mat image;
   cv::cvtColor(mask, image, cv::COLOR_GRAY2RGB);
   for (const forkfeed::GeometryStep& s : g.steps) {
-    image = image(cv::Rect(s.x, s.y, s.width, s.height)).clone();
+    image = forkfeed::fn::crop(image, s.x, s.y, s.width, s.height, s.fill).clone();
     if (s.resizes()) cv::resize(image, image, cv::Size(s.out_width, s.out_height), 0, 0, cv::INTER_NEAREST);
   }
   if (pipeline->run_pixels(image, rng, &g.moves)) forkfeed::fn::hflip(image);
