@@ -4,6 +4,7 @@
 #include "transforms/sample_geometry.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -16,12 +17,11 @@ constexpr int kPadding = -1;  // a source coordinate past the mask's edges: the 
 
 // Maps each output coordinate of the steps along one axis to its source coordinate in the
 // mask: every crop adds its offset (kPadding past the view's edges), every resize picks
-// its nearest source. Returns whether any is kPadding.
-bool compose(std::vector<int>& source, int length, const std::vector<GeometryStep>& steps, bool columns) {
+// its nearest source.
+void compose(std::vector<int>& source, int length, const std::vector<GeometryStep>& steps, bool columns) {
   source.resize(static_cast<std::size_t>(length));
   std::iota(source.begin(), source.end(), 0);
   std::vector<int> next;
-  bool padded = false;
   for (const GeometryStep& s : steps) {
     const int offset = columns ? s.x : s.y;
     const int in = columns ? s.width : s.height;
@@ -29,21 +29,22 @@ bool compose(std::vector<int>& source, int length, const std::vector<GeometrySte
     const int view = static_cast<int>(source.size());
     next.resize(static_cast<std::size_t>(out));
     for (int i = 0; i < out; ++i) {
-      const int at = offset + nearest_source(i, in, out);
+      const int at = offset + nearest_source(i, in, out);  // in the view, or past its edges
       next[i] = at >= 0 && at < view ? source[at] : kPadding;
-      padded = padded || next[i] == kPadding;
     }
     source.swap(next);
   }
-  return padded;
 }
 
-// out(y, x) = mask(rows[y], columns[x]), `fill` where either is kPadding (when `padded`).
-// The tables and sizes are read into locals: a store of a byte may alias anything, which
-// would make the compiler read them again per pixel.
+// out(y, x) = mask(rows[y], columns[x]) for the columns [first, last) — `fill` for the rest
+// and for rows that are kPadding (a crop's padding is at the ends of a row: the crop is one
+// range, resizes and flips keep it one). The tables and sizes are read into locals: a store
+// of a byte may alias anything, which would make the compiler read them again per pixel.
 template <typename T>
 void gather(const cv::Mat& mask, const std::vector<int>& row_table, const std::vector<int>& column_table,
-            bool padded, T fill, cv::Mat& out) {
+            int first, int last, T fill, cv::Mat& out) {
+  static_assert(std::endian::native == std::endian::little);
+  constexpr int kLanes = 8 / sizeof(T);
   const int* const rows = row_table.data();
   const int* const columns = column_table.data();
   const int height = out.rows, width = out.cols;
@@ -57,12 +58,18 @@ void gather(const cv::Mat& mask, const std::vector<int>& row_table, const std::v
       std::fill(to, to + width, fill);
       continue;
     }
+    std::fill(to, to + first, fill);
+    std::fill(to + last, to + width, fill);
     const T* in = mask.ptr<T>(rows[y]);
-    if (padded) {
-      for (int x = 0; x < width; ++x) to[x] = columns[x] == kPadding ? fill : in[columns[x]];
-    } else {
-      for (int x = 0; x < width; ++x) to[x] = in[columns[x]];
+    int x = first;
+    // Eight bytes assembled in a register and stored at once: twice as fast as a store a
+    // pixel, which is what the loop waits on.
+    for (; x + kLanes <= last; x += kLanes) {
+      std::uint64_t lanes = 0;
+      for (int k = 0; k < kLanes; ++k) lanes |= std::uint64_t{in[columns[x + k]]} << (8 * sizeof(T) * k);
+      std::memcpy(to + x, &lanes, sizeof lanes);
     }
+    for (; x < last; ++x) to[x] = in[columns[x]];
   }
 }
 
@@ -176,7 +183,7 @@ int last_source_row(const SampleGeometry& g) {
 void follow(const SampleGeometry& g, const cv::Mat& mask, double fill, cv::Mat& out) {
   thread_local std::vector<int> rows, columns;  // reused across samples
   compose(rows, g.height, g.steps, false);
-  const bool padded_columns = compose(columns, g.width, g.steps, true);
+  compose(columns, g.width, g.steps, true);
   CV_Assert(out.rows == static_cast<int>(rows.size()) && out.cols == static_cast<int>(columns.size()) &&
             out.type() == mask.type());
   // Flips before the first warp only reorder the rows or columns the gather reads.
@@ -185,10 +192,13 @@ void follow(const SampleGeometry& g, const cv::Mat& mask, double fill, cv::Mat& 
     std::vector<int>& order = move->kind == fn::Move::Kind::kHflip ? columns : rows;
     std::reverse(order.begin(), order.end());
   }
+  const auto shown = [](int c) { return c != kPadding; };
+  const int first = static_cast<int>(std::find_if(columns.begin(), columns.end(), shown) - columns.begin());
+  const int last = static_cast<int>(columns.rend() - std::find_if(columns.rbegin(), columns.rend(), shown));
   if (mask.depth() == CV_16U) {
-    gather(mask, rows, columns, padded_columns, cv::saturate_cast<std::uint16_t>(fill), out);
+    gather(mask, rows, columns, first, std::max(first, last), cv::saturate_cast<std::uint16_t>(fill), out);
   } else {
-    gather(mask, rows, columns, padded_columns, cv::saturate_cast<std::uint8_t>(fill), out);
+    gather(mask, rows, columns, first, std::max(first, last), cv::saturate_cast<std::uint8_t>(fill), out);
   }
   const auto f = static_cast<float>(fill);
   for (; move != g.moves.end(); ++move) fn::repeat(out, *move, {f, f, f});
