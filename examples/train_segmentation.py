@@ -2,10 +2,10 @@
 """Semantic segmentation over WebDataset shards: each sample an image and its mask of class ids.
 
 The field "seg" is the sample's seg.png, read as class ids (a palette PNG's indices, never
-its colours) and moved by the image's own draws: the crop and flip below, and the
-rotation, whose corners come in as 255, the class the loss ignores — the shape of
-torchvision's segmentation reference (references/segmentation), without a transform that
-takes (image, target) pairs.
+its colours) and moved by the image's own draws — torchvision's segmentation reference's
+recipe (references/segmentation): a random scale of the shorter side (RandomResize), a crop
+padded where the scaled image is smaller (the mask's padding comes in as 255, the class the
+loss ignores), a flip — without a transform that takes (image, target) pairs.
 
     forkfeed-mkdata --out /tmp/seg --images 2000 --format wds --fields jpg,seg.png
     examples/train_segmentation.py --shards '/tmp/seg/shard-{000000..000001}.tar'
@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import forkfeed
-from forkfeed.transforms import ColorJitter, Normalize, RandomHorizontalFlip, RandomResizedCrop, RandomRotation
+from forkfeed.transforms import ColorJitter, Normalize, RandomCrop, RandomHorizontalFlip, RandomResize
 
 IGNORE = 255
 CLASSES = 256  # forkfeed-mkdata's masks use ids up to 255
@@ -43,8 +43,10 @@ def main():
     torch.manual_seed(0)
     model = segmenter(CLASSES)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    # Crop, flip and rotation move the mask too; the colour jitter and Normalize do not.
-    augment = [RandomResizedCrop(args.size, scale=(0.25, 1.0)), RandomHorizontalFlip(), RandomRotation(10),
+    # The reference's base size is 520 for a 480 crop: a scale drawn in [base / 2, 2 base).
+    # Scale, crop and flip move the mask too; the colour jitter and Normalize do not.
+    base = args.size * 520 // 480
+    augment = [RandomResize(base // 2, 2 * base), RandomCrop(args.size, pad_if_needed=True), RandomHorizontalFlip(),
                ColorJitter(0.3, 0.3, 0.3), Normalize()]
     loader = forkfeed.Loader(shards=args.shards, fields={"image": "jpg;png", "seg": f"seg.png:mask(fill={IGNORE})"},
                              transform=augment, batch_size=args.batch_size, workers=args.workers, drop_last=True)
