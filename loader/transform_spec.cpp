@@ -48,6 +48,32 @@ Result<Pipeline> pipeline_of(const LoaderOptions& o) {
   return Pipeline::build(texts->front(), pipeline_options_of(o));
 }
 
+Status check_box_draws(const LoaderOptions& o) {
+  auto texts = image_pipelines(o);
+  if (!texts.ok()) return texts.status();
+  auto fields =
+      o.fields.empty() ? Result<std::vector<FieldSpec>>(std::vector<FieldSpec>{}) : parse_fields(o.fields);
+  if (!fields.ok()) return Status::InvalidArgument("fields: " + fields.status().message());
+  const bool boxes = std::any_of(fields->begin(), fields->end(),
+                                 [](const FieldSpec& f) { return f.kind == FieldKind::kBoxes; });
+  for (std::size_t i = 0; i < texts->size(); ++i) {
+    auto pipeline = Pipeline::build((*texts)[i], pipeline_options_of(o));
+    if (!pipeline.ok() || !pipeline->needs_boxes()) continue;
+    if (i > 0) {
+      return Status::InvalidArgument("transform \"" + (*texts)[i] +
+                                     "\" of an image field after the first draws from the sample's boxes "
+                                     "(RandomIoUCrop), which follow the first image field: put it there");
+    }
+    if (!boxes) {
+      return Status::InvalidArgument("transform \"" + (*texts)[i] +
+                                     "\" draws its crop among the sample's boxes (RandomIoUCrop), and the "
+                                     "loader reads none: declare them "
+                                     "in fields (\"boxes=json:boxes(key=boxes)\")");
+    }
+  }
+  return Status::Ok();
+}
+
 Result<LoaderOptions> resolve_transform(const LoaderOptions& o) {
   auto pipeline = pipeline_of(o);
   if (!pipeline.ok()) return pipeline.status();

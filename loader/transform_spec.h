@@ -21,6 +21,10 @@ Result<std::vector<std::string>> image_pipelines(const LoaderOptions& o);
 // from `o`; an error names the op and the argument (or says the text is too long).
 Result<Pipeline> pipeline_of(const LoaderOptions& o);
 
+// An op that draws from the sample's boxes (RandomIoUCrop) needs a boxes field, and may
+// only be in the first image field's pipeline (the one the boxes follow).
+Status check_box_draws(const LoaderOptions& o);
+
 // `o` with size and dtype set to what its transform makes. Every loader runs on resolved
 // options; resolving twice changes nothing.
 Result<LoaderOptions> resolve_transform(const LoaderOptions& o);

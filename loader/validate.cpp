@@ -45,6 +45,7 @@ Result<ResolvedOptions> ResolvedOptions::of(const LoaderOptions& o) {
   // The transform's pipeline, built once here: what it makes is the options' size and dtype.
   auto resolved = resolve_transform(o);
   if (!resolved.ok()) return resolved.status();
+  if (Status s = check_box_draws(o); !s.ok()) return s;
   if (resolved->size < 8 || resolved->size > 4096) {
     return bad("the transform makes " + std::to_string(resolved->size) + " x " +
                std::to_string(resolved->size) + " samples; the size must be in [8, 4096]");

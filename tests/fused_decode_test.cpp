@@ -116,6 +116,9 @@ TEST(FusedDecode, PaddedCropsMatchFullDecodeWithinTwoLevels) {
   expect_close("RandomResize(100, 400), RandomCrop(224, pad_if_needed=True, fill=(10, 20, 250))", 224);
   expect_close("RandomCrop(1000, padding=30, pad_if_needed=True, fill=128)", 1000);
   expect_close("Resize(48), RandomCrop(64, padding=(40, 0, 0, 50))", 64);
+  // Padding, then the resize: the image's edge on the nearest output pixel.
+  expect_close("RandomCrop(600, padding=(200, 30, 10, 300), pad_if_needed=True, fill=99), Resize((224, 224))",
+               224);
 }
 // At full scale the window is exactly the crop box of the full decode, pixel for pixel:
 // the fused path reads the box the reference crops, and never outside the image.

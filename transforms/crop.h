@@ -39,6 +39,10 @@ int center_crop_offset(int length, int crop);
 // round(size / 0.875): 256 for 224, the usual ImageNet eval resize.
 int eval_resize_for(int size);
 
+// A box: x1, y1, x2, y2 in pixels from the image's top-left corner (pixel (i, j) covers
+// [j, j + 1) x [i, i + 1)), float32 as torchvision's BoundingBoxes hold them.
+using Box = std::array<float, 4>;
+
 // A rectangle in an image's own pixel coordinates; fractional where a resize maps it.
 struct Region {
   double x = 0, y = 0, width = 0, height = 0;

@@ -270,6 +270,117 @@ std::array<double, 2> pair_of(OpArgs& a, std::string_view name, std::array<doubl
   return {(*v)[0], (*v)[1]};
 }
 
+// v2.RandomZoomOut(fill, side_range, p): with probability p, the image on a canvas r times
+// its size (r drawn in side_range), at a random place, the rest `fill` — a crop reaching
+// past every edge. Its draws in float32, as torch makes them.
+class RandomZoomOut : public Op {
+ public:
+  explicit RandomZoomOut(OpArgs& a) : Op(Stage::kGeometry) {
+    fill_ = a.fill("fill");
+    side_ = pair_of(a, "side_range", {1.0, 4.0}, 1.0, 65536.0);
+    p_ = a.number("p", 0.5, 0, 1);
+  }
+  Result<GeometryStep> step(int width, int height, KeyedRng& rng) const override {
+    if (!draw(rng, p_)) return Op::step(width, height, rng);
+    const float r =
+        static_cast<float>(side_[0]) + uniform_float(rng) * static_cast<float>(side_[1] - side_[0]);
+    const int canvas_width = static_cast<int>(static_cast<float>(width) * r);
+    const int canvas_height = static_cast<int>(static_cast<float>(height) * r);
+    const float u0 = uniform_float(rng), u1 = uniform_float(rng);
+    const int left = static_cast<int>(static_cast<float>(canvas_width - width) * u0);
+    const int top = static_cast<int>(static_cast<float>(canvas_height - height) * u1);
+    return GeometryStep{-left, -top, canvas_width, canvas_height, canvas_width, canvas_height, fill_};
+  }
+  std::array<int, 2> shape(std::array<int, 2>) const override { return {-1, -1}; }
+  bool pads() const override { return true; }
+
+ private:
+  static float uniform_float(KeyedRng& rng) { return static_cast<float>(rng.uniform(0.0, 1.0)); }
+  fn::Fill fill_{};
+  std::array<double, 2> side_{};
+  double p_ = 0.5;
+};
+
+// torchvision.ops.box_iou of two XYXY boxes, in float32.
+float box_iou(const Box& a, const Box& b) {
+  const float area_a = (a[2] - a[0]) * (a[3] - a[1]), area_b = (b[2] - b[0]) * (b[3] - b[1]);
+  const float w = std::max(std::min(a[2], b[2]) - std::max(a[0], b[0]), 0.0f);
+  const float h = std::max(std::min(a[3], b[3]) - std::max(a[1], b[1]), 0.0f);
+  const float inter = w * h;
+  return inter / (area_a + area_b - inter);
+}
+
+// v2.RandomIoUCrop (SSD's): draws a minimum overlap among sampler_options (1 or more: the
+// image as it is), then up to `trials` crops of min_scale..max_scale of each side, of an
+// aspect in [min_aspect_ratio, max_aspect_ratio], keeping the first that holds the centre of
+// a box and overlaps one of those by the minimum; the boxes whose centre it leaves out are
+// dropped (GeometryStep::centred_boxes_only). v2 draws again until one is found; after
+// kRounds options without one, the image stays as it is (a sample without boxes, under
+// options without 1, would have v2 draw forever).
+class RandomIoUCrop : public Op {
+ public:
+  static constexpr int kRounds = 1000;
+  explicit RandomIoUCrop(OpArgs& a) : Op(Stage::kGeometry) {
+    min_scale_ = a.number("min_scale", 0.3, kFloatMin, 1.0);
+    max_scale_ = a.number("max_scale", 1.0, kFloatMin, 1.0);
+    if (min_scale_ > max_scale_) a.fail("max_scale", "must be at least min_scale");
+    min_aspect_ = a.number("min_aspect_ratio", 0.5, 0, kFloatMax);
+    max_aspect_ = a.number("max_aspect_ratio", 2.0, 0, kFloatMax);
+    if (min_aspect_ > max_aspect_) a.fail("max_aspect_ratio", "must be at least min_aspect_ratio");
+    options_ = a.numbers("sampler_options", 1, 64, 0, kFloatMax)
+                   .value_or(std::vector<double>{0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0});
+    trials_ = a.integer("trials", 40, 1, 100000);
+  }
+  Result<GeometryStep> step(int width, int height, KeyedRng& rng) const override {
+    return step_among(width, height, rng, {});
+  }
+  Result<GeometryStep> step_among(int width, int height, KeyedRng& rng,
+                                  std::span<const Box> boxes) const override {
+    const auto uniform = [&rng] { return static_cast<float>(rng.uniform(0.0, 1.0)); };
+    const auto scale = [&](float u) {
+      return static_cast<float>(min_scale_) + static_cast<float>(max_scale_ - min_scale_) * u;
+    };
+    for (int round = 0; round < kRounds; ++round) {
+      const auto least_overlap = static_cast<float>(options_[rng.below(options_.size())]);
+      if (least_overlap >= 1.0f) break;
+      for (int t = 0; t < trials_; ++t) {
+        const float r0 = scale(uniform()), r1 = scale(uniform());
+        const int w = static_cast<int>(static_cast<float>(width) * r0);
+        const int h = static_cast<int>(static_cast<float>(height) * r1);
+        const double aspect = h == 0 ? -1.0 : static_cast<double>(w) / h;  // torchvision divides by 0
+        if (!(min_aspect_ <= aspect && aspect <= max_aspect_)) continue;
+        const float u0 = uniform(), u1 = uniform();
+        const int left = static_cast<int>(static_cast<float>(width - w) * u0);
+        const int top = static_cast<int>(static_cast<float>(height - h) * u1);
+        if (w == 0 || h == 0) continue;
+        const Box crop{static_cast<float>(left), static_cast<float>(top), static_cast<float>(left + w),
+                       static_cast<float>(top + h)};
+        bool centred = false;
+        float best = 0.0f;
+        for (const Box& b : boxes) {
+          const float cx = 0.5f * (b[0] + b[2]), cy = 0.5f * (b[1] + b[3]);
+          if (!(crop[0] < cx && cx < crop[2] && crop[1] < cy && cy < crop[3])) continue;
+          const float iou = box_iou(b, crop);
+          best = centred ? std::max(best, iou) : iou;
+          centred = true;
+        }
+        if (!centred || best < least_overlap) continue;
+        GeometryStep step{left, top, w, h, w, h};
+        step.centred_boxes_only = true;
+        return step;
+      }
+    }
+    return Op::step(width, height, rng);
+  }
+  bool needs_boxes() const override { return true; }
+  std::array<int, 2> shape(std::array<int, 2>) const override { return {-1, -1}; }
+
+ private:
+  double min_scale_ = 0.3, max_scale_ = 1.0, min_aspect_ = 0.5, max_aspect_ = 2.0;
+  std::vector<double> options_;
+  int trials_ = 40;
+};
+
 class RandomResizedCrop : public Op {
  public:
   explicit RandomResizedCrop(OpArgs& a) : Op(Stage::kGeometry) {
@@ -747,6 +858,10 @@ const std::vector<OpEntry>& table() {
       {"CenterCrop", {"size"}, plain<CenterCrop>()},
       {"RandomCrop", {"size", "padding", "pad_if_needed", "fill", "padding_mode"}, plain<RandomCrop>()},
       {"RandomResize", {"min_size", "max_size", "interpolation", "antialias"}, plain<RandomResize>()},
+      {"RandomZoomOut", {"fill", "side_range", "p"}, plain<RandomZoomOut>()},
+      {"RandomIoUCrop",
+       {"min_scale", "max_scale", "min_aspect_ratio", "max_aspect_ratio", "sampler_options", "trials"},
+       plain<RandomIoUCrop>()},
       {"RandomResizedCrop",
        {"size", "scale", "ratio", "interpolation", "antialias"},
        plain<RandomResizedCrop>()},

@@ -17,11 +17,13 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include <opencv2/core/mat.hpp>
 #include "base/keyed_rng.h"
 #include "forkfeed/options.h"
 #include "forkfeed/status.h"
+#include "transforms/crop.h"
 #include "transforms/functional.h"
 #include "transforms/pipeline_spec.h"
 
@@ -37,6 +39,8 @@ struct GeometryStep {
   int x = 0, y = 0, width = 0, height = 0;
   int out_width = 0, out_height = 0;
   fn::Fill fill{};
+  // RandomIoUCrop's: the boxes whose centre is not inside the crop are dropped.
+  bool centred_boxes_only = false;
   bool resizes() const { return out_width != width || out_height != height; }
   // Whether the crop stays inside a width x height image (takes no padding).
   bool inside(int image_width, int image_height) const {
@@ -81,6 +85,14 @@ class Op {
   virtual bool resamples() const { return false; }
   // Geometry: whether the op may crop past the image's edges (RandomCrop's padding).
   virtual bool pads() const { return false; }
+  // Geometry: whether the op draws from the sample's boxes (RandomIoUCrop); then the
+  // pipeline calls step_among() instead of step(), with the boxes as the ops before it
+  // moved them (XYXY, in the width x height image's pixels).
+  virtual bool needs_boxes() const { return false; }
+  virtual Result<GeometryStep> step_among(int width, int height, KeyedRng& rng,
+                                          std::span<const Box> /*boxes*/) const {
+    return step(width, height, rng);
+  }
 
   // Pixels: changes the uint8 sample in place. An op that moves pixels (a flip, a warp)
   // appends what it did to `moves` when that is not null: the sample's mask repeats it.

@@ -8,6 +8,7 @@
 
 #include "transforms/functional.h"
 #include "transforms/pipeline_spec.h"
+#include "transforms/sample_geometry.h"
 
 namespace forkfeed {
 namespace {
@@ -162,34 +163,37 @@ Result<Pipeline> Pipeline::build(std::string_view text, const PipelineOptions& o
                                    " samples the transform makes: leave size out (0) or make them agree");
   }
   if (options.dtype == DType::kFloat32) p.normalise_ = true;
-  // One resample at most, and none after a crop that pads: the decoder's window is then
-  // one rectangle of the image resized once, and the padding whole output pixels.
+  // One resample at most: the decoder's window is then one rectangle of the image resized once.
   int resamples = 0;
-  bool padded = false;
   for (const auto& op : p.geometry_) {
+    p.needs_boxes_ = p.needs_boxes_ || op->needs_boxes();
     resamples += op->resamples() ? 1 : 0;
-    p.fusable_ = p.fusable_ && !(padded && op->resamples());
-    padded = padded || op->pads();
   }
-  p.fusable_ = p.fusable_ && resamples <= 1;
+  p.fusable_ = resamples <= 1;
   return p;
 }
 
-Status Pipeline::steps(int width, int height, KeyedRng& rng, std::vector<GeometryStep>& out) const {
+Status Pipeline::steps(int width, int height, KeyedRng& rng, std::vector<GeometryStep>& out,
+                       std::span<const Box> boxes) const {
   out.clear();
+  // The boxes as the steps so far moved them, for the ops that draw from them.
+  thread_local std::vector<Box> moved;
+  if (needs_boxes_) moved.assign(boxes.begin(), boxes.end());
   for (const auto& op : geometry_) {
-    auto step = op->step(width, height, rng);
+    auto step = op->needs_boxes() ? op->step_among(width, height, rng, moved) : op->step(width, height, rng);
     if (!step.ok()) return step.status();
     const auto pixels =
         static_cast<std::uint64_t>(step->out_width) * static_cast<std::uint64_t>(step->out_height);
-    if (step->resizes() && pixels > max_pixels_) {
-      return Status::BadData("resizing this " + std::to_string(width) + "x" + std::to_string(height) +
-                             " image to " + std::to_string(step->out_width) + "x" +
-                             std::to_string(step->out_height) + " makes " + std::to_string(pixels) +
-                             " pixels, over max_pixels " + std::to_string(max_pixels_) +
-                             ": lower the transform's resize or raise max_pixels");
+    if ((step->resizes() || !step->inside(width, height)) && pixels > max_pixels_) {
+      return Status::BadData(std::string(step->resizes() ? "resizing" : "padding") + " this " +
+                             std::to_string(width) + "x" + std::to_string(height) + " image to " +
+                             std::to_string(step->out_width) + "x" + std::to_string(step->out_height) +
+                             " makes " + std::to_string(pixels) + " pixels, over max_pixels " +
+                             std::to_string(max_pixels_) +
+                             ": lower the transform's resize or padding, or raise max_pixels");
     }
     out.push_back(*step);
+    if (needs_boxes_) follow_step(*step, moved);
     width = step->out_width;
     height = step->out_height;
   }
@@ -223,7 +227,8 @@ SampleWindow Pipeline::window_of(const std::vector<GeometryStep>& steps, int wid
     view_width = s.out_width;
     view_height = s.out_height;
   }
-  // Whole pixels: in a fusable pipeline the padding comes after the one resize.
+  // Whole pixels: where a resize follows padding (RandomZoomOut, then Resize), the image's
+  // edge lands on the nearest one (torchvision's resize blends the fill into a pixel or two).
   w.x = static_cast<int>(std::lround(shown_x0));
   w.y = static_cast<int>(std::lround(shown_y0));
   w.width = static_cast<int>(std::lround(shown_x1)) - w.x;

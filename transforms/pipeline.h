@@ -19,6 +19,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,7 +59,11 @@ class Pipeline {
   // The window that `steps` (of a width x height image) keep: what plan() returns.
   static SampleWindow window_of(const std::vector<GeometryStep>& steps, int width, int height);
   // The same draws, as steps to do one after another on the whole image (the reference).
-  Status steps(int width, int height, KeyedRng& rng, std::vector<GeometryStep>& out) const;
+  // `boxes` (XYXY, in the image's pixels) are the sample's, for the ops that draw from them.
+  Status steps(int width, int height, KeyedRng& rng, std::vector<GeometryStep>& out,
+               std::span<const Box> boxes = {}) const;
+  // Whether a geometry op draws from the sample's boxes (RandomIoUCrop).
+  bool needs_boxes() const { return needs_boxes_; }
 
   // Whether every pixel op is a horizontal flip (or there is none): then run_pixels()
   // only draws, and touches no pixel.
@@ -79,6 +84,7 @@ class Pipeline {
   std::vector<std::unique_ptr<Op>> geometry_, pixels_, tensor_;
   bool normalise_ = false;
   bool fusable_ = true;
+  bool needs_boxes_ = false;
   OpDefaults normalisation_{};
   std::uint32_t size_ = 0;
   std::uint64_t max_pixels_ = 0;

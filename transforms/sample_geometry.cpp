@@ -136,18 +136,28 @@ cv::Size output_size(const SampleGeometry& g) {
   return {g.steps.back().out_width, g.steps.back().out_height};
 }
 
-void follow_boxes(const SampleGeometry& g, std::span<Box> boxes) {
-  for (const GeometryStep& s : g.steps) {
-    const auto x = static_cast<float>(s.x), y = static_cast<float>(s.y);
-    for (Box& b : boxes) b = {b[0] - x, b[1] - y, b[2] - x, b[3] - y};
-    clamp_boxes(boxes, s.width, s.height);
-    if (!s.resizes()) continue;
-    // torch.tensor([w_ratio, h_ratio, ...]) of Python floats: float32 ratios.
-    const auto rw = static_cast<float>(static_cast<double>(s.out_width) / s.width);
-    const auto rh = static_cast<float>(static_cast<double>(s.out_height) / s.height);
-    for (Box& b : boxes) b = {b[0] * rw, b[1] * rh, b[2] * rw, b[3] * rh};
-    clamp_boxes(boxes, s.out_width, s.out_height);
+void follow_step(const GeometryStep& s, std::span<Box> boxes) {
+  const auto x = static_cast<float>(s.x), y = static_cast<float>(s.y);
+  if (s.centred_boxes_only) {
+    // v2.RandomIoUCrop: 0.5 * (x1 + x2) strictly inside the crop, in float32.
+    const float right = x + static_cast<float>(s.width), bottom = y + static_cast<float>(s.height);
+    for (Box& b : boxes) {
+      const float cx = 0.5f * (b[0] + b[2]), cy = 0.5f * (b[1] + b[3]);
+      if (!(x < cx && cx < right && y < cy && cy < bottom)) b = {NAN, NAN, NAN, NAN};
+    }
   }
+  for (Box& b : boxes) b = {b[0] - x, b[1] - y, b[2] - x, b[3] - y};
+  clamp_boxes(boxes, s.width, s.height);
+  if (!s.resizes()) return;
+  // torch.tensor([w_ratio, h_ratio, ...]) of Python floats: float32 ratios.
+  const auto rw = static_cast<float>(static_cast<double>(s.out_width) / s.width);
+  const auto rh = static_cast<float>(static_cast<double>(s.out_height) / s.height);
+  for (Box& b : boxes) b = {b[0] * rw, b[1] * rh, b[2] * rw, b[3] * rh};
+  clamp_boxes(boxes, s.out_width, s.out_height);
+}
+
+void follow_boxes(const SampleGeometry& g, std::span<Box> boxes) {
+  for (const GeometryStep& s : g.steps) follow_step(s, boxes);
   // A box the crops left without area (or that had none) covers no pixel: NaN, so that no
   // warp's envelope gives it one.
   for (Box& b : boxes) {

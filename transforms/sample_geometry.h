@@ -19,6 +19,11 @@ struct SampleGeometry {
   int width = 0, height = 0;        // the decoded image's
   std::vector<GeometryStep> steps;  // Pipeline::steps, in order
   fn::Moves moves;                  // the pixel ops', in order
+  // The sample's boxes as its member writes them, for the ops that draw from them
+  // (RandomIoUCrop: Pipeline::needs_boxes), set before the image is planned.
+  std::vector<Box> boxes{};
+  BoxFormat box_format = BoxFormat::kXyxy;
+  bool box_normalized = false;
 };
 
 // Makes `out` (uint8 or uint16, 1 channel) from `mask`, which has the image's size: the
@@ -30,10 +35,6 @@ struct SampleGeometry {
 // without steps), allocated.
 void follow(const SampleGeometry& g, const cv::Mat& mask, double fill, cv::Mat& out);
 
-// A box: x1, y1, x2, y2 in pixels from the image's top-left corner (pixel (i, j) covers
-// [j, j + 1) x [i, i + 1)), float32 as torchvision's BoundingBoxes hold them.
-using Box = std::array<float, 4>;
-
 // `b` as `format` writes it (in fractions of `size`, the decoded image's, when
 // `normalized`), as XYXY pixels, in float32 as torchvision's box_convert computes it.
 Box to_xyxy(Box b, BoxFormat format, bool normalized, cv::Size size);
@@ -41,6 +42,11 @@ Box to_xyxy(Box b, BoxFormat format, bool normalized, cv::Size size);
 // The size of the image the record ends in: its last step's output, or the decoded
 // image's without steps (moves keep the size).
 cv::Size output_size(const SampleGeometry& g);
+
+// What one step does to boxes (in its input's pixels), as follow_boxes() says below: those
+// whose centre a RandomIoUCrop leaves outside dropped (NaN), the crop's offset subtracted,
+// clamped, resized by float32 ratios, clamped.
+void follow_step(const GeometryStep& step, std::span<Box> boxes);
 
 // Moves `boxes`, given in the decoded image's pixels, where the record moved the image's,
 // as torchvision.transforms.v2 moves BoundingBoxes, in float32: each crop subtracts its

@@ -69,6 +69,33 @@ SampleFields::SampleFields(const ControlBlock& control, DecodePath path)
     };
     return key(a) < key(b);
   });
+  const auto first_image = std::find_if(fields_.begin(), fields_.end(),
+                                        [](const Field& f) { return f.image != nullptr && f.draws == 0; });
+  if (first_image != fields_.end() && first_image->image->needs_boxes()) {
+    const auto boxes = std::find_if(fields_.begin(), fields_.end(),
+                                    [](const Field& f) { return f.region->kind == FieldKind::kBoxes; });
+    if (boxes != fields_.end()) plan_boxes_ = &*boxes;  // the loader refuses the pipeline without one
+  }
+}
+
+Status SampleFields::read_boxes_to_plan(const PackedSamples& packed, std::uint64_t sample) {
+  const FieldRegion& r = *plan_boxes_->region;
+  geometry_.boxes.clear();
+  geometry_.box_format = r.box_format;
+  geometry_.box_normalized = r.normalized != 0;
+  const SampleSource source = packed.member_source(sample, plan_boxes_->column.column);
+  if (source.size == FieldSlice::kMissing) return Status::Ok();
+  auto read = reader_.read(source);
+  if (!read.ok()) return about_member(r, source, read.status());
+  // Read again when the boxes are written: the image's member will have taken the buffer
+  // a .npy's values are read from.
+  box_column_.reset();
+  Status s = box_values_.read(*read, !r.json_key().empty());
+  if (s.ok()) s = box_values_.rows(r.json_key(), 4, box_floats_);
+  if (!s.ok()) return about_member(r, source, s);
+  for (std::size_t i = 0; i + 4 <= box_floats_.size(); i += 4)
+    geometry_.boxes.push_back({box_floats_[i], box_floats_[i + 1], box_floats_[i + 2], box_floats_[i + 3]});
+  return Status::Ok();
 }
 
 Status SampleFields::run(const SharedIndex& index, std::uint64_t epoch, std::uint64_t sample,
@@ -96,6 +123,9 @@ Status SampleFields::write_all(const SharedIndex& index, std::uint64_t epoch, st
   followed_ = false;
   boxed_ = false;
   box_column_.reset();
+  if (plan_boxes_ != nullptr) {
+    if (Status s = read_boxes_to_plan(packed, sample); !s.ok()) return s;
+  }
   for (const Field& f : fields_) {
     const FieldRegion& r = *f.region;
     slot.set_present(r, true);

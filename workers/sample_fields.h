@@ -55,6 +55,9 @@ class SampleFields {
   Status write_boxes(const FieldRegion& r, FileBytes bytes, std::uint32_t column, const SlotContents& slot);
   // Reads per_box field `r` and keeps the values of the boxes kept.
   Status write_per_box(const FieldRegion& r, FileBytes bytes, std::uint32_t column, const SlotContents& slot);
+  // Reads the sample's boxes into geometry_.boxes, before its image is planned, for the
+  // ops that draw from them (RandomIoUCrop); none when its member is missing.
+  Status read_boxes_to_plan(const PackedSamples& packed, std::uint64_t sample);
   // Reads `bytes`, the member of `column`, into box_values_, unless it holds it already.
   Status read_box_member(const FieldRegion& r, FileBytes bytes, std::uint32_t column);
   // `s`, the error of field `r` about its member at `source`, naming that member.
@@ -72,6 +75,7 @@ class SampleFields {
   // boxes; `followed_`: recorded for this sample (not when its image is missing).
   bool follows_ = false;
   bool followed_ = false;
+  const Field* plan_boxes_ = nullptr;  // the boxes field, when the image plans with its boxes
   SampleGeometry geometry_;
   cv::Mat mask_storage_;  // reused: the memory of a mask as decoded
   // This sample's boxes: the member read (and its column), how many it held and which of

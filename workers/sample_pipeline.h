@@ -28,6 +28,8 @@ class SamplePipeline {
   // a view of an image another field read (workers/sample_fields.h). When `geometry` is
   // not null it gets where the image's pixels went, for its masks to follow.
   Status decode(FileBytes file, KeyedRng rng, std::byte* out, SampleGeometry* geometry = nullptr);
+  // Whether decode() draws from the sample's boxes, which its `geometry` must then hold.
+  bool needs_boxes() const { return transform_.needs_boxes(); }
   // The pipeline's reader, for the other fields of its sample.
   SampleReader& reader() { return reader_; }
 

@@ -46,7 +46,12 @@ Status Transform::draw_steps(int width, int height, KeyedRng& rng, SampleGeometr
   geometry->width = width;
   geometry->height = height;
   geometry->moves.clear();
-  return pipeline_.steps(width, height, rng, geometry->steps);
+  if (!pipeline_.needs_boxes()) return pipeline_.steps(width, height, rng, geometry->steps);
+  thread_local std::vector<Box> boxes;  // in the decoded image's pixels, XYXY
+  boxes.clear();
+  for (const Box& b : geometry->boxes)
+    boxes.push_back(to_xyxy(b, geometry->box_format, geometry->box_normalized, {width, height}));
+  return pipeline_.steps(width, height, rng, geometry->steps, boxes);
 }
 
 Result<SampleWindow> Transform::plan(int width, int height, KeyedRng& rng, SampleGeometry* geometry) {

@@ -45,6 +45,9 @@ class Transform {
   // Whether plan() and write() do what the pipeline says (Pipeline::fusable); if not,
   // apply() must.
   bool fusable() const { return pipeline_.fusable(); }
+  // Whether plan() draws from the sample's boxes, which `geometry` must then hold
+  // (Pipeline::needs_boxes).
+  bool needs_boxes() const { return pipeline_.needs_boxes(); }
 
   // The reference: the whole pipeline on the whole decoded image; `geometry` as plan()
   // and write() fill it.

@@ -36,7 +36,7 @@ from forkfeed.mixing import CutMix, MixUp, MixUpOrCutMix  # the batch-level mixe
 
 __all__ = [
     "InterpolationMode", "AutoAugmentPolicy", "Op", "pipeline_spec",
-    "Resize", "CenterCrop", "RandomCrop", "RandomResize", "RandomResizedCrop", "RandomHorizontalFlip", "RandomVerticalFlip",
+    "Resize", "CenterCrop", "RandomCrop", "RandomResize", "RandomZoomOut", "RandomIoUCrop", "RandomResizedCrop", "RandomHorizontalFlip", "RandomVerticalFlip",
     "ColorJitter", "RandomPhotometricDistort", "RandomGrayscale", "Grayscale", "GaussianBlur", "RandomRotation", "RandomAffine",
     "RandomPosterize", "RandomSolarize", "RandomAutocontrast", "RandomEqualize", "RandomAdjustSharpness",
     "RandomInvert", "AutoAugment", "RandAugment", "TrivialAugmentWide", "AugMix", "Normalize", "RandomErasing",
@@ -188,6 +188,24 @@ class RandomResize(Op):
     ``[min_size, max_size)`` (the segmentation reference's random scale)."""
 
     def __init__(self, min_size, max_size, interpolation=InterpolationMode.BILINEAR, antialias=True):
+        super().__init__(locals())
+
+
+class RandomZoomOut(Op):
+    """torchvision.transforms.v2's (SSD's "expand"): with probability ``p``, the image on a
+    canvas ``side_range`` times its size, at a random place, the rest ``fill``."""
+
+    def __init__(self, fill=0, side_range=(1.0, 4.0), p=0.5):
+        super().__init__(locals())
+
+
+class RandomIoUCrop(Op):
+    """torchvision.transforms.v2's (SSD's): a crop that holds the centre of a box and overlaps
+    one by a minimum drawn among ``sampler_options``; the boxes whose centre it leaves out are
+    dropped. Needs a boxes field."""
+
+    def __init__(self, min_scale=0.3, max_scale=1.0, min_aspect_ratio=0.5, max_aspect_ratio=2.0,
+                 sampler_options=None, trials=40):
         super().__init__(locals())
 
 

@@ -47,7 +47,11 @@ def v2_follow(boxes: np.ndarray, record: list, width: int, height: int):
     b = torch.from_numpy(boxes.copy())
     w, h = width, height
     for r in (r for r in record if r[0] == "step"):  # the record prints its steps first
-        x, y, cw, ch, ow, oh = map(int, r[1:])
+        x, y, cw, ch, ow, oh = map(int, r[1:7])
+        cx, cy = 0.5 * (b[:, 0] + b[:, 2]), 0.5 * (b[:, 1] + b[:, 3])
+        outside = ~((x < cx) & (cx < x + cw) & (y < cy) & (cy < y + ch)) if r[7] == "1" else None
+        if outside is not None:  # RandomIoUCrop's crop holds the centre of a box, at least
+            assert not outside.all(), record
         left, top = max(0, -x), max(0, -y)  # RandomCrop's padding: pad_bounding_boxes, then the crop
         right, bottom = max(0, x + cw - w), max(0, y + ch - h)
         if left or top or right or bottom:
@@ -55,6 +59,8 @@ def v2_follow(boxes: np.ndarray, record: list, width: int, height: int):
             b = clamp(b + torch.tensor([left, top, left, top], dtype=torch.float32), w, h)
             x, y = x + left, y + top
         b = clamp(b - torch.tensor([x, y, x, y], dtype=torch.float32), cw, ch)
+        if outside is not None:
+            b[outside] = 0  # v2.RandomIoUCrop marks them degenerate, for sanitising to drop
         w, h = cw, ch
         if (ow, oh) != (cw, ch):
             ratios = torch.tensor([ow / cw, oh / ch, ow / cw, oh / ch])
@@ -107,9 +113,17 @@ def follow_boxes(pipeline: str, seed: int, height: int, width: int, boxes: np.nd
         return out[:, :4], out[:, 4] == 1, [line.split() for line in done.stdout.splitlines()]
 
 
-@pytest.mark.parametrize("pipeline", PIPELINES)
+# The detection references' ops that draw from the boxes (RandomIoUCrop), with SSD's zoom-out.
+IOU_PIPELINES = [
+    "RandomZoomOut(fill=(1, 2, 3), side_range=(1.0, 3.0), p=0.8), RandomIoUCrop(), Resize((32, 32)), "
+    "RandomHorizontalFlip()",
+    "RandomIoUCrop(min_scale=0.1, sampler_options=(0.0, 0.5, 0.9)), Resize((40, 40)), RandomRotation(15)",
+]
+
+
+@pytest.mark.parametrize("pipeline", PIPELINES + IOU_PIPELINES)
 def test_boxes_are_v2s_box_kernels_on_the_drawn_parameters(pipeline):
-    kept = dropped = 0
+    kept = dropped = crops = 0
     for seed in range(12):
         rng = np.random.default_rng(seed)
         height, width = 48 + seed % 3, 64 - seed % 5
@@ -121,7 +135,10 @@ def test_boxes_are_v2s_box_kernels_on_the_drawn_parameters(pipeline):
         assert np.array_equal(got_keep, want_keep), (pipeline, seed, record)
         kept += int(got_keep.sum())
         dropped += int((~got_keep).sum())
+        crops += sum(r[0] == "step" and r[7] == "1" for r in record)
     assert kept > 0 and dropped > 0, "the draws must both keep and drop boxes"
+    if "RandomIoUCrop" in pipeline:
+        assert crops >= 4, "RandomIoUCrop must find crops among the boxes"
 
 
 # Instances: rectangles of ids 1.. in a mask; their boxes, XYXY in pixels (a rectangle of
@@ -181,6 +198,9 @@ DETECTION = "image=png, inst=inst.png:mask, boxes=json:boxes(key=boxes, format=x
     ("Resize(30), CenterCrop(28), RandomHorizontalFlip()", 0, 1.0),
     ("CenterCrop(48), RandomRotation(35)", 16, 1.0),
     ("CenterCrop(48), RandomAffine(degrees=20, translate=(0.05, 0.05), scale=(0.9, 1.1), shear=8)", 16, 1.0),
+    # SSD's: a box RandomIoUCrop drops may still show (its centre is outside the crop).
+    ("RandomZoomOut(p=0.7, side_range=(1.0, 2.0)), RandomIoUCrop(), Resize((48, 48)), RandomHorizontalFlip()",
+     0, 1.0),
 ])
 def test_the_loaders_boxes_are_the_boxes_of_their_moved_instance_masks(tmp_path, transform, margin, tolerance):
     masks = detection_shards(tmp_path, 24, margin)
@@ -201,6 +221,8 @@ def test_the_loaders_boxes_are_the_boxes_of_their_moved_instance_masks(tmp_path,
                     assert (box - tight).abs().max() <= tolerance + 1e-4, (transform, k, box, tight)
                     checked += 1
                 for k in set(present) - set(labels.tolist()):  # dropped: under a pixel across
+                    if "RandomIoUCrop" in transform:
+                        break
                     tight = masks_to_boxes((inst == k)[None])[0] + torch.tensor([0, 0, 1, 1])
                     assert min(tight[2] - tight[0], tight[3] - tight[1]) <= 1 + tolerance, (transform, k, tight)
                 delivered += len(labels)
@@ -415,6 +437,16 @@ def test_bad_boxes_are_bad_data_naming_the_sample_and_field(tmp_path, doc, match
                              "labels=json:per_box(key=labels)", transform="CenterCrop(16)", batch_size=1) as loader:
             next(iter(loader))
     assert "k.json" in str(raised.value) and "field '" in str(raised.value), raised.value
+
+
+def test_an_op_that_draws_among_the_boxes_needs_them_in_the_first_image_field(tmp_path):
+    write_tar(tmp_path / "a.tar", [("k.png", png(np.zeros((4, 4, 3), np.uint8), "RGB"))])
+    crop = "RandomIoUCrop(), Resize((8, 8))"
+    with pytest.raises(ValueError, match=r"draws its crop among the sample's boxes .* declare them in fields"):
+        forkfeed.Loader(shards=str(tmp_path), fields="image=png", transform=crop)
+    with pytest.raises(ValueError, match=r"an image field after the first draws from the sample's boxes"):
+        forkfeed.Loader(shards=str(tmp_path), fields="image=png, view=png, b=json:boxes(key=b)",
+                        transform={"image": "Resize((8, 8))", "view": crop})
 
 
 @pytest.mark.parametrize("fields,match", [

@@ -59,7 +59,7 @@ def replay(mask: np.ndarray, record: list, fill: int) -> np.ndarray:
     m = torch.from_numpy(mask.copy())[None]
     for r in record:
         if r[0] == "step":
-            x, y, w, h, ow, oh = map(int, r[1:])
+            x, y, w, h, ow, oh = map(int, r[1:7])
             left, top = max(0, -x), max(0, -y)  # RandomCrop's padding: F.pad, then the crop
             right, bottom = max(0, x + w - m.shape[2]), max(0, y + h - m.shape[1])
             if left or top or right or bottom:
@@ -94,6 +94,7 @@ PIPELINES = [
     "RandomCrop(30, padding=20), Resize((40, 40)), RandomRotation(20)",
     "RandomResize(30, 60), RandomCrop(48, padding=4, pad_if_needed=True), RandomAffine(degrees=15, "
     "translate=(0.1, 0.1))",
+    "RandomZoomOut(fill=7, side_range=(1.0, 2.5), p=0.7), Resize((40, 40)), RandomHorizontalFlip()",
     "RandomResizedCrop(32), RandomRotation(30)",
     "CenterCrop(32), RandomRotation((-90, 90), center=(3, 5))",
     "RandomResizedCrop(32), RandomAffine(degrees=20, translate=(0.1, 0.2), scale=(0.7, 1.3), "
@@ -126,6 +127,7 @@ def test_a_mask_is_torchvisions_nearest_ops_on_the_drawn_parameters(pipeline):
     "CenterCrop(40), RandomRotation(45)",
     "RandomCrop(60, padding=5, pad_if_needed=True), RandomHorizontalFlip()",
     "RandomCrop(24, padding=(30, 2)), RandomVerticalFlip()",
+    "RandomZoomOut(p=0.9), CenterCrop(48), RandomVerticalFlip(), RandomRotation(10)",
     "RandomCrop(40), RandomHorizontalFlip(), RandomAffine(degrees=30, translate=(0.2, 0.1), scale=(0.6, 1.4), "
     "shear=15)",
     "Resize(20), Resize(41), CenterCrop(32), RandomVerticalFlip(), RandomRotation(20, center=(0, 0))",

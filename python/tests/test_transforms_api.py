@@ -22,6 +22,8 @@ SAMPLES = [
     (T.CenterCrop((224, 200)), "CenterCrop((224, 200))"),
     (T.RandomCrop(32, padding=4, padding_mode="reflect"), 'RandomCrop(32, padding=4, padding_mode="reflect")'),
     (T.RandomResize(260, 1040, antialias=False), "RandomResize(260, 1040, antialias=False)"),
+    (T.RandomZoomOut(fill=(124, 116, 104), p=0.6), "RandomZoomOut(fill=(124, 116, 104), p=0.6)"),
+    (T.RandomIoUCrop(sampler_options=[0.0, 0.5, 1.0], trials=10), "RandomIoUCrop(sampler_options=(0.0, 0.5, 1.0), trials=10)"),
     (T.RandomResizedCrop(176, scale=(0.25, 1.0)), "RandomResizedCrop(176, scale=(0.25, 1.0))"),
     (T.RandomHorizontalFlip(0.3), "RandomHorizontalFlip(p=0.3)"),
     (T.RandomVerticalFlip(p=1), "RandomVerticalFlip(p=1)"),
@@ -50,6 +52,9 @@ SAMPLES = [
 
 # Ops of torchvision.transforms.v2 (0.16 and later), their arguments and defaults as v2 has them.
 V2_ONLY = {
+    "RandomZoomOut": [("fill", 0), ("side_range", (1.0, 4.0)), ("p", 0.5)],
+    "RandomIoUCrop": [("min_scale", 0.3), ("max_scale", 1.0), ("min_aspect_ratio", 0.5), ("max_aspect_ratio", 2.0),
+                      ("sampler_options", None), ("trials", 40)],
     "RandomResize": [("min_size", inspect.Parameter.empty), ("max_size", inspect.Parameter.empty),
                      ("interpolation", T.InterpolationMode.BILINEAR), ("antialias", True)],
     "RandomPhotometricDistort": [("brightness", (0.875, 1.125)), ("contrast", (0.5, 1.5)), ("saturation", (0.5, 1.5)),
@@ -59,7 +64,7 @@ V2_ONLY = {
 
 def test_every_op_has_a_sample():
     assert {type(op).__name__ for op, _ in SAMPLES} == set(T._OPS)
-    assert len(T._OPS) == 26
+    assert len(T._OPS) == 28
 
 
 @pytest.mark.parametrize("name", sorted(T._OPS))

@@ -6,9 +6,11 @@
 // are the mask, with the draws of sample (SEED, 0, 0), as a worker runs it: its steps
 // (resizes nearest here), then its pixel ops. OUT.raw gets the mask that follows it,
 // IMAGE_OUT.raw the image's first channel; with BOXES.f32 (K x 4 float32, XYXY in the
-// image's pixels), BOXES_OUT.f32 gets K x 5 float32: each box as follow_boxes() moved it,
-// then 1 where keeps_box() keeps it, else 0. stdout a line per step and move:
-//   step X Y W H OUT_W OUT_H
+// image's pixels; the boxes the ops that draw from them see), BOXES_OUT.f32 gets K x 5
+// float32: each box as follow_boxes() moved it, then 1 where keeps_box() keeps it, else 0.
+// stdout a line per step and move (CENTRED: 1 where the step keeps only the boxes whose
+// centre it holds, RandomIoUCrop's):
+//   step X Y W H OUT_W OUT_H CENTRED
 //   hflip | vflip
 //   affine ANGLE TX TY SCALE SHEAR_X SHEAR_Y (CX CY | none)
 // Exit 2 for bad arguments or a pipeline that does not build.
@@ -34,7 +36,7 @@ void print(const SampleGeometry& g) {
   std::cout.precision(17);
   for (const forkfeed::GeometryStep& s : g.steps) {
     std::cout << "step " << s.x << ' ' << s.y << ' ' << s.width << ' ' << s.height << ' ' << s.out_width
-              << ' ' << s.out_height << '\n';
+              << ' ' << s.out_height << ' ' << (s.centred_boxes_only ? 1 : 0) << '\n';
   }
   for (const forkfeed::fn::Move& m : g.moves) {
     switch (m.kind) {
@@ -55,11 +57,16 @@ void print(const SampleGeometry& g) {
   }
 }
 
-// Reads K x 4 float32 boxes from `from`, writes each followed, and whether it is kept, to `to`.
-bool follow_boxes_in(const SampleGeometry& g, const char* from, const char* to) {
+// K x 4 float32 boxes read from `from`.
+std::vector<forkfeed::Box> read_boxes(const char* from) {
   std::ifstream in(from, std::ios::binary);
   std::vector<forkfeed::Box> boxes;
   for (forkfeed::Box b; in.read(reinterpret_cast<char*>(b.data()), sizeof b);) boxes.push_back(b);
+  return boxes;
+}
+
+// Writes each of `boxes` followed, and whether it is kept, to `to`.
+bool follow_boxes_in(const SampleGeometry& g, std::vector<forkfeed::Box> boxes, const char* to) {
   forkfeed::follow_boxes(g, boxes);
   std::ofstream out(to, std::ios::binary);
   for (const forkfeed::Box& b : boxes) {
@@ -109,7 +116,8 @@ int run(int argc, char** argv) {
   SampleGeometry g;
   g.width = width;
   g.height = height;
-  if (forkfeed::Status s = pipeline->steps(width, height, rng, g.steps); !s.ok()) {
+  const std::vector<forkfeed::Box> boxes = argc == 11 ? read_boxes(argv[9]) : std::vector<forkfeed::Box>{};
+  if (forkfeed::Status s = pipeline->steps(width, height, rng, g.steps, boxes); !s.ok()) {
     std::cerr << s.message() << '\n';
     return 2;
   }
@@ -126,7 +134,7 @@ int run(int argc, char** argv) {
   cv::Mat first;
   cv::extractChannel(image, first, 0);
   if (!write(argv[6], out) || !write(argv[8], first)) return 2;
-  if (argc == 11 && !follow_boxes_in(g, argv[9], argv[10])) return 2;
+  if (argc == 11 && !follow_boxes_in(g, boxes, argv[10])) return 2;
   print(g);
   return 0;
 }
