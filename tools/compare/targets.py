@@ -21,7 +21,10 @@ RandomHorizontalFlip(), Normalize() (float32 images, uint8 masks); "rotation" ad
 RandomRotation(10) before Normalize (mask fill 255; boxes: the envelope of the turned
 corners); "segmentation" (masks only) is torchvision's segmentation reference: the shorter
 side resized to a size drawn in [260, 1040), a flip, a 480 crop padded where the image is
-smaller (image fill 0, mask fill 255), Normalize.
+smaller (image fill 0, mask fill 255), Normalize; "ssd" (boxes only) is the detection
+reference's SSD augmentation (RandomPhotometricDistort, RandomZoomOut with the mean as fill,
+RandomIoUCrop, a flip) and SSD300's Resize((300, 300)) — its image row without RandomIoUCrop,
+which needs the boxes.
 
 Each row runs in a process of its own, in rounds that alternate the rows (--rounds, median
 reported), timed from the first batch asked for to the last, touching every page. Prints
@@ -60,7 +63,17 @@ RECIPES = {
     # as forkfeed orders them.
     "segmentation": "RandomResize(260, 1040), RandomCrop(480, pad_if_needed=True), RandomHorizontalFlip(), "
                     "Normalize()",
+    # torchvision's detection reference's "ssd" augmentation and SSD300's resize, the photometric
+    # distortion after the geometry as forkfeed orders them.
+    "ssd": "RandomZoomOut(fill=(123, 117, 104)), RandomIoUCrop(), Resize((300, 300)), RandomPhotometricDistort(), "
+           "RandomHorizontalFlip(), Normalize()",
 }
+RECIPE_TARGETS = {"segmentation": "mask", "ssd": "boxes"}
+
+
+def image_recipe(recipe: str) -> str:
+    """The recipe of the image row: RandomIoUCrop draws among the boxes, so that row goes without it."""
+    return RECIPES[recipe].replace("RandomIoUCrop(), ", "")
 
 
 def write_shards(photos: pathlib.Path, out: pathlib.Path, images: int, shard_size: int, seed: int) -> None:
@@ -96,8 +109,9 @@ def run_forkfeed(args, row: str) -> dict:
     import forkfeed
 
     fields = {"image": "jpg", **(TARGET_FIELDS[args.target] if row == "image+target" else {})}
+    recipe = RECIPES[args.recipe] if row == "image+target" else image_recipe(args.recipe)
     loader = forkfeed.Loader(shards=args.shards, fields=fields, batch_size=args.batch, workers=args.workers,
-                             transform=RECIPES[args.recipe], seed=args.seed)
+                             transform=recipe, seed=args.seed)
     images, checksum = 0, 0
     start = time.perf_counter()
     for epoch in range(args.epochs):
@@ -144,6 +158,7 @@ def run_dataloader(args) -> dict:
     import torchvision.transforms as T
     import torchvision.transforms.functional as F
     from PIL import Image
+    from torchvision.ops import box_iou
 
     normalize = T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
 
@@ -162,10 +177,84 @@ def run_dataloader(args) -> dict:
         image, mask = F.crop(image, top, left, h, w), F.crop(mask, top, left, h, w)
         return normalize(F.to_tensor(image)), torch.as_tensor(np.asarray(mask), dtype=torch.uint8)
 
+    def photometric_distort(image):
+        """v2.RandomPhotometricDistort's defaults on a PIL image."""
+        factors = [float(torch.empty(1).uniform_(lo, hi)) if torch.rand(1) < 0.5 else None
+                   for lo, hi in ((0.875, 1.125), (0.5, 1.5), (0.5, 1.5), (-0.05, 0.05))]
+        contrast_before = bool(torch.rand(()) < 0.5)
+        order = torch.randperm(3).tolist() if torch.rand(1) < 0.5 else None
+        if factors[0] is not None:
+            image = F.adjust_brightness(image, factors[0])
+        if factors[1] is not None and contrast_before:
+            image = F.adjust_contrast(image, factors[1])
+        if factors[2] is not None:
+            image = F.adjust_saturation(image, factors[2])
+        if factors[3] is not None:
+            image = F.adjust_hue(image, factors[3])
+        if factors[1] is not None and not contrast_before:
+            image = F.adjust_contrast(image, factors[1])
+        if order is not None:
+            channels = image.split()
+            image = Image.merge("RGB", [channels[c] for c in order])
+        return image
+
+    def iou_crop(image, boxes, labels):
+        """v2.RandomIoUCrop's defaults: the crop, and the boxes whose centre it holds."""
+        width, height = image.size
+        while True:
+            least = (0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0)[int(torch.randint(0, 7, (1,)))]
+            if least >= 1.0:
+                return image, boxes, labels
+            for _ in range(40):
+                r = 0.3 + 0.7 * torch.rand(2)
+                w, h = int(width * r[0]), int(height * r[1])
+                if h == 0 or not 0.5 <= w / h <= 2.0:
+                    continue
+                r = torch.rand(2)
+                left, top = int((width - w) * r[0]), int((height - h) * r[1])
+                if w == 0 or h == 0:
+                    continue
+                cx, cy = 0.5 * (boxes[:, 0] + boxes[:, 2]), 0.5 * (boxes[:, 1] + boxes[:, 3])
+                inside = (left < cx) & (cx < left + w) & (top < cy) & (cy < top + h)
+                if not inside.any():
+                    continue
+                crop = torch.tensor([[left, top, left + w, top + h]], dtype=torch.float32)
+                if box_iou(boxes[inside], crop).max() < least:
+                    continue
+                boxes = boxes[inside] - torch.tensor([left, top, left, top], dtype=torch.float32)
+                boxes[:, 0::2] = boxes[:, 0::2].clamp(0, w)
+                boxes[:, 1::2] = boxes[:, 1::2].clamp(0, h)
+                return F.crop(image, top, left, h, w), boxes, labels[inside]
+
+    def ssd(image, target):
+        """The detection reference's SSD augmentation, then SSD300's resize."""
+        boxes, labels = target
+        image = photometric_distort(image)
+        if torch.rand(1) < 0.5:  # RandomZoomOut(fill=mean)
+            width, height = image.size
+            r = 1.0 + torch.rand(1) * 3.0
+            canvas_width, canvas_height = int(width * r), int(height * r)
+            r = torch.rand(2)
+            left, top = int((canvas_width - width) * r[0]), int((canvas_height - height) * r[1])
+            image = F.pad(image, [left, top, canvas_width - left - width, canvas_height - top - height],
+                          fill=(123, 117, 104))
+            boxes = boxes + torch.tensor([left, top, left, top], dtype=torch.float32)
+        image, boxes, labels = iou_crop(image, boxes, labels)
+        width, height = image.size
+        image = F.resize(image, [300, 300])
+        boxes = boxes * torch.tensor([300 / width, 300 / height, 300 / width, 300 / height])
+        if torch.rand(1) < 0.5:
+            image = F.hflip(image)
+            boxes[:, [0, 2]] = 300 - boxes[:, [2, 0]]
+        keep = ((boxes[:, 2] - boxes[:, 0]) >= 1) & ((boxes[:, 3] - boxes[:, 1]) >= 1)
+        return normalize(F.to_tensor(image)), (boxes[keep], labels[keep])
+
     def paired(image, target):
         """The recipe, each op drawn once for the image and its target, as the references do."""
         if args.recipe == "segmentation":
             return segmentation(image, target)
+        if args.recipe == "ssd":
+            return ssd(image, target)
         top, left, h, w = T.RandomResizedCrop.get_params(image, scale=(0.25, 1.0), ratio=(3 / 4, 4 / 3))
         flip = bool(torch.rand(1) < 0.5)
         angle = float(torch.empty(1).uniform_(-10.0, 10.0)) if args.recipe == "rotation" else 0.0
@@ -216,6 +305,8 @@ def measure(args) -> None:
     rates = {row: [r["images_per_s"] for r in rs] for row, rs in results.items()}
     median = {row: photo_shards.median(r) for row, r in rates.items()}
     print(f"target {args.target}, recipe {args.recipe}: {RECIPES[args.recipe]}")
+    if image_recipe(args.recipe) != RECIPES[args.recipe]:
+        print(f"the image row's: {image_recipe(args.recipe)}")
     print(f"{'row':12} {'images/s (median of ' + str(args.rounds) + ')':28} rounds")
     for row in ROWS:
         print(f"{row:12} {median[row]:28.0f} " + " ".join(f"{r:.0f}" for r in rates[row]))
@@ -229,8 +320,8 @@ def main() -> None:
     parser.add_argument("--target", choices=sorted(TARGET_FIELDS), default="mask")
     parser.add_argument("--recipe", choices=sorted(RECIPES), default="reference")
     args = parser.parse_args()
-    if args.recipe == "segmentation" and args.target != "mask":
-        parser.error("--recipe segmentation is the segmentation reference's: it takes --target mask")
+    if RECIPE_TARGETS.get(args.recipe, args.target) != args.target:
+        parser.error(f"--recipe {args.recipe} takes --target {RECIPE_TARGETS[args.recipe]}")
     if args.run is None:
         if args.photos:
             write_shards(pathlib.Path(args.photos), pathlib.Path(args.shards), args.images, args.shard_size,
