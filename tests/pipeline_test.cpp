@@ -100,6 +100,14 @@ TEST(PipelineBuild, BadArgumentsNameTheOpAndTheArgument) {
            {"RandomResize(0, 32), CenterCrop(32)", "RandomResize's min_size"},
            {"RandomResize(16, 32, interpolation=InterpolationMode.NEAREST), CenterCrop(32)",
             "RandomResize's interpolation"},
+           {"RandomZoomOut(side_range=(0.5, 2)), CenterCrop(32)", "RandomZoomOut's side_range"},
+           {"RandomZoomOut(side_range=(3, 2)), CenterCrop(32)", "RandomZoomOut's side_range"},
+           {"RandomIoUCrop(min_scale=0.8, max_scale=0.5), CenterCrop(32)", "RandomIoUCrop's max_scale"},
+           {"RandomIoUCrop(trials=0), CenterCrop(32)", "RandomIoUCrop's trials"},
+           {"ScaleJitter(), CenterCrop(32)", "ScaleJitter needs its argument 'target_size'"},
+           {"ScaleJitter((64, 64), scale_range=(0, 1)), CenterCrop(32)", "ScaleJitter's scale_range"},
+           {"RandomShortestSize((32, 40.5)), CenterCrop(32)", "RandomShortestSize's min_size"},
+           {"FixedSizeCrop(32, padding_mode='edge')", "FixedSizeCrop's padding_mode"},
            {"CenterCrop(32), ColorJitter(brightness=-1)", "ColorJitter's brightness"},
            {"CenterCrop(32), ColorJitter(hue=0.7)", "ColorJitter's hue"},
            {"CenterCrop(32), GaussianBlur(4)", "GaussianBlur's kernel_size"},
@@ -245,6 +253,46 @@ TEST(PipelinePlan, APaddedCropShowsThePartOfTheImageInsideIt) {
   auto small = Pipeline::build("RandomCrop(64, padding=4)", options()).value().plan(40, 80, rng);
   EXPECT_EQ(small.status().code(), Status::Code::kBadData);
   EXPECT_NE(small.status().message().find("pad_if_needed"), std::string::npos) << small.status().message();
+}
+
+// The detection references' resizes and crops: ScaleJitter's scale, RandomShortestSize's
+// sizes, FixedSizeCrop's padding at the bottom and right only, RandomZoomOut's canvas.
+TEST(PipelinePlan, TheDetectionReferencesResizesAndCrops) {
+  std::set<int> shortest;
+  for (std::uint64_t i = 0; i < 200; ++i) {
+    KeyedRng rng({5, 0, i});
+    std::vector<GeometryStep> steps;
+    ASSERT_TRUE(
+        Pipeline::build("ScaleJitter((100, 100), scale_range=(0.5, 2.0)), FixedSizeCrop(120)", options())
+            .value()
+            .steps(400, 200, rng, steps)
+            .ok());
+    // min(100 / 200, 100 / 400) = 0.25, times 0.5 to 2: 50 x 25 to 200 x 100.
+    EXPECT_TRUE(steps[0].out_width >= 50 && steps[0].out_width <= 200) << steps[0].out_width;
+    EXPECT_EQ(steps[0].out_height, steps[0].out_width / 2);
+    // The crop starts inside the image; what it lacks is below (always: 100 rows at most)
+    // and to the right.
+    EXPECT_EQ(steps[1].width, 120);
+    EXPECT_EQ(steps[1].y, 0);
+    if (steps[0].out_width <= 120) {
+      EXPECT_EQ(steps[1].x, 0);
+    } else {
+      EXPECT_TRUE(steps[1].x >= 0 && steps[1].x + 120 <= steps[0].out_width) << steps[1].x;
+    }
+    ASSERT_TRUE(Pipeline::build("RandomShortestSize((30, 40, 50), max_size=90), CenterCrop(20)", options())
+                    .value()
+                    .steps(400, 200, rng, steps)
+                    .ok());
+    shortest.insert(steps[0].out_height);
+    EXPECT_LE(steps[0].out_width, 90);
+    ASSERT_TRUE(Pipeline::build("RandomZoomOut(p=1.0), CenterCrop(20)", options())
+                    .value()
+                    .steps(40, 30, rng, steps)
+                    .ok());
+    EXPECT_TRUE(steps[0].x <= 0 && steps[0].y <= 0 && steps[0].width >= 40 && steps[0].width < 160);
+    EXPECT_TRUE(steps[0].x + steps[0].width >= 40 && steps[0].y + steps[0].height >= 30);
+  }
+  EXPECT_EQ(shortest, (std::set<int>{30, 40, 45}));  // 50 would make the longer side 100 > 90
 }
 
 // v2.RandomResize(min_size, max_size): the shorter side drawn in [min_size, max_size), every

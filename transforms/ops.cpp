@@ -301,6 +301,106 @@ class RandomZoomOut : public Op {
   double p_ = 0.5;
 };
 
+// A resize to out_width x out_height a drawn scale made; bad data when it leaves no pixel.
+Result<GeometryStep> scaled(const char* op, int width, int height, int out_width, int out_height) {
+  if (out_width < 1 || out_height < 1) {
+    return Status::BadData(std::string(op) + " scales this " + std::to_string(width) + "x" +
+                           std::to_string(height) + " image to " + std::to_string(out_width) + "x" +
+                           std::to_string(out_height) + ", no pixel: raise its smallest scale");
+  }
+  return GeometryStep{0, 0, width, height, out_width, out_height};
+}
+
+// v2.ScaleJitter(target_size, scale_range): resized by min(target_h / h, target_w / w) times a
+// scale drawn in scale_range (the large-scale jitter of the detection reference's "lsj").
+class ScaleJitter : public Op {
+ public:
+  explicit ScaleJitter(OpArgs& a) : Op(Stage::kGeometry) {
+    a.require("target_size");
+    target_ = a.size("target_size").value_or(std::array<int, 2>{1, 1});
+    scale_ = pair_of(a, "scale_range", {0.1, 2.0}, kFloatMin, 65536.0);
+    a.interpolation("interpolation", Interpolation::kBilinear, {Interpolation::kBilinear});
+    a.flag("antialias", true);
+  }
+  Result<GeometryStep> step(int width, int height, KeyedRng& rng) const override {
+    // torch's float32: scale_range[0] + rand(1) * (scale_range[1] - scale_range[0]), times a Python float.
+    const float scale = static_cast<float>(scale_[0]) +
+                        static_cast<float>(rng.uniform(0.0, 1.0)) * static_cast<float>(scale_[1] - scale_[0]);
+    // v2 divides target_size[1] by the height and target_size[0] by the width.
+    const double fit =
+        std::min(static_cast<double>(target_[1]) / height, static_cast<double>(target_[0]) / width);
+    const float r = static_cast<float>(fit) * scale;
+    return scaled("ScaleJitter", width, height, static_cast<int>(static_cast<float>(width) * r),
+                  static_cast<int>(static_cast<float>(height) * r));
+  }
+  bool resamples() const override { return true; }
+  std::array<int, 2> shape(std::array<int, 2>) const override { return {-1, -1}; }
+
+ private:
+  std::array<int, 2> target_{};
+  std::array<double, 2> scale_{};
+};
+
+// v2.RandomShortestSize(min_size, max_size): the shorter side resized to one of min_size
+// (drawn), the longer kept under max_size; Python's float arithmetic.
+class RandomShortestSize : public Op {
+ public:
+  explicit RandomShortestSize(OpArgs& a) : Op(Stage::kGeometry) {
+    a.require("min_size");
+    const auto sizes = a.numbers("min_size", 1, 64, 1, 65536);
+    for (double s : sizes.value_or(std::vector<double>{1})) {
+      if (s != std::floor(s)) a.fail("min_size", "must be whole pixels");
+      sizes_.push_back(static_cast<int>(s));
+    }
+    max_size_ = a.integer("max_size", 0, 1, 65536);
+    a.interpolation("interpolation", Interpolation::kBilinear, {Interpolation::kBilinear});
+    a.flag("antialias", true);
+  }
+  Result<GeometryStep> step(int width, int height, KeyedRng& rng) const override {
+    const int shortest = sizes_[rng.below(sizes_.size())];
+    double r = static_cast<double>(shortest) / std::min(width, height);
+    if (max_size_ > 0) r = std::min(r, static_cast<double>(max_size_) / std::max(width, height));
+    return scaled("RandomShortestSize", width, height, static_cast<int>(width * r),
+                  static_cast<int>(height * r));
+  }
+  bool resamples() const override { return true; }
+  std::array<int, 2> shape(std::array<int, 2>) const override { return {-1, -1}; }
+
+ private:
+  std::vector<int> sizes_;
+  int max_size_ = 0;
+};
+
+// v2.FixedSizeCrop(size, fill): a crop of at most `size` at a random place (one draw for
+// both offsets), padded at the bottom and right to `size` with fill.
+class FixedSizeCrop : public Op {
+ public:
+  explicit FixedSizeCrop(OpArgs& a) : Op(Stage::kGeometry) {
+    a.require("size");
+    size_ = a.size("size").value_or(std::array<int, 2>{1, 1});
+    fill_ = a.fill("fill");
+    const std::string mode = a.word("padding_mode", "constant", {"constant", "edge", "reflect", "symmetric"});
+    if (mode != "constant") {
+      a.fail("padding_mode",
+             "'" + mode + "' is not supported: forkfeed pads with fill (padding_mode='constant')");
+    }
+  }
+  Result<GeometryStep> step(int width, int height, KeyedRng& rng) const override {
+    const auto [h, w] = size_;
+    const float r = static_cast<float>(rng.uniform(0.0, 1.0));
+    const int top = static_cast<int>(static_cast<float>(std::max(height - h, 0)) * r);
+    const int left = static_cast<int>(static_cast<float>(std::max(width - w, 0)) * r);
+    return GeometryStep{left, top, w, h, w, h, fill_};
+  }
+  std::array<int, 2> shape(std::array<int, 2>) const override { return size_; }
+  std::array<int, 2> least_shape() const override { return size_; }
+  bool pads() const override { return true; }
+
+ private:
+  std::array<int, 2> size_{};
+  fn::Fill fill_{};
+};
+
 // torchvision.ops.box_iou of two XYXY boxes, in float32.
 float box_iou(const Box& a, const Box& b) {
   const float area_a = (a[2] - a[0]) * (a[3] - a[1]), area_b = (b[2] - b[0]) * (b[3] - b[1]);
@@ -859,6 +959,11 @@ const std::vector<OpEntry>& table() {
       {"RandomCrop", {"size", "padding", "pad_if_needed", "fill", "padding_mode"}, plain<RandomCrop>()},
       {"RandomResize", {"min_size", "max_size", "interpolation", "antialias"}, plain<RandomResize>()},
       {"RandomZoomOut", {"fill", "side_range", "p"}, plain<RandomZoomOut>()},
+      {"ScaleJitter", {"target_size", "scale_range", "interpolation", "antialias"}, plain<ScaleJitter>()},
+      {"RandomShortestSize",
+       {"min_size", "max_size", "interpolation", "antialias"},
+       plain<RandomShortestSize>()},
+      {"FixedSizeCrop", {"size", "fill", "padding_mode"}, plain<FixedSizeCrop>()},
       {"RandomIoUCrop",
        {"min_scale", "max_scale", "min_aspect_ratio", "max_aspect_ratio", "sampler_options", "trials"},
        plain<RandomIoUCrop>()},

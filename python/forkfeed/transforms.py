@@ -36,7 +36,8 @@ from forkfeed.mixing import CutMix, MixUp, MixUpOrCutMix  # the batch-level mixe
 
 __all__ = [
     "InterpolationMode", "AutoAugmentPolicy", "Op", "pipeline_spec",
-    "Resize", "CenterCrop", "RandomCrop", "RandomResize", "RandomZoomOut", "RandomIoUCrop", "RandomResizedCrop", "RandomHorizontalFlip", "RandomVerticalFlip",
+    "Resize", "CenterCrop", "RandomCrop", "RandomResize", "RandomZoomOut", "RandomIoUCrop", "ScaleJitter",
+    "RandomShortestSize", "FixedSizeCrop", "RandomResizedCrop", "RandomHorizontalFlip", "RandomVerticalFlip",
     "ColorJitter", "RandomPhotometricDistort", "RandomGrayscale", "Grayscale", "GaussianBlur", "RandomRotation", "RandomAffine",
     "RandomPosterize", "RandomSolarize", "RandomAutocontrast", "RandomEqualize", "RandomAdjustSharpness",
     "RandomInvert", "AutoAugment", "RandAugment", "TrivialAugmentWide", "AugMix", "Normalize", "RandomErasing",
@@ -206,6 +207,31 @@ class RandomIoUCrop(Op):
 
     def __init__(self, min_scale=0.3, max_scale=1.0, min_aspect_ratio=0.5, max_aspect_ratio=2.0,
                  sampler_options=None, trials=40):
+        super().__init__(locals())
+
+
+class ScaleJitter(Op):
+    """torchvision.transforms.v2's (the detection reference's large-scale jitter): resized by
+    ``min(target_size[1] / height, target_size[0] / width)`` times a scale drawn in ``scale_range``."""
+
+    def __init__(self, target_size, scale_range=(0.1, 2.0), interpolation=InterpolationMode.BILINEAR,
+                 antialias=True):
+        super().__init__(locals())
+
+
+class RandomShortestSize(Op):
+    """torchvision.transforms.v2's: the shorter side resized to one of ``min_size`` (drawn), the
+    longer at most ``max_size``."""
+
+    def __init__(self, min_size, max_size=None, interpolation=InterpolationMode.BILINEAR, antialias=True):
+        super().__init__(locals())
+
+
+class FixedSizeCrop(Op):
+    """torchvision.transforms.v2's: a crop of at most ``size`` at a random place, padded at the
+    bottom and right to ``size`` with ``fill``."""
+
+    def __init__(self, size, fill=0, padding_mode="constant"):
         super().__init__(locals())
 
 

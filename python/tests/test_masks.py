@@ -95,6 +95,8 @@ PIPELINES = [
     "RandomResize(30, 60), RandomCrop(48, padding=4, pad_if_needed=True), RandomAffine(degrees=15, "
     "translate=(0.1, 0.1))",
     "RandomZoomOut(fill=7, side_range=(1.0, 2.5), p=0.7), Resize((40, 40)), RandomHorizontalFlip()",
+    "ScaleJitter((48, 48), scale_range=(0.3, 1.5)), FixedSizeCrop((40, 40), fill=3), RandomHorizontalFlip()",
+    "RandomShortestSize((30, 40, 50), max_size=60), CenterCrop(30), RandomVerticalFlip()",
     "RandomResizedCrop(32), RandomRotation(30)",
     "CenterCrop(32), RandomRotation((-90, 90), center=(3, 5))",
     "RandomResizedCrop(32), RandomAffine(degrees=20, translate=(0.1, 0.2), scale=(0.7, 1.3), "

@@ -24,6 +24,9 @@ SAMPLES = [
     (T.RandomResize(260, 1040, antialias=False), "RandomResize(260, 1040, antialias=False)"),
     (T.RandomZoomOut(fill=(124, 116, 104), p=0.6), "RandomZoomOut(fill=(124, 116, 104), p=0.6)"),
     (T.RandomIoUCrop(sampler_options=[0.0, 0.5, 1.0], trials=10), "RandomIoUCrop(sampler_options=(0.0, 0.5, 1.0), trials=10)"),
+    (T.ScaleJitter((1024, 1024), scale_range=(0.5, 1.5)), "ScaleJitter((1024, 1024), scale_range=(0.5, 1.5))"),
+    (T.RandomShortestSize((480, 512, 544), max_size=1333), "RandomShortestSize((480, 512, 544), max_size=1333)"),
+    (T.FixedSizeCrop((512, 512), fill=(123, 117, 104)), "FixedSizeCrop((512, 512), fill=(123, 117, 104))"),
     (T.RandomResizedCrop(176, scale=(0.25, 1.0)), "RandomResizedCrop(176, scale=(0.25, 1.0))"),
     (T.RandomHorizontalFlip(0.3), "RandomHorizontalFlip(p=0.3)"),
     (T.RandomVerticalFlip(p=1), "RandomVerticalFlip(p=1)"),
@@ -53,6 +56,11 @@ SAMPLES = [
 # Ops of torchvision.transforms.v2 (0.16 and later), their arguments and defaults as v2 has them.
 V2_ONLY = {
     "RandomZoomOut": [("fill", 0), ("side_range", (1.0, 4.0)), ("p", 0.5)],
+    "ScaleJitter": [("target_size", inspect.Parameter.empty), ("scale_range", (0.1, 2.0)),
+                    ("interpolation", T.InterpolationMode.BILINEAR), ("antialias", True)],
+    "RandomShortestSize": [("min_size", inspect.Parameter.empty), ("max_size", None),
+                           ("interpolation", T.InterpolationMode.BILINEAR), ("antialias", True)],
+    "FixedSizeCrop": [("size", inspect.Parameter.empty), ("fill", 0), ("padding_mode", "constant")],
     "RandomIoUCrop": [("min_scale", 0.3), ("max_scale", 1.0), ("min_aspect_ratio", 0.5), ("max_aspect_ratio", 2.0),
                       ("sampler_options", None), ("trials", 40)],
     "RandomResize": [("min_size", inspect.Parameter.empty), ("max_size", inspect.Parameter.empty),
@@ -64,7 +72,7 @@ V2_ONLY = {
 
 def test_every_op_has_a_sample():
     assert {type(op).__name__ for op, _ in SAMPLES} == set(T._OPS)
-    assert len(T._OPS) == 28
+    assert len(T._OPS) == 31
 
 
 @pytest.mark.parametrize("name", sorted(T._OPS))
