@@ -20,6 +20,7 @@
 #include "dataset/label.h"
 #include "dataset/manifest_table.h"
 #include "forkfeed/dataset.h"
+#include "tools/shard/coco.h"
 #include "tools/shard/shard_pattern.h"
 #include "tools/shard/tar_writer.h"
 
@@ -228,7 +229,21 @@ Result<ShardConversionReport> convert_to_shards(
   const bool folder = fs::is_directory(from, ec);
   SampleMembers members_of = conversion.members ? conversion.members : image_and_label;
   Result<DatasetIndex> index = Status::Internal("not indexed");
-  if (folder) {
+  std::string base = folder ? from : fs::path(from).parent_path().string();
+  if (!conversion.coco.images.empty()) {
+    CocoOptions coco = conversion.coco;
+    coco.images = normal_absolute(coco.images);
+    if (!fs::is_directory(coco.images, ec)) {
+      return Status::InvalidArgument(
+          "--coco-images " + printable(conversion.coco.images) +
+          " is not a folder; give the folder of the COCO file's images (train2017/)");
+    }
+    Result<CocoDataset> dataset = read_coco(from, coco);
+    if (!dataset.ok()) return dataset.status();
+    index = std::move(dataset->index);
+    members_of = std::move(dataset->members);
+    base = coco.images;
+  } else if (folder) {
     index = DatasetIndex::from_image_folder(from);
   } else {
     Result<std::string> text = read_regular_file(from, "manifest", kManifestLimit);
@@ -243,7 +258,6 @@ Result<ShardConversionReport> convert_to_shards(
     }
   }
   if (!index.ok()) return index.status();
-  const std::string base = folder ? from : fs::path(from).parent_path().string();
 
   const std::uint64_t samples = index->size();
   const std::uint64_t shards = (samples + conversion.shard_size - 1) / conversion.shard_size;

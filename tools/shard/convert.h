@@ -30,6 +30,22 @@ struct PackedSample {
 using SampleMembers =
     std::function<Result<std::vector<ShardMember>>(const PackedSample& sample, std::string image)>;
 
+// How forkfeed-shard reads a COCO instances file (tools/shard/coco.h).
+struct CocoOptions {
+  std::string images{};  // the folder its file_names are in
+  // labels: the category ids as they are (COCO's 1..90, with gaps: what torchvision's
+  // detection models take, num_classes=91), or 1..K in the order of the sorted ids.
+  bool contiguous_labels = false;
+  // iscrowd=1 annotations (a region of many objects): dropped, as torchvision's detection
+  // reference drops them for training, or kept with iscrowd 1.
+  bool keep_crowd = false;
+  // Images without an annotation (after crowds are dropped): kept, with no boxes, or dropped.
+  bool keep_empty = true;
+  // The most bytes the images' names and the annotations' boxes may take in memory: a
+  // larger file is refused, saying so, before memory runs out.
+  std::uint64_t max_held_bytes = std::uint64_t{4} << 30;
+};
+
 struct ShardConversion {
   std::string from;                 // an ImageFolder root (a directory) or a manifest file
   std::string out;                  // a path with one %d or %0Nd: see ShardPattern
@@ -41,6 +57,8 @@ struct ShardConversion {
   // it returns (forkfeed-mkdata --fields adds captions, arrays, masks); its error stops
   // the conversion. Each extension must be non-empty, without '/', once per sample.
   SampleMembers members;
+  // Set (coco.images not empty): `from` is a COCO instances file, its images in coco.images.
+  CocoOptions coco{};
 };
 
 struct ShardConversionReport {

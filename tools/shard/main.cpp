@@ -41,7 +41,15 @@ constexpr const char* kDescription =
     "column order: cls the label; a column named like an image or an array (seg.png,\n"
     "depth.png, npy, emb.npy) the bytes of the file its cell names (relative to the\n"
     "manifest's folder); any other (txt, json, ...) the cell's text itself. An empty cell\n"
-    "leaves that member out of its sample. Column names are lower-cased.\n";
+    "leaves that member out of its sample. Column names are lower-cased.\n\n"
+    "A COCO instances file (--from annotations/instances_train2017.json --coco-images\n"
+    "train2017) packs each image, in the order of their ids, with a .json member of its\n"
+    "annotations: {\"image_id\": 139, \"boxes\": [[x, y, w, h], ...], \"labels\": [...],\n"
+    "\"iscrowd\": [...], \"area\": [...]} (COCO's bbox, in pixels). Read them with the fields\n"
+    "\"image=jpg, boxes=json:boxes(key=boxes, format=xywh), labels=json:per_box(key=labels)\".\n"
+    "The file is read as a stream: what is held is the images' names and the boxes (no\n"
+    "segmentation), and an image or category an annotation names must exist, each image id\n"
+    "and file once.\n";
 
 constexpr const char* kExample =
     "Example:\n"
@@ -49,7 +57,10 @@ constexpr const char* kExample =
     "  forkfeed-bench --shards '/data/shards/train-{000000..001281}.tar' --workers 8\n"
     "A table (tabs between cells), packed into a/x.jpg a/x.cls a/x.txt a/x.seg.png a/x.json:\n"
     "  image    cls  txt                seg.png     json\n"
-    "  a/x.jpg  3    a dog on a beach   a/x_m.png   {\"score\": 0.5}\n\n"
+    "  a/x.jpg  3    a dog on a beach   a/x_m.png   {\"score\": 0.5}\n"
+    "COCO:\n"
+    "  forkfeed-shard --from coco/annotations/instances_train2017.json --coco-images coco/train2017 \\\n"
+    "      --out /data/coco/train-%04d.tar --coco-labels contiguous\n\n"
     "Exit status: 0 done, 1 bad data or a file that could not be read or written,\n"
     "2 bad arguments (nothing was written).";
 
@@ -77,11 +88,39 @@ int main(int argc, char** argv) {
       ->check(forkfeed::cli::integer_of(conversion.shard_size))
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000'000}));
   app.add_flag("--force", conversion.force, "Rewrite shards that exist instead of keeping them");
+  app.add_option("--coco-images", conversion.coco.images,
+                 "--from is a COCO instances file and this the folder of its images")
+      ->type_name("DIR");
+  std::string labels = "ids", crowd = "drop", empty = "keep";
+  app.add_option("--coco-labels", labels,
+                 "COCO labels: the category ids (1..90 with gaps, torchvision's detection models' "
+                 "num_classes=91) or contiguous 1..K in the order of the ids")
+      ->check(CLI::IsMember({"ids", "contiguous"}))
+      ->capture_default_str();
+  app.add_option("--coco-crowd", crowd,
+                 "iscrowd=1 annotations: dropped, as torchvision's detection reference trains, or kept")
+      ->check(CLI::IsMember({"drop", "keep"}))
+      ->capture_default_str();
+  app.add_option("--coco-empty", empty,
+                 "COCO images without an annotation (after --coco-crowd): kept or dropped")
+      ->check(CLI::IsMember({"keep", "drop"}))
+      ->capture_default_str();
+  std::uint64_t held_mib = conversion.coco.max_held_bytes >> 20;
+  app.add_option("--coco-max-mib", held_mib,
+                 "The most memory a COCO file's image names and boxes may take; a larger file is refused")
+      ->type_name("MIB")
+      ->capture_default_str()
+      ->check(forkfeed::cli::integer_of(held_mib))
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 30));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return forkfeed::cli::parse_exit(app, e);
   }
+  conversion.coco.contiguous_labels = labels == "contiguous";
+  conversion.coco.keep_crowd = crowd == "keep";
+  conversion.coco.keep_empty = empty == "keep";
+  conversion.coco.max_held_bytes = held_mib << 20;
 
   // A carriage-return progress line is noise in a log file, so only on a terminal.
   const bool show_progress = isatty(STDERR_FILENO) == 1;

@@ -1,0 +1,144 @@
+"""COCO instances files packed by forkfeed-shard (--coco-images) and read back by the Loader
+as boxes, labels and iscrowd: each image once, in the order of their ids, its annotations
+in the file's order, crowds and images without annotations as the options say; a file that
+is not COCO's, or names what is not there, refused naming the entry, with no shard written;
+a file larger than the memory it may take refused saying so."""
+
+import json
+import pathlib
+import re
+import subprocess
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import forkfeed
+
+from conftest import BIN_DIR
+
+FIELDS = "image=jpg, boxes=json:boxes(key=boxes, format=xywh), labels=json:per_box(key=labels), " \
+         "crowd=json:per_box(key=iscrowd), area=json:per_box(key=area, dtype=float32)"
+
+
+def coco_file(root: pathlib.Path, images: list, annotations: list, categories: list, **extra) -> pathlib.Path:
+    """A COCO instances file beside the folder "train" of 64 x 64 JPEGs, one per image entry."""
+    (root / "train").mkdir(parents=True, exist_ok=True)
+    for image in images:
+        if "file_name" in image:
+            Image.fromarray(np.full((64, 64, 3), 90, np.uint8)).save(root / "train" / image["file_name"])
+    path = root / "instances.json"
+    doc = {"info": {"year": 2017, "nested": [{"a": [1, [2]]}]}, "licenses": [{"id": 1}], "images": images,
+           "annotations": annotations, "categories": categories, **extra}
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def pack(root: pathlib.Path, annotations: pathlib.Path, *flags: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN_DIR / "forkfeed-shard"), "--from", str(annotations), "--coco-images",
+                           str(root / "train"), "--out", str(root / "shards" / "s-%02d.tar"), "--shard-size", "2",
+                           *flags], capture_output=True, text=True)
+
+
+CATEGORIES = [{"id": 18, "name": "dog"}, {"id": 1, "name": "person"}, {"id": 90, "name": "toothbrush"}]
+IMAGES = [{"id": 42, "file_name": "b.jpg", "width": 64, "height": 64},
+          {"id": 7, "file_name": "a.jpg", "width": 64, "height": 64},
+          {"id": 99, "file_name": "c.jpg", "width": 64, "height": 64}]
+ANNOTATIONS = [
+    {"id": 1, "image_id": 42, "category_id": 18, "bbox": [1.5, 2.25, 10, 20], "area": 150.5, "iscrowd": 0,
+     "segmentation": [[1, 2, 3, 4, 5, 6]]},
+    {"id": 2, "image_id": 7, "category_id": 90, "bbox": [0, 0, 64, 64], "area": 4096, "iscrowd": 0,
+     "segmentation": [[0, 0, 64, 0, 64, 64]]},
+    {"id": 3, "image_id": 42, "category_id": 1, "bbox": [30, 30, 20, 10], "area": 200, "iscrowd": 1,
+     "segmentation": {"counts": [0, 5, 10], "size": [64, 64]}},
+    {"id": 4, "image_id": 42, "category_id": 1, "bbox": [40, 5, 4.5, 8], "area": 36, "iscrowd": 0,
+     "segmentation": [[40, 5, 44, 5, 44, 13]]},
+]
+
+
+def samples(root: pathlib.Path) -> list:
+    out = []
+    with forkfeed.Loader(shards=str(root / "shards"), fields=FIELDS, transform="CenterCrop(64)", batch_size=2,
+                         workers=1, shuffle=False) as loader:
+        for batch in loader:
+            out += [dict(key=key, boxes=b.tolist(), labels=l.tolist(), crowd=c.tolist(), area=a.tolist())
+                    for key, b, l, c, a in zip(batch["__key__"], batch["boxes"], batch["labels"], batch["crowd"],
+                                               batch["area"])]
+    return out
+
+
+def test_a_coco_file_packs_into_shards_the_loader_reads_as_boxes_and_labels(tmp_path):
+    done = pack(tmp_path, coco_file(tmp_path, IMAGES, ANNOTATIONS, CATEGORIES))
+    assert done.returncode == 0, done.stderr
+    assert "wrote 3 samples in 2 shards" in done.stdout
+    got = samples(tmp_path)
+    # By id: 7 (a.jpg), 42 (b.jpg), 99 (c.jpg, no annotation: no boxes); the crowd dropped;
+    # boxes XYXY from COCO's x, y, w, h; labels the category ids.
+    assert [s["key"] for s in got] == ["a", "b", "c"]
+    assert got[0]["boxes"] == [[0, 0, 64, 64]] and got[0]["labels"] == [90]
+    assert got[1]["boxes"] == [[1.5, 2.25, 11.5, 22.25], [40, 5, 44.5, 13]]
+    assert got[1]["labels"] == [18, 1] and got[1]["crowd"] == [0, 0] and got[1]["area"] == [150.5, 36]
+    assert got[2]["boxes"] == [] and got[2]["labels"] == []
+
+
+def test_contiguous_labels_kept_crowds_and_dropped_empty_images(tmp_path):
+    done = pack(tmp_path, coco_file(tmp_path, IMAGES, ANNOTATIONS, CATEGORIES), "--coco-labels", "contiguous",
+                "--coco-crowd", "keep", "--coco-empty", "drop")
+    assert done.returncode == 0, done.stderr
+    got = samples(tmp_path)
+    assert [s["key"] for s in got] == ["a", "b"]  # c.jpg has no annotation
+    # ids 1, 18, 90 are labels 1, 2, 3; the crowd kept with iscrowd 1, in the file's order.
+    assert got[0]["labels"] == [3]
+    assert got[1]["labels"] == [2, 1, 1] and got[1]["crowd"] == [0, 1, 0]
+    assert got[1]["boxes"][1] == [30, 30, 50, 40]
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda d: d["annotations"].append({"id": 9, "image_id": 5, "category_id": 1, "bbox": [0, 0, 1, 1]}),
+     "annotation #4 is of image_id 5, which no image has"),
+    (lambda d: d["annotations"].append({"id": 9, "image_id": 7, "category_id": 3, "bbox": [0, 0, 1, 1]}),
+     "annotation #4 is of category_id 3, which no category has"),
+    (lambda d: d["annotations"].append({"id": 9, "image_id": 7, "category_id": 1, "bbox": [0, 0, 1]}),
+     r"annotation #4's bbox holds 3 numbers; COCO's is \[x, y, w, h\]"),
+    (lambda d: d["annotations"].append({"id": 9, "category_id": 1, "bbox": [0, 0, 1, 1]}),
+     "annotation #4 has no integer image_id"),
+    (lambda d: d["images"].append({"id": 42, "file_name": "d.jpg"}), "images #0 and #3 both have id 42"),
+    (lambda d: d["images"].append({"id": 43, "file_name": "a.jpg"}), "images #1 and #3 are both the file a.jpg"),
+    (lambda d: d["images"].append({"id": 43}), r"image #3 \(id 43\) has no file_name"),
+    (lambda d: d["images"].append({"id": "x", "file_name": "d.jpg"}), "image #3 has no integer id"),
+    (lambda d: d.pop("images"), "instances.json: no \"images\" list"),
+])
+def test_a_file_that_is_not_cocos_is_refused_naming_the_entry_and_writes_nothing(tmp_path, change, message):
+    path = coco_file(tmp_path, IMAGES + [{"id": 1000, "file_name": "d.jpg"}], ANNOTATIONS, CATEGORIES)
+    doc = json.loads(path.read_text())
+    doc["images"].pop()  # d.jpg exists as a file, its entry as the case makes it
+    change(doc)
+    path.write_text(json.dumps(doc))
+    done = pack(tmp_path, path)
+    assert done.returncode == 1, done.stdout
+    assert "instances.json" in done.stderr
+    assert re.search(message, done.stderr), done.stderr
+    assert not (tmp_path / "shards").exists()
+
+
+def test_not_json_and_a_missing_folder_are_refused(tmp_path):
+    path = coco_file(tmp_path, IMAGES, ANNOTATIONS, CATEGORIES)
+    path.write_text(path.read_text()[:-40])
+    done = pack(tmp_path, path)
+    assert done.returncode == 1 and "instances.json: not JSON at byte" in done.stderr, done.stderr
+    done = subprocess.run([str(BIN_DIR / "forkfeed-shard"), "--from", str(path), "--coco-images",
+                           str(tmp_path / "nowhere"), "--out", str(tmp_path / "s-%d.tar")],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and "--coco-images" in done.stderr and "is not a folder" in done.stderr
+
+
+def test_a_file_holding_more_than_its_memory_bound_is_refused_saying_so(tmp_path):
+    # 20,000 annotations: about 1.9 MiB held, over a bound of 1 MiB.
+    many = [{"id": n, "image_id": 7, "category_id": 1, "bbox": [n % 50, 1, 2, 3], "area": 6, "iscrowd": 0}
+            for n in range(20_000)]
+    path = coco_file(tmp_path, IMAGES, many, CATEGORIES)
+    done = pack(tmp_path, path, "--coco-max-mib", "1")
+    assert done.returncode == 1, done.stdout
+    assert re.search("more images and annotations than 1 MiB of memory hold .*: raise --coco-max-mib",
+                     done.stderr), done.stderr
+    assert pack(tmp_path, path).returncode == 0

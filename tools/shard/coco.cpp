@@ -1,0 +1,317 @@
+// read_coco: a COCO instances file streamed through nlohmann's SAX parser into the images
+// and the boxes of their annotations, checked, then a DatasetIndex and each sample's members.
+#include "tools/shard/coco.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/printable.h"
+#include "base/regular_file.h"
+#include "dataset/dataset_index_builder.h"
+
+namespace forkfeed {
+namespace {
+
+using json = nlohmann::json;
+
+// A read-only mapping of a whole file: its pages are the page cache's, not the process's.
+class MappedFile {
+ public:
+  static Result<MappedFile> open(const std::string& path) {
+    auto file = open_regular_file(path, "COCO annotations", {std::uint64_t{1} << 40, "the limit of", ""});
+    if (!file.ok()) return file.status();
+    MappedFile m;
+    m.size_ = file->size;
+    if (m.size_ == 0) return m;
+    void* at = ::mmap(nullptr, m.size_, PROT_READ, MAP_PRIVATE, file->fd.get(), 0);
+    if (at == MAP_FAILED) return Status::FromErrno("mmap of COCO annotations " + printable(path), errno);
+    m.data_ = static_cast<const char*>(at);
+    ::madvise(at, m.size_, MADV_SEQUENTIAL);
+    return m;
+  }
+  MappedFile(MappedFile&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+  MappedFile& operator=(MappedFile&&) = delete;
+  ~MappedFile() {
+    if (data_ != nullptr) ::munmap(const_cast<char*>(data_), size_);
+  }
+  std::string_view text() const { return {data_, size_}; }
+
+ private:
+  MappedFile() = default;
+  const char* data_ = nullptr;
+  std::uint64_t size_ = 0;
+};
+
+struct Image {
+  std::optional<std::int64_t> id{};
+  std::string file_name{};
+  std::size_t entry = 0;  // its place in "images", from 0, for messages
+};
+
+struct Annotation {
+  std::optional<std::int64_t> image_id{}, category_id{};
+  std::array<double, 4> bbox{};
+  std::size_t bbox_numbers = 0;  // how many the bbox held: 4, or it is refused
+  bool crowd = false;
+  double area = 0;
+  std::size_t entry = 0;
+};
+
+struct Category {
+  std::optional<std::int64_t> id{};
+  std::size_t entry = 0;
+};
+
+// The SAX events of the file, kept where they say something of an image, an annotation or
+// a category: the top object's "images", "annotations" and "categories" lists, the fields
+// of their entries; everything deeper (segmentations) passes.
+class CocoReader : public nlohmann::json_sax<json> {
+ public:
+  explicit CocoReader(std::uint64_t max_held_bytes) : max_held_(max_held_bytes) {}
+
+  std::vector<Image> images;
+  std::vector<Annotation> annotations;
+  std::vector<Category> categories;
+  bool saw_images = false;
+  Status error;  // why parsing stopped, when a handler stopped it
+
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t v) override { return number(static_cast<double>(v), v); }
+  bool number_unsigned(number_unsigned_t v) override {
+    const bool fits = v <= static_cast<number_unsigned_t>(std::numeric_limits<std::int64_t>::max());
+    return number(static_cast<double>(v), fits ? std::optional<std::int64_t>(v) : std::nullopt);
+  }
+  bool number_float(number_float_t v, const string_t&) override { return number(v, std::nullopt); }
+  bool string(string_t& s) override {
+    if (depth_ == 3 && in_entry() && section_ == Section::kImages && field_ == "file_name") {
+      images.back().file_name = s;
+      return hold(s.size());
+    }
+    return true;
+  }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override {
+    open(false);
+    if (depth_ == 3 && in_entry()) {
+      switch (section_) {
+        case Section::kImages: images.push_back({.entry = images.size()}); return hold(sizeof(Image));
+        case Section::kAnnotations:
+          annotations.push_back({.entry = annotations.size()});
+          return hold(sizeof(Annotation));
+        case Section::kCategories: categories.push_back({.entry = categories.size()}); return true;
+        case Section::kOther: break;
+      }
+    }
+    return true;
+  }
+  bool key(string_t& k) override {
+    if (depth_ == 1) {
+      section_ = k == "images"        ? Section::kImages
+                 : k == "annotations" ? Section::kAnnotations
+                 : k == "categories"  ? Section::kCategories
+                                      : Section::kOther;
+    } else if (depth_ == 3) {
+      field_ = k;
+    }
+    return true;
+  }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t) override {
+    open(true);
+    if (depth_ == 2 && section_ == Section::kImages) saw_images = true;
+    return true;
+  }
+  bool end_array() override { return close(); }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) override {
+    if (error.ok()) error = Status::BadData("not JSON at byte " + std::to_string(position) + ": " + e.what());
+    return false;
+  }
+
+ private:
+  enum class Section { kOther, kImages, kAnnotations, kCategories };
+
+  // An entry's object: depth 3, in a list at depth 2 of a section.
+  bool in_entry() const { return arrays_.size() >= 3 && arrays_[1] && !arrays_[2]; }
+  void open(bool array) {
+    ++depth_;
+    arrays_.push_back(array);
+  }
+  bool close() {
+    --depth_;
+    arrays_.pop_back();
+    return true;
+  }
+  bool number(double v, std::optional<std::int64_t> integer) {
+    if (depth_ == 4 && arrays_.size() == 4 && arrays_[3] && section_ == Section::kAnnotations &&
+        field_ == "bbox") {
+      Annotation& a = annotations.back();
+      if (a.bbox_numbers < 4) a.bbox[a.bbox_numbers] = v;
+      ++a.bbox_numbers;
+      return true;
+    }
+    if (depth_ != 3 || !in_entry()) return true;
+    switch (section_) {
+      case Section::kImages:
+        if (field_ == "id") images.back().id = integer;
+        break;
+      case Section::kAnnotations:
+        if (field_ == "image_id") annotations.back().image_id = integer;
+        if (field_ == "category_id") annotations.back().category_id = integer;
+        if (field_ == "iscrowd") annotations.back().crowd = v != 0;
+        if (field_ == "area") annotations.back().area = v;
+        break;
+      case Section::kCategories:
+        if (field_ == "id") categories.back().id = integer;
+        break;
+      case Section::kOther: break;
+    }
+    return true;
+  }
+  // Counts `bytes` more held; false (stopping the parse) past the bound.
+  bool hold(std::uint64_t bytes) {
+    held_ += bytes;
+    if (held_ <= max_held_) return true;
+    error = Status::ResourceExhausted(
+        "more images and annotations than " + std::to_string(max_held_ >> 20) +
+        " MiB of memory hold (at image " + std::to_string(images.size()) + ", annotation " +
+        std::to_string(annotations.size()) +
+        "): raise --coco-max-mib, or split it into files of fewer images, each packed into shards");
+    return false;
+  }
+
+  std::uint64_t max_held_;
+  std::uint64_t held_ = 0;
+  int depth_ = 0;
+  std::vector<bool> arrays_;  // per open container, whether it is a list
+  Section section_ = Section::kOther;
+  std::string field_;
+};
+
+// One image's members: what the Loader's boxes and per_box fields read.
+struct ImageTargets {
+  std::int64_t id = 0;
+  std::vector<const Annotation*> annotations;
+};
+
+std::string targets_json(const ImageTargets& t, const std::map<std::int64_t, std::int64_t>& labels) {
+  json boxes = json::array(), classes = json::array(), crowd = json::array(), area = json::array();
+  for (const Annotation* a : t.annotations) {
+    boxes.push_back(a->bbox);
+    classes.push_back(labels.at(*a->category_id));
+    crowd.push_back(a->crowd ? 1 : 0);
+    area.push_back(a->area);
+  }
+  return json{{"image_id", t.id}, {"boxes", boxes}, {"labels", classes}, {"iscrowd", crowd}, {"area", area}}
+      .dump();
+}
+
+}  // namespace
+
+Result<CocoDataset> read_coco(const std::string& annotations, const CocoOptions& options) {
+  auto file = MappedFile::open(annotations);
+  if (!file.ok()) return file.status();
+  const auto bad = [&](const std::string& what) {
+    return Status::BadData("COCO annotations " + printable(annotations) + ": " + what);
+  };
+  CocoReader reader(options.max_held_bytes);
+  const std::string_view text = file->text();
+  const bool parsed = json::sax_parse(text.begin(), text.end(), &reader);
+  if (!reader.error.ok()) {
+    return Status::FromCode(reader.error.code(),
+                            "COCO annotations " + printable(annotations) + ": " + reader.error.message());
+  }
+  if (!parsed || !reader.saw_images) {
+    return bad("no \"images\" list: is it an instances_*.json (annotations/ of a COCO download)?");
+  }
+
+  // The categories and their labels: the ids, or 1..K in sorted order.
+  std::map<std::int64_t, std::int64_t> labels;
+  for (const Category& c : reader.categories) {
+    if (!c.id) return bad("category #" + std::to_string(c.entry) + " has no integer id");
+    labels[*c.id] = *c.id;
+  }
+  std::int64_t next = 1;
+  for (auto& [id, label] : labels) label = options.contiguous_labels ? next++ : id;
+
+  // The images by id, each once, each file once.
+  std::unordered_map<std::int64_t, std::size_t> by_id;
+  std::unordered_map<std::string_view, std::size_t> by_file;
+  for (const Image& image : reader.images) {
+    const std::string entry = "image #" + std::to_string(image.entry);
+    if (!image.id) return bad(entry + " has no integer id");
+    if (image.file_name.empty())
+      return bad(entry + " (id " + std::to_string(*image.id) + ") has no file_name");
+    if (image.file_name.find('\0') != std::string::npos) return bad(entry + "'s file_name holds a NUL byte");
+    if (auto [at, added] = by_id.emplace(*image.id, image.entry); !added) {
+      return bad("images #" + std::to_string(at->second) + " and #" + std::to_string(image.entry) +
+                 " both have id " + std::to_string(*image.id) + ": an image id names one image");
+    }
+    if (auto [at, added] = by_file.emplace(image.file_name, image.entry); !added) {
+      return bad("images #" + std::to_string(at->second) + " and #" + std::to_string(image.entry) +
+                 " are both the file " + printable(image.file_name) + ": one file is one sample");
+    }
+  }
+  std::vector<ImageTargets> targets(reader.images.size());
+  for (const Image& image : reader.images) targets[image.entry].id = *image.id;
+  for (const Annotation& a : reader.annotations) {
+    const std::string entry = "annotation #" + std::to_string(a.entry);
+    if (!a.image_id || !by_id.contains(*a.image_id)) {
+      return bad(entry + (a.image_id
+                              ? " is of image_id " + std::to_string(*a.image_id) + ", which no image has"
+                              : " has no integer image_id"));
+    }
+    if (!a.category_id || !labels.contains(*a.category_id)) {
+      return bad(entry + (a.category_id ? " is of category_id " + std::to_string(*a.category_id) +
+                                              ", which no category has"
+                                        : " has no integer category_id"));
+    }
+    if (a.bbox_numbers != 4) {
+      return bad(entry + "'s bbox holds " + std::to_string(a.bbox_numbers) +
+                 " numbers; COCO's is [x, y, w, h]");
+    }
+    if (a.crowd && !options.keep_crowd) continue;
+    targets[by_id.at(*a.image_id)].annotations.push_back(&a);
+  }
+
+  // Samples in the order of their ids, as torchvision's CocoDetection takes them.
+  std::vector<std::size_t> order(reader.images.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return *reader.images[a].id < *reader.images[b].id; });
+  std::erase_if(order, [&](std::size_t i) { return !options.keep_empty && targets[i].annotations.empty(); });
+
+  DatasetIndexBuilder builder;
+  auto members = std::make_shared<std::vector<std::string>>();
+  members->reserve(order.size());
+  for (std::size_t i : order) {
+    builder.add(options.images, reader.images[i].file_name, 0, DatasetIndex::kUnknownBytes);
+    members->push_back(targets_json(targets[i], labels));
+  }
+  builder.set_root(options.images);
+  // The JSON of every image is made before the reader's annotations go; each is a few hundred
+  // bytes where the file's entries with their segmentations took kilobytes.
+  SampleMembers sample_members = [members](const PackedSample& sample,
+                                           std::string image) -> Result<std::vector<ShardMember>> {
+    std::vector<ShardMember> out;
+    out.push_back({std::string(sample.extension), std::move(image)});
+    out.push_back({"json", (*members)[sample.index]});
+    return out;
+  };
+  return CocoDataset{std::move(builder).finish(), std::move(sample_members)};
+}
+
+}  // namespace forkfeed

@@ -1,0 +1,29 @@
+// A COCO instances file (annotations/instances_*.json) and its image folder as a dataset
+// forkfeed-shard packs: each image a sample, its annotations one "<key>.json" member that a
+// Loader reads with boxes and per_box fields:
+//   {"image_id": 139, "boxes": [[x, y, w, h], ...], "labels": [...], "iscrowd": [...], "area": [...]}
+// (COCO's bbox, in pixels: format=xywh). Read as a stream (nlohmann's SAX), so that what is
+// held is what the shards need, not the file's tree: segmentations are skipped.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "forkfeed/dataset.h"
+#include "forkfeed/status.h"
+#include "tools/shard/convert.h"
+
+namespace forkfeed {
+
+struct CocoDataset {
+  DatasetIndex index;     // the images, by id, in `options.images`
+  SampleMembers members;  // the image, then "json"
+};
+
+// Reads `annotations` as `options` (ShardConversion::coco) say. BadData naming the file and the entry for
+// what is not COCO's: no "images" list, an image without id or file_name, two images with one id or one file,
+// an annotation of an image or a category that is not there, a bbox that is not 4 numbers; ResourceExhausted
+// past max_held_bytes.
+Result<CocoDataset> read_coco(const std::string& annotations, const CocoOptions& options);
+
+}  // namespace forkfeed
