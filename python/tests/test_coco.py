@@ -142,3 +142,130 @@ def test_a_file_holding_more_than_its_memory_bound_is_refused_saying_so(tmp_path
     assert re.search("more images and annotations than 1 MiB of memory hold .*: raise --coco-max-mib",
                      done.stderr), done.stderr
     assert pack(tmp_path, path).returncode == 0
+
+
+# ---- segmentations ------------------------------------------------------------------------
+
+
+def rle_string(counts: list) -> str:
+    """pycocotools' compressed RLE (rleToString): 5 bits a character from '0', a sixth for "more",
+    each count after the second as the difference from the one two before."""
+    out = []
+    for i, x in enumerate(counts):
+        x -= counts[i - 2] if i > 2 else 0
+        more = True
+        while more:
+            c = x & 0x1F
+            x >>= 5
+            more = x != -1 if c & 0x10 else x != 0
+            out.append(chr((c | 0x20 if more else c) + 48))
+    return "".join(out)
+
+
+def runs(mask: np.ndarray) -> list:
+    """The counts of a binary mask down its columns (COCO's RLE), 0s first."""
+    flat = mask.T.ravel()
+    counts, current, n = [], 0, 0
+    for value in flat:
+        if value != current:
+            counts.append(n)
+            current, n = value, 0
+        n += 1
+    return counts + [n]
+
+
+def masks_of(root: pathlib.Path, fields: str) -> dict:
+    with forkfeed.Loader(shards=str(root / "shards"), fields=fields, transform="CenterCrop(64)", batch_size=4,
+                         workers=1, shuffle=False) as loader:
+        batch = loader.next_batch()
+        return {key: batch.fields[list(batch.fields)[1]][i].numpy() for i, key in enumerate(batch.fields["__key__"])}
+
+
+def segmentation_file(root: pathlib.Path, crowd_counts) -> pathlib.Path:
+    """Two images: a (rectangles by polygon, one of two polygons, overlapping one another) and
+    b (an uncompressed RLE and a compressed one, the latter a crowd)."""
+    block = np.zeros((64, 64), np.uint8)
+    block[40:50, 5:9] = 1  # rows 40-49, columns 5-8
+    ring = np.zeros((64, 64), np.uint8)
+    ring[10:20, 30:40] = 1
+    ring[13:17, 33:37] = 0  # a hole, which polygons cannot draw
+    annotations = [
+        {"id": 1, "image_id": 7, "category_id": 18, "bbox": [2, 3, 8, 5], "iscrowd": 0,
+         "segmentation": [[2, 3, 10, 3, 10, 8, 2, 8]]},  # columns 2-9, rows 3-7
+        {"id": 2, "image_id": 7, "category_id": 1, "bbox": [6, 6, 10, 10], "iscrowd": 0,
+         "segmentation": [[6, 6, 16, 6, 16, 16, 6, 16], [30, 30, 32, 30, 32, 31, 30, 31]]},
+        {"id": 3, "image_id": 42, "category_id": 90, "bbox": [5, 40, 4, 10], "iscrowd": 0,
+         "segmentation": {"counts": runs(block), "size": [64, 64]}},
+        {"id": 4, "image_id": 42, "category_id": 1, "bbox": [30, 10, 10, 10], "iscrowd": 1,
+         "segmentation": {"counts": crowd_counts(ring), "size": [64, 64]}},
+    ]
+    images = [{"id": 7, "file_name": "a.jpg", "width": 64, "height": 64},
+              {"id": 42, "file_name": "b.jpg", "width": 64, "height": 64}]
+    return coco_file(root, images, annotations, CATEGORIES)
+
+
+def expected_pixels():
+    a = np.zeros((64, 64), np.int64)
+    first, second = np.zeros_like(a, bool), np.zeros_like(a, bool)
+    first[3:8, 2:10] = True
+    second[6:16, 6:16] = True
+    second[30:31, 30:32] = True
+    b_block = np.zeros_like(a, bool)
+    b_block[40:50, 5:9] = True
+    ring = np.zeros_like(a, bool)
+    ring[10:20, 30:40] = True
+    ring[13:17, 33:37] = False
+    return first, second, b_block, ring
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_semantic_masks_are_the_labels_of_the_rasterised_segmentations_255_where_they_overlap(tmp_path, compressed):
+    path = segmentation_file(tmp_path, (lambda m: rle_string(runs(m))) if compressed else runs)
+    done = pack(tmp_path, path, "--coco-masks", "semantic", "--coco-crowd", "keep", "--coco-labels", "contiguous")
+    assert done.returncode == 0, done.stderr
+    got = masks_of(tmp_path, "image=jpg, seg=seg.png:mask(fill=255)")
+    first, second, block, ring = expected_pixels()
+    a = np.zeros((64, 64), np.int64)
+    a[first], a[second] = 2, 1  # dog (id 18) is label 2, person (id 1) label 1
+    a[first & second] = 255
+    b = np.zeros((64, 64), np.int64)
+    b[block], b[ring] = 3, 1
+    assert np.array_equal(got["a"], a), np.argwhere(got["a"] != a)[:5]
+    assert np.array_equal(got["b"], b), np.argwhere(got["b"] != b)[:5]
+
+
+def test_instance_masks_number_the_boxes_the_last_annotation_over_the_others(tmp_path):
+    done = pack(tmp_path, segmentation_file(tmp_path, runs), "--coco-masks", "instance")
+    assert done.returncode == 0, done.stderr
+    got = masks_of(tmp_path, "image=jpg, inst=inst.png:mask(dtype=uint16)")
+    first, second, block, _ = expected_pixels()
+    a = np.zeros((64, 64), np.int64)
+    a[first], a[second] = 1, 2
+    b = np.zeros((64, 64), np.int64)
+    b[block] = 1  # the crowd dropped: its box and its pixels
+    assert np.array_equal(got["a"], a) and np.array_equal(got["b"], b)
+
+
+@pytest.mark.parametrize("change,flags,message", [
+    (lambda d: d["annotations"][2]["segmentation"].update(size=[64, 63]), [],
+     r"image id 42: annotation #2: its RLE's size is not its image's \[64, 64\]"),
+    (lambda d: d["annotations"][2]["segmentation"].update(counts=[5, 6]), [],
+     "annotation #2: its RLE counts cover 11 pixels, its 64x64 image 4096"),
+    (lambda d: d["annotations"][2]["segmentation"].update(counts="0\x7f"), [],
+     "annotation #2: its RLE counts are no compressed RLE string"),
+    (lambda d: d["images"][0].pop("width"), [], r"image #0 \(id 7\) has no width and height"),
+    (lambda d: None, ["--coco-labels", "ids"], None),
+    (lambda d: d["categories"].append({"id": 300}) or d["annotations"][0].update(category_id=300),
+     ["--coco-labels", "ids"], "annotation #0 has label 300, and a semantic mask holds labels up to 254"),
+])
+def test_segmentations_that_do_not_fit_their_image_are_refused_naming_them(tmp_path, change, flags, message):
+    path = segmentation_file(tmp_path, runs)
+    doc = json.loads(path.read_text())
+    change(doc)
+    path.write_text(json.dumps(doc))
+    done = pack(tmp_path, path, "--coco-masks", "semantic", *flags)
+    if message is None:  # category ids up to 90 fit a semantic mask
+        assert done.returncode == 0, done.stderr
+        return
+    assert done.returncode == 1, done.stdout
+    assert re.search(message, done.stderr), done.stderr

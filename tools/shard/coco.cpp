@@ -16,10 +16,13 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <opencv2/core.hpp>
 
 #include "base/printable.h"
 #include "base/regular_file.h"
 #include "dataset/dataset_index_builder.h"
+#include "tools/shard/coco_mask.h"
+#include "workers/image_codecs.h"
 
 namespace forkfeed {
 namespace {
@@ -58,6 +61,7 @@ class MappedFile {
 struct Image {
   std::optional<std::int64_t> id{};
   std::string file_name{};
+  std::optional<std::int64_t> width{}, height{};
   std::size_t entry = 0;  // its place in "images", from 0, for messages
 };
 
@@ -68,6 +72,12 @@ struct Annotation {
   bool crowd = false;
   double area = 0;
   std::size_t entry = 0;
+  // Its segmentation, when masks are packed: polygons, or an RLE (counts or a string) of size.
+  std::vector<std::vector<double>> polygons{};
+  RunLengths counts{};
+  std::string compressed{};
+  std::vector<std::int64_t> size{};
+  bool rle = false;
 };
 
 struct Category {
@@ -80,7 +90,8 @@ struct Category {
 // of their entries; everything deeper (segmentations) passes.
 class CocoReader : public nlohmann::json_sax<json> {
  public:
-  explicit CocoReader(std::uint64_t max_held_bytes) : max_held_(max_held_bytes) {}
+  CocoReader(std::uint64_t max_held_bytes, bool segmentations)
+      : max_held_(max_held_bytes), segmentations_(segmentations) {}
 
   std::vector<Image> images;
   std::vector<Annotation> annotations;
@@ -101,11 +112,16 @@ class CocoReader : public nlohmann::json_sax<json> {
       images.back().file_name = s;
       return hold(s.size());
     }
+    if (in_segmentation(4, false) && inner_field_ == "counts") {
+      annotations.back().compressed = s;
+      return hold(s.size());
+    }
     return true;
   }
   bool binary(binary_t&) override { return true; }
   bool start_object(std::size_t) override {
     open(false);
+    if (in_segmentation(4, false)) annotations.back().rle = true;
     if (depth_ == 3 && in_entry()) {
       switch (section_) {
         case Section::kImages: images.push_back({.entry = images.size()}); return hold(sizeof(Image));
@@ -126,6 +142,8 @@ class CocoReader : public nlohmann::json_sax<json> {
                                       : Section::kOther;
     } else if (depth_ == 3) {
       field_ = k;
+    } else if (depth_ == 4) {
+      inner_field_ = k;
     }
     return true;
   }
@@ -133,6 +151,8 @@ class CocoReader : public nlohmann::json_sax<json> {
   bool start_array(std::size_t) override {
     open(true);
     if (depth_ == 2 && section_ == Section::kImages) saw_images = true;
+    if (in_segmentation(5, true) && !arrays_[3]) return true;                  // an RLE's counts or size
+    if (in_segmentation(5, true)) annotations.back().polygons.emplace_back();  // a polygon
     return true;
   }
   bool end_array() override { return close(); }
@@ -146,6 +166,12 @@ class CocoReader : public nlohmann::json_sax<json> {
 
   // An entry's object: depth 3, in a list at depth 2 of a section.
   bool in_entry() const { return arrays_.size() >= 3 && arrays_[1] && !arrays_[2]; }
+  // At `depth` inside an annotation's "segmentation", in a list (or an object) there.
+  bool in_segmentation(int depth, bool array) const {
+    return segmentations_ && depth_ == depth && section_ == Section::kAnnotations &&
+           field_ == "segmentation" && arrays_.size() >= 3 && arrays_[1] && !arrays_[2] &&
+           arrays_.back() == array;
+  }
   void open(bool array) {
     ++depth_;
     arrays_.push_back(array);
@@ -156,6 +182,17 @@ class CocoReader : public nlohmann::json_sax<json> {
     return true;
   }
   bool number(double v, std::optional<std::int64_t> integer) {
+    if (in_segmentation(5, true)) {
+      Annotation& a = annotations.back();
+      if (!arrays_[3]) {  // {"counts": [...], "size": [h, w]}
+        if (inner_field_ == "counts")
+          a.counts.push_back(integer && *integer >= 0 ? static_cast<std::uint32_t>(*integer) : 0);
+        if (inner_field_ == "size") a.size.push_back(integer.value_or(-1));
+        return hold(sizeof(std::uint32_t));
+      }
+      a.polygons.back().push_back(v);  // [[x1, y1, x2, y2, ...], ...]
+      return hold(sizeof(double));
+    }
     if (depth_ == 4 && arrays_.size() == 4 && arrays_[3] && section_ == Section::kAnnotations &&
         field_ == "bbox") {
       Annotation& a = annotations.back();
@@ -167,6 +204,8 @@ class CocoReader : public nlohmann::json_sax<json> {
     switch (section_) {
       case Section::kImages:
         if (field_ == "id") images.back().id = integer;
+        if (field_ == "width") images.back().width = integer;
+        if (field_ == "height") images.back().height = integer;
         break;
       case Section::kAnnotations:
         if (field_ == "image_id") annotations.back().image_id = integer;
@@ -194,19 +233,23 @@ class CocoReader : public nlohmann::json_sax<json> {
   }
 
   std::uint64_t max_held_;
+  bool segmentations_;
   std::uint64_t held_ = 0;
   int depth_ = 0;
   std::vector<bool> arrays_;  // per open container, whether it is a list
   Section section_ = Section::kOther;
   std::string field_;
+  std::string inner_field_;  // a key of an object in an entry (an RLE's)
 };
 
-// One image's members: what the Loader's boxes and per_box fields read.
+// One image's annotations, in the file's order, crowds dropped unless kept.
 struct ImageTargets {
   std::int64_t id = 0;
+  int width = 0, height = 0;
   std::vector<const Annotation*> annotations;
 };
 
+// What the Loader's boxes and per_box fields read.
 std::string targets_json(const ImageTargets& t, const std::map<std::int64_t, std::int64_t>& labels) {
   json boxes = json::array(), classes = json::array(), crowd = json::array(), area = json::array();
   for (const Annotation* a : t.annotations) {
@@ -219,6 +262,66 @@ std::string targets_json(const ImageTargets& t, const std::map<std::int64_t, std
       .dump();
 }
 
+// The pixels of annotation `a` on its width x height image, as 1s in `out` (8-bit, zeroed):
+// the union of its polygons, or its RLE.
+Status rasterise(const Annotation& a, int width, int height, cv::Mat& out) {
+  out.create(height, width, CV_8UC1);
+  out.setTo(0);
+  if (!a.rle) {
+    for (const std::vector<double>& polygon : a.polygons) {
+      if (Status s = paint(rle_from_polygon(polygon, height, width), out, 1); !s.ok()) return s;
+    }
+    return Status::Ok();
+  }
+  if (a.size.size() != 2 || a.size[0] != height || a.size[1] != width) {
+    return Status::BadData("its RLE's size is not its image's [" + std::to_string(height) + ", " +
+                           std::to_string(width) + "]");
+  }
+  if (a.compressed.empty()) return paint(a.counts, out, 1);
+  auto counts = rle_from_string(a.compressed);
+  if (!counts.ok()) return counts.status();
+  return paint(*counts, out, 1);
+}
+
+// The image's mask member, as CocoOptions::Masks says.
+Result<ShardMember> mask_member(const ImageTargets& t, const std::map<std::int64_t, std::int64_t>& labels,
+                                CocoOptions::Masks kind) {
+  const bool semantic = kind == CocoOptions::Masks::kSemantic;
+  cv::Mat out(t.height, t.width, semantic ? CV_8UC1 : CV_16UC1, cv::Scalar(0));
+  cv::Mat covered(t.height, t.width, CV_8UC1, cv::Scalar(0)), one;
+  for (std::size_t k = 0; k < t.annotations.size(); ++k) {
+    const Annotation& a = *t.annotations[k];
+    if (Status s = rasterise(a, t.width, t.height, one); !s.ok()) {
+      return Status::FromCode(s.code(), "annotation #" + std::to_string(a.entry) + ": " + s.message());
+    }
+    if (semantic) {
+      const std::int64_t label = labels.at(*a.category_id);
+      if (label > 254) {
+        return Status::BadData("annotation #" + std::to_string(a.entry) + " has label " +
+                               std::to_string(label) +
+                               ", and a semantic mask holds labels up to 254 (255: overlaps): use "
+                               "--coco-labels contiguous, or --coco-masks instance");
+      }
+      out.setTo(static_cast<int>(label), one);
+      cv::add(covered, one, covered);  // saturates at 255
+    } else {
+      if (k + 1 > 65535)
+        return Status::BadData("holds more than 65535 annotations, what a 16-bit mask can number");
+      out.setTo(static_cast<int>(k + 1), one);
+    }
+  }
+  if (semantic) {
+    cv::Mat overlaps;
+    cv::compare(covered, 1, overlaps, cv::CMP_GT);
+    out.setTo(255, overlaps);
+  }
+  std::vector<unsigned char> png;
+  const Result<bool> encoded = image_codecs::encode(".png", out, png, {});
+  if (!encoded.ok()) return encoded.status();
+  if (!*encoded) return Status::Internal("OpenCV could not encode a mask as PNG");
+  return ShardMember{semantic ? "seg.png" : "inst.png", std::string(png.begin(), png.end())};
+}
+
 }  // namespace
 
 Result<CocoDataset> read_coco(const std::string& annotations, const CocoOptions& options) {
@@ -227,7 +330,9 @@ Result<CocoDataset> read_coco(const std::string& annotations, const CocoOptions&
   const auto bad = [&](const std::string& what) {
     return Status::BadData("COCO annotations " + printable(annotations) + ": " + what);
   };
-  CocoReader reader(options.max_held_bytes);
+  auto held =
+      std::make_shared<CocoReader>(options.max_held_bytes, options.masks != CocoOptions::Masks::kNone);
+  CocoReader& reader = *held;
   const std::string_view text = file->text();
   const bool parsed = json::sax_parse(text.begin(), text.end(), &reader);
   if (!reader.error.ok()) {
@@ -294,24 +399,44 @@ Result<CocoDataset> read_coco(const std::string& annotations, const CocoOptions&
             [&](std::size_t a, std::size_t b) { return *reader.images[a].id < *reader.images[b].id; });
   std::erase_if(order, [&](std::size_t i) { return !options.keep_empty && targets[i].annotations.empty(); });
 
+  auto packed = std::make_shared<std::vector<ImageTargets>>();
   DatasetIndexBuilder builder;
-  auto members = std::make_shared<std::vector<std::string>>();
-  members->reserve(order.size());
   for (std::size_t i : order) {
-    builder.add(options.images, reader.images[i].file_name, 0, DatasetIndex::kUnknownBytes);
-    members->push_back(targets_json(targets[i], labels));
+    const Image& image = reader.images[i];
+    if (options.masks != CocoOptions::Masks::kNone) {
+      const auto side = [](const std::optional<std::int64_t>& v) { return v && *v >= 1 && *v <= 65535; };
+      if (!side(image.width) || !side(image.height)) {
+        return bad("image #" + std::to_string(image.entry) + " (id " + std::to_string(*image.id) +
+                   ") has no width and height of 1 to 65535, which its masks are drawn at");
+      }
+      targets[i].width = static_cast<int>(*image.width);
+      targets[i].height = static_cast<int>(*image.height);
+    }
+    builder.add(options.images, image.file_name, 0, DatasetIndex::kUnknownBytes);
+    packed->push_back(std::move(targets[i]));
   }
   builder.set_root(options.images);
-  // The JSON of every image is made before the reader's annotations go; each is a few hundred
-  // bytes where the file's entries with their segmentations took kilobytes.
-  SampleMembers sample_members = [members](const PackedSample& sample,
-                                           std::string image) -> Result<std::vector<ShardMember>> {
+  // The members of each sample, made as it is packed, from what the reader holds.
+  const std::string name = printable(annotations);
+  SampleMembers members = [held, packed, labels, name, masks = options.masks](
+                              const PackedSample& sample,
+                              std::string image) -> Result<std::vector<ShardMember>> {
+    const ImageTargets& t = (*packed)[sample.index];
     std::vector<ShardMember> out;
     out.push_back({std::string(sample.extension), std::move(image)});
-    out.push_back({"json", (*members)[sample.index]});
+    out.push_back({"json", targets_json(t, labels)});
+    if (masks != CocoOptions::Masks::kNone) {
+      auto mask = mask_member(t, labels, masks);
+      if (!mask.ok()) {
+        return Status::FromCode(mask.status().code(), "COCO annotations " + name + ": image id " +
+                                                          std::to_string(t.id) + ": " +
+                                                          mask.status().message());
+      }
+      out.push_back(std::move(mask).value());
+    }
     return out;
   };
-  return CocoDataset{std::move(builder).finish(), std::move(sample_members)};
+  return CocoDataset{std::move(builder).finish(), std::move(members)};
 }
 
 }  // namespace forkfeed

@@ -2,8 +2,10 @@
 // forkfeed-shard packs: each image a sample, its annotations one "<key>.json" member that a
 // Loader reads with boxes and per_box fields:
 //   {"image_id": 139, "boxes": [[x, y, w, h], ...], "labels": [...], "iscrowd": [...], "area": [...]}
-// (COCO's bbox, in pixels: format=xywh). Read as a stream (nlohmann's SAX), so that what is
-// held is what the shards need, not the file's tree: segmentations are skipped.
+// (COCO's bbox, in pixels: format=xywh), and with CocoOptions::masks its segmentations
+// rasterised into a "<key>.seg.png" or "<key>.inst.png" (tools/shard/coco_mask.h). Read as a
+// stream (nlohmann's SAX), so that what is held is what the shards need, not the file's
+// tree: segmentations only when masks are asked for.
 #pragma once
 
 #include <cstdint>

@@ -41,6 +41,13 @@ struct CocoOptions {
   bool keep_crowd = false;
   // Images without an annotation (after crowds are dropped): kept, with no boxes, or dropped.
   bool keep_empty = true;
+  // The annotations' segmentations (polygons, RLE) as pycocotools rasterises them, in a
+  // member of each image: none; "seg.png", 8-bit, each pixel the label of the one
+  // annotation covering it, 0 for none, 255 where two overlap (torchvision's segmentation
+  // reference's rule); or "inst.png", 16-bit, each pixel k of the k-th box (from 1) the
+  // last of them in the file covers, 0 for none.
+  enum class Masks { kNone, kSemantic, kInstance };
+  Masks masks = Masks::kNone;
   // The most bytes the images' names and the annotations' boxes may take in memory: a
   // larger file is refused, saying so, before memory runs out.
   std::uint64_t max_held_bytes = std::uint64_t{4} << 30;

@@ -47,8 +47,11 @@ constexpr const char* kDescription =
     "annotations: {\"image_id\": 139, \"boxes\": [[x, y, w, h], ...], \"labels\": [...],\n"
     "\"iscrowd\": [...], \"area\": [...]} (COCO's bbox, in pixels). Read them with the fields\n"
     "\"image=jpg, boxes=json:boxes(key=boxes, format=xywh), labels=json:per_box(key=labels)\".\n"
-    "The file is read as a stream: what is held is the images' names and the boxes (no\n"
-    "segmentation), and an image or category an annotation names must exist, each image id\n"
+    "With --coco-masks, each image's segmentations too, rasterised as pycocotools does: a\n"
+    "<key>.seg.png of labels (semantic) or a 16-bit <key>.inst.png of box numbers (instance),\n"
+    "read with \"seg=seg.png:mask(fill=255)\" or \"inst=inst.png:mask(dtype=uint16)\". The file\n"
+    "is read as a stream: what is held is the images' names, the boxes and (with masks) the\n"
+    "segmentations, and an image or category an annotation names must exist, each image id\n"
     "and file once.\n";
 
 constexpr const char* kExample =
@@ -105,6 +108,14 @@ int main(int argc, char** argv) {
                  "COCO images without an annotation (after --coco-crowd): kept or dropped")
       ->check(CLI::IsMember({"keep", "drop"}))
       ->capture_default_str();
+  std::string masks = "none";
+  app.add_option(
+         "--coco-masks", masks,
+         "COCO segmentations (polygons, RLE) rasterised as pycocotools does: none; semantic, a "
+         "<key>.seg.png of each pixel's label (0 none, 255 where annotations overlap); or instance, a "
+         "16-bit <key>.inst.png of each pixel's box number (from 1, the last annotation wins)")
+      ->check(CLI::IsMember({"none", "semantic", "instance"}))
+      ->capture_default_str();
   std::uint64_t held_mib = conversion.coco.max_held_bytes >> 20;
   app.add_option("--coco-max-mib", held_mib,
                  "The most memory a COCO file's image names and boxes may take; a larger file is refused")
@@ -121,6 +132,9 @@ int main(int argc, char** argv) {
   conversion.coco.keep_crowd = crowd == "keep";
   conversion.coco.keep_empty = empty == "keep";
   conversion.coco.max_held_bytes = held_mib << 20;
+  conversion.coco.masks = masks == "semantic"   ? forkfeed::CocoOptions::Masks::kSemantic
+                          : masks == "instance" ? forkfeed::CocoOptions::Masks::kInstance
+                                                : forkfeed::CocoOptions::Masks::kNone;
 
   // A carriage-return progress line is noise in a log file, so only on a terminal.
   const bool show_progress = isatty(STDERR_FILENO) == 1;
