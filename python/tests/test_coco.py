@@ -269,3 +269,14 @@ def test_segmentations_that_do_not_fit_their_image_are_refused_naming_them(tmp_p
         return
     assert done.returncode == 1, done.stdout
     assert re.search(message, done.stderr), done.stderr
+
+
+def test_an_image_file_of_another_size_than_its_entry_is_refused(tmp_path):
+    # Its boxes and masks are in the entry's pixels: packed with a file of another size, they
+    # would land elsewhere on it.
+    images = [dict(IMAGES[1], width=60)] + IMAGES[:1]
+    done = pack(tmp_path, coco_file(tmp_path, images, ANNOTATIONS[:2], CATEGORIES))
+    assert done.returncode == 1, done.stdout
+    assert "image id 7 (" in done.stderr and "a.jpg): the file is 64x64, its entry says 60x64" in done.stderr, \
+        done.stderr
+    assert not list((tmp_path / "shards").glob("*.tar"))

@@ -23,6 +23,7 @@
 #include "dataset/dataset_index_builder.h"
 #include "tools/shard/coco_mask.h"
 #include "workers/image_codecs.h"
+#include "workers/image_decoder.h"
 
 namespace forkfeed {
 namespace {
@@ -283,6 +284,23 @@ Status rasterise(const Annotation& a, int width, int height, cv::Mat& out) {
   return paint(*counts, out, 1);
 }
 
+// Whether the image file is the width x height its entry says.
+Status check_size(ImageDecoders& decoders, const std::string& file, const ImageTargets& t) {
+  const FileBytes bytes(reinterpret_cast<const std::byte*>(file.data()), file.size());
+  auto choice = decoders.choose(bytes, std::uint64_t{1} << 40);
+  if (!choice.ok()) return choice.status();
+  ImageSize size = choice->size;
+  if (size.width == 0) {  // its header does not say cheaply: decode it
+    cv::Mat pixels;
+    if (Status s = decoders.decode(bytes, std::uint64_t{1} << 40, pixels); !s.ok()) return s;
+    size = {pixels.cols, pixels.rows};
+  }
+  if (size.width == t.width && size.height == t.height) return Status::Ok();
+  return Status::BadData("the file is " + std::to_string(size.width) + "x" + std::to_string(size.height) +
+                         ", its entry says " + std::to_string(t.width) + "x" + std::to_string(t.height) +
+                         ": its boxes and masks would not fit it; fix the entry or the file");
+}
+
 // The image's mask member, as CocoOptions::Masks says.
 Result<ShardMember> mask_member(const ImageTargets& t, const std::map<std::int64_t, std::int64_t>& labels,
                                 CocoOptions::Masks kind) {
@@ -403,14 +421,13 @@ Result<CocoDataset> read_coco(const std::string& annotations, const CocoOptions&
   DatasetIndexBuilder builder;
   for (std::size_t i : order) {
     const Image& image = reader.images[i];
-    if (options.masks != CocoOptions::Masks::kNone) {
-      const auto side = [](const std::optional<std::int64_t>& v) { return v && *v >= 1 && *v <= 65535; };
-      if (!side(image.width) || !side(image.height)) {
-        return bad("image #" + std::to_string(image.entry) + " (id " + std::to_string(*image.id) +
-                   ") has no width and height of 1 to 65535, which its masks are drawn at");
-      }
+    const auto side = [](const std::optional<std::int64_t>& v) { return v && *v >= 1 && *v <= 65535; };
+    if (side(image.width) && side(image.height)) {
       targets[i].width = static_cast<int>(*image.width);
       targets[i].height = static_cast<int>(*image.height);
+    } else if (options.masks != CocoOptions::Masks::kNone) {
+      return bad("image #" + std::to_string(image.entry) + " (id " + std::to_string(*image.id) +
+                 ") has no width and height of 1 to 65535, which its masks are drawn at");
     }
     builder.add(options.images, image.file_name, 0, DatasetIndex::kUnknownBytes);
     packed->push_back(std::move(targets[i]));
@@ -418,10 +435,18 @@ Result<CocoDataset> read_coco(const std::string& annotations, const CocoOptions&
   builder.set_root(options.images);
   // The members of each sample, made as it is packed, from what the reader holds.
   const std::string name = printable(annotations);
-  SampleMembers members = [held, packed, labels, name, masks = options.masks](
+  auto decoders = std::make_shared<ImageDecoders>();
+  SampleMembers members = [held, packed, labels, name, decoders, masks = options.masks](
                               const PackedSample& sample,
                               std::string image) -> Result<std::vector<ShardMember>> {
     const ImageTargets& t = (*packed)[sample.index];
+    // Boxes and masks are in the pixels of the size the file gives: the image must have it.
+    if (t.width > 0) {
+      if (Status s = check_size(*decoders, image, t); !s.ok()) {
+        return Status::FromCode(s.code(), "COCO annotations " + name + ": image id " + std::to_string(t.id) +
+                                              " (" + printable(sample.path) + "): " + s.message());
+      }
+    }
     std::vector<ShardMember> out;
     out.push_back({std::string(sample.extension), std::move(image)});
     out.push_back({"json", targets_json(t, labels)});
