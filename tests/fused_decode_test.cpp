@@ -119,6 +119,8 @@ TEST(FusedDecode, PaddedCropsMatchFullDecodeWithinTwoLevels) {
   // Padding, then the resize: the image's edge on the nearest output pixel.
   expect_close("RandomCrop(600, padding=(200, 30, 10, 300), pad_if_needed=True, fill=99), Resize((224, 224))",
                224);
+  // SSD's zoom-out, then its resize.
+  expect_close("RandomZoomOut(fill=(123, 117, 104), side_range=(1.0, 3.0), p=0.9), Resize((300, 300))", 300);
 }
 // At full scale the window is exactly the crop box of the full decode, pixel for pixel:
 // the fused path reads the box the reference crops, and never outside the image.

@@ -323,6 +323,10 @@ TEST(PipelinePlan, TwoResamplingStepsAreDoneOneAfterAnotherNotFused) {
                   .value()
                   .fusable());
   EXPECT_TRUE(Pipeline::build("RandomCrop(64, padding=4), Resize((32, 32))", options()).value().fusable());
+  // Two that pad, each with its fill: step by step.
+  EXPECT_FALSE(Pipeline::build("RandomZoomOut(fill=9), RandomCrop(64, pad_if_needed=True)", options())
+                   .value()
+                   .fusable());
 
   testing::TempDir dir;
   const std::string root = testing::make_image_folder(dir.path(), 1, 1, 3, 90, 120);

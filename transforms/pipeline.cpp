@@ -163,13 +163,15 @@ Result<Pipeline> Pipeline::build(std::string_view text, const PipelineOptions& o
                                    " samples the transform makes: leave size out (0) or make them agree");
   }
   if (options.dtype == DType::kFloat32) p.normalise_ = true;
-  // One resample at most: the decoder's window is then one rectangle of the image resized once.
-  int resamples = 0;
+  // One resample at most: the decoder's window is then one rectangle of the image resized
+  // once; and one op that pads at most, whose fill is the rest of the sample.
+  int resamples = 0, pads = 0;
   for (const auto& op : p.geometry_) {
     p.needs_boxes_ = p.needs_boxes_ || op->needs_boxes();
     resamples += op->resamples() ? 1 : 0;
+    pads += op->pads() ? 1 : 0;
   }
-  p.fusable_ = resamples <= 1;
+  p.fusable_ = resamples <= 1 && pads <= 1;
   return p;
 }
 
