@@ -495,7 +495,7 @@ TEST(PipelineDraws, RandomErasingBoxesStayWithinScaleAndRatio) {
   for (int key = 0; key < n; ++key) {
     std::fill(sample.begin(), sample.end(), 0.f);
     KeyedRng rng({4, 0, static_cast<std::uint64_t>(key)});
-    p->run_tensor({sample.data(), 64, Layout::kNchw}, rng);
+    p->run_tensor({sample.data(), 64, 64, Layout::kNchw}, rng);
     int area = 0, top = 64, bottom = -1, left = 64, right = -1;
     for (int y = 0; y < 64; ++y) {
       for (int x = 0; x < 64; ++x) {

@@ -900,13 +900,13 @@ class RandomErasing : public Op {
   void run(TensorSample& s, KeyedRng& rng) override {
     if (!draw(rng, p_)) return;
     // RandomErasing.get_params: ten tries for a box that fits; none: unchanged.
-    const double area = static_cast<double>(s.size) * s.size;
+    const double area = static_cast<double>(s.height) * s.width;
     const std::array<double, 2> log_ratio{std::log(ratio_[0]), std::log(ratio_[1])};
     for (int attempt = 0; attempt < 10; ++attempt) {
       const auto [h, w] = draw_box_sides(area, scale_, log_ratio, rng);
-      if (!(h < s.size && w < s.size)) continue;
-      const int y = static_cast<int>(rng.below(static_cast<std::uint64_t>(s.size - h + 1)));
-      const int x = static_cast<int>(rng.below(static_cast<std::uint64_t>(s.size - w + 1)));
+      if (!(h < s.height && w < s.width)) continue;
+      const int y = static_cast<int>(rng.below(static_cast<std::uint64_t>(s.height - h + 1)));
+      const int x = static_cast<int>(rng.below(static_cast<std::uint64_t>(s.width - w + 1)));
       erase(s, x, y, w, h, rng);
       return;
     }
@@ -914,12 +914,12 @@ class RandomErasing : public Op {
 
  private:
   void erase(TensorSample& s, int x, int y, int w, int h, KeyedRng& rng) const {
-    const std::size_t n = static_cast<std::size_t>(s.size);
+    const auto rows = static_cast<std::size_t>(s.height), columns = static_cast<std::size_t>(s.width);
     for (int c = 0; c < 3; ++c) {
       for (int row = y; row < y + h; ++row) {
         for (int col = x; col < x + w; ++col) {
           const std::size_t at =
-              s.layout == Layout::kNchw ? (c * n + row) * n + col : (row * n + col) * 3 + c;
+              s.layout == Layout::kNchw ? (c * rows + row) * columns + col : (row * columns + col) * 3 + c;
           s.data[at] = random_ ? static_cast<float>(rng.normal()) : value_[c];
         }
       }

@@ -51,7 +51,7 @@ struct GeometryStep {
 // The normalised float32 sample in its slot, for the tensor ops.
 struct TensorSample {
   float* data;
-  int size;       // height and width
+  int height, width;
   Layout layout;  // kNhwc or kNchw
 };
 

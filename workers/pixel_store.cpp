@@ -88,47 +88,47 @@ FORKFEED_INLINE void interleave_reversed(const T* __restrict r, const T* __restr
   }
 }
 
-// A size x size image, rows `step` bytes apart.
+// A height x width image, rows `step` bytes apart.
 struct Image {
   const std::uint8_t* rgb;
   std::size_t step;
-  std::size_t size;
+  std::size_t height, width;
   const std::uint8_t* row(std::size_t y) const { return rgb + step * y; }
 };
 
-// The whole sample. `scratch` holds 3 x size values of T.
+// The whole sample. `scratch` holds 3 x width values of T.
 template <typename T>
 FORKFEED_INLINE void store_planes(Image image, bool mirror, const Normalisation& k, T* out, T* scratch) {
-  const std::size_t size = image.size;
-  const std::size_t plane = size * size;
+  const std::size_t width = image.width;
+  const std::size_t plane = image.height * width;
   const Planes<T> planes{{out, out + plane, out + 2 * plane}};
-  const Planes<T> row_scratch{{scratch, scratch + size, scratch + 2 * size}};
-  for (std::size_t y = 0; y < size; ++y) {
+  const Planes<T> row_scratch{{scratch, scratch + width, scratch + 2 * width}};
+  for (std::size_t y = 0; y < image.height; ++y) {
     const std::uint8_t* in = image.row(y);
-    const Planes<T> row = planes.at(size * y);
+    const Planes<T> row = planes.at(width * y);
     if (!mirror) {
-      deinterleave(in, size, k, row.c[0], row.c[1], row.c[2]);
+      deinterleave(in, width, k, row.c[0], row.c[1], row.c[2]);
       continue;
     }
-    deinterleave(in, size, k, row_scratch.c[0], row_scratch.c[1], row_scratch.c[2]);
-    for (int c = 0; c < 3; ++c) reverse(row_scratch.c[c], size, row.c[c]);
+    deinterleave(in, width, k, row_scratch.c[0], row_scratch.c[1], row_scratch.c[2]);
+    for (int c = 0; c < 3; ++c) reverse(row_scratch.c[c], width, row.c[c]);
   }
 }
 
 template <typename T>
 FORKFEED_INLINE void store_interleaved(Image image, bool mirror, const Normalisation& k, T* out, T* scratch) {
-  const std::size_t size = image.size;
-  const Planes<T> row_scratch{{scratch, scratch + size, scratch + 2 * size}};
-  for (std::size_t y = 0; y < size; ++y) {
+  const std::size_t width = image.width;
+  const Planes<T> row_scratch{{scratch, scratch + width, scratch + 2 * width}};
+  for (std::size_t y = 0; y < image.height; ++y) {
     const std::uint8_t* in = image.row(y);
-    T* row = out + 3 * size * y;
+    T* row = out + 3 * width * y;
     if (mirror) {
-      deinterleave(in, size, k, row_scratch.c[0], row_scratch.c[1], row_scratch.c[2]);
-      interleave_reversed<T>(row_scratch.c[0], row_scratch.c[1], row_scratch.c[2], size, row);
+      deinterleave(in, width, k, row_scratch.c[0], row_scratch.c[1], row_scratch.c[2]);
+      interleave_reversed<T>(row_scratch.c[0], row_scratch.c[1], row_scratch.c[2], width, row);
     } else if constexpr (sizeof(T) == 1) {
-      std::copy_n(in, 3 * size, row);
+      std::copy_n(in, 3 * width, row);
     } else {
-      normalise_interleaved(in, size, k, row);
+      normalise_interleaved(in, width, k, row);
     }
   }
 }
@@ -158,9 +158,10 @@ void f32_nhwc(Image image, bool mirror, const Normalisation& k, float* out, floa
 PixelStore::PixelStore(DType dtype, Layout layout, const Normalisation& normalisation)
     : dtype_(dtype), layout_(layout), normalisation_(normalisation) {}
 
-void PixelStore::write(const cv::Mat& square, bool mirror, std::byte* out) {
-  const Image image{square.ptr<std::uint8_t>(), square.step, static_cast<std::size_t>(square.rows)};
-  scratch_.resize(3 * image.size);  // floats: room for the uint8 rows too
+void PixelStore::write(const cv::Mat& sample, bool mirror, std::byte* out) {
+  const Image image{sample.ptr<std::uint8_t>(), sample.step, static_cast<std::size_t>(sample.rows),
+                    static_cast<std::size_t>(sample.cols)};
+  scratch_.resize(3 * image.width);  // floats: room for the uint8 rows too
   if (dtype_ == DType::kUint8) {
     auto* bytes = reinterpret_cast<std::uint8_t*>(out);
     auto* scratch = reinterpret_cast<std::uint8_t*>(scratch_.data());

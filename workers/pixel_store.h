@@ -1,4 +1,4 @@
-// PixelStore: writes a resized sample (square, uint8 RGB, interleaved, in cache) into its
+// PixelStore: writes a resized sample (uint8 RGB, interleaved, in cache) into its
 // place in a batch slot, in the output's dtype and layout, mirrored left-right when the
 // train transform flips it: one pass over the sample, vectorised.
 //
@@ -36,9 +36,9 @@ class PixelStore {
   // `layout`: kNhwc or kNchw (resolved). `normalisation` applies to float32 only.
   PixelStore(DType dtype, Layout layout, const Normalisation& normalisation);
 
-  // Writes `square` (CV_8UC3, rows == cols, any row step) to `out`, which it does not
-  // overlap, mirrored left-right if `mirror`.
-  void write(const cv::Mat& square, bool mirror, std::byte* out);
+  // Writes `sample` (CV_8UC3, any row step) to `out` (rows x cols, contiguous), which it
+  // does not overlap, mirrored left-right if `mirror`.
+  void write(const cv::Mat& sample, bool mirror, std::byte* out);
 
  private:
   DType dtype_;

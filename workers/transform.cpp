@@ -96,7 +96,7 @@ void Transform::finish(KeyedRng& rng, std::byte* out, fn::Moves* moves) {
   const bool mirror = pipeline_.run_pixels(square_, rng, moves);
   store_.write(square_, mirror, out);
   if (pipeline_.has_tensor_ops()) {
-    pipeline_.run_tensor({reinterpret_cast<float*>(out), square_.rows, layout_}, rng);
+    pipeline_.run_tensor({reinterpret_cast<float*>(out), square_.rows, square_.cols, layout_}, rng);
   }
 }
 
