@@ -22,11 +22,16 @@ Status plan_image(const LoaderOptions& resolved, const std::string& pipeline, co
   if (pipeline != first) o.size = 0;
   auto image = resolve_transform(o);
   if (!image.ok()) return Status::InvalidArgument("field '" + d.name + "': " + image.status().message());
+  d.element = image->dtype == DType::kUint8 ? ElementType::kUint8 : ElementType::kFloat32;
+  transform = transform_spec(*image);
+  if (image->size == 0) {  // each sample its own size: ragged, room for the largest
+    d.ragged = true;
+    d.ragged_bytes = std::uint64_t{resolved.batch_size} * sample_bytes(image->dtype, image->max_size);
+    return Status::Ok();
+  }
   const auto s = static_cast<std::int64_t>(image->size);
   const Layout layout = resolve(image->layout, image->dtype);
-  d.element = image->dtype == DType::kUint8 ? ElementType::kUint8 : ElementType::kFloat32;
   d.shape = layout == Layout::kNhwc ? std::vector<std::int64_t>{s, s, 3} : std::vector<std::int64_t>{3, s, s};
-  transform = transform_spec(*image);
   return Status::Ok();
 }
 
@@ -78,9 +83,15 @@ Status add_fields(ArenaSpec& spec, const LoaderOptions& resolved, const DatasetI
         auto built = plan_follower(resolved, fields, pipelines->front(), d);
         if (!built.ok()) return built.status();
         const auto size = static_cast<std::int64_t>(built->size());
-        d.shape = {size, size};
         d.element = fields[f].element;
         d.fill = fields[f].fill;
+        if (size == 0) {  // its image's size, each sample its own
+          const std::uint64_t side = built->max_size();
+          d.ragged = true;
+          d.ragged_bytes = std::uint64_t{resolved.batch_size} * side * side * element_bytes(d.element);
+          break;
+        }
+        d.shape = {size, size};
         break;
       }
       case FieldKind::kLabel: d.element = ElementType::kInt64; break;

@@ -29,6 +29,7 @@ void for_each_option(Options& o, Visit&& visit) {
   visit("weight", o.weight, kLocal);
   visit("transform", o.transform, kStream);
   visit("size", o.size, kStream);
+  visit("max_size", o.max_size, kStream);
   visit("dtype", o.dtype, kStream);
   visit("layout", o.layout, kStream);
   visit("mean", o.mean, kStream);
@@ -54,10 +55,10 @@ void for_each_option(Options& o, Visit&& visit) {
 // for_each_option() above, then count it here.
 inline void every_loader_option_is_named(LoaderOptions& o) {
   [[maybe_unused]] auto& [image_folder, manifest, shards, shard_label, shard_label_field, fields, missing,
-                          batch_size, workers, prefetch, weight, transform, size, dtype, layout, mean, std,
-                          seed, epoch, rank, world_size, shuffle, drop_last, on_error, start_method,
-                          fork_hazard, max_worker_restarts, task_timeout_ms, pin_memory_device, max_pixels,
-                          max_file_bytes, log_level] = o;
+                          batch_size, workers, prefetch, weight, transform, size, max_size, dtype, layout,
+                          mean, std, seed, epoch, rank, world_size, shuffle, drop_last, on_error,
+                          start_method, fork_hazard, max_worker_restarts, task_timeout_ms, pin_memory_device,
+                          max_pixels, max_file_bytes, log_level] = o;
 }
 
 }  // namespace forkfeed

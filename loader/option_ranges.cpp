@@ -24,6 +24,9 @@ constexpr std::array kRanges = {
     NamedRange{"prefetch", {.min = 1, .max = kUint32, .why = "batches in flight per worker"}},
     NamedRange{"weight", {.min = 1, .max = 1000, .why = "a share of a shared pool's worker time"}},
     NamedRange{"size", {.min = 8, .max = 4096, .zero_too = true, .zero = "the transform's", .why = "pixels"}},
+    NamedRange{
+        "max_size",
+        {.min = 8, .max = 8192, .zero_too = true, .zero = "one size for all samples", .why = "pixels"}},
     NamedRange{"epoch", {.min = 0, .max = PassPosition::kMaxEpoch - 1, .why = "epochs count from 0"}},
     NamedRange{"world_size", {.min = 1, .max = kUint32, .why = "ranks sharing the dataset"}},
     NamedRange{"pin_memory_device",

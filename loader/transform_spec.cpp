@@ -12,7 +12,7 @@ namespace forkfeed {
 namespace {
 
 PipelineOptions pipeline_options_of(const LoaderOptions& o) {
-  return {o.size, o.dtype, o.mean, o.std, o.max_pixels};
+  return {o.size, o.dtype, o.mean, o.std, o.max_pixels, o.max_size};
 }
 
 }  // namespace
@@ -92,6 +92,7 @@ TransformSpec transform_spec(const LoaderOptions& o) {
   t.dtype = o.dtype;
   t.layout = resolve(o.layout, o.dtype);
   t.size = o.size;
+  t.max_size = o.max_size;
   std::copy(o.mean.begin(), o.mean.end(), t.mean);
   std::copy(o.std.begin(), o.std.end(), t.std);
   t.seed = o.seed;

@@ -46,7 +46,13 @@ Result<ResolvedOptions> ResolvedOptions::of(const LoaderOptions& o) {
   auto resolved = resolve_transform(o);
   if (!resolved.ok()) return resolved.status();
   if (Status s = check_box_draws(o); !s.ok()) return s;
-  if (resolved->size < 8 || resolved->size > 4096) {
+  if (resolved->size == 0 && o.fields.empty()) {
+    return bad(
+        "the transform makes samples of each their own size (max_size " + std::to_string(o.max_size) +
+        "), which come as a list a batch: that needs fields (WebDataset shards with fields=\"image=jpg\", "
+        "say), or a transform that ends in one size");
+  }
+  if (resolved->size != 0 && (resolved->size < 8 || resolved->size > 4096)) {
     return bad("the transform makes " + std::to_string(resolved->size) + " x " +
                std::to_string(resolved->size) + " samples; the size must be in [8, 4096]");
   }

@@ -23,7 +23,7 @@ TEST(OptionFieldsTest, EveryFieldHasItsOwnNameAndTheNamesAreDistinct) {
     EXPECT_TRUE(names.insert(name).second) << name << " is named twice";
     EXPECT_TRUE(fields.insert(&field).second) << name << " names a field named before";
   });
-  EXPECT_EQ(names.size(), 32u) << "every_loader_option_is_named() counts 32 fields";
+  EXPECT_EQ(names.size(), 33u) << "every_loader_option_is_named() counts 33 fields";
 }
 
 TEST(OptionFieldsTest, TheOpenStreamRequestCarriesTheStreamFieldsAndNoLocalOne) {
@@ -54,7 +54,7 @@ TEST(OptionRangesTest, EveryIntegerOptionsRangeLiesWithinItsType) {
       EXPECT_FALSE(narrower_option_range(name).has_value()) << name << " is no integer option";
     }
   });
-  EXPECT_EQ(narrower, 10) << "the integer options with a range of their own (loader/option_ranges.cpp)";
+  EXPECT_EQ(narrower, 11) << "the integer options with a range of their own (loader/option_ranges.cpp)";
 }
 
 // The reported case: weight -1 and weight 0 named two ranges (0 to 4294967295, and 1 to

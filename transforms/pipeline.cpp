@@ -147,16 +147,29 @@ Result<Pipeline> Pipeline::build(std::string_view text, const PipelineOptions& o
 
   std::array<int, 2> shape{-1, -1};
   for (const auto& op : p.geometry_) shape = op->shape(shape);
-  if (shape[0] < 0 || shape[0] != shape[1]) {
-    const std::string made = shape[0] < 0
-                                 ? std::string("samples whose size depends on the image")
-                                 : std::to_string(shape[1]) + "x" + std::to_string(shape[0]) + " samples";
+  const std::string made = shape[0] < 0
+                               ? std::string("samples whose size depends on the image")
+                               : std::to_string(shape[1]) + "x" + std::to_string(shape[0]) + " samples";
+  if ((shape[0] < 0 || shape[0] != shape[1]) && options.max_size == 0) {
     return Status::InvalidArgument(
         "transform \"" + std::string(trim_pipeline_text(text)) + "\" makes " + made +
-        "; batches need one square size: end its crops and resizes with CenterCrop(n), "
-        "RandomCrop(n), RandomResizedCrop(n) or Resize((n, n))");
+        "; batches of one tensor need one square size: end its crops and resizes with CenterCrop(n), "
+        "RandomCrop(n), RandomResizedCrop(n) or Resize((n, n)); or give max_size, the longest side a sample "
+        "may have, for samples of each their own size (a list a batch, with fields)");
   }
-  p.size_ = static_cast<std::uint32_t>(shape[0]);
+  if (shape[0] >= 0 && shape[0] != shape[1] &&
+      std::max(shape[0], shape[1]) > static_cast<int>(options.max_size)) {
+    return Status::InvalidArgument("transform \"" + std::string(trim_pipeline_text(text)) + "\" makes " +
+                                   made + ", larger than max_size " + std::to_string(options.max_size) +
+                                   ": raise max_size or make them smaller");
+  }
+  p.max_size_ = options.max_size;
+  p.size_ = shape[0] >= 0 && shape[0] == shape[1] ? static_cast<std::uint32_t>(shape[0]) : 0;
+  if (p.size_ == 0 && options.size != 0) {
+    return Status::InvalidArgument("size " + std::to_string(options.size) +
+                                   " is one size for every sample, and the " + "transform makes " + made +
+                                   ": leave size out (0) and bound them with max_size");
+  }
   if (options.size != 0 && options.size != p.size_) {
     return Status::InvalidArgument("size " + std::to_string(options.size) + " differs from the " +
                                    std::to_string(p.size_) + " x " + std::to_string(p.size_) +

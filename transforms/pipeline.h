@@ -38,6 +38,9 @@ struct PipelineOptions {
   std::array<float, 3> mean{};
   std::array<float, 3> std{};
   std::uint64_t max_pixels = 0;  // a Resize past this many pixels is bad data
+  // 0: the pipeline must make one square size; else samples whose size depends on the
+  // image are taken, at most this on a side (Pipeline::size() is then 0).
+  std::uint32_t max_size = 0;
 };
 
 class Pipeline {
@@ -45,7 +48,9 @@ class Pipeline {
   // Reads and checks `text`: every error names the op and the argument, or the order.
   static Result<Pipeline> build(std::string_view text, const PipelineOptions& options);
 
+  // The side of every sample; 0: each its own, at most max_size() a side.
   std::uint32_t size() const { return size_; }
+  std::uint32_t max_size() const { return max_size_; }
   DType dtype() const { return normalise_ ? DType::kFloat32 : DType::kUint8; }
   // Normalize's mean and std (the options' when the pipeline has no Normalize).
   const OpDefaults& normalisation() const { return normalisation_; }
@@ -87,6 +92,7 @@ class Pipeline {
   bool needs_boxes_ = false;
   OpDefaults normalisation_{};
   std::uint32_t size_ = 0;
+  std::uint32_t max_size_ = 0;
   std::uint64_t max_pixels_ = 0;
   std::string unrepeatable_;
 };

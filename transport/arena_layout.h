@@ -26,7 +26,7 @@ template <typename T>
 using ShmVector = bip::vector<T, bip::allocator<T, SegmentManager>>;
 
 inline constexpr std::uint64_t kArenaMagic = 0x6b6f66646565666bULL;  // "kfeedfok"
-inline constexpr std::uint32_t kArenaVersion = 8;
+inline constexpr std::uint32_t kArenaVersion = 9;
 // Per-worker ring capacity; bounds workers * prefetch tasks in flight per worker.
 inline constexpr std::uint32_t kRingCapacity = 64;
 // A skipped sample's reason, NUL-terminated; the path is not in it (the orchestrator
@@ -88,8 +88,9 @@ inline constexpr std::size_t kTransformTextBytes = 2048;
 struct TransformSpec {
   char pipeline[kTransformTextBytes];  // LoaderOptions::transform, NUL-terminated
   DType dtype;
-  Layout layout;  // resolved: nhwc or nchw
-  std::uint32_t size;
+  Layout layout;           // resolved: nhwc or nchw
+  std::uint32_t size;      // 0: each sample its own (at most max_size a side)
+  std::uint32_t max_size;  // LoaderOptions::max_size
   float mean[3];
   float std[3];
   std::uint64_t seed;

@@ -35,10 +35,9 @@ inline constexpr std::size_t kShapeWords = 2 + kMaxFieldRank;
 inline constexpr std::string_view kKeyField = "__key__";
 
 // Whether a ragged field of `kind` keeps each sample's shape and dtype (arrays whose shape
-// varies, boxes [K, 4], per-box values [K]); text and bytes are their length.
-inline bool has_shapes(FieldKind kind) {
-  return kind == FieldKind::kArray || kind == FieldKind::kBoxes || kind == FieldKind::kPerBox;
-}
+// varies, boxes [K, 4], per-box values [K], images and masks of each their own size); text
+// and bytes are their length.
+inline bool has_shapes(FieldKind kind) { return kind != FieldKind::kText && kind != FieldKind::kBytes; }
 
 // A field's region, as shared memory holds it: plain data, offsets from the slot's start.
 struct FieldRegion {

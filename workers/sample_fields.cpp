@@ -50,6 +50,7 @@ SampleFields::SampleFields(const ControlBlock& control, DecodePath path)
     if (field.region->kind == FieldKind::kImage) {
       field.image = std::make_unique<SamplePipeline>(control.field_transforms[f], path);
       field.draws = images++;
+      field.layout = control.field_transforms[f].layout;
     }
     follows_ = follows_ || field.region->kind == FieldKind::kMask || field.region->kind == FieldKind::kBoxes;
     fields_.push_back(std::move(field));
@@ -216,10 +217,7 @@ Status SampleFields::write_member(const Field& f, FileBytes bytes, std::uint64_t
       // among them) each from a stream of their own.
       KeyedRng rng = f.draws == 0 ? KeyedRng({control_.transform.seed, epoch, sample})
                                   : KeyedRng({control_.transform.seed, epoch, sample, f.draws});
-      const bool followed = follows_ && f.draws == 0;
-      Status s = f.image->decode(bytes, rng, slot.next_dense(r), followed ? &geometry_ : nullptr);
-      followed_ = followed_ || (followed && s.ok());
-      return s;
+      return write_image(f, bytes, rng, slot);
     }
     case FieldKind::kMask: return write_mask(r, bytes, slot);
     case FieldKind::kBoxes: return write_boxes(r, bytes, f.column.column, slot);
@@ -235,6 +233,23 @@ Status SampleFields::write_member(const Field& f, FileBytes bytes, std::uint64_t
     case FieldKind::kArray: return write_array(r, bytes, slot);
     default: return Status::Internal("a field of kind " + std::string(to_string(r.kind)) + " has a member");
   }
+}
+
+Status SampleFields::write_image(const Field& f, FileBytes bytes, KeyedRng rng, const SlotContents& slot) {
+  const FieldRegion& r = *f.region;
+  const bool followed = follows_ && f.draws == 0;
+  // Each sample its own size: written into the room left, which holds one of max_size (the
+  // transform refuses a larger one before it writes).
+  std::byte* out = r.ragged == 0 ? slot.next_dense(r) : slot.next_ragged(r).data();
+  Status s = f.image->decode(bytes, rng, out, followed ? &geometry_ : nullptr);
+  followed_ = followed_ || (followed && s.ok());
+  if (!s.ok() || r.ragged == 0) return s;
+  const cv::Size size = f.image->output_size();
+  const std::int64_t h = size.height, w = size.width;
+  const std::array<std::int64_t, 3> shape =
+      f.layout == Layout::kNchw ? std::array<std::int64_t, 3>{3, h, w} : std::array<std::int64_t, 3>{h, w, 3};
+  slot.set_ragged(r, static_cast<std::uint64_t>(h * w * 3) * element_bytes(r.element), shape, r.element);
+  return Status::Ok();
 }
 
 Status SampleFields::write_array(const FieldRegion& r, FileBytes bytes, const SlotContents& slot) {
@@ -272,8 +287,17 @@ Status SampleFields::write_mask(const FieldRegion& r, FileBytes bytes, const Slo
   cv::Mat mask;
   if (Status s = decode_mask(bytes, image, type, mask_storage_, mask, last_source_row(geometry_)); !s.ok())
     return s;
-  cv::Mat out(static_cast<int>(r.shape[0]), static_cast<int>(r.shape[1]), type, slot.next_dense(r));
+  if (r.ragged == 0) {
+    cv::Mat out(static_cast<int>(r.shape[0]), static_cast<int>(r.shape[1]), type, slot.next_dense(r));
+    follow(geometry_, mask, r.fill, out);
+    return Status::Ok();
+  }
+  // Its image's size, each sample its own.
+  const cv::Size size = output_size(geometry_);
+  cv::Mat out(size, type, slot.next_ragged(r).data());
   follow(geometry_, mask, r.fill, out);
+  const std::array<std::int64_t, 2> shape{size.height, size.width};
+  slot.set_ragged(r, out.total() * out.elemSize(), shape, r.element);
   return Status::Ok();
 }
 
@@ -339,6 +363,12 @@ void SampleFields::write_missing(const FieldRegion& r, const SlotContents& slot)
   if (r.kind == FieldKind::kBoxes || r.kind == FieldKind::kPerBox) {  // no boxes: [0, 4] and [0]
     static constexpr std::array<std::int64_t, 2> kNoBoxes{0, 4};
     slot.set_ragged(r, 0, std::span(kNoBoxes).first(r.kind == FieldKind::kBoxes ? 2 : 1), r.element);
+  } else if (r.ragged != 0 && r.kind == FieldKind::kImage) {  // of each its own size: [0, 0, 3]
+    static constexpr std::array<std::int64_t, 3> kNoImage{0, 0, 3};
+    slot.set_ragged(r, 0, kNoImage, r.element);
+  } else if (r.ragged != 0 && r.kind == FieldKind::kMask) {
+    static constexpr std::array<std::int64_t, 2> kNoMask{0, 0};
+    slot.set_ragged(r, 0, kNoMask, r.element);
   } else if (r.ragged != 0) {
     slot.set_ragged(r, 0);
   } else {

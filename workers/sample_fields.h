@@ -43,12 +43,16 @@ class SampleFields {
     FieldColumn column;
     std::unique_ptr<SamplePipeline> image;  // image fields: its pipeline
     std::uint64_t draws = 0;                // image fields: its place among them (0: the first)
+    Layout layout = Layout::kNhwc;          // image fields: their samples' (resolved)
   };
   Status write_all(const SharedIndex& index, std::uint64_t epoch, std::uint64_t sample,
                    const SlotContents& slot);
   Status write_member(const Field& f, FileBytes bytes, std::uint64_t epoch, std::uint64_t sample,
                       const SlotContents& slot);
   static Status write_array(const FieldRegion& r, FileBytes bytes, const SlotContents& slot);
+  // Decodes image field `f` with the draws of `rng` into its next sample; one of each its own
+  // size (a ragged field) gets its shape beside it.
+  Status write_image(const Field& f, FileBytes bytes, KeyedRng rng, const SlotContents& slot);
   // Decodes mask `r` and makes it follow the image's geometry_.
   Status write_mask(const FieldRegion& r, FileBytes bytes, const SlotContents& slot);
   // Reads boxes `r`, makes them follow geometry_ and keeps those sanitising keeps (kept_).

@@ -30,6 +30,8 @@ class SamplePipeline {
   Status decode(FileBytes file, KeyedRng rng, std::byte* out, SampleGeometry* geometry = nullptr);
   // Whether decode() draws from the sample's boxes, which its `geometry` must then hold.
   bool needs_boxes() const { return transform_.needs_boxes(); }
+  // The height and width of the sample decode() wrote last (Transform::output_size).
+  cv::Size output_size() const { return transform_.output_size(); }
   // The pipeline's reader, for the other fields of its sample.
   SampleReader& reader() { return reader_; }
 

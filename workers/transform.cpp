@@ -13,7 +13,8 @@ Pipeline pipeline_for(const TransformSpec& spec) {
                                 spec.dtype,
                                 {spec.mean[0], spec.mean[1], spec.mean[2]},
                                 {spec.std[0], spec.std[1], spec.std[2]},
-                                spec.max_pixels};
+                                spec.max_pixels,
+                                spec.max_size};
   auto pipeline = Pipeline::build(spec.pipeline, options);
   // The loader built this same text with these same options before it started workers.
   if (!pipeline.ok()) throw std::invalid_argument(pipeline.status().message());
@@ -42,16 +43,33 @@ Transform::Transform(const TransformSpec& spec)
       store_(pipeline_.dtype(), layout_, normalisation_of(pipeline_.normalisation())) {}
 
 Status Transform::draw_steps(int width, int height, KeyedRng& rng, SampleGeometry* geometry) {
-  if (geometry == nullptr) return pipeline_.steps(width, height, rng, steps_);
-  geometry->width = width;
-  geometry->height = height;
-  geometry->moves.clear();
-  if (!pipeline_.needs_boxes()) return pipeline_.steps(width, height, rng, geometry->steps);
-  thread_local std::vector<Box> boxes;  // in the decoded image's pixels, XYXY
-  boxes.clear();
-  for (const Box& b : geometry->boxes)
-    boxes.push_back(to_xyxy(b, geometry->box_format, geometry->box_normalized, {width, height}));
-  return pipeline_.steps(width, height, rng, geometry->steps, boxes);
+  Status s;
+  if (geometry == nullptr) {
+    s = pipeline_.steps(width, height, rng, steps_);
+  } else {
+    geometry->width = width;
+    geometry->height = height;
+    geometry->moves.clear();
+    thread_local std::vector<Box> boxes;  // in the decoded image's pixels, XYXY
+    boxes.clear();
+    if (pipeline_.needs_boxes()) {
+      for (const Box& b : geometry->boxes)
+        boxes.push_back(to_xyxy(b, geometry->box_format, geometry->box_normalized, {width, height}));
+    }
+    s = pipeline_.steps(width, height, rng, geometry->steps, boxes);
+  }
+  if (!s.ok()) return s;
+  const std::vector<GeometryStep>& steps = steps_of(geometry);
+  size_ = steps.empty() ? cv::Size(width, height) : cv::Size(steps.back().out_width, steps.back().out_height);
+  const auto most = static_cast<int>(pipeline_.max_size());
+  if (pipeline_.size() == 0 && (size_.width > most || size_.height > most)) {
+    return Status::BadData(
+        "the transform makes this " + std::to_string(width) + "x" + std::to_string(height) + " image " +
+        std::to_string(size_.width) + "x" + std::to_string(size_.height) + ", over max_size " +
+        std::to_string(most) +
+        " a side: raise max_size, or bound the size in the transform (Resize(n, max_size=m))");
+  }
+  return Status::Ok();
 }
 
 Result<SampleWindow> Transform::plan(int width, int height, KeyedRng& rng, SampleGeometry* geometry) {
@@ -73,21 +91,20 @@ void Transform::place(const cv::Mat& pixels, const SampleWindow& window, cv::Mat
 void Transform::write(const cv::Mat& pixels, const SampleWindow& window, KeyedRng& rng, std::byte* out,
                       SampleGeometry* geometry) {
   fn::Moves* moves = geometry != nullptr ? &geometry->moves : nullptr;
-  const int size = static_cast<int>(pipeline_.size());
   if (makes_in_slot_) {
     // Flips alone look at no pixel: their draws can come before the resize.
     const bool mirror = pipeline_.run_pixels(square_, rng, moves);
     if (!mirror) {
-      cv::Mat slot(size, size, CV_8UC3, out);
+      cv::Mat slot(size_, CV_8UC3, out);
       place(pixels, window, slot);
       return;
     }
-    square_.create(size, size, CV_8UC3);
+    square_.create(size_, CV_8UC3);
     place(pixels, window, square_);
     store_.write(square_, true, out);
     return;
   }
-  square_.create(size, size, CV_8UC3);
+  square_.create(size_, CV_8UC3);
   place(pixels, window, square_);
   finish(rng, out, moves);
 }

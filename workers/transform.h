@@ -48,6 +48,9 @@ class Transform {
   // Whether plan() draws from the sample's boxes, which `geometry` must then hold
   // (Pipeline::needs_boxes).
   bool needs_boxes() const { return pipeline_.needs_boxes(); }
+  // The size of the sample plan() (or apply()) planned last: the pipeline's one size, or
+  // (Pipeline::size() 0) its own, checked against max_size.
+  cv::Size output_size() const { return size_; }
 
   // The reference: the whole pipeline on the whole decoded image; `geometry` as plan()
   // and write() fill it.
@@ -80,6 +83,7 @@ class Transform {
   cv::Mat square_;                   // reused across samples: the resized sample, in cache
   cv::Mat scaled_[2];                // reused across samples: the reference's resized images
   std::vector<GeometryStep> steps_;  // reused across samples that record no geometry
+  cv::Size size_;                    // of the sample planned last
 };
 
 }  // namespace forkfeed

@@ -86,6 +86,11 @@ struct LoaderOptions {
   // Output height and width; 0: what the transform makes (224 for train and eval). A
   // pipeline must make this size when it is given.
   std::uint32_t size = 0;
+  // The longest side a sample may have when the transform's size depends on the image (no
+  // final crop or resize to one size: detection's pipelines): each image field's samples
+  // then come as a list, each its own height and width (fields only); a larger one is bad
+  // data. 0: every sample is the transform's one size.
+  std::uint32_t max_size = 0;
   // float32 on a pipeline without Normalize() appends Normalize(mean, std); a pipeline
   // with Normalize() is float32 whatever this says.
   DType dtype = DType::kUint8;

@@ -32,7 +32,7 @@ from forkfeed._forkfeed import (BadDataError, DaemonLostError, Error, WorkerDied
                                  fork_report)
 
 __all__ = ["Loader", "WorkerPool", "Client", "Batch", "FieldBatch", "Error", "BadDataError", "WorkerDiedError", "DaemonLostError", "fork_report",
-           "default_socket_path", "padded"]
+           "default_socket_path", "padded", "image_list"]
 
 
 class Batch(NamedTuple):
@@ -60,6 +60,44 @@ class FieldBatch(NamedTuple):
     indices: List[int]
     epoch: int
     index: int
+
+
+def image_list(images: Sequence[Any], size_divisible: int = 1, fill: Union[int, float] = 0) -> Tuple[Any, Any]:
+    """An image field's list of B images of each their own size (``max_size``): ``[H_i, W_i,
+    C]`` or ``[C, H_i, W_i]`` arrays as one ``[B, H, W, C]`` (or ``[B, C, H, W]``) array, H and
+    W the largest rounded up to ``size_divisible``, ``fill`` past each image, and the images'
+    sizes as int64 ``[B, 2]`` (height, width): what torchvision's ``ImageList`` holds (its
+    detection models pad to 32). Torch tensors from tensors, numpy arrays from numpy arrays;
+    a copy. The images must agree in dtype and channels (C, 1 to 4, last or first)."""
+    if len(images) == 0:
+        raise ValueError("image_list() needs at least one image")
+    if size_divisible < 1:
+        raise ValueError(f"image_list(): size_divisible must be at least 1, got {size_divisible}")
+    first = images[0]
+    last = all(len(i.shape) == 3 and i.shape[-1] == first.shape[-1] <= 4 for i in images)
+    channels = first.shape[-1] if last else first.shape[0]
+    for n, image in enumerate(images):
+        c = image.shape[-1] if last else image.shape[0]
+        if len(image.shape) != 3 or c != channels or not 1 <= c <= 4 or image.dtype != first.dtype:
+            raise ValueError(f"image_list(): image {n} is {image.dtype} {tuple(image.shape)}, image 0 "
+                             f"{first.dtype} {tuple(first.shape)}; images are [H, W, C] or [C, H, W] of one dtype "
+                             "and C, 1 to 4")
+    sizes = [tuple(int(d) for d in (i.shape[:2] if last else i.shape[1:])) for i in images]
+    up = lambda n: -(-n // size_divisible) * size_divisible  # noqa: E731
+    height, width = up(max(h for h, _ in sizes)), up(max(w for _, w in sizes))
+    shape = (len(images), height, width, channels) if last else (len(images), channels, height, width)
+    import numpy
+    if isinstance(first, numpy.ndarray):
+        out, hw = numpy.full(shape, fill, dtype=first.dtype), numpy.asarray(sizes, dtype=numpy.int64)
+    else:
+        import torch
+        out, hw = torch.full(shape, fill, dtype=first.dtype), torch.tensor(sizes, dtype=torch.int64)
+    for n, (image, (h, w)) in enumerate(zip(images, sizes)):
+        if last:
+            out[n, :h, :w] = image
+        else:
+            out[n, :, :h, :w] = image
+    return out, hw
 
 
 def padded(values: Sequence[Any], fill: Union[int, float] = 0) -> Tuple[Any, Any]:
@@ -374,7 +412,12 @@ class Loader(_Pass):
 
     - image fields: tensors [B, H, W, C] or [B, C, H, W] as ``images`` above, zero-copy;
       ``transform`` may be one pipeline for every image field or a dict with each one's,
-      ``{"image": [RandomResizedCrop(224)], "view2": "RandomResizedCrop(96)"}``;
+      ``{"image": [RandomResizedCrop(224)], "view2": "RandomResizedCrop(96)"}``; a
+      transform whose size depends on the image (detection's, without a final crop or
+      resize to one size) takes ``max_size``, the longest side a sample may have, and its
+      field is a list of B views [H_i, W_i, C] (or [C, H_i, W_i]), each its own size, its
+      masks [H_i, W_i] beside them; ``forkfeed.image_list()`` pads such a list into one
+      tensor and the sizes;
     - mask fields: uint8 [B, H, W], zero-copy (``mask(dtype=uint16)``: int32, a copy, as
       torch has no uint16): the class ids of a PNG (grey or palette indices, never
       colours) or a 2-D .npy of the image's size, moved by the
@@ -424,6 +467,7 @@ class Loader(_Pass):
         weight: Optional[int] = None,
         transform: Union[str, Sequence[Union[transforms.Op, str]], Mapping[str, Any], None] = None,
         size: Optional[int] = None,
+        max_size: Optional[int] = None,
         dtype: Optional[str] = None,
         layout: Optional[str] = None,
         mean: Optional[Sequence[float]] = None,
@@ -574,6 +618,7 @@ class Client(_Pass):
         weight: Optional[int] = None,
         transform: Union[str, Sequence[Union[transforms.Op, str]], Mapping[str, Any], None] = None,
         size: Optional[int] = None,
+        max_size: Optional[int] = None,
         dtype: Optional[str] = None,
         layout: Optional[str] = None,
         mean: Optional[Sequence[float]] = None,

@@ -16,6 +16,7 @@ class DaemonLostError(Error): ...
 def fork_report() -> Dict[str, Any]: ...
 def default_socket_path() -> str: ...
 def padded(values: Sequence[Any], fill: Union[int, float] = ...) -> Tuple[Any, Any]: ...
+def image_list(images: Sequence[Any], size_divisible: int = ..., fill: Union[int, float] = ...) -> Tuple[Any, Any]: ...
 
 class Batch(NamedTuple):
     images: Any
@@ -84,6 +85,7 @@ class Loader(_Pass):
         weight: Optional[int] = None,
         transform: Optional[Transform] = None,
         size: Optional[int] = None,
+        max_size: Optional[int] = None,
         dtype: Optional[Literal["uint8", "float32"]] = None,
         layout: Optional[Literal["auto", "nhwc", "nchw"]] = None,
         mean: Optional[Sequence[float]] = None,
@@ -136,6 +138,7 @@ class Client(_Pass):
         weight: Optional[int] = None,
         transform: Optional[Transform] = None,
         size: Optional[int] = None,
+        max_size: Optional[int] = None,
         dtype: Optional[Literal["uint8", "float32"]] = None,
         layout: Optional[Literal["auto", "nhwc", "nchw"]] = None,
         mean: Optional[Sequence[float]] = None,

@@ -28,8 +28,12 @@ cleanup() {
 }
 trap cleanup EXIT
 mkdir -p "$dir"/{state,spool,log,munge,out}
-# Ports of this run's own: a free pair above 20000.
-base=$(( 20000 + (RANDOM % 20000) * 2 ))
+# Ports of this run's own, below the kernel's ephemeral range (ip_local_port_range, 32768
+# up here), which the other tests' connections and port-0 listeners draw from: one of those
+# took the daemon's port once, failing this test.
+low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+low=$(( low > 20010 ? low : 32768 ))
+base=$(( 20000 + (RANDOM % ((low - 20000 - 3) / 2)) * 2 ))
 node=$(hostname -s)
 cat >"$dir/slurm.conf" <<CONF
 ClusterName=forkfeedtest

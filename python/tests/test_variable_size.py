@@ -1,0 +1,148 @@
+"""Samples of each their own size (max_size): a transform without a final crop or resize to
+one size — detection's — makes each image field a list of [H_i, W_i, 3] (or [3, H_i, W_i])
+views a batch, masks [H_i, W_i] beside them, boxes in each image's own pixels; a sample
+over max_size is bad data naming it; forkfeed.image_list pads a list into one tensor and
+the sizes, as torchvision's ImageList holds them."""
+
+import numpy as np
+import pytest
+import torch
+
+import forkfeed
+
+from test_masks import PALETTE, blocks, png  # noqa: E402
+from conftest import listening_daemon, token_file, write_tar  # noqa: E402
+
+
+def sized_shards(root, samples: int = 12) -> list:
+    """PNG images coloured by their masks' classes (PALETTE), each its own size, with the
+    masks as grey PNGs."""
+    root.mkdir(parents=True, exist_ok=True)
+    masks, members = [], []
+    for n in range(samples):
+        mask = blocks(20 + 3 * n, 45 - 2 * n, n)
+        masks.append(mask)
+        members += [(f"s{n:03d}.png", png(PALETTE[mask], "RGB")), (f"s{n:03d}.seg.png", png(mask, "L"))]
+    write_tar(root / "a.tar", members)
+    return masks
+
+
+FIELDS = {"image": "png", "seg": "seg.png:mask"}
+
+
+def test_each_image_comes_at_its_own_size_with_its_mask(tmp_path):
+    masks = sized_shards(tmp_path)
+    seen = 0
+    with forkfeed.Loader(shards=str(tmp_path), fields=FIELDS, transform="RandomHorizontalFlip()", max_size=64,
+                         batch_size=5, workers=2, shuffle=False) as loader:
+        for batch in iter(loader.next_batch, None):
+            f = batch.fields
+            assert isinstance(f["image"], list) and isinstance(f["seg"], list)
+            for i, image, seg in zip(batch.indices, f["image"], f["seg"]):
+                mask = torch.from_numpy(masks[i])
+                assert image.dtype == torch.uint8 and tuple(image.shape) == (*mask.shape, 3)
+                assert torch.equal(seg, mask) or torch.equal(seg, mask.flip(1))
+                assert torch.equal(image, torch.from_numpy(PALETTE)[seg.long()])  # the same flip, if any
+                seen += 1
+    assert seen == len(masks)
+
+
+@pytest.mark.parametrize("transform", [
+    "RandomZoomOut(p=1.0, side_range=(1.0, 1.6)), RandomHorizontalFlip()",
+    "RandomIoUCrop(), RandomVerticalFlip()",
+])
+def test_zoom_outs_and_iou_crops_keep_images_masks_and_boxes_together(tmp_path, transform):
+    masks = sized_shards(tmp_path)
+    import json
+    members = []
+    for n, mask in enumerate(masks):  # boxes of each class, COCO's x, y, w, h
+        boxes, labels = [], []
+        for k in np.unique(mask).tolist():
+            ys, xs = np.nonzero(mask == k)
+            boxes.append([int(xs.min()), int(ys.min()), int(xs.max() - xs.min() + 1), int(ys.max() - ys.min() + 1)])
+            labels.append(k)
+        members += [(f"s{n:03d}.png", png(PALETTE[mask], "RGB")), (f"s{n:03d}.seg.png", png(mask, "L")),
+                    (f"s{n:03d}.json", json.dumps({"boxes": boxes, "labels": labels}).encode())]
+    write_tar(tmp_path / "a.tar", members)
+    fields = {**FIELDS, "boxes": "json:boxes(key=boxes, format=xywh)", "labels": "json:per_box(key=labels)"}
+    sizes = set()
+    with forkfeed.Loader(shards=str(tmp_path), fields=fields, transform=transform, max_size=80, batch_size=4,
+                         workers=2, seed=5) as loader:
+        for batch in loader:
+            for image, seg, boxes in zip(batch["image"], batch["seg"], batch["boxes"]):
+                assert tuple(image.shape) == (*seg.shape, 3)
+                assert torch.equal(image, torch.from_numpy(PALETTE)[seg.long()])
+                h, w = seg.shape
+                assert (boxes[:, 2] <= w).all() and (boxes[:, 3] <= h).all()
+                sizes.add((h, w))
+    assert len(sizes) > 6
+
+
+def test_float32_nchw_images_and_a_sample_over_max_size(tmp_path):
+    sized_shards(tmp_path)
+    with forkfeed.Loader(shards=str(tmp_path), fields={"image": "png"}, max_size=40, batch_size=4, workers=1,
+                         transform="RandomShortestSize((20, 30), max_size=40), Normalize()", shuffle=False) as loader:
+        for batch in loader:
+            for image in batch["image"]:
+                assert image.dtype == torch.float32 and image.shape[0] == 3
+                assert min(image.shape[1:]) in (20, 30) or max(image.shape[1:]) == 40
+    with forkfeed.Loader(shards=str(tmp_path), fields={"image": "png"}, max_size=30, batch_size=4, workers=1,
+                         transform="RandomHorizontalFlip()", shuffle=False) as loader:
+        with pytest.raises(forkfeed.BadDataError, match=r"makes this .* over max_size 30 a side"):
+            loader.next_batch()
+
+
+def test_samples_of_each_their_own_size_need_fields_and_max_size(tmp_path, dataset):
+    with pytest.raises(ValueError, match=r"give max_size, the longest side a sample may have"):
+        forkfeed.Loader(dataset, transform="RandomHorizontalFlip()")
+    with pytest.raises(ValueError, match=r"come as a list a batch: that needs fields"):
+        forkfeed.Loader(dataset, transform="RandomHorizontalFlip()", max_size=64)
+    with pytest.raises(ValueError, match=r"size 32 is one size for every sample"):
+        forkfeed.Loader(dataset, transform="RandomHorizontalFlip()", max_size=64, size=32)
+
+
+def test_image_list_pads_the_images_into_one_tensor_and_their_sizes(tmp_path):
+    masks = sized_shards(tmp_path)
+    with forkfeed.Loader(shards=str(tmp_path), fields={"image": "png"}, transform="RandomHorizontalFlip()",
+                         max_size=64, batch_size=4, workers=1, shuffle=False, seed=2) as loader:
+        batch = next(iter(loader))
+        images, sizes = forkfeed.image_list(batch["image"], size_divisible=32)
+        assert tuple(images.shape) == (4, 32, 64, 3)  # the tallest 29 and widest 45, up to 32s
+        assert sizes.tolist() == [list(m.shape) for m in masks[:4]]
+        for i, image in enumerate(batch["image"]):
+            h, w = image.shape[:2]
+            assert torch.equal(images[i, :h, :w], image)
+            assert (images[i, h:] == 0).all() and (images[i, :, w:] == 0).all()
+        chw = [torch.from_numpy(np.ascontiguousarray(np.moveaxis(i.numpy(), -1, 0))) for i in batch["image"]]
+        planes, same = forkfeed.image_list(chw)
+        assert tuple(planes.shape) == (4, 3, 29, 45) and torch.equal(same, sizes)
+
+
+def test_images_of_each_their_own_size_come_alike_through_forkfeedd_local_and_remote(tmp_path, dataset,
+                                                                                    monkeypatch):
+    shards = tmp_path / "sized"
+    sized_shards(shards)
+    monkeypatch.setenv("FORKFEED_CACHE_DIR", str(tmp_path / "cache"))
+    options = dict(fields=FIELDS, transform="RandomZoomOut(p=0.7, side_range=(1.0, 1.5)), RandomHorizontalFlip()",
+                   max_size=80, batch_size=5, workers=2, seed=3)
+
+    def samples(source) -> dict:
+        return {i: (batch.fields["image"][r].clone(), batch.fields["seg"][r].clone())
+                for batch in iter(source.next_batch, None) for r, i in enumerate(batch.indices)}
+
+    with forkfeed.Loader(shards=str(shards), **options) as loader:
+        expected = samples(loader)
+    assert len({tuple(seg.shape) for _, seg in expected.values()}) > 6
+    token = token_file(tmp_path)
+    daemon, address = listening_daemon(tmp_path / "forkfeedd.sock", dataset, token, "--dataset",
+                                       f"sized=shards:{shards}")
+    try:
+        for where in (dict(shards=str(shards), socket=daemon.socket),
+                      dict(dataset="sized", address=address, token_file=str(token))):
+            with forkfeed.Client(**where, **options) as client:
+                got = samples(client)
+            assert got.keys() == expected.keys(), where
+            for i, (image, seg) in got.items():
+                assert torch.equal(image, expected[i][0]) and torch.equal(seg, expected[i][1]), (where, i)
+    finally:
+        daemon.stop()
