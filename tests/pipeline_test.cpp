@@ -249,10 +249,36 @@ TEST(PipelinePlan, APaddedCropShowsThePartOfTheImageInsideIt) {
   steps = {{5, 6, 50, 40, 25, 20}};
   w = Pipeline::window_of(steps, 400, 300);
   EXPECT_EQ((std::array<int, 4>{w.x, w.y, w.width, w.height}), (std::array<int, 4>{0, 0, 25, 20}));
-  // Too small even padded: bad data naming the op.
-  auto small = Pipeline::build("RandomCrop(64, padding=4)", options()).value().plan(40, 80, rng);
+  // Too small even padded: bad data naming the op, the image's own size and the padded one.
+  auto small = Pipeline::build("RandomCrop(64, padding=(10000, 4))", options()).value().plan(40, 50, rng);
   EXPECT_EQ(small.status().code(), Status::Code::kBadData);
-  EXPECT_NE(small.status().message().find("pad_if_needed"), std::string::npos) << small.status().message();
+  EXPECT_NE(
+      small.status().message().find("this one is 40x50 (after the ops before it), 20040x58 with its padding: "
+                                    "pad it with pad_if_needed=True"),
+      std::string::npos)
+      << small.status().message();
+}
+
+// RandomIoUCrop with no box it could hold (none, or every centre outside the image) leaves
+// the image as it is at once, however many trials it may take.
+TEST(PipelinePlan, AnIoUCropWithNoBoxToHoldLeavesTheImage) {
+  const Pipeline p =
+      Pipeline::build("RandomIoUCrop(sampler_options=(0.0,), trials=100000), Resize((32, 32))", options())
+          .value();
+  std::vector<GeometryStep> steps;
+  const std::vector<Box> outside = {{-50, -50, -10, -10}, {NAN, 1, 2, 3}, {500, 10, 600, 20}};
+  for (const std::vector<Box>& boxes : {std::vector<Box>{}, outside}) {
+    KeyedRng rng({1}), untouched({1});
+    ASSERT_TRUE(p.steps(400, 300, rng, steps, boxes).ok());
+    EXPECT_EQ(steps[0].width, 400);
+    EXPECT_FALSE(steps[0].centred_boxes_only);
+    EXPECT_EQ(rng.below(1u << 30), untouched.below(1u << 30)) << "it drew crops it could not use";
+  }
+  // A box it can hold: a crop around it.
+  KeyedRng rng({1});
+  const std::vector<Box> one = {{100, 100, 200, 150}};
+  ASSERT_TRUE(p.steps(400, 300, rng, steps, one).ok());
+  EXPECT_TRUE(steps[0].centred_boxes_only);
 }
 
 // The detection references' resizes and crops: ScaleJitter's scale, RandomShortestSize's

@@ -208,10 +208,15 @@ class RandomCrop : public Op {
       bottom += lack;
     }
     const int padded_width = width + left + right, padded_height = height + top + bottom;
+    if ((w > padded_width || h > padded_height) && !pads()) {
+      return too_small("RandomCrop", width, height, size_, ", or pad it with pad_if_needed=True");
+    }
     if (w > padded_width || h > padded_height) {
-      return too_small(
-          "RandomCrop", padded_width, padded_height, size_,
-          pads() ? " (its size padded), or pad with pad_if_needed=True" : ", or pad with pad_if_needed=True");
+      return Status::BadData(
+          "RandomCrop(" + size_text(size_) + ") needs an image at least that large; this one is " +
+          std::to_string(width) + "x" + std::to_string(height) + " (after the ops before it), " +
+          std::to_string(padded_width) + "x" + std::to_string(padded_height) +
+          " with its padding: pad it with pad_if_needed=True, " + "or pad the side it lacks");
     }
     int x = 0, y = 0;
     if (w != padded_width || h != padded_height) {
@@ -414,12 +419,13 @@ float box_iou(const Box& a, const Box& b) {
 // image as it is), then up to `trials` crops of min_scale..max_scale of each side, of an
 // aspect in [min_aspect_ratio, max_aspect_ratio], keeping the first that holds the centre of
 // a box and overlaps one of those by the minimum; the boxes whose centre it leaves out are
-// dropped (GeometryStep::centred_boxes_only). v2 draws again until one is found; after
-// kRounds options without one, the image stays as it is (a sample without boxes, under
-// options without 1, would have v2 draw forever).
+// dropped (GeometryStep::centred_boxes_only). v2 draws again until one is found; here a
+// sample with no box centred inside the image, which no crop can hold, stays as it is at
+// once, and so does one after kMostCrops crops tried (v2 would draw forever: a sample
+// without boxes under options without 1, or trials=100000 and overlaps no crop reaches).
 class RandomIoUCrop : public Op {
  public:
-  static constexpr int kRounds = 1000;
+  static constexpr int kMostCrops = 100'000;
   explicit RandomIoUCrop(OpArgs& a) : Op(Stage::kGeometry) {
     min_scale_ = a.number("min_scale", 0.3, kFloatMin, 1.0);
     max_scale_ = a.number("max_scale", 1.0, kFloatMin, 1.0);
@@ -440,10 +446,15 @@ class RandomIoUCrop : public Op {
     const auto scale = [&](float u) {
       return static_cast<float>(min_scale_) + static_cast<float>(max_scale_ - min_scale_) * u;
     };
-    for (int round = 0; round < kRounds; ++round) {
+    const auto inside = [&](const Box& b) {
+      const float cx = 0.5f * (b[0] + b[2]), cy = 0.5f * (b[1] + b[3]);
+      return 0.0f < cx && cx < static_cast<float>(width) && 0.0f < cy && cy < static_cast<float>(height);
+    };
+    if (std::none_of(boxes.begin(), boxes.end(), inside)) return Op::step(width, height, rng);
+    for (int tried = 0; tried < kMostCrops;) {
       const auto least_overlap = static_cast<float>(options_[rng.below(options_.size())]);
       if (least_overlap >= 1.0f) break;
-      for (int t = 0; t < trials_; ++t) {
+      for (int t = 0; t < trials_ && tried < kMostCrops; ++t, ++tried) {
         const float r0 = scale(uniform()), r1 = scale(uniform());
         const int w = static_cast<int>(static_cast<float>(width) * r0);
         const int h = static_cast<int>(static_cast<float>(height) * r1);
