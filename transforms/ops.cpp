@@ -153,17 +153,30 @@ class CenterCrop : public Op {
     a.require("size");
     size_ = a.size("size").value_or(std::array<int, 2>{1, 1});
   }
+  // F.center_crop: a side the image lacks is padded with 0, (crop - side) // 2 before it
+  // and the rest after, and that side is then all of the crop.
   Result<GeometryStep> step(int width, int height, KeyedRng&) const override {
     const auto [h, w] = size_;
-    if (w > width || h > height) return too_small("CenterCrop", width, height, size_);
-    return GeometryStep{center_crop_offset(width, w), center_crop_offset(height, h), w, h, w, h};
+    const int x = w > width ? -((w - width) / 2) : center_crop_offset(width, w);
+    const int y = h > height ? -((h - height) / 2) : center_crop_offset(height, h);
+    return GeometryStep{x, y, w, h, w, h};
   }
   std::array<int, 2> shape(std::array<int, 2>) const override { return size_; }
   std::array<int, 2> least_shape() const override { return size_; }
+  bool pads() const override { return true; }
 
  private:
   std::array<int, 2> size_{};
 };
+
+// Reads padding_mode, torchvision's: an op that `pads` takes "constant" (its fill) only.
+void constant_padding(OpArgs& a, bool pads) {
+  const std::string mode = a.word("padding_mode", "constant", {"constant", "edge", "reflect", "symmetric"});
+  if (mode != "constant" && pads) {
+    a.fail("padding_mode",
+           "'" + mode + "' is not supported: forkfeed pads with fill (padding_mode='constant')");
+  }
+}
 
 // RandomCrop(size, padding, pad_if_needed, fill, padding_mode) as torchvision's forward():
 // pad by `padding` (left, top, right, bottom), then with pad_if_needed pad each side the
@@ -188,11 +201,7 @@ class RandomCrop : public Op {
     }
     pad_if_needed_ = a.flag("pad_if_needed", false);
     fill_ = a.fill("fill");
-    const std::string mode = a.word("padding_mode", "constant", {"constant", "edge", "reflect", "symmetric"});
-    if (mode != "constant" && pads()) {
-      a.fail("padding_mode",
-             "'" + mode + "' is not supported: forkfeed pads with fill (padding_mode='constant')");
-    }
+    constant_padding(a, pads());
   }
   Result<GeometryStep> step(int width, int height, KeyedRng& rng) const override {
     const auto [h, w] = size_;
@@ -384,11 +393,7 @@ class FixedSizeCrop : public Op {
     a.require("size");
     size_ = a.size("size").value_or(std::array<int, 2>{1, 1});
     fill_ = a.fill("fill");
-    const std::string mode = a.word("padding_mode", "constant", {"constant", "edge", "reflect", "symmetric"});
-    if (mode != "constant") {
-      a.fail("padding_mode",
-             "'" + mode + "' is not supported: forkfeed pads with fill (padding_mode='constant')");
-    }
+    constant_padding(a, true);
   }
   Result<GeometryStep> step(int width, int height, KeyedRng& rng) const override {
     const auto [h, w] = size_;

@@ -125,6 +125,25 @@ def listening_daemon(socket_path: pathlib.Path, dataset: pathlib.Path, token: pa
     return d, json.loads(stats)["daemon"]["listen"][0]
 
 
+def read_through_forkfeedd(tmp_path: pathlib.Path, dataset: pathlib.Path, shards: pathlib.Path, options: dict,
+                           read) -> list:
+    """What `read(client)` gives for a Client on `shards` with `options` through forkfeedd's
+    Unix socket, then as a remote client (TCP and UCX) of its dataset "remote": [(where, read)]."""
+    import forkfeed
+    token = token_file(tmp_path)
+    daemon, address = listening_daemon(tmp_path / "forkfeedd.sock", dataset, token, "--dataset",
+                                       f"remote=shards:{shards}")
+    try:
+        out = []
+        for where in (dict(shards=str(shards), socket=daemon.socket),
+                      dict(dataset="remote", address=address, token_file=str(token))):
+            with forkfeed.Client(**where, **options) as client:
+                out.append((where, read(client)))
+        return out
+    finally:
+        daemon.stop()
+
+
 @pytest.fixture
 def daemon(tmp_path, dataset):
     d = Daemon(tmp_path / "forkfeedd.sock", dataset)

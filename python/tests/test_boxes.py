@@ -26,7 +26,7 @@ F = pytest.importorskip("torchvision.transforms.functional")
 from torchvision.ops import masks_to_boxes  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from conftest import listening_daemon, token_file, write_tar  # noqa: E402
+from conftest import read_through_forkfeedd, write_tar  # noqa: E402
 from test_masks import PIPELINES, TOOL  # noqa: E402
 
 
@@ -314,19 +314,10 @@ def test_boxes_come_alike_through_forkfeedd_local_and_remote(tmp_path, dataset, 
     with forkfeed.Loader(shards=str(shards), **options) as loader:
         expected = boxes(loader)
     assert sum(len(l) for _, l, _ in expected.values()) > 18
-    token = token_file(tmp_path)
-    daemon, address = listening_daemon(tmp_path / "forkfeedd.sock", dataset, token, "--dataset",
-                                       f"det=shards:{shards}")
-    try:
-        for where in (dict(shards=str(shards), socket=daemon.socket),
-                      dict(dataset="det", address=address, token_file=str(token))):
-            with forkfeed.Client(**where, **options) as client:
-                got = boxes(client)
-            assert got.keys() == expected.keys(), where
-            for i, values in got.items():
-                assert all(torch.equal(a, b) for a, b in zip(values, expected[i])), (where, i)
-    finally:
-        daemon.stop()
+    for where, got in read_through_forkfeedd(tmp_path, dataset, shards, options, boxes):
+        assert got.keys() == expected.keys(), where
+        for i, values in got.items():
+            assert all(torch.equal(a, b) for a, b in zip(values, expected[i])), (where, i)
 
 
 def test_padded_gives_one_array_and_the_counts_for_torch_and_numpy(tmp_path):

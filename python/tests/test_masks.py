@@ -89,6 +89,7 @@ PIPELINES = [
     "Resize(16), Resize(41), CenterCrop(32)",
     "RandomCrop(32), RandomHorizontalFlip(), RandomVerticalFlip()",
     "RandomCrop(72, pad_if_needed=True, fill=9)",
+    "CenterCrop(70), RandomVerticalFlip()",
     "RandomCrop(40, padding=(3, 5, 7, 9)), RandomHorizontalFlip()",
     "RandomResize(20, 90), RandomCrop(56, pad_if_needed=True), RandomHorizontalFlip()",
     "RandomCrop(30, padding=20), Resize((40, 40)), RandomRotation(20)",
@@ -128,6 +129,7 @@ def test_a_mask_is_torchvisions_nearest_ops_on_the_drawn_parameters(pipeline):
     "RandomCrop(32), RandomHorizontalFlip(), RandomVerticalFlip()",
     "CenterCrop(40), RandomRotation(45)",
     "RandomCrop(60, padding=5, pad_if_needed=True), RandomHorizontalFlip()",
+    "CenterCrop(61), RandomHorizontalFlip()",
     "RandomCrop(24, padding=(30, 2)), RandomVerticalFlip()",
     "RandomZoomOut(p=0.9), CenterCrop(48), RandomVerticalFlip(), RandomRotation(10)",
     "RandomCrop(40), RandomHorizontalFlip(), RandomAffine(degrees=30, translate=(0.2, 0.1), scale=(0.6, 1.4), "

@@ -11,7 +11,7 @@ import torch
 import forkfeed
 
 from test_masks import PALETTE, blocks, png  # noqa: E402
-from conftest import listening_daemon, token_file, write_tar  # noqa: E402
+from conftest import read_through_forkfeedd, write_tar  # noqa: E402
 
 
 def sized_shards(root, samples: int = 12) -> list:
@@ -133,16 +133,7 @@ def test_images_of_each_their_own_size_come_alike_through_forkfeedd_local_and_re
     with forkfeed.Loader(shards=str(shards), **options) as loader:
         expected = samples(loader)
     assert len({tuple(seg.shape) for _, seg in expected.values()}) > 6
-    token = token_file(tmp_path)
-    daemon, address = listening_daemon(tmp_path / "forkfeedd.sock", dataset, token, "--dataset",
-                                       f"sized=shards:{shards}")
-    try:
-        for where in (dict(shards=str(shards), socket=daemon.socket),
-                      dict(dataset="sized", address=address, token_file=str(token))):
-            with forkfeed.Client(**where, **options) as client:
-                got = samples(client)
-            assert got.keys() == expected.keys(), where
-            for i, (image, seg) in got.items():
-                assert torch.equal(image, expected[i][0]) and torch.equal(seg, expected[i][1]), (where, i)
-    finally:
-        daemon.stop()
+    for where, got in read_through_forkfeedd(tmp_path, dataset, shards, options, samples):
+        assert got.keys() == expected.keys(), where
+        for i, (image, seg) in got.items():
+            assert torch.equal(image, expected[i][0]) and torch.equal(seg, expected[i][1]), (where, i)
