@@ -2,11 +2,13 @@
 """Object detection over WebDataset shards: each sample an image, its boxes and their labels.
 
 The fields "boxes" and "labels" are read from the sample's boxes.json (COCO's x, y, w, h
-under "boxes", class ids under "labels") and moved by the image's own draws: the resized
-crop and the flip below, as torchvision.transforms.v2 moves boxes; a box cut to under a
-pixel across is dropped with its label. The loop is torchvision's detection reference's
-(references/detection) without a transform that takes (image, target) pairs: Faster R-CNN
-takes a list of images and a list of {"boxes", "labels"} targets.
+under "boxes", class ids under "labels") and moved by the image's own draws — the detection
+reference's SSD augmentation below (a zoom-out, an IoU crop drawn among the boxes, a flip),
+as torchvision.transforms.v2 moves boxes; a box the crop leaves out or cuts to under a pixel
+across is dropped with its label. No op resizes to one size, so each image comes at its own
+size (max_size bounds them): Faster R-CNN takes a list of images, resizes and batches them
+itself, and a list of {"boxes", "labels"} targets. The loop is torchvision's detection
+reference's (references/detection) without a transform that takes (image, target) pairs.
 
     forkfeed-mkdata --out /tmp/det --images 2000 --format wds --fields jpg,boxes.json
     examples/train_detection.py --shards '/tmp/det/shard-{000000..000001}.tar'
@@ -22,7 +24,7 @@ from torchvision.models.detection.faster_rcnn import FastRCNNPredictor, TwoMLPHe
 from torchvision.ops import MultiScaleRoIAlign
 
 import forkfeed
-from forkfeed.transforms import ColorJitter, RandomHorizontalFlip, RandomResizedCrop
+from forkfeed.transforms import ColorJitter, RandomHorizontalFlip, RandomIoUCrop, RandomZoomOut
 
 CLASSES = 256  # forkfeed-mkdata's boxes.json labels are 0..255; Faster R-CNN's 0 is the background
 
@@ -43,7 +45,8 @@ def detector(size, classes):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shards", required=True, help="tar shards of .jpg/.png samples with .boxes.json")
-    parser.add_argument("--size", type=int, default=96)
+    parser.add_argument("--size", type=int, default=96, help="the side the model resizes images to")
+    parser.add_argument("--max-size", type=int, default=1333, help="the longest side an augmented image may have")
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--epochs", type=int, default=1)
@@ -54,19 +57,21 @@ def main():
     model = detector(args.size, CLASSES)
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    # The crop and the flip move the boxes too; the colour jitter does not. float32 in [0, 1]:
-    # the model normalises its inputs itself.
-    augment = [RandomResizedCrop(args.size, scale=(0.3, 1.0)), RandomHorizontalFlip(), ColorJitter(0.2, 0.2, 0.2)]
+    # The zoom-out, the crop and the flip move the boxes too; the colour jitter does not.
+    # float32 in [0, 1]: the model normalises its inputs itself.
+    augment = [RandomZoomOut(fill=(123, 117, 104), side_range=(1.0, 2.0)), RandomIoUCrop(), RandomHorizontalFlip(),
+               ColorJitter(0.2, 0.2, 0.2)]
     fields = {"image": "jpg;png", "boxes": "boxes.json:boxes(key=boxes, format=xywh)",
               "labels": "boxes.json:per_box(key=labels)"}
     loader = forkfeed.Loader(shards=args.shards, fields=fields, transform=augment, dtype="float32",
-                             batch_size=args.batch_size, workers=args.workers, drop_last=True)
+                             max_size=args.max_size, batch_size=args.batch_size, workers=args.workers,
+                             drop_last=True)
     step = 0
     for epoch in range(args.epochs):
         loader.set_epoch(epoch)
         samples, boxes, total = 0, 0, 0.0
         for batch in loader:
-            images = list(batch["image"])  # [3, H, W] each
+            images = batch["image"]  # a list of [3, H_i, W_i], each its own size
             targets = [{"boxes": b, "labels": l + 1} for b, l in zip(batch["boxes"], batch["labels"])]
             losses = model(images, targets)
             loss = sum(losses.values())
