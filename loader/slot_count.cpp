@@ -35,6 +35,10 @@ std::string largest_field(const ArenaSpec& spec) {
     if (d.ragged && (largest == nullptr || d.ragged_bytes > largest->ragged_bytes)) largest = &d;
   }
   if (largest == nullptr) return "the fields beside the first image and label";
+  if (largest->kind == FieldKind::kImage || largest->kind == FieldKind::kMask) {  // of each their own size
+    return "field '" + largest->name + "' takes up to " + whole_mib(largest->ragged_bytes) + " a batch, " +
+           std::to_string(spec.batch_size) + " samples of max_size a side: lower max_size";
+  }
   const bool boxes = largest->kind == FieldKind::kBoxes || largest->kind == FieldKind::kPerBox;
   return "field '" + largest->name + "' takes up to " + whole_mib(largest->ragged_bytes) + " a batch, " +
          (boxes ? "what the numbers in" : "the sum of") + " its " + std::to_string(spec.batch_size) +

@@ -156,7 +156,7 @@ Status SampleFields::write_all(const SharedIndex& index, std::uint64_t epoch, st
                 r, Status::BadData("has no member, but its boxes have one: a per_box field holds a value "
                                    "for each box, so a sample with boxes needs its member too"));
           }
-          write_missing(r, slot);
+          write_missing(r, slot, f.layout);
           break;
         }
         if (read_column != f.column.column) {
@@ -358,14 +358,14 @@ Status SampleFields::write_per_box(const FieldRegion& r, FileBytes bytes, std::u
   return r.element == ElementType::kFloat32 ? keep(box_floats_) : keep(box_ints_);
 }
 
-void SampleFields::write_missing(const FieldRegion& r, const SlotContents& slot) {
+void SampleFields::write_missing(const FieldRegion& r, const SlotContents& slot, Layout layout) {
   slot.set_present(r, false);
   if (r.kind == FieldKind::kBoxes || r.kind == FieldKind::kPerBox) {  // no boxes: [0, 4] and [0]
     static constexpr std::array<std::int64_t, 2> kNoBoxes{0, 4};
     slot.set_ragged(r, 0, std::span(kNoBoxes).first(r.kind == FieldKind::kBoxes ? 2 : 1), r.element);
-  } else if (r.ragged != 0 && r.kind == FieldKind::kImage) {  // of each its own size: [0, 0, 3]
-    static constexpr std::array<std::int64_t, 3> kNoImage{0, 0, 3};
-    slot.set_ragged(r, 0, kNoImage, r.element);
+  } else if (r.ragged != 0 && r.kind == FieldKind::kImage) {  // of each its own size: [0, 0, 3] or [3, 0, 0]
+    static constexpr std::array<std::int64_t, 3> kNoImage{0, 0, 3}, kNoPlanes{3, 0, 0};
+    slot.set_ragged(r, 0, layout == Layout::kNchw ? kNoPlanes : kNoImage, r.element);
   } else if (r.ragged != 0 && r.kind == FieldKind::kMask) {
     static constexpr std::array<std::int64_t, 2> kNoMask{0, 0};
     slot.set_ragged(r, 0, kNoMask, r.element);

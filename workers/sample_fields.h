@@ -68,8 +68,9 @@ class SampleFields {
   Status about_member(const FieldRegion& r, SampleSource source, const Status& s);
   // Writes the key that the member name in `headers` (PackedSamples::name_source) gives.
   Status write_key(FileBytes headers, std::string_view shard, const SlotContents& slot) const;
-  // Leaves field `f` empty in the next sample (MissingField::kEmpty).
-  static void write_missing(const FieldRegion& r, const SlotContents& slot);
+  // Leaves field `r` empty in the next sample (MissingField::kEmpty); an image field of
+  // each its own size gets an empty shape in its `layout`.
+  static void write_missing(const FieldRegion& r, const SlotContents& slot, Layout layout = Layout::kNhwc);
 
   const ControlBlock& control_;
   std::vector<Field> fields_;

@@ -62,38 +62,51 @@ class FieldBatch(NamedTuple):
     index: int
 
 
-def image_list(images: Sequence[Any], size_divisible: int = 1, fill: Union[int, float] = 0) -> Tuple[Any, Any]:
+def image_list(images: Sequence[Any], size_divisible: int = 1, fill: Union[int, float] = 0,
+               channels_last: Optional[bool] = None) -> Tuple[Any, Any]:
     """An image field's list of B images of each their own size (``max_size``): ``[H_i, W_i,
     C]`` or ``[C, H_i, W_i]`` arrays as one ``[B, H, W, C]`` (or ``[B, C, H, W]``) array, H and
     W the largest rounded up to ``size_divisible``, ``fill`` past each image, and the images'
     sizes as int64 ``[B, 2]`` (height, width): what torchvision's ``ImageList`` holds (its
     detection models pad to 32). Torch tensors from tensors, numpy arrays from numpy arrays;
-    a copy. The images must agree in dtype and channels (C, 1 to 4, last or first)."""
+    a copy. The images agree in dtype and in C (1 to 4), last or first: which one is told by
+    the shapes (the dimension all share), or by ``channels_last`` where both ends could be."""
     if len(images) == 0:
         raise ValueError("image_list() needs at least one image")
     if size_divisible < 1:
         raise ValueError(f"image_list(): size_divisible must be at least 1, got {size_divisible}")
     first = images[0]
-    last = all(len(i.shape) == 3 and i.shape[-1] == first.shape[-1] <= 4 for i in images)
-    channels = first.shape[-1] if last else first.shape[0]
+    shapes = [tuple(int(d) for d in i.shape) for i in images]
+    if any(len(shape) != 3 for shape in shapes):
+        raise ValueError(f"image_list(): images are [H, W, C] or [C, H, W]; got shapes {shapes[:4]}")
+    could_be = {end: all(shape[end] == shapes[0][end] and 1 <= shape[end] <= 4 for shape in shapes) for end in (-1, 0)}
+    if channels_last is None:
+        if could_be[-1] == could_be[0]:
+            raise ValueError(f"image_list(): the channels could be {'either' if could_be[0] else 'neither'} end "
+                             f"of shapes {shapes[:4]}: pass channels_last=True ([H, W, C]) or False ([C, H, W])")
+        channels_last = could_be[-1]
+    end = -1 if channels_last else 0
     for n, image in enumerate(images):
-        c = image.shape[-1] if last else image.shape[0]
-        if len(image.shape) != 3 or c != channels or not 1 <= c <= 4 or image.dtype != first.dtype:
-            raise ValueError(f"image_list(): image {n} is {image.dtype} {tuple(image.shape)}, image 0 "
-                             f"{first.dtype} {tuple(first.shape)}; images are [H, W, C] or [C, H, W] of one dtype "
-                             "and C, 1 to 4")
-    sizes = [tuple(int(d) for d in (i.shape[:2] if last else i.shape[1:])) for i in images]
+        if not could_be[end] or image.dtype != first.dtype:
+            raise ValueError(f"image_list(): image {n} is {image.dtype} {shapes[n]}, image 0 {first.dtype} "
+                             f"{shapes[0]}; images of one list share their dtype and their channels (1 to 4, "
+                             f"{'last' if channels_last else 'first'})")
+    channels = shapes[0][end]
+    sizes = [shape[:2] if channels_last else shape[1:] for shape in shapes]
     up = lambda n: -(-n // size_divisible) * size_divisible  # noqa: E731
     height, width = up(max(h for h, _ in sizes)), up(max(w for _, w in sizes))
-    shape = (len(images), height, width, channels) if last else (len(images), channels, height, width)
+    shape = (len(images), height, width, channels) if channels_last else (len(images), channels, height, width)
     import numpy
     if isinstance(first, numpy.ndarray):
+        if numpy.issubdtype(first.dtype, numpy.integer) and not (
+                numpy.iinfo(first.dtype).min <= fill <= numpy.iinfo(first.dtype).max):
+            raise ValueError(f"image_list(): fill {fill} does not fit {first.dtype}")
         out, hw = numpy.full(shape, fill, dtype=first.dtype), numpy.asarray(sizes, dtype=numpy.int64)
     else:
         import torch
         out, hw = torch.full(shape, fill, dtype=first.dtype), torch.tensor(sizes, dtype=torch.int64)
     for n, (image, (h, w)) in enumerate(zip(images, sizes)):
-        if last:
+        if channels_last:
             out[n, :h, :w] = image
         else:
             out[n, :, :h, :w] = image

@@ -280,3 +280,36 @@ def test_an_image_file_of_another_size_than_its_entry_is_refused(tmp_path):
     assert "image id 7 (" in done.stderr and "a.jpg): the file is 64x64, its entry says 60x64" in done.stderr, \
         done.stderr
     assert not list((tmp_path / "shards").glob("*.tar"))
+
+
+@pytest.mark.parametrize("segmentation,message", [
+    ([[0, 0, 1e8, 0, 0, 8]], "annotation #0: its polygon's x 1e\\+08 lies far outside its 64x64 image"),
+    ([[0, 0, float("nan"), 0, 0, 8]], None),  # NaN is no JSON: Python writes it, the parser refuses it
+    ([[1, 2]], "its segmentation lists 2 numbers where pycocotools takes a polygon"),
+    ({"counts": [4000, -4, 100], "size": [64, 64]}, "its RLE counts hold one that is no count of pixels"),
+    ({"counts": [4000, 90, 10], "size": [64, 64]}, "its RLE counts cover 4100 pixels, its 64x64 image 4096"),
+])
+def test_segmentations_that_cannot_be_drawn_are_refused_naming_the_annotation(tmp_path, segmentation, message):
+    annotations = [dict(ANNOTATIONS[1], segmentation=segmentation)]
+    done = pack(tmp_path, coco_file(tmp_path, IMAGES[1:2], annotations, CATEGORIES), "--coco-masks", "instance")
+    assert done.returncode == 1, done.stdout
+    assert re.search(message or "not JSON", done.stderr), done.stderr
+
+
+def test_a_first_polygon_of_four_numbers_is_a_bbox_as_pycocotools_reads_it(tmp_path):
+    annotations = [dict(ANNOTATIONS[1], segmentation=[[5, 6, 20, 10], [40, 40, 2, 3]])]
+    done = pack(tmp_path, coco_file(tmp_path, IMAGES[1:2], annotations, CATEGORIES), "--coco-masks", "instance")
+    assert done.returncode == 0, done.stderr
+    got = masks_of(tmp_path, "image=jpg, inst=inst.png:mask(dtype=uint16)")["a"]
+    want = np.zeros((64, 64), np.int64)
+    want[6:16, 5:25] = 1
+    want[40:43, 40:42] = 1
+    assert np.array_equal(got, want), np.argwhere(got != want)[:5]
+
+
+def test_a_list_given_twice_is_refused(tmp_path):
+    path = coco_file(tmp_path, IMAGES, ANNOTATIONS, CATEGORIES)
+    text = path.read_text()
+    path.write_text(text[:-1] + ', "images": []}')
+    done = pack(tmp_path, path)
+    assert done.returncode == 1 and 'has the key "images" twice' in done.stderr, done.stderr

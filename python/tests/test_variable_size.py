@@ -137,3 +137,24 @@ def test_images_of_each_their_own_size_come_alike_through_forkfeedd_local_and_re
         assert got.keys() == expected.keys(), where
         for i, (image, seg) in got.items():
             assert torch.equal(image, expected[i][0]) and torch.equal(seg, expected[i][1]), (where, i)
+
+
+def test_a_missing_image_is_empty_in_its_layout_and_image_list_tells_the_channels(tmp_path):
+    masks = sized_shards(tmp_path / "a")
+    members = [(f"s{n:03d}.{ext}", png(PALETTE[m] if ext == "png" else m, "RGB" if ext == "png" else "L"))
+               for n, m in enumerate(masks[:3]) for ext in ("png", "seg.png") if not (n == 1 and ext == "png")]
+    (tmp_path / "b").mkdir()
+    write_tar(tmp_path / "b" / "a.tar", members)
+    with forkfeed.Loader(shards=str(tmp_path / "b"), fields=FIELDS, missing="empty", max_size=64, batch_size=3,
+                         workers=1, shuffle=False, transform="RandomHorizontalFlip(), Normalize()") as loader:
+        batch = next(iter(loader))
+    assert [tuple(i.shape) for i in batch["image"]] == [(3, 20, 45), (3, 0, 0), (3, 26, 41)]
+    planes, sizes = forkfeed.image_list(batch["image"])
+    assert tuple(planes.shape) == (3, 3, 26, 45) and sizes.tolist() == [[20, 45], [0, 0], [26, 41]]
+    # [3, 10, 3] and [3, 20, 3]: 3 channels first, or 3 last — only the caller knows.
+    both = [torch.zeros(3, 10, 3), torch.zeros(3, 20, 3)]
+    with pytest.raises(ValueError, match=r"could be either end .* pass channels_last"):
+        forkfeed.image_list(both)
+    assert forkfeed.image_list(both, channels_last=False)[1].tolist() == [[10, 3], [20, 3]]
+    with pytest.raises(ValueError, match=r"fill 300 does not fit uint8"):
+        forkfeed.image_list([np.zeros((8, 5, 3), np.uint8)], fill=300)

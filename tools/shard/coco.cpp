@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -79,6 +81,7 @@ struct Annotation {
   std::string compressed{};
   std::vector<std::int64_t> size{};
   bool rle = false;
+  bool bad_counts = false;  // a count that is not a whole number of pixels
 };
 
 struct Category {
@@ -141,6 +144,12 @@ class CocoReader : public nlohmann::json_sax<json> {
                  : k == "annotations" ? Section::kAnnotations
                  : k == "categories"  ? Section::kCategories
                                       : Section::kOther;
+      // Python's json (and so pycocotools) keeps the last of a key given twice; a reader
+      // here would see both: refused rather than either.
+      if (section_ != Section::kOther && !sections_seen_.insert(k).second) {
+        error = Status::BadData("has the key \"" + k + "\" twice: keep one list");
+        return false;
+      }
     } else if (depth_ == 3) {
       field_ = k;
     } else if (depth_ == 4) {
@@ -186,8 +195,12 @@ class CocoReader : public nlohmann::json_sax<json> {
     if (in_segmentation(5, true)) {
       Annotation& a = annotations.back();
       if (!arrays_[3]) {  // {"counts": [...], "size": [h, w]}
-        if (inner_field_ == "counts")
-          a.counts.push_back(integer && *integer >= 0 ? static_cast<std::uint32_t>(*integer) : 0);
+        if (inner_field_ == "counts") {
+          const bool count =
+              integer && *integer >= 0 && *integer <= std::numeric_limits<std::uint32_t>::max();
+          a.bad_counts = a.bad_counts || !count;
+          a.counts.push_back(count ? static_cast<std::uint32_t>(*integer) : 0);
+        }
         if (inner_field_ == "size") a.size.push_back(integer.value_or(-1));
         return hold(sizeof(std::uint32_t));
       }
@@ -241,6 +254,7 @@ class CocoReader : public nlohmann::json_sax<json> {
   Section section_ = Section::kOther;
   std::string field_;
   std::string inner_field_;  // a key of an object in an entry (an RLE's)
+  std::set<std::string> sections_seen_;
 };
 
 // One image's annotations, in the file's order, crowds dropped unless kept.
@@ -269,7 +283,30 @@ Status rasterise(const Annotation& a, int width, int height, cv::Mat& out) {
   out.create(height, width, CV_8UC1);
   out.setTo(0);
   if (!a.rle) {
-    for (const std::vector<double>& polygon : a.polygons) {
+    // pycocotools' frPyObjects: a first list of 4 numbers makes every list a bbox [x, y, w, h].
+    const bool bboxes = !a.polygons.empty() && a.polygons.front().size() == 4;
+    for (const std::vector<double>& listed : a.polygons) {
+      std::vector<double> polygon = listed;
+      if (bboxes && listed.size() == 4) {
+        const double x0 = listed[0], y0 = listed[1], x1 = x0 + listed[2], y1 = y0 + listed[3];
+        polygon = {x0, y0, x0, y1, x1, y1, x1, y0};  // rleFrBbox's corners
+      } else if (bboxes || listed.size() < 4) {
+        return Status::BadData(
+            "its segmentation lists " + std::to_string(listed.size()) +
+            " numbers where pycocotools takes a polygon (6 or more) or, first, a bbox (4)");
+      }
+      // The boundary is traced point by point: a corner far off would trace (and hold)
+      // millions of them, and past int's range its arithmetic is undefined.
+      for (std::size_t i = 0; i < polygon.size(); ++i) {
+        const double side = i % 2 == 0 ? width : height, v = polygon[i];
+        if (!(v >= -side && v <= 2 * side)) {
+          char text[32];
+          std::snprintf(text, sizeof text, "%g", v);
+          return Status::BadData("its polygon's " + std::string(i % 2 == 0 ? "x " : "y ") + text +
+                                 " lies far outside its " + std::to_string(width) + "x" +
+                                 std::to_string(height) + " image (more than a side past an edge)");
+        }
+      }
       if (Status s = paint(rle_from_polygon(polygon, height, width), out, 1); !s.ok()) return s;
     }
     return Status::Ok();
@@ -278,6 +315,8 @@ Status rasterise(const Annotation& a, int width, int height, cv::Mat& out) {
     return Status::BadData("its RLE's size is not its image's [" + std::to_string(height) + ", " +
                            std::to_string(width) + "]");
   }
+  if (a.bad_counts)
+    return Status::BadData("its RLE counts hold one that is no count of pixels (negative, or a fraction)");
   if (a.compressed.empty()) return paint(a.counts, out, 1);
   auto counts = rle_from_string(a.compressed);
   if (!counts.ok()) return counts.status();

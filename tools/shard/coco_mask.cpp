@@ -98,10 +98,15 @@ Result<RunLengths> rle_from_string(std::string_view text) {
 
 Status paint(const RunLengths& counts, cv::Mat& mask, int value) {
   const auto h = static_cast<std::uint64_t>(mask.rows), w = static_cast<std::uint64_t>(mask.cols);
+  std::uint64_t sum = 0;
+  for (const std::uint32_t c : counts) sum += c;
+  if (sum != h * w) {
+    return Status::BadData("its RLE counts cover " + std::to_string(sum) + " pixels, its " +
+                           std::to_string(w) + "x" + std::to_string(h) + " image " + std::to_string(h * w));
+  }
   std::uint64_t at = 0;
   for (std::size_t j = 0; j < counts.size(); ++j) {
     const std::uint64_t end = at + counts[j];
-    if (end > h * w) break;
     for (std::uint64_t i = (j % 2 == 1) ? at : end; i < end; ++i) {  // odd runs are 1s
       const int y = static_cast<int>(i % h), x = static_cast<int>(i / h);
       if (mask.depth() == CV_16U) {
@@ -111,10 +116,6 @@ Status paint(const RunLengths& counts, cv::Mat& mask, int value) {
       }
     }
     at = end;
-  }
-  if (at != h * w) {
-    return Status::BadData("its RLE counts cover " + std::to_string(at) + " pixels, its " +
-                           std::to_string(w) + "x" + std::to_string(h) + " image " + std::to_string(h * w));
   }
   return Status::Ok();
 }
