@@ -158,3 +158,10 @@ def test_a_missing_image_is_empty_in_its_layout_and_image_list_tells_the_channel
     assert forkfeed.image_list(both, channels_last=False)[1].tolist() == [[10, 3], [20, 3]]
     with pytest.raises(ValueError, match=r"fill 300 does not fit uint8"):
         forkfeed.image_list([np.zeros((8, 5, 3), np.uint8)], fill=300)
+
+
+def test_slots_too_large_for_max_size_say_to_lower_it(tmp_path):
+    sized_shards(tmp_path)
+    with pytest.raises(forkfeed.Error, match=r"field 'image' takes up to .* samples of max_size a side: lower max_size"):
+        forkfeed.Loader(shards=str(tmp_path), fields=FIELDS, transform="RandomHorizontalFlip()", max_size=8192,
+                        batch_size=4096, workers=1)
