@@ -256,7 +256,9 @@ def test_instance_masks_number_the_boxes_the_last_annotation_over_the_others(tmp
     (lambda d: d["images"][0].pop("width"), [], r"image #0 \(id 7\) has no width and height"),
     (lambda d: None, ["--coco-labels", "ids"], None),
     (lambda d: d["categories"].append({"id": 300}) or d["annotations"][0].update(category_id=300),
-     ["--coco-labels", "ids"], "annotation #0 has label 300, and a semantic mask holds labels up to 254"),
+     ["--coco-labels", "ids"], "annotation #0 has label 300, and a semantic mask holds labels 1 to 254"),
+    (lambda d: d["categories"].append({"id": -5}) or d["annotations"][0].update(category_id=-5),
+     ["--coco-labels", "ids"], "annotation #0 has label -5, and a semantic mask holds labels 1 to 254"),
 ])
 def test_segmentations_that_do_not_fit_their_image_are_refused_naming_them(tmp_path, change, flags, message):
     path = segmentation_file(tmp_path, runs)

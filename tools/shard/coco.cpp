@@ -353,10 +353,10 @@ Result<ShardMember> mask_member(const ImageTargets& t, const std::map<std::int64
     }
     if (semantic) {
       const std::int64_t label = labels.at(*a.category_id);
-      if (label > 254) {
+      if (label < 1 || label > 254) {
         return Status::BadData("annotation #" + std::to_string(a.entry) + " has label " +
                                std::to_string(label) +
-                               ", and a semantic mask holds labels up to 254 (255: overlaps): use "
+                               ", and a semantic mask holds labels 1 to 254 (0: none, 255: overlaps): use "
                                "--coco-labels contiguous, or --coco-masks instance");
       }
       out.setTo(static_cast<int>(label), one);
