@@ -26,8 +26,10 @@ using Fill = std::array<float, 3>;
 void adjust_brightness(cv::Mat& img, double factor);
 void adjust_contrast(cv::Mat& img, double factor);
 void adjust_saturation(cv::Mat& img, double factor);
-// hue_factor in [-0.5, 0.5].
+// hue_factor in [-0.5, 0.5]. Eight pixels at once where the CPU has AVX2: the same bytes
+// as adjust_hue_scalar, the pixel-by-pixel loop, which tests hold it to.
 void adjust_hue(cv::Mat& img, double hue_factor);
+void adjust_hue_scalar(cv::Mat& img, double hue_factor);
 // permute_channels(img, permutation): channel c becomes channel permutation[c] of img.
 void permute_channels(cv::Mat& img, const std::array<int, 3>& permutation);
 // rgb_to_grayscale(num_output_channels=3): the three channels equal.
