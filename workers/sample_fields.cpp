@@ -88,12 +88,13 @@ Status SampleFields::read_boxes_to_plan(const PackedSamples& packed, std::uint64
   if (source.size == FieldSlice::kMissing) return Status::Ok();
   auto read = reader_.read(source);
   if (!read.ok()) return about_member(r, source, read.status());
-  // Read again when the boxes are written: the image's member will have taken the buffer
-  // a .npy's values are read from.
-  box_column_.reset();
-  Status s = box_values_.read(*read, !r.json_key().empty());
+  const bool json = !r.json_key().empty();
+  Status s = box_values_.read(*read, json);
   if (s.ok()) s = box_values_.rows(r.json_key(), 4, box_floats_);
   if (!s.ok()) return about_member(r, source, s);
+  // A .json's parsed values stay for the boxes and per_box fields; a .npy's are read from
+  // the reader's buffer, which the image's member will take: read again when written.
+  if (json) box_column_ = plan_boxes_->column.column;
   for (std::size_t i = 0; i + 4 <= box_floats_.size(); i += 4)
     geometry_.boxes.push_back({box_floats_[i], box_floats_[i + 1], box_floats_[i + 2], box_floats_[i + 3]});
   return Status::Ok();
