@@ -109,6 +109,74 @@ TEST_F(ProbeTest, WritesIntoTheSlotsOfTheLoadersArena) {
   }
 }
 
+// The stages of a sample's path, each op by its text, in the order a sample meets them;
+// each ran on the samples that reached it. The bad file, whose header no decoder reads,
+// is decoded whole (that fails) rather than planned first.
+std::vector<std::string> stage_names(const nlohmann::json& profile) {
+  std::vector<std::string> names;
+  for (const auto& row : profile) names.push_back(row["stage"]);
+  return names;
+}
+
+TEST_F(ProbeTest, ProfileTimesEveryStageAndOpInOrder) {
+  const testing::CommandOutcome o = probe({"--probe", "--profile", "--json", "--data", root(), "--transform",
+                                           "RandomResizedCrop(32), RandomHorizontalFlip(), "
+                                           "TrivialAugmentWide(), Normalize(), RandomErasing(p=0.5)"});
+  ASSERT_TRUE(o.exited && o.code == 0) << o.describe();
+  const nlohmann::json j = last_json_line(o.out);
+  const std::vector<std::string> expected{"read the file",
+                                          "read the header, plan the window",
+                                          "decode the window (DCT-scaled)",
+                                          "decode the whole image",
+                                          "crops and resizes",
+                                          "RandomHorizontalFlip()",
+                                          "TrivialAugmentWide()",
+                                          "store: float32 NCHW, Normalize, flips",
+                                          "RandomErasing(p=0.5)"};
+  ASSERT_EQ(stage_names(j["profile"]), expected) << j;
+  const double all = kImages + 1, decoded = kImages;
+  double sum = 0;
+  for (const auto& row : j["profile"]) {
+    const std::string stage = row["stage"];
+    const double expected_ran = stage.starts_with("read")           ? 1.0
+                                : stage == "decode the whole image" ? 1.0 / all
+                                                                    : decoded / all;
+    EXPECT_DOUBLE_EQ(row["ran"].get<double>(), expected_ran) << row;
+    EXPECT_GE(row["us_per_sample"].get<double>(), 0.0) << row;
+    sum += row["us_per_sample"].get<double>();
+  }
+  const auto& decode = j["profile"][2];
+  EXPECT_GT(decode["us_per_sample"].get<double>(), 0.0) << j;
+  // The stages are parts of the pass: together no more than it.
+  EXPECT_LE(sum, j["profile_us_per_sample"].get<double>()) << j;
+}
+
+TEST_F(ProbeTest, ProfileOfAnInSlotSampleStoresOnlyTheMirroredOnes) {
+  // uint8 NHWC with nothing but a flip is resized straight into the slot; the store
+  // (a mirrored copy) runs on the samples whose flip was drawn, about half.
+  const testing::CommandOutcome o =
+      probe({"--probe", "--profile", "--json", "--data", root(), "--transform", "train", "--size", "32"});
+  ASSERT_TRUE(o.exited && o.code == 0) << o.describe();
+  const nlohmann::json j = last_json_line(o.out);
+  const std::vector<std::string> expected{"read the file",
+                                          "read the header, plan the window",
+                                          "decode the window (DCT-scaled)",
+                                          "decode the whole image",
+                                          "crops and resizes",
+                                          "RandomHorizontalFlip()",
+                                          "store: uint8 NHWC, flips"};
+  ASSERT_EQ(stage_names(j["profile"]), expected) << j;
+  const double stored = j["profile"][6]["ran"];
+  EXPECT_GT(stored, 0.0) << j;
+  EXPECT_LT(stored, static_cast<double>(kImages) / (kImages + 1)) << j;
+}
+
+TEST_F(ProbeTest, ProfileWithoutProbeIsABadArgument) {
+  const testing::CommandOutcome o = probe({"--data", root(), "--profile"});
+  EXPECT_TRUE(o.exited && o.code == 2) << o.describe();
+  EXPECT_NE(o.err.find("--probe"), std::string::npos) << o.describe();
+}
+
 TEST_F(ProbeTest, ManifestWorksToo) {
   const std::string manifest = dir_.path() + "/m.tsv";
   // Paths in a manifest are relative to its folder.

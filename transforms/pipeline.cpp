@@ -135,12 +135,18 @@ Result<Pipeline> Pipeline::build(std::string_view text, const PipelineOptions& o
     if (!op->repeatable() && p.unrepeatable_.empty()) p.unrepeatable_ = call.text;
     switch (op->stage()) {
       case Stage::kGeometry: p.geometry_.push_back(std::move(op)); break;
-      case Stage::kPixels: p.pixels_.push_back(std::move(op)); break;
+      case Stage::kPixels:
+        p.op_texts_.insert(p.op_texts_.begin() + static_cast<std::ptrdiff_t>(p.pixels_.size()), call.text);
+        p.pixels_.push_back(std::move(op));
+        break;
       case Stage::kNormalize:
         p.normalise_ = true;
         p.normalisation_ = *op->normalisation();
         break;
-      case Stage::kTensor: p.tensor_.push_back(std::move(op)); break;
+      case Stage::kTensor:
+        p.op_texts_.push_back(call.text);
+        p.tensor_.push_back(std::move(op));
+        break;
     }
   }
   if (Status s = order.finish(); !s.ok()) return s;
@@ -266,7 +272,9 @@ bool Pipeline::pixel_ops_are_mirrors() const {
 
 bool Pipeline::run_pixels(cv::Mat& sample, KeyedRng& rng, fn::Moves* moves) {
   bool mirror = false;
-  for (const auto& op : pixels_) {
+  for (std::size_t i = 0; i < pixels_.size(); ++i) {
+    const auto& op = pixels_[i];
+    const StageTimer timer(profile_, profile_ != nullptr ? op_stages_[i] : 0);
     if (op->is_mirror()) {
       const bool mirrors = op->mirrors(rng);
       // What comes between the draw and the flip commutes with it: recorded where drawn.
@@ -284,7 +292,22 @@ bool Pipeline::run_pixels(cv::Mat& sample, KeyedRng& rng, fn::Moves* moves) {
 }
 
 void Pipeline::run_tensor(TensorSample sample, KeyedRng& rng) {
-  for (const auto& op : tensor_) op->run(sample, rng);
+  for (std::size_t i = 0; i < tensor_.size(); ++i) {
+    const StageTimer timer(profile_, profile_ != nullptr ? op_stages_[pixels_.size() + i] : 0);
+    tensor_[i]->run(sample, rng);
+  }
+}
+
+std::size_t Pipeline::profile_into(StageProfile* profile, std::string_view store) {
+  profile_ = profile;
+  op_stages_.clear();
+  if (profile == nullptr) return 0;
+  std::size_t store_stage = 0;
+  for (std::size_t i = 0; i < op_texts_.size(); ++i) {
+    if (i == pixels_.size()) store_stage = profile->stage(store);
+    op_stages_.push_back(profile->stage(op_texts_[i]));
+  }
+  return tensor_.empty() ? profile->stage(store) : store_stage;
 }
 
 }  // namespace forkfeed

@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/stage_profile.h"
 #include "forkfeed/options.h"
 #include "forkfeed/status.h"
 #include "transforms/crop.h"
@@ -84,6 +85,12 @@ class Pipeline {
   const std::string& unrepeatable() const { return unrepeatable_; }
   void run_tensor(TensorSample sample, KeyedRng& rng);
 
+  // Times each pixel and tensor op into `profile` from now on, a stage per op (its text as
+  // written; a flip that an op forces is that op's time); null: no more. The caller's
+  // stage `store`, which comes between the pixel and the tensor ops, is added between
+  // them (a profile lists its stages in order): its index is returned.
+  std::size_t profile_into(StageProfile* profile, std::string_view store);
+
  private:
   Pipeline() = default;
   std::vector<std::unique_ptr<Op>> geometry_, pixels_, tensor_;
@@ -95,6 +102,9 @@ class Pipeline {
   std::uint32_t max_size_ = 0;
   std::uint64_t max_pixels_ = 0;
   std::string unrepeatable_;
+  std::vector<std::string> op_texts_;  // the pixel ops', then the tensor ops'
+  StageProfile* profile_ = nullptr;
+  std::vector<std::size_t> op_stages_;  // profile_'s stage of each op of op_texts_
 };
 
 }  // namespace forkfeed

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/stage_profile.h"
 #include "transforms/sample_geometry.h"
 #include "transport/arena_layout.h"
 #include "workers/image_decoder.h"
@@ -32,6 +33,9 @@ class SamplePipeline {
   bool needs_boxes() const { return transform_.needs_boxes(); }
   // The height and width of the sample decode() wrote last (Transform::output_size).
   cv::Size output_size() const { return transform_.output_size(); }
+  // Times each stage of run() and decode() into `profile` from now on: the read, the plan,
+  // the decode, then Transform::profile_into's; null: no more.
+  void profile_into(StageProfile* profile);
   // The pipeline's reader, for the other fields of its sample.
   SampleReader& reader() { return reader_; }
 
@@ -46,6 +50,8 @@ class SamplePipeline {
   ImageDecoders decoders_;
   Transform transform_;
   cv::Mat pixels_;  // reused decode target: the image, or the region of it
+  StageProfile* profile_ = nullptr;
+  std::size_t read_stage_ = 0, plan_stage_ = 0, region_stage_ = 0, whole_stage_ = 0;  // profile_'s
 };
 
 }  // namespace forkfeed

@@ -96,41 +96,63 @@ void Transform::write(const cv::Mat& pixels, const SampleWindow& window, KeyedRn
     const bool mirror = pipeline_.run_pixels(square_, rng, moves);
     if (!mirror) {
       cv::Mat slot(size_, CV_8UC3, out);
-      place(pixels, window, slot);
+      place_timed(pixels, window, slot);
       return;
     }
     square_.create(size_, CV_8UC3);
-    place(pixels, window, square_);
-    store_.write(square_, true, out);
+    place_timed(pixels, window, square_);
+    store_timed(square_, true, out);
     return;
   }
   square_.create(size_, CV_8UC3);
-  place(pixels, window, square_);
+  place_timed(pixels, window, square_);
   finish(rng, out, moves);
 }
 
 void Transform::finish(KeyedRng& rng, std::byte* out, fn::Moves* moves) {
   const bool mirror = pipeline_.run_pixels(square_, rng, moves);
-  store_.write(square_, mirror, out);
+  store_timed(square_, mirror, out);
   if (pipeline_.has_tensor_ops()) {
     pipeline_.run_tensor({reinterpret_cast<float*>(out), square_.rows, square_.cols, layout_}, rng);
   }
 }
 
+void Transform::place_timed(const cv::Mat& pixels, const SampleWindow& window, cv::Mat& to) {
+  const StageTimer timer(profile_, resize_stage_);
+  place(pixels, window, to);
+}
+
+void Transform::store_timed(const cv::Mat& sample, bool mirror, std::byte* out) {
+  const StageTimer timer(profile_, store_stage_);
+  store_.write(sample, mirror, out);
+}
+
+void Transform::profile_into(StageProfile* profile) {
+  profile_ = profile;
+  if (profile != nullptr) resize_stage_ = profile->stage("crops and resizes");
+  const bool normalises = pipeline_.dtype() == DType::kFloat32;
+  store_stage_ = pipeline_.profile_into(profile, "store: " + std::string(to_string(pipeline_.dtype())) + " " +
+                                                     (layout_ == Layout::kNchw ? "NCHW" : "NHWC") +
+                                                     (normalises ? ", Normalize" : "") + ", flips");
+}
+
 Status Transform::apply(const cv::Mat& rgb, KeyedRng& rng, std::byte* out, SampleGeometry* geometry) {
   if (Status s = draw_steps(rgb.cols, rgb.rows, rng, geometry); !s.ok()) return s;
-  cv::Mat image = rgb;
-  int next = 0;
-  for (const GeometryStep& step : steps_of(geometry)) {
-    image = fn::crop(image, step.x, step.y, step.width, step.height, step.fill);
-    if (!step.resizes()) continue;
-    cv::Mat& to = scaled_[next];
-    next ^= 1;
-    to.create(step.out_height, step.out_width, CV_8UC3);
-    resize(image, to);
-    image = to;
+  {
+    const StageTimer timer(profile_, resize_stage_);
+    cv::Mat image = rgb;
+    int next = 0;
+    for (const GeometryStep& step : steps_of(geometry)) {
+      image = fn::crop(image, step.x, step.y, step.width, step.height, step.fill);
+      if (!step.resizes()) continue;
+      cv::Mat& to = scaled_[next];
+      next ^= 1;
+      to.create(step.out_height, step.out_width, CV_8UC3);
+      resize(image, to);
+      image = to;
+    }
+    image.copyTo(square_);
   }
-  image.copyTo(square_);
   finish(rng, out, geometry != nullptr ? &geometry->moves : nullptr);
   return Status::Ok();
 }

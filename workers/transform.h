@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/keyed_rng.h"
+#include "base/stage_profile.h"
 #include "transforms/crop.h"
 #include "transforms/pipeline.h"
 #include "transforms/sample_geometry.h"
@@ -52,6 +53,10 @@ class Transform {
   // (Pipeline::size() 0) its own, checked against max_size.
   cv::Size output_size() const { return size_; }
 
+  // Times the resize into the sample, each op and the store into `profile` from now on
+  // (Pipeline::profile_into); null: no more.
+  void profile_into(StageProfile* profile);
+
   // The reference: the whole pipeline on the whole decoded image; `geometry` as plan()
   // and write() fill it.
   Status apply(const cv::Mat& rgb, KeyedRng& rng, std::byte* out, SampleGeometry* geometry = nullptr);
@@ -73,6 +78,9 @@ class Transform {
   }
   // The pixel ops on square_, the store into `out`, the tensor ops there.
   void finish(KeyedRng& rng, std::byte* out, fn::Moves* moves);
+  // place() and store_.write(), timed when profiled.
+  void place_timed(const cv::Mat& pixels, const SampleWindow& window, cv::Mat& to);
+  void store_timed(const cv::Mat& sample, bool mirror, std::byte* out);
 
   Pipeline pipeline_;
   Layout layout_;
@@ -84,6 +92,8 @@ class Transform {
   cv::Mat scaled_[2];                // reused across samples: the reference's resized images
   std::vector<GeometryStep> steps_;  // reused across samples that record no geometry
   cv::Size size_;                    // of the sample planned last
+  StageProfile* profile_ = nullptr;
+  std::size_t resize_stage_ = 0, store_stage_ = 0;  // profile_'s
 };
 
 }  // namespace forkfeed

@@ -36,7 +36,8 @@ constexpr const char* kDescription =
     "Each sample is written where a worker would write it, into the slots of the arena a\n"
     "loader with the same --workers, --prefetch and --batch makes, so the probe pays the\n"
     "same cost of writing to memory. N workers cannot beat N x the fused rate;\n"
-    "tools/compare.sh puts the two side by side.\n";
+    "tools/compare.sh puts the two side by side. --profile adds where the fused path's\n"
+    "time goes, stage by stage and op by op.\n";
 
 constexpr const char* kFooter =
     "Examples:\n"
@@ -48,6 +49,8 @@ constexpr const char* kFooter =
     "  forkfeed-bench --data /tmp/imgs --epochs 2 --stop-after-batches 5 --save-state s.json\n"
     "  forkfeed-bench --data /tmp/imgs --epochs 2 --resume s.json --workers 4\n"
     "  forkfeed-bench --data /tmp/imgs --probe --probe-limit 500 --transform eval\n"
+    "  forkfeed-bench --data /tmp/imgs --probe --profile --transform \"RandomResizedCrop(224), "
+    "TrivialAugmentWide(), Normalize()\"\n"
     "  forkfeed-bench --remote node1:7000,node2:7000 --dataset train --token-file token --overdue 5\n\n"
     "The dump has one line per delivered sample: epoch<TAB>batch<TAB>sample_index<TAB>label.\n"
     "Exit status: 0 done (or stopped by --stop-after-batches), 1 bad data, bad state or\n"
@@ -73,6 +76,11 @@ void add_run_flags(CLI::App& app, BenchFlags& flags) {
       ->default_str("")  // 0 means "every file", which is no value to show
       ->check(cli::integer_of(flags.probe_limit))
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000'000'000}).description(""))
+      ->needs(probe);
+  app.add_flag("--profile", flags.profile,
+               "With --probe: then three more passes of the fused path, timing each stage of a sample "
+               "(the read, the decode, the resize, each op of the transform, the store), and a table of "
+               "each stage's time per sample, the median of the three")
       ->needs(probe);
   app.add_option("--resume", flags.resume_path, "Continue from a state saved by --save-state")
       ->type_name("FILE");

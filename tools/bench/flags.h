@@ -23,6 +23,7 @@ struct BenchFlags {
   bool fork_report = false;                   // print ForkSafety's report and exit
   bool probe = false;                         // the single-core limit probe instead of a loader run
   std::uint64_t probe_limit = 0;              // 0: probe every file
+  bool profile = false;                       // with probe: the fused path's time per stage too
   std::string dump_path;                      // empty: no --dump-indices
   std::string daemon_socket;                  // empty: an in-process Loader; else through forkfeedd
   std::vector<std::string> remote_addresses;  // or through remote forkfeedds (HOST:PORT each, over UCX;

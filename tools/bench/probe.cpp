@@ -17,6 +17,7 @@
 
 #include "base/logging.h"
 #include "base/printable.h"
+#include "base/stage_profile.h"
 #include "dataset/dataset_source.h"
 #include "forkfeed/dataset.h"
 #include "loader/slot_count.h"
@@ -49,6 +50,14 @@ struct PathRun {
   double images_per_cpu_s() const { return cpu_s > 0 ? static_cast<double>(decoded) / cpu_s : 0.0; }
 };
 
+// A stage of the fused path (StageProfile) in the --profile passes: its time per sample
+// probed, and the share of the samples it ran on, each the median of the passes.
+struct ProfileRow {
+  std::string stage;
+  double us_per_sample = 0;
+  double ran = 0;
+};
+
 struct ProbeReport {
   LoaderOptions options;
   std::uint64_t dataset_size = 0;
@@ -57,6 +66,8 @@ struct ProbeReport {
   std::uint64_t bytes = 0;           // read by the warm-up
   std::uint64_t slot_bytes = 0;      // of the arena the samples are written to
   double warm_s = 0;
+  std::vector<ProfileRow> profile;  // with --profile
+  double profiled_us = 0;           // with --profile: a profiled pass's wall time per sample, median
   PathRun opencv{"opencv"};
   PathRun fused{"fused"};
   double ratio() const {
@@ -142,9 +153,10 @@ void warm_up(const DatasetIndex& index, std::uint64_t max_file_bytes, const Aren
 // One timed pass over `files` through a fresh pipeline taking `path`, as a worker runs
 // it: the files in batches, batch b written into slot b mod slots.
 void measure(const DatasetIndex& index, const std::vector<std::uint64_t>& files, const TransformSpec& spec,
-             DecodePath path, std::uint64_t epoch, const Arena& arena, PathRun& run,
-             ProbeProgress& progress) {
+             DecodePath path, std::uint64_t epoch, const Arena& arena, PathRun& run, ProbeProgress& progress,
+             StageProfile* profile = nullptr) {
   SamplePipeline pipeline(spec, path);
+  pipeline.profile_into(profile);
   const SlotGeometry& geometry = arena.control().slots;
   progress.start(run.name, files.size());
   const double cpu_start = thread_cpu_s();
@@ -170,6 +182,36 @@ void measure(const DatasetIndex& index, const std::vector<std::uint64_t>& files,
   }
   run.wall_s = seconds_since(start);
   run.cpu_s = thread_cpu_s() - cpu_start;
+}
+
+// --profile: three more passes of the fused path, each stage timed, into report.profile.
+void profile_fused(const DatasetIndex& index, const TransformSpec& spec, const Arena& arena,
+                   ProbeReport& report, ProbeProgress& progress) {
+  constexpr int kPasses = 3;
+  std::vector<StageProfile> profiles(kPasses);
+  std::vector<double> walls;
+  for (StageProfile& profile : profiles) {
+    PathRun run("profile");
+    measure(index, report.files, spec, DecodePath::kFused, report.options.epoch, arena, run, progress,
+            &profile);
+    walls.push_back(run.wall_s * 1e6 / static_cast<double>(report.files.size()));
+  }
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  report.profiled_us = median(walls);
+  const auto samples = static_cast<double>(report.files.size());
+  // Every pass adds the same stages in the same order (SamplePipeline::profile_into).
+  for (std::size_t i = 0; i < profiles[0].stages().size(); ++i) {
+    std::vector<double> us, ran;
+    for (const StageProfile& profile : profiles) {
+      const StageProfile::Stage& stage = profile.stages()[i];
+      us.push_back(static_cast<double>(stage.ns) / 1e3 / samples);
+      ran.push_back(static_cast<double>(stage.runs) / samples);
+    }
+    if (median(ran) > 0) report.profile.push_back({profiles[0].stages()[i].name, median(us), median(ran)});
+  }
 }
 
 nlohmann::json path_json(const PathRun& run) {
@@ -198,6 +240,13 @@ std::string json_line(const ProbeReport& r) {
   j["opencv"] = path_json(r.opencv);
   j["fused"] = path_json(r.fused);
   j["fused_over_opencv"] = r.ratio();
+  if (!r.profile.empty()) {
+    nlohmann::json stages = nlohmann::json::array();
+    for (const ProfileRow& row : r.profile)
+      stages.push_back({{"stage", row.stage}, {"us_per_sample", row.us_per_sample}, {"ran", row.ran}});
+    j["profile"] = std::move(stages);
+    j["profile_us_per_sample"] = r.profiled_us;
+  }
   return j.dump();
 }
 
@@ -228,6 +277,20 @@ void print_human(const ProbeReport& r, std::FILE* out) {
   print_path(r.opencv, out);
   print_path(r.fused, out);
   std::fprintf(out, "%-12s %.2fx\n", "fused/opencv", r.ratio());
+  if (!r.profile.empty()) {
+    std::fprintf(out, "%-12s the fused path, stage by stage: time per sample, median of 3 more passes\n",
+                 "profile");
+    std::fprintf(out, "  %-52s %10s %7s %7s\n", "stage", "us/sample", "share", "ran on");
+    double sum = 0;
+    for (const ProfileRow& row : r.profile) {
+      std::fprintf(out, "  %-52s %10.1f %6.1f%% %6.1f%%\n", printable(row.stage).c_str(), row.us_per_sample,
+                   100.0 * row.us_per_sample / r.profiled_us, 100.0 * row.ran);
+      sum += row.us_per_sample;
+    }
+    std::fprintf(out, "  %-52s %10.1f %6.1f%%\n", "the stages together", sum, 100.0 * sum / r.profiled_us);
+    std::fprintf(out, "  %-52s %10.1f %6.1f%%\n",
+                 "the whole pass, per sample (the rest: the batches' own work)", r.profiled_us, 100.0);
+  }
   std::fflush(out);
 }
 
@@ -258,6 +321,7 @@ int run_probe(const BenchFlags& flags) {
     warm_up(*index, o.max_file_bytes, **arena, report, progress);
     measure(*index, report.files, spec, DecodePath::kOpenCv, o.epoch, **arena, report.opencv, progress);
     measure(*index, report.files, spec, DecodePath::kFused, o.epoch, **arena, report.fused, progress);
+    if (flags.profile) profile_fused(*index, spec, **arena, report, progress);
   }
   if (flags.json) {
     std::printf("%s\n", json_line(report).c_str());
