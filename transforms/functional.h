@@ -24,10 +24,13 @@ enum class Interpolation { kNearest, kBilinear };
 using Fill = std::array<float, 3>;
 
 void adjust_brightness(cv::Mat& img, double factor);
+// adjust_contrast, adjust_saturation and adjust_hue (hue_factor in [-0.5, 0.5]) work on
+// eight pixels at once where the CPU has AVX2: the same bytes as their _scalar twins, the
+// pixel-by-pixel loops, which tests hold them to.
 void adjust_contrast(cv::Mat& img, double factor);
+void adjust_contrast_scalar(cv::Mat& img, double factor);
 void adjust_saturation(cv::Mat& img, double factor);
-// hue_factor in [-0.5, 0.5]. Eight pixels at once where the CPU has AVX2: the same bytes
-// as adjust_hue_scalar, the pixel-by-pixel loop, which tests hold it to.
+void adjust_saturation_scalar(cv::Mat& img, double factor);
 void adjust_hue(cv::Mat& img, double hue_factor);
 void adjust_hue_scalar(cv::Mat& img, double hue_factor);
 // permute_channels(img, permutation): channel c becomes channel permutation[c] of img.

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -50,7 +51,37 @@ BlendWeights blend_weights(double ratio) {
   return {static_cast<float>(ratio), static_cast<float>(1.0 - ratio)};
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+// The whole table in four 64-byte registers, 64 bytes looked up at once: AVX-512 VBMI's
+// two-table byte permutes, where the CPU has them (OpenCV's cv::LUT takes a byte at a time).
+bool has_avx512_vbmi() {
+  static const bool vbmi = __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");
+  return vbmi;
+}
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) void lut_bytes_64(uint8_t* bytes, std::size_t count,
+                                                                         const uint8_t* table) {
+  const __m512i t0 = _mm512_loadu_si512(table), t1 = _mm512_loadu_si512(table + 64);
+  const __m512i t2 = _mm512_loadu_si512(table + 128), t3 = _mm512_loadu_si512(table + 192);
+  for (std::size_t i = 0; i < count; i += 64) {
+    const __mmask64 part = count - i >= 64 ? ~__mmask64{0} : (__mmask64{1} << (count - i)) - 1;
+    const __m512i level = _mm512_maskz_loadu_epi8(part, bytes + i);
+    const __m512i low = _mm512_permutex2var_epi8(t0, level, t1);   // levels 0-127, by their low 7 bits
+    const __m512i high = _mm512_permutex2var_epi8(t2, level, t3);  // levels 128-255
+    _mm512_mask_storeu_epi8(bytes + i, part, _mm512_mask_blend_epi8(_mm512_movepi8_mask(level), low, high));
+  }
+}
+#else
+bool has_avx512_vbmi() { return false; }
+void lut_bytes_64(uint8_t*, std::size_t, const uint8_t*) {}
+#endif
+
 void apply_lut(cv::Mat& img, const std::array<uint8_t, 256>& lut) {
+  if (has_avx512_vbmi()) {
+    for_each_row(img, [&](uint8_t* row, int width) {
+      lut_bytes_64(row, 3 * static_cast<std::size_t>(width), lut.data());
+    });
+    return;
+  }
   cv::LUT(img, cv::Mat(1, 256, CV_8UC1, const_cast<uint8_t*>(lut.data())), img);
 }
 
@@ -76,13 +107,32 @@ class Grayscale {
   Levels red_, green_, blue_;
 };
 
+#if defined(__x86_64__) && defined(__GNUC__)
+// The AVX2 kernels below: the same float32 operations as the loops they stand for.
+bool has_avx2() {
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  return avx2;
+}
+void saturate_8(uint8_t* px, float own, float other);
+int64_t gray_sum_8(const uint8_t* row, int width, const Grayscale& gray);
+#else
+bool has_avx2() { return false; }
+void saturate_8(uint8_t*, float, float) {}
+int64_t gray_sum_8(const uint8_t*, int, const Grayscale&) { return 0; }
+#endif
+
 // torch.mean(rgb_to_grayscale(img).to(float32)): torch sums in float32, which is exact
 // while the sum stays below 2^24 (any image up to 65793 pixels); an exact integer sum
-// matches it there and is the closest float beyond.
-float grayscale_mean(cv::Mat& img) {
+// matches it there and is the closest float beyond. Eight pixels at once where the CPU
+// has AVX2 (`vector`).
+float grayscale_mean(cv::Mat& img, bool vector) {
   const Grayscale gray;
   int64_t sum = 0;
   for_each_row(img, [&](const uint8_t* row, int width) {
+    if (vector) {
+      sum += gray_sum_8(row, width, gray);
+      return;
+    }
     int64_t row_sum = 0;
     for (int x = 0; x < width; ++x) row_sum += gray(row + 3 * x);
     sum += row_sum;
@@ -230,27 +280,40 @@ void adjust_brightness(cv::Mat& img, double factor) {
   apply_lut(img, lut);
 }
 
-void adjust_contrast(cv::Mat& img, double factor) {
+namespace {
+
+void contrast(cv::Mat& img, double factor, bool vector) {
   const BlendWeights weights = blend_weights(factor);
-  const float mean_part = weights.other * grayscale_mean(img);
+  const float mean_part = weights.other * grayscale_mean(img, vector);
   const Levels scaled = scaled_levels(weights.own);
   std::array<uint8_t, 256> lut;
   for (int v = 0; v < 256; ++v) lut[v] = clamp_to_u8(scaled[v] + mean_part);
   apply_lut(img, lut);
 }
 
-void adjust_saturation(cv::Mat& img, double factor) {
+void saturation(cv::Mat& img, double factor, bool vector) {
   const BlendWeights weights = blend_weights(factor);
   const Levels own = scaled_levels(weights.own);
   const Levels other = scaled_levels(weights.other);
   const Grayscale gray;
   for_each_row(img, [&](uint8_t* row, int width) {
-    for (uint8_t* px = row; px < row + 3 * width; px += 3) {
+    uint8_t* px = row;
+    if (vector) {
+      for (; px + 24 <= row + 3 * width; px += 24) saturate_8(px, weights.own, weights.other);
+    }
+    for (; px < row + 3 * width; px += 3) {
       const float gray_part = other[gray(px)];
       for (int c = 0; c < 3; ++c) px[c] = clamp_to_u8(own[px[c]] + gray_part);
     }
   });
 }
+
+}  // namespace
+
+void adjust_contrast(cv::Mat& img, double factor) { contrast(img, factor, has_avx2()); }
+void adjust_contrast_scalar(cv::Mat& img, double factor) { contrast(img, factor, false); }
+void adjust_saturation(cv::Mat& img, double factor) { saturation(img, factor, has_avx2()); }
+void adjust_saturation_scalar(cv::Mat& img, double factor) { saturation(img, factor, false); }
 
 #if defined(__x86_64__) && defined(__GNUC__)
 namespace {
@@ -272,6 +335,81 @@ FORKFEED_AVX2 __m256 by_sector8(const __m256 (&in)[6], const __m256 (&value)[6])
   __m256 out = value[5];
   for (int k = 4; k >= 0; --k) out = _mm256_blendv_ps(out, value[k], in[k]);
   return out;
+}
+
+// The eight pixels at px (24 bytes) as float32 R, G and B levels.
+FORKFEED_AVX2 void load_rgb8(const uint8_t* px, __m256 (&rgb)[3]) {
+  const __m128i head = _mm_loadu_si128(reinterpret_cast<const __m128i*>(px));
+  const __m128i tail = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(px + 16));
+  const __m128i from_head[3] = {_mm_setr_epi8(0, 3, 6, 9, 12, 15, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1),
+                                _mm_setr_epi8(1, 4, 7, 10, 13, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1),
+                                _mm_setr_epi8(2, 5, 8, 11, 14, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1)};
+  const __m128i from_tail[3] = {_mm_setr_epi8(-1, -1, -1, -1, -1, -1, 2, 5, -1, -1, -1, -1, -1, -1, -1, -1),
+                                _mm_setr_epi8(-1, -1, -1, -1, -1, 0, 3, 6, -1, -1, -1, -1, -1, -1, -1, -1),
+                                _mm_setr_epi8(-1, -1, -1, -1, -1, 1, 4, 7, -1, -1, -1, -1, -1, -1, -1, -1)};
+  for (int c = 0; c < 3; ++c) {
+    const __m128i levels =
+        _mm_or_si128(_mm_shuffle_epi8(head, from_head[c]), _mm_shuffle_epi8(tail, from_tail[c]));
+    rgb[c] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(levels));
+  }
+}
+
+// Writes eight pixels' R, G and B levels (each 0 to 255) to px, interleaved.
+FORKFEED_AVX2 void store_rgb8(uint8_t* px, const __m256i (&rgb)[3]) {
+  // Per 128-bit half: R of four pixels, then G, B, B again; then interleaved.
+  const __m256i bytes =
+      _mm256_packus_epi16(_mm256_packus_epi32(rgb[0], rgb[1]), _mm256_packus_epi32(rgb[2], rgb[2]));
+  const __m256i order = _mm256_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1, 0, 4, 8, 1, 5,
+                                         9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1);
+  const __m256i pixels = _mm256_shuffle_epi8(bytes, order);
+  const __m128i low = _mm256_castsi256_si128(pixels), high = _mm256_extracti128_si256(pixels, 1);
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(px), low);
+  const int32_t low_rest = _mm_cvtsi128_si32(_mm_srli_si128(low, 8));
+  std::memcpy(px + 8, &low_rest, 4);
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(px + 12), high);
+  const int32_t high_rest = _mm_cvtsi128_si32(_mm_srli_si128(high, 8));
+  std::memcpy(px + 20, &high_rest, 4);
+}
+
+// Grayscale's level of eight pixels: ((0.2989 r + 0.587 g) + 0.114 b), each product
+// rounded, truncated.
+FORKFEED_AVX2 __m256i gray8(const __m256 (&rgb)[3]) {
+  const __m256 sum = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(0.2989f), rgb[0]),
+                                                 _mm256_mul_ps(_mm256_set1_ps(0.587f), rgb[1])),
+                                   _mm256_mul_ps(_mm256_set1_ps(0.114f), rgb[2]));
+  return _mm256_cvttps_epi32(sum);
+}
+
+// adjust_saturation's blend of eight pixels with their grey: clamp_to_u8(own * level +
+// other * grey), the same float32 operations as the pixel-by-pixel loop.
+__attribute__((target("avx2"))) void saturate_8(uint8_t* px, float own, float other) {
+  __m256 rgb[3];
+  load_rgb8(px, rgb);
+  const __m256 gray_part = _mm256_mul_ps(_mm256_set1_ps(other), _mm256_cvtepi32_ps(gray8(rgb)));
+  __m256i out[3];
+  for (int c = 0; c < 3; ++c) {
+    const __m256 blended = _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(own), rgb[c]), gray_part);
+    out[c] = _mm256_cvttps_epi32(
+        _mm256_min_ps(_mm256_max_ps(blended, _mm256_setzero_ps()), _mm256_set1_ps(255.0f)));
+  }
+  store_rgb8(px, out);
+}
+
+// The sum of Grayscale's levels of a row of `width` pixels, eight at a time.
+__attribute__((target("avx2"))) int64_t gray_sum_8(const uint8_t* row, int width, const Grayscale& gray) {
+  __m256i sums = _mm256_setzero_si256();
+  int x = 0;
+  for (; x + 8 <= width; x += 8) {
+    __m256 rgb[3];
+    load_rgb8(row + 3 * x, rgb);
+    sums = _mm256_add_epi32(sums, gray8(rgb));  // at most 255 x (width / 8) a lane
+  }
+  alignas(32) int32_t lanes[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), sums);
+  int64_t sum = 0;
+  for (const int32_t lane : lanes) sum += lane;
+  for (; x < width; ++x) sum += gray(row + 3 * x);
+  return sum;
 }
 
 // HueShift on eight pixels at once with AVX2: the same float32 operations in the same
@@ -335,8 +473,7 @@ __attribute__((target("avx2"))) void shift_hue_8(uint8_t* px, float factor) {
 void adjust_hue(cv::Mat& img, double hue_factor) {
   const HueShift shift(static_cast<float>(hue_factor));
 #if defined(__x86_64__) && defined(__GNUC__)
-  static const bool avx2 = __builtin_cpu_supports("avx2");
-  if (avx2) {
+  if (has_avx2()) {
     const auto factor = static_cast<float>(hue_factor);
     for_each_row(img, [&](uint8_t* row, int width) {
       uint8_t* px = row;
