@@ -50,7 +50,8 @@ forkfeed's set against the shorthand's: what the pipeline's ops add. --dtype doe
 apply (a pipeline with Normalize() gives float32, one without uint8); --images defaults
 to 512 and --repeat to 3.
 
-  --data DIR        ImageFolder root to measure (default: a generated set, see --generate)
+  --data DIR        ImageFolder root to measure (default: a generated set, see --generate);
+                    tools/compare/photo_folder.py writes one cut from photographs
   --workers N       decode workers of every loader (default 2)
   --batch B         batch size (default 64)
   --size S          output height and width (default 224)
