@@ -17,6 +17,7 @@
 #include <immintrin.h>
 #endif
 
+#include "base/cpu_features.h"
 #include "transforms/functional.h"
 
 namespace forkfeed::fn {
@@ -54,10 +55,6 @@ BlendWeights blend_weights(double ratio) {
 #if defined(__x86_64__) && defined(__GNUC__)
 // The whole table in four 64-byte registers, 64 bytes looked up at once: AVX-512 VBMI's
 // two-table byte permutes, where the CPU has them (OpenCV's cv::LUT takes a byte at a time).
-bool has_avx512_vbmi() {
-  static const bool vbmi = __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");
-  return vbmi;
-}
 __attribute__((target("avx512f,avx512bw,avx512vbmi"))) void lut_bytes_64(uint8_t* bytes, std::size_t count,
                                                                          const uint8_t* table) {
   const __m512i t0 = _mm512_loadu_si512(table), t1 = _mm512_loadu_si512(table + 64);
@@ -71,12 +68,11 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) void lut_bytes_64(uint8_t
   }
 }
 #else
-bool has_avx512_vbmi() { return false; }
 void lut_bytes_64(uint8_t*, std::size_t, const uint8_t*) {}
 #endif
 
 void apply_lut(cv::Mat& img, const std::array<uint8_t, 256>& lut) {
-  if (has_avx512_vbmi()) {
+  if (cpu_has_avx512_vbmi()) {
     for_each_row(img, [&](uint8_t* row, int width) {
       lut_bytes_64(row, 3 * static_cast<std::size_t>(width), lut.data());
     });
@@ -109,14 +105,9 @@ class Grayscale {
 
 #if defined(__x86_64__) && defined(__GNUC__)
 // The AVX2 kernels below: the same float32 operations as the loops they stand for.
-bool has_avx2() {
-  static const bool avx2 = __builtin_cpu_supports("avx2");
-  return avx2;
-}
 void saturate_8(uint8_t* px, float own, float other);
 int64_t gray_sum_8(const uint8_t* row, int width, const Grayscale& gray);
 #else
-bool has_avx2() { return false; }
 void saturate_8(uint8_t*, float, float) {}
 int64_t gray_sum_8(const uint8_t*, int, const Grayscale&) { return 0; }
 #endif
@@ -310,9 +301,9 @@ void saturation(cv::Mat& img, double factor, bool vector) {
 
 }  // namespace
 
-void adjust_contrast(cv::Mat& img, double factor) { contrast(img, factor, has_avx2()); }
+void adjust_contrast(cv::Mat& img, double factor) { contrast(img, factor, cpu_has_avx2()); }
 void adjust_contrast_scalar(cv::Mat& img, double factor) { contrast(img, factor, false); }
-void adjust_saturation(cv::Mat& img, double factor) { saturation(img, factor, has_avx2()); }
+void adjust_saturation(cv::Mat& img, double factor) { saturation(img, factor, cpu_has_avx2()); }
 void adjust_saturation_scalar(cv::Mat& img, double factor) { saturation(img, factor, false); }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -473,7 +464,7 @@ __attribute__((target("avx2"))) void shift_hue_8(uint8_t* px, float factor) {
 void adjust_hue(cv::Mat& img, double hue_factor) {
   const HueShift shift(static_cast<float>(hue_factor));
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (has_avx2()) {
+  if (cpu_has_avx2()) {
     const auto factor = static_cast<float>(hue_factor);
     for_each_row(img, [&](uint8_t* row, int width) {
       uint8_t* px = row;

@@ -2,6 +2,8 @@
 // the sample into slot memory (PixelStore), run its tensor ops there.
 #include "workers/transform.h"
 
+#include "transforms/bilinear_resize.h"
+
 #include <opencv2/imgproc.hpp>
 #include <stdexcept>
 
@@ -31,8 +33,11 @@ Normalisation normalisation_of(const OpDefaults& d) {
 
 void Transform::resize(const cv::Mat& from, cv::Mat& to) {
   const bool halves = 2 * to.cols <= from.cols && 2 * to.rows <= from.rows;
-  const int interpolation = halves ? cv::INTER_AREA : cv::INTER_LINEAR;
-  cv::resize(from, to, to.size(), 0, 0, interpolation);
+  if (halves) {
+    cv::resize(from, to, to.size(), 0, 0, cv::INTER_AREA);
+  } else {
+    bilinear_resize(from, to);  // cv::INTER_LINEAR's bytes
+  }
 }
 
 Transform::Transform(const TransformSpec& spec)

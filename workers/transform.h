@@ -64,9 +64,9 @@ class Transform {
  private:
   // Resizes `from` to `to`'s size: area averaging when shrinking by 2x or more on both
   // sides (close to torchvision's antialiased resize), bilinear otherwise, where every
-  // source pixel still weighs in. OpenCV's area averaging at a fractional factor
-  // costs more than the JPEG decode itself; the fused path's DCT scaling leaves the
-  // final resize under 2x, so it is bilinear there.
+  // source pixel still weighs in (OpenCV's INTER_LINEAR, by transforms/bilinear_resize.h). OpenCV's area
+  // averaging at a fractional factor costs more than the JPEG decode itself; the fused path's DCT scaling
+  // leaves the final resize under 2x, so it is bilinear there.
   static void resize(const cv::Mat& from, cv::Mat& to);
   // `pixels` resized into `window`'s rectangle of `to`, the rest of `to` its fill.
   static void place(const cv::Mat& pixels, const SampleWindow& window, cv::Mat& to);
