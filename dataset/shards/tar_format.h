@@ -36,14 +36,19 @@ struct Checksums {
   std::int64_t as_signed = 0;
 };
 inline Checksums header_checksums(std::span<const unsigned char, kBlock> block) {
-  Checksums sums;
-  for (std::size_t i = 0; i < kBlock; ++i) {
-    const bool in_field = i >= kChecksum.at && i < kChecksum.at + kChecksum.size;
-    const unsigned char byte = in_field ? ' ' : block[i];
-    sums.as_unsigned += byte;
-    sums.as_signed += static_cast<signed char>(byte);
-  }
-  return sums;
+  // Two plain runs around the field (which counts as eight spaces), so that the compiler
+  // sums them many bytes at a time: every shard's first open checks every header.
+  std::int32_t as_unsigned = static_cast<std::int32_t>(kChecksum.size) * ' ';
+  std::int32_t as_signed = as_unsigned;
+  const auto add = [&](std::size_t from, std::size_t to) {
+    for (std::size_t i = from; i < to; ++i) {
+      as_unsigned += block[i];
+      as_signed += static_cast<signed char>(block[i]);
+    }
+  };
+  add(0, kChecksum.at);
+  add(kChecksum.at + kChecksum.size, kBlock);
+  return {as_unsigned, as_signed};
 }
 
 }  // namespace forkfeed::tar

@@ -1,5 +1,6 @@
 // Finding the regular-file members of a tar shard by one pass over its headers: the
-// data is skipped by offset, never read, so a 1 GB shard costs one pread per header.
+// data is skipped by offset, never read, so a 1 GB shard costs at most one pread per
+// header (one per dozens where members are small: the headers are read ahead).
 #pragma once
 
 #include <cstdint>
