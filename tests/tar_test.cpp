@@ -376,6 +376,26 @@ TEST(TarScan, RefusesTruncatedShards) {
   expect_refused(shard, {"member 'b.jpg' needs 2048 bytes"});
 }
 
+TEST(TarScan, AShardShorterThanItsSizeNamesTheHeaderCut) {
+  // A shard that shrank after its size was taken: the headers are read ahead (small
+  // members), and the one cut is still the one named, by its own 512 bytes.
+  testing::TempDir dir;
+  const std::string shard = dir.path() + "/s.tar";
+  write_shard(shard, {{"a.jpg", pattern(1000, 13)}, {"b.jpg", pattern(2000, 14)}});
+  const std::string whole = read_file(shard);
+  write_file(shard, whole.substr(0, 1536 + 100));  // in b.jpg's header
+  UniqueFd fd(::open(shard.c_str(), O_RDONLY | O_CLOEXEC));
+  std::vector<std::string> names;
+  const Status s = scan_tar(fd.get(), shard, whole.size(), [&](TarMember&& m) {
+    names.push_back(m.name);
+    return Status::Ok();
+  });
+  EXPECT_EQ(names, std::vector<std::string>{"a.jpg"});
+  EXPECT_NE(s.message().find("a tar header needs 512 bytes at offset 1536, the file ends at 1636"),
+            std::string::npos)
+      << s.message();
+}
+
 TEST(TarScan, RefusesCorruptHeaders) {
   testing::TempDir dir;
   const std::string shard = dir.path() + "/s.tar";

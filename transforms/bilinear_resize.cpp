@@ -28,6 +28,19 @@
 namespace forkfeed {
 namespace {
 
+// Whether cv::resize takes another path than the two passes for these sizes: a copy, or
+// its area averaging for an exact halving of both sides.
+bool opencv_takes_another_path(cv::Size from, cv::Size to) {
+  if (from == to) return true;
+  const double scale_x = 1.0 / (static_cast<double>(to.width) / from.width);
+  const double scale_y = 1.0 / (static_cast<double>(to.height) / from.height);
+  const int whole_x = cv::saturate_cast<int>(scale_x), whole_y = cv::saturate_cast<int>(scale_y);
+  return std::abs(scale_x - whole_x) < DBL_EPSILON && std::abs(scale_y - whole_y) < DBL_EPSILON &&
+         whole_x == 2 && whole_y == 2;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+
 constexpr int kWeightScale = 2048;  // OpenCV's INTER_RESIZE_COEF_SCALE
 
 // One axis's taps: for each output position, the first source position and the two weights.
@@ -51,19 +64,6 @@ void make_taps(int source, int output, bool clamp_to_edge, Taps& taps) {
     taps.weight[2 * d + 1] = static_cast<int16_t>(std::lrint(f * kWeightScale));
   }
 }
-
-// Whether cv::resize takes another path than the two passes for these sizes: a copy, or
-// its area averaging for an exact halving of both sides.
-bool opencv_takes_another_path(cv::Size from, cv::Size to) {
-  if (from == to) return true;
-  const double scale_x = 1.0 / (static_cast<double>(to.width) / from.width);
-  const double scale_y = 1.0 / (static_cast<double>(to.height) / from.height);
-  const int whole_x = cv::saturate_cast<int>(scale_x), whole_y = cv::saturate_cast<int>(scale_y);
-  return std::abs(scale_x - whole_x) < DBL_EPSILON && std::abs(scale_y - whole_y) < DBL_EPSILON &&
-         whole_x == 2 && whole_y == 2;
-}
-
-#if defined(__x86_64__) && defined(__GNUC__)
 
 // The row pass's plan, the same for every row: each group of eight output values is two
 // lanes of four, each lane loading 16 source bytes from its offset and shuffling them into

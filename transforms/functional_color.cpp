@@ -2,8 +2,10 @@
 // tensor arithmetic for uint8 images: float32 where torch computes in float32, every
 // product rounded before it is summed (torch runs one kernel per operator), and torch's
 // truncating `.to(torch.uint8)` or its round-half-to-even where it rounds. (Built for
-// a target with FMA, GCC's default -ffp-contract=fast may fuse adjust_hue's products,
-// which can move a value by a level; the blends take their products from tables.)
+// a target with FMA, GCC's default -ffp-contract=fast may fuse products into additions,
+// which can move a value by a level: the vector kernels' targets name no FMA, and the
+// scalar loops take the blends' products from tables; tests/colour_kernels_test.cpp
+// holds the two to the same bytes.)
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 

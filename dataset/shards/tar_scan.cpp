@@ -151,7 +151,14 @@ class TarScanner {
       const std::uint64_t left = file_size_ - std::min(file_size_, at);
       window_.resize(near && left > tar::kBlock ? std::min<std::uint64_t>(kWindowBytes, left) : tar::kBlock);
       window_at_ = at;
-      if (Status s = read_exact(at, window_.data(), window_.size(), "a tar header"); !s.ok()) {
+      Status s = read_exact(at, window_.data(), window_.size(), "a tar header");
+      if (!s.ok() && window_.size() > tar::kBlock) {
+        // The read ahead failed (a file shorter than when it was sized, a bad sector in
+        // data): the header alone, whose failure is then the one to report.
+        window_.resize(tar::kBlock);
+        s = read_exact(at, window_.data(), window_.size(), "a tar header");
+      }
+      if (!s.ok()) {
         window_.clear();
         return s;
       }
