@@ -4,6 +4,7 @@
 #include <poll.h>
 
 #include <cstdlib>
+#include <string_view>
 #include <utility>
 
 namespace forkfeed {
@@ -15,18 +16,47 @@ Status ucx_error(const UcxApi& api, const std::string& what, ucs_status_t status
   return Status::IoError(what + " failed: " + api.error(status));
 }
 
-// UCX checks its endpoints every 20 s by default; forkfeed wants a vanished peer noticed
-// in about a second. (A peer that is only busy, not progressing its worker, still has a
-// live connection: the check does not take it for dead.)
-void tighten_keepalive(const UcxApi& api, ucp_config_t* config) {
-  const std::pair<const char*, const char*> settings[] = {{"KEEPALIVE_INTERVAL", "1s"}};
-  for (const auto& [name, value] : settings) {
-    if (std::getenv((std::string("UCX_") + name).c_str()) == nullptr)
-      (void)api.ucp_config_modify(config, name, value);
+// forkfeed's UCX settings, each unless its UCX_ variable says otherwise:
+// - UCX checks its endpoints every 20 s by default; forkfeed wants a vanished peer
+//   noticed in about a second. (A peer that is only busy, not progressing its worker,
+//   still has a live connection: the check does not take it for dead.)
+// - The tcp transport reads its socket 64 KB at a time by default: a batch of ~10 MB is
+//   ~150 reads, each then copied on. 512 KB reads take a fifth of the CPU off each GB
+//   received and sent (tools/compare/remote_stream.py). Only the receive side: a sender's
+//   segments must fit its peer's receive segment (UCX aborts the receiver otherwise), and
+//   the send segment stays at its default, which fits every peer's. Set only where tcp may
+//   be used: UCX warns (on stdout) of a setting no transport takes.
+void apply_settings(const UcxApi& api, ucp_config_t* config) {
+  struct Setting {
+    const char* variable;
+    const char* key;  // as ucp_config_modify names it: a transport's without its prefix
+    const char* value;
+    bool wanted;
+  };
+  const Setting settings[] = {
+      {"UCX_KEEPALIVE_INTERVAL", "KEEPALIVE_INTERVAL", "1s", true},
+      {"UCX_TCP_RX_SEG_SIZE", "RX_SEG_SIZE", "512K", tls_may_use_tcp(std::getenv("UCX_TLS"))}};
+  for (const Setting& s : settings) {
+    if (s.wanted && std::getenv(s.variable) == nullptr) (void)api.ucp_config_modify(config, s.key, s.value);
   }
 }
 
 }  // namespace
+
+bool tls_may_use_tcp(const char* tls) {
+  if (tls == nullptr || *tls == '\0') return true;  // UCX's default: every transport
+  std::string_view list(tls);
+  const bool excluding = list.front() == '^';
+  if (excluding) list.remove_prefix(1);
+  bool named = false;
+  while (!list.empty()) {
+    const std::size_t comma = list.find(',');
+    const std::string_view name = list.substr(0, comma);
+    named = named || name == "tcp" || name == "all";
+    list.remove_prefix(comma == std::string_view::npos ? list.size() : comma + 1);
+  }
+  return excluding != named;
+}
 
 Result<std::shared_ptr<UcxContext>> UcxContext::create() {
   auto loaded = UcxApi::get();
@@ -36,7 +66,7 @@ Result<std::shared_ptr<UcxContext>> UcxContext::create() {
   if (ucs_status_t s = api->ucp_config_read(nullptr, nullptr, &config); s != UCS_OK) {
     return ucx_error(*api, "reading UCX's configuration (UCX_* variables)", s);
   }
-  tighten_keepalive(*api, config);
+  apply_settings(*api, config);
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
   params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
