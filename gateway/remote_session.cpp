@@ -4,10 +4,12 @@
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "dataset/dataset_source.h"
+#include "protocol/consumer_channel.h"
 #include "protocol/stream_request.h"
 #include "remote/am_send.h"
 #include "remote/remote_wire.h"
@@ -24,6 +26,22 @@ constexpr std::uint32_t kMaxBadRequests = 16;
 // A reply or a beat that cannot be written in this long ends the session: a client that
 // reads nothing must not hold the gateway's one thread.
 constexpr timeval kSendTimeout{0, 200 * 1000};
+
+// The network path holds a batch's daemon slot while it crosses, and a receive slot from
+// its credit until the trainer drops it: with only the slots a local client's options
+// make (workers x prefetch + 1), a stream of few slots waits on its transfers (one worker:
+// 0.57x the Unix socket, tools/compare/remote_stream.py --stream-workers 1). The gateway
+// asks the daemon's stream for at least this many more — one more batch in flight a
+// worker, two for one worker — where the daemon's bounds allow; the client's receive
+// slots follow the daemon's.
+constexpr std::uint32_t kTransitSlots = 2;
+
+json with_transit_slots(json body, const LoaderOptions& o) {
+  if (o.workers == 0) return body;  // the daemon refuses it, naming the field
+  const std::uint64_t prefetch = o.prefetch + (kTransitSlots + o.workers - 1) / o.workers;
+  if (o.workers * prefetch + 1 <= std::min(kRingCapacity, kChannelCapacity)) body["prefetch"] = prefetch;
+  return body;
+}
 
 json ok_reply(json body = json::object()) {
   body["ok"] = true;
@@ -195,7 +213,7 @@ Status RemoteSession::open_stream(const json& body) {
   auto connection = DaemonConnection::open(settings_.daemon_socket, std::chrono::milliseconds(200));
   if (!connection.ok()) return connection.status();
   daemon_.emplace(std::move(connection).value());
-  return daemon_->send_request(MessageType::kOpenStream, body);
+  return daemon_->send_request(MessageType::kOpenStream, with_transit_slots(body, request->stream.loader));
 }
 
 void RemoteSession::forward(MessageType type, const json& body) {

@@ -194,6 +194,33 @@ TEST_F(RemoteStreamTest, AStateMovesFromRemoteToLocalAndBackExactly) {
                              << " batches)";
 }
 
+// The network path holds a batch's slots while it crosses (the daemon's while it is sent,
+// a receive slot from its credit on): the gateway opens the daemon's stream with two
+// slots more than the options make, and the client's receive slots follow. A trainer
+// with one worker (prefetch 2: 3 slots locally) holds five batches; the sixth is
+// refused as every slot held.
+TEST_F(RemoteStreamTest, ARemoteStreamHasTwoSlotsMoreForItsTransfers) {
+  testing::HangGuard guard(60, "RemoteStreamTest.TransitSlots");
+  testing::DaemonProcess daemon(socket_path("transit"), remote_args());
+  StreamOptions o = remote_options();
+  o.loader.workers = 1;
+  auto remote = connect(remote_address(daemon), o);
+  ASSERT_TRUE(remote);
+  std::vector<Batch> held;
+  for (int i = 0; i < 5; ++i) {
+    auto batch = remote->next();
+    ASSERT_TRUE(batch.ok()) << "batch " << i << ": " << batch.status().message();
+    ASSERT_TRUE(batch->has_value());
+    held.push_back(std::move(**batch));
+  }
+  auto sixth = remote->next();
+  ASSERT_FALSE(sixth.ok()) << "a sixth batch held: more than 3 + 2 slots";
+  EXPECT_EQ(sixth.status().code(), Status::Code::kResourceExhausted) << sixth.status().message();
+  held.pop_back();
+  auto again = remote->next();
+  EXPECT_TRUE(again.ok() && again->has_value()) << "a slot given back is a batch again";
+}
+
 TEST_F(RemoteStreamTest, AWrongTokenAndAPathAreRefusedWithReasons) {
   testing::HangGuard guard(60, "RemoteStreamTest.Refused");
   testing::DaemonProcess daemon(socket_path("refuse"), remote_args());
