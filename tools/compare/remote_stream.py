@@ -3,13 +3,16 @@
 read through its Unix socket, on this machine.
 
 usage: remote_stream.py [--bin DIR] [--data DIR] [--images N] [--epochs E] [--rounds R] [--workers W]
-                        [--daemons K,K,...]
+                        [--stream-workers S] [--daemons K,K,...]
 
 One forkfeedd serves a dataset by name and listens on loopback for remote clients. Each
 row is a forkfeed-bench run of E epochs, batch 64, 224 px uint8 (train transform): through the Unix socket (shared memory, no copy), remotely with UCX_TLS=tcp (the
 network path: TCP over loopback) and remotely with UCX's default transports (on one host
 UCX picks shared memory). The daemon has W decode workers (default 2): on a 2-core
-machine, 1 leaves a core to the transfer, as a decode node and a GPU node would. The runs alternate R rounds, and each row shows the median
+machine, 1 leaves a core to the transfer, as a decode node and a GPU node would. The
+trainer's stream asks for S workers (default W): its batch slots are S x 2 + 1, so S=1 on
+a pool of 2 workers is a stream of few slots that the pool decodes for at full speed (the
+network path must keep enough batches moving to keep up). The runs alternate R rounds, and each row shows the median
 round: images/s and its ratio to the local run, the batch bytes per second (GB/s) that
 crossed the transport, the p50/p99 wait for a batch, the CPU seconds forkfeed-gateway
 spent per GB sent and the CPU seconds the trainer (forkfeed-bench) spent per GB it read,
@@ -120,6 +123,7 @@ def stop_daemons(daemons):
 
 
 def bench(bin_dir, epochs, workers, how, env=None):
+    """One forkfeed-bench run, its --json report."""
     cmd = [f"{bin_dir}/forkfeed-bench", "--dataset", "bench", "--workers", str(workers), "--batch", "64", "--size", "224",
            "--epochs", str(epochs), "--json", "--log-level", "warn"] + how
     out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=env)
@@ -137,6 +141,8 @@ def main():
     parser.add_argument("--epochs", type=int, default=2, help="epochs per run (default 2)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the three runs (default 3)")
     parser.add_argument("--workers", type=int, default=2, help="the daemon's decode workers (default 2)")
+    parser.add_argument("--stream-workers", type=int,
+                        help="the workers the trainer's stream asks for (default: --workers)")
     parser.add_argument("--daemons", metavar="K,K,...",
                         help="a fan-in instead: for each K, K daemons read by one forkfeed-bench --remote")
     args = parser.parse_args()
@@ -150,6 +156,9 @@ def main():
         if args.workers < 1:
             parser.error("--workers must be at least 1")
         return fan_in(args, counts)
+    stream_workers = args.workers if args.stream_workers is None else args.stream_workers
+    if args.workers < 1 or stream_workers < 1:
+        parser.error("--workers and --stream-workers must be at least 1")
 
     with tempfile.TemporaryDirectory(prefix="forkfeed-remote-") as tmp:
         data, token = prepare(args, tmp)
@@ -168,7 +177,7 @@ def main():
                 for name, (how, run_env, remote) in runs.items():
                     cpu = cpu_seconds(gateway)
                     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-                    report = bench(args.bin, args.epochs, args.workers, how, run_env)
+                    report = bench(args.bin, args.epochs, stream_workers, how, run_env)
                     after = resource.getrusage(resource.RUSAGE_CHILDREN)
                     report["gateway_cpu_s"] = cpu_seconds(gateway) - cpu if remote else 0.0
                     # forkfeed-bench is the only child this script waits for: the trainer's CPU.
@@ -178,7 +187,7 @@ def main():
             stop_daemons([daemon])
 
     print(f"{os.cpu_count()} CPUs; {args.epochs} epochs of {args.images} images per run, 224 px uint8, batch 64, "
-          f"{args.workers} decode workers; median of {args.rounds} rounds")
+          f"{args.workers} decode workers, the stream asking for {stream_workers}; median of {args.rounds} rounds")
     print("trainer CPU/GB: forkfeed-bench's CPU seconds per GB of batches it read (the Unix socket's is the")
     print("reading alone; a remote row's excess over it is the receive); each column the median of the rounds")
     print(f"{'':<30}{'img/s':>8}{'vs local':>10}{'GB/s':>8}{'wait p50':>10}{'wait p99':>10}{'gateway CPU/GB':>16}"
