@@ -95,6 +95,13 @@ void add_run_flags(CLI::App& app, BenchFlags& flags) {
       ->default_str("")  // 0 means "no limit", which is no value to show
       ->check(cli::integer_of(flags.stop_after_batches))
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000'000'000}).description(""));
+  app.add_option("--step-ms", flags.step_ms,
+                 "Hold each batch MS milliseconds after reading it, the CPU idle, as a trainer whose step "
+                 "runs on an accelerator would: shows whether batches keep coming while it computes "
+                 "(the ideal rate is then batch / MS)")
+      ->type_name("MS")
+      ->check(cli::integer_of(flags.step_ms))
+      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{60'000}));
   app.add_flag("--json", flags.json, "Print only one JSON object on stdout");
   app.add_option("--dump-indices", flags.dump_path, "Write the delivered order to FILE")->type_name("FILE");
 }

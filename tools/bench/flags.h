@@ -36,6 +36,7 @@ struct BenchFlags {
   std::string resume_path;               // empty: start from the beginning
   std::string save_state_path;           // empty: save no state
   std::uint64_t stop_after_batches = 0;  // 0: run the whole schedule
+  std::uint64_t step_ms = 0;             // the batch held this long after it is read (a training step)
 };
 
 // Fills `flags`; returns the exit code when the program should end now (--help, bad flags).

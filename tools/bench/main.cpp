@@ -12,6 +12,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/printable.h"
@@ -160,6 +161,7 @@ Status run_passes(Source& loader, const BenchFlags& flags, IndexDump& dump, RunR
       const Batch& batch = *next.value();
       report.wait_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - asked).count());
       checksum += read_batch(batch, report);
+      if (flags.step_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(flags.step_ms));
       dump.write(batch);
       report.images += batch.size();
       ++report.batches;

@@ -3,7 +3,7 @@
 read through its Unix socket, on this machine.
 
 usage: remote_stream.py [--bin DIR] [--data DIR] [--images N] [--epochs E] [--rounds R] [--workers W]
-                        [--stream-workers S] [--daemons K,K,...]
+                        [--stream-workers S] [--step-ms MS] [--daemons K,K,...]
 
 One forkfeedd serves a dataset by name and listens on loopback for remote clients. Each
 row is a forkfeed-bench run of E epochs, batch 64, 224 px uint8 (train transform): through the Unix socket (shared memory, no copy), remotely with UCX_TLS=tcp (the
@@ -12,7 +12,9 @@ UCX picks shared memory). The daemon has W decode workers (default 2): on a 2-co
 machine, 1 leaves a core to the transfer, as a decode node and a GPU node would. The
 trainer's stream asks for S workers (default W): its batch slots are S x 2 + 1, so S=1 on
 a pool of 2 workers is a stream of few slots that the pool decodes for at full speed (the
-network path must keep enough batches moving to keep up). The runs alternate R rounds, and each row shows the median
+network path must keep enough batches moving to keep up). --step-ms MS holds each batch MS
+ms after reading it, the CPU idle, as a trainer whose step runs on an accelerator would
+(forkfeed-bench --step-ms): batches must keep moving while it computes. The runs alternate R rounds, and each row shows the median
 round: images/s and its ratio to the local run, the batch bytes per second (GB/s) that
 crossed the transport, the p50/p99 wait for a batch, the CPU seconds forkfeed-gateway
 spent per GB sent and the CPU seconds the trainer (forkfeed-bench) spent per GB it read,
@@ -122,10 +124,12 @@ def stop_daemons(daemons):
             daemon.wait()
 
 
-def bench(bin_dir, epochs, workers, how, env=None):
+def bench(bin_dir, epochs, workers, how, env=None, step_ms=0):
     """One forkfeed-bench run, its --json report."""
     cmd = [f"{bin_dir}/forkfeed-bench", "--dataset", "bench", "--workers", str(workers), "--batch", "64", "--size", "224",
            "--epochs", str(epochs), "--json", "--log-level", "warn"] + how
+    if step_ms:
+        cmd += ["--step-ms", str(step_ms)]
     out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=env)
     if out.returncode != 0:
         sys.exit(f"remote_stream.py: {' '.join(cmd)} failed (exit {out.returncode})")
@@ -143,6 +147,8 @@ def main():
     parser.add_argument("--workers", type=int, default=2, help="the daemon's decode workers (default 2)")
     parser.add_argument("--stream-workers", type=int,
                         help="the workers the trainer's stream asks for (default: --workers)")
+    parser.add_argument("--step-ms", type=int, default=0,
+                        help="hold each batch MS ms after reading it, as a training step would (default 0)")
     parser.add_argument("--daemons", metavar="K,K,...",
                         help="a fan-in instead: for each K, K daemons read by one forkfeed-bench --remote")
     args = parser.parse_args()
@@ -177,7 +183,7 @@ def main():
                 for name, (how, run_env, remote) in runs.items():
                     cpu = cpu_seconds(gateway)
                     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-                    report = bench(args.bin, args.epochs, stream_workers, how, run_env)
+                    report = bench(args.bin, args.epochs, stream_workers, how, run_env, args.step_ms)
                     after = resource.getrusage(resource.RUSAGE_CHILDREN)
                     report["gateway_cpu_s"] = cpu_seconds(gateway) - cpu if remote else 0.0
                     # forkfeed-bench is the only child this script waits for: the trainer's CPU.
@@ -187,7 +193,8 @@ def main():
             stop_daemons([daemon])
 
     print(f"{os.cpu_count()} CPUs; {args.epochs} epochs of {args.images} images per run, 224 px uint8, batch 64, "
-          f"{args.workers} decode workers, the stream asking for {stream_workers}; median of {args.rounds} rounds")
+          f"{args.workers} decode workers, the stream asking for {stream_workers}"
+          + (f", a {args.step_ms} ms step a batch" if args.step_ms else "") + f"; median of {args.rounds} rounds")
     print("trainer CPU/GB: forkfeed-bench's CPU seconds per GB of batches it read (the Unix socket's is the")
     print("reading alone; a remote row's excess over it is the receive); each column the median of the rounds")
     print(f"{'':<30}{'img/s':>8}{'vs local':>10}{'GB/s':>8}{'wait p50':>10}{'wait p99':>10}{'gateway CPU/GB':>16}"
