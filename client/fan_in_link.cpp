@@ -139,9 +139,6 @@ void FanInLink::seek(std::vector<std::uint32_t> which, Clock::duration within) {
 }
 
 bool FanInLink::poll(const std::vector<RemoteLink*>& links, Clock::duration timeout, int interrupt_fd) {
-  for (RemoteLink* link : links) {
-    if (!link->arm()) return false;  // more to progress first
-  }
   std::vector<pollfd> fds;
   for (RemoteLink* link : links) link->add_poll_fds(fds);
   fds.push_back({interrupt_fd, POLLIN, 0});

@@ -2,11 +2,17 @@
 #include "client/remote_link.h"
 
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <system_error>
 #include <vector>
 
 #include "client/receive_arena.h"
@@ -32,6 +38,16 @@ class RemoteLease final : public detail::SlotLease {
   std::shared_ptr<ReceiveArena> arena_;
   std::uint32_t slot_;
 };
+
+void signal_fd(int fd) {
+  const std::uint64_t one = 1;
+  (void)!::write(fd, &one, sizeof one);
+}
+
+void drain_fd(int fd) {
+  std::uint64_t count = 0;
+  (void)!::read(fd, &count, sizeof count);
+}
 
 // The token file: RemoteDaemon::token_file, else $FORKFEED_TOKEN_FILE.
 Result<std::string> client_token(const RemoteDaemon& daemon) {
@@ -65,7 +81,11 @@ RemoteLink::RemoteLink(std::string address, UniqueFd control, std::shared_ptr<Uc
       worker_(std::move(worker)) {}
 
 RemoteLink::~RemoteLink() {
-  if (!owner_.here()) return;  // a fork's child: UCX and the stream are the parent's
+  if (!owner_.here()) {  // a fork's child: UCX, the stream and the link's thread are the parent's
+    (void)progress_.release();
+    return;
+  }
+  stop_progress();  // from here on, this thread alone calls the worker
   // Closing the control connection ends the gateway's session and its endpoint to this
   // worker, which ends the receives in flight. UCX must not destroy a worker with one
   // still pending (it asserts): a worker whose gateway never ended them (gone without a
@@ -115,7 +135,7 @@ Result<std::unique_ptr<RemoteLink>> RemoteLink::start(const RemoteDaemon& daemon
   if (!context.ok()) return context.status();
   auto control = connect_tcp(*where, timeout, "the remote forkfeedd");
   if (!control.ok()) return control.status();
-  auto worker = UcxWorker::create(*context);
+  auto worker = UcxWorker::create(*context, UCS_THREAD_MODE_SERIALIZED);  // the link's thread, and its end
   if (!worker.ok()) return worker.status();
   auto worker_address = (*worker)->address();
   if (!worker_address.ok()) return worker_address.status();
@@ -125,6 +145,23 @@ Result<std::unique_ptr<RemoteLink>> RemoteLink::start(const RemoteDaemon& daemon
        {std::pair{kDeliveryMessage, &on_delivery}, {kWelcomeMessage, &on_welcome}}) {
     if (Status s = link->worker_->set_am_handler(id, handler, link.get()); !s.ok()) return s;
   }
+  for (UniqueFd* fd : {&link->news_fd_, &link->wake_fd_}) {
+    *fd = UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (!fd->valid()) return Status::FromErrno("eventfd for a remote stream's thread", errno);
+  }
+  // The thread takes no signals: a trainer's Ctrl-C must reach the thread that waits in
+  // next() (its poll returns EINTR), not this one. It inherits the mask in force here.
+  sigset_t all, before;
+  ::sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &before);
+  try {
+    link->progress_ = std::make_unique<std::thread>(&RemoteLink::progress_loop, link.get());
+  } catch (const std::system_error& e) {
+    ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
+    return Status::ResourceExhausted(std::string("cannot start a remote stream's thread (") + e.what() +
+                                     "): is the process at its limit of threads (ulimit -u)?");
+  }
+  ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
   const json hello{
       {"protocol", kProtocolVersion}, {"token", *token}, {"worker", bytes_to_json(*worker_address)}};
   if (Status s = link->send_request(MessageType::kHello, hello); !s.ok()) return s;
@@ -132,6 +169,7 @@ Result<std::unique_ptr<RemoteLink>> RemoteLink::start(const RemoteDaemon& daemon
 }
 
 Result<bool> RemoteLink::opening(const json& request, int pin_device, json& opened) {
+  std::lock_guard lock(mu_);
   if (phase_ == Phase::kOpen) return true;
   if (!lost_.ok() && !reply_) return lost_;  // a refusal's reply comes with its notice: it first
   if (phase_ == Phase::kHello) {
@@ -194,6 +232,7 @@ Status RemoteLink::make_arena(const json& opened, int pin_device) {
   if (!arena.ok()) return arena.status();
   arena_ = std::move(arena).value();
   send_credits();
+  wake_progress();  // to watch the slots given back
   return Status::Ok();
 }
 
@@ -202,19 +241,64 @@ Status RemoteLink::lose(const std::string& why) {
 }
 
 Status RemoteLink::fail(const std::string& message) {
-  if (lost_.ok()) lost_ = Status::Unavailable(message);
+  std::lock_guard lock(mu_);
+  if (lost_.ok()) {
+    lost_ = Status::Unavailable(message);
+    news();
+  }
   return lost_;
 }
 
 Status RemoteLink::check() {
+  std::lock_guard lock(mu_);
   if (lost_.ok()) service();
   return lost_;
 }
 
 void RemoteLink::service() {
+  std::lock_guard lock(mu_);
   read_control();
-  worker_->progress();
   send_credits();
+}
+
+void RemoteLink::progress_loop() {
+  std::vector<pollfd> fds;
+  while (true) {
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) return;
+      const std::uint64_t before = news_;
+      worker_->progress();
+      send_credits();
+      if (news_ != before) signal_fd(news_fd_.get());
+      if (worker_->api().ucp_worker_arm(worker_->get()) == UCS_ERR_BUSY) continue;  // more came meanwhile
+      fds = {{worker_->event_fd(), POLLIN, 0},
+             {arena_ ? arena_->returned_fd() : -1, POLLIN, 0},
+             {wake_fd_.get(), POLLIN, 0}};
+    }
+    if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) {
+      spdlog::error("forkfeed: a remote stream's thread cannot poll: {}; it stops", std::strerror(errno));
+      (void)fail("its thread could not poll: " + std::string(std::strerror(errno)));
+      signal_fd(news_fd_.get());
+      return;
+    }
+    for (std::size_t i : {1, 2}) {
+      if (fds[i].revents != 0) drain_fd(fds[i].fd);  // the slots freed are credits, which the loop gives
+    }
+  }
+}
+
+void RemoteLink::wake_progress() { signal_fd(wake_fd_.get()); }
+
+void RemoteLink::stop_progress() {
+  if (!progress_) return;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_progress();
+  progress_->join();
+  progress_.reset();
 }
 
 void RemoteLink::send_credits() {
@@ -263,18 +347,15 @@ void RemoteLink::read_control() {
   }
 }
 
-bool RemoteLink::arm() { return worker_->api().ucp_worker_arm(worker_->get()) != UCS_ERR_BUSY; }
-
 void RemoteLink::add_poll_fds(std::vector<pollfd>& fds) const {
-  fds.push_back({worker_->event_fd(), POLLIN, 0});
+  fds.push_back({news_fd_.get(), POLLIN, 0});
   fds.push_back({control_.get(), POLLIN, 0});
   fds.push_back({arena_ ? arena_->returned_fd() : -1, POLLIN, 0});
 }
 
 void RemoteLink::after_poll(const pollfd* mine) {
-  if (mine[2].revents != 0) {  // the slots freed are credits, which service() gives
-    std::uint64_t count = 0;
-    (void)!::read(mine[2].fd, &count, sizeof count);
+  for (std::size_t i : {0, 2}) {  // news, which service() and the waits read; credits, which it gives
+    if (mine[i].revents != 0) drain_fd(mine[i].fd);
   }
 }
 
@@ -288,18 +369,20 @@ Result<bool> RemoteLink::progress_until(const std::function<bool()>& until, int 
   // Silence counts only while this call waits: a trainer that computed for a minute
   // between two calls, or was stopped in one, did not hear the beats of that time yet.
   WaitingClock waiting;
-  std::uint64_t heard = heard_;
+  std::uint64_t heard = this->heard();
   WaitingClock::Clock::time_point heard_at = waiting.now();
   std::vector<pollfd> fds;
   while (true) {
-    service();                 // what came is read before anything is judged
-    if (until()) return true;  // before the loss: a refusal's reply comes with its notice
-    if (!lost_.ok()) return lost_;
+    service();  // what came is read before anything is judged
+    {
+      std::lock_guard lock(mu_);
+      if (until()) return true;  // before the loss: a refusal's reply comes with its notice
+      if (!lost_.ok()) return lost_;
+    }
     const Clock::time_point now = Clock::now();
     if (now >= deadline) return false;
-    if (!arm()) continue;
-    if (heard_ != heard) {
-      heard = heard_;
+    if (const std::uint64_t now_heard = this->heard(); now_heard != heard) {
+      heard = now_heard;
       heard_at = waiting.now();
     }
     const Clock::duration silent_left = heard_at + kRemoteSilence - waiting.now();
@@ -318,12 +401,19 @@ Result<bool> RemoteLink::progress_until(const std::function<bool()>& until, int 
 }
 
 Status RemoteLink::want(std::uint64_t generation, std::span<const std::uint64_t> batches) {
+  std::lock_guard lock(mu_);
   if (!lost_.ok()) return lost_;
   const json body{{"generation", generation}, {"batches", batches}};
   if (Status s = send_frame(control_.get(), MessageType::kWant, body.dump()); !s.ok()) {
     return lose("cannot send it the batches wanted: " + s.message());
   }
   return Status::Ok();
+}
+
+std::uint32_t RemoteLink::arrived() const {
+  std::lock_guard lock(mu_);
+  return static_cast<std::uint32_t>(
+      std::count_if(arrivals_.begin(), arrivals_.end(), [](const auto& a) { return a.second.ready; }));
 }
 
 std::uint32_t RemoteLink::free_slots() const { return arena_ ? arena_->free_count() : 0; }
@@ -345,6 +435,7 @@ Result<json> RemoteLink::request(MessageType type, const json& body, Clock::time
 }
 
 Status RemoteLink::send_request(MessageType type, const json& body) {
+  std::lock_guard lock(mu_);
   if (!lost_.ok()) return lost_;
   std::string payload;
   try {
@@ -361,6 +452,7 @@ Status RemoteLink::send_request(MessageType type, const json& body) {
 }
 
 std::optional<Result<json>> RemoteLink::take_reply() {
+  std::lock_guard lock(mu_);
   if (!reply_) return std::nullopt;
   json reply = json::parse(*std::exchange(reply_, std::nullopt), nullptr, false);
   if (!reply.is_object()) return lose("it sent a reply that is not a JSON object");
@@ -373,6 +465,7 @@ std::optional<Result<json>> RemoteLink::take_reply() {
 }
 
 std::optional<LinkDelivery> RemoteLink::pop() {
+  std::lock_guard lock(mu_);
   if (!lost_.ok()) return std::nullopt;
   service();
   auto head = arrivals_.find(next_sequence_);
@@ -410,7 +503,9 @@ bool RemoteLink::pinned() const { return arena_ && arena_->pinned(); }
 
 ucs_status_t RemoteLink::on_welcome(void* arg, const void*, std::size_t, void*, std::size_t,
                                     const ucp_am_recv_param_t*) {
-  static_cast<RemoteLink*>(arg)->welcomed_ = true;
+  auto* link = static_cast<RemoteLink*>(arg);
+  link->welcomed_ = true;
+  link->news();
   return UCS_OK;
 }
 
@@ -437,6 +532,7 @@ ucs_status_t RemoteLink::accept_delivery(const void* header, std::size_t header_
   if (kind != DeliveryKind::kBatch) {
     arrival.record = from_wire(*wire, std::string_view(static_cast<const char*>(data), length));
     arrival.ready = true;
+    news();
     return UCS_OK;
   }
   arrival.record = from_wire(*wire, {});
@@ -452,6 +548,7 @@ ucs_status_t RemoteLink::accept_delivery(const void* header, std::size_t header_
   if (!rendezvous) {  // small enough to come eagerly
     std::memcpy(arena_->slot(*slot), data, length);
     arrival.ready = true;
+    news();
     return UCS_OK;
   }
   ucp_request_param_t p{};
@@ -465,6 +562,7 @@ ucs_status_t RemoteLink::accept_delivery(const void* header, std::size_t header_
   if (request == nullptr) {
     delete receive;
     arrival.ready = true;
+    news();
   } else if (!UCS_PTR_IS_ERR(request)) {
     receiving_ += 1;
   } else {
@@ -484,6 +582,7 @@ void RemoteLink::on_received(void* request, ucs_status_t status, std::size_t, vo
     (void)link->lose("receiving a batch failed: " + link->worker_->api().error(status));
   } else if (it != link->arrivals_.end()) {
     it->second.ready = true;
+    link->news();
   }
 }
 

@@ -3,8 +3,10 @@
 // connection as forkfeedd's frames; batches come over UCX, by rendezvous from the
 // daemon's slot straight into a receive slot of this process's own arena (a memfd,
 // registered with UCX once). The gateway sends a batch only for a credit, and the link
-// gives a credit back for every receive slot freed (a Batch dropped, in any thread). The
-// worker progresses only in this link's calls (next(), requests): no thread of its own.
+// gives a credit back for every receive slot freed (a Batch dropped, in any thread).
+// The UCX worker is progressed by a thread of the link's own, so that batches move and
+// credits go back while the trainer computes, not only while it waits in next(); the
+// link's calls (from the trainer's thread) and that thread take turns on its state.
 #pragma once
 
 #include <poll.h>
@@ -13,9 +15,11 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/owner_process.h"
@@ -72,21 +76,29 @@ class RemoteLink final : public StreamLink {
   Status want(std::uint64_t generation, std::span<const std::uint64_t> batches);
   // Receive slots neither holding a delivery nor lent: the most batches to want now.
   std::uint32_t free_slots() const;
+  // Deliveries whose bytes are all in, not yet popped: they came while nobody called the
+  // link too (its thread progresses the worker).
+  std::uint32_t arrived() const;
   // Rendezvous receives in flight: once none is, the link is destroyed without a wait.
-  std::uint32_t receiving() const { return receiving_; }
-  // One wait on several links: service() each (reads the control connection, progresses
-  // the worker, gives credits); arm() each, and service again those that say false (more
-  // to progress); poll what add_poll_fds() added; after_poll() each with its entries;
-  // service() again, then lose_silent() those that brought nothing (heard() unchanged)
-  // for kRemoteSilence of waiting (WaitingClock).
+  std::uint32_t receiving() const {
+    std::lock_guard lock(mu_);
+    return receiving_;
+  }
+  // One wait on several links: service() each (reads the control connection, gives
+  // credits); poll what add_poll_fds() added (readable when the link's thread brought news: a batch
+  // in, the link lost); after_poll() each with its entries; service() again, then
+  // lose_silent() those that brought nothing (heard() unchanged) for kRemoteSilence of
+  // waiting (WaitingClock).
   void service();
-  bool arm();
   static constexpr std::size_t kPollFds = 3;
   void add_poll_fds(std::vector<pollfd>& fds) const;
   void after_poll(const pollfd* mine);
   // Messages read from the gateway so far (frames and deliveries): it changes when the
   // link hears anything.
-  std::uint64_t heard() const { return heard_; }
+  std::uint64_t heard() const {
+    std::lock_guard lock(mu_);
+    return heard_;
+  }
   Status lose_silent();
 
  private:
@@ -116,6 +128,13 @@ class RemoteLink final : public StreamLink {
   // Reads what the control connection brought: replies, heartbeats, a notice.
   void read_control();
   void send_credits();
+  // The link's thread: progresses the worker whenever it has work, gives the credits of
+  // slots freed, and tells the link's waits (news_fd_) of what they wait for.
+  void progress_loop();
+  void wake_progress();
+  void stop_progress();
+  // Something a wait may be waiting for happened (a delivery ready, the welcome, a loss).
+  void news() { news_ += 1; }
 
   static ucs_status_t on_delivery(void* arg, const void* header, std::size_t header_length, void* data,
                                   std::size_t length, const ucp_am_recv_param_t* param);
@@ -142,6 +161,14 @@ class RemoteLink final : public StreamLink {
   std::map<std::uint64_t, Arrival> arrivals_;
   std::uint32_t receiving_ = 0;  // rendezvous receives in flight
   std::uint64_t next_sequence_ = 0;
+  // The link's state, the worker and the control connection's writes, a thread at a time;
+  // UCX calls back (accept_delivery, on_received, on_welcome) only under it.
+  mutable std::recursive_mutex mu_;
+  std::uint64_t news_ = 0;
+  UniqueFd news_fd_;  // an eventfd the link's thread writes when news_ moved on
+  UniqueFd wake_fd_;  // an eventfd that makes the link's thread look again (at its fds, at stopping_)
+  bool stopping_ = false;
+  std::unique_ptr<std::thread> progress_;  // never joined nor destroyed in a fork's child
 };
 
 }  // namespace forkfeed

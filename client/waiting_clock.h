@@ -1,7 +1,7 @@
 // WaitingClock: the time a remote Client spent waiting for its daemons, by which their
 // silence and their overdue batches are judged. It runs only while a wait polls for them:
-// not between two calls (a trainer's step, in which nothing is read and no batch can
-// come: a rendezvous receive progresses only in the client's calls), nor through a poll
+// not between two calls (a trainer's step, in which the control connection's beats are
+// not read: batches may come meanwhile, the link's thread receives them), nor through a poll
 // that returned long after its timeout (the process was stopped in it: Ctrl-Z, a
 // debugger, a VM pause, a long GC). So a daemon is judged only by time in which the
 // client could have heard it; and what arrived meanwhile is read before it is judged.

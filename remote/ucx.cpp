@@ -81,11 +81,12 @@ UcxContext::~UcxContext() {
   if (owner_.here()) api_->ucp_cleanup(context_);
 }
 
-Result<std::unique_ptr<UcxWorker>> UcxWorker::create(std::shared_ptr<UcxContext> context) {
+Result<std::unique_ptr<UcxWorker>> UcxWorker::create(std::shared_ptr<UcxContext> context,
+                                                     ucs_thread_mode_t mode) {
   const UcxApi& api = context->api();
   ucp_worker_params_t params{};
   params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  params.thread_mode = UCS_THREAD_MODE_SINGLE;
+  params.thread_mode = mode;
   ucp_worker_h worker = nullptr;
   if (ucs_status_t s = api.ucp_worker_create(context->get(), &params, &worker); s != UCS_OK) {
     return ucx_error(api, "creating a UCX worker", s);

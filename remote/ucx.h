@@ -48,7 +48,11 @@ class UcxContext {
 
 class UcxWorker {
  public:
-  static Result<std::unique_ptr<UcxWorker>> create(std::shared_ptr<UcxContext> context);
+  // `mode`: UCS_THREAD_MODE_SINGLE for a worker only one thread ever calls;
+  // UCS_THREAD_MODE_SERIALIZED for one that several threads call, one at a time (the
+  // caller serializes them).
+  static Result<std::unique_ptr<UcxWorker>> create(std::shared_ptr<UcxContext> context,
+                                                   ucs_thread_mode_t mode = UCS_THREAD_MODE_SINGLE);
   ~UcxWorker();
   UcxWorker(const UcxWorker&) = delete;
   UcxWorker& operator=(const UcxWorker&) = delete;

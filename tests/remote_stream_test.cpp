@@ -30,6 +30,7 @@
 #include <thread>
 
 #include "client/daemon_connection.h"
+#include "client/remote_link.h"
 #include "forkfeed/client.h"
 #include "forkfeed/fork_safety.h"
 #include "protocol/frame.h"
@@ -219,6 +220,25 @@ TEST_F(RemoteStreamTest, ARemoteStreamHasTwoSlotsMoreForItsTransfers) {
   held.pop_back();
   auto again = remote->next();
   EXPECT_TRUE(again.ok() && again->has_value()) << "a slot given back is a batch again";
+}
+
+// Batches move while the trainer computes: the link's own thread progresses UCX, so the
+// rendezvous of every batch its credits allow completes with no call into the link (a
+// trainer's step), not only while it waits in next().
+TEST_F(RemoteStreamTest, BatchesArriveWhileNobodyCallsTheLink) {
+  testing::HangGuard guard(60, "RemoteStreamTest.Background");
+  testing::DaemonProcess daemon(socket_path("background"), remote_args());
+  json opened;
+  auto link = RemoteLink::open(RemoteDaemon{remote_address(daemon), token_}, std::chrono::seconds(10), -1,
+                               to_json(StreamRequest{.stream = remote_options(), .state = {}}), opened);
+  ASSERT_TRUE(link.ok()) << link.status().message();
+  const std::uint32_t slots = (*link)->slots();
+  ASSERT_GT(slots, 1u);
+  const Clock::time_point deadline = Clock::now() + std::chrono::seconds(10);
+  while ((*link)->arrived() < slots && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ((*link)->arrived(), slots)
+      << "batches in after 10 s of no calls, of the " << slots << " its credits allow";
 }
 
 TEST_F(RemoteStreamTest, AWrongTokenAndAPathAreRefusedWithReasons) {
