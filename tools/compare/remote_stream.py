@@ -14,11 +14,14 @@ trainer's stream asks for S workers (default W): its batch slots are S x 2 + 1, 
 a pool of 2 workers is a stream of few slots that the pool decodes for at full speed (the
 network path must keep enough batches moving to keep up). --step-ms MS holds each batch MS
 ms after reading it, the CPU idle, as a trainer whose step runs on an accelerator would
-(forkfeed-bench --step-ms): batches must keep moving while it computes. The runs alternate R rounds, and each row shows the median
-round: images/s and its ratio to the local run, the batch bytes per second (GB/s) that
-crossed the transport, the p50/p99 wait for a batch, the CPU seconds forkfeed-gateway
-spent per GB sent and the CPU seconds the trainer (forkfeed-bench) spent per GB it read,
-each the median of the rounds. Standard library only; the tools are this build's (--bin).
+(forkfeed-bench --step-ms): batches must keep moving while it computes. The runs
+alternate R rounds, and each row shows the median round: images/s and its ratio to the
+local run, the batch bytes per second (GB/s) that crossed the transport, the p50/p99 wait
+for a batch, the CPU seconds forkfeed-gateway spent per GB sent and the CPU seconds the
+trainer (forkfeed-bench) spent per GB it read, each the median of the rounds. The CPU per
+GB leaves start-up out: each run has a run of one batch beside it, whose CPU (UCX's
+start, the connection, the stream's opening) and batch are taken off. Standard library
+only; the tools are this build's (--bin).
 
 --daemons 1,2,3 measures a fan-in instead: for each K, K forkfeedd (each on its own
 socket, listening on a free loopback port, serving the same dataset by the same name
@@ -124,12 +127,14 @@ def stop_daemons(daemons):
             daemon.wait()
 
 
-def bench(bin_dir, epochs, workers, how, env=None, step_ms=0):
-    """One forkfeed-bench run, its --json report."""
+def bench(bin_dir, epochs, workers, how, env=None, step_ms=0, batches=0):
+    """One forkfeed-bench run (of `batches` only, if not 0), its --json report."""
     cmd = [f"{bin_dir}/forkfeed-bench", "--dataset", "bench", "--workers", str(workers), "--batch", "64", "--size", "224",
            "--epochs", str(epochs), "--json", "--log-level", "warn"] + how
     if step_ms:
         cmd += ["--step-ms", str(step_ms)]
+    if batches:
+        cmd += ["--stop-after-batches", str(batches)]
     out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=env)
     if out.returncode != 0:
         sys.exit(f"remote_stream.py: {' '.join(cmd)} failed (exit {out.returncode})")
@@ -179,15 +184,25 @@ def main():
                 "remote, UCX defaults": (["--remote", address, "--token-file", token], env, True),
             }
             results = {name: [] for name in runs}
+            def measured(how, run_env, remote, batches=0):
+                cpu = cpu_seconds(gateway)
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                report = bench(args.bin, args.epochs, stream_workers, how, run_env, args.step_ms, batches)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                report["gateway_cpu_s"] = cpu_seconds(gateway) - cpu if remote else 0.0
+                # forkfeed-bench is the only child this script waits for: the trainer's CPU.
+                report["trainer_cpu_s"] = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+                return report
+
             for _ in range(args.rounds):
                 for name, (how, run_env, remote) in runs.items():
-                    cpu = cpu_seconds(gateway)
-                    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-                    report = bench(args.bin, args.epochs, stream_workers, how, run_env, args.step_ms)
-                    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-                    report["gateway_cpu_s"] = cpu_seconds(gateway) - cpu if remote else 0.0
-                    # forkfeed-bench is the only child this script waits for: the trainer's CPU.
-                    report["trainer_cpu_s"] = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+                    report = measured(how, run_env, remote)
+                    # What a run of one batch costs (start-up: UCX, the connection, the stream's
+                    # opening) is not a cost per GB: taken off both ends' CPU and the bytes.
+                    start = measured(how, run_env, remote, batches=1)
+                    for key in ("gateway_cpu_s", "trainer_cpu_s"):
+                        report[key + "_moving"] = max(0.0, report[key] - start[key])
+                    report["images_moving"] = report["images"] - start["images"]
                     results[name].append(report)
         finally:
             stop_daemons([daemon])
@@ -196,7 +211,8 @@ def main():
           f"{args.workers} decode workers, the stream asking for {stream_workers}"
           + (f", a {args.step_ms} ms step a batch" if args.step_ms else "") + f"; median of {args.rounds} rounds")
     print("trainer CPU/GB: forkfeed-bench's CPU seconds per GB of batches it read (the Unix socket's is the")
-    print("reading alone; a remote row's excess over it is the receive); each column the median of the rounds")
+    print("reading alone; a remote row's excess over it is the receive); CPU/GB leaves out start-up (what a run")
+    print("of one batch costs, measured beside each run); each column the median of the rounds")
     print(f"{'':<30}{'img/s':>8}{'vs local':>10}{'GB/s':>8}{'wait p50':>10}{'wait p99':>10}{'gateway CPU/GB':>16}"
           f"{'trainer CPU/GB':>16}")
     local = None
@@ -204,7 +220,8 @@ def main():
         report = sorted(reports, key=lambda r: r["images_per_s"])[len(reports) // 2]
         rate = report["images_per_s"]
         local = local or rate
-        per_gb = {key: statistics.median(r[key] / (r["images"] * SAMPLE_BYTES / 1e9) for r in reports)
+        per_gb = {key: statistics.median(r[key + "_moving"] / (r["images_moving"] * SAMPLE_BYTES / 1e9)
+                                         for r in reports)
                   for key in ("gateway_cpu_s", "trainer_cpu_s")}
         gateway = f"{per_gb['gateway_cpu_s']:.2f} s" if per_gb["gateway_cpu_s"] else "-"
         trainer = f"{per_gb['trainer_cpu_s']:.2f} s"
