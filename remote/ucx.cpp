@@ -4,7 +4,6 @@
 #include <poll.h>
 
 #include <cstdlib>
-#include <string_view>
 #include <utility>
 
 namespace forkfeed {
@@ -16,47 +15,23 @@ Status ucx_error(const UcxApi& api, const std::string& what, ucs_status_t status
   return Status::IoError(what + " failed: " + api.error(status));
 }
 
-// forkfeed's UCX settings, each unless its UCX_ variable says otherwise:
-// - UCX checks its endpoints every 20 s by default; forkfeed wants a vanished peer
-//   noticed in about a second. (A peer that is only busy, not progressing its worker,
-//   still has a live connection: the check does not take it for dead.)
-// - The tcp transport reads its socket 64 KB at a time by default: a batch of ~10 MB is
-//   ~150 reads, each then copied on. 512 KB reads take a fifth of the CPU off each GB
-//   received and sent (tools/compare/remote_stream.py). Only the receive side: a sender's
-//   segments must fit its peer's receive segment (UCX aborts the receiver otherwise), and
-//   the send segment stays at its default, which fits every peer's. Set only where tcp may
-//   be used: UCX warns (on stdout) of a setting no transport takes.
+// forkfeed's UCX settings, each unless its UCX_ variable says otherwise: UCX checks its
+// endpoints every 20 s by default; forkfeed wants a vanished peer noticed in about a
+// second. (A peer that is only busy, not progressing its worker, still has a live
+// connection: the check does not take it for dead.)
+// Not the tcp transport's receive segment, though a larger one saves CPU: a sender's
+// messages are as large as its own receive segment, and UCX aborts a receiver whose
+// segment is smaller, so a gateway with 512 KB would crash every trainer at UCX's
+// default (RemoteStreamTest.ATrainerAtUcxsDefaultSegmentReadsFromTheGateway).
 void apply_settings(const UcxApi& api, ucp_config_t* config) {
-  struct Setting {
-    const char* variable;
-    const char* key;  // as ucp_config_modify names it: a transport's without its prefix
-    const char* value;
-    bool wanted;
-  };
-  const Setting settings[] = {
-      {"UCX_KEEPALIVE_INTERVAL", "KEEPALIVE_INTERVAL", "1s", true},
-      {"UCX_TCP_RX_SEG_SIZE", "RX_SEG_SIZE", "512K", tls_may_use_tcp(std::getenv("UCX_TLS"))}};
-  for (const Setting& s : settings) {
-    if (s.wanted && std::getenv(s.variable) == nullptr) (void)api.ucp_config_modify(config, s.key, s.value);
+  const std::pair<const char*, const char*> settings[] = {{"KEEPALIVE_INTERVAL", "1s"}};
+  for (const auto& [name, value] : settings) {
+    if (std::getenv((std::string("UCX_") + name).c_str()) == nullptr)
+      (void)api.ucp_config_modify(config, name, value);
   }
 }
 
 }  // namespace
-
-bool tls_may_use_tcp(const char* tls) {
-  if (tls == nullptr || *tls == '\0') return true;  // UCX's default: every transport
-  std::string_view list(tls);
-  const bool excluding = list.front() == '^';
-  if (excluding) list.remove_prefix(1);
-  bool named = false;
-  while (!list.empty()) {
-    const std::size_t comma = list.find(',');
-    const std::string_view name = list.substr(0, comma);
-    named = named || name == "tcp" || name == "all";
-    list.remove_prefix(comma == std::string_view::npos ? list.size() : comma + 1);
-  }
-  return excluding != named;
-}
 
 Result<std::shared_ptr<UcxContext>> UcxContext::create() {
   auto loaded = UcxApi::get();

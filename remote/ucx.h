@@ -22,15 +22,10 @@
 
 namespace forkfeed {
 
-// Whether UCX may pick its tcp transport under UCX_TLS = `tls` (nullptr: unset): a list
-// that names tcp (or all), or one of exclusions (^...) that does not.
-bool tls_may_use_tcp(const char* tls);
-
 class UcxContext {
  public:
   // Active messages, configured from UCX's own environment (UCX_TLS, UCX_NET_DEVICES
-  // ...), with forkfeed's settings where no UCX_ variable names them: the endpoint
-  // keepalive at 1 s, the tcp transport's receive segment at 512 KB.
+  // ...), with the endpoint keepalive at 1 s unless UCX_KEEPALIVE_INTERVAL says otherwise.
   static Result<std::shared_ptr<UcxContext>> create();
   ~UcxContext();
   UcxContext(const UcxContext&) = delete;

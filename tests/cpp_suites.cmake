@@ -223,8 +223,6 @@ add_dependencies(served_fields_test forkfeed-gateway forkfeed-mkdata)
 target_link_libraries(served_fields_test PRIVATE nlohmann_json::nlohmann_json)
 # The gateway's parts on their own.
 forkfeed_test(token_throttle_test)
-# UCX's settings, and a worker made under them.
-forkfeed_test(ucx_settings_test)
 target_link_libraries(token_throttle_test PRIVATE forkfeed_gateway)
 # LeakSanitizer's exit scan of this process crashed now and then ("Tracer caught signal
 # 11", after every case passed) in sanitized runs beside other suites: the process holds

@@ -241,6 +241,27 @@ TEST_F(RemoteStreamTest, BatchesArriveWhileNobodyCallsTheLink) {
       << "batches in after 10 s of no calls, of the " << slots << " its credits allow";
 }
 
+// A sender's UCX messages are as large as its own tcp receive segment, and UCX aborts a
+// receiver whose segment is smaller: the gateway keeps UCX's default, so a trainer at
+// that default (any forkfeed version, any UCX user) reads from it. With the gateway's
+// segment at 512 KB this process aborted on its first batch.
+TEST_F(RemoteStreamTest, ATrainerAtUcxsDefaultSegmentReadsFromTheGateway) {
+  testing::HangGuard guard(60, "RemoteStreamTest.Segment");
+  testing::DaemonProcess daemon(socket_path("segment"), remote_args());  // the gateway's env: no segment set
+  ::setenv("UCX_TCP_RX_SEG_SIZE", "64K", 1);                             // this trainer's, from here on
+  StreamOptions large = remote_options();
+  large.loader.size = 224;  // batches of 2.4 MB: many segments
+  large.loader.batch_size = 16;
+  auto remote = connect(remote_address(daemon), large);
+  ::unsetenv("UCX_TCP_RX_SEG_SIZE");
+  ASSERT_TRUE(remote);
+  LoaderOptions local = options();
+  local.size = 224;
+  local.batch_size = 16;
+  const testing::Batches got = testing::read_pass(*remote);
+  EXPECT_TRUE(got == testing::read_pass(*testing::open_loader(local)));
+}
+
 TEST_F(RemoteStreamTest, AWrongTokenAndAPathAreRefusedWithReasons) {
   testing::HangGuard guard(60, "RemoteStreamTest.Refused");
   testing::DaemonProcess daemon(socket_path("refuse"), remote_args());
