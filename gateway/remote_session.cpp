@@ -200,7 +200,7 @@ void RemoteSession::check_hello(const json& body) {
   reply(ok_reply(json{{"protocol", kProtocolVersion}}));
 }
 
-Status RemoteSession::open_stream(const json& body) {
+Status RemoteSession::open_stream(const json& body, bool plain) {
   auto request = parse_stream_request(body);
   if (!request.ok()) return request.status();
   if (request->stream.dataset.empty() || DatasetSource::of(request->stream.loader).count() > 0) {
@@ -213,7 +213,9 @@ Status RemoteSession::open_stream(const json& body) {
   auto connection = DaemonConnection::open(settings_.daemon_socket, std::chrono::milliseconds(200));
   if (!connection.ok()) return connection.status();
   daemon_.emplace(std::move(connection).value());
-  return daemon_->send_request(MessageType::kOpenStream, with_transit_slots(body, request->stream.loader));
+  json forwarded = plain ? body : with_transit_slots(body, request->stream.loader);
+  if (forwarded != body) as_asked_ = body;
+  return daemon_->send_request(MessageType::kOpenStream, forwarded);
 }
 
 void RemoteSession::forward(MessageType type, const json& body) {
@@ -236,7 +238,20 @@ void RemoteSession::on_daemon() {
   if (!answer.ok()) {
     // An {"ok":false} reply is the daemon's answer; a lost connection ends the client's.
     if (!daemon_->lost().ok()) return end(answer.status().message());
-    if (asked == MessageType::kOpenStream) daemon_.reset();
+    if (asked == MessageType::kOpenStream) {
+      daemon_.reset();
+      // The transit slots did not fit the daemon's memory: the stream as asked, as a
+      // local client's would be (slower if its slots are few, never refused for them).
+      if (auto body = std::exchange(as_asked_, std::nullopt);
+          body && answer.status().code() == Status::Code::kResourceExhausted) {
+        if (Status s = open_stream(*body, true); !s.ok()) {
+          daemon_.reset();
+          return reply(error_reply(s));
+        }
+        pending_ = asked;
+        return;
+      }
+    }
     return reply(error_reply(answer.status()));
   }
   switch (asked) {

@@ -90,7 +90,9 @@ class RemoteSession {
   void refuse(const Status& status);
   // Tells the client why the connection ends (a notice), then ends it.
   void end(const std::string& why);
-  Status open_stream(const nlohmann::json& body);
+  // Opens the client's stream on the daemon, with slots for the batches in transit unless
+  // `plain` (the daemon refused them for its memory: then the stream as asked).
+  Status open_stream(const nlohmann::json& body, bool plain = false);
   Status attach_stream(DaemonConnection::Reply& reply);
   void forward(MessageType type, const nlohmann::json& body);
 
@@ -112,6 +114,8 @@ class RemoteSession {
 
   std::optional<DaemonConnection> daemon_;
   std::optional<MessageType> pending_;  // the request the daemon is answering
+  // The client's own open_stream while the daemon answers one with transit slots added.
+  std::optional<nlohmann::json> as_asked_;
   // A close the daemon answered: the reply waits until the endpoint to the client is
   // closed, so that the client (progressing while it waits for the reply) never tears
   // its worker down under the gateway's endpoint.

@@ -245,6 +245,22 @@ TEST_F(RemoteStreamTest, BatchesArriveWhileNobodyCallsTheLink) {
 // receiver whose segment is smaller: the gateway keeps UCX's default, so a trainer at
 // that default (any forkfeed version, any UCX user) reads from it. With the gateway's
 // segment at 512 KB this process aborted on its first batch.
+// The transit slots are the gateway's to give, never a reason to refuse: a stream whose
+// own slots fit the daemon's memory but not two more opens as asked.
+TEST_F(RemoteStreamTest, AStreamWhoseTransitSlotsDoNotFitOpensAsAsked) {
+  testing::HangGuard guard(60, "RemoteStreamTest.TransitFit");
+  std::vector<std::string> args = remote_args();
+  args.insert(args.end(), {"--max-stream-arena-bytes", "14M"});  // 5 slots of 2.4 MB fit, 7 do not
+  testing::DaemonProcess daemon(socket_path("transitfit"), args);
+  StreamOptions o = remote_options();
+  o.loader.size = 224;
+  o.loader.batch_size = 16;
+  auto remote = connect(remote_address(daemon), o);
+  ASSERT_TRUE(remote);
+  auto batch = remote->next();
+  EXPECT_TRUE(batch.ok() && batch->has_value()) << (batch.ok() ? "" : batch.status().message());
+}
+
 TEST_F(RemoteStreamTest, ATrainerAtUcxsDefaultSegmentReadsFromTheGateway) {
   testing::HangGuard guard(60, "RemoteStreamTest.Segment");
   testing::DaemonProcess daemon(socket_path("segment"), remote_args());  // the gateway's env: no segment set
