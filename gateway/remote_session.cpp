@@ -235,6 +235,7 @@ void RemoteSession::on_daemon() {
   }
   auto answer = daemon_->receive_reply();
   const MessageType asked = *std::exchange(pending_, std::nullopt);
+  std::optional<json> as_asked = std::exchange(as_asked_, std::nullopt);  // answered now, either way
   if (!answer.ok()) {
     // An {"ok":false} reply is the daemon's answer; a lost connection ends the client's.
     if (!daemon_->lost().ok()) return end(answer.status().message());
@@ -242,9 +243,8 @@ void RemoteSession::on_daemon() {
       daemon_.reset();
       // The transit slots did not fit the daemon's memory: the stream as asked, as a
       // local client's would be (slower if its slots are few, never refused for them).
-      if (auto body = std::exchange(as_asked_, std::nullopt);
-          body && answer.status().code() == Status::Code::kResourceExhausted) {
-        if (Status s = open_stream(*body, true); !s.ok()) {
+      if (as_asked && answer.status().code() == Status::Code::kResourceExhausted) {
+        if (Status s = open_stream(*as_asked, true); !s.ok()) {
           daemon_.reset();
           return reply(error_reply(s));
         }
