@@ -454,6 +454,55 @@ TEST_F(RemoteStreamTest, ARemoteClientOpenedInAForksChildIsRefusedAtOnceSayingWh
   EXPECT_EQ(testing::read_pass(*parents).size(), 12u) << "the parent's stream goes on";
 }
 
+// Found from outside: a trainer holding a remote batch forks (a DataLoader of its own, a
+// checkpoint writer). The child must keep the batch as it was at the fork while the parent
+// reads on and its receive slots are written again. UCX hooks mremap() without its fifth
+// argument, so the copy that the fork handler moved into place went elsewhere: a child
+// that read a large batch crashed, a small one showed whatever the slot held next.
+TEST_F(RemoteStreamTest, AForksChildKeepsTheRemoteBatchItsParentHeld) {
+  testing::HangGuard guard(90, "RemoteStreamTest.ForkHoldingABatch");
+  testing::DaemonProcess daemon(socket_path("fork-held"), remote_args());
+  StreamOptions o = remote_options();
+  o.loader.size = 112;  // 16 x 112 x 112 x 3: 602 KB a batch, 147 pages
+  o.loader.batch_size = 16;
+  auto remote = connect(remote_address(daemon), o);
+  ASSERT_TRUE(remote);
+  for (int round = 0; round < 2; ++round) {  // a small batch too: 4 x 16 x 16 x 3
+    if (round == 1) {
+      o.loader.size = 16;
+      o.loader.batch_size = 4;
+      remote = connect(remote_address(daemon), o);
+      ASSERT_TRUE(remote);
+    }
+    auto next = remote->next();
+    ASSERT_TRUE(next.ok() && next.value()) << (next.ok() ? "the pass is empty" : next.status().message());
+    std::optional<Batch> held = std::move(next).value();
+    const Batch& batch = *held;
+    const auto* bytes = static_cast<const std::uint8_t*>(batch.data());
+    const std::vector<std::uint8_t> expected(bytes, bytes + batch.bytes());
+    int go[2];
+    ASSERT_EQ(::pipe(go), 0);
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      char byte;
+      const bool told = ::read(go[0], &byte, 1) == 1;
+      ::_exit(told && std::memcmp(bytes, expected.data(), expected.size()) == 0 ? 0 : 1);
+    }
+    ::close(go[0]);
+    held.reset();  // let go: its slot is written again
+    EXPECT_EQ(testing::read_batches(*remote, 8).size(), 8u) << "round " << round;
+    EXPECT_EQ(::write(go[1], "x", 1), 1);
+    ::close(go[1]);
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "round " << round << ": the child "
+        << (WIFSIGNALED(status) ? "was killed by a signal" : "saw other bytes") << " (status " << status
+        << ")";
+  }
+}
+
 TEST_F(RemoteStreamTest, AKilledRemoteClientFreesItsStream) {
   testing::HangGuard guard(60, "RemoteStreamTest.ClientKilled");
   testing::DaemonProcess daemon(socket_path("client"), remote_args());

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -66,12 +67,15 @@ struct ForkCopyRegistry {
     errno = saved;
   }
 
-  // Puts a private copy of [begin, begin + length) at the same address.
+  // Puts a private copy of [begin, begin + length) at the same address. mremap() by its
+  // system call: a library that hooks the libc function (UCX's, once a remote Client loaded
+  // it) may drop its fifth argument, the address, and move the copy elsewhere.
   static void copy_in_place(std::byte* begin, std::size_t length) {
     void* copy = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (copy != MAP_FAILED) {
       std::memcpy(copy, begin, length);
-      if (::mremap(copy, length, length, MREMAP_MAYMOVE | MREMAP_FIXED, begin) != MAP_FAILED) return;
+      const long moved = ::syscall(SYS_mremap, copy, length, length, MREMAP_MAYMOVE | MREMAP_FIXED, begin);
+      if (moved == reinterpret_cast<long>(begin)) return;
       ::munmap(copy, length);
     }
     // Out of memory: reading the batch in the child faults rather than shows another one.
