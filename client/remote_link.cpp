@@ -131,7 +131,8 @@ Result<std::unique_ptr<RemoteLink>> RemoteLink::start(const RemoteDaemon& daemon
   auto where = parse_net_address(address, "the remote forkfeedd's address");
   if (!where.ok()) return where.status();
   // UCX first: in a process that cannot use it (a fork's child) nothing is connected.
-  auto context = UcxContext::create();
+  // Large tcp segments: the hello says so, and the gateway sends in segments as large.
+  auto context = UcxContext::create(kLargeTcpSegment);
   if (!context.ok()) return context.status();
   auto control = connect_tcp(*where, timeout, "the remote forkfeedd");
   if (!control.ok()) return control.status();
@@ -162,8 +163,8 @@ Result<std::unique_ptr<RemoteLink>> RemoteLink::start(const RemoteDaemon& daemon
                                      "): is the process at its limit of threads (ulimit -u)?");
   }
   ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
-  const json hello{
-      {"protocol", kProtocolVersion}, {"token", *token}, {"worker", bytes_to_json(*worker_address)}};
+  json hello{{"protocol", kProtocolVersion}, {"token", *token}, {"worker", bytes_to_json(*worker_address)}};
+  if (const auto segment = link->context_->tcp_segment()) hello["ucx_tcp_segment"] = *segment;
   if (Status s = link->send_request(MessageType::kHello, hello); !s.ok()) return s;
   return link;
 }

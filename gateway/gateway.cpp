@@ -28,7 +28,7 @@ Gateway::~Gateway() {
   while (!sessions_.empty()) end_session(sessions_.begin());
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   while (!closing_.empty() && std::chrono::steady_clock::now() < deadline) {
-    worker_->progress();
+    workers_->progress();
     reap_closes(false);
   }
   reap_closes(true);
@@ -45,9 +45,9 @@ std::list<std::unique_ptr<RemoteSession>>::iterator Gateway::end_session(
 void Gateway::reap_closes(bool all) {
   const auto now = std::chrono::steady_clock::now();
   std::erase_if(closing_, [&](const Closing& c) {
-    const bool done = worker_->api().ucp_request_check_status(c.request) != UCS_INPROGRESS;
+    const bool done = workers_->api().ucp_request_check_status(c.request) != UCS_INPROGRESS;
     // An overdue one is let go: UCX releases it when (if ever) it completes.
-    if (done || all || now > c.deadline) worker_->api().ucp_request_free(c.request);
+    if (done || all || now > c.deadline) workers_->api().ucp_request_free(c.request);
     return done || all || now > c.deadline;
   });
 }
@@ -65,19 +65,16 @@ Result<std::unique_ptr<Gateway>> Gateway::start(GatewaySettings settings,
     gateway->listening_.push_back(describe(*address));
     gateway->listeners_.push_back(std::move(listener).value());
   }
-  auto context = UcxContext::create();
-  if (!context.ok()) return context.status();
-  gateway->context_ = std::move(context).value();
-  auto worker = UcxWorker::create(gateway->context_);
-  if (!worker.ok()) return worker.status();
-  gateway->worker_ = std::move(worker).value();
+  auto workers = SendWorkers::create();
+  if (!workers.ok()) return workers.status();
+  gateway->workers_.emplace(std::move(workers).value());
   return gateway;
 }
 
 void Gateway::on_endpoint_error(void* arg, ucp_ep_h ep, ucs_status_t status) {
   auto* gateway = static_cast<Gateway*>(arg);
   for (const auto& session : gateway->sessions_) {
-    if (session->endpoint() == ep) session->endpoint_failed(gateway->worker_->api().error(status));
+    if (session->endpoint() == ep) session->endpoint_failed(gateway->workers_->api().error(status));
   }
 }
 
@@ -109,7 +106,7 @@ void Gateway::accept(int listener) {
       continue;
     }
     sessions_.push_back(std::make_unique<RemoteSession>(peer, TokenThrottle::address_of(from), std::move(fd),
-                                                        *worker_, settings_, throttle_));
+                                                        *workers_, settings_, throttle_));
     spdlog::debug("remote client {}: connected", peer);
   }
 }
@@ -118,16 +115,17 @@ Status Gateway::run(int stop_fd) {
   std::vector<pollfd> fds;
   std::vector<RemoteSession*> polled;
   while (true) {
-    worker_->progress();  // sends complete; endpoints fail
+    workers_->progress();  // sends complete; endpoints fail
     const auto now = RemoteSession::Clock::now();
     for (auto it = sessions_.begin(); it != sessions_.end();) {
       (*it)->tick(now);
       it = (*it)->finished() ? end_session(it) : std::next(it);
     }
     reap_closes(false);
-    if (worker_->api().ucp_worker_arm(worker_->get()) == UCS_ERR_BUSY) continue;
-    fds.assign({{worker_->event_fd(), POLLIN, 0}, {stop_fd, POLLIN, 0}});
+    if (!workers_->arm()) continue;
+    fds.assign({{stop_fd, POLLIN, 0}});
     for (const UniqueFd& listener : listeners_) fds.push_back({listener.get(), POLLIN, 0});
+    for (const int fd : workers_->event_fds()) fds.push_back({fd, POLLIN, 0});
     const std::size_t first_session = fds.size();
     polled.clear();
     // A hello waiting for its turn is checked within 50 ms of it, not at the next beat.
@@ -143,9 +141,9 @@ Status Gateway::run(int stop_fd) {
     if (::poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
       return Status::FromErrno("poll in forkfeed-gateway", errno);
     }
-    if (fds[1].revents != 0) return Status::Ok();
+    if (fds[0].revents != 0) return Status::Ok();
     for (std::size_t i = 0; i < listeners_.size(); ++i) {
-      if (fds[2 + i].revents != 0) accept(listeners_[i].get());
+      if (fds[1 + i].revents != 0) accept(listeners_[i].get());
     }
     for (std::size_t i = 0; i < polled.size(); ++i) {
       const pollfd* p = &fds[first_session + 3 * i];

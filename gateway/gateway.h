@@ -5,19 +5,21 @@
 // process starts no child, ever (the fork rule: UCX marks what it registers
 // MADV_DONTFORK and forbids a forked child to touch it).
 //
-// One thread, one UCX worker, driven by events: progress until idle, arm, then poll the
-// worker's fd with the listeners and each session's control connection, daemon socket
-// and deliveries.
+// One thread, driven by events: progress the UCX workers (SendWorkers: one per tcp
+// segment) until idle, arm, then poll their fds with the listeners and each session's
+// control connection, daemon socket and deliveries.
 #pragma once
 
 #include <chrono>
 #include <list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/unique_fd.h"
 #include "gateway/remote_session.h"
+#include "gateway/send_workers.h"
 #include "gateway/token_throttle.h"
 #include "remote/ucx.h"
 
@@ -43,8 +45,7 @@ class Gateway {
   static void on_endpoint_error(void* arg, ucp_ep_h ep, ucs_status_t status);
 
   GatewaySettings settings_;
-  std::shared_ptr<UcxContext> context_;
-  std::unique_ptr<UcxWorker> worker_;
+  std::optional<SendWorkers> workers_;
   std::vector<UniqueFd> listeners_;
   std::vector<std::string> listening_;
   // Ends `session`: its endpoint starts closing (watched in closing_), then it goes.

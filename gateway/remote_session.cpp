@@ -50,12 +50,12 @@ json ok_reply(json body = json::object()) {
 
 }  // namespace
 
-RemoteSession::RemoteSession(std::string peer, std::string address, UniqueFd control, UcxWorker& worker,
+RemoteSession::RemoteSession(std::string peer, std::string address, UniqueFd control, SendWorkers& workers,
                              const GatewaySettings& settings, TokenThrottle& throttle)
     : peer_(std::move(peer)),
       address_(std::move(address)),
       control_(std::move(control)),
-      worker_(worker),
+      workers_(workers),
       settings_(settings),
       throttle_(throttle),
       accepted_(Clock::now()),
@@ -64,7 +64,7 @@ RemoteSession::RemoteSession(std::string peer, std::string address, UniqueFd con
 }
 
 RemoteSession::~RemoteSession() {
-  if (closing_ && closing_->request != nullptr) worker_.api().ucp_request_free(closing_->request);
+  if (closing_ && closing_->request != nullptr) workers_.api().ucp_request_free(closing_->request);
   endpoint_.close(!endpoint_failed_);  // only when the gateway itself is going
   if (phase_ == Phase::kStreaming) spdlog::info("remote client {}: stream closed", peer_);
   // daemon_ goes after: closing its connection closes the daemon's stream.
@@ -186,8 +186,22 @@ void RemoteSession::check_hello(const json& body) {
     refuse(Status::InvalidArgument("the hello lacks the client's UCX worker address"));
     return end("refused: no worker address");
   }
+  std::optional<std::uint64_t> segment;  // absent: an older client, or one without tcp
+  if (const auto it = body.find("ucx_tcp_segment"); it != body.end()) {
+    if (!it->is_number_unsigned()) {
+      refuse(Status::InvalidArgument("the hello's ucx_tcp_segment is not a size in bytes"));
+      return end("refused: a malformed hello");
+    }
+    segment = it->get<std::uint64_t>();
+  }
+  auto sender = workers_.for_client(segment);
+  if (!sender.ok()) {
+    refuse(sender.status());
+    return end("refused: " + sender.status().message());
+  }
+  worker_ = *sender;
   auto endpoint =
-      UcxEndpoint::connect(worker_, *worker, settings_.on_endpoint_error, settings_.on_endpoint_error_arg);
+      UcxEndpoint::connect(*worker_, *worker, settings_.on_endpoint_error, settings_.on_endpoint_error_arg);
   if (!endpoint.ok()) {
     refuse(Status::Unavailable(
         "forkfeed-gateway cannot reach this client over UCX: " + endpoint.status().message() +
@@ -196,7 +210,7 @@ void RemoteSession::check_hello(const json& body) {
   }
   endpoint_ = std::move(endpoint).value();
   phase_ = Phase::kGreeted;
-  send_am(worker_, endpoint_.get(), kWelcomeMessage, nullptr, 0, {}, UCP_AM_SEND_FLAG_EAGER);
+  send_am(*worker_, endpoint_.get(), kWelcomeMessage, nullptr, 0, {}, UCP_AM_SEND_FLAG_EAGER);
   reply(ok_reply(json{{"protocol", kProtocolVersion}}));
 }
 
@@ -283,15 +297,17 @@ Status RemoteSession::attach_stream(DaemonConnection::Reply& answer) {
   if (!client.ok()) return client.status();
   const Mapping& arena = (*client)->arena();
   auto registered =
-      UcxMemory::map(worker_.context(), const_cast<std::byte*>(arena.data()), arena.size(), true);
+      UcxMemory::map(worker_->context(), const_cast<std::byte*>(arena.data()), arena.size(), true);
   if (!registered.ok()) return registered.status();
   stream_ = std::make_shared<const SharedStream>(
       SharedStream{std::move(client).value(), std::move(registered).value()});
   sample_bytes_ = sample_bytes(opened->dtype, opened->size);
   batch_size_ = opened->order.batch_size;
   generation_ = opened->generation;
-  spdlog::info("remote client {}: stream {} opened ({} slots of {:.1f} MiB)", peer_, opened->stream,
-               opened->slots, opened->slot_bytes / 1048576.0);
+  const std::optional<std::uint64_t> segment = worker_->context()->tcp_segment();
+  spdlog::info("remote client {}: stream {} opened ({} slots of {:.1f} MiB{})", peer_, opened->stream,
+               opened->slots, opened->slot_bytes / 1048576.0,
+               segment ? ", over tcp in segments of " + std::to_string(*segment / 1024) + " KiB" : "");
   return Status::Ok();
 }
 
@@ -315,14 +331,14 @@ void RemoteSession::pump() {
       credits_ -= 1;
       const BatchSpan span = batch_span(d);
       const RemoteDelivery head = to_wire(d, sequence_++, span);
-      send_am(worker_, endpoint_.get(), kDeliveryMessage, &head, sizeof head,
+      send_am(*worker_, endpoint_.get(), kDeliveryMessage, &head, sizeof head,
               AmPayload{client.arena().data() + span.offset, span.bytes, stream_->registered.get(), {}},
               UCP_AM_SEND_FLAG_RNDV, [stream = stream_, handle = d.handle, tag = d.tag](ucs_status_t) {
                 stream->client->give_back(handle, tag, false);
               });
     } else {
       const RemoteDelivery head = to_wire(d, sequence_++, {});
-      send_am(worker_, endpoint_.get(), kDeliveryMessage, &head, sizeof head,
+      send_am(*worker_, endpoint_.get(), kDeliveryMessage, &head, sizeof head,
               AmPayload{.owned = std::string(d.message, ::strnlen(d.message, kDeliveryMessageBytes))},
               UCP_AM_SEND_FLAG_EAGER);
     }
@@ -334,7 +350,7 @@ void RemoteSession::tick(Clock::time_point now) {
   if (finished_) return;
   if (closing_) {
     const bool done = closing_->request == nullptr ||
-                      worker_.api().ucp_request_check_status(closing_->request) != UCS_INPROGRESS;
+                      workers_.api().ucp_request_check_status(closing_->request) != UCS_INPROGRESS;
     if (!done && now < closing_->deadline) return;
     reply(closing_->reply);
     return end("closed");

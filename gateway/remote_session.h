@@ -1,5 +1,6 @@
 // RemoteSession: one remote client of forkfeed-gateway, on its TCP control connection.
-// It must greet first — {"token", "worker": its UCX worker address} — and then may open
+// It must greet first — {"token", "worker": its UCX worker address, "ucx_tcp_segment": the
+// tcp segment its UCX receives in, if it says} — and then may open
 // one stream of a named dataset, which the session opens on the local forkfeedd as any
 // local client would (a DaemonConnection; the arena mapped read-only and registered with
 // UCX once; the consumer channel). Requests — and the unanswered wants of a stream on
@@ -19,6 +20,7 @@
 #include "base/unique_fd.h"
 #include "client/client_stream.h"
 #include "client/daemon_connection.h"
+#include "gateway/send_workers.h"
 #include "gateway/token_throttle.h"
 #include "protocol/frame.h"
 #include "remote/ucx.h"
@@ -41,7 +43,7 @@ class RemoteSession {
   // Takes the accepted connection `control` from `peer` ("10.0.0.9:41822"), whose
   // TokenThrottle::address_of() is `address`; `throttle` (the gateway's) says when its
   // hello's token may be checked.
-  RemoteSession(std::string peer, std::string address, UniqueFd control, UcxWorker& worker,
+  RemoteSession(std::string peer, std::string address, UniqueFd control, SendWorkers& workers,
                 const GatewaySettings& settings, TokenThrottle& throttle);
   // Closes the daemon's stream. REQUIRES: release_endpoint() was called, or the gateway
   // is going (then the endpoint closes here, waiting).
@@ -100,7 +102,8 @@ class RemoteSession {
   const std::string address_;  // the throttle's key
   UniqueFd control_;
   FrameReader reader_;
-  UcxWorker& worker_;
+  SendWorkers& workers_;
+  UcxWorker* worker_ = nullptr;  // the one of workers_ that sends to this client, from its hello
   const GatewaySettings& settings_;
   TokenThrottle& throttle_;
   // A hello that came while its address waits after a wrong token: checked in its turn.

@@ -3,7 +3,9 @@
 
 #include <poll.h>
 
+#include <charconv>
 #include <cstdlib>
+#include <limits>
 #include <utility>
 
 namespace forkfeed {
@@ -15,25 +17,64 @@ Status ucx_error(const UcxApi& api, const std::string& what, ucs_status_t status
   return Status::IoError(what + " failed: " + api.error(status));
 }
 
-// forkfeed's UCX settings, each unless its UCX_ variable says otherwise: UCX checks its
-// endpoints every 20 s by default; forkfeed wants a vanished peer noticed in about a
-// second. (A peer that is only busy, not progressing its worker, still has a live
-// connection: the check does not take it for dead.)
-// Not the tcp transport's receive segment, though a larger one saves CPU: a sender's
-// messages are as large as its own receive segment, and UCX aborts a receiver whose
-// segment is smaller, so a gateway with 512 KB would crash every trainer at UCX's
-// default (RemoteStreamTest.ATrainerAtUcxsDefaultSegmentReadsFromTheGateway).
-void apply_settings(const UcxApi& api, ucp_config_t* config) {
-  const std::pair<const char*, const char*> settings[] = {{"KEEPALIVE_INTERVAL", "1s"}};
-  for (const auto& [name, value] : settings) {
-    if (std::getenv((std::string("UCX_") + name).c_str()) == nullptr)
-      (void)api.ucp_config_modify(config, name, value);
+// forkfeed's UCX settings, each unless its UCX_ variable says otherwise:
+// - UCX checks its endpoints every 20 s by default; forkfeed wants a vanished peer
+//   noticed in about a second. (A peer that is only busy, not progressing its worker,
+//   still has a live connection: the check does not take it for dead.)
+// - The tcp receive segment the caller asked for, only where tcp may be used: UCX warns
+//   (on stdout, into a tool's --json) of a setting no transport takes.
+void apply_settings(const UcxApi& api, ucp_config_t* config, std::uint64_t tcp_segment) {
+  if (std::getenv("UCX_KEEPALIVE_INTERVAL") == nullptr)
+    (void)api.ucp_config_modify(config, "KEEPALIVE_INTERVAL", "1s");
+  if (tcp_segment != 0 && std::getenv("UCX_TCP_RX_SEG_SIZE") == nullptr &&
+      tls_may_use_tcp(std::getenv("UCX_TLS"))) {
+    // As ucp_config_modify names a transport's setting: without the transport's prefix.
+    (void)api.ucp_config_modify(config, "RX_SEG_SIZE", std::to_string(tcp_segment).c_str());
   }
 }
 
 }  // namespace
 
-Result<std::shared_ptr<UcxContext>> UcxContext::create() {
+bool tls_may_use_tcp(const char* tls) {
+  if (tls == nullptr || *tls == '\0') return true;  // UCX's default: every transport
+  std::string_view list(tls);
+  const bool excluding = list.front() == '^';
+  if (excluding) list.remove_prefix(1);
+  bool named = false;
+  while (!list.empty()) {
+    const std::size_t comma = list.find(',');
+    const std::string_view name = list.substr(0, comma);
+    named = named || name == "tcp" || name == "all";
+    list.remove_prefix(comma == std::string_view::npos ? list.size() : comma + 1);
+  }
+  return excluding != named;
+}
+
+std::optional<std::uint64_t> parse_ucx_size(std::string_view text) {
+  std::uint64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end == text.data()) return std::nullopt;
+  std::string_view unit(end, text.data() + text.size() - end);
+  if (!unit.empty() && (unit.back() == 'b' || unit.back() == 'B')) unit.remove_suffix(1);
+  int shift = 0;
+  if (unit.size() == 1) {
+    switch (unit.front()) {
+      case 'k':
+      case 'K': shift = 10; break;
+      case 'm':
+      case 'M': shift = 20; break;
+      case 'g':
+      case 'G': shift = 30; break;
+      default: return std::nullopt;
+    }
+  } else if (!unit.empty()) {
+    return std::nullopt;
+  }
+  if (value > (std::numeric_limits<std::uint64_t>::max() >> shift)) return std::nullopt;
+  return value << shift;
+}
+
+Result<std::shared_ptr<UcxContext>> UcxContext::create(std::uint64_t tcp_segment) {
   auto loaded = UcxApi::get();
   if (!loaded.ok()) return loaded.status();
   const UcxApi* api = *loaded;
@@ -41,7 +82,7 @@ Result<std::shared_ptr<UcxContext>> UcxContext::create() {
   if (ucs_status_t s = api->ucp_config_read(nullptr, nullptr, &config); s != UCS_OK) {
     return ucx_error(*api, "reading UCX's configuration (UCX_* variables)", s);
   }
-  apply_settings(*api, config);
+  apply_settings(*api, config, tcp_segment);
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
   params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
@@ -49,7 +90,15 @@ Result<std::shared_ptr<UcxContext>> UcxContext::create() {
   const ucs_status_t s = api->ucp_init_version(UCP_API_MAJOR, UCP_API_MINOR, &params, config, &context);
   api->ucp_config_release(config);
   if (s != UCS_OK) return ucx_error(*api, "initialising UCX (check UCX_TLS and UCX_NET_DEVICES)", s);
-  return std::shared_ptr<UcxContext>(new UcxContext(api, context));
+  std::shared_ptr<UcxContext> made(new UcxContext(api, context));
+  if (tls_may_use_tcp(std::getenv("UCX_TLS"))) {
+    const char* set = std::getenv("UCX_TCP_RX_SEG_SIZE");
+    made->tcp_segment_from_environment_ = set != nullptr;
+    made->tcp_segment_ = set != nullptr     ? parse_ucx_size(set)
+                         : tcp_segment != 0 ? tcp_segment
+                                            : kUcxDefaultTcpSegment;
+  }
+  return made;
 }
 
 UcxContext::~UcxContext() {

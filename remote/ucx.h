@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -22,22 +23,47 @@
 
 namespace forkfeed {
 
+// UCX's tcp transport reads its socket a receive segment at a time (UCX_TCP_RX_SEG_SIZE)
+// and sends a large message in fragments as large as its own receive segment: a receiver
+// whose segment is smaller than its sender's is aborted by UCX. A larger segment costs
+// fewer reads and copies per GB on both ends (tools/compare/remote_stream.py), so a
+// trainer receives in kLargeTcpSegment and says so in its hello; the gateway sends to it
+// from a worker whose segment is as large, and to any other client from one at its own.
+inline constexpr std::uint64_t kUcxDefaultTcpSegment = 64 * 1024;  // UCX's default (1.13)
+inline constexpr std::uint64_t kLargeTcpSegment = 512 * 1024;
+
+// Whether UCX may pick its tcp transport under UCX_TLS = `tls` (nullptr: unset): a list
+// that names tcp (or all), or one of exclusions (^...) that does not.
+bool tls_may_use_tcp(const char* tls);
+// A size as UCX reads one ("65536", "64k", "512K", "1m", "2MB"); nullopt if it is not one.
+std::optional<std::uint64_t> parse_ucx_size(std::string_view text);
+
 class UcxContext {
  public:
   // Active messages, configured from UCX's own environment (UCX_TLS, UCX_NET_DEVICES
-  // ...), with the endpoint keepalive at 1 s unless UCX_KEEPALIVE_INTERVAL says otherwise.
-  static Result<std::shared_ptr<UcxContext>> create();
+  // ...), with the endpoint keepalive at 1 s unless UCX_KEEPALIVE_INTERVAL says otherwise,
+  // and the tcp receive segment at `tcp_segment` bytes (0: UCX's default) unless
+  // UCX_TCP_RX_SEG_SIZE says otherwise.
+  static Result<std::shared_ptr<UcxContext>> create(std::uint64_t tcp_segment = 0);
   ~UcxContext();
   UcxContext(const UcxContext&) = delete;
   UcxContext& operator=(const UcxContext&) = delete;
 
   const UcxApi& api() const { return *api_; }
   ucp_context_h get() const { return context_; }
+  // The tcp receive segment this context's workers use, which is also the largest
+  // fragment they send; nullopt where UCX_TLS leaves tcp out (or UCX_TCP_RX_SEG_SIZE is
+  // not a size forkfeed can read).
+  std::optional<std::uint64_t> tcp_segment() const { return tcp_segment_; }
+  // Whether UCX_TCP_RX_SEG_SIZE chose the segment, not forkfeed.
+  bool tcp_segment_from_environment() const { return tcp_segment_from_environment_; }
 
  private:
   UcxContext(const UcxApi* api, ucp_context_h context) : api_(api), context_(context) {}
   const UcxApi* api_;
   ucp_context_h context_;
+  std::optional<std::uint64_t> tcp_segment_;
+  bool tcp_segment_from_environment_ = false;
   OwnerProcess owner_;
 };
 

@@ -221,6 +221,8 @@ add_dependencies(gateway_restart_test forkfeed-gateway)
 forkfeed_daemon_test(served_fields_test)
 add_dependencies(served_fields_test forkfeed-gateway forkfeed-mkdata)
 target_link_libraries(served_fields_test PRIVATE nlohmann_json::nlohmann_json)
+# UCX's settings, and a worker made under them.
+forkfeed_test(ucx_settings_test)
 # The gateway's parts on their own.
 forkfeed_test(token_throttle_test)
 target_link_libraries(token_throttle_test PRIVATE forkfeed_gateway)

@@ -597,6 +597,29 @@ TEST_F(RemoteStreamTest, FiftyGarbageMessagesHarmNoOtherStream) {
 
 // A connection from `source` (a loopback address) to `address` that has sent a hello
 // with `token` (and no worker address: a wrong token is refused before it is looked at).
+// A daemon whose (and whose gateway's) info log goes to a file: they log to the stdout
+// they inherit.
+struct LoggedDaemon {
+  LoggedDaemon(const std::string& socket, std::vector<std::string> args)
+      : log(logs.path() + "/forkfeedd.log") {
+    args.insert(args.end(), {"--log-level", "info"});
+    std::fflush(stdout);
+    UniqueFd file(::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    UniqueFd saved(::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3));
+    EXPECT_TRUE(file.valid() && saved.valid());
+    ::dup2(file.get(), STDOUT_FILENO);
+    daemon.emplace(socket, args);
+    ::dup2(saved.get(), STDOUT_FILENO);
+  }
+  std::string text() const {
+    std::ifstream in(log);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  testing::TempDir logs;
+  const std::string log;
+  std::optional<testing::DaemonProcess> daemon;
+};
+
 UniqueFd hello_from(const std::string& source, const std::string& address, const std::string& token) {
   auto where = parse_net_address(address, "address");
   UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -679,30 +702,14 @@ TEST_F(RemoteStreamTest, WrongTokensFromOneAddressSlowItsNextHellosOnly) {
 // restart the daemon"): forkfeedd ending a stream it was asked to close is no loss.
 TEST_F(RemoteStreamTest, AClosedStreamIsNotLoggedAsALostDaemon) {
   testing::HangGuard guard(60, "RemoteStreamTest.QuietClose");
-  testing::TempDir logs;
-  const std::string log = logs.path() + "/forkfeedd.log";
-  std::vector<std::string> args = remote_args();
-  args.insert(args.end(), {"--log-level", "info"});
-  std::optional<testing::DaemonProcess> daemon;
-  {  // forkfeedd and its gateway log info to the stdout they inherit: this file
-    std::fflush(stdout);
-    UniqueFd file(::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-    UniqueFd saved(::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3));
-    ASSERT_TRUE(file.valid() && saved.valid());
-    ::dup2(file.get(), STDOUT_FILENO);
-    daemon.emplace(socket_path("quiet"), args);
-    ::dup2(saved.get(), STDOUT_FILENO);
-  }
-  const std::string address = remote_address(*daemon);
+  LoggedDaemon logged(socket_path("quiet"), remote_args());
+  const std::string address = remote_address(*logged.daemon);
   for (int i = 0; i < 3; ++i) {
     auto client = connect(address, remote_options());
     ASSERT_TRUE(client);
     ASSERT_EQ(testing::read_batches(*client, 3).size(), 3u);
   }
-  const auto text = [&] {
-    std::ifstream in(log);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  };
+  const auto text = [&] { return logged.text(); };
   const auto closed = [&] {
     const std::string t = text();
     std::size_t n = 0;
@@ -713,6 +720,58 @@ TEST_F(RemoteStreamTest, AClosedStreamIsNotLoggedAsALostDaemon) {
   };
   EXPECT_TRUE(testing::eventually([&] { return closed() >= 3; }, std::chrono::seconds(20))) << text();
   EXPECT_EQ(text().find("lost the connection"), std::string::npos) << text();
+}
+
+// UCX's tcp transport sends in fragments as large as the sender's receive segment and
+// aborts a receiver whose segment is smaller (remote/ucx.h). A trainer says in its hello
+// what it receives in: one at forkfeed's large segment is sent in it, one at UCX's
+// default in that, each reading the same batches.
+TEST_F(RemoteStreamTest, ATrainerIsSentInTheSegmentItReceivesIn) {
+  testing::HangGuard guard(90, "RemoteStreamTest.SegmentChosen");
+  LoggedDaemon logged(socket_path("segments"), remote_args());
+  StreamOptions o = remote_options();
+  o.loader.size = 224;  // batches of 2.4 MB: many segments
+  o.loader.batch_size = 16;
+  LoaderOptions local = options();
+  local.size = 224;
+  local.batch_size = 16;
+  const testing::Batches expected = testing::read_pass(*testing::open_loader(local));
+  for (const char* segment : {"", "64K"}) {
+    if (*segment != '\0') ::setenv("UCX_TCP_RX_SEG_SIZE", segment, 1);
+    auto remote = connect(remote_address(*logged.daemon), o);
+    ::unsetenv("UCX_TCP_RX_SEG_SIZE");
+    ASSERT_TRUE(remote);
+    EXPECT_TRUE(testing::read_pass(*remote) == expected) << "UCX_TCP_RX_SEG_SIZE=" << segment;
+  }
+  const auto opened_in = [&](const std::string& kib) {
+    return logged.text().find("over tcp in segments of " + kib + " KiB") != std::string::npos;
+  };
+  EXPECT_TRUE(
+      testing::eventually([&] { return opened_in("512") && opened_in("64"); }, std::chrono::seconds(10)))
+      << logged.text();
+}
+
+// Found from outside: a trainer whose segment was smaller than the gateway's
+// (UCX_TCP_RX_SEG_SIZE set for forkfeedd only) was aborted by UCX at its first batch. It
+// is refused, told what to set; a trainer of a larger one is served.
+TEST_F(RemoteStreamTest, ATrainerOfASmallerSegmentThanTheGatewaysIsToldWhatToSet) {
+  testing::HangGuard guard(60, "RemoteStreamTest.SegmentRefused");
+  ::setenv("UCX_TCP_RX_SEG_SIZE", "128K", 1);  // forkfeedd's, and so its gateway's
+  testing::DaemonProcess daemon(socket_path("smaller"), remote_args());
+  ::setenv("UCX_TCP_RX_SEG_SIZE", "64K", 1);  // this trainer's
+  StreamOptions o = remote_options();
+  o.loader.size = 224;
+  o.loader.batch_size = 16;
+  auto refused = Client::connect(RemoteDaemon{remote_address(daemon), token_}, o);
+  ::unsetenv("UCX_TCP_RX_SEG_SIZE");
+  ASSERT_FALSE(refused.ok()) << "a trainer at 64K was served by a gateway sending 128K segments";
+  EXPECT_EQ(refused.status().code(), Status::Code::kFailedPrecondition) << refused.status().message();
+  EXPECT_NE(refused.status().message().find("UCX_TCP_RX_SEG_SIZE=128K or more for the trainer"),
+            std::string::npos)
+      << refused.status().message();
+  auto served = connect(remote_address(daemon), o);  // forkfeed's 512K
+  ASSERT_TRUE(served);
+  EXPECT_EQ(testing::read_pass(*served).size(), 3u);
 }
 
 TEST_F(RemoteStreamTest, NoProcessWithUcxLoadedHasAChild) {

@@ -207,7 +207,8 @@ def main():
         finally:
             stop_daemons([daemon])
 
-    print(f"{os.cpu_count()} CPUs; {args.epochs} epochs of {args.images} images per run, 224 px uint8, batch 64, "
+    images = f"the images of {args.data}" if args.data else f"{args.images} images"
+    print(f"{os.cpu_count()} CPUs; {args.epochs} epochs of {images} per run, 224 px uint8, batch 64, "
           f"{args.workers} decode workers, the stream asking for {stream_workers}"
           + (f", a {args.step_ms} ms step a batch" if args.step_ms else "") + f"; median of {args.rounds} rounds")
     print("trainer CPU/GB: forkfeed-bench's CPU seconds per GB of batches it read (the Unix socket's is the")
@@ -271,7 +272,8 @@ def fan_in(args, counts):
                 stop_daemons([d for d, _, _ in started])
 
     single = rows[1]["images_per_s"]
-    print(f"{os.cpu_count()} CPUs; {args.epochs} epochs of {args.images} images per run, 224 px uint8, batch 64; "
+    images = f"the images of {args.data}" if args.data else f"{args.images} images"
+    print(f"{os.cpu_count()} CPUs; {args.epochs} epochs of {images} per run, 224 px uint8, batch 64; "
           f"each daemon {args.workers} decode workers; forkfeed-bench --remote over UCX_TLS=tcp (loopback); "
           f"median of {args.rounds} rounds")
     print("CPU: forkfeedd + forkfeed-gateway + decode workers of every daemon, and forkfeed-bench, per 1000 images")

@@ -1,0 +1,103 @@
+// forkfeed's UCX settings (remote/ucx.cpp): the tcp transport's receive segment is set
+// only where UCX_TLS lets UCX use tcp, so that a worker on other transports is created
+// without UCX's warning of a setting no transport takes (which UCX prints on stdout, into
+// a tool's --json); a context knows the segment it receives in, as the hello tells it.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include "base/unique_fd.h"
+#include "remote/ucx.h"
+
+namespace forkfeed {
+namespace {
+
+TEST(UcxSettings, TcpIsUsableUnlessUcxTlsLeavesItOut) {
+  EXPECT_TRUE(tls_may_use_tcp(nullptr));
+  EXPECT_TRUE(tls_may_use_tcp(""));
+  EXPECT_TRUE(tls_may_use_tcp("tcp"));
+  EXPECT_TRUE(tls_may_use_tcp("sm,tcp"));
+  EXPECT_TRUE(tls_may_use_tcp("all"));
+  EXPECT_TRUE(tls_may_use_tcp("^sm"));
+  EXPECT_TRUE(tls_may_use_tcp("^rc,ud"));
+  EXPECT_FALSE(tls_may_use_tcp("sm,self"));
+  EXPECT_FALSE(tls_may_use_tcp("rc"));
+  EXPECT_FALSE(tls_may_use_tcp("^tcp"));
+  EXPECT_FALSE(tls_may_use_tcp("^sm,tcp"));
+  EXPECT_FALSE(tls_may_use_tcp("tcpx"));  // a name, not a prefix
+}
+
+TEST(UcxSettings, SizesAreReadAsUcxReadsThem) {
+  EXPECT_EQ(parse_ucx_size("65536"), 65536u);
+  EXPECT_EQ(parse_ucx_size("64k"), 65536u);
+  EXPECT_EQ(parse_ucx_size("64K"), 65536u);
+  EXPECT_EQ(parse_ucx_size("512KB"), 524288u);
+  EXPECT_EQ(parse_ucx_size("1m"), 1048576u);
+  EXPECT_EQ(parse_ucx_size("2G"), 2147483648u);
+  EXPECT_EQ(parse_ucx_size("7b"), 7u);
+  for (const char* not_one : {"", "k", "64 K", "64KK", "64x", "-1", "auto", "inf", "99999999999999999999G"}) {
+    EXPECT_EQ(parse_ucx_size(not_one), std::nullopt) << not_one;
+  }
+}
+
+TEST(UcxSettings, AContextKnowsTheTcpSegmentItReceivesIn) {
+  if (!UcxApi::get().ok()) GTEST_SKIP() << "UCX is not installed";
+  const auto segment = [](const char* tls, const char* set, std::uint64_t asked) {
+    if (tls != nullptr) ::setenv("UCX_TLS", tls, 1);
+    if (set != nullptr) ::setenv("UCX_TCP_RX_SEG_SIZE", set, 1);
+    auto context = UcxContext::create(asked);
+    ::unsetenv("UCX_TLS");
+    ::unsetenv("UCX_TCP_RX_SEG_SIZE");
+    EXPECT_TRUE(context.ok()) << context.status().message();
+    return context.ok() ? (*context)->tcp_segment() : std::nullopt;
+  };
+  EXPECT_EQ(segment(nullptr, nullptr, 0), kUcxDefaultTcpSegment);
+  EXPECT_EQ(segment("tcp", nullptr, kLargeTcpSegment), kLargeTcpSegment);
+  EXPECT_EQ(segment("tcp", "128K", kLargeTcpSegment), 131072u) << "the environment's, as UCX takes it";
+  EXPECT_EQ(segment("sm,self", nullptr, kLargeTcpSegment), std::nullopt) << "no tcp: no segment";
+}
+
+// What UCX printed on stdout while a context and a worker were made under UCX_TLS=`tls`.
+std::string printed_making_a_worker(const char* tls) {
+  ::setenv("UCX_TLS", tls, 1);
+  std::fflush(stdout);
+  char path[] = "/tmp/forkfeed-ucx-stdout-XXXXXX";
+  UniqueFd file(::mkstemp(path));
+  EXPECT_TRUE(file.valid());
+  ::unlink(path);
+  UniqueFd saved(::dup(STDOUT_FILENO));
+  ::dup2(file.get(), STDOUT_FILENO);
+  {
+    auto context = UcxContext::create(kLargeTcpSegment);
+    EXPECT_TRUE(context.ok()) << context.status().message();
+    if (context.ok()) {
+      auto worker = UcxWorker::create(*context);
+      EXPECT_TRUE(worker.ok()) << worker.status().message();
+    }
+  }
+  std::fflush(stdout);
+  ::dup2(saved.get(), STDOUT_FILENO);
+  ::unsetenv("UCX_TLS");
+  std::string printed;
+  char buffer[4096];
+  ssize_t n = 0;
+  ::lseek(file.get(), 0, SEEK_SET);
+  while ((n = ::read(file.get(), buffer, sizeof buffer)) > 0) printed.append(buffer, n);
+  return printed;
+}
+
+TEST(UcxSettings, AWorkerWithoutTcpIsMadeWithoutAWarning) {
+  if (!UcxApi::get().ok()) GTEST_SKIP() << "UCX is not installed";
+  for (const char* tls : {"sm,self", "tcp", "^tcp"}) {
+    EXPECT_EQ(printed_making_a_worker(tls), "") << "UCX_TLS=" << tls;
+  }
+}
+
+}  // namespace
+}  // namespace forkfeed
