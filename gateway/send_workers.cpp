@@ -14,9 +14,10 @@ Result<std::unique_ptr<UcxWorker>> make_worker(std::uint64_t tcp_segment) {
   return UcxWorker::create(std::move(context).value());
 }
 
-// As UCX_TCP_RX_SEG_SIZE would say it: "512K", or bytes.
+// As UCX prints a size: "1M", "512K", or bytes.
 std::string ucx_size(std::uint64_t bytes) {
-  return bytes % 1024 == 0 ? std::to_string(bytes / 1024) + "K" : std::to_string(bytes);
+  if (bytes != 0 && bytes % (1024 * 1024) == 0) return std::to_string(bytes >> 20) + "M";
+  return bytes != 0 && bytes % 1024 == 0 ? std::to_string(bytes >> 10) + "K" : std::to_string(bytes);
 }
 
 }  // namespace
@@ -34,11 +35,11 @@ Result<UcxWorker*> SendWorkers::for_client(std::optional<std::uint64_t> segment)
   const UcxContext& context = *own->context();
   const std::optional<std::uint64_t> sends = context.tcp_segment();
   if (!sends || !segment) return own;  // no tcp here, or a client that did not say
-  if (!context.tcp_segment_from_environment() && *segment >= kLargeTcpSegment) {
+  if (!context.tcp_segment_configured() && *segment >= kLargeTcpSegment) {
     if (workers_.size() == 1) {
       auto large = make_worker(kLargeTcpSegment);
       if (!large.ok()) {
-        spdlog::warn("forkfeed-gateway sends in tcp segments of {} bytes, not {}: {}", ucx_size(*sends),
+        spdlog::warn("forkfeed-gateway sends in tcp segments of {}, not {}: {}", ucx_size(*sends),
                      ucx_size(kLargeTcpSegment), large.status().message());
         return own;  // the client receives the smaller one too
       }
@@ -49,10 +50,10 @@ Result<UcxWorker*> SendWorkers::for_client(std::optional<std::uint64_t> segment)
   if (*segment >= *sends) return own;
   return Status::FailedPrecondition(
       "this trainer's UCX receives tcp segments of " + ucx_size(*segment) +
-      " bytes (UCX_TCP_RX_SEG_SIZE), smaller than the " + ucx_size(*sends) +
+      " (UCX_TCP_RX_SEG_SIZE), smaller than the " + ucx_size(*sends) +
       " that forkfeed-gateway sends in: UCX would abort the trainer. Set UCX_TCP_RX_SEG_SIZE=" +
       ucx_size(*sends) + " or more for the trainer, or unset it" +
-      (context.tcp_segment_from_environment() ? " (or lower it for forkfeedd)" : ""));
+      (context.tcp_segment_configured() ? " (or lower it for forkfeedd)" : ""));
 }
 
 void SendWorkers::progress() {

@@ -3,7 +3,9 @@
 
 #include <poll.h>
 
+#include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <utility>
@@ -17,27 +19,66 @@ Status ucx_error(const UcxApi& api, const std::string& what, ucs_status_t status
   return Status::IoError(what + " failed: " + api.error(status));
 }
 
-// forkfeed's UCX settings, each unless its UCX_ variable says otherwise:
+// forkfeed's UCX settings:
 // - UCX checks its endpoints every 20 s by default; forkfeed wants a vanished peer
-//   noticed in about a second. (A peer that is only busy, not progressing its worker,
-//   still has a live connection: the check does not take it for dead.)
-// - The tcp receive segment the caller asked for, only where tcp may be used: UCX warns
-//   (on stdout, into a tool's --json) of a setting no transport takes.
+//   noticed in about a second (unless UCX_KEEPALIVE_INTERVAL says otherwise). A peer that
+//   is only busy, not progressing its worker, still has a live connection: the check
+//   does not take it for dead.
+// - The tcp receive segment the caller asked for (`tcp_segment`, 0 for none), set only
+//   where tcp may be used: UCX warns (on stdout, into a tool's --json) of a setting no
+//   transport takes.
 void apply_settings(const UcxApi& api, ucp_config_t* config, std::uint64_t tcp_segment) {
   if (std::getenv("UCX_KEEPALIVE_INTERVAL") == nullptr)
     (void)api.ucp_config_modify(config, "KEEPALIVE_INTERVAL", "1s");
-  if (tcp_segment != 0 && std::getenv("UCX_TCP_RX_SEG_SIZE") == nullptr &&
-      tls_may_use_tcp(std::getenv("UCX_TLS"))) {
+  if (tcp_segment != 0) {
     // As ucp_config_modify names a transport's setting: without the transport's prefix.
     (void)api.ucp_config_modify(config, "RX_SEG_SIZE", std::to_string(tcp_segment).c_str());
   }
 }
 
+// What UCX prints of its configuration ("UCX_TLS=all" a line), as `ucx_info -c` does.
+std::string printed_configuration(const UcxApi& api) {
+  char* text = nullptr;
+  std::size_t size = 0;
+  FILE* stream = ::open_memstream(&text, &size);
+  if (stream == nullptr) return {};
+  api.ucs_config_parser_print_all_opts(stream, "UCX_", UCS_CONFIG_PRINT_CONFIG, api.ucs_config_global_list);
+  std::fclose(stream);
+  std::string printed(text, size);
+  std::free(text);
+  return printed;
+}
+
+// The value of `name` in `printed` (printed_configuration's lines); empty if absent.
+std::string_view printed_value(std::string_view printed, std::string_view name) {
+  for (std::size_t at = 0; at < printed.size();) {
+    const std::size_t end = std::min(printed.find('\n', at), printed.size());
+    const std::string_view line = printed.substr(at, end - at);
+    if (line.size() > name.size() && line.starts_with(name) && line[name.size()] == '=') {
+      return line.substr(name.size() + 1);
+    }
+    at = end + 1;
+  }
+  return {};
+}
+
 }  // namespace
 
-bool tls_may_use_tcp(const char* tls) {
-  if (tls == nullptr || *tls == '\0') return true;  // UCX's default: every transport
-  std::string_view list(tls);
+Result<UcxConfiguration> UcxConfiguration::read(const UcxApi& api) {
+  const std::string printed = printed_configuration(api);
+  UcxConfiguration configuration{.tls = std::string(printed_value(printed, "UCX_TLS")),
+                                 .tcp_segment = std::string(printed_value(printed, "UCX_TCP_RX_SEG_SIZE"))};
+  if (configuration.tls.empty()) {
+    return Status::IoError(
+        "cannot read UCX's configuration (its UCX_TLS was not in what UCX printed): check the UCX_ "
+        "variables and ucx.conf files (ucx_info -c shows them)");
+  }
+  return configuration;
+}
+
+bool tls_may_use_tcp(std::string_view tls) {
+  if (tls.empty()) return true;  // UCX's default: every transport
+  std::string_view list = tls;
   const bool excluding = list.front() == '^';
   if (excluding) list.remove_prefix(1);
   bool named = false;
@@ -78,6 +119,26 @@ Result<std::shared_ptr<UcxContext>> UcxContext::create(std::uint64_t tcp_segment
   auto loaded = UcxApi::get();
   if (!loaded.ok()) return loaded.status();
   const UcxApi* api = *loaded;
+  auto configuration = UcxConfiguration::read(*api);
+  if (!configuration.ok()) return configuration.status();
+  std::optional<std::uint64_t> segment;  // the one its workers will use
+  bool configured = false;
+  if (tls_may_use_tcp(configuration->tls)) {
+    segment = parse_ucx_size(configuration->tcp_segment);
+    if (!segment) {
+      return Status::InvalidArgument(
+          "UCX_TCP_RX_SEG_SIZE (in the environment or a ucx.conf) is not a size UCX reads" +
+          (configuration->tcp_segment.empty() ? std::string() : " as one: " + configuration->tcp_segment) +
+          ". forkfeed must know the tcp segment UCX receives in; set a size such as 512K, or unset it");
+    }
+    configured = std::getenv("UCX_TCP_RX_SEG_SIZE") != nullptr || *segment != kUcxDefaultTcpSegment;
+    if (configured)
+      tcp_segment = 0;  // UCX's configuration stands
+    else if (tcp_segment != 0)
+      segment = tcp_segment;
+  } else {
+    tcp_segment = 0;
+  }
   ucp_config_t* config = nullptr;
   if (ucs_status_t s = api->ucp_config_read(nullptr, nullptr, &config); s != UCS_OK) {
     return ucx_error(*api, "reading UCX's configuration (UCX_* variables)", s);
@@ -91,13 +152,8 @@ Result<std::shared_ptr<UcxContext>> UcxContext::create(std::uint64_t tcp_segment
   api->ucp_config_release(config);
   if (s != UCS_OK) return ucx_error(*api, "initialising UCX (check UCX_TLS and UCX_NET_DEVICES)", s);
   std::shared_ptr<UcxContext> made(new UcxContext(api, context));
-  if (tls_may_use_tcp(std::getenv("UCX_TLS"))) {
-    const char* set = std::getenv("UCX_TCP_RX_SEG_SIZE");
-    made->tcp_segment_from_environment_ = set != nullptr;
-    made->tcp_segment_ = set != nullptr     ? parse_ucx_size(set)
-                         : tcp_segment != 0 ? tcp_segment
-                                            : kUcxDefaultTcpSegment;
-  }
+  made->tcp_segment_ = segment;
+  made->tcp_segment_configured_ = configured;
   return made;
 }
 

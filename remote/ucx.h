@@ -32,18 +32,30 @@ namespace forkfeed {
 inline constexpr std::uint64_t kUcxDefaultTcpSegment = 64 * 1024;  // UCX's default (1.13)
 inline constexpr std::uint64_t kLargeTcpSegment = 512 * 1024;
 
-// Whether UCX may pick its tcp transport under UCX_TLS = `tls` (nullptr: unset): a list
-// that names tcp (or all), or one of exclusions (^...) that does not.
-bool tls_may_use_tcp(const char* tls);
-// A size as UCX reads one ("65536", "64k", "512K", "1m", "2MB"); nullopt if it is not one.
+// What forkfeed must know of UCX's configuration, as UCX itself reads it: its UCX_
+// variables over its ucx.conf files ($UCX_CONFIG_DIR, $HOME, /etc/ucx), each value as UCX
+// prints it ("64K", "1M"), whatever way it was written.
+struct UcxConfiguration {
+  std::string tls;          // UCX_TLS: "all", "tcp,sm", "^ib"
+  std::string tcp_segment;  // UCX_TCP_RX_SEG_SIZE: "64K"; empty if UCX cannot read it
+  static Result<UcxConfiguration> read(const UcxApi& api);
+};
+
+// Whether UCX may pick its tcp transport under UCX_TLS = `tls`: a list that names tcp
+// (or all), or one of exclusions (^...) that does not.
+bool tls_may_use_tcp(std::string_view tls);
+// A size as UCX prints one ("65536", "64K", "1M", "2G"; a trailing B, any case); nullopt
+// if it is not one.
 std::optional<std::uint64_t> parse_ucx_size(std::string_view text);
 
 class UcxContext {
  public:
-  // Active messages, configured from UCX's own environment (UCX_TLS, UCX_NET_DEVICES
+  // Active messages, configured from UCX's own configuration (UCX_TLS, UCX_NET_DEVICES
   // ...), with the endpoint keepalive at 1 s unless UCX_KEEPALIVE_INTERVAL says otherwise,
-  // and the tcp receive segment at `tcp_segment` bytes (0: UCX's default) unless
-  // UCX_TCP_RX_SEG_SIZE says otherwise.
+  // and the tcp receive segment at `tcp_segment` bytes (0: UCX's default) unless UCX's
+  // configuration chose one. An error where tcp may be used and UCX cannot read the
+  // segment it was given: forkfeed must know it (a receiver of a smaller segment than its
+  // sender's is aborted by UCX).
   static Result<std::shared_ptr<UcxContext>> create(std::uint64_t tcp_segment = 0);
   ~UcxContext();
   UcxContext(const UcxContext&) = delete;
@@ -52,18 +64,18 @@ class UcxContext {
   const UcxApi& api() const { return *api_; }
   ucp_context_h get() const { return context_; }
   // The tcp receive segment this context's workers use, which is also the largest
-  // fragment they send; nullopt where UCX_TLS leaves tcp out (or UCX_TCP_RX_SEG_SIZE is
-  // not a size forkfeed can read).
+  // fragment they send; nullopt where UCX_TLS leaves tcp out.
   std::optional<std::uint64_t> tcp_segment() const { return tcp_segment_; }
-  // Whether UCX_TCP_RX_SEG_SIZE chose the segment, not forkfeed.
-  bool tcp_segment_from_environment() const { return tcp_segment_from_environment_; }
+  // Whether UCX's configuration chose the segment (UCX_TCP_RX_SEG_SIZE in the
+  // environment, or another size than UCX's default in a ucx.conf), not forkfeed.
+  bool tcp_segment_configured() const { return tcp_segment_configured_; }
 
  private:
   UcxContext(const UcxApi* api, ucp_context_h context) : api_(api), context_(context) {}
   const UcxApi* api_;
   ucp_context_h context_;
   std::optional<std::uint64_t> tcp_segment_;
-  bool tcp_segment_from_environment_ = false;
+  bool tcp_segment_configured_ = false;
   OwnerProcess owner_;
 };
 

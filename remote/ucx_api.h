@@ -6,6 +6,7 @@
 #pragma once
 
 #include <ucp/api/ucp.h>
+#include <ucs/config/parser.h>
 
 #include <string>
 
@@ -13,7 +14,8 @@
 
 namespace forkfeed {
 
-// The entry points, a group to a line (clang-format would lay the list out one per line).
+// The entry points (and one variable: the list of UCX's configuration tables), a group to
+// a line (clang-format would lay the list out one per line).
 // clang-format off
 #define FORKFEED_UCX_FUNCTIONS(X)                                                                            \
   X(ucp_config_read) X(ucp_config_release) X(ucp_config_modify) X(ucp_init_version) X(ucp_cleanup)           \
@@ -21,7 +23,8 @@ namespace forkfeed {
   X(ucp_worker_progress) X(ucp_worker_set_am_recv_handler) X(ucp_worker_get_address)                         \
   X(ucp_worker_release_address) X(ucp_ep_create) X(ucp_ep_close_nbx) X(ucp_am_send_nbx)                      \
   X(ucp_am_recv_data_nbx) X(ucp_am_data_release) X(ucp_request_check_status) X(ucp_request_free)             \
-  X(ucp_mem_map) X(ucp_mem_unmap) X(ucs_status_string)
+  X(ucp_mem_map) X(ucp_mem_unmap) X(ucs_status_string) X(ucs_config_parser_print_all_opts)                   \
+  X(ucs_config_global_list)
 // clang-format on
 
 struct UcxApi {

@@ -774,6 +774,40 @@ TEST_F(RemoteStreamTest, ATrainerOfASmallerSegmentThanTheGatewaysIsToldWhatToSet
   EXPECT_EQ(testing::read_pass(*served).size(), 3u);
 }
 
+// The gateway knows the segment UCX gives it however UCX was told: a size written
+// loosely ("1mbytes", which UCX reads as 1M), or a ucx.conf. A gateway that missed
+// either sent in fragments its trainer could not receive, and UCX aborted the trainer.
+TEST_F(RemoteStreamTest, TheGatewayKnowsTheSegmentUcxsOwnConfigurationGaveIt) {
+  testing::HangGuard guard(90, "RemoteStreamTest.SegmentConfigured");
+  const std::string conf_dir = dir_->path() + "/ucx-conf";
+  ASSERT_EQ(::mkdir(conf_dir.c_str(), 0700), 0);
+  std::ofstream(conf_dir + "/ucx.conf") << "UCX_TCP_RX_SEG_SIZE=1M\n";
+  struct Case {
+    const char* name;
+    const char* variable;
+    std::string value;
+  };
+  for (const Case& c :
+       {Case{"loose", "UCX_TCP_RX_SEG_SIZE", "1mbytes"}, Case{"conf", "UCX_CONFIG_DIR", conf_dir}}) {
+    ::setenv(c.variable, c.value.c_str(), 1);  // forkfeedd's, and so its gateway's
+    testing::DaemonProcess daemon(socket_path(c.name), remote_args());
+    ::unsetenv(c.variable);
+    StreamOptions o = remote_options();
+    o.loader.size = 224;
+    o.loader.batch_size = 16;
+    auto refused = Client::connect(RemoteDaemon{remote_address(daemon), token_}, o);  // forkfeed's 512K
+    ASSERT_FALSE(refused.ok()) << c.name << ": a trainer at 512K was served by a gateway sending 1M segments";
+    EXPECT_NE(refused.status().message().find("UCX_TCP_RX_SEG_SIZE=1M or more for the trainer"),
+              std::string::npos)
+        << c.name << ": " << refused.status().message();
+    ::setenv("UCX_TCP_RX_SEG_SIZE", "1M", 1);
+    auto served = connect(remote_address(daemon), o);
+    ::unsetenv("UCX_TCP_RX_SEG_SIZE");
+    ASSERT_TRUE(served) << c.name;
+    EXPECT_EQ(testing::read_pass(*served).size(), 3u) << c.name;
+  }
+}
+
 TEST_F(RemoteStreamTest, NoProcessWithUcxLoadedHasAChild) {
   testing::HangGuard guard(60, "RemoteStreamTest.NoChild");
   testing::DaemonProcess daemon(socket_path("tree"), remote_args());

@@ -19,7 +19,6 @@ namespace forkfeed {
 namespace {
 
 TEST(UcxSettings, TcpIsUsableUnlessUcxTlsLeavesItOut) {
-  EXPECT_TRUE(tls_may_use_tcp(nullptr));
   EXPECT_TRUE(tls_may_use_tcp(""));
   EXPECT_TRUE(tls_may_use_tcp("tcp"));
   EXPECT_TRUE(tls_may_use_tcp("sm,tcp"));
@@ -61,6 +60,23 @@ TEST(UcxSettings, AContextKnowsTheTcpSegmentItReceivesIn) {
   EXPECT_EQ(segment("tcp", nullptr, kLargeTcpSegment), kLargeTcpSegment);
   EXPECT_EQ(segment("tcp", "128K", kLargeTcpSegment), 131072u) << "the environment's, as UCX takes it";
   EXPECT_EQ(segment("sm,self", nullptr, kLargeTcpSegment), std::nullopt) << "no tcp: no segment";
+  // Written as UCX reads it, not only as it prints it.
+  EXPECT_EQ(segment("tcp", "1mbytes", kLargeTcpSegment), 1048576u);
+  EXPECT_EQ(segment("tcp", "+262144", 0), 262144u);
+}
+
+TEST(UcxSettings, ASegmentUcxCannotReadIsAnErrorThatNamesIt) {
+  if (!UcxApi::get().ok()) GTEST_SKIP() << "UCX is not installed";
+  ::setenv("UCX_TCP_RX_SEG_SIZE", "banana", 1);
+  auto context = UcxContext::create(kLargeTcpSegment);
+  ::setenv("UCX_TLS", "sm,self", 1);
+  auto without_tcp = UcxContext::create(kLargeTcpSegment);
+  ::unsetenv("UCX_TLS");
+  ::unsetenv("UCX_TCP_RX_SEG_SIZE");
+  ASSERT_FALSE(context.ok()) << "a context whose tcp segment is unknown";
+  EXPECT_NE(context.status().message().find("UCX_TCP_RX_SEG_SIZE"), std::string::npos)
+      << context.status().message();
+  EXPECT_TRUE(without_tcp.ok()) << "no tcp, no segment to know: " << without_tcp.status().message();
 }
 
 // What UCX printed on stdout while a context and a worker were made under UCX_TLS=`tls`.
