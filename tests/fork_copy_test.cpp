@@ -93,6 +93,14 @@ TEST_F(ForkCopyTest, AChildKeepsWhatWasHeldAtTheForkAndSharesTheRest) {
   EXPECT_EQ(parts_the_child_see(), "ba?b") << "part 2: only its first page is held";
 }
 
+// Memory registered for RDMA is not inherited at all (ibv_fork_init and UCX mark it
+// MADV_DONTFORK): the child still gets what its parent held there, copied by the parent.
+TEST_F(ForkCopyTest, AChildGetsWhatWasHeldInMemoryItDoesNotInherit) {
+  ASSERT_EQ(::madvise(part(1), kPart, MADV_DONTFORK), 0);
+  const ForkCopy held(std::span(part(1), kPart));
+  EXPECT_EQ(parts_the_child_see(), "babb");
+}
+
 TEST_F(ForkCopyTest, OverlappingAndEmptyRangesAreCopiedAsOne) {
   const ForkCopy first(std::span(part(0), 2 * kPart));
   const ForkCopy overlapping(std::span(part(1), kPart + 1));
@@ -117,8 +125,8 @@ TEST_F(ForkCopyTest, TheLibrarysOwnChildrenShare) {
   EXPECT_EQ(parts_the_child_see(), "aaaa");
 }
 
-// The parent's fork() returns only once the child has its copy: a thread that lets go of
-// a range and writes into it at once (as a loader refills a released slot) cannot reach
+// The parent copies inside fork(), holding every range: a thread that lets go of a range
+// and writes into it at once (as a loader refills a released slot) cannot reach
 // the child's copy, however the two race.
 TEST_F(ForkCopyTest, ALetGoRacingTheForkNeverReachesTheChild) {
   for (int round = 0; round < 50; ++round) {
@@ -133,7 +141,7 @@ TEST_F(ForkCopyTest, ALetGoRacingTheForkNeverReachesTheChild) {
       std::memset(shared_.data(), 'c', kParts * kPart);
     });
     const std::string seen = parts_the_child_see([&] { writer.join(); });
-    // A release begun after the fork waits for the child's copy: all 'a'. One begun
+    // A release begun after the fork's copy waits for the fork: all 'a'. One begun
     // before may have let go first (the child shares, and sees the write) or not.
     EXPECT_TRUE(seen == "aaaa" || seen == "aaaa+" || seen == "cccc+") << seen << " in round " << round;
   }

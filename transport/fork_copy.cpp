@@ -1,7 +1,6 @@
 // ForkCopy: the list of held ranges and the fork handlers that copy them into the child.
 #include "transport/fork_copy.h"
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -10,17 +9,15 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 namespace forkfeed {
 
 struct ForkCopyRegistry {
   // Held from the prepare handler to the end of the fork, so that no range is added or
-  // let go of while the child copies.
+  // let go of between its copy and the child's taking it.
   static inline pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
   static inline ForkCopy* head = nullptr;
-  // The fork in progress: the parent waits on done[0] until the child has copied (one
-  // byte) or is gone (EOF). -1 when nothing is to be copied, or no pipe could be made.
-  static inline int done[2] = {-1, -1};
   static inline thread_local int shared_scopes = 0;
 
   static void install() {
@@ -28,52 +25,46 @@ struct ForkCopyRegistry {
     (void)installed;  // without the handlers (ENOMEM) a child shares, as before
   }
 
+  // The parent copies, not the child: a range the child does not inherit (memory
+  // registered for RDMA is madvise(MADV_DONTFORK)) is still the parent's to read.
   static void prepare() {
     ::pthread_mutex_lock(&mu);
-    if (head != nullptr && shared_scopes == 0) {
-      const int saved = errno;
-      if (::pipe2(done, O_CLOEXEC) != 0) done[0] = done[1] = -1;  // the child still copies
-      errno = saved;
+    if (shared_scopes != 0) return;
+    const int saved = errno;
+    for (ForkCopy* c = head; c != nullptr; c = c->next_) {
+      void* copy = ::mmap(nullptr, c->length_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (copy == MAP_FAILED) continue;  // the child is told
+      std::memcpy(copy, c->begin_, c->length_);
+      c->copy_ = static_cast<std::byte*>(copy);
     }
+    errno = saved;
   }
 
   static void parent() {
-    if (done[0] >= 0) {
-      const int saved = errno;  // fork()'s own, when it failed
-      ::close(done[1]);
-      char byte;
-      while (::read(done[0], &byte, 1) < 0 && errno == EINTR) {
-      }
-      ::close(done[0]);
-      done[0] = done[1] = -1;
-      errno = saved;
+    const int saved = errno;  // fork()'s own, when it failed
+    for (ForkCopy* c = head; c != nullptr; c = c->next_) {
+      if (c->copy_ != nullptr) ::munmap(std::exchange(c->copy_, nullptr), c->length_);
     }
+    errno = saved;
     ::pthread_mutex_unlock(&mu);
   }
 
   static void child() {
     const int saved = errno;
     if (shared_scopes == 0) {
-      for (ForkCopy* c = head; c != nullptr; c = c->next_) copy_in_place(c->begin_, c->length_);
-    }
-    if (done[1] >= 0) {
-      const char byte = 1;
-      (void)!::write(done[1], &byte, 1);
-      ::close(done[0]);
-      ::close(done[1]);
-      done[0] = done[1] = -1;
+      for (ForkCopy* c = head; c != nullptr; c = c->next_) {
+        move_into_place(std::exchange(c->copy_, nullptr), c->begin_, c->length_);
+      }
     }
     ::pthread_mutex_init(&mu, nullptr);  // the parent's forking thread held it: a fresh one
     errno = saved;
   }
 
-  // Puts a private copy of [begin, begin + length) at the same address. mremap() by its
-  // system call: a library that hooks the libc function (UCX's, once a remote Client loaded
-  // it) may drop its fifth argument, the address, and move the copy elsewhere.
-  static void copy_in_place(std::byte* begin, std::size_t length) {
-    void* copy = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (copy != MAP_FAILED) {
-      std::memcpy(copy, begin, length);
+  // Puts `copy` (null: none could be made) in the place of [begin, begin + length). By
+  // mremap's system call: a library that hooks the libc function (UCX's, once a remote
+  // Client loaded it) may drop its fifth argument, the address, and move it elsewhere.
+  static void move_into_place(std::byte* copy, std::byte* begin, std::size_t length) {
+    if (copy != nullptr) {
       const long moved = ::syscall(SYS_mremap, copy, length, length, MREMAP_MAYMOVE | MREMAP_FIXED, begin);
       if (moved == reinterpret_cast<long>(begin)) return;
       ::munmap(copy, length);

@@ -6,10 +6,10 @@
 // workers, a checkpoint writer) gives the child a copy of the Batch over the same pages:
 // as the parent read on, the child's batch turned into later batches — keys of one
 // sample beside the labels and pixels of another. Each Batch registers its slot here;
-// inside fork() the child replaces every registered range by a private copy (same
-// addresses, so every pointer and tensor into it stays valid), and the parent's fork()
-// returns only once that is done. A range cannot be let go of meanwhile (release waits),
-// so the child holds exactly what the parent held. The cost: a memcpy of the held slots.
+// inside fork() the parent copies every registered range into private memory, and the
+// child moves the copies into place (same addresses, so every pointer and tensor into it
+// stays valid). A range cannot be let go of meanwhile (release waits), so the child holds
+// exactly what the parent held. The cost: a memcpy of the held slots.
 //
 // The library's own children (ChildProcess::fork: workers, which write into the slots)
 // must share them: a fork made inside a ForkCopy::SharedScope copies nothing.
@@ -45,6 +45,7 @@ class ForkCopy {
   std::size_t length_ = 0;      // whole pages
   ForkCopy* prev_ = nullptr;    // the registry's list; no allocation under its lock
   ForkCopy* next_ = nullptr;
+  std::byte* copy_ = nullptr;  // during a fork: the child's copy, made by the parent
 };
 
 }  // namespace forkfeed
