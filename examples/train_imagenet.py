@@ -25,8 +25,8 @@ DataLoader on the same samples in the same order, with other crops.
 
 Under torchrun every rank reads its own shard (forkfeed takes the rank and world size
 from $RANK and $WORLD_SIZE) and the model is wrapped in DistributedDataParallel; rank 0
-writes the checkpoint. Run it with PYTHONPATH=build/python /usr/bin/python3 from a
-forkfeed checkout, or with the Python that has forkfeed, torch and torchvision installed.
+writes the checkpoint, and each rank its loader's state beside it (CHECKPOINT.rankN).
+Run it with PYTHONPATH=build/python /usr/bin/python3 from a forkfeed checkout, or with the Python that has forkfeed, torch and torchvision installed.
 """
 import argparse
 import itertools
@@ -75,6 +75,17 @@ def forkfeed_loader(args, root, train=True):
         # goes on without one that dies (token: $FORKFEED_TOKEN_FILE).
         return forkfeed.Client(dataset=root, address=args.remote.split(","), **options)
     return forkfeed.Loader(root, **options)
+
+
+def save_whole(state, path):
+    """Saves `state` at `path`, whole or not at all."""
+    torch.save(state, path + ".tmp")
+    os.replace(path + ".tmp", path)
+
+
+def rank_state_path(args, rank):
+    """Where a rank of a torchrun job keeps its loader's state, beside the checkpoint."""
+    return f"{args.checkpoint}.rank{rank}"
 
 
 def batch_mix(args, num_classes, rank):
@@ -200,7 +211,7 @@ def main():
     if loader is None:
         loader = torch_loader(args, train_root)
         val_loader = torch_loader(args, args.val, train=False) if args.val else None
-    rank = dist.get_rank() if dist.is_initialized() else 0
+    rank, world_size = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
     log = print if rank == 0 else (lambda *_, **__: None)
     device = torch.device(f"cuda:{os.environ.get('LOCAL_RANK', 0)}" if torch.cuda.is_available() else "cpu")
     if device.type == "cuda":
@@ -224,8 +235,9 @@ def main():
         model.load_state_dict(checkpoint["model"])
         optimizer.load_state_dict(checkpoint["optimizer"])
         epoch, batch, step = checkpoint["epoch"], checkpoint["batch"], checkpoint["step"]
-        if args.loader == "forkfeed":
-            loader.load_state_dict(checkpoint["loader"])  # the epoch, and the batch within it
+        if args.loader == "forkfeed":  # the epoch, and the batch within it: this rank's own
+            loader.load_state_dict(checkpoint["loader"] if world_size == 1 else
+                                   torch.load(rank_state_path(args, rank))["loader"])
         log(f"resuming at epoch {epoch}, batch {batch} of {batches_per_epoch}, step {step}", flush=True)
 
     # Ctrl-C or SIGTERM (a preempted job) stops after the step in progress, with a
@@ -275,12 +287,15 @@ def main():
             if val_loader is not None:
                 log(f"epoch {epoch}: top-1 {evaluate(model, val_loader, device):.4f} on {args.val}", flush=True)
             epoch, batch = epoch + 1, 0
+        # The loader has delivered exactly the batches trained on: its state resumes after them.
+        # A state resumes only the rank that took it, so under torchrun each rank keeps its own.
+        loader_state = loader.state_dict() if args.loader == "forkfeed" else None
+        if world_size > 1:
+            save_whole({"loader": loader_state}, rank_state_path(args, rank))
         if rank == 0:
-            # The loader has delivered exactly the batches trained on: its state resumes after them.
-            loader_state = loader.state_dict() if args.loader == "forkfeed" else None
-            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
-                        "batch": batch, "step": step, "loader": loader_state}, args.checkpoint + ".tmp")
-            os.replace(args.checkpoint + ".tmp", args.checkpoint)  # a checkpoint is whole or absent
+            save_whole({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
+                        "batch": batch, "step": step, "loader": loader_state if world_size == 1 else None},
+                       args.checkpoint)
     log(f"checkpoint at epoch {epoch}, batch {batch}, step {step}: {args.checkpoint}", flush=True)
     if stop:
         raise SystemExit(128 + stop[0])

@@ -72,6 +72,23 @@ def test_resume_mid_epoch_trains_as_one_run(dataset, tmp_path):
     assert same_training(tmp_path / "whole.pt", tmp_path / "stopped.pt")
 
 
+def test_every_rank_of_a_torchrun_job_resumes_from_its_own_state(dataset, tmp_path):
+    """A loader's state resumes only the rank that took it: each rank saves its own."""
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--redirects", "1", "--tee", "1",
+                "--standalone", "--nproc_per_node", "2"]
+    quick = ["--size", "32", "--batch-size", "8", "--workers", "1", "--steps", "2"]
+    runs = []
+    for resume in ([], ["--resume"]):
+        run = subprocess.run([*torchrun, str(EXAMPLE), "--data", str(dataset), "--checkpoint",
+                              str(tmp_path / "ck.pt"), *quick, *resume],
+                             capture_output=True, text=True, timeout=180)
+        assert run.returncode == 0, run.stdout + run.stderr
+        runs.append(run.stdout)
+    assert "resuming at epoch 0, batch 2 of 3, step 2" in runs[1], runs[1]
+    states = [torch.load(tmp_path / f"ck.pt.rank{rank}")["loader"] for rank in (0, 1)]
+    assert states[0] != states[1]
+
+
 def test_torch_dataloader_runs_and_resumes(dataset, tmp_path):
     first = train(dataset, tmp_path / "torch.pt", "--loader", "torch", "--steps", "2")
     assert "checkpoint at epoch 0, batch 2, step 2" in first
