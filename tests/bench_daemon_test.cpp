@@ -62,5 +62,17 @@ TEST(BenchDaemonTest, RunsThroughTheDaemonInTheLoadersOrder) {
       << nowhere.stdout_text;
 }
 
+TEST(BenchDaemonTest, ItsReportNamesTheDatasetItWasServedByName) {
+  testing::HangGuard guard(120, "BenchDaemonTest.Named");
+  testing::TempDir dir;
+  const std::string root = testing::make_image_folder(dir.path(), 8, 2, 8, 40, 80);
+  testing::DaemonProcess daemon(dir.path() + "/named.sock", {"--dataset", "train=" + root});
+  const Output served =
+      run("--daemon " + daemon.socket() + " --dataset train --workers 2 --batch 4 --size 16");
+  ASSERT_EQ(served.status, 0) << served.stdout_text;
+  EXPECT_NE(served.stdout_text.find("8 images, 2 classes ('train' of forkfeedd)"), std::string::npos)
+      << served.stdout_text;
+}
+
 }  // namespace
 }  // namespace forkfeed

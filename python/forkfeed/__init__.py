@@ -685,8 +685,8 @@ class Client(_Pass):
 
     def stats(self) -> Dict[str, Any]:
         """The stream's counters, asked from forkfeedd: delivered batches and samples,
-        skipped samples, worker restarts, the arena's size and slots (as Loader.stats();
-        the workers always "spawn"). Raises if the daemon is gone."""
+        skipped samples, worker restarts, the arena's size and slots, how the daemon's workers
+        started (as Loader.stats()). Raises if the daemon is gone."""
         return self._open().stats()
 
     def daemons(self) -> List[Dict[str, Any]]:

@@ -227,6 +227,7 @@ int run(const BenchFlags& flags) {
   report.options = flags.options;
   report.epochs_requested = flags.epochs;
   report.resumed_from = flags.resume_path;
+  report.served_dataset = flags.dataset;
   const auto open_start = Clock::now();
   Status status;
   std::string state;

@@ -66,8 +66,9 @@ void print_human(const RunReport& r, std::FILE* out) {
   const DatasetSource source = DatasetSource::of(o);
   const std::string classes =
       !o.image_folder.empty() || r.classes > 0 ? format(", %zu classes", r.classes) : std::string();
-  line(out, "dataset",
-       format("%llu images%s (%s)", ull(r.dataset_size), classes.c_str(), source.describe().c_str()));
+  const std::string where =
+      r.served_dataset.empty() ? source.describe() : "'" + r.served_dataset + "' of forkfeedd";
+  line(out, "dataset", format("%llu images%s (%s)", ull(r.dataset_size), classes.c_str(), where.c_str()));
   if (o.world_size > 1) line(out, "rank", format("%u of %u", o.rank, o.world_size));
   line(out, "workers",
        format("%u (%s, prefetch %u)", o.workers, std::string(to_string(r.stats.start_method)).c_str(),

@@ -24,6 +24,7 @@ struct RunReport {
   std::string resumed_from;                // the --resume file; empty: started from the beginning
   std::string saved_state;                 // the --save-state file written; empty: none
   std::vector<RemoteDaemonStats> daemons;  // --remote: what each remote forkfeedd delivered
+  std::string served_dataset;              // --daemon, --remote: the dataset's name there
 
   // What was measured. `epochs` counts passes finished by this run; the first may have
   // begun in the run that saved the --resume state.

@@ -101,7 +101,8 @@ void add_flags(CLI::App& app, Flags& flags) {
                  "With --listen: the file holding the token remote clients must present (keep it chmod 600; "
                  "clients get a copy as token_file or $FORKFEED_TOKEN_FILE)")
       ->type_name("FILE");
-  app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error or off [default: info]");
+  app.add_option("--log-level", flags.log_level,
+                 "trace, debug, info, warn, error, critical or off [default: info]");
 }
 
 // The config file, then the flags over it, then the whole checked.
@@ -127,7 +128,7 @@ forkfeed::Result<forkfeed::DaemonConfig> configure(const Flags& flags) {
   const auto level = spdlog::level::from_str(config.log_level);
   if (level == spdlog::level::off && config.log_level != "off") {
     return forkfeed::Status::InvalidArgument("unknown log level '" + config.log_level +
-                                             "'; use trace, debug, info, warn, error or off");
+                                             "'; use trace, debug, info, warn, error, critical or off");
   }
   if (auto s = forkfeed::validate(config); !s.ok()) return s;
   return config;
