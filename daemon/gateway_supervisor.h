@@ -49,7 +49,7 @@ class GatewaySupervisor {
 
   // The addresses it serves now ("127.0.0.1:41233"); empty while no gateway runs.
   std::vector<std::string> listening() const;
-  // The gateway's part of the daemon's stats (README, forkfeed-ctl stats): "serving" or
+  // The gateway's part of the daemon's stats (docs/daemon.md, forkfeed-ctl stats): "serving" or
   // "starting again", its pid, the restarts and failed starts so far, the failures in a
   // row, the last reason and when the next try comes. Any thread.
   nlohmann::json stats(Clock::time_point now) const;

@@ -8,7 +8,7 @@
 // What it does not see: other bytes of the same size under the same name (an edit in
 // place that keeps the size, an uncompressed format regenerated at the same dimensions).
 // A re-encoded or regenerated JPEG or PNG changes its size. Hashing every file's bytes
-// was measured and left out: it reads the whole dataset at open (README, "What a
+// was measured and left out: it reads the whole dataset at open (docs/datasets.md, "What a
 // dataset is").
 #pragma once
 

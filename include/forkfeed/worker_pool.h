@@ -2,7 +2,7 @@
 // to a pool keeps everything that makes it exact (its arena, pass, generation, ledger,
 // on_error, resume state); the pool's workers serve the attached loaders fairly — equal
 // shares of worker time, taken sample by sample whatever their batch sizes and pipelines,
-// and a share one loader leaves unused goes to the others (the README says how closely).
+// and a share one loader leaves unused goes to the others (docs/python.md says how closely).
 //
 //   auto pool = forkfeed::WorkerPool::open({.workers = 8}).value_or_throw();
 //   auto train = forkfeed::Loader::open(train_options, pool).value_or_throw();

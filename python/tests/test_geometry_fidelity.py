@@ -7,7 +7,7 @@ functional_geometry.cpp), so they must match exactly where torch runs its AVX2/A
 kernels (which fuse multiply-adds) over the reference BLAS. Elsewhere torch rounds its own
 grid differently and a tie at an exact .5 may move a pixel: there under 0.5% of the
 pixels may be off by more than one level. The colour ops, reached through _apply_op, keep
-every value within one level. `pytest -s` prints the README's table, and so does
+every value within one level. `pytest -s` prints docs/transforms.md's fidelity table, and so does
 `FORKFEED_TRANSFORM_OPS=... python3 THIS_FILE`."""
 
 import functools

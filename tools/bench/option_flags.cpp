@@ -33,7 +33,7 @@ constexpr std::array kOptionFlags = {
     OptionFlag{"fields", "--fields", "SPEC",
                "With --shards, the named fields of each sample and the member extensions each is read from, "
                "in one quoted argument: \"image=jpg;png, caption=txt, label=cls, emb=npy\" (kinds and forms "
-               "as the README's fields section gives them); the report gives the bytes each field delivered",
+               "as docs/datasets.md gives them); the report gives the bytes each field delivered",
                kRun},
     OptionFlag{"missing", "--missing", "",
                "With --fields, a sample that lacks one: error (bad data, as --on-error says), skip (left out "
