@@ -17,9 +17,11 @@ import os
 import pathlib
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from typing import List, NamedTuple, Optional
 
 import pytest
@@ -129,8 +131,47 @@ def run_example(example: Example, workspace: pathlib.Path) -> subprocess.Complet
         if compiled.returncode != 0:
             return compiled
         command = [str(program)]
-    return subprocess.run(command, cwd=workspace, env=env, capture_output=True, text=True,
-                          timeout=TIMEOUT[example.lang])
+    # In a process group of its own, which is killed whatever happens: nothing an example
+    # starts outlives it. What still runs once it has returned is reported. Its output goes
+    # to files, which a background child holding them open cannot keep from being read.
+    out_path, err_path = workspace / "example.stdout", workspace / "example.stderr"
+    with open(out_path, "w") as out, open(err_path, "w") as err:
+        process = subprocess.Popen(command, cwd=workspace, env=env, stdout=out, stderr=err,
+                                   stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        returncode = process.wait(timeout=TIMEOUT[example.lang])
+        left = running_in_group(process.pid)
+    finally:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait()
+    stdout, stderr = out_path.read_text(), err_path.read_text()
+    if left:
+        returncode = returncode or 1
+        stderr += f"\nthe example left {', '.join(left)} running: an example stops what it starts"
+    return subprocess.CompletedProcess(command, returncode, stdout, stderr)
+
+
+def running_in_group(group: int, grace_s: float = 3.0) -> List[str]:
+    """The processes of process group `group` still running (zombies aside) after up to
+    `grace_s` seconds: "PID (name)"."""
+    deadline = time.monotonic() + grace_s
+    while True:
+        running = []
+        for stat in pathlib.Path("/proc").glob("[0-9]*/stat"):
+            try:
+                text = stat.read_text()
+            except OSError:
+                continue  # gone meanwhile
+            name_end = text.rindex(")")
+            state, _ppid, pgrp = text[name_end + 2:].split()[:3]
+            if int(pgrp) == group and state != "Z":
+                running.append(f"{stat.parent.name} {text[text.index('('):name_end + 1]}")
+        if not running or time.monotonic() > deadline:
+            return running
+        time.sleep(0.1)
 
 
 def missing_output(expected: List[str], stdout: str) -> Optional[str]:
@@ -185,11 +226,12 @@ def test_a_broken_example_fails(data, tmp_path):
         "```sh run", "echo images/s 12.5", "false", "```",
         "```python run", "print('first'); print('images/s 12.5')", "```", "```output", "images/s ...", "first", "```",
         "```cpp run", "int main() { return undefined_name; }", "```",
+        "```sh run", "sleep 30 &", "echo started", "```",
         "```python run", "print('batches 4')", "```", "An output block only right after its example:", "```output",
         "batches 5", "```",
     ])
     broken = examples(page, text)
-    assert [e.lang for e in broken] == ["python", "sh", "python", "cpp", "python"]
+    assert [e.lang for e in broken] == ["python", "sh", "python", "cpp", "sh", "python"]
     assert broken[-1].expected is None, "prose between an example and an output block: not its output"
     for k, example in enumerate(broken[:-1]):
         assert failure(example, make_workspace(tmp_path / f"work{k}", data)) is not None, example
