@@ -10,6 +10,16 @@ namespace forkfeed {
 
 using json = nlohmann::json;
 
+namespace {
+
+// A daemon's refusal, named where the Client has several and the message does not.
+Status named(const Status& s, const RemoteDaemon& daemon, std::size_t daemons) {
+  if (daemons < 2 || s.message().find(daemon.address) != std::string::npos) return s;
+  return Status::FromCode(s.code(), "forkfeedd at " + daemon.address + ": " + s.message());
+}
+
+}  // namespace
+
 bool FanInLink::unreachable(const Status& s) {
   return s.code() == Status::Code::kUnavailable || s.code() == Status::Code::kDeadlineExceeded ||
          s.code() == Status::Code::kIoError;  // a connection refused or reset
@@ -30,7 +40,7 @@ Result<std::unique_ptr<FanInLink>> FanInLink::open(const std::vector<RemoteDaemo
     link->add(daemons[i]);
     auto started = RemoteLink::start(daemons[i], timeout);
     if (!started.ok()) {
-      if (!unreachable(started.status())) return started.status();  // no token, or no UCX here
+      if (!unreachable(started.status())) return named(started.status(), daemons[i], n);  // no token, or UCX
       errors[i] = started.status();
       continue;
     }
@@ -43,7 +53,8 @@ Result<std::unique_ptr<FanInLink>> FanInLink::open(const std::vector<RemoteDaemo
       if (!opening[i] || !replies[i].is_null()) continue;
       opening[i]->service();
       auto open = opening[i]->opening(link->settings_.request, link->settings_.pin_device, replies[i]);
-      if (!open.ok() && !unreachable(open.status())) return open.status();  // it refuses
+      if (!open.ok() && !unreachable(open.status()))
+        return named(open.status(), daemons[i], n);  // it refuses
       if (!open.ok()) {
         errors[i] = open.status();
         opening[i].reset();

@@ -326,6 +326,13 @@ TEST_F(FanInTest, DaemonsServingOtherFilesAndAnAddressGivenTwiceAreRefused) {
   EXPECT_NE(refused.status().message().find(a1 + " serves another dataset (sizes differ in sample"),
             std::string::npos)
       << refused.status().message();
+  // A refusal names the daemon that refused.
+  testing::DaemonProcess d2(socket_path("other2"), {"--max-workers", "1", "--dataset", "val=" + other,
+                                                    "--listen", "127.0.0.1:0", "--token-file", token_});
+  const std::string a2 = testing::remote_address(d2);
+  auto unnamed = Client::connect({RemoteDaemon{a0, token_}, RemoteDaemon{a2, token_}}, s);
+  ASSERT_FALSE(unnamed.ok());
+  EXPECT_NE(unnamed.status().message().find(a2), std::string::npos) << unnamed.status().message();
   auto twice = Client::connect({RemoteDaemon{a0, token_}, RemoteDaemon{a0, token_}}, s);
   ASSERT_FALSE(twice.ok());
   EXPECT_NE(twice.status().message().find("given twice"), std::string::npos) << twice.status().message();
