@@ -40,7 +40,7 @@ Result<std::unique_ptr<FanInLink>> FanInLink::open(const std::vector<RemoteDaemo
     link->add(daemons[i]);
     auto started = RemoteLink::start(daemons[i], timeout);
     if (!started.ok()) {
-      if (!unreachable(started.status())) return named(started.status(), daemons[i], n);  // no token, or UCX
+      if (!unreachable(started.status())) return started.status();  // no token, or no UCX here
       errors[i] = started.status();
       continue;
     }

@@ -52,7 +52,7 @@ Result<UcxWorker*> SendWorkers::for_client(std::optional<std::uint64_t> segment)
       "this trainer's UCX receives tcp segments of " + ucx_size(*segment) +
       " (UCX_TCP_RX_SEG_SIZE), smaller than the " + ucx_size(*sends) +
       " that forkfeed-gateway sends in: UCX would abort the trainer. Set UCX_TCP_RX_SEG_SIZE=" +
-      ucx_size(*sends) + " or more for the trainer, or unset it" +
+      ucx_size(*sends) + " or more for the trainer" + (*sends <= kLargeTcpSegment ? ", or unset it" : "") +
       (context.tcp_segment_configured() ? " (or lower it for forkfeedd)" : ""));
 }
 

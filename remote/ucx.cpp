@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <mutex>
 #include <utility>
 
 namespace forkfeed {
@@ -69,9 +70,9 @@ Result<UcxConfiguration> UcxConfiguration::read(const UcxApi& api) {
   UcxConfiguration configuration{.tls = std::string(printed_value(printed, "UCX_TLS")),
                                  .tcp_segment = std::string(printed_value(printed, "UCX_TCP_RX_SEG_SIZE"))};
   if (configuration.tls.empty()) {
-    return Status::IoError(
-        "cannot read UCX's configuration (its UCX_TLS was not in what UCX printed): check the UCX_ "
-        "variables and ucx.conf files (ucx_info -c shows them)");
+    return Status::InvalidArgument(
+        "UCX could not read its configuration (UCX_TLS or another UCX_ variable, in the environment or a "
+        "ucx.conf; UCX's own error says which): correct or unset it (ucx_info -c shows what UCX reads)");
   }
   return configuration;
 }
@@ -119,6 +120,10 @@ Result<std::shared_ptr<UcxContext>> UcxContext::create(std::uint64_t tcp_segment
   auto loaded = UcxApi::get();
   if (!loaded.ok()) return loaded.status();
   const UcxApi* api = *loaded;
+  // UCX's list of configuration tables grows as ucp_init loads transports: reading it
+  // and initialising, one thread at a time.
+  static std::mutex creating;
+  const std::lock_guard<std::mutex> one_at_a_time(creating);
   auto configuration = UcxConfiguration::read(*api);
   if (!configuration.ok()) return configuration.status();
   std::optional<std::uint64_t> segment;  // the one its workers will use
@@ -126,11 +131,20 @@ Result<std::shared_ptr<UcxContext>> UcxContext::create(std::uint64_t tcp_segment
   if (tls_may_use_tcp(configuration->tls)) {
     segment = parse_ucx_size(configuration->tcp_segment);
     if (!segment) {
+      // UCX prints no tcp setting at all when it cannot read one of them.
       return Status::InvalidArgument(
-          "UCX_TCP_RX_SEG_SIZE (in the environment or a ucx.conf) is not a size UCX reads" +
-          (configuration->tcp_segment.empty() ? std::string() : " as one: " + configuration->tcp_segment) +
-          ". forkfeed must know the tcp segment UCX receives in; set a size such as 512K, or unset it");
+          configuration->tcp_segment.empty()
+              ? "UCX could not read its tcp transport's configuration (UCX_TCP_RX_SEG_SIZE or another "
+                "UCX_TCP_ variable, in the environment or a ucx.conf; UCX's own error says which): correct "
+                "or "
+                "unset it"
+              : "UCX_TCP_RX_SEG_SIZE=" + configuration->tcp_segment +
+                    ": forkfeed must know the tcp segment UCX receives in, in bytes; set a size such as "
+                    "512K, or "
+                    "unset it");
     }
+    // A ucx.conf that sets UCX's default itself reads as not configured: forkfeed's then
+    // stands, and both ends still know it.
     configured = std::getenv("UCX_TCP_RX_SEG_SIZE") != nullptr || *segment != kUcxDefaultTcpSegment;
     if (configured)
       tcp_segment = 0;  // UCX's configuration stands

@@ -61,16 +61,18 @@ struct ForkCopyRegistry {
   }
 
   // Puts `copy` (null: none could be made) in the place of [begin, begin + length). By
-  // mremap's system call: a library that hooks the libc function (UCX's, once a remote
-  // Client loaded it) may drop its fifth argument, the address, and move it elsewhere.
+  // system calls, not libc's functions: a library that hooks them (UCX's, once a remote
+  // Client loaded it) may drop mremap's fifth argument, the address, and move the copy
+  // elsewhere, or take a lock a thread of the parent held at the fork.
   static void move_into_place(std::byte* copy, std::byte* begin, std::size_t length) {
     if (copy != nullptr) {
       const long moved = ::syscall(SYS_mremap, copy, length, length, MREMAP_MAYMOVE | MREMAP_FIXED, begin);
       if (moved == reinterpret_cast<long>(begin)) return;
-      ::munmap(copy, length);
+      (void)::syscall(SYS_munmap, copy, length);
     }
     // Out of memory: reading the batch in the child faults rather than shows another one.
-    ::mmap(begin, length, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+    (void)::syscall(SYS_mmap, begin, length, PROT_NONE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
     static const char kMessage[] =
         "forkfeed: this child of fork() had no memory to copy a batch its parent held; reading that batch "
         "here will fault\n";
