@@ -88,6 +88,20 @@ def rank_state_path(args, rank):
     return f"{args.checkpoint}.rank{rank}"
 
 
+def rank_state(args, rank, world_size, step):
+    """This rank's loader state, saved at the checkpoint's step by a job of as many ranks."""
+    path = rank_state_path(args, rank)
+    if not os.path.exists(path):
+        raise SystemExit(f"{path} is missing: --resume needs the loader state each rank saved, under as many "
+                         f"ranks ({world_size}) as the checkpoint's job")
+    saved = torch.load(path)
+    if (saved["step"], saved["world_size"]) != (step, world_size):
+        raise SystemExit(f"{path} is of step {saved['step']} in a job of {saved['world_size']} ranks, the "
+                         f"checkpoint of step {step} in one of {world_size}: the job stopped between their "
+                         f"writes; resume from an earlier checkpoint pair")
+    return saved["loader"]
+
+
 def batch_mix(args, num_classes, rank):
     """What mixes each training batch: None for the classic recipe; for resnet50-v2 MixUp or
     CutMix, one of them per batch, keyed by the loader's seed, this process's rank and
@@ -237,7 +251,7 @@ def main():
         epoch, batch, step = checkpoint["epoch"], checkpoint["batch"], checkpoint["step"]
         if args.loader == "forkfeed":  # the epoch, and the batch within it: this rank's own
             loader.load_state_dict(checkpoint["loader"] if world_size == 1 else
-                                   torch.load(rank_state_path(args, rank))["loader"])
+                                   rank_state(args, rank, world_size, step))
         log(f"resuming at epoch {epoch}, batch {batch} of {batches_per_epoch}, step {step}", flush=True)
 
     # Ctrl-C or SIGTERM (a preempted job) stops after the step in progress, with a
@@ -291,7 +305,8 @@ def main():
         # A state resumes only the rank that took it, so under torchrun each rank keeps its own.
         loader_state = loader.state_dict() if args.loader == "forkfeed" else None
         if world_size > 1:
-            save_whole({"loader": loader_state}, rank_state_path(args, rank))
+            save_whole({"loader": loader_state, "step": step, "world_size": world_size},
+                       rank_state_path(args, rank))
         if rank == 0:
             save_whole({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
                         "batch": batch, "step": step, "loader": loader_state if world_size == 1 else None},

@@ -139,8 +139,10 @@ def run_example(example: Example, workspace: pathlib.Path) -> subprocess.Complet
         process = subprocess.Popen(command, cwd=workspace, env=env, stdout=out, stderr=err,
                                    stdin=subprocess.DEVNULL, start_new_session=True)
     try:
-        returncode = process.wait(timeout=TIMEOUT[example.lang])
-        left = running_in_group(process.pid)
+        # Not reaped until its group is killed: while it is a zombie its pid, and so the
+        # group's id, cannot be another process's.
+        returncode = wait_unreaped(process.pid, TIMEOUT[example.lang])
+        left = running_in_group(process.pid) if returncode is not None else []
     finally:
         try:
             os.killpg(process.pid, signal.SIGKILL)
@@ -148,10 +150,25 @@ def run_example(example: Example, workspace: pathlib.Path) -> subprocess.Complet
             pass
         process.wait()
     stdout, stderr = out_path.read_text(), err_path.read_text()
+    if returncode is None:
+        raise subprocess.TimeoutExpired(command, TIMEOUT[example.lang], stdout, stderr)
     if left:
         returncode = returncode or 1
         stderr += f"\nthe example left {', '.join(left)} running: an example stops what it starts"
     return subprocess.CompletedProcess(command, returncode, stdout, stderr)
+
+
+def wait_unreaped(pid: int, timeout_s: float) -> Optional[int]:
+    """Process `pid`'s exit status (a signal as -N) once it has ended, left unreaped; None
+    if it is still running after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        ended = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        if ended is not None and ended.si_pid == pid:
+            return ended.si_status if ended.si_code == os.CLD_EXITED else -ended.si_status
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.02)
 
 
 def running_in_group(group: int, grace_s: float = 3.0) -> List[str]:
@@ -179,7 +196,9 @@ def missing_output(expected: List[str], stdout: str) -> Optional[str]:
     lines = stdout.split("\n")
     at = 0
     for want in expected:
-        pattern = re.compile(".*".join(re.escape(part) for part in want.strip().split("...")))
+        # Not inside a longer word or number: "batches 4" is not found in "batches 40".
+        text = ".*".join(re.escape(part) for part in want.strip().split("..."))
+        pattern = re.compile(r"(?<![\w.])" * want.strip()[:1].isalnum() + text + r"(?![\w.])" * want.strip()[-1:].isalnum())
         while at < len(lines) and not pattern.search(lines[at]):
             at += 1
         if at == len(lines):
@@ -192,8 +211,9 @@ def failure(example: Example, workspace: pathlib.Path) -> Optional[str]:
     """Why `example` failed in `workspace`, or None."""
     try:
         done = run_example(example, workspace)
-    except subprocess.TimeoutExpired:
-        return f"{example.name}: did not finish in {TIMEOUT[example.lang]} s"
+    except subprocess.TimeoutExpired as timeout:
+        return (f"{example.name}: did not finish in {TIMEOUT[example.lang]} s\nstdout:\n{timeout.output}\n"
+                f"stderr:\n{timeout.stderr}")
     if done.returncode != 0:
         return f"{example.name}: exited {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     if example.expected is not None:
@@ -227,11 +247,12 @@ def test_a_broken_example_fails(data, tmp_path):
         "```python run", "print('first'); print('images/s 12.5')", "```", "```output", "images/s ...", "first", "```",
         "```cpp run", "int main() { return undefined_name; }", "```",
         "```sh run", "sleep 30 &", "echo started", "```",
+        "```python run", "print('batches 40')", "```", "```output", "batches 4", "```",
         "```python run", "print('batches 4')", "```", "An output block only right after its example:", "```output",
         "batches 5", "```",
     ])
     broken = examples(page, text)
-    assert [e.lang for e in broken] == ["python", "sh", "python", "cpp", "sh", "python"]
+    assert [e.lang for e in broken] == ["python", "sh", "python", "cpp", "sh", "python", "python"]
     assert broken[-1].expected is None, "prose between an example and an output block: not its output"
     for k, example in enumerate(broken[:-1]):
         assert failure(example, make_workspace(tmp_path / f"work{k}", data)) is not None, example
@@ -308,7 +329,7 @@ def test_every_flag_of_a_tool_is_in_the_tools_page(tool):
     assert shown.returncode == 0, shown.stderr
     flags = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", shown.stdout))
     page = (REPO / "docs" / "tools.md").read_text()
-    missing = sorted(flag for flag in flags if f"`{flag}" not in page)
+    missing = sorted(flag for flag in flags if not re.search(rf"`{re.escape(flag)}(?![\w-])", page))
     assert not missing, f"docs/tools.md does not name {tool}'s {missing}"
 
 
