@@ -26,7 +26,8 @@ DataLoader on the same samples in the same order, with other crops.
 Under torchrun every rank reads its own shard (forkfeed takes the rank and world size
 from $RANK and $WORLD_SIZE) and the model is wrapped in DistributedDataParallel; rank 0
 writes the checkpoint, and each rank its loader's state beside it (CHECKPOINT.rankN).
-Run it with PYTHONPATH=build/python /usr/bin/python3 from a forkfeed checkout, or with the Python that has forkfeed, torch and torchvision installed.
+Run it with PYTHONPATH=build/python /usr/bin/python3 from a forkfeed checkout, or with the
+Python that has forkfeed, torch and torchvision installed.
 """
 import argparse
 import itertools

@@ -37,6 +37,12 @@ void apply_settings(const UcxApi& api, ucp_config_t* config, std::uint64_t tcp_s
   }
 }
 
+constexpr char kTcpUnreadable[] =
+    "UCX could not read its tcp transport's configuration (UCX_TCP_RX_SEG_SIZE or another UCX_TCP_ "
+    "variable, in the environment or a ucx.conf; UCX's own error says which): correct or unset it";
+constexpr char kNotBytes[] =
+    ": forkfeed must know the tcp segment UCX receives in, in bytes; set a size such as 512K, or unset it";
+
 // What UCX prints of its configuration ("UCX_TLS=all" a line), as `ucx_info -c` does.
 std::string printed_configuration(const UcxApi& api) {
   char* text = nullptr;
@@ -127,37 +133,26 @@ Result<std::shared_ptr<UcxContext>> UcxContext::create(std::uint64_t tcp_segment
   auto configuration = UcxConfiguration::read(*api);
   if (!configuration.ok()) return configuration.status();
   std::optional<std::uint64_t> segment;  // the one its workers will use
-  bool configured = false;
+  bool configured = false;               // by UCX's configuration, not forkfeed
+  std::uint64_t set = 0;                 // forkfeed's, where UCX's configuration chose none
   if (tls_may_use_tcp(configuration->tls)) {
     segment = parse_ucx_size(configuration->tcp_segment);
     if (!segment) {
       // UCX prints no tcp setting at all when it cannot read one of them.
-      return Status::InvalidArgument(
-          configuration->tcp_segment.empty()
-              ? "UCX could not read its tcp transport's configuration (UCX_TCP_RX_SEG_SIZE or another "
-                "UCX_TCP_ variable, in the environment or a ucx.conf; UCX's own error says which): correct "
-                "or "
-                "unset it"
-              : "UCX_TCP_RX_SEG_SIZE=" + configuration->tcp_segment +
-                    ": forkfeed must know the tcp segment UCX receives in, in bytes; set a size such as "
-                    "512K, or "
-                    "unset it");
+      return Status::InvalidArgument(configuration->tcp_segment.empty()
+                                         ? std::string(kTcpUnreadable)
+                                         : "UCX_TCP_RX_SEG_SIZE=" + configuration->tcp_segment + kNotBytes);
     }
     // A ucx.conf that sets UCX's default itself reads as not configured: forkfeed's then
     // stands, and both ends still know it.
     configured = std::getenv("UCX_TCP_RX_SEG_SIZE") != nullptr || *segment != kUcxDefaultTcpSegment;
-    if (configured)
-      tcp_segment = 0;  // UCX's configuration stands
-    else if (tcp_segment != 0)
-      segment = tcp_segment;
-  } else {
-    tcp_segment = 0;
+    if (!configured && tcp_segment != 0) segment = set = tcp_segment;
   }
   ucp_config_t* config = nullptr;
   if (ucs_status_t s = api->ucp_config_read(nullptr, nullptr, &config); s != UCS_OK) {
     return ucx_error(*api, "reading UCX's configuration (UCX_* variables)", s);
   }
-  apply_settings(*api, config, tcp_segment);
+  apply_settings(*api, config, set);
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
   params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
