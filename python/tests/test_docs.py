@@ -275,14 +275,22 @@ def github_anchor(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
 
 
-def anchors(page: pathlib.Path) -> set:
+def prose_lines(page: pathlib.Path):
+    """(number, line) of the page's lines outside fenced blocks: a heading or a link inside
+    a code block is code."""
     inside_code = set()
     for block in fenced_blocks(page):
         inside_code.update(range(block.line, block.end + 1))
-    found, seen = set(), {}
     for number, line in enumerate(page.read_text().split("\n"), start=1):
+        if number not in inside_code:
+            yield number, line
+
+
+def anchors(page: pathlib.Path) -> set:
+    found, seen = set(), {}
+    for _, line in prose_lines(page):
         heading = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
-        if heading and number not in inside_code:
+        if heading:
             anchor = github_anchor(heading.group(1))
             count = seen.get(anchor, 0)
             seen[anchor] = count + 1
@@ -291,11 +299,9 @@ def anchors(page: pathlib.Path) -> set:
 
 
 def links(page: pathlib.Path):
-    text = page.read_text()
-    for block in fenced_blocks(page):  # a link inside a code block is code
-        text = text.replace(block.code, "")
-    for match in re.finditer(r"\]\(([^)\s]+)\)", text):
-        yield match.group(1)
+    for _, line in prose_lines(page):
+        for match in re.finditer(r"\]\(([^)\s]+)\)", line):
+            yield match.group(1)
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
