@@ -212,8 +212,16 @@ TEST(SlotFields, FieldsAWorkerWritesAreWhatTheBatchReads) {
 
   // What a worker wrote past its region is refused by the reader.
   auto* offsets = reinterpret_cast<std::uint64_t*>(writer.slot(1).base + placed.find("caption")->offsets);
-  offsets[2] = 41;
+  const std::uint64_t written = std::exchange(offsets[2], 41);
   EXPECT_FALSE(placed.written_fit(read->slot(1).base, 2));
+  offsets[2] = written;
+  ASSERT_TRUE(placed.written_fit(read->slot(1).base, 2));
+  // And a shape that is not its bytes, which a view of that shape would read past.
+  auto* shapes = reinterpret_cast<std::int64_t*>(writer.slot(1).base + placed.find("depth")->shapes);
+  shapes[kShapeWords + 2] = 1000;
+  EXPECT_FALSE(placed.written_fit(read->slot(1).base, 2)) << "a [1000, 1] uint16 sample of 2 bytes";
+  shapes[kShapeWords + 2] = -1;
+  EXPECT_FALSE(placed.written_fit(read->slot(1).base, 2)) << "a negative dimension";
 }
 
 }  // namespace

@@ -157,9 +157,16 @@ bool SlotFields::written_fit(const std::byte* slot, std::uint32_t count) const {
     if (r.shapes == 0) continue;
     const auto* shapes = reinterpret_cast<const std::int64_t*>(slot + r.shapes);
     for (std::uint32_t i = 0; i < count; ++i) {
-      const std::int64_t rank = shapes[i * kShapeWords], element = shapes[i * kShapeWords + 1];
+      const std::int64_t* words = shapes + std::size_t{i} * kShapeWords;
+      const std::int64_t rank = words[0], element = words[1];
       if (rank < 0 || rank > static_cast<std::int64_t>(kMaxFieldRank)) return false;
       if (element < 0 || element > static_cast<std::int64_t>(ElementType::kFloat64)) return false;
+      // Its shape is its bytes, so that a view of the shape reads only them.
+      std::optional<std::uint64_t> bytes = element_bytes(static_cast<ElementType>(element));
+      for (std::int64_t d = 0; d < rank && bytes; ++d) {
+        bytes = words[2 + d] < 0 ? std::nullopt : times(*bytes, static_cast<std::uint64_t>(words[2 + d]));
+      }
+      if (bytes != offsets[i + 1] - offsets[i]) return false;
     }
   }
   return true;

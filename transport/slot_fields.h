@@ -97,8 +97,9 @@ struct SlotFields {
   // process that did not place them (a client, the gateway) must check before reading.
   bool fit(std::uint64_t slot_bytes, std::uint32_t batch_size) const;
   // Whether what the first `count` samples' ragged fields say of themselves in the slot
-  // at `slot` (their offsets, their arrays' ranks) stays inside their regions, as a
-  // reader must check before it gives them out. REQUIRES: fit() for the slot.
+  // at `slot` (their offsets; their arrays' ranks, dtypes and shapes, each shape as many
+  // bytes as the sample has) stays inside their regions, as a reader must check before it
+  // gives them out. REQUIRES: fit() for the slot.
   bool written_fit(const std::byte* slot, std::uint32_t count) const;
 };
 

@@ -2,6 +2,7 @@
 #include "workers/sample_fields.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <new>
@@ -370,6 +371,9 @@ void SampleFields::write_missing(const FieldRegion& r, const SlotContents& slot,
   } else if (r.ragged != 0 && r.kind == FieldKind::kMask) {
     static constexpr std::array<std::int64_t, 2> kNoMask{0, 0};
     slot.set_ragged(r, 0, kNoMask, r.element);
+  } else if (r.ragged != 0 && has_shapes(r.kind)) {  // an array of no values, [0], not a 0-d one
+    static constexpr std::array<std::int64_t, 1> kNoValues{0};
+    slot.set_ragged(r, 0, kNoValues, r.element);
   } else if (r.ragged != 0) {
     slot.set_ragged(r, 0);
   } else {

@@ -163,16 +163,10 @@ py::object field_value(const Arrays& arrays, const FieldView& f) {
     return values;
   }
   if (!f.ragged()) return arrays(f.data(), f.element(), batch_shape(n, f.sample_shape()), f.name());
-  py::list values(n);  // an array whose shape varies: one per sample
-  for (std::size_t i = 0; i < n; ++i) {
-    static constexpr std::array<std::int64_t, 1> kEmpty{0};
-    // A missing sample's value is empty: [0] of the field's dtype, or the empty shape its
-    // worker wrote ([0, 4] for boxes).
-    const bool shaped = !f.shape(i).empty();
-    values[i] = f.present(i) || shaped
-                    ? arrays(f.bytes(i).data(), f.element(i), shaped ? f.shape(i) : kEmpty, f.name())
-                    : arrays(f.bytes(i).data(), f.element(), kEmpty, f.name());
-  }
+  // An array whose shape varies: one per sample, of the shape its worker wrote: () for a 0-d
+  // array, and an empty one ([0], or [0, 4] for boxes) where the sample lacks the field.
+  py::list values(n);
+  for (std::size_t i = 0; i < n; ++i) values[i] = arrays(f.bytes(i).data(), f.element(i), f.shape(i), f.name());
   return values;
 }
 

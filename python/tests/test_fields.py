@@ -16,7 +16,7 @@ import torch
 import forkfeed
 from forkfeed.transforms import RandomHorizontalFlip, RandomResizedCrop
 
-from conftest import BIN_DIR, listening_daemon, token_file, write_tar
+from conftest import BIN_DIR, listening_daemon, read_through_forkfeedd, token_file, write_tar
 
 FIELDS = {"image": "jpg;png", "caption": "txt", "label": "cls", "meta": "json", "emb": "npy"}
 OPTIONS = dict(batch_size=8, workers=2, transform="eval", size=16, seed=5)
@@ -142,6 +142,43 @@ def test_missing_empty_gives_empty_values_and_presence(tmp_path, samples):
         batch = next(iter(loader))
         assert [int(v) for v in batch["label"]] == [0, 2, 4, 5] and "__present__" not in batch
         assert loader.stats()["skipped_samples"] == 2
+
+
+def npy(array) -> bytes:
+    out = io.BytesIO()
+    np.save(out, array)
+    return out.getvalue()
+
+
+def test_an_array_of_no_dimensions_keeps_its_value_among_others_and_a_missing_one_is_empty(tmp_path, samples,
+                                                                                         dataset):
+    # Of each its own shape, so the field comes as a list: two 0-d arrays, a missing one.
+    arrays = [np.array(5.0, np.float32), np.arange(3, dtype=np.float32), None,
+              np.ones((2, 2), np.float32), np.array(-1.5, np.float32)]
+    members = []
+    for n, array in enumerate(arrays):
+        image = "jpg" if "jpg" in samples[n] else "png"
+        members += [(f"s{n}.{image}", samples[n][image]), (f"s{n}.cls", b"%d" % n)]
+        if array is not None:
+            members.append((f"s{n}.npy", npy(array)))
+    write_tar(tmp_path / "a.tar", members)
+    options = dict(fields={"image": "jpg;png", "label": "cls", "emb": "npy"}, missing="empty", shuffle=False,
+                   batch_size=5, workers=1, transform="eval", size=8)
+
+    def check(batch, where):
+        for array, value, present in zip(arrays, batch["emb"], batch["__present__"]["emb"].tolist()):
+            value = np.asarray(value)
+            assert present == (array is not None), where
+            expected = np.zeros(0, np.float32) if array is None else array
+            assert value.shape == expected.shape and value.dtype == np.float32, (where, value.shape)
+            assert np.array_equal(value, expected), where
+
+    for output in ("torch", "numpy"):
+        with forkfeed.Loader(shards=str(tmp_path / "a.tar"), output=output, **options) as loader:
+            check(next(iter(loader)), output)
+    for where, batch in read_through_forkfeedd(tmp_path, dataset, tmp_path / "a.tar", options,
+                                               lambda client: next(iter(client))):
+        check(batch, where)
 
 
 def test_a_bad_member_is_named_by_its_own_name(tmp_path, samples):
