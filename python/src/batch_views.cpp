@@ -166,7 +166,8 @@ py::object field_value(const Arrays& arrays, const FieldView& f) {
   // An array whose shape varies: one per sample, of the shape its worker wrote: () for a 0-d
   // array, and an empty one ([0], or [0, 4] for boxes) where the sample lacks the field.
   py::list values(n);
-  for (std::size_t i = 0; i < n; ++i) values[i] = arrays(f.bytes(i).data(), f.element(i), f.shape(i), f.name());
+  for (std::size_t i = 0; i < n; ++i)
+    values[i] = arrays(f.bytes(i).data(), f.element(i), f.shape(i), f.name());
   return values;
 }
 
