@@ -8,8 +8,10 @@ A runnable example is a fenced block whose info string is `python run`, `sh run`
 is `output` lists lines that must appear in the example's stdout, in that order; `...` in
 a line stands for any text. Each example runs alone in a fresh directory that holds
 `data/` (forkfeed-mkdata: 64 JPEGs in 4 classes, 32-64 px a side, seed 0) and `build/bin`
-(a link to the tools), with FORKFEED_CACHE_DIR inside it; `python` with this interpreter, `sh` with `bash -euo pipefail` and
-the tools first on PATH, `cpp` compiled against include/ and libforkfeed, then run.
+(a link to the tools), with FORKFEED_CACHE_DIR inside it; `python` with this interpreter, `sh` with `bash -euo pipefail`,
+`cpp` compiled against include/ and libforkfeed, then run. The tools are not on PATH, as
+they are not on a reader's who built forkfeed: an example calls them build/bin/forkfeedd,
+as a reader copying it from the checkout would.
 """
 
 import inspect
@@ -111,7 +113,9 @@ def make_workspace(root: pathlib.Path, data: pathlib.Path) -> pathlib.Path:
 
 def run_example(example: Example, workspace: pathlib.Path) -> subprocess.CompletedProcess:
     env = dict(os.environ)
-    env["PATH"] = f"{BIN_DIR.resolve()}{os.pathsep}{env.get('PATH', '')}"
+    # A reader's PATH: without the build's tools, whatever put them on ours.
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
+                                  if p and not (pathlib.Path(p) / "forkfeedd").exists())
     # The package this test imported, wherever it is (the build tree or an install).
     package_root = str(pathlib.Path(forkfeed.__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
