@@ -1,18 +1,15 @@
-// read_coco: a COCO instances file streamed through nlohmann's SAX parser into the images
-// and the boxes of their annotations, checked, then a DatasetIndex and each sample's members.
+// read_coco: a COCO instances file's records (tools/shard/coco_reader.h) checked, then a
+// DatasetIndex and each sample's members: the boxes of its annotations, and their masks.
 #include "tools/shard/coco.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
-#include <array>
-#include <cstdio>
-#include <limits>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
-#include <string_view>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -21,253 +18,50 @@
 #include <opencv2/core.hpp>
 
 #include "base/printable.h"
-#include "base/regular_file.h"
 #include "dataset/dataset_index_builder.h"
 #include "tools/shard/coco_mask.h"
+#include "tools/shard/coco_reader.h"
+#include "tools/shard/coco_text.h"
 #include "workers/image_codecs.h"
 #include "workers/image_decoder.h"
 
 namespace forkfeed {
 namespace {
 
+namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-// A read-only mapping of a whole file: its pages are the page cache's, not the process's.
-class MappedFile {
- public:
-  static Result<MappedFile> open(const std::string& path) {
-    auto file = open_regular_file(path, "COCO annotations", {std::uint64_t{1} << 40, "the limit of", ""});
-    if (!file.ok()) return file.status();
-    MappedFile m;
-    m.size_ = file->size;
-    if (m.size_ == 0) return m;
-    void* at = ::mmap(nullptr, m.size_, PROT_READ, MAP_PRIVATE, file->fd.get(), 0);
-    if (at == MAP_FAILED) return Status::FromErrno("mmap of COCO annotations " + printable(path), errno);
-    m.data_ = static_cast<const char*>(at);
-    ::madvise(at, m.size_, MADV_SEQUENTIAL);
-    return m;
-  }
-  MappedFile(MappedFile&& other) noexcept
-      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
-  MappedFile& operator=(MappedFile&&) = delete;
-  ~MappedFile() {
-    if (data_ != nullptr) ::munmap(const_cast<char*>(data_), size_);
-  }
-  std::string_view text() const { return {data_, size_}; }
+// How a message names an annotation: by its id, which a user searches the file for; by its
+// place in "annotations" only where it has none.
+std::string name_of(const CocoAnnotation& a) {
+  if (a.id) return "annotation id " + std::to_string(*a.id);
+  return "annotation #" + std::to_string(a.entry) + " (which has no integer id)";
+}
 
- private:
-  MappedFile() = default;
-  const char* data_ = nullptr;
-  std::uint64_t size_ = 0;
-};
-
-struct Image {
-  std::optional<std::int64_t> id{};
-  std::string file_name{};
-  std::optional<std::int64_t> width{}, height{};
-  std::size_t entry = 0;  // its place in "images", from 0, for messages
-};
-
-struct Annotation {
-  std::optional<std::int64_t> image_id{}, category_id{};
-  std::array<double, 4> bbox{};
-  std::size_t bbox_numbers = 0;  // how many the bbox held: 4, or it is refused
-  bool crowd = false;
-  double area = 0;
-  std::size_t entry = 0;
-  // Its segmentation, when masks are packed: polygons, or an RLE (counts or a string) of size.
-  std::vector<std::vector<double>> polygons{};
-  RunLengths counts{};
-  std::string compressed{};
-  std::vector<std::int64_t> size{};
-  bool rle = false;
-  bool bad_counts = false;  // a count that is not a whole number of pixels
-};
-
-struct Category {
-  std::optional<std::int64_t> id{};
-  std::size_t entry = 0;
-};
-
-// The SAX events of the file, kept where they say something of an image, an annotation or
-// a category: the top object's "images", "annotations" and "categories" lists, the fields
-// of their entries; everything deeper (segmentations) passes.
-class CocoReader : public nlohmann::json_sax<json> {
- public:
-  CocoReader(std::uint64_t max_held_bytes, bool segmentations)
-      : max_held_(max_held_bytes), segmentations_(segmentations) {}
-
-  std::vector<Image> images;
-  std::vector<Annotation> annotations;
-  std::vector<Category> categories;
-  bool saw_images = false;
-  Status error;  // why parsing stopped, when a handler stopped it
-
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t v) override { return number(static_cast<double>(v), v); }
-  bool number_unsigned(number_unsigned_t v) override {
-    const bool fits = v <= static_cast<number_unsigned_t>(std::numeric_limits<std::int64_t>::max());
-    return number(static_cast<double>(v), fits ? std::optional<std::int64_t>(v) : std::nullopt);
-  }
-  bool number_float(number_float_t v, const string_t&) override { return number(v, std::nullopt); }
-  bool string(string_t& s) override {
-    if (depth_ == 3 && in_entry() && section_ == Section::kImages && field_ == "file_name") {
-      images.back().file_name = s;
-      return hold(s.size());
-    }
-    if (in_segmentation(4, false) && inner_field_ == "counts") {
-      annotations.back().compressed = s;
-      return hold(s.size());
-    }
-    return true;
-  }
-  bool binary(binary_t&) override { return true; }
-  bool start_object(std::size_t) override {
-    open(false);
-    if (in_segmentation(4, false)) annotations.back().rle = true;
-    if (depth_ == 3 && in_entry()) {
-      switch (section_) {
-        case Section::kImages: images.push_back({.entry = images.size()}); return hold(sizeof(Image));
-        case Section::kAnnotations:
-          annotations.push_back({.entry = annotations.size()});
-          return hold(sizeof(Annotation));
-        case Section::kCategories: categories.push_back({.entry = categories.size()}); return true;
-        case Section::kOther: break;
-      }
-    }
-    return true;
-  }
-  bool key(string_t& k) override {
-    if (depth_ == 1) {
-      section_ = k == "images"        ? Section::kImages
-                 : k == "annotations" ? Section::kAnnotations
-                 : k == "categories"  ? Section::kCategories
-                                      : Section::kOther;
-      // Python's json (and so pycocotools) keeps the last of a key given twice; a reader
-      // here would see both: refused rather than either.
-      if (section_ != Section::kOther && !sections_seen_.insert(k).second) {
-        error = Status::BadData("has the key \"" + k + "\" twice: keep one list");
-        return false;
-      }
-    } else if (depth_ == 3) {
-      field_ = k;
-    } else if (depth_ == 4) {
-      inner_field_ = k;
-    }
-    return true;
-  }
-  bool end_object() override { return close(); }
-  bool start_array(std::size_t) override {
-    open(true);
-    if (depth_ == 2 && section_ == Section::kImages) saw_images = true;
-    if (in_segmentation(5, true) && !arrays_[3]) return true;                  // an RLE's counts or size
-    if (in_segmentation(5, true)) annotations.back().polygons.emplace_back();  // a polygon
-    return true;
-  }
-  bool end_array() override { return close(); }
-  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) override {
-    if (error.ok()) error = Status::BadData("not JSON at byte " + std::to_string(position) + ": " + e.what());
-    return false;
-  }
-
- private:
-  enum class Section { kOther, kImages, kAnnotations, kCategories };
-
-  // An entry's object: depth 3, in a list at depth 2 of a section.
-  bool in_entry() const { return arrays_.size() >= 3 && arrays_[1] && !arrays_[2]; }
-  // At `depth` inside an annotation's "segmentation", in a list (or an object) there.
-  bool in_segmentation(int depth, bool array) const {
-    return segmentations_ && depth_ == depth && section_ == Section::kAnnotations &&
-           field_ == "segmentation" && arrays_.size() >= 3 && arrays_[1] && !arrays_[2] &&
-           arrays_.back() == array;
-  }
-  void open(bool array) {
-    ++depth_;
-    arrays_.push_back(array);
-  }
-  bool close() {
-    --depth_;
-    arrays_.pop_back();
-    return true;
-  }
-  bool number(double v, std::optional<std::int64_t> integer) {
-    if (in_segmentation(5, true)) {
-      Annotation& a = annotations.back();
-      if (!arrays_[3]) {  // {"counts": [...], "size": [h, w]}
-        if (inner_field_ == "counts") {
-          const bool count =
-              integer && *integer >= 0 && *integer <= std::numeric_limits<std::uint32_t>::max();
-          a.bad_counts = a.bad_counts || !count;
-          a.counts.push_back(count ? static_cast<std::uint32_t>(*integer) : 0);
-        }
-        if (inner_field_ == "size") a.size.push_back(integer.value_or(-1));
-        return hold(sizeof(std::uint32_t));
-      }
-      a.polygons.back().push_back(v);  // [[x1, y1, x2, y2, ...], ...]
-      return hold(sizeof(double));
-    }
-    if (depth_ == 4 && arrays_.size() == 4 && arrays_[3] && section_ == Section::kAnnotations &&
-        field_ == "bbox") {
-      Annotation& a = annotations.back();
-      if (a.bbox_numbers < 4) a.bbox[a.bbox_numbers] = v;
-      ++a.bbox_numbers;
-      return true;
-    }
-    if (depth_ != 3 || !in_entry()) return true;
-    switch (section_) {
-      case Section::kImages:
-        if (field_ == "id") images.back().id = integer;
-        if (field_ == "width") images.back().width = integer;
-        if (field_ == "height") images.back().height = integer;
-        break;
-      case Section::kAnnotations:
-        if (field_ == "image_id") annotations.back().image_id = integer;
-        if (field_ == "category_id") annotations.back().category_id = integer;
-        if (field_ == "iscrowd") annotations.back().crowd = v != 0;
-        if (field_ == "area") annotations.back().area = v;
-        break;
-      case Section::kCategories:
-        if (field_ == "id") categories.back().id = integer;
-        break;
-      case Section::kOther: break;
-    }
-    return true;
-  }
-  // Counts `bytes` more held; false (stopping the parse) past the bound.
-  bool hold(std::uint64_t bytes) {
-    held_ += bytes;
-    if (held_ <= max_held_) return true;
-    error = Status::ResourceExhausted(
-        "more images and annotations than " + std::to_string(max_held_ >> 20) +
-        " MiB of memory hold (at image " + std::to_string(images.size()) + ", annotation " +
-        std::to_string(annotations.size()) +
-        "): raise --coco-max-mib, or split it into files of fewer images, each packed into shards");
-    return false;
-  }
-
-  std::uint64_t max_held_;
-  bool segmentations_;
-  std::uint64_t held_ = 0;
-  int depth_ = 0;
-  std::vector<bool> arrays_;  // per open container, whether it is a list
-  Section section_ = Section::kOther;
-  std::string field_;
-  std::string inner_field_;  // a key of an object in an entry (an RLE's)
-  std::set<std::string> sections_seen_;
-};
+// The file an image's file_name names, as one file_name of it would spell it: relative to
+// `root` (the images' folder, normal) when under it, else the whole normal path. A name
+// that is normal already ("000000000139.jpg", "a/b.jpg") is its own, without a path's cost.
+std::string file_key(const std::string& root, const std::string& file_name) {
+  const bool normal = !file_name.starts_with('/') && file_name.find("//") == std::string::npos &&
+                      file_name.find("./") == std::string::npos && !file_name.ends_with("/.") &&
+                      !file_name.ends_with("/..") && file_name != "." && file_name != "..";
+  if (normal) return file_name;
+  std::string path = (fs::path(root) / file_name).lexically_normal().string();
+  const std::string folder = root.ends_with('/') ? root : root + '/';
+  return path.starts_with(folder) ? path.substr(folder.size()) : path;
+}
 
 // One image's annotations, in the file's order, crowds dropped unless kept.
 struct ImageTargets {
   std::int64_t id = 0;
   int width = 0, height = 0;
-  std::vector<const Annotation*> annotations;
+  std::vector<const CocoAnnotation*> annotations;
 };
 
 // What the Loader's boxes and per_box fields read.
 std::string targets_json(const ImageTargets& t, const std::map<std::int64_t, std::int64_t>& labels) {
   json boxes = json::array(), classes = json::array(), crowd = json::array(), area = json::array();
-  for (const Annotation* a : t.annotations) {
+  for (const CocoAnnotation* a : t.annotations) {
     boxes.push_back(a->bbox);
     classes.push_back(labels.at(*a->category_id));
     crowd.push_back(a->crowd ? 1 : 0);
@@ -279,7 +73,7 @@ std::string targets_json(const ImageTargets& t, const std::map<std::int64_t, std
 
 // The pixels of annotation `a` on its width x height image, as 1s in `out` (8-bit, zeroed):
 // the union of its polygons, or its RLE.
-Status rasterise(const Annotation& a, int width, int height, cv::Mat& out) {
+Status rasterise(const CocoAnnotation& a, int width, int height, cv::Mat& out) {
   out.create(height, width, CV_8UC1);
   out.setTo(0);
   if (!a.rle) {
@@ -300,9 +94,7 @@ Status rasterise(const Annotation& a, int width, int height, cv::Mat& out) {
       for (std::size_t i = 0; i < polygon.size(); ++i) {
         const double side = i % 2 == 0 ? width : height, v = polygon[i];
         if (!(v >= -side && v <= 2 * side)) {
-          char text[32];
-          std::snprintf(text, sizeof text, "%g", v);
-          return Status::BadData("its polygon's " + std::string(i % 2 == 0 ? "x " : "y ") + text +
+          return Status::BadData("its polygon's " + std::string(i % 2 == 0 ? "x " : "y ") + number_text(v) +
                                  " lies far outside its " + std::to_string(width) + "x" +
                                  std::to_string(height) + " image (more than a side past an edge)");
         }
@@ -315,8 +107,15 @@ Status rasterise(const Annotation& a, int width, int height, cv::Mat& out) {
     return Status::BadData("its RLE's size is not its image's [" + std::to_string(height) + ", " +
                            std::to_string(width) + "]");
   }
-  if (a.bad_counts)
-    return Status::BadData("its RLE counts hold one that is no count of pixels (negative, or a fraction)");
+  if (a.bad_count) {
+    const double v = *a.bad_count;
+    const std::string held = "its RLE counts hold " + number_text(v);
+    if (v < 0) return Status::BadData(held + ", and a count of pixels is not negative");
+    if (v != std::floor(v)) return Status::BadData(held + ", and a count of pixels is whole");
+    return Status::BadData(held + ", more than the " + std::to_string(std::int64_t{width} * height) +
+                           " pixels of its " + std::to_string(width) + "x" + std::to_string(height) +
+                           " image (and than 2^32 - 1, the most pycocotools counts)");
+  }
   if (a.compressed.empty()) return paint(a.counts, out, 1);
   auto counts = rle_from_string(a.compressed);
   if (!counts.ok()) return counts.status();
@@ -347,15 +146,14 @@ Result<ShardMember> mask_member(const ImageTargets& t, const std::map<std::int64
   cv::Mat out(t.height, t.width, semantic ? CV_8UC1 : CV_16UC1, cv::Scalar(0));
   cv::Mat covered(t.height, t.width, CV_8UC1, cv::Scalar(0)), one;
   for (std::size_t k = 0; k < t.annotations.size(); ++k) {
-    const Annotation& a = *t.annotations[k];
+    const CocoAnnotation& a = *t.annotations[k];
     if (Status s = rasterise(a, t.width, t.height, one); !s.ok()) {
-      return Status::FromCode(s.code(), "annotation #" + std::to_string(a.entry) + ": " + s.message());
+      return Status::FromCode(s.code(), name_of(a) + ": " + s.message());
     }
     if (semantic) {
       const std::int64_t label = labels.at(*a.category_id);
       if (label < 1 || label > 254) {
-        return Status::BadData("annotation #" + std::to_string(a.entry) + " has label " +
-                               std::to_string(label) +
+        return Status::BadData(name_of(a) + " has label " + std::to_string(label) +
                                ", and a semantic mask holds labels 1 to 254 (0: none, 255: overlaps): use "
                                "--coco-labels contiguous, or --coco-masks instance");
       }
@@ -382,37 +180,38 @@ Result<ShardMember> mask_member(const ImageTargets& t, const std::map<std::int64
 }  // namespace
 
 Result<CocoDataset> read_coco(const std::string& annotations, const CocoOptions& options) {
-  auto file = MappedFile::open(annotations);
-  if (!file.ok()) return file.status();
   const auto bad = [&](const std::string& what) {
     return Status::BadData("COCO annotations " + printable(annotations) + ": " + what);
   };
-  auto held =
-      std::make_shared<CocoReader>(options.max_held_bytes, options.masks != CocoOptions::Masks::kNone);
-  CocoReader& reader = *held;
-  const std::string_view text = file->text();
-  const bool parsed = json::sax_parse(text.begin(), text.end(), &reader);
-  if (!reader.error.ok()) {
-    return Status::FromCode(reader.error.code(),
-                            "COCO annotations " + printable(annotations) + ": " + reader.error.message());
+  auto file = MappedFile::open(annotations);
+  if (!file.ok()) return file.status();
+  auto read = read_coco_records(*file, options.masks != CocoOptions::Masks::kNone, options.max_held_bytes);
+  if (!read.ok()) {
+    return Status::FromCode(read.status().code(),
+                            "COCO annotations " + printable(annotations) + ": " + read.status().message());
   }
-  if (!parsed || !reader.saw_images) {
-    return bad("no \"images\" list: is it an instances_*.json (annotations/ of a COCO download)?");
-  }
+  // Held by the members, which pack from it; the annotations' addresses stay.
+  auto held = std::make_shared<CocoRecords>(std::move(read).value());
+  const CocoRecords& records = *held;
 
   // The categories and their labels: the ids, or 1..K in sorted order.
   std::map<std::int64_t, std::int64_t> labels;
-  for (const Category& c : reader.categories) {
+  for (const CocoCategory& c : records.categories) {
     if (!c.id) return bad("category #" + std::to_string(c.entry) + " has no integer id");
     labels[*c.id] = *c.id;
   }
   std::int64_t next = 1;
   for (auto& [id, label] : labels) label = options.contiguous_labels ? next++ : id;
 
-  // The images by id, each once, each file once.
+  // The images by id, each once, each file once: its path as the index joins it, normal,
+  // so that a file named twice ("a.jpg", "./a.jpg", "../train2017/a.jpg") is seen once.
+  // Refused rather than packed once: the two entries are two ids, each with annotations
+  // of its own, as pycocotools and torchvision's CocoDetection read them; and packed twice,
+  // it would be two samples of one key, which a reader merges where they are neighbours.
   std::unordered_map<std::int64_t, std::size_t> by_id;
-  std::unordered_map<std::string_view, std::size_t> by_file;
-  for (const Image& image : reader.images) {
+  std::unordered_map<std::string, std::size_t> by_file;
+  const std::string root = fs::path(options.images).lexically_normal().string();
+  for (const CocoImage& image : records.images) {
     const std::string entry = "image #" + std::to_string(image.entry);
     if (!image.id) return bad(entry + " has no integer id");
     if (image.file_name.empty())
@@ -422,15 +221,20 @@ Result<CocoDataset> read_coco(const std::string& annotations, const CocoOptions&
       return bad("images #" + std::to_string(at->second) + " and #" + std::to_string(image.entry) +
                  " both have id " + std::to_string(*image.id) + ": an image id names one image");
     }
-    if (auto [at, added] = by_file.emplace(image.file_name, image.entry); !added) {
+    if (auto [at, added] = by_file.emplace(file_key(root, image.file_name), image.entry); !added) {
+      const std::string& first = records.images[at->second].file_name;
       return bad("images #" + std::to_string(at->second) + " and #" + std::to_string(image.entry) +
-                 " are both the file " + printable(image.file_name) + ": one file is one sample");
+                 " are both the file " + printable(first) +
+                 (first == image.file_name ? std::string()
+                                           : " (#" + std::to_string(image.entry) + " names it \"" +
+                                                 printable(image.file_name) + "\")") +
+                 ": one file is one sample");
     }
   }
-  std::vector<ImageTargets> targets(reader.images.size());
-  for (const Image& image : reader.images) targets[image.entry].id = *image.id;
-  for (const Annotation& a : reader.annotations) {
-    const std::string entry = "annotation #" + std::to_string(a.entry);
+  std::vector<ImageTargets> targets(records.images.size());
+  for (const CocoImage& image : records.images) targets[image.entry].id = *image.id;
+  for (const CocoAnnotation& a : records.annotations) {
+    const std::string entry = name_of(a);
     if (!a.image_id || !by_id.contains(*a.image_id)) {
       return bad(entry + (a.image_id
                               ? " is of image_id " + std::to_string(*a.image_id) + ", which no image has"
@@ -441,8 +245,10 @@ Result<CocoDataset> read_coco(const std::string& annotations, const CocoOptions&
                                               ", which no category has"
                                         : " has no integer category_id"));
     }
+    // What the JSON holds where COCO has another kind, a segmentation's only with masks.
+    if (!a.misread.empty()) return bad(entry + ": " + a.misread);
     if (a.bbox_numbers != 4) {
-      return bad(entry + "'s bbox holds " + std::to_string(a.bbox_numbers) +
+      return bad(entry + ": its bbox holds " + std::to_string(a.bbox_numbers) +
                  " numbers; COCO's is [x, y, w, h]");
     }
     if (a.crowd && !options.keep_crowd) continue;
@@ -450,16 +256,16 @@ Result<CocoDataset> read_coco(const std::string& annotations, const CocoOptions&
   }
 
   // Samples in the order of their ids, as torchvision's CocoDetection takes them.
-  std::vector<std::size_t> order(reader.images.size());
+  std::vector<std::size_t> order(records.images.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(),
-            [&](std::size_t a, std::size_t b) { return *reader.images[a].id < *reader.images[b].id; });
+            [&](std::size_t a, std::size_t b) { return *records.images[a].id < *records.images[b].id; });
   std::erase_if(order, [&](std::size_t i) { return !options.keep_empty && targets[i].annotations.empty(); });
 
   auto packed = std::make_shared<std::vector<ImageTargets>>();
   DatasetIndexBuilder builder;
   for (std::size_t i : order) {
-    const Image& image = reader.images[i];
+    const CocoImage& image = records.images[i];
     const auto side = [](const std::optional<std::int64_t>& v) { return v && *v >= 1 && *v <= 65535; };
     if (side(image.width) && side(image.height)) {
       targets[i].width = static_cast<int>(*image.width);

@@ -48,8 +48,10 @@ struct CocoOptions {
   // last of them in the file covers, 0 for none.
   enum class Masks { kNone, kSemantic, kInstance };
   Masks masks = Masks::kNone;
-  // The most bytes the images' names and the annotations' boxes may take in memory: a
-  // larger file is refused, saying so, before memory runs out.
+  // The most bytes reading the file may take in memory beside its mapped text: the images'
+  // names, the annotations' boxes (and segmentations, with masks) and what the JSON parser
+  // holds of the text (tools/shard/coco_text.h). A larger file is refused, saying so,
+  // before memory runs out.
   std::uint64_t max_held_bytes = std::uint64_t{4} << 30;
 };
 

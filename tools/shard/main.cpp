@@ -118,7 +118,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   std::uint64_t held_mib = conversion.coco.max_held_bytes >> 20;
   app.add_option("--coco-max-mib", held_mib,
-                 "The most memory a COCO file's image names and boxes may take; a larger file is refused")
+                 "The most memory reading a COCO file may take beside its mapped text: the names, boxes and "
+                 "segmentations kept, and what the JSON parser holds (a long string, used or not); a larger "
+                 "file is refused")
       ->type_name("MIB")
       ->capture_default_str()
       ->check(forkfeed::cli::integer_of(held_mib))
