@@ -165,6 +165,13 @@ void follow_boxes(const SampleGeometry& g, std::span<Box> boxes) {
   }
   const cv::Size size = output_size(g);
   for (const fn::Move& m : g.moves) {
+    // Before a warp, what sanitising would drop (under a pixel across, under a square
+    // pixel) is dropped: the warp's envelope would give it a size where no object is.
+    if (m.kind == fn::Move::Kind::kAffine) {
+      for (Box& b : boxes) {
+        if (!keeps_box(b, size)) b = {NAN, NAN, NAN, NAN};
+      }
+    }
     move_boxes(boxes, m, size.width, size.height);
     clamp_boxes(boxes, size.width, size.height);
   }

@@ -56,8 +56,13 @@ void follow_step(const GeometryStep& step, std::span<Box> boxes);
 // clamped to the image as it then is (v2 leaves a resize unclamped; a clamp there keeps
 // what rounding would push a hair past the edge, which v2's sanitising would drop). A box
 // without area after the steps (x2 <= x1 or y2 <= y1: cropped away, or so read) becomes
-// NaN before the moves: v2 would give it the area of a warp's envelope, a box where no
-// object is. NaN stays NaN.
+// NaN before the moves, and so does, before each warp, one that sanitising would drop
+// there (keeps_box: under a pixel across): v2 would give it the area of the warp's
+// envelope, a box where no object is (as if v2.SanitizeBoundingBoxes ran before each
+// warp). A box through warps one after another is the envelope of envelopes, as in v2:
+// it holds every pixel of its object the image still shows, and can be looser than the
+// object by what each warp's envelope adds (a few pixels at 128 px for two of RandAugment's
+// 30-degree ops). NaN stays NaN.
 void follow_boxes(const SampleGeometry& g, std::span<Box> boxes);
 
 // Whether v2.SanitizeBoundingBoxes(min_size=1, min_area=1) keeps `box` on an image of

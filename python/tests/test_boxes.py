@@ -42,8 +42,9 @@ def v2_follow(boxes: np.ndarray, record: list, width: int, height: int):
     """v2's kernels on float32 XYXY boxes, step by step as the record says: crop_bounding_boxes,
     resize_bounding_boxes (clamped after, as forkfeed does: v2 leaves a resize unclamped),
     horizontal/vertical_flip_bounding_boxes, affine_bounding_boxes (a box without area before
-    them dropped, as forkfeed does: v2 would warp it into one); then
-    _get_sanitize_bounding_boxes_mask(min_size=1, min_area=1). The boxes and what is kept."""
+    them dropped, and before each affine one that sanitising drops, as forkfeed does: v2
+    would warp it into one); then _get_sanitize_bounding_boxes_mask(min_size=1,
+    min_area=1). The boxes and what is kept."""
     b = torch.from_numpy(boxes.copy())
     w, h = width, height
     for r in (r for r in record if r[0] == "step"):  # the record prints its steps first
@@ -73,6 +74,7 @@ def v2_follow(boxes: np.ndarray, record: list, width: int, height: int):
         elif r[0] == "vflip":
             b[:, [1, 3]] = b[:, [3, 1]].sub(h).neg()
         else:
+            b[~sanitised(b, w, h)] = float("nan")
             angle, tx, ty, scale, sx, sy = map(float, r[1:7])
             center = [w * 0.5, h * 0.5] if r[7] == "none" else [float(r[7]), float(r[8])]
             matrix = F._get_inverse_affine_matrix(center, angle, [tx, ty], scale, [sx, sy], inverted=False)
@@ -82,10 +84,14 @@ def v2_follow(boxes: np.ndarray, record: list, width: int, height: int):
             moved = torch.matmul(points, transposed).reshape(-1, 4, 2)
             lo, hi = torch.aminmax(moved, dim=1)
             b = clamp(torch.cat([lo, hi], dim=1), w, h)
+    return b.numpy(), sanitised(b, w, h).numpy()
+
+
+def sanitised(b, w: int, h: int):
+    """v2's _get_sanitize_bounding_boxes_mask(min_size=1, min_area=1) of `b` on a w x h image."""
     ws, hs = b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]
     keep = (ws >= 1) & (hs >= 1) & (b >= 0).all(dim=-1) & (ws * hs >= 1)
-    keep &= (b[:, 0] <= w) & (b[:, 2] <= w) & (b[:, 1] <= h) & (b[:, 3] <= h)
-    return b.numpy(), keep.numpy()
+    return keep & (b[:, 0] <= w) & (b[:, 2] <= w) & (b[:, 1] <= h) & (b[:, 3] <= h)
 
 
 def random_boxes(rng, width: int, height: int, count: int = 24) -> np.ndarray:
@@ -351,6 +357,20 @@ def test_a_sample_whose_image_is_missing_has_no_boxes(tmp_path):
     assert f["labels"][a].tolist() == [4] and f["boxes"][a].tolist() == [[0, 0, 7, 7]]
     assert f["boxes"][b].shape == (0, 4) and f["labels"][b].shape == (0,) and f["labels"][b].dtype == torch.int64
     assert f["__present__"]["boxes"][[a, b]].tolist() == [True, False]
+
+
+def test_a_box_under_a_pixel_thick_is_dropped_before_a_warp_not_turned_into_one(tmp_path):
+    """Found from outside: a box a crop left 0.5 px wide was kept, and a later RandomRotation
+    turned it into a 26 x 4 box holding no object pixel; without the rotation it is dropped."""
+    image = png(np.zeros((64, 64, 3), np.uint8), "RGB")
+    doc = json.dumps({"boxes": [[10, 10, 10.5, 40], [8, 8, 40, 40]], "labels": [1, 2]}).encode()
+    write_tar(tmp_path / "a.tar", [("a.png", image), ("a.json", doc)])
+    for transform in ("CenterCrop(64)", "CenterCrop(64), RandomRotation((30, 30))"):
+        with forkfeed.Loader(shards=str(tmp_path), fields="image=png, boxes=json:boxes(key=boxes), "
+                             "labels=json:per_box(key=labels)", transform=transform, batch_size=1) as loader:
+            f = next(iter(loader))
+        assert f["labels"][0].tolist() == [2], transform  # the thin box dropped, its label with it
+        assert f["boxes"][0].shape == (1, 4), transform
 
 
 def test_a_list_nested_too_deep_to_quote_is_bad_data_not_a_crash(tmp_path):
