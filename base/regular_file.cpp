@@ -85,6 +85,7 @@ Result<RegularFile> open_regular_file(const std::string& path, std::string_view 
   if (!S_ISREG(st.st_mode)) return Status::InvalidArgument(not_regular(named, st.st_mode));
   file.size = static_cast<std::uint64_t>(std::max<off_t>(st.st_size, 0));
   file.mode = st.st_mode & 07777;
+  file.owner = st.st_uid;
   if (file.size > limit.bytes) return too_large(named, file.size, limit);
   return file;
 }

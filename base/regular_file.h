@@ -27,6 +27,7 @@ struct RegularFile {
   UniqueFd fd;
   std::uint64_t size = 0;  // at open
   mode_t mode = 0;         // its permission bits (st_mode & 07777), at open
+  uid_t owner = 0;         // its owner's uid, at open
 };
 
 // Ok unless `path` holds a NUL byte, which the system would take for its end and so name

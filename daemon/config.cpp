@@ -86,6 +86,48 @@ Result<std::uint64_t> parse_bytes(std::string_view text) {
   return value << it->second;
 }
 
+namespace {
+
+// Why `path`, given without "shards:", names tar shards rather than an ImageFolder or a
+// manifest, as list_shards() would take it (dataset/shards/shard_list.h); empty if it
+// does not. A folder with any subfolder is an ImageFolder whatever else it holds.
+std::string shards_without_prefix(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::file_status status = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(status)) {
+    return path.find('{') != std::string::npos ? "does not exist (its braces are a shard pattern)" : "";
+  }
+  if (std::filesystem::is_regular_file(status)) return path.ends_with(".tar") ? "is a tar file" : "";
+  if (!std::filesystem::is_directory(status)) return "";
+  bool tars = false;
+  for (std::filesystem::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_directory(ec)) return "";
+    const std::string name = it->path().filename().string();
+    tars = tars || (!name.starts_with('.') && name.ends_with(".tar"));
+  }
+  return tars ? "holds .tar files and no class folders" : "";
+}
+
+// The dataset `path` names, as --dataset NAME=PATH and a config's NAME: PATH take it: a
+// folder an ImageFolder, a file a manifest, shards:SPEC tar shards. Tar shards without
+// "shards:" are refused, with `as_shards`: how to write them.
+Result<DatasetSource> dataset_of_path(const std::string& path, const std::string& as_shards) {
+  DatasetSource source;
+  if (path.starts_with("shards:")) {
+    source.shards = absolute_path(path.substr(7));
+    return source;
+  }
+  if (const std::string why = shards_without_prefix(path); !why.empty()) {
+    return Status::InvalidArgument(printable(path) + " " + why + ": tar shards are NAME=shards:SPEC (" +
+                                   as_shards + ")");
+  }
+  std::error_code ec;
+  (std::filesystem::is_directory(path, ec) ? source.image_folder : source.manifest) = absolute_path(path);
+  return source;
+}
+
+}  // namespace
+
 Status add_dataset_flag(std::string_view flag, DaemonConfig& config) {
   const std::size_t eq = flag.find('=');
   if (eq == std::string_view::npos || eq == 0 || eq + 1 == flag.size()) {
@@ -93,14 +135,10 @@ Status add_dataset_flag(std::string_view flag, DaemonConfig& config) {
                                    "': use NAME=PATH (a folder or a manifest) or NAME=shards:SPEC");
   }
   const std::string name(flag.substr(0, eq)), path(flag.substr(eq + 1));
-  std::error_code ec;
-  DatasetSource source;
-  if (path.starts_with("shards:")) {
-    source.shards = absolute_path(path.substr(7));
-  } else {
-    (std::filesystem::is_directory(path, ec) ? source.image_folder : source.manifest) = absolute_path(path);
-  }
-  config.datasets[name] = source;
+  auto source = dataset_of_path(path, "--dataset " + printable(name) + "=shards:" + printable(path));
+  if (!source.ok())
+    return Status::InvalidArgument("--dataset '" + printable(flag) + "': " + source.status().message());
+  config.datasets[name] = std::move(source).value();
   return Status::Ok();
 }
 
@@ -176,7 +214,14 @@ class ConfigReader {
 
   // One dataset: NAME: PATH, as --dataset takes it, or a mapping of DatasetSource's fields.
   Status dataset(const std::string& name, const YAML::Node& value) {
-    if (value.IsScalar()) return add_dataset_flag(name + "=" + value.as<std::string>(), config_);
+    if (value.IsScalar()) {
+      const std::string path = value.as<std::string>();
+      if (path.empty()) return bad(at_, "needs a folder, a manifest or shards:SPEC");
+      auto source = dataset_of_path(path, printable(name) + ": shards:" + printable(path));
+      if (!source.ok()) return bad(at_, source.status().message());
+      config_.datasets[name] = std::move(source).value();
+      return Status::Ok();
+    }
     DatasetSource source;
     for (const auto& f : value) {
       const std::string field = f.first.as<std::string>();

@@ -54,7 +54,9 @@ Status load_config_file(const std::string& path, DaemonConfig& config);
 // "1073741824", "512M", "64GiB", "2T": bytes, with binary K/M/G/T suffixes.
 Result<std::uint64_t> parse_bytes(std::string_view text);
 
-// A --dataset flag: NAME=PATH, a folder (ImageFolder) or a file (manifest).
+// A --dataset flag: NAME=PATH, a folder (ImageFolder) or a file (manifest), or
+// NAME=shards:SPEC (tar shards). A PATH that names tar shards (a brace pattern, a .tar
+// file, a folder of .tar files without class folders) is refused, saying to write shards:.
 Status add_dataset_flag(std::string_view flag, DaemonConfig& config);
 
 // Problems that would make every stream fail: checked once at start.

@@ -43,6 +43,14 @@ constexpr char kTcpUnreadable[] =
 constexpr char kNotBytes[] =
     ": forkfeed must know the tcp segment UCX receives in, in bytes; set a size such as 512K, or unset it";
 
+// A UCX variable as the environment sets it, "UCX_TCP_RX_SEG_SIZE=-1 (UCX reads it as
+// inf)", else as UCX printed it (`printed`): a message names what the user wrote.
+std::string setting(const char* name, std::string_view printed) {
+  const char* set = std::getenv(name);
+  if (set == nullptr || printed == set) return std::string(name) + "=" + std::string(printed);
+  return std::string(name) + "=" + set + " (UCX reads it as " + std::string(printed) + ")";
+}
+
 // What UCX prints of its configuration ("UCX_TLS=all" a line), as `ucx_info -c` does.
 std::string printed_configuration(const UcxApi& api) {
   char* text = nullptr;
@@ -73,8 +81,10 @@ std::string_view printed_value(std::string_view printed, std::string_view name) 
 
 Result<UcxConfiguration> UcxConfiguration::read(const UcxApi& api) {
   const std::string printed = printed_configuration(api);
-  UcxConfiguration configuration{.tls = std::string(printed_value(printed, "UCX_TLS")),
-                                 .tcp_segment = std::string(printed_value(printed, "UCX_TCP_RX_SEG_SIZE"))};
+  UcxConfiguration configuration{
+      .tls = std::string(printed_value(printed, "UCX_TLS")),
+      .tcp_segment = std::string(printed_value(printed, "UCX_TCP_RX_SEG_SIZE")),
+      .tcp_send_segment = std::string(printed_value(printed, "UCX_TCP_TX_SEG_SIZE"))};
   if (configuration.tls.empty()) {
     return Status::InvalidArgument(
         "UCX could not read its configuration (UCX_TLS or another UCX_ variable, in the environment or a "
@@ -141,12 +151,27 @@ Result<std::shared_ptr<UcxContext>> UcxContext::create(std::uint64_t tcp_segment
       // UCX prints no tcp setting at all when it cannot read one of them.
       return Status::InvalidArgument(configuration->tcp_segment.empty()
                                          ? std::string(kTcpUnreadable)
-                                         : "UCX_TCP_RX_SEG_SIZE=" + configuration->tcp_segment + kNotBytes);
+                                         : setting("UCX_TCP_RX_SEG_SIZE", configuration->tcp_segment) +
+                                               kNotBytes);
     }
     // A ucx.conf that sets UCX's default itself reads as not configured: forkfeed's then
     // stands, and both ends still know it.
     configured = std::getenv("UCX_TCP_RX_SEG_SIZE") != nullptr || *segment != kUcxDefaultTcpSegment;
     if (!configured && tcp_segment != 0) segment = set = tcp_segment;
+    // UCX opens no tcp interface, and so makes no worker, that receives in less than it
+    // sends in; said here, before anything is connected, as the setting's own error.
+    const auto sends = parse_ucx_size(configuration->tcp_send_segment);
+    if (sends && *segment < *sends) {
+      const std::uint64_t unset = tcp_segment != 0 ? tcp_segment : kUcxDefaultTcpSegment;  // without it
+      const std::string receives = configured
+                                       ? setting("UCX_TCP_RX_SEG_SIZE", configuration->tcp_segment)
+                                       : "the tcp receive segment of " + std::to_string(*segment) + " bytes";
+      return Status::InvalidArgument(
+          receives + " is smaller than " + setting("UCX_TCP_TX_SEG_SIZE", configuration->tcp_send_segment) +
+          ": UCX makes no tcp worker that receives in less than it sends in; set UCX_TCP_RX_SEG_SIZE to " +
+          configuration->tcp_send_segment + " or more" +
+          (configured && unset >= *sends ? ", or unset it" : "") + " (or lower UCX_TCP_TX_SEG_SIZE)");
+    }
   }
   ucp_config_t* config = nullptr;
   if (ucs_status_t s = api->ucp_config_read(nullptr, nullptr, &config); s != UCS_OK) {
@@ -178,7 +203,10 @@ Result<std::unique_ptr<UcxWorker>> UcxWorker::create(std::shared_ptr<UcxContext>
   params.thread_mode = mode;
   ucp_worker_h worker = nullptr;
   if (ucs_status_t s = api.ucp_worker_create(context->get(), &params, &worker); s != UCS_OK) {
-    return ucx_error(api, "creating a UCX worker", s);
+    // UCX refuses a worker for this process's settings, which its log (stderr) names.
+    return Status::IoError("creating a UCX worker failed: " + api.error(s) +
+                           "; check this process's UCX_ variables (UCX_TLS, UCX_NET_DEVICES, UCX_TCP_*: UCX "
+                           "says which on stderr)");
   }
   int fd = -1;
   if (ucs_status_t s = api.ucp_worker_get_efd(worker, &fd); s != UCS_OK) {

@@ -36,8 +36,9 @@ inline constexpr std::uint64_t kLargeTcpSegment = 512 * 1024;
 // variables over its ucx.conf files ($UCX_CONFIG_DIR, $HOME, /etc/ucx), each value as UCX
 // prints it ("64K", "1M"), whatever way it was written.
 struct UcxConfiguration {
-  std::string tls;          // UCX_TLS: "all", "tcp,sm", "^ib"
-  std::string tcp_segment;  // UCX_TCP_RX_SEG_SIZE: "64K"; empty if UCX cannot read it
+  std::string tls;               // UCX_TLS: "all", "tcp,sm", "^ib"
+  std::string tcp_segment;       // UCX_TCP_RX_SEG_SIZE: "64K"; empty if UCX cannot read it
+  std::string tcp_send_segment;  // UCX_TCP_TX_SEG_SIZE: "8K"; empty if UCX cannot read it
   static Result<UcxConfiguration> read(const UcxApi& api);
 };
 
@@ -53,9 +54,10 @@ class UcxContext {
   // Active messages, configured from UCX's own configuration (UCX_TLS, UCX_NET_DEVICES
   // ...), with the endpoint keepalive at 1 s unless UCX_KEEPALIVE_INTERVAL says otherwise,
   // and the tcp receive segment at `tcp_segment` bytes (0: UCX's default) unless UCX's
-  // configuration chose one. An error where tcp may be used and UCX cannot read the
-  // segment it was given: forkfeed must know it (a receiver of a smaller segment than its
-  // sender's is aborted by UCX).
+  // configuration chose one. InvalidArgument, naming the variable as it was set, where
+  // tcp may be used and UCX cannot read the segment it was given (forkfeed must know it:
+  // a receiver of a smaller segment than its sender's is aborted by UCX), or where the
+  // segment is smaller than UCX_TCP_TX_SEG_SIZE, which makes UCX refuse every worker.
   static Result<std::shared_ptr<UcxContext>> create(std::uint64_t tcp_segment = 0);
   ~UcxContext();
   UcxContext(const UcxContext&) = delete;

@@ -4,6 +4,7 @@
 #include "daemon/config.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -238,6 +239,42 @@ TEST(DatasetFlag, AFolderIsAnImageFolderAndAFileAManifest) {
   }
 }
 
+// Found from outside: a brace pattern given as --dataset NAME=SPEC was taken for a
+// manifest, "…/s-{000..004}.tar does not exist"; a tar file and a folder of tars were
+// taken for a manifest and an ImageFolder. Each is refused, saying how shards are given.
+TEST(DatasetFlag, TarShardsWithoutShardsAreToldToSayShards) {
+  testing::TempDir dir;
+  std::filesystem::create_directories(dir.path() + "/tars");
+  std::filesystem::create_directories(dir.path() + "/classes/cat");
+  for (const char* tar : {"/tars/s-000.tar", "/tars/s-001.tar", "/classes/stray.tar"}) {
+    std::ofstream(dir.path() + tar) << "";
+  }
+  const std::string pattern = dir.path() + "/s-{000..004}.tar";
+  for (const std::string& path : {pattern, dir.path() + "/tars/s-000.tar", dir.path() + "/tars"}) {
+    DaemonConfig config;
+    const Status s = add_dataset_flag("train=" + path, config);
+    ASSERT_FALSE(s.ok()) << path << " was taken for " << config.datasets["train"].describe();
+    EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << s.message();
+    EXPECT_NE(s.message().find("tar shards are NAME=shards:SPEC"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("--dataset train=shards:" + path), std::string::npos) << s.message();
+
+    const std::string yaml = dir.path() + "/forkfeedd.yaml";
+    std::ofstream(yaml) << "datasets:\n  train: '" << path << "'\n";
+    const Status from_file = load_config_file(yaml, config);
+    ASSERT_FALSE(from_file.ok()) << path;
+    EXPECT_NE(from_file.message().find(yaml), std::string::npos) << from_file.message();
+    EXPECT_NE(from_file.message().find("datasets.train"), std::string::npos) << from_file.message();
+    EXPECT_NE(from_file.message().find("train: shards:" + path), std::string::npos) << from_file.message();
+  }
+  DaemonConfig config;
+  EXPECT_NE(add_dataset_flag("train=" + pattern, config).message().find("does not exist"), std::string::npos);
+  // A class folder beside a tar is an ImageFolder still; shards: is shards.
+  ASSERT_TRUE(add_dataset_flag("train=" + dir.path() + "/classes", config).ok());
+  EXPECT_EQ(config.datasets["train"].image_folder, dir.path() + "/classes");
+  ASSERT_TRUE(add_dataset_flag("val=shards:" + dir.path() + "/tars", config).ok());
+  EXPECT_EQ(config.datasets["val"].shards, dir.path() + "/tars");
+}
+
 TEST(ValidateConfig, RefusesWhatWouldFailEveryStream) {
   DaemonConfig config;
   EXPECT_TRUE(validate(config).ok());
@@ -368,6 +405,46 @@ TEST_F(ConfigTest, ATokenFileOthersMayReadOrAShortTokenIsRefused) {
     EXPECT_NE(s.message().find("fewer than 16"), std::string::npos) << s.message();
     EXPECT_NE(s.message().find(c.token_file), std::string::npos) << s.message();
   }
+}
+
+// Found from outside: a token of 32 spaces was taken, and so was a token file of another
+// user's when forkfeedd ran as root. Whitespace at either end is not the token, and what
+// is left must hold 16 bytes that are not whitespace; a file that is not the user's own
+// is refused, root's included, as ssh refuses a key file.
+TEST_F(ConfigTest, AWhitespaceTokenOrAnotherUsersTokenFileIsRefused) {
+  DaemonConfig c;
+  c.listen = {"127.0.0.1:0"};
+  c.datasets["train"] = DatasetSource{.image_folder = dir_.path()};
+  const auto check = [&](const std::string& text) {
+    c.token_file = file(text, "token");
+    EXPECT_EQ(::chmod(c.token_file.c_str(), 0600), 0);
+    return validate(c);
+  };
+  const std::string token = "0123456789abcdef";  // 16 bytes: the fewest
+  EXPECT_TRUE(check(" \t" + token + " \r\n").ok()) << check(" \t" + token + " \r\n").message();
+  EXPECT_TRUE(check("01234567 89abcdef").ok());  // 16 that are not whitespace, one that is
+  for (const std::string& blank : {std::string(32, ' '), std::string("\t \r\n\v\f \n")}) {
+    const Status s = check(blank);
+    ASSERT_FALSE(s.ok()) << "a token of whitespace was accepted";
+    EXPECT_NE(s.message().find(c.token_file), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("holds only whitespace"), std::string::npos) << s.message();
+  }
+  for (const std::string& thin : {std::string("  0123456789abcde  "), std::string("0123 4567 89ab cde\n"),
+                                  std::string(31, ' ') + "x"}) {
+    const Status s = check(thin);
+    ASSERT_FALSE(s.ok()) << "'" << thin << "' was accepted";
+    EXPECT_NE(s.message().find("that are not whitespace, fewer than 16"), std::string::npos) << s.message();
+  }
+
+  if (::geteuid() != 0) GTEST_SKIP() << "a file of another user's needs root to make";
+  c.token_file = file(token + "\n", "token");
+  ASSERT_EQ(::chmod(c.token_file.c_str(), 0600), 0);
+  ASSERT_EQ(::chown(c.token_file.c_str(), 65534, 65534), 0);
+  const Status s = validate(c);
+  ASSERT_FALSE(s.ok()) << "a token file of uid 65534 was accepted by uid 0";
+  EXPECT_NE(s.message().find(c.token_file), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("owned by uid 65534"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("chown 0 " + c.token_file), std::string::npos) << s.message();
 }
 
 }  // namespace

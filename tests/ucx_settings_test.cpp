@@ -79,6 +79,42 @@ TEST(UcxSettings, ASegmentUcxCannotReadIsAnErrorThatNamesIt) {
   EXPECT_TRUE(without_tcp.ok()) << "no tcp, no segment to know: " << without_tcp.status().message();
 }
 
+// Found from outside: UCX_TCP_RX_SEG_SIZE=-1 was reported as "=inf", which the user never
+// wrote; and a segment smaller than UCX_TCP_TX_SEG_SIZE (0, 1K), which makes UCX refuse
+// every worker, was found only when the worker was made, after the trainer had connected,
+// and the trainer was told its daemon was lost. A context names the setting as it was set
+// and refuses such a segment itself, saying what to set.
+TEST(UcxSettings, ASegmentUcxWouldRefuseIsRefusedNamingItAsItWasSet) {
+  if (!UcxApi::get().ok()) GTEST_SKIP() << "UCX is not installed";
+  const auto refusal = [](const char* rx, const char* tx, std::uint64_t asked) {
+    ::setenv("UCX_TLS", "tcp", 1);
+    if (rx != nullptr) ::setenv("UCX_TCP_RX_SEG_SIZE", rx, 1);
+    if (tx != nullptr) ::setenv("UCX_TCP_TX_SEG_SIZE", tx, 1);
+    auto context = UcxContext::create(asked);
+    for (const char* name : {"UCX_TLS", "UCX_TCP_RX_SEG_SIZE", "UCX_TCP_TX_SEG_SIZE"}) ::unsetenv(name);
+    if (context.ok()) return std::string("accepted");
+    EXPECT_EQ(context.status().code(), Status::Code::kInvalidArgument) << context.status().message();
+    return context.status().message();
+  };
+  const std::string minus_one = refusal("-1", nullptr, kLargeTcpSegment);
+  EXPECT_NE(minus_one.find("UCX_TCP_RX_SEG_SIZE=-1 (UCX reads it as inf)"), std::string::npos) << minus_one;
+  EXPECT_EQ(minus_one.find("UCX_TCP_RX_SEG_SIZE=inf"), std::string::npos) << minus_one;
+  for (const char* small : {"0", "1K", "8191"}) {
+    const std::string m = refusal(small, nullptr, kLargeTcpSegment);
+    EXPECT_NE(m.find(std::string("UCX_TCP_RX_SEG_SIZE=") + small), std::string::npos) << m;
+    EXPECT_NE(m.find("is smaller than UCX_TCP_TX_SEG_SIZE=8K"), std::string::npos) << m;
+    EXPECT_NE(m.find("set UCX_TCP_RX_SEG_SIZE to 8K or more, or unset it"), std::string::npos) << m;
+  }
+  EXPECT_EQ(refusal("8K", nullptr, kLargeTcpSegment), "accepted") << "as large as UCX sends in";
+  // Forkfeed's own segment under a larger UCX_TCP_TX_SEG_SIZE: nothing of the user's to unset.
+  const std::string sends_more = refusal(nullptr, "1M", kLargeTcpSegment);
+  EXPECT_NE(sends_more.find("the tcp receive segment of 524288 bytes is smaller than UCX_TCP_TX_SEG_SIZE=1M"),
+            std::string::npos)
+      << sends_more;
+  EXPECT_EQ(sends_more.find("unset it"), std::string::npos) << sends_more;
+  EXPECT_EQ(refusal(nullptr, "1M", 0).find("the tcp receive segment of 65536 bytes"), 0u);
+}
+
 // What UCX printed on stdout while a context and a worker were made under UCX_TLS=`tls`.
 std::string printed_making_a_worker(const char* tls) {
   ::setenv("UCX_TLS", tls, 1);

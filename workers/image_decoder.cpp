@@ -28,30 +28,45 @@ std::string too_large(std::uint64_t w, std::uint64_t h, std::uint64_t max_pixels
          " pixels > max_pixels " + std::to_string(max_pixels);
 }
 
+bool is_png(FileBytes f) {
+  static constexpr unsigned char kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  return f.size() >= 26 && std::memcmp(f.data(), kPng, 8) == 0;  // IHDR is always first
+}
+
+// torchvision's loader, PIL's convert("RGB"), clips a 16-bit grey PNG (PIL's mode "I") to
+// 255 where OpenCV would scale it (v >> 8); 16-bit colour and grey+alpha PNGs PIL scales
+// by their high byte, as OpenCV does. (PIL clips a 16-bit grey TIFF too; that one, whose
+// depth only its IFDs say, is left to OpenCV, as docs/datasets.md says.)
+bool clipped_by_pil(FileBytes f) {
+  constexpr int kGrey = 0;  // IHDR's colour type: no colour, no alpha
+  return is_png(f) && std::to_integer<int>(f[24]) == 16 && std::to_integer<int>(f[25]) == kGrey;
+}
+
 class OpenCvDecoder final : public ImageDecoder {
  public:
   Result<ImageSize> probe(FileBytes f) override {
-    static constexpr unsigned char kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
-    if (f.size() >= 24 && std::memcmp(f.data(), kPng, 8) == 0) {  // IHDR is always first
+    if (is_png(f))
       return ImageSize{static_cast<int>(read_be32(f.data() + 16)),
                        static_cast<int>(read_be32(f.data() + 20))};
-    }
     return ImageSize{};
   }
 
   Status decode(FileBytes f, cv::Mat& rgb) override {
     const cv::Mat raw(1, static_cast<int>(f.size()), CV_8U, const_cast<std::byte*>(f.data()));
-    cv::Mat bgr;
+    const bool clip = clipped_by_pil(f);
+    const int flags = clip ? cv::IMREAD_GRAYSCALE | cv::IMREAD_ANYDEPTH : cv::IMREAD_COLOR;
+    cv::Mat decoded;
     try {
-      Result<cv::Mat> decoded = image_codecs::decode(raw, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
-      if (!decoded.ok()) return decoded.status();
-      bgr = std::move(decoded).value();
+      Result<cv::Mat> d = image_codecs::decode(raw, flags | cv::IMREAD_IGNORE_ORIENTATION);
+      if (!d.ok()) return d.status();
+      decoded = std::move(d).value();
+      if (clip) decoded.convertTo(decoded, CV_8U);  // saturating: above 255 is 255
     } catch (const cv::Exception& e) {
       return decode_failure(e.code == cv::Error::StsNoMem, "cannot decode image", e.what());
     }
-    if (bgr.empty())
+    if (decoded.empty())
       return Status::BadData("not an image OpenCV can decode (unknown format or corrupt data)");
-    cv::cvtColor(bgr, rgb, cv::COLOR_BGR2RGB);
+    cv::cvtColor(decoded, rgb, clip ? cv::COLOR_GRAY2RGB : cv::COLOR_BGR2RGB);
     return Status::Ok();
   }
 };

@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 
+#include <opencv2/core.hpp>
+
 #include "base/printable.h"
 #include "base/utf8.h"
 #include "dataset/npy_header.h"

@@ -62,19 +62,65 @@ class FieldBatch(NamedTuple):
     index: int
 
 
+# The largest size_divisible: max_size's largest (loader/option_ranges.cpp), so no image
+# forkfeed gives is taller or wider; a larger one only pads.
+_MAX_SIZE_DIVISIBLE = 8192
+
+
+def _dtype_name(dtype) -> str:
+    """'uint8' for numpy's and torch's alike."""
+    return str(dtype).removeprefix("torch.")
+
+
+def _fill_refusal(fill: Any, dtype) -> Optional[str]:
+    """Why `fill` cannot pad images of `dtype` (torch's or numpy's) as it is, or None: a
+    fill the array would wrap (-1 as 255), round (0.5 as 0) or make infinite is refused."""
+    import math
+    import numbers
+    import numpy
+    name = _dtype_name(dtype)
+    try:
+        kind = numpy.dtype(name).kind  # 'b', 'u', 'i', 'f' or 'c': torch's names are numpy's
+        info = numpy.iinfo(name) if kind in "ui" else numpy.finfo(name) if kind in "fc" else None
+    except TypeError:  # bfloat16, which numpy lacks
+        import torch
+        kind, info = "f", torch.finfo(dtype)
+    if kind == "b":
+        allowed = "0 or 1"
+    elif kind in "ui":
+        allowed = f"a whole number from {int(info.min)} to {int(info.max)}"
+    else:  # a float, or a complex whose parts are floats
+        allowed = f"a number from {float(info.min):g} to {float(info.max):g}, inf or nan"
+    if not isinstance(fill, numbers.Real):
+        return f"fill {fill!r} is not a number: {name} images take {allowed}"
+    if kind == "b":
+        fits = fill in (0, 1)
+    elif kind in "ui":
+        whole = isinstance(fill, numbers.Integral) or float(fill).is_integer()
+        fits = whole and info.min <= fill <= info.max
+    else:
+        fits = fill != fill or abs(fill) == math.inf or info.min <= fill <= info.max  # nan, inf or in range
+    return None if fits else f"fill {fill!r} does not fit: {name} images take {allowed}"
+
+
 def image_list(images: Sequence[Any], size_divisible: int = 1, fill: Union[int, float] = 0,
                channels_last: Optional[bool] = None) -> Tuple[Any, Any]:
     """An image field's list of B images of each their own size (``max_size``): ``[H_i, W_i,
     C]`` or ``[C, H_i, W_i]`` arrays as one ``[B, H, W, C]`` (or ``[B, C, H, W]``) array, H and
-    W the largest rounded up to ``size_divisible``, ``fill`` past each image, and the images'
-    sizes as int64 ``[B, 2]`` (height, width): what torchvision's ``ImageList`` holds (its
-    detection models pad to 32). Torch tensors from tensors, numpy arrays from numpy arrays;
-    a copy. The images agree in dtype and in C (1 to 4), last or first: which one is told by
-    the shapes (the dimension all share), or by ``channels_last`` where both ends could be."""
+    W the largest rounded up to ``size_divisible`` (an integer from 1 to 8192), ``fill`` past
+    each image (a value the images' dtype holds as it is), and the images' sizes as int64
+    ``[B, 2]`` (height, width): what torchvision's ``ImageList`` holds (its detection models
+    pad to 32). Torch tensors from tensors, numpy arrays from numpy arrays; a copy. The images
+    agree in dtype and in C (1 to 4), last or first: which one is told by the shapes (the
+    dimension all share), or by ``channels_last`` where both ends could be."""
+    import numbers
     if len(images) == 0:
         raise ValueError("image_list() needs at least one image")
-    if size_divisible < 1:
-        raise ValueError(f"image_list(): size_divisible must be at least 1, got {size_divisible}")
+    if (not isinstance(size_divisible, numbers.Integral) or isinstance(size_divisible, bool)
+            or not 1 <= size_divisible <= _MAX_SIZE_DIVISIBLE):
+        raise ValueError(f"image_list(): size_divisible must be an integer from 1 to {_MAX_SIZE_DIVISIBLE} "
+                         f"(a side is rounded up to a multiple of it; max_size is {_MAX_SIZE_DIVISIBLE} at "
+                         f"most), got {size_divisible!r}")
     first = images[0]
     shapes = [tuple(int(d) for d in i.shape) for i in images]
     if any(len(shape) != 3 for shape in shapes):
@@ -86,21 +132,25 @@ def image_list(images: Sequence[Any], size_divisible: int = 1, fill: Union[int, 
                              f"of shapes {shapes[:4]}: pass channels_last=True ([H, W, C]) or False ([C, H, W])")
         channels_last = could_be[-1]
     end = -1 if channels_last else 0
-    for n, image in enumerate(images):
-        if not could_be[end] or image.dtype != first.dtype:
-            raise ValueError(f"image_list(): image {n} is {image.dtype} {shapes[n]}, image 0 {first.dtype} "
-                             f"{shapes[0]}; images of one list share their dtype and their channels (1 to 4, "
-                             f"{'last' if channels_last else 'first'})")
     channels = shapes[0][end]
+    if not 1 <= channels <= 4:
+        raise ValueError(f"image_list(): image 0 is {_dtype_name(first.dtype)} {shapes[0]}: with "
+                         f"channels_last={channels_last} its channels ({channels}, the "
+                         f"{'last' if channels_last else 'first'} dimension) are not 1 to 4")
+    for n, image in enumerate(images[1:], start=1):
+        if shapes[n][end] != channels or image.dtype != first.dtype:
+            raise ValueError(f"image_list(): image {n} is {_dtype_name(image.dtype)} {shapes[n]}, image 0 "
+                             f"{_dtype_name(first.dtype)} {shapes[0]}; images of one list share their dtype and "
+                             f"their channels (1 to 4, {'last' if channels_last else 'first'})")
+    refusal = _fill_refusal(fill, first.dtype)
+    if refusal is not None:
+        raise ValueError(f"image_list(): {refusal}")
     sizes = [shape[:2] if channels_last else shape[1:] for shape in shapes]
     up = lambda n: -(-n // size_divisible) * size_divisible  # noqa: E731
     height, width = up(max(h for h, _ in sizes)), up(max(w for _, w in sizes))
     shape = (len(images), height, width, channels) if channels_last else (len(images), channels, height, width)
     import numpy
     if isinstance(first, numpy.ndarray):
-        if numpy.issubdtype(first.dtype, numpy.integer) and not (
-                numpy.iinfo(first.dtype).min <= fill <= numpy.iinfo(first.dtype).max):
-            raise ValueError(f"image_list(): fill {fill} does not fit {first.dtype}")
         out, hw = numpy.full(shape, fill, dtype=first.dtype), numpy.asarray(sizes, dtype=numpy.int64)
     else:
         import torch

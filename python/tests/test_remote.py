@@ -4,6 +4,7 @@ state that resumes a local Loader, a wrong token refused, DaemonLostError within
 when the daemon dies, and a fork report that names UCX once it is loaded."""
 
 import os
+import pathlib
 import time
 
 import pytest
@@ -56,6 +57,45 @@ def test_a_wrong_token_is_refused(tmp_path, remote):
         forkfeed.Client(dataset="tiny", address=address, token_file=wrong, **OPTIONS)
     with pytest.raises(ValueError, match="not both"):
         forkfeed.Client(dataset="tiny", address=address, socket="/nowhere", token_file=wrong, **OPTIONS)
+
+
+def test_a_token_of_whitespace_or_of_another_user_is_refused_by_the_client(tmp_path, remote):
+    # Found from outside: a token of 32 spaces was sent, and a token file of uid 65534's
+    # was read by a trainer running as root. Both are refused before anything is sent.
+    _, address, token = remote
+    blank = tmp_path / "blank"
+    blank.write_text(" " * 32 + "\n")
+    blank.chmod(0o600)
+    with pytest.raises(ValueError, match=f"{blank} holds only whitespace"):
+        forkfeed.Client(dataset="tiny", address=address, token_file=blank, **OPTIONS)
+    if os.geteuid() != 0:
+        pytest.skip("a token file of another user's needs root to make")
+    theirs = tmp_path / "theirs"
+    theirs.write_bytes(pathlib.Path(token).read_bytes())
+    theirs.chmod(0o600)
+    os.chown(theirs, 65534, 65534)
+    with pytest.raises(ValueError, match=f"{theirs} is owned by uid 65534.*chown {os.geteuid()} {theirs}"):
+        forkfeed.Client(dataset="tiny", address=address, token_file=theirs, **OPTIONS)
+
+
+@pytest.mark.parametrize("variable,value,message", [
+    ("UCX_TCP_RX_SEG_SIZE", "0", r"UCX_TCP_RX_SEG_SIZE=0 is smaller than UCX_TCP_TX_SEG_SIZE=8K: .* or unset it"),
+    ("UCX_TCP_RX_SEG_SIZE", "-1", r"UCX_TCP_RX_SEG_SIZE=-1 \(UCX reads it as inf\): forkfeed must know"),
+    ("UCX_TCP_TX_SEG_SIZE", "-1", r"creating a UCX worker failed: .*; check this process.s UCX_ variables"),
+])
+def test_the_trainers_own_bad_ucx_setting_is_its_error_not_a_lost_daemon(remote, monkeypatch, variable, value,
+                                                                          message):
+    # Found from outside: UCX_TCP_RX_SEG_SIZE=0 in the trainer raised DaemonLostError (UCX
+    # makes no worker that receives in less than it sends in, found after the connect),
+    # and -1 was named "=inf". The trainer's own setting is named, before anything connects.
+    daemon, address, token = remote
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(forkfeed.Error if variable == "UCX_TCP_TX_SEG_SIZE" else ValueError, match=message) as e:
+        forkfeed.Client(dataset="tiny", address=address, token_file=token, **OPTIONS)
+    assert not isinstance(e.value, forkfeed.DaemonLostError)
+    monkeypatch.delenv(variable)
+    with forkfeed.Client(dataset="tiny", address=address, token_file=token, **OPTIONS) as client:
+        assert sum(1 for _ in client) == len(client)  # the gateway was never troubled
 
 
 def test_a_dead_daemon_raises_daemon_lost_within_3_seconds(remote):

@@ -156,8 +156,41 @@ def test_a_missing_image_is_empty_in_its_layout_and_image_list_tells_the_channel
     with pytest.raises(ValueError, match=r"could be either end .* pass channels_last"):
         forkfeed.image_list(both)
     assert forkfeed.image_list(both, channels_last=False)[1].tolist() == [[10, 3], [20, 3]]
-    with pytest.raises(ValueError, match=r"fill 300 does not fit uint8"):
+    with pytest.raises(ValueError, match=r"fill 300 does not fit: uint8 images take a whole number from 0 to 255"):
         forkfeed.image_list([np.zeros((8, 5, 3), np.uint8)], fill=300)
+
+
+@pytest.mark.parametrize("make", [torch.zeros, lambda *shape, dtype: np.zeros(shape, dtype)], ids=["torch", "numpy"])
+def test_image_list_refuses_a_bad_argument_naming_it_its_value_and_what_is_allowed(make):
+    # Found from outside: torch's own errors for fill=300 and for size_divisible 1e6, 2**40
+    # or 2.5; fill=-1 padded uint8 tensors with 255 in silence; and a first image whose
+    # channels did not fit was compared with itself ("image 0 ..., image 0 ...").
+    u8 = torch.uint8 if make is torch.zeros else np.uint8
+    f16 = torch.float16 if make is torch.zeros else np.float16
+    images = [make(8, 5, 3, dtype=u8), make(6, 7, 3, dtype=u8)]
+    for fill in [300, -1, 0.5, "0", None]:
+        with pytest.raises(ValueError, match=rf"image_list\(\): fill {fill!r} .*: uint8 images take a whole number "
+                                             "from 0 to 255"):
+            forkfeed.image_list(images, fill=fill)
+    with pytest.raises(ValueError, match=r"fill 1000000.0 .*float16 images take a number from -65504"):
+        forkfeed.image_list([make(5, 6, 1, dtype=f16)], fill=1e6)
+    assert forkfeed.image_list(images, fill=255)[0][0, 0, 6, 0] == 255
+    assert forkfeed.image_list([make(5, 6, 1, dtype=f16)], fill=float("nan"), size_divisible=8)[0].shape[1] == 8
+    for divisible in [1e6, 2 ** 40, 2.5, 0, -32, True]:
+        with pytest.raises(ValueError, match=rf"image_list\(\): size_divisible must be an integer from 1 to 8192 "
+                                             rf".*, got {divisible!r}"):
+            forkfeed.image_list(images, size_divisible=divisible)
+    largest = forkfeed.image_list([make(5, 1, 1, dtype=u8)], channels_last=True, size_divisible=8192)[0]
+    assert tuple(largest.shape[1:3]) == (8192, 8192)
+    # The first image alone does not fit: it is named alone, not beside itself.
+    with pytest.raises(ValueError, match=r"image 0 is uint8 \(8, 5, 7\): with channels_last=True its channels "
+                                         r"\(7, the last dimension\) are not 1 to 4") as refused:
+        forkfeed.image_list([make(8, 5, 7, dtype=u8), make(6, 7, 7, dtype=u8)], channels_last=True)
+    assert "image 0 uint8" not in str(refused.value)
+    with pytest.raises(ValueError, match=r"image 1 is uint8 \(6, 7, 1\), image 0 uint8 \(8, 5, 3\)"):
+        forkfeed.image_list([images[0], make(6, 7, 1, dtype=u8)], channels_last=True)
+    with pytest.raises(ValueError, match=r"image 1 is float16 \(6, 7, 3\), image 0 uint8 \(8, 5, 3\)"):
+        forkfeed.image_list([images[0], make(6, 7, 3, dtype=f16)])
 
 
 def test_slots_too_large_for_max_size_say_to_lower_it(tmp_path):
