@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/json_field.h"
+#include "base/json_text.h"
 #include "base/printable.h"
 
 namespace forkfeed {
@@ -29,16 +30,6 @@ constexpr int kStateVersion1 = 1;
 
 Status not_a_state(std::string_view why) {
   return Status::InvalidArgument("not a forkfeed state: " + std::string(why));
-}
-
-// nlohmann's what() starts with "[json.exception.parse_error.101] "; the user needs only the rest.
-std::string without_exception_id(const char* what) {
-  std::string text = what;
-  if (text.starts_with('[')) {
-    const std::size_t end = text.find("] ");
-    if (end != std::string::npos) text.erase(0, end + 2);
-  }
-  return text;
 }
 
 // The state's version: kStateVersion or kStateVersion1.

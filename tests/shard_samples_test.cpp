@@ -357,9 +357,9 @@ TEST(ShardFieldsTest, EachFieldTakesItsMemberInAnyOrder) {
   EXPECT_EQ(scan->extensions, (std::vector<std::string>{"cls", "jpg", "json", "npy", "txt", "unclaimed"}));
 }
 
-TEST(ShardFieldsTest, AFieldTakesItsFirstSourceTheSampleHas) {
+TEST(ShardFieldsTest, AFieldTakesTheOneOfItsSourcesTheSampleHas) {
   FakeShard shard;
-  shard.add("a.png", 10).add("a.jpg", 20).add("b.PNG", 30).add("c.Jpg", 40).add("c.seg.png", 50);
+  shard.add("a.jpg", 20).add("b.PNG", 30).add("c.Jpg", 40).add("c.seg.png", 50);
   Result<ShardScan> scan = shard.group_fields("image=jpg;png, mask=seg.png", MissingField::kEmpty);
   ASSERT_TRUE(scan.ok()) << scan.status().message();
   ASSERT_EQ(scan->samples.size(), 3u);
@@ -447,7 +447,19 @@ TEST(ShardFieldsTest, BadValuesAndMembersAreBadDataNamingTheField) {
        "field \"l\": member x.json is not a JSON object"},
       {"image=jpg, n=json:number(k)",
        [](FakeShard& s) { s.add("x.jpg").add("x.json", 0, R"({"k": 1e400})"); },
-       "field \"n\": member x.json is not valid JSON (numbers beyond a double's range"},
+       "field \"n\": member x.json is not valid JSON (number overflow parsing '1e400'; numbers beyond a "
+       "double's range are not JSON)"},
+      {"image=jpg, n=json:number(k)", [](FakeShard& s) { s.add("x.jpg").add("x.json", 0, R"({"k": NaN})"); },
+       "field \"n\": member x.json is not valid JSON (parse error at line 1, column 7: syntax error while "
+       "parsing value - invalid literal; last read: '\"k\": N'; NaN and Infinity are not JSON)"},
+      // Found from outside: trailing garbage and bad UTF-8 were "numbers beyond a double's range".
+      {"image=jpg, n=json:number(k)", [](FakeShard& s) { s.add("x.jpg").add("x.json", 0, R"({"k": 1} x)"); },
+       "field \"n\": member x.json is not valid JSON (parse error at line 1, column 10: syntax error while "
+       "parsing value - invalid literal; last read: '1} x'; expected end of input)"},
+      {"image=jpg, n=json:number(k)",
+       [](FakeShard& s) { s.add("x.jpg").add("x.json", 0, "{\"k\": \"\xff\"}"); },
+       "field \"n\": member x.json is not valid JSON (parse error at line 1, column 8: syntax error while "
+       "parsing value - invalid string: ill-formed UTF-8 byte; last read: '\"\\xff')"},
       {"image=jpg, l=json:label(k)", [](FakeShard& s) { s.add("x.jpg").add("x.json", 0, R"({"k": 1.5})"); },
        "field \"l\": member x.json's key \"k\" is not a non-negative integer: \"1.5\""},
       {"image=jpg, n=json:number(k)", [](FakeShard& s) { s.add("x.jpg").add("x.json", 0, R"({"k": "1"})"); },
@@ -458,6 +470,10 @@ TEST(ShardFieldsTest, BadValuesAndMembersAreBadDataNamingTheField) {
        "field \"caption\": member x.txt is 1001 bytes > max_file_bytes 1000"},
       {"image=jpg, caption=txt", [](FakeShard& s) { s.add("x.jpg").add("x.txt").add("x.TXT"); },
        "two members with extension .TXT (x.txt, x.TXT)"},
+      // Found from outside: the .jpg was taken silently, where without fields the sample is refused.
+      {"image=jpg;png, label=cls", [](FakeShard& s) { s.add("x.jpg").add("x.png").add("x.cls", 0, "1"); },
+       "field \"image\" has two members, x.jpg and x.png, of its sources .jpg or .png; a field reads one: "
+       "name the one to read (\"image=jpg\"), or each in a field of its own"},
       {"image=jpg, emb=npy", [](FakeShard& s) { s.add("x.jpg").add("x.npy", 0, "\x93NUMPY\x09"); },
        "field \"emb\": member x.npy: "},
       {"image=jpg, emb=npy",

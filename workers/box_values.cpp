@@ -9,6 +9,7 @@
 #include <opencv2/core/cvdef.h>
 #include <nlohmann/json.hpp>
 
+#include "base/json_text.h"
 #include "base/printable.h"
 #include "dataset/npy_header.h"
 
@@ -119,12 +120,9 @@ Status BoxValues::read(FileBytes bytes, bool json) {
   }
   const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   if (doc_ == nullptr) doc_ = std::make_unique<nlohmann::json>();
-  try {
-    *doc_ = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {  // says where: "parse error at line 1, column 9: ..."
-    return Status::BadData("it is not valid JSON (" + printable_cut(e.what()) +
-                           "; numbers beyond a double's range, NaN and Infinity are not JSON)");
-  }
+  Result<nlohmann::json> parsed = parse_json_text(text);
+  if (!parsed.ok()) return Status::BadData("it is " + parsed.status().message());
+  *doc_ = std::move(parsed).value();
   if (!doc_->is_object()) return Status::BadData("it is not a JSON object");
   return Status::Ok();
 }

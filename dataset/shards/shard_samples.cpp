@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_text.h"
 #include "base/printable.h"
 #include "base/utf8.h"
 #include "dataset/image_extensions.h"
@@ -236,14 +237,19 @@ class ShardGrouping {
     seen.push_back(std::move(lowered));
   }
 
-  // The member of the sample that `field` takes: of its first source the sample has.
-  const TarMember* find_member(const FieldSpec& field, std::span<const TarMember> members) const {
+  // The parts of the sample that `field` takes: one of its sources' (null: none), and a
+  // second one when the sample has two (null: it has not), which makes the sample bad data
+  // as two images do without fields: which one the field meant, nothing says.
+  std::pair<const Part*, const Part*> find_parts(const FieldSpec& field) const {
+    std::pair<const Part*, const Part*> found{};
     for (const std::string& source : field.sources) {
       for (const Part& part : run_) {
-        if (equal_lowered(part.extension, source)) return &members[part.member];
+        if (!equal_lowered(part.extension, source)) continue;
+        (found.first == nullptr ? found.first : found.second) = &part;
+        if (found.second != nullptr) return found;
       }
     }
-    return nullptr;
+    return found;
   }
 
   // What a label or number field reads from its member: the value (nullopt: a keyed
@@ -278,15 +284,13 @@ class ShardGrouping {
         out.problem = named + " is not " + std::string(rule) + ": " + excerpt(*bytes);
       return out;
     }
-    const nlohmann::json* doc = json_of(m, out.shard_error);
-    if (doc == nullptr) return out;
-    if (!doc->is_object()) {
-      // A number beyond a double's range (1e400), NaN or Infinity makes the text no JSON.
-      out.problem = named + (doc->is_discarded() ? " is not valid JSON (numbers beyond a double's range, NaN "
-                                                   "and Infinity are not JSON)"
-                                                 : " is not a JSON object");
+    const Result<nlohmann::json>* parsed = json_of(m, out.shard_error);
+    if (parsed == nullptr) return out;
+    if (!parsed->ok() || !(*parsed)->is_object()) {
+      out.problem = named + " is " + (parsed->ok() ? "not a JSON object" : parsed->status().message());
       return out;
     }
+    const nlohmann::json* doc = &parsed->value();
     const auto it = doc->find(field.json_key);
     if (it == doc->end()) return out;  // the sample lacks the field
     if (label) {
@@ -301,9 +305,9 @@ class ShardGrouping {
     return out;
   }
 
-  // Member `m` parsed as JSON (discarded when it is none), once a sample however many keys
-  // are read from it; null (`error` set) when it cannot be read.
-  const nlohmann::json* json_of(const TarMember& m, Status& error) {
+  // Member `m` parsed as JSON (or why it is none), once a sample however many keys are
+  // read from it; null (`error` set) when it cannot be read.
+  const Result<nlohmann::json>* json_of(const TarMember& m, Status& error) {
     for (const auto& [member, doc] : json_read_) {
       if (member == &m) return &doc;
     }
@@ -312,7 +316,7 @@ class ShardGrouping {
       error = bytes.status();
       return nullptr;
     }
-    json_read_.emplace_back(&m, nlohmann::json::parse(*bytes, nullptr, /*allow_exceptions=*/false));
+    json_read_.emplace_back(&m, parse_json_text(*bytes));
     return &json_read_.back().second;
   }
 
@@ -406,7 +410,15 @@ class ShardGrouping {
       if (!field.member_of.empty()) continue;  // the image it views is read for it
       const FieldColumn& column = columns.of[f];
       const std::string named = "field \"" + field.name + "\"";
-      const TarMember* m = find_member(field, members);
+      const auto [part, second] = find_parts(field);
+      const TarMember* m = part != nullptr ? &members[part->member] : nullptr;
+      if (second != nullptr) {
+        return bad(key, named + " has two members, " + printable_cut(m->name) + " and " +
+                            printable_cut(members[second->member].name) + ", of its sources " +
+                            source_list(field) + "; a field reads one: name the one to read (\"" +
+                            field.name + "=" + printable_cut(part->extension) +
+                            "\"), or each in a field of its own");
+      }
       bool lacks = m == nullptr;
       if (m != nullptr && column.store == FieldColumn::Store::kMember) {
         if (m->size > max_member_bytes_) {
@@ -507,7 +519,7 @@ class ShardGrouping {
   ShardScan scan_;
   std::vector<Part> run_;  // the current sample's members
   std::unordered_map<std::string, std::int64_t> class_of_;
-  std::vector<std::pair<const TarMember*, nlohmann::json>> json_read_;  // this sample's, parsed
+  std::vector<std::pair<const TarMember*, Result<nlohmann::json>>> json_read_;  // this sample's, parsed
 };
 
 }  // namespace

@@ -110,10 +110,10 @@ struct ShardScan {
 // shard, not a sample.
 //
 // With `fields` (not empty), `rule` is not used, and a sample is the fields of its
-// members: each field takes the member of its first source that the sample has (the
-// others of its sources are left alone), members no field takes are passed over (as
-// WebDataset does), and label and number fields are read here. BadData, as above: two
-// members of one extension, a member field's member over max_file_bytes (or 4 GiB - 2),
+// members: each field takes the member of its sources that the sample has, members no
+// field takes are passed over (as WebDataset does), and label and number fields are read
+// here. BadData, as above: two members of one extension, two of one field's sources (a
+// .jpg and a .png under "jpg;png"), a member field's member over max_file_bytes (or 4 GiB - 2),
 // a label or number that does not parse, members more than 2 GiB apart, and, with
 // missing=error, a field the sample lacks (no member of its sources; for a keyed field,
 // no such key in its .json member), an array member whose .npy header does not parse or
