@@ -59,4 +59,20 @@ inline Status read_hex(const nlohmann::json& object, const char* name, std::stri
   return Status::Ok();
 }
 
+// A string of at most `max_bytes` bytes.
+inline Status read_string(const nlohmann::json& object, const char* name, std::string_view path,
+                          std::string& out, std::size_t max_bytes = 4096) {
+  const auto it = object.find(name);
+  if (it == object.end()) return missing(path);
+  if (!it->is_string() || it->get_ref<const std::string&>().size() > max_bytes) {
+    return Status::InvalidArgument("field \"" + std::string(path) + "\" must be a string of at most " +
+                                   std::to_string(max_bytes) + " bytes, got " +
+                                   (it->is_string()
+                                        ? "one of " + std::to_string(it->get_ref<const std::string&>().size())
+                                        : it->dump()));
+  }
+  out = it->get<std::string>();
+  return Status::Ok();
+}
+
 }  // namespace forkfeed::json_field

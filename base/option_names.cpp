@@ -19,6 +19,10 @@ std::string_view to_string(ShardLabel label) { return enum_name(label); }
 std::optional<ShardLabel> parse_shard_label(std::string_view name) { return parse_enum<ShardLabel>(name); }
 std::string_view to_string(Layout layout) { return enum_name(layout); }
 std::optional<Layout> parse_layout(std::string_view name) { return parse_enum<Layout>(name); }
+std::string_view to_string(ContentCheck check) { return enum_name(check); }
+std::optional<ContentCheck> parse_content_check(std::string_view name) {
+  return parse_enum<ContentCheck>(name);
+}
 
 Layout resolve(Layout layout, DType dtype) {
   if (layout != Layout::kAuto) return layout;

@@ -48,6 +48,10 @@ inline constexpr std::array<EnumName<Layout>, 3> kEnumNames<Layout>{
     {{Layout::kAuto, "auto"}, {Layout::kNhwc, "nhwc"}, {Layout::kNchw, "nchw"}}};
 
 template <>
+inline constexpr std::array<EnumName<ContentCheck>, 2> kEnumNames<ContentCheck>{
+    {{ContentCheck::kWindows, "windows"}, {ContentCheck::kFull, "full"}}};
+
+template <>
 inline constexpr std::array<EnumName<MissingField>, 3> kEnumNames<MissingField>{
     {{MissingField::kError, "error"}, {MissingField::kSkip, "skip"}, {MissingField::kEmpty, "empty"}}};
 

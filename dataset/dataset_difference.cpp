@@ -1,5 +1,5 @@
 // dataset_difference(): whether two identities are one dataset, and if not, what differs
-// (the count, names, labels, sizes) and in which samples, in words.
+// (the count, the fields, names, labels, sizes, contents) and in which samples, in words.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -49,13 +49,15 @@ std::string range_text(std::uint64_t first, std::uint64_t last, const DatasetInd
 }
 
 // " in samples 64-95 (...), 128-159 (...) and 5 more ranges of 32 samples", or "" when
-// the two are cut into ranges of different sizes (their counts are far apart).
-std::string where(const DatasetIdentity& a, const DatasetIdentity& b, const DatasetIndex* b_index) {
+// the two are cut into ranges of different sizes (their counts are far apart); by the
+// range digests of `member` (DatasetIdentity::ranges or ::content_ranges).
+std::string where(const DatasetIdentity& a, const DatasetIdentity& b, const DatasetIndex* b_index,
+                  std::string DatasetIdentity::*member = &DatasetIdentity::ranges) {
   if (a.range_samples != b.range_samples) return "";
   const std::uint64_t size = a.range_samples, samples = std::max(a.samples, b.samples);
   const std::uint64_t ranges = std::max(a.range_count(), b.range_count());
-  const auto digest = [](const DatasetIdentity& id, std::uint64_t r) {
-    return r < id.range_count() ? std::string_view(id.ranges).substr(r * kRangeDigits, kRangeDigits)
+  const auto digest = [&](const DatasetIdentity& id, std::uint64_t r) {
+    return r < id.range_count() ? std::string_view(id.*member).substr(r * kRangeDigits, kRangeDigits)
                                 : std::string_view();
   };
   std::vector<std::string> named;
@@ -67,9 +69,13 @@ std::string where(const DatasetIdentity& a, const DatasetIdentity& b, const Data
       ++more;
       continue;
     }
-    const std::uint64_t first = r * size, last = std::min(first + size, samples) - 1;
+    // Ranges that differ one after another are named as one run (a shard's samples).
+    std::uint64_t end = r + 1;
+    while (end < ranges && digest(a, end) != digest(b, end)) ++end;
+    const std::uint64_t first = r * size, last = std::min(end * size, samples) - 1;
     plural = plural || last != first || !named.empty();
     named.push_back(range_text(first, last, b_index));
+    r = end - 1;
   }
   if (named.empty()) return "";
   if (more > 0) {
@@ -93,16 +99,31 @@ std::string dataset_difference(const DatasetIdentity& a, const DatasetIdentity& 
     return text + "the files' absolute paths or labels differ (digest " + a.legacy + " against " + b.legacy +
            ", of paths and labels, as forkfeed compared datasets before version-2 states)";
   }
+  // What a state of version 2 did not hold is compared only when both have it.
+  const bool content = a.sees_content() && b.sees_content();
+  std::vector<std::string> said;
+  if (a.samples != b.samples) said.push_back(count_text(a, b));
+  // Fields renamed, reordered or read from other members: said as such, and the labels
+  // (whose digest covers the fields' text) then go unsaid.
+  const bool schema = content && a.fields != b.fields;
+  if (schema) {
+    said.push_back("fields differ ('" + printable_cut(a.fields, kNameBytes) + "' against '" +
+                   printable_cut(b.fields, kNameBytes) + "')");
+  }
   std::vector<std::string> differ;
   if (a.names != b.names) differ.emplace_back("names");
-  if (a.labels != b.labels) differ.emplace_back("labels");
+  if (a.labels != b.labels && !schema) differ.emplace_back("labels");
   if (a.sizes != b.sizes) differ.emplace_back("sizes");
-  if (differ.empty() && a.samples == b.samples) return "";
-  std::string text = a.samples == b.samples ? "" : count_text(a, b);
-  if (!differ.empty()) {
-    if (!text.empty()) text += "; ";
-    text += and_list(differ) + " differ" + where(a, b, b_index);
+  if (!differ.empty()) said.push_back(and_list(differ) + " differ" + where(a, b, b_index));
+  if (content && a.content_check != b.content_check) {
+    said.push_back("their contents were read by other checks (content_check " + a.content_check +
+                   " against " + b.content_check + "): use one content_check for both");
+  } else if (content && a.content != b.content && said.empty()) {  // what other sizes say already
+    said.push_back("contents differ" + where(a, b, b_index, &DatasetIdentity::content_ranges) +
+                   " (other bytes under the same names and sizes)");
   }
+  std::string text;
+  for (const std::string& s : said) text += (text.empty() ? "" : "; ") + s;
   return text;
 }
 

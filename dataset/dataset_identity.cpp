@@ -1,7 +1,10 @@
-// dataset_identity(): FNV-1a 64 digests of an index's names, labels and sizes, by range
-// and whole, and the digest of absolute paths that version-1 states hold.
+// dataset_identity(): FNV-1a 64 digests of an index's names, labels, sizes and content
+// digests, by range and whole, and the digest of absolute paths that version-1 states hold.
 #include "dataset/dataset_identity.h"
 
+#include "base/printable.h"
+
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -72,6 +75,10 @@ std::string legacy_digest(const DatasetIndex& index) {
   return hex(hash.value(), kDigestDigits);
 }
 
+std::string range_digest(const Fnv1a64& range) {
+  return hex(range.value() ^ (range.value() >> 32), kRangeDigits);
+}
+
 }  // namespace
 
 std::uint64_t identity_range_samples(std::uint64_t samples) {
@@ -88,15 +95,29 @@ DatasetIdentity dataset_identity(const DatasetIndex& index) {
 
   // A shard's name is hashed once; each of its members adds its offset to that.
   std::vector<Fnv1a64> shard_names;
-  Fnv1a64 names, labels, sizes, range;
+  Fnv1a64 names, labels, sizes, range, content, content_range;
+  const std::vector<std::uint64_t>& contents = index.contents();
+  id.content_check = to_string(index.content_check());
+  content.add_name(id.content_check);
+  // A file's content is its sample's; a shard's is in the range of each of its samples
+  // (and of the next sample, for a shard of none), and once in the whole.
+  std::size_t next_shard = 0;  // the first shard not yet in the whole
+  const auto add_shards_through = [&](std::size_t last) {
+    for (; next_shard <= last; ++next_shard) {
+      content.add(contents[next_shard]);
+      if (next_shard < last) content_range.add(contents[next_shard]);  // one of no samples
+    }
+  };
   // With fields, what each sample is depends on them: their text goes into the labels,
   // each sample's other members' sizes into the sizes, its other labels and numbers into
   // the labels. Without, the digests are what they always were.
   const FieldColumns& columns = index.field_columns();
   const bool fields = !index.fields().empty();
   if (fields) {
+    const std::string text = fields_text(index.fields());
     labels.add(std::string_view("fields"));
-    labels.add_name(fields_text(index.fields()));
+    labels.add_name(text);
+    id.fields = printable(text);  // for a state's JSON and a message
   }
   if (index.sharded()) {
     shard_names.resize(index.file_count());
@@ -122,6 +143,14 @@ DatasetIdentity dataset_identity(const DatasetIndex& index) {
     range.add(name.value());
     range.add(label);
     range.add(bytes);
+    if (!index.sharded()) {
+      content.add(contents[i]);
+      content_range.add(contents[i]);
+    } else {
+      const std::uint32_t shard = index.slices()[i].file;
+      if (shard >= next_shard) add_shards_through(shard);
+      content_range.add(contents[shard]);
+    }
     if (fields) {
       for (std::uint32_t k = 0; k < columns.extra_members(); ++k) {
         const std::uint64_t member = index.field_slices()[i * columns.extra_members() + k].size;
@@ -139,10 +168,26 @@ DatasetIdentity dataset_identity(const DatasetIndex& index) {
         range.add(value);
       }
     }
-    if ((i + 1) % id.range_samples == 0 || i + 1 == id.samples) {
-      id.ranges += hex(range.value() ^ (range.value() >> 32), kRangeDigits);
-      range = Fnv1a64();
+    if (i + 1 == id.samples && index.sharded()) {  // shards after the last sample's hold none
+      for (; next_shard < contents.size(); ++next_shard) {
+        content.add(contents[next_shard]);
+        content_range.add(contents[next_shard]);
+      }
     }
+    if ((i + 1) % id.range_samples == 0 || i + 1 == id.samples) {
+      id.ranges += range_digest(range);
+      id.content_ranges += range_digest(content_range);
+      range = Fnv1a64();
+      content_range = Fnv1a64();
+    }
+  }
+  // A file whose content could not be read while indexing (0) leaves the contents out:
+  // compared by names, labels and sizes, the dataset resumes once the file reads again.
+  if (std::find(contents.begin(), contents.end(), 0) == contents.end()) {
+    id.content = hex(content.value(), kDigestDigits);
+  } else {
+    id.content_check.clear();
+    id.content_ranges.clear();
   }
   id.names = hex(names.value(), kDigestDigits);
   id.labels = hex(labels.value(), kDigestDigits);

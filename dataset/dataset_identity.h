@@ -1,15 +1,14 @@
 // A dataset's identity: what its samples are — each one's name relative to the dataset's
-// root, its label and its size — never where the dataset is mounted. Equal identities
-// mean the same samples in the same order (invariant 4) at any path. This header is the
-// one place that computes identities and compares them: a resumed state
-// (loader/checkpoint.cpp), the daemons of a fan-in at connect and at every rejoin
-// (client/fan_in_link.cpp).
+// root, its label, its size and its bytes as its content check sees them — never where the
+// dataset is mounted. Equal identities mean the same samples in the same order (invariant
+// 4) at any path. This header is the one place that computes identities and compares
+// them: a resumed state (loader/checkpoint.cpp), the daemons of a fan-in at connect and at
+// every rejoin (client/fan_in_link.cpp).
 //
-// What it does not see: other bytes of the same size under the same name (an edit in
-// place that keeps the size, an uncompressed format regenerated at the same dimensions).
-// A re-encoded or regenerated JPEG or PNG changes its size. Hashing every file's bytes
-// was measured and left out: it reads the whole dataset at open (docs/datasets.md, "What a
-// dataset is").
+// What it does not see: with content_check=windows, an edit in place in the middle of a
+// file or member over 16 KiB that keeps its size (dataset/content_digest.h says which bytes
+// are read); with content_check=full, nothing the digests do not (XXH3 and FNV-1a catch
+// mistakes, not an adversary).
 #pragma once
 
 #include <cstddef>
@@ -42,12 +41,24 @@ struct DatasetIdentity {
   // of each range's names, labels and sizes, back to back.
   std::uint64_t range_samples = 1;
   std::string ranges;
+  // What the samples' bytes are, as the index's content check read them
+  // (DatasetIndex::contents()): its name ("windows", "full"), a digest of every file's
+  // or shard's content digest in index order, and by range as `ranges` are (a shard in
+  // the range of its first sample). The fields' text (fields_text(); "" without fields),
+  // to say how two schemas differ. The content ones are empty in an identity read from a
+  // state of version 2, which had none, and where a file could not be read while indexing
+  // (DatasetIndex::contents()): it is then compared by names, labels and sizes.
+  std::string content_check;
+  std::string content;
+  std::string content_ranges;
+  std::string fields;
   // What a state of version 1 holds instead: the digest of absolute paths and labels
   // (before identities existed), kept so that such a state still resumes where nothing
   // moved. An identity read from a version-1 state holds only `samples` and `legacy`.
   std::string legacy;
 
   bool legacy_only() const { return names.empty(); }
+  bool sees_content() const { return !content.empty(); }
   std::uint64_t range_count() const { return ranges.size() / kRangeDigits; }
   // How many ranges `samples` make: their digests' length over kRangeDigits.
   std::uint64_t ranges_for_samples() const {
@@ -57,7 +68,8 @@ struct DatasetIdentity {
   bool operator==(const DatasetIdentity&) const = default;
 };
 
-// The identity of `index`: one pass over its names, about as long as hashing its paths.
+// The identity of `index`: one pass over its names, about as long as hashing its paths
+// (the content digests were made while indexing).
 DatasetIdentity dataset_identity(const DatasetIndex& index);
 
 // The range_samples of a dataset of `samples` samples.

@@ -30,19 +30,28 @@ class DatasetIndexBuilder {
     index_.offsets_.push_back(paths.size());
     index_.labels_.push_back(label);
     index_.sizes_.push_back(bytes);
+    index_.contents_.push_back(0);
   }
-  // The path of the sample added last, for a stat, and setting its size afterwards.
-  std::string_view last_path() const { return index_.file(index_.file_count() - 1); }
-  void set_last_bytes(std::uint64_t bytes) { index_.sizes_.back() = bytes; }
+  // File f of those added (a sample's), and what reading it found: its size and its
+  // content digest (dataset/file_marks.h). Threads may mark different files at once.
+  std::size_t file_count() const { return index_.file_count(); }
+  std::string_view file(std::size_t f) const { return index_.file(f); }
+  void mark(std::size_t f, std::uint64_t bytes, std::uint64_t content) {
+    index_.sizes_[f] = bytes;
+    index_.contents_[f] = content;
+  }
+  // How the files' or shards' contents were read.
+  void set_content_check(ContentCheck check) { index_.content_check_ = check; }
   // DatasetIndex::root(): the folder an ImageFolder or a manifest names its files from.
   // A sharded dataset's is found by finish().
   void set_root(std::string root) { index_.root_ = std::move(root); }
-  // A sharded dataset: adds shard `path`, as `stamp` says it was when it was indexed;
-  // returns its file number.
-  std::uint32_t add_shard(std::string_view path, const FileStamp& stamp) {
+  // A sharded dataset: adds shard `path`, as `stamp` says it was when it was indexed and
+  // `content` digests it (ShardScan::content); returns its file number.
+  std::uint32_t add_shard(std::string_view path, const FileStamp& stamp, std::uint64_t content = 0) {
     index_.paths_ += path;
     index_.offsets_.push_back(index_.paths_.size());
     index_.shard_stamps_.push_back(stamp);
+    index_.contents_.push_back(content);
     return static_cast<std::uint32_t>(index_.shard_stamps_.size() - 1);
   }
   // Samples, and bytes of damaged shards, left out while indexing.
@@ -90,6 +99,7 @@ class DatasetIndexBuilder {
     index_.offsets_.reserve(samples + 1);
     index_.labels_.reserve(samples);
     index_.sizes_.reserve(samples);
+    index_.contents_.reserve(samples);
   }
   void set_classes(std::vector<std::string> classes) { index_.classes_ = std::move(classes); }
   std::size_t size() const { return index_.labels_.size(); }
@@ -101,6 +111,7 @@ class DatasetIndexBuilder {
     index_.offsets_.shrink_to_fit();
     index_.labels_.shrink_to_fit();
     index_.sizes_.shrink_to_fit();
+    index_.contents_.shrink_to_fit();
     index_.slices_.shrink_to_fit();
     index_.field_slices_.shrink_to_fit();
     index_.field_labels_.shrink_to_fit();

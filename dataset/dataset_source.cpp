@@ -15,6 +15,7 @@
 #include "base/printable.h"
 #include "base/regular_file.h"
 #include "base/unique_fd.h"
+#include "dataset/cache_folder.h"
 #include "dataset/manifest_table.h"
 #include "dataset/shards/index_cache.h"
 #include "dataset/shards/shard_dataset.h"
@@ -119,12 +120,17 @@ Result<DatasetIndex> open_dataset(const LoaderOptions& options) {
   try {
     Result<SampleSchema> fields = shard_fields(options);
     if (!fields.ok()) return fields.status();
-    if (!options.image_folder.empty())
-      return DatasetIndex::from_image_folder(absolute_path(options.image_folder));
-    if (!options.manifest.empty()) return DatasetIndex::from_manifest(absolute_path(options.manifest));
+    if (!options.image_folder.empty()) {
+      return DatasetIndex::from_image_folder(absolute_path(options.image_folder), options.content_check,
+                                             CacheFolder::default_dir("file-contents"));
+    }
+    if (!options.manifest.empty()) {
+      return DatasetIndex::from_manifest(absolute_path(options.manifest), options.content_check,
+                                         CacheFolder::default_dir("file-contents"));
+    }
     return index_shards(ShardDataset{absolute_path(options.shards), label_rule(options), options.on_error,
                                      options.max_file_bytes, IndexCache::default_dir(),
-                                     std::move(fields).value()});
+                                     std::move(fields).value(), options.content_check});
   } catch (const std::bad_alloc&) {
     return out_of_memory("building the index of " + printable(source.describe()));
   }

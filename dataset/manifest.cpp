@@ -1,7 +1,5 @@
 // DatasetIndex::from_manifest: parses a "path<TAB>label" file, one sample a line, and
 // names the file and line of anything it cannot use.
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -12,6 +10,7 @@
 #include "base/printable.h"
 #include "base/regular_file.h"
 #include "dataset/dataset_index_builder.h"
+#include "dataset/file_marks.h"
 #include "dataset/label.h"
 #include "dataset/manifest_table.h"
 #include "forkfeed/dataset.h"
@@ -29,19 +28,10 @@ constexpr SizeLimit kManifestLimit{std::uint64_t{4} << 30, "the manifest limit o
 // file was passed by mistake.
 std::string quote(std::string_view line) { return quoted_start(line, 100); }
 
-// The size of the file at `path`, following links as reading it will; kUnknownBytes when
-// it cannot be stat'ed: a file missing now is bad data when read (on_error decides), not
-// an error here. `buffer` is reused to make the path NUL-terminated.
-std::uint64_t file_bytes(std::string_view path, std::string& buffer) {
-  buffer.assign(path);
-  struct stat st {};
-  if (::stat(buffer.c_str(), &st) != 0) return DatasetIndex::kUnknownBytes;
-  return static_cast<std::uint64_t>(st.st_size);
-}
-
 }  // namespace
 
-Result<DatasetIndex> DatasetIndex::from_manifest(const std::string& manifest) {
+Result<DatasetIndex> DatasetIndex::from_manifest(const std::string& manifest, ContentCheck check,
+                                                 const std::string& cache_dir) {
   Result<std::string> read = read_regular_file(manifest, "manifest", kManifestLimit);
   if (!read.ok()) return read.status();
   std::string_view text = read.value();
@@ -57,7 +47,6 @@ Result<DatasetIndex> DatasetIndex::from_manifest(const std::string& manifest) {
   builder.reserve(max_lines, text.size() + max_lines * (folder.size() + 1));
 
   std::size_t line_no = 0;
-  std::string path;  // file_bytes()'s buffer
   while (!text.empty()) {
     const std::size_t nl = text.find('\n');
     std::string_view line = text.substr(0, nl);
@@ -92,7 +81,6 @@ Result<DatasetIndex> DatasetIndex::from_manifest(const std::string& manifest) {
     if (line.substr(0, tab).find('\0') != std::string_view::npos)
       return bad("a path cannot hold a NUL byte, got " + quote(line));
     builder.add(folder, line.substr(0, tab), *label, DatasetIndex::kUnknownBytes);
-    builder.set_last_bytes(file_bytes(builder.last_path(), path));
   }
   builder.set_root(std::string(folder));
   if (builder.size() == 0) {
@@ -100,6 +88,10 @@ Result<DatasetIndex> DatasetIndex::from_manifest(const std::string& manifest) {
                            ": no samples; expected one 'path<TAB>label' per line "
                            "(blank lines and lines starting with '#' are skipped)");
   }
+  // Each file's size and content, for the identity.
+  const CacheFolder cache_folder(cache_dir, "the files' content cache");
+  const ContentCache cache(cache_folder, manifest, check);
+  mark_files(builder, check, cache_dir.empty() ? nullptr : &cache);
   return std::move(builder).finish();
 }
 

@@ -24,8 +24,10 @@
 namespace forkfeed {
 namespace {
 
-// The version written; version 1 (a digest of absolute paths for the dataset) is still read.
-constexpr int kStateVersion = 2;
+// The version written; versions 1 (a digest of absolute paths for the dataset) and 2 (no
+// content nor fields in the dataset's identity) are still read.
+constexpr int kStateVersion = 3;
+constexpr int kStateVersion2 = 2;
 constexpr int kStateVersion1 = 1;
 
 Status not_a_state(std::string_view why) {
@@ -36,10 +38,10 @@ Status not_a_state(std::string_view why) {
 Result<int> check_version(const nlohmann::json& doc) {
   const auto it = doc.find("forkfeed_state");
   if (it == doc.end()) return not_a_state("no \"forkfeed_state\" field; pass what Loader::state() returned");
-  if (!it->is_number_integer() ||
-      (it->get<std::int64_t>() != kStateVersion && it->get<std::int64_t>() != kStateVersion1)) {
+  if (!it->is_number_integer() || it->get<std::int64_t>() < kStateVersion1 ||
+      it->get<std::int64_t>() > kStateVersion) {
     return not_a_state("version " + it->dump() + " is not supported; this forkfeed reads versions " +
-                       std::to_string(kStateVersion1) + " and " + std::to_string(kStateVersion));
+                       std::to_string(kStateVersion1) + " to " + std::to_string(kStateVersion));
   }
   return static_cast<int>(it->get<std::int64_t>());
 }
@@ -62,7 +64,10 @@ Result<Checkpoint> parse(std::string_view state) {
   Status s = json_field::read_unsigned(doc, "epoch", "epoch", c.epoch);
   if (s.ok()) s = json_field::read_unsigned(doc, "position", "position", c.position);
   if (!s.ok()) return not_a_state(s.message());
-  Result<OrderKey> key = read_order_key(doc, "order", *version == kStateVersion1);
+  const KeyForm form = *version == kStateVersion1   ? KeyForm::kVersion1
+                       : *version == kStateVersion2 ? KeyForm::kWithoutContent
+                                                    : KeyForm::kCurrent;
+  Result<OrderKey> key = read_order_key(doc, "order", form);
   if (!key.ok()) return not_a_state(key.status().message());
   c.key = std::move(key).value();
   return c;
@@ -143,8 +148,8 @@ std::string dataset_sentence(const OrderKey& saved, const OrderKey& current, con
            "resume it there and save a new state, which resumes wherever the files are mounted";
   }
   return "the state was taken on another dataset than this loader's: " + what +
-         "; a dataset is its files' names under its root, their labels and their sizes, wherever it is "
-         "mounted: resume with the same image folder, manifest or shards (at any path)";
+         "; a dataset is its files' names under its root, their labels, their sizes and their bytes, "
+         "wherever it is mounted: resume with the same image folder, manifest or shards (at any path)";
 }
 
 // One sentence per field of `saved` that differs from `current`, each saying what to resume with.

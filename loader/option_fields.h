@@ -23,6 +23,7 @@ void for_each_option(Options& o, Visit&& visit) {
   visit("shard_label_field", o.shard_label_field, kStream);
   visit("fields", o.fields, kStream);
   visit("missing", o.missing, kStream);
+  visit("content_check", o.content_check, kStream);
   visit("batch_size", o.batch_size, kStream);
   visit("workers", o.workers, kStream);
   visit("prefetch", o.prefetch, kStream);
@@ -55,10 +56,10 @@ void for_each_option(Options& o, Visit&& visit) {
 // for_each_option() above, then count it here.
 inline void every_loader_option_is_named(LoaderOptions& o) {
   [[maybe_unused]] auto& [image_folder, manifest, shards, shard_label, shard_label_field, fields, missing,
-                          batch_size, workers, prefetch, weight, transform, size, max_size, dtype, layout,
-                          mean, std, seed, epoch, rank, world_size, shuffle, drop_last, on_error,
-                          start_method, fork_hazard, max_worker_restarts, task_timeout_ms, pin_memory_device,
-                          max_pixels, max_file_bytes, log_level] = o;
+                          content_check, batch_size, workers, prefetch, weight, transform, size, max_size,
+                          dtype, layout, mean, std, seed, epoch, rank, world_size, shuffle, drop_last,
+                          on_error, start_method, fork_hazard, max_worker_restarts, task_timeout_ms,
+                          pin_memory_device, max_pixels, max_file_bytes, log_level] = o;
 }
 
 }  // namespace forkfeed

@@ -6,13 +6,44 @@
 #include <type_traits>
 
 #include "base/json_field.h"
+#include "base/option_names.h"
+#include "base/printable.h"
 
 namespace forkfeed {
 namespace {
 
-// The "dataset" object write_order_key wrote at `path` ("order.dataset"); `legacy`
-// whether it must hold dataset.legacy (the reply's).
-Status read_identity(const nlohmann::json& object, const std::string& path, bool legacy,
+// The content and the fields of the "dataset" object `d` at `path`.
+Status read_content(const nlohmann::json& d, const std::string& path, DatasetIdentity& id) {
+  using namespace json_field;
+  const auto at = [&](const char* name) { return path + "." + name; };
+  Status s = read_string(d, "content_check", at("content_check"), id.content_check);
+  if (s.ok() && id.content_check.empty()) {  // an identity that saw no content (a test's, say)
+    s = read_string(d, "content", at("content"), id.content);
+    if (s.ok()) s = read_string(d, "content_ranges", at("content_ranges"), id.content_ranges);
+    if (s.ok() && (!id.content.empty() || !id.content_ranges.empty())) {
+      s = Status::InvalidArgument("field \"" + at("content") + "\" must be empty without a content_check");
+    }
+    if (s.ok()) s = read_string(d, "fields", at("fields"), id.fields);
+    return s;
+  }
+  if (s.ok() && !parse_content_check(id.content_check)) {
+    s = Status::InvalidArgument("field \"" + at("content_check") + "\" must be " +
+                                enum_names_or<ContentCheck>() + ", got \"" + printable(id.content_check) +
+                                "\"");
+  }
+  if (s.ok()) s = read_hex(d, "content", at("content"), kDigestDigits, id.content);
+  if (s.ok()) {
+    s = read_hex(d, "content_ranges", at("content_ranges"), id.ranges_for_samples() * kRangeDigits,
+                 id.content_ranges);
+  }
+  if (s.ok()) s = read_string(d, "fields", at("fields"), id.fields);
+  return s;
+}
+
+// The "dataset" object write_order_key wrote at `path` ("order.dataset"); `reply`
+// whether it is forkfeedd's (which holds dataset.legacy, and the content when the daemon
+// is not older than the content).
+Status read_identity(const nlohmann::json& object, const std::string& path, bool reply, KeyForm form,
                      DatasetIdentity& id) {
   using namespace json_field;
   const auto it = object.find("dataset");
@@ -35,7 +66,8 @@ Status read_identity(const nlohmann::json& object, const std::string& path, bool
                                    std::to_string(id.range_samples));
   }
   s = read_hex(d, "ranges", at("ranges"), id.ranges_for_samples() * kRangeDigits, id.ranges);
-  if (s.ok() && legacy) s = read_hex(d, "legacy", at("legacy"), kDigestDigits, id.legacy);
+  if (s.ok() && reply) s = read_hex(d, "legacy", at("legacy"), kDigestDigits, id.legacy);
+  if (s.ok() && form == KeyForm::kCurrent && (!reply || d.contains("content"))) s = read_content(d, path, id);
   return s;
 }
 
@@ -64,7 +96,7 @@ OrderKey order_key(const DatasetIndex& index, const LoaderOptions& options) {
   return key;
 }
 
-Result<OrderKey> read_order_key(const nlohmann::json& top, const char* order_member, bool version1) {
+Result<OrderKey> read_order_key(const nlohmann::json& top, const char* order_member, KeyForm form) {
   using namespace json_field;
   OrderKey k;
   if (Status s = read_order_options(top, "", true, k); !s.ok()) return s;
@@ -81,12 +113,12 @@ Result<OrderKey> read_order_key(const nlohmann::json& top, const char* order_mem
     prefix = std::string(order_member) + ".";
   }
   Status s = Status::Ok();
-  if (version1) {
+  if (form == KeyForm::kVersion1) {
     s = read_unsigned(*order, "dataset_size", prefix + "dataset_size", k.dataset.samples);
     if (s.ok())
       s = read_hex(*order, "dataset_digest", prefix + "dataset_digest", kDigestDigits, k.dataset.legacy);
   } else {
-    s = read_identity(*order, prefix + "dataset", order_member == nullptr, k.dataset);
+    s = read_identity(*order, prefix + "dataset", order_member == nullptr, form, k.dataset);
   }
   if (s.ok()) s = read_order_options(*order, prefix, false, k);
   if (!s.ok()) return s;

@@ -73,6 +73,10 @@ void write_order_key(const OrderKey& key, Json& top, const char* order_member) {
   dataset["sizes"] = id.sizes;
   dataset["range_samples"] = id.range_samples;
   dataset["ranges"] = id.ranges;
+  dataset["content_check"] = id.content_check;
+  dataset["content"] = id.content;
+  dataset["content_ranges"] = id.content_ranges;
+  dataset["fields"] = id.fields;  // fields_text(): printable ASCII, which dump() takes
   if (!order_member) dataset["legacy"] = id.legacy;
   into["dataset"] = std::move(dataset);
   for_each_order_option([&](const char* name, auto field, auto, bool top_level) {
@@ -81,10 +85,16 @@ void write_order_key(const OrderKey& key, Json& top, const char* order_member) {
   if (order_member) top[order_member] = std::move(order);
 }
 
+// What a key's JSON holds. kCurrent: what write_order_key writes (in forkfeedd's reply,
+// an older daemon's dataset may lack the content and the fields). kWithoutContent: a
+// state of version 2, whose dataset had no content nor fields. kVersion1: a state of
+// version 1, whose dataset was "dataset_size" and "dataset_digest" (read into
+// dataset.samples and dataset.legacy).
+enum class KeyForm { kCurrent, kWithoutContent, kVersion1 };
+
 // Reads what write_order_key wrote with the same `order_member`, strictly
 // (base/json_field.h): errors name the field as "order.rank", or "rank" in one object.
-// With `version1`, a state of version 1, whose dataset was "dataset_size" and
-// "dataset_digest" (read into dataset.samples and dataset.legacy).
-Result<OrderKey> read_order_key(const nlohmann::json& top, const char* order_member, bool version1 = false);
+Result<OrderKey> read_order_key(const nlohmann::json& top, const char* order_member,
+                                KeyForm form = KeyForm::kCurrent);
 
 }  // namespace forkfeed

@@ -539,6 +539,46 @@ TEST_F(BenchBadFileTest, SkipLeavesTheFileOutAndCountsIt) {
   EXPECT_EQ(delivered.size(), kImages - 1);
 }
 
+// The files' content cache (dataset/content_cache.h): an open after the first reads no
+// file whose stamp is unchanged — here the last file, whose open() fails
+// (tests/fake_io/fail_open.cpp), is not opened at all while indexing, where without the
+// cache it is, and cannot be read (the warning). The pass reads it last: one batch is read.
+TEST_F(BenchBadFileTest, ACachedOpenReadsNoFileUnchangedSince) {
+  fs::remove(bad_);  // every file good
+  std::vector<std::string> names;
+  for (const auto& entry : fs::recursive_directory_iterator(root_))
+    if (entry.is_regular_file()) names.push_back(entry.path().string());
+  std::sort(names.begin(), names.end());
+  const std::vector<std::string> args = {
+      "--data", root_, "--batch", "5", "--size", "32", "--no-shuffle", "--stop-after-batches", "1"};
+  const auto run = [&](const std::string& cache, bool failing) {
+    const ScopedEnv dir("FORKFEED_CACHE_DIR", cache);
+    std::optional<ScopedEnv> preload, fail, asan;
+    if (failing) {
+      preload.emplace("LD_PRELOAD", FAIL_OPEN);
+      fail.emplace("FORKFEED_FAIL_OPEN", names.back());
+#if defined(__SANITIZE_ADDRESS__)
+      asan.emplace("ASAN_OPTIONS",
+                   std::string(std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "") +
+                       ":verify_asan_link_order=0");
+#endif
+    }
+    return run_bench(dir_.path(), args);
+  };
+  const std::string cache = dir_.path() + "/cache";
+  const Outcome first = run(cache, false);
+  ASSERT_TRUE(first.exited && first.code == 0) << describe(first);
+  const Outcome cached = run(cache, true);
+  ASSERT_TRUE(cached.exited && cached.code == 0) << describe(cached);
+  EXPECT_EQ(cached.err.find("could not be read while indexing"), std::string::npos) << describe(cached);
+  const Outcome uncached = run(dir_.path() + "/another-cache", true);
+  ASSERT_TRUE(uncached.exited && uncached.code == 0) << describe(uncached);
+  EXPECT_NE(
+      uncached.err.find("1 of " + std::to_string(names.size()) + " files could not be read while indexing"),
+      std::string::npos)
+      << describe(uncached);
+}
+
 // A disk that fails one file's open() with EIO (tests/fake_io/fail_open.cpp): not the
 // file's fault, so --on-error skip does not skip it. The run fails naming the errno, saves
 // the state at the failed batch, and a resume from it, the disk well again, delivers the

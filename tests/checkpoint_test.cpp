@@ -82,9 +82,9 @@ TEST(Checkpoint, RoundTripsEveryField) {
   const Checkpoint saved{std::numeric_limits<std::uint64_t>::max() - 1, 5004, key};
 
   const std::string state = encode_checkpoint(saved);
-  EXPECT_TRUE(state.starts_with("{\"forkfeed_state\":2,")) << state;
+  EXPECT_TRUE(state.starts_with("{\"forkfeed_state\":3,")) << state;
   EXPECT_EQ(state.find('\n'), std::string::npos) << state;
-  EXPECT_LT(state.size(), 1024u) << state;
+  EXPECT_LT(state.size(), 2048u) << state;
 
   const Result<Checkpoint> decoded = decode_checkpoint(state, key);
   ASSERT_TRUE(decoded.ok()) << decoded.status().message();
@@ -180,11 +180,9 @@ TEST(Checkpoint, EveryDifferenceWordForWord) {
   EXPECT_EQ(
       decoded.status().message(),
       "the state was taken on another dataset than this loader's: 1000 samples against 999; names, labels "
-      "and "
-      "sizes differ in samples 0-15, 16-31, 32-47 and 60 more ranges of 16 samples; a dataset is its files' "
-      "names under its root, their labels and their sizes, wherever it is mounted: resume with the same "
-      "image "
-      "folder, manifest or shards (at any path)"
+      "and sizes differ in samples 0-999; a dataset is its files' names under its root, their labels, their "
+      "sizes and their bytes, wherever it is mounted: resume with the same image folder, manifest or shards "
+      "(at any path)"
       "; also the state was taken with seed 42 but this loader has 7; resume with seed 42"
       "; also the state was taken with world_size 4 but this loader has 8; resume with the same world size "
       "(each rank's shard depends on it)"
@@ -225,6 +223,25 @@ TEST(Checkpoint, OrderKeyTakesTheOptionsThatDecideTheOrder) {
   EXPECT_EQ(order_key(index, other), key);
 }
 
+// A state of version 2 (before contents) holds no content nor fields: it resumes where its
+// names, labels and sizes are this loader's, and is refused by them, as it always was.
+TEST(Checkpoint, AVersion2StateIsComparedWithoutContents) {
+  nlohmann::json doc = nlohmann::json::parse(some_state());
+  doc["forkfeed_state"] = 2;
+  for (const char* key : {"content_check", "content", "content_ranges", "fields"})
+    doc["order"]["dataset"].erase(key);
+  OrderKey current = some_key();
+  current.dataset.content = std::string(kDigestDigits, 'c');  // what a version-2 state cannot tell
+  const Result<Checkpoint> decoded = decode_checkpoint(doc.dump(), current);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().message();
+  EXPECT_FALSE(decoded->key.dataset.sees_content());
+  current.dataset.sizes = std::string(kDigestDigits, 'b');
+  const Result<Checkpoint> refused = decode_checkpoint(doc.dump(), current);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("sizes differ"), std::string::npos) << refused.status().message();
+  EXPECT_EQ(refused.status().message().find("contents"), std::string::npos) << refused.status().message();
+}
+
 TEST(Checkpoint, RefusesWhatIsNotAState) {
   expect_not_a_state("", "not JSON");
   expect_not_a_state("garbage", "not JSON");
@@ -245,8 +262,8 @@ TEST(Checkpoint, RefusesEveryTruncation) {
 }
 
 TEST(Checkpoint, RefusesOtherVersions) {
-  expect_not_a_state(with_field({"forkfeed_state"}, 3),
-                     "version 3 is not supported; this forkfeed reads versions 1 and 2");
+  expect_not_a_state(with_field({"forkfeed_state"}, 4),
+                     "version 4 is not supported; this forkfeed reads versions 1 to 3");
   expect_not_a_state(with_field({"forkfeed_state"}, 0), "version 0");
   expect_not_a_state(with_field({"forkfeed_state"}, "2"), "version \"2\"");
   expect_not_a_state(with_field({"forkfeed_state"}, 1.5), "version 1.5");
@@ -268,6 +285,10 @@ TEST(Checkpoint, RefusesMissingFields) {
       {"order", "dataset", "sizes"},
       {"order", "dataset", "range_samples"},
       {"order", "dataset", "ranges"},
+      {"order", "dataset", "content_check"},
+      {"order", "dataset", "content"},
+      {"order", "dataset", "content_ranges"},
+      {"order", "dataset", "fields"},
       {"order", "rank"},
       {"order", "world_size"},
       {"order", "batch_size"},

@@ -1,6 +1,7 @@
 // A dataset's identity is what its samples are: the same files at another path are one
-// dataset (ImageFolder, manifest, shards), other bytes under the same names are not, and
-// the difference says what differs and in which samples, naming their files.
+// dataset (ImageFolder, manifest, shards), other bytes under the same names are not —
+// other sizes, and other bytes of the same size as the content check reads them — and the
+// difference says what differs and in which samples, naming their files.
 #include "dataset/dataset_identity.h"
 
 #include <gtest/gtest.h>
@@ -11,10 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "dataset/content_digest.h"
+#include "dataset/sample_schema.h"
 #include "dataset/shards/shard_dataset.h"
 #include "forkfeed/dataset.h"
 #include "tests/testing/temp_dataset.h"
 #include "tests/testing/temp_shards.h"
+#include "tools/shard/tar_writer.h"
 
 namespace forkfeed {
 namespace {
@@ -203,6 +207,129 @@ TEST(DatasetIdentity, AVersion1IdentityIsComparedByItsDigestOfPaths) {
             "the files' absolute paths or labels differ (digest 0000000000000000 against " + full.legacy +
                 ", of paths and labels, as forkfeed compared datasets before "
                 "version-2 states)");
+}
+
+// Writes `byte` at `offset` of `path`, keeping its size: an edit in place, or a recomputed
+// member of the same length.
+void overwrite(const std::string& path, std::uint64_t offset, char byte) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.put(byte);
+}
+
+// A folder of `n` files cls/fNN.jpg of `bytes` bytes each, none alike.
+std::string folder_of(const std::string& root, int n, std::uint64_t bytes) {
+  fs::create_directories(root + "/cls");
+  for (int i = 0; i < n; ++i) {
+    std::string data(bytes, '\0');
+    for (std::uint64_t k = 0; k < bytes; ++k) data[k] = static_cast<char>((k * 131 + i * 7) >> 3);
+    std::ofstream(root + "/cls/f" + std::to_string(10 + i) + ".jpg", std::ios::binary) << data;
+  }
+  return root;
+}
+
+// Found from outside: two sets of the same names and sizes (embeddings recomputed, images
+// padded to one size) were one dataset to a fan-in and a resume.
+TEST(DatasetIdentity, OtherBytesOfTheSameSizeUnderTheSameNamesAreAnotherDataset) {
+  testing::TempDir dir;
+  const std::string a = folder_of(dir.path() + "/a", 6, 3000);
+  copy_tree(a, dir.path() + "/b");
+  const std::string b = dir.path() + "/b";
+  overwrite(b + "/cls/f13.jpg", 1500, 'Z');  // small: read whole
+  const DatasetIndex ia = folder_index(a), ib = folder_index(b);
+  ASSERT_EQ(ia.bytes(3), ib.bytes(3));
+  const DatasetIdentity x = dataset_identity(ia), y = dataset_identity(ib);
+  EXPECT_EQ(x.names, y.names);
+  EXPECT_EQ(x.sizes, y.sizes);
+  EXPECT_EQ(dataset_difference(x, y, &ib),
+            "contents differ in sample 3 (cls/f13.jpg) (other bytes under the same names and sizes)");
+  EXPECT_EQ(dataset_difference(x, dataset_identity(folder_index(a))), "") << "computed alike twice";
+}
+
+// With the files' content cache, a file rewritten since the last open is read again: its
+// stamp changed (its status-change time, whatever cp -p or touch set back).
+TEST(DatasetIdentity, TheContentCacheAnswersOnlyForFilesUnchangedSince) {
+  testing::TempDir dir, cache;
+  const std::string a = folder_of(dir.path() + "/a", 6, 3000);
+  const auto identity = [&] {
+    return dataset_identity(
+        DatasetIndex::from_image_folder(a, ContentCheck::kWindows, cache.path()).value_or_throw());
+  };
+  const DatasetIdentity first = identity();
+  EXPECT_TRUE(fs::exists(cache.path())) << "the cache is written";
+  EXPECT_EQ(identity(), first) << "read back from the cache";
+  overwrite(a + "/cls/f12.jpg", 10, 'Q');
+  const DatasetIndex changed =
+      DatasetIndex::from_image_folder(a, ContentCheck::kWindows, cache.path()).value_or_throw();
+  EXPECT_EQ(dataset_difference(first, dataset_identity(changed), &changed),
+            "contents differ in sample 2 (cls/f12.jpg) (other bytes under the same names and sizes)");
+  EXPECT_EQ(dataset_identity(folder_index(a)), dataset_identity(changed))
+      << "the cache gave what a read gives";
+}
+
+TEST(DatasetIdentity, TheWindowsSeeALargeFilesEndsAndAFullCheckEveryByte) {
+  testing::TempDir dir;
+  const std::uint64_t bytes = 4 * kWholeContentBytes;
+  const std::string a = folder_of(dir.path() + "/a", 3, bytes);
+  copy_tree(a, dir.path() + "/b");
+  const std::string b = dir.path() + "/b";
+  const auto differ = [&](ContentCheck check) {
+    return dataset_difference(dataset_identity(DatasetIndex::from_image_folder(a, check).value_or_throw()),
+                              dataset_identity(DatasetIndex::from_image_folder(b, check).value_or_throw()));
+  };
+  overwrite(b + "/cls/f11.jpg", bytes / 2, 'Z');  // between the windows
+  EXPECT_EQ(differ(ContentCheck::kWindows), "") << "the middle of a large file is what the windows miss";
+  EXPECT_EQ(differ(ContentCheck::kFull),
+            "contents differ in sample 1 (other bytes under the same names and sizes)");
+  overwrite(b + "/cls/f12.jpg", bytes - 3, 'Z');  // in its last window
+  overwrite(b + "/cls/f10.jpg", 100, 'Z');        // in its first
+  EXPECT_EQ(differ(ContentCheck::kWindows),
+            "contents differ in samples 0 and 2 (other bytes under the same names and sizes)");
+  const std::string other = dataset_difference(
+      dataset_identity(DatasetIndex::from_image_folder(a, ContentCheck::kWindows).value_or_throw()),
+      dataset_identity(DatasetIndex::from_image_folder(a, ContentCheck::kFull).value_or_throw()));
+  EXPECT_EQ(other,
+            "their contents were read by other checks (content_check windows against full): use one "
+            "content_check for both");
+}
+
+// The same for shards: a member recomputed at the same size (a caption rewritten), in a
+// shard indexed fresh and in one read back from the index cache; a member no field reads is
+// no part of the dataset.
+TEST(DatasetIdentity, AShardsMembersContentsAreInItsIdentityFromTheScanAndTheCache) {
+  testing::TempDir dir, cache;
+  const auto write = [&](const std::string& path, char value) {
+    auto writer = TarWriter::create(path).value_or_throw();
+    for (int i = 0; i < 4; ++i) {
+      const std::string key = "s" + std::to_string(i), image(2000, 'i'), label = std::to_string(i);
+      const std::string text(160, i == 2 ? value : 'n');  // what matters: the same size, other bytes
+      ASSERT_TRUE(writer.add(key + ".jpg", std::as_bytes(std::span(image))).ok());
+      ASSERT_TRUE(writer.add(key + ".cls", std::as_bytes(std::span(label))).ok());
+      ASSERT_TRUE(writer.add(key + ".txt", std::as_bytes(std::span(text))).ok());
+    }
+    ASSERT_TRUE(writer.finish().ok());
+  };
+  fs::create_directories(dir.path() + "/a");
+  fs::create_directories(dir.path() + "/b");
+  write(dir.path() + "/a/s-0.tar", 'x');
+  write(dir.path() + "/b/s-0.tar", 'y');
+  const auto index = [&](const std::string& spec, const std::string& fields) {
+    Result<DatasetIndex> i = index_shards(ShardDataset{
+        spec, label_rule(LoaderOptions{}), OnError::kFail, 1 << 26, cache.path(),
+        fields.empty() ? SampleSchema{} : sample_schema(fields, MissingField::kError).value_or_throw()});
+    EXPECT_TRUE(i.ok()) << i.status().message();
+    return dataset_identity(std::move(i).value_or_throw());
+  };
+  EXPECT_EQ(dataset_difference(index(dir.path() + "/a", ""), index(dir.path() + "/b", "")), "")
+      << "the captions are read by no field";
+  const std::string fields = "image=jpg, label=cls, caption=txt";
+  const DatasetIdentity a = index(dir.path() + "/a", fields), b = index(dir.path() + "/b", fields);
+  EXPECT_EQ(a.sizes, b.sizes);
+  EXPECT_EQ(dataset_difference(a, b),
+            "contents differ in samples 0-3 (other bytes under the same names and sizes)")
+      << "the shard's samples hold its content";
+  EXPECT_EQ(index(dir.path() + "/a", fields), a) << "the cache keeps the shard's content digest";
+  EXPECT_EQ(index(dir.path() + "/b", fields).content, b.content);
 }
 
 TEST(DatasetIdentity, RangesAreAtMost64OfAPowerOfTwo) {

@@ -90,7 +90,7 @@ TEST(StreamRequestTest, EveryFieldRoundTrips) {
 TEST(StreamRequestTest, EveryKeyWrittenIsKnownAndAbsentKeysKeepTheDefaults) {
   const json body = to_json(StreamRequest{});
   // 23; shards, shard_label, shard_label_field; layout; demand; fields, missing
-  EXPECT_EQ(body.size(), 31u) << body.dump();
+  EXPECT_EQ(body.size(), 32u) << body.dump();
   for (const auto& [key, value] : body.items()) {
     EXPECT_TRUE(parse_stream_request(json{{key, value}}).ok()) << key;
   }

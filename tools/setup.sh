@@ -10,6 +10,7 @@ packages=(
   libopencv-dev libboost-dev libspdlog-dev libgtest-dev
   libibverbs-dev ibverbs-providers libjpeg62-turbo-dev
   libpng-dev libdeflate-dev  # masks: palette PNGs read as their indices, inflated fast
+  libxxhash-dev  # a dataset's identity: its samples' content digests (XXH3, header only)
   libucx-dev  # remote/: UCX headers; libucp (libucx0) is loaded at run time for remote serving
   slurm-wlm munge  # tests/slurm: examples/slurm/remote_decode.sbatch on a one-node cluster
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev

@@ -1,6 +1,6 @@
 // IndexCache: one file per shard holding its grouped samples. Layout, in host byte order
 // (a file from another byte order fails the magic and is rebuilt):
-//   FileHeader (152 bytes)
+//   FileHeader (168 bytes)
 //   strings: shard path, json field, fields text, class names, skip reasons, member
 //            extensions; each a u32 length and its bytes; zero-padded to a multiple of 8
 //   records: sample_count ShardSamples of 24 bytes, their `shard` field 0; then, with
@@ -11,35 +11,21 @@
 // The checksum covers strings and records, so a torn or bit-flipped file is a miss.
 #include "dataset/shards/index_cache.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
-#include <charconv>
-#include <chrono>
-#include <csignal>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <string_view>
 #include <vector>
 
-#include "base/atomic_file.h"
-#include "base/dir_stream.h"
-#include "base/printable.h"
-#include "base/regular_file.h"
-#include "base/unique_fd.h"
+#include "base/option_names.h"
 
 namespace forkfeed {
 namespace {
 
 constexpr char kIndexMagic[8] = {'F', 'F', 'S', 'H', 'A', 'R', 'D', '1'};
 // 2: the whole FileStamp, and skipped_bytes. 3: fields. 4: keys' lengths and long names,
-// arrays' dtypes and shapes.
-constexpr std::uint32_t kIndexVersion = 4;
+// arrays' dtypes and shapes. 5: the shard's content digest and the check that read it.
+constexpr std::uint32_t kIndexVersion = 5;
 // ~44M samples in one shard; a larger file is not read (and the shard is scanned).
 constexpr std::uint64_t kMaxCacheBytes = std::uint64_t{1} << 30;
 
@@ -69,8 +55,12 @@ struct FileHeader {
   std::uint32_t longest_key;
   std::uint32_t array_count;
   std::uint64_t name_header_count;
+  // ShardScan::content, read as CachedShard::check says (its ContentCheck, and 0 for padding).
+  std::uint64_t content;
+  std::uint32_t content_check;
+  std::uint32_t reserved;
 };
-static_assert(sizeof(FileHeader) == 152 && sizeof(FileStamp) == 40);
+static_assert(sizeof(FileHeader) == 168 && sizeof(FileStamp) == 40);
 
 // ShardArrays without its key.
 struct ArrayRecord {
@@ -133,110 +123,17 @@ class StringReader {
   std::string_view rest_;
 };
 
-std::string env(const char* name) {
-  const char* value = std::getenv(name);
-  return value == nullptr ? std::string() : std::string(value);
-}
-
-// mkdir -p, new folders 0700; Ok when `dir` is (now) a directory.
-Status make_dirs(const std::string& dir) {
-  for (std::size_t slash = dir.find('/', 1);; slash = dir.find('/', slash + 1)) {
-    const std::string prefix = dir.substr(0, slash);
-    if (!prefix.empty() && ::mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
-      return Status::FromErrno("cannot create the shard index cache folder " + printable(prefix), errno);
-    }
-    if (slash == std::string::npos) break;
-  }
-  return Status::Ok();
-}
-
-std::string host_name() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "unknown-host";
-  return name;
-}
-
-// "<pid>.<n>.<host>" of a temporary file's name: its writer.
-struct Writer {
-  pid_t pid = 0;
-  std::string host;
-};
-std::optional<Writer> writer_of(std::string_view name) {
-  constexpr std::string_view kMark = ".idx.tmp.";
-  const std::size_t at = name.find(kMark);
-  if (at == std::string_view::npos) return std::nullopt;
-  std::string_view rest = name.substr(at + kMark.size());
-  const std::size_t dot = rest.find('.');
-  if (dot == std::string_view::npos) return std::nullopt;
-  Writer w;
-  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + dot, w.pid);
-  if (ec != std::errc() || end != rest.data() + dot || w.pid <= 0) return std::nullopt;
-  rest.remove_prefix(dot + 1);
-  const std::size_t host = rest.find('.');
-  if (host == std::string_view::npos) return std::nullopt;
-  w.host = std::string(rest.substr(host + 1));
-  return w;
-}
-
 }  // namespace
 
-std::string IndexCache::default_dir() {
-  if (std::string dir = env("FORKFEED_CACHE_DIR"); !dir.empty()) return dir + "/shard-index";
-  if (std::string dir = env("XDG_CACHE_HOME"); !dir.empty()) return dir + "/forkfeed/shard-index";
-  if (std::string home = env("HOME"); !home.empty()) return home + "/.cache/forkfeed/shard-index";
-  return "";
-}
+std::string IndexCache::default_dir() { return CacheFolder::default_dir("shard-index"); }
 
-IndexCache::IndexCache(std::string dir) : dir_(std::move(dir)) {
-  trusted_ = !dir_.empty() && check_folder().ok();
-}
-
-Status IndexCache::check_folder() const {
-  struct stat st {};
-  if (::lstat(dir_.c_str(), &st) != 0) {
-    if (errno == ENOENT) return Status::Ok();
-    return Status::FromErrno("cannot stat the shard index cache folder " + printable(dir_), errno);
-  }
-  const std::string named = "the shard index cache folder " + printable(dir_);
-  if (S_ISLNK(st.st_mode)) {
-    return Status::InvalidArgument(named +
-                                   " is a symbolic link; not used, since its files decide where "
-                                   "samples lie and what their labels are: set FORKFEED_CACHE_DIR to "
-                                   "the folder it points to");
-  }
-  if (!S_ISDIR(st.st_mode)) return Status::InvalidArgument(named + " is not a directory");
-  if (st.st_uid != ::geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    return Status::InvalidArgument(named + " (owner uid " + std::to_string(st.st_uid) + ", mode " + mode +
-                                   ") is not this user's alone; not used, since a file someone else put "
-                                   "there could mislabel samples: make it yours and chmod go-w it, or set "
-                                   "FORKFEED_CACHE_DIR to a folder of your own");
-  }
-  return Status::Ok();
-}
-
-void IndexCache::remove_stale_temporaries() const {
-  Result<DirStream> stream = DirStream::open(dir_);
-  if (!stream.ok()) return;
-  const std::string host = host_name();
-  const auto now = std::chrono::system_clock::now();
-  std::vector<std::string> stale;
-  (void)stream->for_each(dir_, [&](std::string_view name, bool is_dir) {
-    const std::optional<Writer> w = is_dir ? std::nullopt : writer_of(name);
-    if (!w || w->host != host || ::kill(w->pid, 0) == 0 || errno != ESRCH) return;
-    struct stat st {};
-    const std::string path = dir_ + "/" + std::string(name);
-    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
-    // A writer in another PID namespace on a host of the same name would look dead:
-    // its file is young, and kept.
-    const auto written = std::chrono::system_clock::time_point(std::chrono::seconds(st.st_mtim.tv_sec));
-    if (now - written > std::chrono::minutes(1)) stale.push_back(path);
-  });
-  for (const std::string& path : stale) ::unlink(path.c_str());
-}
+IndexCache::IndexCache(std::string dir) : folder_(std::move(dir), "the shard index cache") {}
 
 std::string IndexCache::file_for(const CachedShard& shard) const {
+  return folder_.dir() + "/" + name_for(shard);
+}
+
+std::string IndexCache::name_for(const CachedShard& shard) const {
   std::uint64_t h = fnv1a(kFnvOffset, shard.path);
   const char source = static_cast<char>(shard.rule.source);
   h = fnv1a(h, std::string_view("\0", 1));
@@ -249,9 +146,13 @@ std::string IndexCache::file_for(const CachedShard& shard) const {
     h = fnv1a(h, shard.fields.text);
     h = fnv1a(h, to_string(shard.fields.missing));
   }
+  if (shard.check != ContentCheck::kWindows) {  // a full check's scan beside the windows' one
+    h = fnv1a(h, std::string_view("\0content\0", 9));
+    h = fnv1a(h, to_string(shard.check));
+  }
   char hex[17];
   std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(h));
-  return dir_ + "/" + hex + ".idx";
+  return std::string(hex) + ".idx";
 }
 
 namespace {
@@ -289,10 +190,8 @@ void append(std::string& out, const std::vector<T>& values) {
 }  // namespace
 
 std::optional<ShardScan> IndexCache::load(const CachedShard& shard, std::uint32_t position) const {
-  if (!trusted_) return std::nullopt;
-  Result<std::string> file =
-      read_regular_file(file_for(shard), "", SizeLimit{kMaxCacheBytes, "the limit", ""});
-  if (!file.ok() || file->size() < sizeof(FileHeader)) return std::nullopt;
+  const std::optional<std::string> file = folder_.read(name_for(shard), kMaxCacheBytes);
+  if (!file || file->size() < sizeof(FileHeader)) return std::nullopt;
   const std::string_view bytes = *file;
   FileHeader h{};
   std::memcpy(&h, bytes.data(), sizeof(h));
@@ -301,7 +200,8 @@ std::optional<ShardScan> IndexCache::load(const CachedShard& shard, std::uint32_
       h.label_source != static_cast<std::uint32_t>(shard.rule.source) || h.shard != shard.stamp ||
       h.max_file_bytes != shard.max_file_bytes || h.missing != counts.missing ||
       h.extra_members != counts.extra_members || h.extra_labels != counts.extra_labels ||
-      h.numbers != counts.numbers || h.array_count != counts.arrays) {
+      h.numbers != counts.numbers || h.array_count != counts.arrays ||
+      h.content_check != static_cast<std::uint32_t>(shard.check)) {
     return std::nullopt;
   }
   const std::uint64_t payload = bytes.size() - sizeof(FileHeader);
@@ -324,6 +224,7 @@ std::optional<ShardScan> IndexCache::load(const CachedShard& shard, std::uint32_
     return std::nullopt;  // another shard, field or schema whose file name hashed the same
   }
   ShardScan scan;
+  scan.content = h.content;
   scan.skipped = h.skipped;
   scan.skipped_bytes = h.skipped_bytes;
   scan.fields_seen = h.fields_seen;
@@ -379,10 +280,6 @@ std::optional<ShardScan> IndexCache::load(const CachedShard& shard, std::uint32_
 }
 
 Status IndexCache::store(const CachedShard& shard, const ShardScan& scan) const {
-  if (dir_.empty()) {
-    return Status::NotFound(
-        "no folder for the shard index cache: set FORKFEED_CACHE_DIR, XDG_CACHE_HOME or HOME");
-  }
   const FieldCounts counts(shard.fields);
   const std::size_t samples = scan.samples.size();
   if (scan.field_slices.size() != samples * counts.extra_members ||
@@ -421,6 +318,8 @@ Status IndexCache::store(const CachedShard& shard, const ShardScan& scan) const 
   h.longest_key = scan.longest_key;
   h.array_count = counts.arrays;
   h.name_header_count = scan.name_headers.size();
+  h.content = scan.content;
+  h.content_check = static_cast<std::uint32_t>(shard.check);
   const std::size_t records = out.size();
   out.resize(records + samples * sizeof(ShardSample));
   char* record = out.data() + records;
@@ -446,24 +345,7 @@ Status IndexCache::store(const CachedShard& shard, const ShardScan& scan) const 
   std::memcpy(out.data(), &h, sizeof(h));
   if (out.size() > kMaxCacheBytes) return Status::ResourceExhausted("shard index too large to cache");
 
-  if (Status s = make_dirs(dir_); !s.ok()) return s;
-  if (Status s = check_folder(); !s.ok()) return s;  // as it is now, made by us or not
-  std::call_once(cleaned_, [this] { remove_stale_temporaries(); });
-  const std::string path = file_for(shard);
-  // A name of this process and call: ranks on one machine may cache the same shard at
-  // once, and must not write into each other's file (a fixed suffix would be shared).
-  // The host and pid let a later store tell that a writer died, and remove its file.
-  static std::atomic<std::uint64_t> calls{0};
-  static const std::string host = host_name();
-  AtomicFile::Options options{
-      .temp_suffix = ".tmp." + std::to_string(::getpid()) + "." + std::to_string(calls++) + "." + host,
-      .mode = 0600,
-      .sync = false,           // a torn file fails its checksum and the shard is scanned again
-      .check_target = false};  // the folder is ours (check_folder)
-  auto file = AtomicFile::create(path, "the shard index cache", std::move(options));
-  if (!file.ok()) return file.status();
-  if (Status s = file->write(out); !s.ok()) return s;
-  return file->commit();
+  return folder_.write(name_for(shard), out);
 }
 
 }  // namespace forkfeed

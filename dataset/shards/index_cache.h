@@ -5,16 +5,15 @@
 // corrupt) makes load() miss, and the shard is scanned again.
 //
 // The cache is trusted: a file in it decides where samples lie and what their labels
-// are. So it is used only in a folder that is a real directory (not a symbolic link),
-// owned by this user and writable by no one else; a folder shared with others could be
-// given forged files. Such a folder is left alone, and every shard is scanned.
+// are, so it is used only in a folder that is (dataset/cache_folder.h); any other is left
+// alone, and every shard is scanned.
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
 
+#include "dataset/cache_folder.h"
 #include "dataset/shards/shard_samples.h"
 #include "forkfeed/dataset.h"
 #include "forkfeed/status.h"
@@ -33,21 +32,25 @@ struct CachedShard {
   // a sample lacking one is bad data); empty: none. A scan made for other fields, or
   // without, is another entry.
   SampleSchema fields = {};
+  // How the shard's content digest was read (ShardScan::content): a scan of another check
+  // is another entry.
+  ContentCheck check = ContentCheck::kWindows;
 };
 
 class IndexCache {
  public:
-  // $FORKFEED_CACHE_DIR/shard-index, else $XDG_CACHE_HOME/forkfeed/shard-index, else
-  // $HOME/.cache/forkfeed/shard-index (empty variables count as unset); "" when none is set.
+  // CacheFolder::default_dir("shard-index"): $FORKFEED_CACHE_DIR/shard-index, else
+  // $XDG_CACHE_HOME/forkfeed/shard-index, else $HOME/.cache/forkfeed/shard-index; "" when
+  // none is set.
   static std::string default_dir();
 
-  // Cache files live directly in `dir`, made (mode 0700) on the first store.
+  // Cache files live directly in `dir` (a CacheFolder: used only when trusted).
   explicit IndexCache(std::string dir);
-  const std::string& dir() const { return dir_; }
+  const std::string& dir() const { return folder_.dir(); }
 
   // <dir>/<16 hex digits>.idx: a stable FNV-1a 64 of the shard's path, label rule,
-  // max_file_bytes and, with fields, their text and `missing` (not its stamp: a changed
-  // shard overwrites its stale file).
+  // max_file_bytes, with fields their text and `missing`, and a content check other than
+  // windows (not its stamp: a changed shard overwrites its stale file).
   std::string file_for(const CachedShard& shard) const;
 
   // The scan cached for `shard`, its samples' `shard` field set to `position`; nullopt
@@ -56,25 +59,16 @@ class IndexCache {
   std::optional<ShardScan> load(const CachedShard& shard, std::uint32_t position) const;
 
   // Caches `scan` of `shard` (as group_samples returned it: for class_folder, before
-  // assign_class_labels). Written to a temporary file renamed into place, so readers and
-  // concurrent writers (ranks on one machine) see a whole file or none. The first store
-  // of this IndexCache also removes the temporary files that writers which died left
-  // behind. Not an error for the caller: the Status says why nothing was cached (a
-  // folder that is not trusted, a read-only home, a full disk), for a warning logged
-  // once; a later open scans the shard again.
+  // assign_class_labels), through CacheFolder::write. Not an error for the caller: the
+  // Status says why nothing was cached, for a warning logged once; a later open scans
+  // the shard again.
   Status store(const CachedShard& shard, const ShardScan& scan) const;
 
  private:
-  // Ok when the folder may be used: absent (it will be made), or a directory that is
-  // not a symbolic link, is owned by this user and is writable by no one else.
-  Status check_folder() const;
-  // Removes <dir>/*.idx.tmp.* of writers on this host that are gone (pid not running,
-  // file older than a minute).
-  void remove_stale_temporaries() const;
+  // file_for without the folder: the name CacheFolder reads and writes.
+  std::string name_for(const CachedShard& shard) const;
 
-  std::string dir_;
-  bool trusted_ = false;  // check_folder() was Ok when this was made
-  mutable std::once_flag cleaned_;
+  CacheFolder folder_;
 };
 
 }  // namespace forkfeed

@@ -55,10 +55,13 @@ struct ShardResult {
 Result<ShardScan> scan_shard(std::uint32_t position, const std::string& path, int fd, std::uint64_t size,
                              const ShardDataset& dataset) {
   std::vector<TarMember> members;
-  Status damage = scan_tar(fd, path, size, [&](TarMember&& m) {
-    members.push_back(std::move(m));
-    return Status::Ok();
-  });
+  Status damage = scan_tar(
+      fd, path, size,
+      [&](TarMember&& m) {
+        members.push_back(std::move(m));
+        return Status::Ok();
+      },
+      dataset.check);
   if (!damage.ok() && (damage.code() != Status::Code::kBadData || dataset.on_error != OnError::kSkip))
     return damage;
   const ReadMember read = [&](const TarMember& m) -> Result<std::string> {
@@ -108,7 +111,7 @@ ShardResult index_one(std::uint32_t position, const std::string& path, const Sha
     return out;
   }
   out.stamp = *stamp;
-  const CachedShard key{path, *stamp, dataset.rule, dataset.max_file_bytes, dataset.fields};
+  const CachedShard key{path, *stamp, dataset.rule, dataset.max_file_bytes, dataset.fields, dataset.check};
   if (cache) {
     if (auto cached = cache->load(key, position)) {
       out.scan = std::move(*cached);
@@ -297,11 +300,12 @@ Result<DatasetIndex> index_shards(const ShardDataset& dataset) {
     for (const ShardScan& scan : all.scans) longest_key = std::max(longest_key, scan.longest_key);
     builder.set_keys(longest_key);
   }
+  builder.set_content_check(dataset.check);
   builder.reserve_slices(all.samples);
   builder.count_skipped(all.skipped, all.skipped_bytes);
   for (std::size_t s = 0; s < n; ++s) {
     ShardScan& scan = all.scans[s];
-    const std::uint32_t file = builder.add_shard((*shards)[s], results[s].stamp);
+    const std::uint32_t file = builder.add_shard((*shards)[s], results[s].stamp, scan.content);
     builder.add_name_headers(scan.name_headers, builder.size());
     for (const ShardSample& x : scan.samples) builder.add_slice({x.offset, file, x.size}, x.label);
     builder.add_field_columns(scan.field_slices, scan.field_labels, scan.field_numbers);

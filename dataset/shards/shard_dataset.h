@@ -20,6 +20,8 @@ struct ShardDataset {
   std::string cache_dir;  // "" : no cache
   // The fields of each sample (empty: an image and a label, by `rule`).
   SampleSchema fields = {};
+  // How much of each member the shard's content digest reads (ShardScan::content).
+  ContentCheck check = ContentCheck::kWindows;
 };
 
 // The label rule LoaderOptions ask for.

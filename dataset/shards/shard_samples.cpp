@@ -14,6 +14,7 @@
 #include "base/json_text.h"
 #include "base/printable.h"
 #include "base/utf8.h"
+#include "dataset/content_digest.h"
 #include "dataset/image_extensions.h"
 #include "dataset/label.h"
 #include "dataset/npy_header.h"
@@ -117,6 +118,8 @@ class ShardGrouping {
     if (Status s = finish_sample(key, members); !s.ok()) return s;
     if (fields_.empty() && rule_.source == LabelSource::kClassFolder) sort_classes();
     std::sort(scan_.extensions.begin(), scan_.extensions.end());
+    // What the samples are made of; 0 is "not read" (DatasetIndex::contents()).
+    scan_.content = std::max<std::uint64_t>(combined_digest(taken_), 1);
     return std::move(scan_);
   }
 
@@ -214,6 +217,8 @@ class ShardGrouping {
       value = *parsed;
     }
     note_name_headers(*image);
+    taken_.push_back(image->content);
+    if (label != nullptr) taken_.push_back(label->content);
     scan_.samples.push_back(
         ShardSample{image->offset, shard_, static_cast<std::uint32_t>(image->size), value});
     return Status::Ok();
@@ -405,6 +410,15 @@ class ShardGrouping {
     labels.fill(kMissingLabel);
     numbers.fill(std::numeric_limits<double>::quiet_NaN());
     json_read_.clear();
+    // This sample's members' contents, taken as its fields find them, stay only if it is kept.
+    struct Rollback {
+      std::vector<std::uint64_t>& taken;
+      const std::size_t size;
+      bool kept = false;
+      ~Rollback() {
+        if (!kept) taken.resize(size);
+      }
+    } rollback{taken_, taken_.size()};
     for (std::size_t f = 0; f < fields_.fields.size(); ++f) {
       const FieldSpec& field = fields_.fields[f];
       if (!field.member_of.empty()) continue;  // the image it views is read for it
@@ -412,6 +426,7 @@ class ShardGrouping {
       const std::string named = "field \"" + field.name + "\"";
       const auto [part, second] = find_parts(field);
       const TarMember* m = part != nullptr ? &members[part->member] : nullptr;
+      if (m != nullptr) taken_.push_back(m->content);
       if (second != nullptr) {
         return bad(key, named + " has two members, " + printable_cut(m->name) + " and " +
                             printable_cut(members[second->member].name) + ", of its sources " +
@@ -479,6 +494,7 @@ class ShardGrouping {
       extra[k - 1] = FieldSlice{static_cast<std::int32_t>(from), static_cast<std::uint32_t>(m->size)};
     }
     if (Status s = add_arrays(key, arrays); !s.ok()) return s;
+    rollback.kept = true;
     scan_.longest_key = std::max(scan_.longest_key, static_cast<std::uint32_t>(key.size()));
     note_name_headers(anchor);
     scan_.samples.push_back(ShardSample{
@@ -517,6 +533,9 @@ class ShardGrouping {
   const std::uint64_t max_member_bytes_;  // with fields: of a member field's member
   const std::string_view member_limit_name_;
   ShardScan scan_;
+  // The content digests of the members each kept sample takes, in the shard's order: a
+  // member no field reads, or a sample left out, is no part of the dataset.
+  std::vector<std::uint64_t> taken_;
   std::vector<Part> run_;  // the current sample's members
   std::unordered_map<std::string, std::int64_t> class_of_;
   std::vector<std::pair<const TarMember*, Result<nlohmann::json>>> json_read_;  // this sample's, parsed

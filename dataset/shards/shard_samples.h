@@ -96,6 +96,10 @@ struct ShardScan {
   std::vector<std::string> extensions;
   // kClassFolder only: the distinct class names of this shard's samples, sorted bytewise.
   std::vector<std::string> class_names;
+  // A digest of the content digests (TarMember::content) of the members its kept samples
+  // take, in archive order: what the dataset's identity knows of the shard's bytes (a
+  // member no field reads is no part of it).
+  std::uint64_t content = 0;
   std::uint64_t skipped = 0;              // samples left out (on_error=skip)
   std::uint64_t skipped_bytes = 0;        // of a damaged shard, from the damage on: unread
   std::vector<std::string> skip_reasons;  // the first kMaxSkipReasons of them

@@ -21,6 +21,8 @@ struct TarMember {
   // block when that holds the whole name; from the GNU long name or pax header before it
   // when that gave the name.
   std::uint64_t name_headers = tar::kBlock;
+  // Its content digest (dataset/content_digest.h), when the scan was asked for it; else 0.
+  std::uint64_t content = 0;
   bool operator==(const TarMember&) const = default;
 };
 

@@ -1,8 +1,9 @@
 // One pass over a tar shard's headers, read through a window: a pread of 64 KB brings the
 // next dozens of headers where members are small, a pread of 512 bytes the next one where
-// they are not; a member's data is skipped by offset. Only GNU long names and pax headers, which are small
-// and bounded here, are read beyond the header blocks. The same pass reads one member's headers held in
-// memory (member_name_in).
+// they are not; a member's data is skipped by offset. Only GNU long names and pax headers,
+// which are small and bounded here, are read beyond the header blocks — and, when content
+// digests are asked for, each member's windows, through the same window. The same pass
+// reads one member's headers held in memory (member_name_in).
 #include "dataset/shards/tar_scan.h"
 
 #include <unistd.h>
@@ -18,6 +19,7 @@
 
 #include "base/printable.h"
 #include "base/regular_file.h"
+#include "dataset/content_digest.h"
 #include "dataset/shards/tar_format.h"
 
 namespace forkfeed {
@@ -110,8 +112,8 @@ std::string quoted_name(std::string_view name) {
 class TarScanner {
  public:
   TarScanner(int fd, std::string_view shard, std::uint64_t file_size,
-             const std::function<Status(TarMember&&)>& visit)
-      : fd_(fd), shard_(printable(shard)), file_size_(file_size), visit_(visit) {}
+             const std::function<Status(TarMember&&)>& visit, std::optional<ContentCheck> content)
+      : fd_(fd), shard_(printable(shard)), file_size_(file_size), visit_(visit), content_(content) {}
   // Over `headers` in memory, the start of an archive whose data may lie past them.
   TarScanner(std::span<const unsigned char> headers, std::string_view shard,
              const std::function<Status(TarMember&&)>& visit)
@@ -120,7 +122,8 @@ class TarScanner {
         file_size_(std::numeric_limits<std::uint64_t>::max()),
         visit_(visit),
         memory_(headers),
-        in_memory_(true) {}
+        in_memory_(true),
+        content_(std::nullopt) {}
 
   Status run() {
     if (file_size_ == 0)
@@ -149,7 +152,11 @@ class TarScanner {
       // Where the member before was small, read ahead: the next headers are near.
       const bool near = at - std::min(at, last_header_at_) <= kNearHeaders;
       const std::uint64_t left = file_size_ - std::min(file_size_, at);
-      window_.resize(near && left > tar::kBlock ? std::min<std::uint64_t>(kWindowBytes, left) : tar::kBlock);
+      // Not near: the header, and with content digests the first window of its data.
+      const std::uint64_t want = near       ? kWindowBytes
+                                 : content_ ? tar::kBlock + kContentWindowBytes
+                                            : tar::kBlock;
+      window_.resize(left > tar::kBlock ? std::min(want, left) : tar::kBlock);
       window_at_ = at;
       Status s = read_exact(at, window_.data(), window_.size(), "a tar header");
       if (!s.ok() && window_.size() > tar::kBlock) {
@@ -282,8 +289,46 @@ class TarScanner {
     // Old tars mark a directory by a trailing slash on a regular-file header.
     if (!regular || name.empty() || name.back() == '/') return next;
     const std::uint64_t name_headers = named_before ? data_at - first_header : tar::kBlock;
-    if (Status s = visit_(TarMember{std::move(name), data_at, size, name_headers}); !s.ok()) return s;
+    TarMember member{std::move(name), data_at, size, name_headers};
+    if (content_) {
+      auto digest = content_digest(size, *content_, [&](std::uint64_t at, std::uint64_t most) {
+        return data_bytes(data_at + at, most, next, member.name);
+      });
+      if (!digest.ok()) return digest.status();
+      member.content = *digest;
+    }
+    if (Status s = visit_(std::move(member)); !s.ok()) return s;
     return next;
+  }
+
+  // Bytes of a member's data from `at` on (at least one, at most `most`), through the
+  // window. Where the window does not hold `at`, it is read from there: a whole window
+  // where headers are near, else on to the next entry's header at `next` and its data's
+  // first window, so that they come with this read.
+  Result<std::span<const std::byte>> data_bytes(std::uint64_t at, std::uint64_t most, std::uint64_t next,
+                                                std::string_view name) {
+    if (at < window_at_ || at >= window_at_ + window_.size()) {
+      // Where headers are near (small members), a whole window ahead, as read_header reads
+      // one; else the next header and its data's first window.
+      const std::uint64_t through =
+          next - at <= kNearHeaders ? at + kWindowBytes : next + tar::kBlock + kContentWindowBytes;
+      const std::uint64_t bytes = std::min(
+          file_size_ - at, through - at <= kWindowBytes ? through - at : std::min(most, kMaxPieceBytes));
+      const std::string what = "the data of member " + quoted_name(name);
+      window_.resize(bytes);
+      window_at_ = at;
+      Status s = read_exact(at, window_.data(), window_.size(), what);
+      if (!s.ok() && bytes > most) {  // what lies past the member may be where a read fails
+        window_.resize(most);
+        s = read_exact(at, window_.data(), window_.size(), what);
+      }
+      if (!s.ok()) {
+        window_.clear();
+        return s;
+      }
+    }
+    const std::uint64_t held = window_at_ + window_.size() - at;
+    return std::as_bytes(std::span(window_.data() + (at - window_at_), std::min(most, held)));
   }
 
   Result<std::string> read_extended(std::uint64_t header_at, std::uint64_t data_at, std::uint64_t size,
@@ -353,10 +398,13 @@ class TarScanner {
   std::string previous_;                      // the last entry's name, to place an error after
   const std::span<const unsigned char> memory_;
   const bool in_memory_ = false;
+  const std::optional<ContentCheck> content_;  // the members' digests are read so
   // Headers come through a window of the file: one pread of up to kWindowBytes where the
   // headers are near each other (small members: dozens of headers a read), one of a
   // single block where they are not (reading ahead would read only data).
   static constexpr std::uint64_t kWindowBytes = 64 * 1024, kNearHeaders = 8 * 1024;
+  // What one read of a large member's data takes at most, under content_check=full.
+  static constexpr std::uint64_t kMaxPieceBytes = std::uint64_t{1} << 20;
   std::vector<unsigned char> window_;
   std::uint64_t window_at_ = 0;
   std::uint64_t last_header_at_ = 0;
@@ -365,8 +413,8 @@ class TarScanner {
 }  // namespace
 
 Status scan_tar(int fd, std::string_view shard, std::uint64_t file_size,
-                const std::function<Status(TarMember&&)>& member) {
-  return TarScanner(fd, shard, file_size, member).run();
+                const std::function<Status(TarMember&&)>& member, std::optional<ContentCheck> content) {
+  return TarScanner(fd, shard, file_size, member, content).run();
 }
 
 Result<std::string> member_name_in(std::span<const std::byte> headers, std::string_view shard) {

@@ -1,6 +1,9 @@
 // Finding the regular-file members of a tar shard by one pass over its headers: the
-// data is skipped by offset, never read, so a 1 GB shard costs at most one pread per
-// header (one per dozens where members are small: the headers are read ahead).
+// data is skipped by offset, so a 1 GB shard costs at most one pread per header (one per
+// dozens where members are small: the headers are read ahead). Asked for the members'
+// content digests, the scan reads their windows (dataset/content_digest.h) in the same
+// reads: a small member lies in the window read ahead, a large one's last bytes are read
+// with the next header, its first ones with its own.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +15,7 @@
 #include <vector>
 
 #include "dataset/shards/tar_member.h"
+#include "forkfeed/options.h"
 #include "forkfeed/status.h"
 
 namespace forkfeed {
@@ -33,9 +37,11 @@ namespace forkfeed {
 // Errors are BadData naming `shard` and, where known, the member: an empty file, a file
 // that is not tar (bad checksum at offset 0), a corrupt header later on, a truncated
 // header or member, a size that is not a number, a malformed pax record. IoError when a
-// read fails.
+// read fails. With `content`, each member's TarMember::content is its digest, read as that
+// check says.
 Status scan_tar(int fd, std::string_view shard, std::uint64_t file_size,
-                const std::function<Status(TarMember&&)>& member);
+                const std::function<Status(TarMember&&)>& member,
+                std::optional<ContentCheck> content = std::nullopt);
 
 // The name of the member whose `name_headers` bytes of headers (TarMember::name_headers:
 // its own header block, or from the GNU long name or pax header that gave its name) are

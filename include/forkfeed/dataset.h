@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "forkfeed/fields.h"
+#include "forkfeed/options.h"
 #include "forkfeed/status.h"
 
 namespace forkfeed {
@@ -177,10 +178,16 @@ class DatasetIndex {
   // label is the class's position; files are found recursively under each class,
   // sorted, and kept when their extension (any case) is one of .jpg .jpeg .png .ppm
   // .bmp .pgm .tif .tiff .webp.
-  static Result<DatasetIndex> from_image_folder(const std::string& root);
+  // Each file is read as `check` says while indexing, for the dataset's identity; with a
+  // `cache_dir` ("": none), only those changed since the last open (a stat each).
+  static Result<DatasetIndex> from_image_folder(const std::string& root,
+                                                ContentCheck check = ContentCheck::kWindows,
+                                                const std::string& cache_dir = "");
   // Lines "relative/path<TAB>label", paths relative to the manifest's folder; blank
-  // lines and lines starting with '#' are ignored.
-  static Result<DatasetIndex> from_manifest(const std::string& manifest);
+  // lines and lines starting with '#' are ignored. Files are read as from_image_folder's.
+  static Result<DatasetIndex> from_manifest(const std::string& manifest,
+                                            ContentCheck check = ContentCheck::kWindows,
+                                            const std::string& cache_dir = "");
 
   std::size_t size() const { return labels_.size(); }
   // The file sample i is read from: its own, or its shard.
@@ -205,6 +212,12 @@ class DatasetIndex {
   // that could not be stat'ed then (absent, say); when sharded, its member's size.
   static constexpr std::uint64_t kUnknownBytes = ~std::uint64_t{0};
   std::uint64_t bytes(std::size_t i) const { return sharded() ? slices_[i].size : sizes_[i]; }
+
+  // By file (a sample's own, or a shard): a digest of its bytes as content_check() read
+  // them while indexing, for the dataset's identity; 0 for a file that could not be read
+  // (the identity then leaves every content out).
+  const std::vector<std::uint64_t>& contents() const { return contents_; }
+  ContentCheck content_check() const { return content_check_; }
 
   // Files: one per sample, or the shards.
   std::size_t file_count() const { return offsets_.size() - 1; }
@@ -274,8 +287,10 @@ class DatasetIndex {
   std::vector<Slice> slices_;              // sharded: sample i; else empty, sample i is file i
   std::vector<FileStamp> shard_stamps_;    // sharded: file f when it was indexed
   std::vector<std::int64_t> labels_;
-  std::vector<std::uint64_t> sizes_;  // not sharded: file i's bytes (kUnknownBytes: no stat)
-  std::string root_;                  // root()
+  std::vector<std::uint64_t> sizes_;     // not sharded: file i's bytes (kUnknownBytes: no stat)
+  std::vector<std::uint64_t> contents_;  // by file
+  ContentCheck content_check_ = ContentCheck::kWindows;
+  std::string root_;  // root()
   std::vector<std::string> classes_;
   std::uint64_t skipped_samples_ = 0;
   std::uint64_t skipped_bytes_ = 0;

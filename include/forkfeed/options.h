@@ -46,6 +46,13 @@ enum class Layout { kAuto, kNhwc, kNchw };
 //               labels are positions in the sorted class names, as ImageFolder's.
 enum class ShardLabel { kCls, kJson, kClassFolder };
 
+// What of each sample's bytes the dataset's identity sees, which a resumed state and a
+// fan-in's daemons compare (docs/datasets.md, "What a dataset is"). windows: a file or
+// member of up to 16 KiB whole, a larger one by its first and last 4 KiB, read while
+// indexing (a re-encoded or recomputed one differs there). full: every byte, a read of
+// the whole dataset at its first open (and of every changed shard or file since).
+enum class ContentCheck { kWindows, kFull };
+
 struct LoaderOptions {
   // Exactly one of the three: an ImageFolder root, a manifest of "path<TAB>label" lines,
   // or WebDataset tar shards — a brace pattern ("/data/train-{000000..000146}.tar"), a
@@ -63,6 +70,8 @@ struct LoaderOptions {
   // What a sample that lacks one of `fields` does: error (bad data, as on_error says),
   // skip (left out of its batch and counted) or empty (an empty value, flagged).
   MissingField missing = MissingField::kError;
+  // How much of each sample the dataset's identity reads: ContentCheck.
+  ContentCheck content_check = ContentCheck::kWindows;
 
   std::uint32_t batch_size = 64;
   std::uint32_t workers = 2;
@@ -140,12 +149,14 @@ std::optional<StartMethod> parse_start_method(std::string_view name);
 std::optional<ForkHazardPolicy> parse_fork_hazard(std::string_view name);
 std::optional<ShardLabel> parse_shard_label(std::string_view name);
 std::optional<Layout> parse_layout(std::string_view name);
+std::optional<ContentCheck> parse_content_check(std::string_view name);
 std::string_view to_string(DType dtype);
 std::string_view to_string(OnError on_error);
 std::string_view to_string(StartMethod method);
 std::string_view to_string(ForkHazardPolicy policy);
 std::string_view to_string(ShardLabel label);
 std::string_view to_string(Layout layout);
+std::string_view to_string(ContentCheck check);
 // `layout` with auto resolved for `dtype`: never kAuto.
 Layout resolve(Layout layout, DType dtype);
 

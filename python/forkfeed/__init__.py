@@ -509,6 +509,11 @@ class Loader(_Pass):
     tensor [B], False there). ``next_batch()``
     gives a ``FieldBatch(fields, indices, epoch, index)``.
 
+    ``content_check`` says how much of each sample the dataset's identity reads while
+    indexing (what a resumed state_dict and a fan-in's daemons compare): "windows" (the
+    default: a file or member of up to 16 KiB whole, a larger one by its first and last
+    4 KiB) or "full" (every byte: a read of the whole dataset at its first open).
+
     ``pool``: a ``forkfeed.WorkerPool`` whose workers this loader shares with the other
     loaders on it (``workers`` then sizes only its batch slots); without one a Loader
     starts workers of its own.
@@ -524,6 +529,7 @@ class Loader(_Pass):
         shard_label_field: Optional[str] = None,
         fields: Union[Mapping[str, str], str, None] = None,
         missing: Optional[str] = None,
+        content_check: Optional[str] = None,
         batch_size: Optional[int] = None,
         workers: Optional[int] = None,
         prefetch: Optional[int] = None,
@@ -669,6 +675,7 @@ class Client(_Pass):
         shard_label_field: Optional[str] = None,
         fields: Union[Mapping[str, str], str, None] = None,
         missing: Optional[str] = None,
+        content_check: Optional[str] = None,
         dataset: Optional[str] = None,
         socket: Optional[PathLike] = None,
         address: Union[str, Sequence[str], None] = None,

@@ -109,6 +109,24 @@ def write_tar(path: pathlib.Path, members: list) -> None:
             tar.addfile(info, io.BytesIO(data))
 
 
+def recomputed_shards(root: pathlib.Path, dataset: pathlib.Path, samples: int = 12) -> tuple:
+    """Two folders of one shard each, a/ and b/, of the same images, keys and labels of
+    `dataset`, whose float32 (8,) embeddings (.npy, of one size) were computed twice with
+    other results: the same names and sizes, other bytes. Returns (a, b, fields)."""
+    import numpy as np
+    images = sorted(p for p in dataset.rglob("*") if p.is_file())[:samples]
+    for name, scale in (("a", 1.0), ("b", 1.0 + 1e-6)):
+        members = []
+        for n, image in enumerate(images):
+            emb = io.BytesIO()
+            np.save(emb, (np.arange(8, dtype=np.float32) + n) * np.float32(scale))
+            members += [(f"s{n:03d}{image.suffix}", image.read_bytes()), (f"s{n:03d}.cls", b"%d" % (n % 3)),
+                        (f"s{n:03d}.npy", emb.getvalue())]
+        (root / name).mkdir(parents=True)
+        write_tar(root / name / "s-0.tar", members)
+    return root / "a", root / "b", {"image": "jpg;png", "label": "cls", "emb": "npy"}
+
+
 def token_file(folder: pathlib.Path) -> pathlib.Path:
     """A token file for forkfeedd's --token-file and a Client's token_file, mode 0600."""
     token = folder / "token"

@@ -12,7 +12,7 @@ import pytest
 os.environ["UCX_TLS"] = "tcp"  # before anything here loads UCX: the network path, not shared memory
 
 import forkfeed  # noqa: E402
-from conftest import IMAGES, listening_daemon, token_file  # noqa: E402
+from conftest import IMAGES, listening_daemon, recomputed_shards, token_file  # noqa: E402
 
 # 25 batches a pass: enough that a daemon killed after the first few still holds some.
 OPTIONS = dict(batch_size=2, size=16, seed=5)
@@ -191,3 +191,21 @@ def test_a_local_client_has_no_remote_daemons(daemon):
         assert client.daemons() == []
         with pytest.raises(ValueError, match="add_daemon"):
             client.add_daemon("127.0.0.1:1")
+
+
+def test_daemons_serving_other_bytes_of_the_same_names_and_sizes_are_refused(dataset, tmp_path):
+    """Found from outside: two nodes whose embeddings were recomputed (the same sizes) were
+    mixed, 3 of 6 batches from each."""
+    a, b, fields = recomputed_shards(tmp_path / "shards", dataset)
+    token = token_file(tmp_path)
+    daemons = [listening_daemon(tmp_path / f"forkfeedd-{i}.sock", dataset, token, "--dataset",
+                                f"emb=shards:{spec}") for i, spec in enumerate((a, b))]
+    try:
+        addresses = [address for _, address in daemons]
+        with pytest.raises(forkfeed.Error, match=f"{addresses[1]} serves another dataset \\(contents differ in "
+                                                 "samples 0-11"):
+            forkfeed.Client(dataset="emb", address=addresses, token_file=str(token), fields=fields, batch_size=2,
+                            size=16, seed=5)
+    finally:
+        for d, _ in daemons:
+            d.stop()

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import forkfeed
-from conftest import run_python
+from conftest import recomputed_shards, run_python
 
 OPTIONS = dict(batch_size=7, size=16, seed=11, dtype="uint8")
 
@@ -129,3 +129,32 @@ def test_a_state_moves_with_its_files_and_other_bytes_are_refused(dataset, tmp_p
         with pytest.raises(ValueError, match="another dataset than this loader's: sizes differ in sample") as refused:
             there.load_state_dict(state)
         assert str(victim.relative_to(moved)) in str(refused.value)
+
+
+def test_a_state_on_other_bytes_of_the_same_names_and_sizes_is_refused(dataset, tmp_path):
+    """Found from outside: embeddings recomputed at the same size resumed without a word."""
+    a, b, fields = recomputed_shards(tmp_path, dataset)
+    options = dict(fields=fields, batch_size=4, size=16, workers=1, seed=3)
+    with forkfeed.Loader(shards=str(a), **options) as loader:
+        next(iter(loader))
+        state = loader.state_dict()
+    with forkfeed.Loader(shards=str(b), **options) as other:
+        with pytest.raises(ValueError, match=r"another dataset than this loader's: contents differ in samples 0-11 "
+                                             r"\(.*\) \(other bytes under the same names and sizes\)"):
+            other.load_state_dict(state)
+    with forkfeed.Loader(shards=str(a), **options) as same:
+        same.load_state_dict(state)
+
+
+def test_a_state_of_other_fields_says_which(dataset, tmp_path):
+    """Found from outside: fields renamed or reordered were refused as "labels differ"."""
+    a, _, fields = recomputed_shards(tmp_path, dataset)
+    options = dict(batch_size=4, size=16, workers=1, seed=3)
+    with forkfeed.Loader(shards=str(a), fields=fields, **options) as loader:
+        state = loader.state_dict()
+    renamed = {"img" if k == "image" else k: v for k, v in fields.items()}
+    with forkfeed.Loader(shards=str(a), fields=renamed, **options) as other:
+        with pytest.raises(ValueError, match=r"fields differ \('image=jpg;png, label=cls, emb=npy' against "
+                                             r"'img=jpg;png, label=cls, emb=npy'\)") as refused:
+            other.load_state_dict(state)
+        assert "labels differ" not in str(refused.value)

@@ -15,6 +15,9 @@ inline DatasetIdentity fake_identity(std::uint64_t samples, char digit) {
   id.names = id.labels = id.sizes = id.legacy = std::string(kDigestDigits, digit);
   id.range_samples = identity_range_samples(samples);
   id.ranges = std::string(id.ranges_for_samples() * kRangeDigits, digit);
+  id.content_check = "windows";
+  id.content = std::string(kDigestDigits, digit);
+  id.content_ranges = id.ranges;
   return id;
 }
 

@@ -39,6 +39,11 @@ constexpr std::array kOptionFlags = {
                "With --fields, a sample that lacks one: error (bad data, as --on-error says), skip (left out "
                "and counted) or empty (an empty value, flagged)",
                kRun},
+    OptionFlag{"content_check", "--content-check", "",
+               "What of each sample the dataset's identity reads while indexing (a resumed state and a "
+               "fan-in compare it): windows (a file or member up to 16 KiB whole, a larger one's first and "
+               "last 4 KiB) or full (every byte)",
+               kRun},
     OptionFlag{"workers", "--workers", "N", "Decode worker processes", kRun},
     OptionFlag{"batch_size", "--batch", "B", "Samples per batch", kRun},
     OptionFlag{
