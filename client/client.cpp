@@ -9,10 +9,13 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
+#include "base/logging.h"
 #include "base/owner_process.h"
 #include "base/unique_fd.h"
 #include "client/daemon_connection.h"
@@ -20,6 +23,7 @@
 #include "client/local_link.h"
 #include "dataset/dataset_source.h"
 #include "loader/batch_factory.h"
+#include "loader/held_batches.h"
 #include "loader/option_ranges.h"
 #include "loader/pass_position.h"
 #include "loader/pass_yield.h"
@@ -79,7 +83,12 @@ class Client::Impl {
           // A lost daemon first: its receive slots no longer count, and the caller's
           // batches from it may be all that is left.
           if (Status s = link_->check(); !s.ok()) return s;
-          return every_slot_held();
+          // Every slot is in the caller's hands: the oldest batch becomes a copy, and its
+          // slot goes back to the daemon, which fills it with what comes next.
+          Result<bool> copied = held_->copy_oldest_aside(std::max<std::uint32_t>(opened_.workers, 1));
+          if (!copied.ok()) return copied.status();
+          if (!*copied) return every_slot_held();
+          continue;
         }
         if (Status s = wait_for_delivery(); !s.ok()) return s;
         continue;
@@ -161,6 +170,8 @@ class Client::Impl {
     stats->delivered_samples = delivered_samples_;
     stats->skipped_samples = opened_.index_skipped_samples + skipped_samples_;
     stats->skipped_bytes = opened_.index_skipped_bytes;
+    stats->copied_batches = held_->copied_batches();
+    stats->copied_bytes = held_->copied_bytes();
     return stats;
   }
 
@@ -238,6 +249,7 @@ class Client::Impl {
     delivered_samples_ += d.count;
     skipped_samples_ += d.skipped;
     const std::byte* base = delivery.base;
+    const std::span<const std::byte> memory = batch_memory(d, base);
     BatchFactory::Parts parts{base + d.pixels_offset,
                               d.pixel_bytes,
                               opened_.dtype,
@@ -248,10 +260,22 @@ class Client::Impl {
                               d.epoch,
                               d.index,
                               opened_.layout,
-                              batch_memory(d, base)};
+                              memory,
+                              place(delivery, memory)};
     Batch batch = BatchFactory::make(parts, link_->lend(delivery));
     if (slot != nullptr) BatchFactory::add_fields(batch, slot, fields_);
     return std::optional<Batch>(std::move(batch));
+  }
+
+  // Where `memory`, a delivered batch's, is read, to copy it aside when the caller holds
+  // every slot: within its slot, whose pages are its own; else (an older daemon, which
+  // does not say its slots' size) it is never copied.
+  detail::SlotPlace place(const LinkDelivery& d, std::span<const std::byte> memory) const {
+    const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    if (d.window == nullptr || d.slot_bytes == 0 || d.slot % page != 0 || d.slot_bytes % page != 0) return {};
+    const std::byte* slot = d.window->origin(d.slot) + d.slot;
+    if (memory.data() < slot || memory.data() + memory.size() > slot + d.slot_bytes) return {};
+    return {d.window, d.slot, d.slot_bytes, held_};
   }
 
   OwnerProcess owner_;
@@ -268,6 +292,8 @@ class Client::Impl {
   std::uint64_t delivered_batches_ = 0, delivered_samples_ = 0;  // handed to the caller
   std::uint64_t skipped_samples_ = 0;                            // carried by the records the caller took
   PassYield yield_;                                              // whether the pass gave the caller anything
+  // The batches handed out and not yet released, for copying the oldest aside.
+  const std::shared_ptr<HeldBatches> held_ = std::make_shared<HeldBatches>(loader_logger(), "client");
   Status broken_;
   bool broken_reported_ = false;
 };

@@ -16,7 +16,7 @@ Result<std::shared_ptr<ClientStream>> ClientStream::attach(std::vector<UniqueFd>
   }
   struct stat st {};
   if (::fstat(fds[0].get(), &st) != 0) return Status::FromErrno("fstat of the stream's arena", errno);
-  auto arena = Mapping::map_shared_readonly(fds[0].get(), static_cast<std::size_t>(st.st_size));
+  auto arena = SlotWindow::map(fds[0].get(), static_cast<std::uint64_t>(st.st_size), false);
   if (!arena.ok()) return arena.status();
   auto channel = ConsumerChannel::attach(std::move(fds[1]), std::move(fds[2]), std::move(fds[3]));
   if (!channel.ok()) return channel.status();

@@ -1,7 +1,9 @@
 // ClientStream: a stream forkfeedd opened, as its client holds it — the read-only view
-// of the daemon's arena and the consumer channel. A Client shares it with the Batches it
+// of the daemon's arena (a SlotWindow: a Client copies aside a batch it holds while it
+// holds every slot) and the consumer channel. A Client shares it with the Batches it
 // handed out, so a Batch stays readable, and can still give its slot back, after its
-// Client is gone; forkfeed-gateway shares it with its batch sends in flight.
+// Client is gone; forkfeed-gateway shares it with its batch sends in flight (and never
+// copies one aside: its sends read the arena where it is first mapped).
 #pragma once
 
 #include <atomic>
@@ -14,7 +16,7 @@
 #include "base/unique_fd.h"
 #include "loader/slot_pool.h"
 #include "protocol/consumer_channel.h"
-#include "transport/mapping.h"
+#include "transport/slot_window.h"
 
 namespace forkfeed {
 
@@ -24,10 +26,11 @@ class ClientStream {
   // (the arena, then the consumer channel's memory and its two eventfds): maps the arena
   // read-only and attaches the channel. For a Client and for forkfeed-gateway alike.
   static Result<std::shared_ptr<ClientStream>> attach(std::vector<UniqueFd> fds);
-  ClientStream(Mapping arena, ConsumerChannel channel)
+  ClientStream(std::shared_ptr<SlotWindow> arena, ConsumerChannel channel)
       : arena_(std::move(arena)), channel_(std::move(channel)) {}
 
-  const Mapping& arena() const { return arena_; }
+  const SlotWindow& arena() const { return *arena_; }
+  const std::shared_ptr<SlotWindow>& window() const { return arena_; }
   const ConsumerChannel& channel() const { return channel_; }
   // Batches handed out and not yet given back.
   std::uint32_t held() const { return held_.load(std::memory_order_acquire); }
@@ -47,7 +50,7 @@ class ClientStream {
   }
 
  private:
-  Mapping arena_;
+  std::shared_ptr<SlotWindow> arena_;
   ConsumerChannel channel_;
   std::mutex mu_;  // the returns ring has one producer: whichever thread holds this
   std::atomic<std::uint32_t> held_{0};

@@ -17,9 +17,15 @@ Result<std::unique_ptr<LocalLink>> LocalLink::open(DaemonConnection connection, 
   if (!stream.ok()) return stream.status();
   auto slots = get_uint(reply->body, "slots", kChannelCapacity);
   if (!slots.ok()) return Status::Internal("forkfeedd sent a malformed stream: " + slots.status().message());
+  // An older forkfeedd does not say (0): its batches are never copied aside here.
+  auto slot_bytes = reply->body.contains("slot_bytes")
+                        ? get_uint(reply->body, "slot_bytes", (*stream)->arena().size())
+                        : Result<std::uint64_t>(std::uint64_t{0});
+  if (!slot_bytes.ok())
+    return Status::Internal("forkfeedd sent a malformed stream: " + slot_bytes.status().message());
   opened = std::move(reply->body);
-  return std::unique_ptr<LocalLink>(
-      new LocalLink(std::move(connection), std::move(stream).value(), static_cast<std::uint32_t>(*slots)));
+  return std::unique_ptr<LocalLink>(new LocalLink(std::move(connection), std::move(stream).value(),
+                                                  static_cast<std::uint32_t>(*slots), *slot_bytes));
 }
 
 Result<nlohmann::json> LocalLink::request(MessageType type, const nlohmann::json& body) {
@@ -31,7 +37,9 @@ Result<nlohmann::json> LocalLink::request(MessageType type, const nlohmann::json
 std::optional<LinkDelivery> LocalLink::pop() {
   auto d = stream_->channel().block().deliveries.try_pop();
   if (!d) return std::nullopt;
-  return LinkDelivery{*d, stream_->arena().data(), stream_->arena().size()};
+  const SlotWindow& arena = stream_->arena();
+  return LinkDelivery{
+      *d, arena.origin(d->slot_offset), arena.size(), stream_->window(), d->slot_offset, slot_bytes_};
 }
 
 Result<bool> LocalLink::wait(int interrupt_fd) {

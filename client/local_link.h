@@ -29,11 +29,16 @@ class LocalLink final : public StreamLink {
   bool pinned() const override { return false; }  // the daemon's memory: never the trainer's to pin
 
  private:
-  LocalLink(DaemonConnection connection, std::shared_ptr<ClientStream> stream, std::uint32_t slots)
-      : connection_(std::move(connection)), stream_(std::move(stream)), slots_(slots) {}
+  LocalLink(DaemonConnection connection, std::shared_ptr<ClientStream> stream, std::uint32_t slots,
+            std::uint64_t slot_bytes)
+      : connection_(std::move(connection)),
+        stream_(std::move(stream)),
+        slots_(slots),
+        slot_bytes_(slot_bytes) {}
   DaemonConnection connection_;
   std::shared_ptr<ClientStream> stream_;
   std::uint32_t slots_;
+  std::uint64_t slot_bytes_;  // each slot's, as the reply said
 };
 
 }  // namespace forkfeed

@@ -21,18 +21,16 @@ Result<std::shared_ptr<ReceiveArena>> ReceiveArena::create(std::shared_ptr<UcxCo
   }
   auto mapping = Mapping::map_shared(memfd.get(), bytes);
   if (!mapping.ok()) return mapping.status();
-  std::optional<PinnedRegistration> pinned;
-  if (pin_device >= 0) {
-    pinned.emplace(PinnedRegistration::pin({mapping->data(), bytes}, pin_device));
-    spdlog::info("{}", pinned->summary());
-  }
+  auto window = SlotWindow::map(memfd.get(), bytes, true, {0, slot_bytes, slots, pin_device});
+  if (!window.ok()) return window.status();
+  if (pin_device >= 0) spdlog::info("{}", (*window)->pin_summary());
   auto memory = UcxMemory::map(std::move(context), mapping->data(), bytes, false);
   if (!memory.ok()) return memory.status();
   UniqueFd returned(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!returned.valid()) return Status::FromErrno("eventfd for the receive arena", errno);
-  auto arena = std::shared_ptr<ReceiveArena>(new ReceiveArena(std::move(mapping).value(), std::move(pinned),
-                                                              std::move(memory).value(), std::move(returned),
-                                                              slots, slot_bytes));
+  auto arena = std::shared_ptr<ReceiveArena>(
+      new ReceiveArena(std::move(mapping).value(), std::move(window).value(), std::move(memory).value(),
+                       std::move(returned), slots, slot_bytes));
   for (std::uint32_t i = slots; i-- > 0;) arena->free_.push_back(i);
   arena->credits_ = slots;
   return arena;

@@ -1,5 +1,7 @@
-// ReceiveArena: a remote Client's receive slots — a memfd of this process, registered
-// with UCX once (and page-locked for CUDA when asked). A slot is free, on its way (a
+// ReceiveArena: a remote Client's receive slots — a memfd of this process, mapped twice:
+// once registered with UCX, which receives into it, and once where batches are read (a
+// SlotWindow, page-locked for CUDA when asked, in which a batch held while every slot is
+// can be copied aside without moving what UCX writes into). A slot is free, on its way (a
 // rendezvous into it), or lent (a Batch, or a delivery not yet taken); every slot freed is
 // a credit owed to the gateway. Shared by the RemoteLink and the leases of the batches it
 // handed out, so that a Batch stays readable after its Client is gone.
@@ -17,7 +19,7 @@
 #include "forkfeed/status.h"
 #include "remote/ucx.h"
 #include "transport/mapping.h"
-#include "transport/pinned_memory.h"
+#include "transport/slot_window.h"
 
 namespace forkfeed {
 
@@ -27,12 +29,15 @@ class ReceiveArena {
   static Result<std::shared_ptr<ReceiveArena>> create(std::shared_ptr<UcxContext> context,
                                                       std::uint32_t slots, std::uint64_t slot_bytes,
                                                       int pin_device);
+  // Where UCX receives slot i.
   std::byte* slot(std::uint32_t i) const { return mapping_.data() + std::uint64_t{i} * slot_bytes_; }
+  // Where batches are read.
+  const std::shared_ptr<SlotWindow>& window() const { return window_; }
   std::uint64_t slot_bytes() const { return slot_bytes_; }
   ucp_mem_h memh() const { return memory_.get(); }
   int returned_fd() const { return returned_.get(); }
   std::uint32_t held() const { return held_.load(std::memory_order_acquire); }
-  bool pinned() const { return pinned_ && pinned_->pinned(); }
+  bool pinned() const { return window_->pinned(); }
   void lent() { held_.fetch_add(1, std::memory_order_acq_rel); }
   std::uint32_t slots() const { return slots_; }
   std::uint32_t free_count() const {
@@ -57,18 +62,18 @@ class ReceiveArena {
   }
 
  private:
-  ReceiveArena(Mapping mapping, std::optional<PinnedRegistration> pinned, UcxMemory memory, UniqueFd returned,
+  ReceiveArena(Mapping mapping, std::shared_ptr<SlotWindow> window, UcxMemory memory, UniqueFd returned,
                std::uint32_t slots, std::uint64_t slot_bytes)
       : mapping_(std::move(mapping)),
-        pinned_(std::move(pinned)),
+        window_(std::move(window)),
         memory_(std::move(memory)),
         returned_(std::move(returned)),
         slots_(slots),
         slot_bytes_(slot_bytes) {}
   Mapping mapping_;
-  std::optional<PinnedRegistration> pinned_;  // unpinned before the mapping goes
-  UcxMemory memory_;                          // unregistered before the mapping goes
-  UniqueFd returned_;                         // readable: slots were given back (credits to send)
+  std::shared_ptr<SlotWindow> window_;  // the Batches' (which hold it too)
+  UcxMemory memory_;                    // unregistered before the mapping goes
+  UniqueFd returned_;                   // readable: slots were given back (credits to send)
   const std::uint32_t slots_;
   const std::uint64_t slot_bytes_;
   mutable std::mutex mu_;

@@ -130,16 +130,18 @@ Result<std::unique_ptr<RemoteLink>> RemoteLink::start(const RemoteDaemon& daemon
   const std::string& address = daemon.address;
   auto where = parse_net_address(address, "the remote forkfeedd's address");
   if (!where.ok()) return where.status();
-  // UCX first: in a process that cannot use it (a fork's child) nothing is connected.
+  // UCX first, its worker too: in a process that cannot use it (a fork's child) nothing is
+  // connected, and a worker UCX will not make (this process's UCX_ settings) is this
+  // trainer's error, not one of the daemon's that a fan-in would take for a lost daemon.
   // Large tcp segments: the hello says so, and the gateway sends in segments as large.
   auto context = UcxContext::create(kLargeTcpSegment);
   if (!context.ok()) return context.status();
-  auto control = connect_tcp(*where, timeout, "the remote forkfeedd");
-  if (!control.ok()) return control.status();
   auto worker = UcxWorker::create(*context, UCS_THREAD_MODE_SERIALIZED);  // the link's thread, and its end
-  if (!worker.ok()) return worker.status();
+  if (!worker.ok()) return Status::FailedPrecondition(worker.status().message());
   auto worker_address = (*worker)->address();
   if (!worker_address.ok()) return worker_address.status();
+  auto control = connect_tcp(*where, timeout, "the remote forkfeedd");
+  if (!control.ok()) return control.status();
   std::unique_ptr<RemoteLink> link(new RemoteLink(address, std::move(control).value(),
                                                   std::move(context).value(), std::move(worker).value()));
   for (const auto& [id, handler] :
@@ -477,7 +479,11 @@ std::optional<LinkDelivery> RemoteLink::pop() {
   LinkDelivery d{arrival.record, nullptr, 0};
   if (d.record.kind == DeliveryKind::kBatch) {
     d.record.handle = arrival.slot;
-    d.base = arena_->slot(arrival.slot);
+    // Read where the batches are (UCX wrote it through its own mapping of the slot).
+    d.window = arena_->window();
+    d.slot = std::uint64_t{arrival.slot} * arena_->slot_bytes();
+    d.slot_bytes = arena_->slot_bytes();
+    d.base = d.window->origin(d.slot) + d.slot;
     d.bytes = arrival.bytes;
   }
   return d;

@@ -13,17 +13,23 @@
 #include "loader/slot_pool.h"
 #include "protocol/consumer_channel.h"
 #include "protocol/frame.h"
+#include "transport/slot_window.h"
 
 namespace forkfeed {
 
 class StreamLink;
 
 // A delivery and where its bytes lie: the record's offsets are from `base`, inside
-// `bytes` (the arena for a local stream, a receive slot for a remote one).
+// `bytes` (the arena for a local stream, a receive slot for a remote one), and all within
+// its slot: `slot_bytes` from byte `slot` of `window`'s memfd, read at
+// window->origin(slot) + slot (where a batch held too long can be copied aside).
 struct LinkDelivery {
   DeliveryRecord record{};  // a plain shared-memory record: zeroed, or a field is left to chance
   const std::byte* base = nullptr;
   std::uint64_t bytes = 0;
+  std::shared_ptr<SlotWindow> window = nullptr;
+  std::uint64_t slot = 0;
+  std::uint64_t slot_bytes = 0;
   // The link that received it, for a link of links (FanInLink): drop() and lend() go there.
   StreamLink* carrier = nullptr;
 };

@@ -31,6 +31,7 @@ Result<ServedStream::Opened> ServedStream::open(std::uint64_t id, const Resolved
   if (!loader.ok()) return loader.status();
   // Its slots are its options'; the workers it keeps busy at once, the ticket's.
   LoaderInternals::limit_in_flight(**loader, ticket.workers() * options.prefetch);
+  LoaderInternals::lend_only(**loader);  // the client copies aside what it holds, if it must
   // Where the stream starts, for the reply. On demand, its epoch starts with nothing
   // wanted: before the first next(), nothing was issued yet.
   const PassPosition::Seek at = LoaderInternals::position(**loader);

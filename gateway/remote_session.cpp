@@ -295,7 +295,7 @@ Status RemoteSession::attach_stream(DaemonConnection::Reply& answer) {
   if (!opened.ok()) return opened.status();
   auto client = ClientStream::attach(std::move(answer.fds));
   if (!client.ok()) return client.status();
-  const Mapping& arena = (*client)->arena();
+  const SlotWindow& arena = (*client)->arena();
   auto registered =
       UcxMemory::map(worker_->context(), const_cast<std::byte*>(arena.data()), arena.size(), true);
   if (!registered.ok()) return registered.status();

@@ -53,14 +53,16 @@ std::array<std::int64_t, 4> shape_of(std::int64_t n, std::int64_t size, Layout l
 }  // namespace
 
 Batch BatchFactory::make(const Arena& arena, std::uint32_t slot, std::uint32_t count, std::uint64_t epoch,
-                         std::uint64_t index, std::unique_ptr<detail::SlotLease> lease) {
+                         std::uint64_t index, std::unique_ptr<detail::SlotLease> lease,
+                         detail::SlotPlace place) {
   const ControlBlock& control = arena.control();
-  const SlotView view = arena.slot(slot);
+  const SlotView view =
+      place.window != nullptr ? arena.slot(slot, place.window->origin(place.slot)) : arena.slot(slot);
   const auto n = static_cast<std::int64_t>(count);
   const auto s = static_cast<std::int64_t>(control.transform.size);
   Batch b;
-  b.slot_ =
-      std::make_unique<detail::HeldSlot>(std::move(lease), std::span(view.base, control.slots.slot_stride));
+  b.slot_ = std::make_unique<detail::HeldSlot>(
+      std::move(lease), std::span(view.base, control.slots.slot_stride), std::move(place));
   b.data_ = view.pixels;
   b.bytes_ = count * control.slots.sample_bytes;
   b.dtype_ = control.transform.dtype;
@@ -77,7 +79,7 @@ Batch BatchFactory::make(const Parts& parts, std::unique_ptr<detail::SlotLease> 
   const auto n = static_cast<std::int64_t>(parts.count);
   const auto s = static_cast<std::int64_t>(parts.size);
   Batch b;
-  b.slot_ = std::make_unique<detail::HeldSlot>(std::move(lease), parts.memory);
+  b.slot_ = std::make_unique<detail::HeldSlot>(std::move(lease), parts.memory, parts.place);
   b.data_ = parts.pixels;
   b.bytes_ = parts.bytes;
   b.dtype_ = parts.dtype;

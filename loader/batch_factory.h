@@ -11,9 +11,11 @@ namespace forkfeed {
 
 class BatchFactory {
  public:
-  // A view of `count` samples in `slot`; the lease returns the slot when the Batch goes.
+  // A view of `count` samples in `slot`, read where `place` (the slot's) says, or in the
+  // arena's own mapping without one; the lease returns the slot when the Batch goes.
   static Batch make(const Arena& arena, std::uint32_t slot, std::uint32_t count, std::uint64_t epoch,
-                    std::uint64_t index, std::unique_ptr<detail::SlotLease> lease);
+                    std::uint64_t index, std::unique_ptr<detail::SlotLease> lease,
+                    detail::SlotPlace place = {});
 
   // A batch whose memory is resolved already, as a forkfeed::Client maps it: `count`
   // samples of `size` x `size` pixels in `dtype` and `layout`, `count` labels and sample
@@ -30,6 +32,7 @@ class BatchFactory {
     std::uint64_t index;
     Layout layout = Layout::kAuto;  // kAuto: dtype's default
     std::span<const std::byte> memory = {};
+    detail::SlotPlace place = {};  // where `memory` is read, for copying it aside
   };
   static Batch make(const Parts& parts, std::unique_ptr<detail::SlotLease> lease);
 

@@ -3,6 +3,7 @@
 
 #include <sys/eventfd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <string>
 #include <utility>
@@ -58,14 +59,18 @@ Status BatchLine::start(const LoaderOptions& options, std::shared_ptr<WorkerPool
   supervisor_ = std::make_unique<Supervisor>(arena_, pool, membership_.id(), index_, options, log_);
   dispatcher_ = std::make_unique<Dispatcher>(arena_, slots_, index_, options.on_error, supervisor_->health(),
                                              pool.memory(), membership_.id());
-  delivery_ = std::make_unique<Delivery>(arena_, slots_, index_, log_);
   // After the workers started, before any batch is issued: they were forked from a
   // process without a context of ours (forking after CUDA init is a hazard), and no
   // worker writes a slot yet.
-  if (options.pin_memory_device >= 0) {
-    pinned_.emplace(PinnedRegistration::pin(arena_->slot_region(), options.pin_memory_device));
-    log_->info("{}", pinned_->summary());
-  }
+  const SlotGeometry& g = arena_->control().slots;
+  auto window = SlotWindow::map(arena_->fd(), arena_->size(), true,
+                                {g.slots_offset, g.slot_stride, g.num_slots, options.pin_memory_device});
+  if (!window.ok()) return window.status();
+  window_ = std::move(window).value();
+  if (options.pin_memory_device >= 0) log_->info("{}", window_->pin_summary());
+  held_ = std::make_shared<HeldBatches>(log_, "loader");
+  workers_ = options.workers;
+  delivery_ = std::make_unique<Delivery>(arena_, slots_, index_, log_);
   log_->info("{} {} workers by {}; {} samples, {} batches of {} per epoch; arena {:.1f} MiB in {} slots",
              own_pool ? "started" : "attached to a pool of", pool.size(), to_string(pool.start_method()),
              sampler_.samples_per_epoch(), sampler_.batches_per_epoch(), options.batch_size,
@@ -97,7 +102,7 @@ Result<std::optional<Batch>> BatchLine::take(std::uint64_t epoch, std::uint64_t 
     // workers are idle.
     issue(demand);
     if (auto c = dispatcher_->take(index)) {
-      auto batch = delivery_->deliver(*c, epoch, index);
+      auto batch = delivery_->deliver(*c, epoch, index, {window_, 0, 0, held_});
       if (!batch.ok() && batch.status().code() != Status::Code::kBadData) {
         broken_ = batch.status();
         broken_reported_ = true;
@@ -110,7 +115,16 @@ Result<std::optional<Batch>> BatchLine::take(std::uint64_t epoch, std::uint64_t 
       broken_reported_ = true;
       return broken_;
     }
-    if (dispatcher_->in_flight() == 0 && slots_->free_count() == 0) return every_slot_held();
+    if (dispatcher_->in_flight() == 0 && slots_->free_count() == 0) {
+      // Every slot is in the caller's hands: the oldest batches become copies, a slot free
+      // for each of the loader's workers, or for each batch the pass has yet to issue.
+      const std::uint64_t unissued = demand != nullptr ? demand->unissued() : dispatcher_->unissued();
+      const std::size_t count = std::clamp<std::uint64_t>(unissued, 1, workers_);
+      Result<bool> copied = held_ != nullptr ? held_->copy_oldest_aside(count) : Result<bool>(false);
+      if (!copied.ok()) return copied.status();
+      if (!*copied) return every_slot_held();
+      continue;
+    }
     // Checked only where next() would wait: a worker that is stopped (SIGSTOP) or
     // stuck must not hold up a Ctrl-C. The signal also cuts the wait's poll() short.
     if (interrupted_.exchange(false, std::memory_order_relaxed)) {
@@ -141,14 +155,18 @@ void BatchLine::count_into(LoaderStats& s) const {
   s.index_bytes = arena_->index_bytes();
   s.slots = arena_->control().slots.num_slots;
   s.start_method = pool_->start_method();
-  s.pinned = pinned_ && pinned_->pinned();
+  s.pinned = window_->pinned();
+  if (held_ != nullptr) {
+    s.copied_batches = held_->copied_batches();
+    s.copied_bytes = held_->copied_bytes();
+  }
   s.worker_ns = dispatcher_->worker_ns();
   s.dropped_boxes = dispatcher_->dropped_boxes();
   s.wait_ns = dispatcher_->wait_ns();
 }
 
 Loader::SharedMemory BatchLine::shared_memory() const {
-  return {arena_->fd(), arena_->data(), arena_->size(), arena_->control().slots.slot_stride};
+  return {arena_->fd(), window_->data(), window_->size(), arena_->control().slots.slot_stride};
 }
 
 }  // namespace forkfeed

@@ -22,6 +22,7 @@
 #include "forkfeed/status.h"
 #include "loader/delivery.h"
 #include "loader/dispatcher.h"
+#include "loader/held_batches.h"
 #include "loader/pass_demand.h"
 #include "loader/pass_position.h"
 #include "loader/pass_yield.h"
@@ -31,14 +32,15 @@
 #include "loader/supervisor.h"
 #include "process/worker_pool.h"
 #include "transport/arena.h"
-#include "transport/pinned_memory.h"
+#include "transport/slot_window.h"
 
 namespace forkfeed {
 
 class BatchLine {
  public:
   // Attaches to `pool` (null: starts a pool of `resolved.workers` of its own), creates
-  // the arena holding `index` and pins it when the options ask. What its fields add to
+  // the arena holding `index`, and maps its slots where batches are read, pinned when the
+  // options ask. What its fields add to
   // the slots is charged to `budget` first. `index` and `sampler` must outlive this.
   static Result<std::unique_ptr<BatchLine>> open(const LoaderOptions& resolved, const DatasetIndex& index,
                                                  const Sampler& sampler, std::shared_ptr<WorkerPool> pool,
@@ -74,6 +76,9 @@ class BatchLine {
   // Async-signal-safe (Loader::interrupt).
   void interrupt() { interrupted_.store(true, std::memory_order_relaxed); }
   void limit_in_flight(std::uint32_t tasks) { dispatcher_->limit_in_flight(tasks); }
+  // The batches are lent to another process (forkfeedd's streams), which reads them in its
+  // own mapping: a copy here would not be seen there, so none is ever copied aside.
+  void lend_only() { held_ = nullptr; }
   std::uint64_t worker_ns() const { return dispatcher_->worker_ns(); }
   // Samples delivered and skipped so far (PassYield's counts).
   PassYield::Counts counts() const { return delivery_->counts(); }
@@ -99,7 +104,11 @@ class BatchLine {
   // Its own (the workers stop with the loader) or one shared with other loaders.
   std::shared_ptr<WorkerPool> pool_;
   std::shared_ptr<Arena> arena_;
-  std::optional<PinnedRegistration> pinned_;  // after arena_: unpinned before it may unmap
+  // Where the batches are read (and pinned): a mapping apart from the arena's, in which a
+  // batch held while every slot is can be copied aside; and the batches held, oldest first.
+  std::shared_ptr<SlotWindow> window_;
+  std::shared_ptr<HeldBatches> held_;  // null: lend_only()
+  std::uint32_t workers_ = 1;          // the most batches copied aside at once
   std::shared_ptr<SlotPool> slots_;
   UniqueFd completions_;  // eventfd: the workers write it after each completion
   // After the arena and the eventfd: the workers let go of both before they close.

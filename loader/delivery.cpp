@@ -13,8 +13,8 @@ Delivery::Delivery(std::shared_ptr<Arena> arena, std::shared_ptr<SlotPool> slots
                    std::shared_ptr<spdlog::logger> log)
     : arena_(std::move(arena)), slots_(std::move(slots)), index_(index), log_(std::move(log)) {}
 
-Result<std::optional<Batch>> Delivery::deliver(const Completion& c, std::uint64_t epoch,
-                                               std::uint64_t index) {
+Result<std::optional<Batch>> Delivery::deliver(const Completion& c, std::uint64_t epoch, std::uint64_t index,
+                                               detail::SlotPlace where) {
   const SlotContents slot(*arena_, c.slot);
   // A worker that fails a batch notes the culprit first; the checks catch a slot that
   // breaks the layout rule, which would be a bug of ours, never bad data.
@@ -48,11 +48,15 @@ Result<std::optional<Batch>> Delivery::deliver(const Completion& c, std::uint64_
   batches_ += 1;
   samples_ += count;
   auto lease = std::make_unique<detail::PoolSlotLease>(arena_, slots_, c.slot);
-  Batch batch = BatchFactory::make(*arena_, c.slot, count, epoch, index, std::move(lease));
+  const SlotGeometry& g = arena_->control().slots;
+  where.slot = g.slots_offset + std::uint64_t{c.slot} * g.slot_stride;
+  where.bytes = g.slot_stride;
+  const std::byte* base =
+      where.window != nullptr ? where.window->origin(where.slot) + where.slot : arena_->slot(c.slot).base;
+  Batch batch = BatchFactory::make(*arena_, c.slot, count, epoch, index, std::move(lease), std::move(where));
   const SlotFields& fields = arena_->control().fields;
   if (fields.count > 0) {  // written by this loader's own workers: their regions fit
-    BatchFactory::add_fields(batch, arena_->slot(c.slot).base,
-                             std::shared_ptr<const SlotFields>(arena_, &fields));
+    BatchFactory::add_fields(batch, base, std::shared_ptr<const SlotFields>(arena_, &fields));
   }
   return std::optional<Batch>(std::move(batch));
 }

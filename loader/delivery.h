@@ -29,8 +29,11 @@ class Delivery {
   // Batch `index` of `epoch`'s pass, completed as `c`: a Batch holding its slot, or
   // nullopt if every sample was skipped; BadData for a batch failed under on_error=fail;
   // Internal for a slot that breaks the layout rule (a forkfeed bug, never bad data).
-  // Unless a Batch is returned, the slot goes back to the pool.
-  Result<std::optional<Batch>> deliver(const Completion& c, std::uint64_t epoch, std::uint64_t index);
+  // Unless a Batch is returned, the slot goes back to the pool. The Batch is read in
+  // `where.window` and held among `where.holds` (the place's slot and bytes are c's);
+  // without a window, in the arena's own mapping, never copied aside.
+  Result<std::optional<Batch>> deliver(const Completion& c, std::uint64_t epoch, std::uint64_t index,
+                                       detail::SlotPlace where = {});
 
   // Adds what was delivered and skipped so far to `stats`.
   void count_into(LoaderStats& stats) const;

@@ -43,6 +43,8 @@ class Dispatcher {
   // Starts the pass at |from| in a new generation: issue() then hands out its batches
   // from |from|.position on, in |sampler|'s order, which must outlive this.
   void begin_pass(const Sampler& sampler, PassPosition::Seek from);
+  // Batches of the whole pass that issue() has yet to submit (none in a pass on demand).
+  std::uint64_t unissued() const { return sampler_ != nullptr ? sampler_->batches_per_epoch() - issued_ : 0; }
   // Starts a pass of `epoch` on demand, in a new generation: issue() then hands out
   // nothing; issue(demand) the batches wanted, in the order wanted.
   void begin_demand(const Sampler& sampler, std::uint64_t epoch);

@@ -235,6 +235,8 @@ bool LoaderInternals::broken(const Loader& loader) { return Loader::Impl::of(loa
 void LoaderInternals::limit_in_flight(Loader& loader, std::uint32_t tasks) {
   Loader::Impl::of(loader).line_->limit_in_flight(tasks);
 }
+
+void LoaderInternals::lend_only(Loader& loader) { Loader::Impl::of(loader).line_->lend_only(); }
 std::uint64_t LoaderInternals::worker_ns(const Loader& loader) {
   return Loader::Impl::of(loader).line_->worker_ns();
 }

@@ -41,6 +41,10 @@ class LoaderInternals {
   // may keep busy, times prefetch), apart from its batch slots, which follow its options.
   // 0: no cap (a Loader's own: its slots).
   static void limit_in_flight(Loader& loader, std::uint32_t tasks);
+  // Its batches are lent to another process (forkfeedd's client), which reads them in its
+  // own mapping: none is ever copied aside here when every slot is held, as a Loader's own
+  // caller's are; next() says so instead (every_slot_held()).
+  static void lend_only(Loader& loader);
   // LoaderStats::worker_ns as of now. Unlike stats(), any thread may ask while another is
   // in next(): the workers add it up in shared memory, sample by sample.
   static std::uint64_t worker_ns(const Loader& loader);

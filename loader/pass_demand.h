@@ -38,6 +38,8 @@ class PassDemand {
 
   // Batches wanted and not yet delivered.
   std::size_t waiting() const { return wanted_.size(); }
+  // Batches wanted and not yet issued.
+  std::size_t unissued() const { return wanted_.size() - issued_; }
 
  private:
   std::uint64_t batches_per_epoch_;

@@ -12,8 +12,11 @@
 #include "forkfeed/status.h"
 #include "transport/arena.h"
 #include "transport/fork_copy.h"
+#include "transport/slot_window.h"
 
 namespace forkfeed {
+
+class HeldBatches;
 
 class SlotPool {
  public:
@@ -44,17 +47,42 @@ class SlotLease {
   SlotLease& operator=(const SlotLease&) = delete;
 };
 
-// A Batch's hold on its slot: the lease, and the slot's memory registered for a private
-// copy in any child of fork(). Let go of in that order of members, backwards: the
-// registration first, so that no fork copies a slot already being filled again.
+// Where a held batch's slot is read, to copy the batch aside (transport/slot_window.h):
+// the window, the slot's first byte in its memfd and its bytes, and the holds of the
+// Loader or Client that handed it out. Without holds a batch is never copied: forkfeedd's
+// and forkfeed-gateway's batches are another process's to read.
+struct SlotPlace {
+  std::shared_ptr<SlotWindow> window;
+  std::uint64_t slot = 0;
+  std::uint64_t bytes = 0;
+  std::shared_ptr<HeldBatches> holds;
+};
+
+// A Batch's hold on its slot: the lease (or, once the batch was copied aside, the copy),
+// and the batch's memory registered for a private copy in any child of fork(). Let go of
+// in that order of members, backwards: the registration first, so that no fork copies a
+// slot already being filled again; before them, its place among its holds.
 class HeldSlot {
  public:
-  HeldSlot(std::unique_ptr<SlotLease> lease, std::span<const std::byte> memory)
-      : lease_(std::move(lease)), copy_(memory) {}
+  // `memory`: the batch's bytes, within its slot's as `place` says, when it has one.
+  HeldSlot(std::unique_ptr<SlotLease> lease, std::span<const std::byte> memory, SlotPlace place = {});
+  ~HeldSlot();
+  HeldSlot(const HeldSlot&) = delete;
+  HeldSlot& operator=(const HeldSlot&) = delete;
 
  private:
+  friend class forkfeed::HeldBatches;
+  // Copies the batch aside and lets go of its slot; the bytes copied. Called by its holds,
+  // under their lock.
+  Result<std::uint64_t> copy_aside();
+
   std::unique_ptr<SlotLease> lease_;
-  ForkCopy copy_;
+  std::optional<SlotWindow::Copy> copy_;
+  ForkCopy fork_copy_;
+  std::span<const std::byte> memory_;
+  SlotPlace place_;
+  HeldSlot* older_ = nullptr;  // the holds' list
+  HeldSlot* newer_ = nullptr;
 };
 
 // Keeps the arena mapped, and returns the slot to its pool if the loader still exists.

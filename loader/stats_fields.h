@@ -47,6 +47,8 @@ void for_each_stat_member(Visit&& visit) {
   visit("worker_ns", &LoaderStats::worker_ns, kSum);
   visit("wait_ns", &LoaderStats::wait_ns, kSum);
   visit("dropped_boxes", &LoaderStats::dropped_boxes, kSum);
+  visit("copied_batches", &LoaderStats::copied_batches, kClient);  // the caller's batches copied aside
+  visit("copied_bytes", &LoaderStats::copied_bytes, kClient);
 }
 
 // Calls visit(name, field[, merge]) for every field of `s` (a LoaderStats, const or not),
@@ -80,7 +82,7 @@ inline LoaderStats merge_stats(const std::vector<LoaderStats>& streams) {
 inline void every_loader_stat_is_named(LoaderStats& s) {
   [[maybe_unused]] auto& [delivered_batches, delivered_samples, skipped_samples, skipped_bytes,
                           worker_restarts, start_method, arena_bytes, index_bytes, slots, pinned, worker_ns,
-                          wait_ns, dropped_boxes] = s;
+                          wait_ns, dropped_boxes, copied_batches, copied_bytes] = s;
 }
 
 }  // namespace forkfeed

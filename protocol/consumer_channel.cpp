@@ -35,9 +35,10 @@ DeliveryRecord batch_delivery(const Batch& batch, const std::byte* base, const A
   d.pixel_bytes = batch.bytes();
   d.labels_offset = offset(batch.labels().data());
   d.indices_offset = offset(batch.sample_indices().data());
-  if (slots.fields != nullptr && slots.fields->count > 0) {
-    // The batch's slot is the one its pixels lie in; the loader wrote it, so it fits.
+  // The batch's slot is the one its pixels lie in; the loader wrote it, so it fits.
+  if (slots.stride > 0)
     d.slot_offset = slots.offset + (d.pixels_offset - slots.offset) / slots.stride * slots.stride;
+  if (slots.fields != nullptr && slots.fields->count > 0) {
     d.fields_bytes =
         fields_written_end(*slots.fields, base + d.slot_offset, d.count, slots.stride).value_or(0);
   }

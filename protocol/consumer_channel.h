@@ -41,9 +41,11 @@ struct DeliveryRecord {
   std::uint64_t pixel_bytes;
   std::uint64_t labels_offset;
   std::uint64_t indices_offset;
-  // With a schema's fields (StreamOpened::fields): where the batch's slot begins, from
-  // which the fields' regions count, and how far from there what its samples wrote
-  // reaches (fields_written_end). fields_bytes is 0 without fields.
+  // Where the batch's slot begins (from which a schema's fields' regions count, and in
+  // which a client copies the batch aside when it holds every slot), and with fields
+  // (StreamOpened::fields) how far from there what its samples wrote reaches
+  // (fields_written_end). fields_bytes is 0 without fields; slot_offset is 0 from a
+  // forkfeedd older than copying aside, without fields.
   std::uint64_t slot_offset;
   std::uint64_t fields_bytes;
   std::uint32_t handle;

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -146,32 +147,42 @@ class PinnedMemoryTest : public ::testing::Test {
     return s.str();
   }
 
-  // A loader pinned for |device| delivers a pass; the fake saw exactly one registration
+  // A loader pinned for |device| delivers a pass; the fake saw one registration a batch
+  // slot (transport/slot_window.h: a slot whose batch is copied aside is unpinned alone)
   // and one unregistration of the same memory, each right after cudaSetDevice(device) and
   // with |device| current, and no device but |device| was ever set or given a context.
   void expect_pinned_on(int device) {
     testing::Batches batches;
+    std::size_t slots = 0;
     {
       auto loader = open(options(device));
       ASSERT_TRUE(loader);
       EXPECT_TRUE(loader->stats().pinned);
+      slots = loader->stats().slots;
       batches = testing::read_pass(*loader);
       EXPECT_EQ(testing::exactly_once(testing::indices_of(batches), 24), "");
       EXPECT_TRUE(find(calls(), "cudaHostUnregister").empty()) << "unpinned while the loader lives";
     }
     const std::vector<Call> log = calls();
     const auto reg = find(log, "cudaHostRegister"), unreg = find(log, "cudaHostUnregister");
-    ASSERT_EQ(reg.size(), 1u) << log_text();
-    ASSERT_EQ(unreg.size(), 1u) << log_text();
-    for (std::size_t at : {reg[0], unreg[0]}) {
+    ASSERT_EQ(reg.size(), slots) << log_text();
+    ASSERT_EQ(unreg.size(), slots) << log_text();
+    for (std::size_t at : reg) {
       ASSERT_GT(at, 0u);
       EXPECT_EQ(log[at].device, device) << log_text();
       EXPECT_EQ(log[at - 1].function, "cudaSetDevice") << log_text();
       EXPECT_EQ(log[at - 1].args.at(0), std::to_string(device)) << log_text();
+      EXPECT_EQ(log[at].args.at(2), "flags=1") << "cudaHostRegisterPortable";
+      EXPECT_LT(at, unreg.front());
+      EXPECT_EQ(std::count_if(unreg.begin(), unreg.end(),
+                              [&](std::size_t u) { return log[u].args.at(0) == log[at].args.at(0); }),
+                1)
+          << "each slot unregistered once: " << log_text();
     }
-    EXPECT_LT(reg[0], unreg[0]);
-    EXPECT_EQ(log[reg[0]].args.at(0), log[unreg[0]].args.at(0)) << "unregistered other memory";
-    EXPECT_EQ(log[reg[0]].args.at(2), "flags=1") << "cudaHostRegisterPortable";
+    for (std::size_t at : unreg) {
+      EXPECT_EQ(log[at].device, device) << log_text();
+      EXPECT_EQ(log[at - 1].function, "cudaSetDevice") << log_text();
+    }
     for (std::size_t at : find(log, "cudaSetDevice")) EXPECT_EQ(log[at].args.at(0), std::to_string(device));
     EXPECT_EQ(contexts(log), std::vector<int>{device}) << log_text();
   }
@@ -220,23 +231,63 @@ TEST_F(PinnedMemoryTest, RegistersExactlyTheBatchSlots) {
   EXPECT_EQ(log[reg[0]].args.at(1), std::to_string(region.size()));
 }
 
+// The ranges the fake was asked to register and not yet to unregister, by start.
+std::map<std::uintptr_t, std::uintptr_t> registered(const std::vector<Call>& log) {
+  std::map<std::uintptr_t, std::uintptr_t> ranges;
+  for (const Call& c : log) {
+    if (c.function == "cudaHostRegister") {
+      const auto base = std::stoull(c.args.at(0), nullptr, 16);
+      ranges[base] = base + std::stoull(c.args.at(1));
+    } else if (c.function == "cudaHostUnregister") {
+      ranges.erase(std::stoull(c.args.at(0), nullptr, 16));
+    }
+  }
+  return ranges;
+}
+
+bool within(const std::map<std::uintptr_t, std::uintptr_t>& ranges, const Batch& b) {
+  const auto at = reinterpret_cast<std::uintptr_t>(b.data());
+  return std::any_of(ranges.begin(), ranges.end(),
+                     [&](const auto& r) { return r.first <= at && at + b.bytes() <= r.second; });
+}
+
 TEST_F(PinnedMemoryTest, BatchesLieInTheRegisteredRange) {
   auto loader = open(options(1));
   ASSERT_TRUE(loader);
-  const std::vector<Call> log = calls();
-  const auto reg = find(log, "cudaHostRegister");
-  ASSERT_EQ(reg.size(), 1u) << log_text();
-  const auto base = std::stoull(log[reg[0]].args.at(0), nullptr, 16);
-  const auto bytes = std::stoull(log[reg[0]].args.at(1));
-  EXPECT_LT(bytes, loader->stats().arena_bytes);
+  const auto ranges = registered(calls());
+  ASSERT_EQ(ranges.size(), loader->stats().slots) << log_text();
   for (;;) {
     auto batch = loader->next();
     ASSERT_TRUE(batch.ok()) << batch.status().message();
     if (!batch->has_value()) break;
-    const auto at = reinterpret_cast<std::uintptr_t>((*batch)->data());
-    EXPECT_GE(at, base);
-    EXPECT_LE(at + (*batch)->bytes(), base + bytes);
+    EXPECT_TRUE(within(ranges, **batch));
   }
+}
+
+// A batch copied aside (every slot held) is ordinary memory, since its registration would
+// go on naming the slot's pages, where the next batch is written; the slot is pinned again
+// where it is read next.
+TEST_F(PinnedMemoryTest, ABatchCopiedAsideIsUnpinnedAndItsSlotPinnedAtItsNewPlace) {
+  LoaderOptions o = options(1);
+  o.workers = 1;
+  o.prefetch = 1;  // 2 slots
+  auto loader = open(o);
+  ASSERT_TRUE(loader);
+  std::vector<Batch> kept;
+  for (;;) {
+    auto batch = loader->next();
+    ASSERT_TRUE(batch.ok()) << batch.status().message();
+    if (!batch->has_value()) break;
+    kept.push_back(std::move(**batch));
+    EXPECT_TRUE(within(registered(calls()), kept.back())) << "a new batch is read in pinned memory";
+  }
+  ASSERT_EQ(kept.size(), 5u);
+  const LoaderStats stats = loader->stats();
+  EXPECT_EQ(stats.copied_batches, 3u) << "2 slots: every batch but the last two was copied aside";
+  EXPECT_TRUE(stats.pinned);
+  const auto ranges = registered(calls());
+  EXPECT_EQ(ranges.size(), 2u) << log_text();
+  for (std::size_t i = 0; i < kept.size(); ++i) EXPECT_EQ(within(ranges, kept[i]), i >= 3) << i;
 }
 
 TEST_F(PinnedMemoryTest, BatchesAreTheSamePinnedOrNot) {

@@ -198,8 +198,8 @@ TEST_F(RemoteStreamTest, AStateMovesFromRemoteToLocalAndBackExactly) {
 // The network path holds a batch's slots while it crosses (the daemon's while it is sent,
 // a receive slot from its credit on): the gateway opens the daemon's stream with two
 // slots more than the options make, and the client's receive slots follow. A trainer
-// with one worker (prefetch 2: 3 slots locally) holds five batches; the sixth is
-// refused as every slot held.
+// with one worker (prefetch 2: 3 slots locally) holds five batches; the sixth comes once
+// the oldest is copied aside, as every slot is held.
 TEST_F(RemoteStreamTest, ARemoteStreamHasTwoSlotsMoreForItsTransfers) {
   testing::HangGuard guard(60, "RemoteStreamTest.TransitSlots");
   testing::DaemonProcess daemon(socket_path("transit"), remote_args());
@@ -214,9 +214,12 @@ TEST_F(RemoteStreamTest, ARemoteStreamHasTwoSlotsMoreForItsTransfers) {
     ASSERT_TRUE(batch->has_value());
     held.push_back(std::move(**batch));
   }
+  ASSERT_EQ(remote->stats()->copied_batches, 0u) << "five batches held: 3 + 2 slots";
+  const testing::BatchRecord oldest(held[0]);
   auto sixth = remote->next();
-  ASSERT_FALSE(sixth.ok()) << "a sixth batch held: more than 3 + 2 slots";
-  EXPECT_EQ(sixth.status().code(), Status::Code::kResourceExhausted) << sixth.status().message();
+  ASSERT_TRUE(sixth.ok() && sixth->has_value()) << (sixth.ok() ? "end of pass" : sixth.status().message());
+  EXPECT_EQ(remote->stats()->copied_batches, 1u) << "a sixth batch held: more than 3 + 2 slots";
+  EXPECT_TRUE(testing::BatchRecord(held[0]) == oldest) << "the copy is the batch as it was";
   held.pop_back();
   auto again = remote->next();
   EXPECT_TRUE(again.ok() && again->has_value()) << "a slot given back is a batch again";
@@ -880,8 +883,8 @@ TEST_F(RemoteStreamTest, PinMemoryDevicePinsTheClientsOwnReceiveArena) {
       EXPECT_NE(line.find("device=1"), std::string::npos) << line;
     }
   }
-  EXPECT_EQ(registered, 1) << calls;
-  EXPECT_EQ(unregistered, 1) << calls;
+  EXPECT_GT(registered, 1) << "a registration a receive slot: " << calls;
+  EXPECT_EQ(unregistered, registered) << calls;
 
   StreamOptions local = remote_options();
   local.dataset.clear();

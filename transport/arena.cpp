@@ -188,9 +188,12 @@ Result<std::shared_ptr<Arena>> Arena::attach(UniqueFd fd) {
   return std::shared_ptr<Arena>(new Arena(std::move(fd), std::move(*mapping), control));
 }
 
-SlotView Arena::slot(std::uint32_t i) const {
+SlotView Arena::slot(std::uint32_t i) const { return slot(i, mapping_.data()); }
+
+SlotView Arena::slot(std::uint32_t i, const std::byte* origin) const {
   const SlotGeometry& g = control_->slots;
-  std::byte* base = mapping_.data() + g.slots_offset + i * g.slot_stride;
+  // The slot is writable memory in every mapping a SlotView is made of.
+  std::byte* base = const_cast<std::byte*>(origin) + g.slots_offset + std::uint64_t{i} * g.slot_stride;
   auto* header = reinterpret_cast<SlotHeader*>(base);
   auto* indices = reinterpret_cast<std::uint64_t*>(base + sizeof(SlotHeader));
   auto* labels = reinterpret_cast<std::int64_t*>(indices + g.batch_size);

@@ -65,6 +65,9 @@ class Arena {
   void reset_channel(std::uint32_t worker) const;
   const SharedIndex& index() const { return *control_->index; }
   SlotView slot(std::uint32_t i) const;
+  // The same slot in another mapping of the arena's memfd, whose byte 0 is at `origin`
+  // (a SlotWindow's, where batches are read).
+  SlotView slot(std::uint32_t i, const std::byte* origin) const;
   // Every batch slot: from the first to the end of the mapping, page aligned at both ends.
   std::span<std::byte> slot_region() const;
 

@@ -49,6 +49,11 @@ struct LoaderStats {
   // image, reversed or NaN, as read or as the draws left them; counted each time their
   // sample is read.
   std::uint64_t dropped_boxes = 0;
+  // Batches held while every slot was (a caller keeping them all) that were copied into
+  // private memory so that the pass went on, and their bytes; 0 when every batch was read
+  // in place (the caller releases them sooner than prefetch runs out).
+  std::uint64_t copied_batches = 0;
+  std::uint64_t copied_bytes = 0;
 };
 
 class Loader {
@@ -117,8 +122,10 @@ class Loader {
   LoaderStats stats() const;
 
   // For forkfeedd, which lends this loader's batches to another process: the arena's
-  // memfd and where this process maps it. Every Batch's data(), labels() and
-  // sample_indices() lie inside [base, base + size). Valid while the Loader lives.
+  // memfd and where this process reads its batches. Every Batch's data(), labels() and
+  // sample_indices() lie inside [base, base + size), but a batch made in a slot after a
+  // batch held while every slot was had been copied aside (LoaderStats::copied_batches):
+  // that slot is read elsewhere then. Valid while the Loader lives.
   struct SharedMemory {
     int fd = -1;
     const std::byte* base = nullptr;

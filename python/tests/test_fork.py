@@ -106,3 +106,38 @@ def test_a_forked_childs_batch_of_a_stream_stays_as_it_was_at_the_fork(dataset, 
         open=f"source = forkfeed.Client({str(dataset)!r}, socket={daemon.socket!r}, batch_size=2, workers=2, "
         "prefetch=1, size=16, output='numpy', shuffle=False)"), timeout=120)
     assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr
+
+
+# A fork while the parent keeps every batch of a pass, most of them copied aside: the child
+# gets each as it was, copied or in its slot, while the parent reads another pass through
+# the slots.
+FORK_KEEPING_EVERY_BATCH = """
+import os, numpy, forkfeed
+{open}
+kept = [(b.images, b.labels) for b in iter(source.next_batch, None)]
+copies = [(i.copy(), l.copy()) for i, l in kept]
+assert source.stats()["copied_batches"] > 0
+go_r, go_w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.close(go_w)
+    os.read(go_r, 1)
+    same = all(numpy.array_equal(a, b) and numpy.array_equal(c, d) for (a, c), (b, d) in zip(kept, copies))
+    os._exit(0 if same else 3)
+os.close(go_r)
+del kept
+while source.next_batch() is not None:
+    pass
+os.write(go_w, b"x")
+_, status = os.waitpid(pid, 0)
+assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, ("the child's batches changed", status)
+source.close()
+print("ok")
+"""
+
+
+def test_a_forked_child_keeps_the_batches_copied_aside_and_those_in_their_slots(dataset):
+    result = run_python(FORK_KEEPING_EVERY_BATCH.format(
+        open=f"source = forkfeed.Loader({str(dataset)!r}, batch_size=4, workers=1, prefetch=1, size=16, "
+        "output='numpy', log_level='error')"), timeout=120)
+    assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr
