@@ -13,7 +13,8 @@ std::string_view hint(const nlohmann::json::exception& e, std::string_view words
   const std::size_t read = words.find("invalid literal; last read: '");
   if (read == std::string_view::npos) return "";
   const std::size_t end = words.find('\'', read + 29);
-  const std::string_view last = words.substr(read + 29, end == std::string_view::npos ? end : end - read - 29);
+  const std::string_view last =
+      words.substr(read + 29, end == std::string_view::npos ? end : end - read - 29);
   if (last.ends_with('N') || last.ends_with('I')) return "; NaN and Infinity are not JSON";
   return "";
 }

@@ -42,7 +42,8 @@ Result<bool> HeldBatches::copy_oldest_aside(std::size_t count) {
 void HeldBatches::note_copy(std::uint64_t bytes) {
   if (copied_batches_++ == 0) {
     log_->warn(
-        "every batch slot of this {} was held by a batch not yet released, so the oldest ({:.1f} MiB) was copied "
+        "every batch slot of this {} was held by a batch not yet released, so the oldest ({:.1f} MiB) was "
+        "copied "
         "into private memory and its slot went back to the pass; batches are read in place, without a copy, "
         "while fewer are held: release them sooner (copy what you keep, tensor.clone()), or raise prefetch. "
         "Told once; stats() counts them (copied_batches)",

@@ -21,7 +21,8 @@ class HeldSlot;
 class HeldBatches {
  public:
   // `log` warns of the first copy; `what` names the face in it ("loader", "client").
-  HeldBatches(std::shared_ptr<spdlog::logger> log, std::string what) : log_(std::move(log)), what_(std::move(what)) {}
+  HeldBatches(std::shared_ptr<spdlog::logger> log, std::string what)
+      : log_(std::move(log)), what_(std::move(what)) {}
 
   // Copies the oldest `count` batches held and not yet copied aside (fewer when fewer are)
   // into private memory and gives their slots back: true when one was at least, false when

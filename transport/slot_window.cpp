@@ -44,7 +44,8 @@ Result<std::shared_ptr<SlotWindow>> SlotWindow::map(int fd, std::uint64_t size, 
   const int prot = writable ? PROT_READ | PROT_WRITE : PROT_READ;
   void* at = ::mmap(nullptr, size, prot, MAP_SHARED | MAP_POPULATE, own.get(), 0);
   if (at == MAP_FAILED) return Status::FromErrno("mmap of the batch slots", errno);
-  std::shared_ptr<SlotWindow> window(new SlotWindow(std::move(own), static_cast<std::byte*>(at), size, writable));
+  std::shared_ptr<SlotWindow> window(
+      new SlotWindow(std::move(own), static_cast<std::byte*>(at), size, writable));
   if (pinned.device >= 0 && pinned.count > 0) {
     window->pin_device_ = pinned.device;
     for (std::uint32_t i = 0; i < pinned.count; ++i) {
@@ -58,8 +59,8 @@ Result<std::shared_ptr<SlotWindow>> SlotWindow::map(int fd, std::uint64_t size, 
       }
     }
     if (!window->pins_.empty()) {
-      window->pin_summary_ = std::to_string(pinned.count) + " batch slots: " +
-                             window->pins_.front().registration->summary() + ", each";
+      window->pin_summary_ = std::to_string(pinned.count) +
+                             " batch slots: " + window->pins_.front().registration->summary() + ", each";
     }
   }
   return window;
@@ -95,7 +96,8 @@ std::string SlotWindow::pin_summary() const {
 }
 
 Result<std::byte*> SlotWindow::place(std::uint64_t bytes) {
-  const auto spare = std::find_if(spare_.begin(), spare_.end(), [&](const auto& s) { return s.second == bytes; });
+  const auto spare =
+      std::find_if(spare_.begin(), spare_.end(), [&](const auto& s) { return s.second == bytes; });
   if (spare != spare_.end()) {
     std::byte* at = spare->first;
     spare_.erase(spare);
@@ -120,8 +122,8 @@ Result<SlotWindow::Copy> SlotWindow::copy_aside(std::uint64_t slot, std::uint64_
   }
   std::memcpy(static_cast<std::byte*>(copy) + (used.data() - here), used.data(), used.size());
   const int prot = writable_ ? PROT_READ | PROT_WRITE : PROT_READ;
-  void* mapped = ::mmap(*there, bytes, prot, MAP_SHARED | MAP_FIXED | MAP_POPULATE, fd_.get(),
-                        static_cast<off_t>(slot));
+  void* mapped =
+      ::mmap(*there, bytes, prot, MAP_SHARED | MAP_FIXED | MAP_POPULATE, fd_.get(), static_cast<off_t>(slot));
   if (mapped == MAP_FAILED) {
     const int err = errno;
     reserve(*there, bytes);
@@ -141,7 +143,8 @@ Result<SlotWindow::Copy> SlotWindow::copy_aside(std::uint64_t slot, std::uint64_
     return no_room("moving a copy of a held batch into place", err);
   }
   if (pin != pins_.end()) pin->registration = PinnedRegistration::pin({*there, bytes}, pin_device_);
-  const auto moved = std::find_if(moved_.begin(), moved_.end(), [&](const Moved& m) { return m.slot == slot; });
+  const auto moved =
+      std::find_if(moved_.begin(), moved_.end(), [&](const Moved& m) { return m.slot == slot; });
   if (moved != moved_.end()) {
     moved->at = *there;
   } else {

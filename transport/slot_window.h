@@ -97,7 +97,7 @@ class SlotWindow : public std::enable_shared_from_this<SlotWindow> {
     std::uint64_t slot;
     std::byte* at;
   };
-  std::vector<Moved> moved_;                // slots read elsewhere than in data_, and where
+  std::vector<Moved> moved_;                                 // slots read elsewhere than in data_, and where
   std::vector<std::pair<std::byte*, std::uint64_t>> own_;    // mapped beyond data_: unmapped last
   std::vector<std::pair<std::byte*, std::uint64_t>> spare_;  // reserved, for a slot's next place
   struct Pin {
