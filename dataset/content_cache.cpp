@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/fnv1a.h"
+
 namespace forkfeed {
 namespace {
 
@@ -24,24 +26,9 @@ struct Header {
 };
 static_assert(sizeof(Header) == 32 && sizeof(ContentCache::Entry) == 56);
 
-constexpr std::uint64_t kFnvOffset = 14695981039346656037ull, kFnvPrime = 1099511628211ull;
-
-std::uint64_t fnv1a(std::string_view bytes, std::uint64_t h = kFnvOffset) {
-  for (const unsigned char c : bytes) h = (h ^ c) * kFnvPrime;
-  return h;
-}
-
-// FNV-1a over 8-byte words (IndexCache's checksum: each step a bijection, so that a change
-// of any one word changes it).
+// The entries' checksum (IndexCache's kind).
 std::uint64_t checksum(std::span<const ContentCache::Entry> entries) {
-  std::uint64_t h = kFnvOffset;
-  const auto* words = reinterpret_cast<const unsigned char*>(entries.data());
-  for (std::size_t i = 0; i < entries.size_bytes(); i += 8) {
-    std::uint64_t word;
-    std::memcpy(&word, words + i, 8);
-    h = (h ^ word) * kFnvPrime;
-  }
-  return h;
+  return fnv1a_words({reinterpret_cast<const char*>(entries.data()), entries.size_bytes()});
 }
 
 }  // namespace

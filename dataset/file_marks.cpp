@@ -11,13 +11,12 @@
 #include <cerrno>
 #include <new>
 #include <string>
-#include <system_error>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "base/file_stamp.h"
 #include "base/logging.h"
+#include "base/on_threads.h"
 #include "base/unique_fd.h"
 #include "dataset/content_digest.h"
 
@@ -109,17 +108,7 @@ std::uint64_t mark_files(DatasetIndexBuilder& builder, ContentCheck check, const
       // Files left unmarked are unknown, and read (or refused) as any unreadable file.
     }
   };
-  const unsigned threads = static_cast<unsigned>(std::min<std::size_t>(
-      {n / kFilesATurn + 1, kMaxMarkThreads, std::max(1u, std::thread::hardware_concurrency())}));
-  {
-    std::vector<std::jthread> pool;
-    try {
-      for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
-    } catch (const std::system_error&) {
-      // Out of threads: the ones started, and this one, mark every file.
-    }
-    work();
-  }  // joined: no thread of ours is left when workers are forked
+  on_threads(std::min<std::size_t>(n / kFilesATurn + 1, kMaxMarkThreads), work);
   std::uint64_t unread = 0;
   for (std::size_t f = 0; f < n; ++f) {
     const Entry& e = entries[f];

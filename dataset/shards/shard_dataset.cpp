@@ -11,12 +11,11 @@
 #include <mutex>
 #include <new>
 #include <optional>
-#include <system_error>
-#include <thread>
 #include <vector>
 
 #include "base/file_stamp.h"
 #include "base/logging.h"
+#include "base/on_threads.h"
 #include "base/out_of_memory.h"
 #include "base/printable.h"
 #include "base/regular_file.h"
@@ -141,17 +140,7 @@ std::vector<ShardResult> index_all(const std::vector<std::string>& shards, const
       }
     }
   };
-  const unsigned threads = static_cast<unsigned>(
-      std::min<std::size_t>({n, kMaxScanThreads, std::max(1u, std::thread::hardware_concurrency())}));
-  {
-    std::vector<std::jthread> pool;
-    try {
-      for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
-    } catch (const std::system_error&) {
-      // Out of threads: the ones started, and this one, do all the shards.
-    }
-    work();
-  }  // joined: no thread of ours is left when workers are forked
+  on_threads(std::min<std::size_t>(n, kMaxScanThreads), work);
   return results;
 }
 
