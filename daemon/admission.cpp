@@ -5,7 +5,7 @@
 #include <thread>
 #include <utility>
 
-#include "loader/slot_count.h"
+#include "plan/slot_count.h"
 
 namespace forkfeed {
 

@@ -12,21 +12,21 @@
 #include <string>
 
 #include "loader/loader_internals.h"
-#include "loader/slot_count.h"
+#include "plan/slot_count.h"
 #include "protocol/stream_request.h"
 
 namespace forkfeed {
 
 using json = nlohmann::json;
 
-Result<ServedStream::Opened> ServedStream::open(std::uint64_t id, const ResolvedOptions& resolved,
+Result<ServedStream::Opened> ServedStream::open(std::uint64_t id, const StreamPlan& plan,
                                                 std::string_view state, bool demand,
                                                 std::shared_ptr<WorkerPool> pool, Admission::Ticket ticket,
                                                 json about) {
-  const LoaderOptions& options = resolved.options();
+  const LoaderOptions& options = plan.options();
   // What its fields add to its slots is known with its index: charged to the ticket.
   auto loader = LoaderInternals::open(
-      resolved, state, std::move(pool),
+      plan, state, std::move(pool),
       [&ticket](std::uint64_t bytes, const std::string& what) { return ticket.grow(bytes, what); });
   if (!loader.ok()) return loader.status();
   // Its slots are its options'; the workers it keeps busy at once, the ticket's.

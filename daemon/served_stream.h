@@ -17,7 +17,7 @@
 #include "daemon/lent_batches.h"
 #include "forkfeed/loader.h"
 #include "forkfeed/status.h"
-#include "loader/resolved_options.h"
+#include "plan/stream_plan.h"
 #include "protocol/consumer_channel.h"
 
 namespace forkfeed {
@@ -33,8 +33,8 @@ class ServedStream {
   // admitted under `ticket`, from `state` if not empty, on the daemon's `pool`. `about`
   // (who asked, for what) heads the stream's stats. A stream on `demand` makes only the
   // batches the client wants (StreamRequest::demand).
-  static Result<Opened> open(std::uint64_t id, const ResolvedOptions& resolved, std::string_view state,
-                             bool demand, std::shared_ptr<WorkerPool> pool, Admission::Ticket ticket,
+  static Result<Opened> open(std::uint64_t id, const StreamPlan& plan, std::string_view state, bool demand,
+                             std::shared_ptr<WorkerPool> pool, Admission::Ticket ticket,
                              nlohmann::json about);
   ~ServedStream();
   ServedStream(const ServedStream&) = delete;

@@ -15,8 +15,8 @@
 
 #include "base/out_of_memory.h"
 #include "base/printable.h"
-#include "loader/resolved_options.h"
-#include "loader/slot_count.h"
+#include "plan/slot_count.h"
+#include "plan/stream_plan.h"
 #include "protocol/stream_request.h"
 
 namespace forkfeed {
@@ -280,9 +280,9 @@ json StreamSession::open_stream(const json& body, std::vector<UniqueFd>& fds) {
   options.log_level = config.log_level;
   options.start_method = StartMethod::kSpawn;  // this process has threads: never fork it
   options.pin_memory_device = -1;
-  auto resolved = ResolvedOptions::of(options);  // the size and dtype that admission weighs
-  if (!resolved.ok()) return error_reply(resolved.status());
-  options = resolved->options();
+  auto plan = StreamPlan::of(options);  // the size and dtype that admission weighs
+  if (!plan.ok()) return error_reply(plan.status());
+  options = plan->options();
   if (slot_count(options) > kChannelCapacity) {
     return error_reply(
         Status::InvalidArgument("workers x prefetch + 1 = " + std::to_string(slot_count(options)) +
@@ -298,7 +298,7 @@ json StreamSession::open_stream(const json& body, std::vector<UniqueFd>& fds) {
              {"world_size", options.world_size},
              {"batch_size", options.batch_size},
              {"workers", ticket->workers()}};
-  auto opened = ServedStream::open(id_, *resolved, request->state, request->demand, context_.pool,
+  auto opened = ServedStream::open(id_, *plan, request->state, request->demand, context_.pool,
                                    std::move(ticket).value(), std::move(about));
   if (!opened.ok()) return error_reply(opened.status());
   {

@@ -94,10 +94,8 @@ Status DatasetSource::check() const {
   return Status::Ok();
 }
 
-// The fields `options` name, for its shards; an error for fields of another source, or
-// fields beside a shard_label of its own.
-Result<SampleSchema> shard_fields(const LoaderOptions& options) {
-  if (options.fields.empty()) return SampleSchema{};
+Result<SampleSchema> dataset_schema(const LoaderOptions& options, std::vector<FieldSpec> fields) {
+  if (fields.empty()) return SampleSchema{};
   if (!options.manifest.empty()) {
     return Status::InvalidArgument("fields are read from WebDataset shards: " + std::string(kPackTableHint) +
                                    "; or leave fields empty for a manifest of 'path<TAB>label' lines");
@@ -112,14 +110,21 @@ Result<SampleSchema> shard_fields(const LoaderOptions& options) {
                                    " is for shards without fields; with fields, the label is a field: "
                                    "\"label=cls\" or \"label=json:label(KEY)\"");
   }
-  return sample_schema(options.fields, options.missing);
+  return sample_schema(std::move(fields), options.missing);
 }
 
 Result<DatasetIndex> open_dataset(const LoaderOptions& options) {
+  auto fields = options.fields.empty() ? Result<std::vector<FieldSpec>>(std::vector<FieldSpec>{})
+                                       : parse_fields(options.fields);
+  if (!fields.ok()) return fields.status();
+  auto schema = dataset_schema(options, std::move(fields).value());
+  if (!schema.ok()) return schema.status();
+  return open_dataset(options, std::move(schema).value());
+}
+
+Result<DatasetIndex> open_dataset(const LoaderOptions& options, SampleSchema schema) {
   const DatasetSource source = DatasetSource::of(options);
   try {
-    Result<SampleSchema> fields = shard_fields(options);
-    if (!fields.ok()) return fields.status();
     if (!options.image_folder.empty()) {
       return DatasetIndex::from_image_folder(absolute_path(options.image_folder), options.content_check,
                                              CacheFolder::default_dir("file-contents"));
@@ -129,8 +134,8 @@ Result<DatasetIndex> open_dataset(const LoaderOptions& options) {
                                          CacheFolder::default_dir("file-contents"));
     }
     return index_shards(ShardDataset{absolute_path(options.shards), label_rule(options), options.on_error,
-                                     options.max_file_bytes, IndexCache::default_dir(),
-                                     std::move(fields).value(), options.content_check});
+                                     options.max_file_bytes, IndexCache::default_dir(), std::move(schema),
+                                     options.content_check});
   } catch (const std::bad_alloc&) {
     return out_of_memory("building the index of " + printable(source.describe()));
   }

@@ -4,8 +4,10 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "base/absolute_path.h"
+#include "dataset/sample_schema.h"
 #include "forkfeed/dataset.h"
 #include "forkfeed/options.h"
 #include "forkfeed/status.h"
@@ -33,7 +35,14 @@ struct DatasetSource {
   Status check() const;
 };
 
-// The index of options' image_folder or manifest. REQUIRES: validate(options) is Ok.
+// The schema of `options`' shards: `fields`, parse_fields' reading of options.fields; an
+// error for fields of another source, or beside a shard_label of its own.
+Result<SampleSchema> dataset_schema(const LoaderOptions& options, std::vector<FieldSpec> fields);
+
+// The index of `options`' dataset, its samples' fields read by `schema` (StreamPlan's).
+// REQUIRES: validate(options) is Ok.
+Result<DatasetIndex> open_dataset(const LoaderOptions& options, SampleSchema schema);
+// The same, reading the schema of options.fields itself (tests, and tools with no plan).
 Result<DatasetIndex> open_dataset(const LoaderOptions& options);
 
 }  // namespace forkfeed

@@ -520,20 +520,25 @@ FieldColumns field_columns(const std::vector<FieldSpec>& fields) {
 }
 
 Result<SampleSchema> sample_schema(std::string_view text, MissingField missing) {
-  SampleSchema schema;
-  schema.missing = missing;
-  if (text.empty()) return schema;
+  if (text.empty()) return sample_schema(std::vector<FieldSpec>{}, missing);
   auto fields = parse_fields(text);
   if (!fields.ok()) return fields.status();
-  schema.fields = std::move(fields).value();
+  return sample_schema(std::move(fields).value(), missing);
+}
+
+Result<SampleSchema> sample_schema(std::vector<FieldSpec> fields, MissingField missing) {
+  SampleSchema schema;
+  schema.missing = missing;
+  if (fields.empty()) return schema;
+  schema.fields = std::move(fields);
   schema.columns = field_columns(schema.fields);
+  schema.text = fields_text(schema.fields);
   if (schema.columns.members == 0) {
-    return Status::InvalidArgument("fields \"" + printable_cut(text) +
+    return Status::InvalidArgument("fields \"" + printable_cut(schema.text) +
                                    "\" has no field read from a member (image, text, bytes, array, mask, "
                                    "boxes or per_box); a sample needs one, e.g. "
                                    "\"image=jpg;png\"");
   }
-  schema.text = fields_text(schema.fields);
   return schema;
 }
 

@@ -38,5 +38,7 @@ struct SampleSchema {
 // The schema of LoaderOptions::fields and ::missing: "" is no fields; any other text is
 // parse_fields'. Refuses a schema with no member field: a sample needs a member to read.
 Result<SampleSchema> sample_schema(std::string_view fields, MissingField missing);
+// The schema of `fields` as parse_fields read them (none: no fields).
+Result<SampleSchema> sample_schema(std::vector<FieldSpec> fields, MissingField missing);
 
 }  // namespace forkfeed

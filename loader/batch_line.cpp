@@ -8,8 +8,8 @@
 #include <string>
 #include <utility>
 
-#include "loader/field_plan.h"
-#include "loader/slot_count.h"
+#include "plan/arena_plan.h"
+#include "plan/slot_count.h"
 
 namespace forkfeed {
 namespace {
@@ -21,20 +21,22 @@ constexpr auto kEventWait = std::chrono::milliseconds(100);
 BatchLine::BatchLine(const DatasetIndex& index, const Sampler& sampler, std::shared_ptr<spdlog::logger> log)
     : index_(index), sampler_(sampler), log_(std::move(log)) {}
 
-Result<std::unique_ptr<BatchLine>> BatchLine::open(const LoaderOptions& resolved, const DatasetIndex& index,
+Result<std::unique_ptr<BatchLine>> BatchLine::open(const StreamPlan& plan, const DatasetIndex& index,
                                                    const Sampler& sampler, std::shared_ptr<WorkerPool> pool,
                                                    const FieldBytesBudget& budget,
                                                    std::shared_ptr<spdlog::logger> log) {
   std::unique_ptr<BatchLine> line(new BatchLine(index, sampler, std::move(log)));
-  if (Status s = line->start(resolved, std::move(pool), budget); !s.ok()) return s;
+  if (Status s = line->start(plan, std::move(pool), budget); !s.ok()) return s;
   return line;
 }
 
-Status BatchLine::start(const LoaderOptions& options, std::shared_ptr<WorkerPool> shared,
+Status BatchLine::start(const StreamPlan& plan, std::shared_ptr<WorkerPool> shared,
                         const FieldBytesBudget& budget) {
+  const LoaderOptions& options = plan.options();
   // The slots' fields are weighed before any process exists.
-  ArenaSpec spec = arena_spec(options, options.workers);
-  if (Status s = add_fields(spec, options, index_); !s.ok()) return s;
+  auto planned = arena_spec(plan, index_, options.workers);
+  if (!planned.ok()) return planned.status();
+  ArenaSpec spec = std::move(planned).value();
   if (Status s = charge_field_bytes(spec, budget); !s.ok()) return s;
   const bool own_pool = shared == nullptr;
   if (own_pool) {

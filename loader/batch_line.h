@@ -27,9 +27,10 @@
 #include "loader/pass_position.h"
 #include "loader/pass_yield.h"
 #include "loader/sampler.h"
-#include "loader/slot_count.h"
 #include "loader/slot_pool.h"
 #include "loader/supervisor.h"
+#include "plan/slot_count.h"
+#include "plan/stream_plan.h"
 #include "process/worker_pool.h"
 #include "transport/arena.h"
 #include "transport/slot_window.h"
@@ -38,11 +39,11 @@ namespace forkfeed {
 
 class BatchLine {
  public:
-  // Attaches to `pool` (null: starts a pool of `resolved.workers` of its own), creates
+  // Attaches to `pool` (null: starts a pool of `plan->workers` of its own), creates
   // the arena holding `index`, and maps its slots where batches are read, pinned when the
   // options ask. What its fields add to
   // the slots is charged to `budget` first. `index` and `sampler` must outlive this.
-  static Result<std::unique_ptr<BatchLine>> open(const LoaderOptions& resolved, const DatasetIndex& index,
+  static Result<std::unique_ptr<BatchLine>> open(const StreamPlan& plan, const DatasetIndex& index,
                                                  const Sampler& sampler, std::shared_ptr<WorkerPool> pool,
                                                  const FieldBytesBudget& budget,
                                                  std::shared_ptr<spdlog::logger> log);
@@ -90,8 +91,7 @@ class BatchLine {
 
  private:
   BatchLine(const DatasetIndex& index, const Sampler& sampler, std::shared_ptr<spdlog::logger> log);
-  Status start(const LoaderOptions& resolved, std::shared_ptr<WorkerPool> pool,
-               const FieldBytesBudget& budget);
+  Status start(const StreamPlan& plan, std::shared_ptr<WorkerPool> pool, const FieldBytesBudget& budget);
   // Issues what the pass has next; an error stays (broken_).
   void issue(PassDemand* demand);
   // Waits up to `wait` for a completion or a death, then takes in completions, replaces

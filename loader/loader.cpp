@@ -18,8 +18,8 @@
 #include "loader/pass_demand.h"
 #include "loader/pass_position.h"
 #include "loader/pass_yield.h"
-#include "loader/resolved_options.h"
 #include "loader/sampler.h"
+#include "plan/stream_plan.h"
 
 namespace forkfeed {
 
@@ -28,7 +28,7 @@ class Loader::Impl {
   // The way into a Loader's insides, for this file alone (LoaderInternals included).
   static Impl& of(const Loader& loader) { return *loader.impl_; }
 
-  // REQUIRES: `options` resolved (ResolvedOptions).
+  // REQUIRES: `options` resolved (StreamPlan).
   Impl(const LoaderOptions& options, DatasetIndex index)
       : index_(std::move(index)),
         sampler_(SamplerSpec{index_.size(), options.seed, options.rank, options.world_size,
@@ -37,7 +37,7 @@ class Loader::Impl {
         pass_(sampler_.batches_per_epoch(), {options.epoch, 0}) {}
 
   // What the fields add to the slots is charged to `budget`; null: memory_budget().
-  static Result<std::unique_ptr<Loader>> open(const ResolvedOptions& resolved, std::string_view state,
+  static Result<std::unique_ptr<Loader>> open(const StreamPlan& plan, std::string_view state,
                                               std::shared_ptr<WorkerPool> pool, FieldBytesBudget budget = {});
 
   Status check_process() const {
@@ -140,12 +140,12 @@ class Loader::Impl {
   }
 };
 
-Result<std::unique_ptr<Loader>> Loader::Impl::open(const ResolvedOptions& resolved, std::string_view state,
+Result<std::unique_ptr<Loader>> Loader::Impl::open(const StreamPlan& plan, std::string_view state,
                                                    std::shared_ptr<WorkerPool> pool,
                                                    FieldBytesBudget budget) {
-  const LoaderOptions& options = resolved.options();
+  const LoaderOptions& options = plan.options();
   if (Status s = set_log_level(options.log_level); !s.ok()) return s;
-  auto index = open_dataset(options);  // names the index it was building if memory runs out
+  auto index = open_dataset(options, plan.schema());  // names the index it was building if memory runs out
   if (!index.ok()) return index.status();
   // The rest allocates too (the order, the arena's copy of the index): a failure is an
   // error, and what was made so far (workers included) is undone by unwinding.
@@ -163,8 +163,7 @@ Result<std::unique_ptr<Loader>> Loader::Impl::open(const ResolvedOptions& resolv
       from = *seek;
     }
     if (!budget) budget = memory_budget(options);
-    auto line =
-        BatchLine::open(options, impl->index_, impl->sampler_, std::move(pool), budget, loader_logger());
+    auto line = BatchLine::open(plan, impl->index_, impl->sampler_, std::move(pool), budget, loader_logger());
     if (!line.ok()) return line.status();
     impl->line_ = std::move(line).value();
     impl->begin_pass(from);
@@ -188,9 +187,9 @@ Result<std::unique_ptr<Loader>> Loader::open(const LoaderOptions& options, std::
 
 Result<std::unique_ptr<Loader>> Loader::open(const LoaderOptions& options, std::string_view state,
                                              std::shared_ptr<WorkerPool> pool) {
-  auto resolved = ResolvedOptions::of(options);
-  if (!resolved.ok()) return resolved.status();
-  return Impl::open(*resolved, state, std::move(pool));
+  auto plan = StreamPlan::of(options);
+  if (!plan.ok()) return plan.status();
+  return Impl::open(*plan, state, std::move(pool));
 }
 
 Loader::Loader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -217,10 +216,10 @@ Loader::Iterator Loader::begin() {
 
 // LoaderInternals: forkfeedd's view, through the same Impl.
 
-Result<std::unique_ptr<Loader>> LoaderInternals::open(const ResolvedOptions& options, std::string_view state,
+Result<std::unique_ptr<Loader>> LoaderInternals::open(const StreamPlan& plan, std::string_view state,
                                                       std::shared_ptr<WorkerPool> pool,
                                                       FieldBytesBudget budget) {
-  return Loader::Impl::open(options, state, std::move(pool), std::move(budget));
+  return Loader::Impl::open(plan, state, std::move(pool), std::move(budget));
 }
 PassPosition::Seek LoaderInternals::position(const Loader& loader) {
   return Loader::Impl::of(loader).pass_.resume_point();

@@ -14,8 +14,8 @@
 #include "forkfeed/status.h"
 #include "loader/checkpoint.h"
 #include "loader/pass_position.h"
-#include "loader/resolved_options.h"
-#include "loader/slot_count.h"
+#include "plan/slot_count.h"
+#include "plan/stream_plan.h"
 #include "transport/arena_layout.h"
 
 namespace forkfeed {
@@ -26,7 +26,7 @@ class LoaderInternals {
   // forkfeed-bench's flags): nothing is checked or resolved again. What the fields add to
   // the slots is charged to `budget` (forkfeedd's admission); null: half of the memory,
   // as a Loader's own (memory_budget).
-  static Result<std::unique_ptr<Loader>> open(const ResolvedOptions& options, std::string_view state,
+  static Result<std::unique_ptr<Loader>> open(const StreamPlan& plan, std::string_view state,
                                               std::shared_ptr<WorkerPool> pool, FieldBytesBudget budget = {});
   // Where state() would record the loader: a complete pass is the next epoch at 0.
   static PassPosition::Seek position(const Loader& loader);

@@ -22,13 +22,14 @@
 
 #include "forkfeed/status.h"
 #include "loader/checkpoint.h"
+#include "plan/option_ranges.h"
 
 namespace forkfeed {
 
 class PassPosition {
  public:
-  // Epochs lie below this, so that every epoch has a next one (no run comes near it).
-  static constexpr std::uint64_t kMaxEpoch = std::uint64_t{1} << 62;
+  // Epochs lie below this (plan/option_ranges.h: the epoch option's range).
+  static constexpr std::uint64_t kMaxEpoch = forkfeed::kMaxEpoch;
   // Ok for an epoch below kMaxEpoch; InvalidArgument naming `what` otherwise.
   static Status check_epoch(std::uint64_t epoch, std::string_view what);
 

@@ -11,10 +11,10 @@
 #include "base/option_names.h"
 #include "base/printable.h"
 #include "base/utf8.h"
-#include "loader/option_fields.h"
-#include "loader/option_ranges.h"
 #include "loader/order_key.h"
 #include "loader/stats_fields.h"
+#include "plan/option_fields.h"
+#include "plan/option_ranges.h"
 
 namespace forkfeed {
 namespace {
@@ -140,7 +140,7 @@ Status read_field(const json& body, const char* key, T& out, Status& unknown_nam
     }
     if (parsed) out = *parsed;
   } else {
-    // The option's own range (loader/option_ranges.h), with validate()'s words, not the
+    // The option's own range (plan/option_ranges.h), with validate()'s words, not the
     // range of its C++ type.
     const json& v = body.at(key);
     const OptionRange range = option_range<T>(key);

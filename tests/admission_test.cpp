@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "loader/slot_count.h"
+#include "plan/slot_count.h"
 #include "testing/small_options.h"
 
 namespace forkfeed {

@@ -1,7 +1,7 @@
 // The transform option of a schema with several image fields: one pipeline for all, or a
 // named section for each, and every mistake named.
-#include "loader/field_transforms.h"
-#include "loader/transform_spec.h"
+#include "plan/field_transforms.h"
+#include "plan/image_plan.h"
 
 #include <gtest/gtest.h>
 
@@ -44,14 +44,15 @@ TEST(FieldTransforms, MistakesAreNamed) {
 TEST(FieldTransforms, ASchemaWithoutAnImageFieldIsRefused) {
   LoaderOptions o;
   o.fields = "caption=txt, label=cls";
-  auto pipelines = image_pipelines(o);
+  auto pipelines = plan_images(o, parse_fields(o.fields).value());
   ASSERT_FALSE(pipelines.ok());
   EXPECT_EQ(pipelines.status().code(), Status::Code::kInvalidArgument);
   EXPECT_NE(pipelines.status().message().find("fields \"caption=txt, label=cls\" has no image field"),
             std::string::npos)
       << pipelines.status().message();
   o.fields = "caption=txt, image=png";
-  ASSERT_TRUE(image_pipelines(o).ok()) << image_pipelines(o).status().message();
+  auto planned = plan_images(o, parse_fields(o.fields).value());
+  ASSERT_TRUE(planned.ok()) << planned.status().message();
 }
 
 }  // namespace

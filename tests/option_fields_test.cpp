@@ -1,7 +1,7 @@
-// loader/option_fields.h: every LoaderOptions field named once, and the protocol sends
-// exactly the fields a client may set. loader/option_ranges.h: every integer option has
+// plan/option_fields.h: every LoaderOptions field named once, and the protocol sends
+// exactly the fields a client may set. plan/option_ranges.h: every integer option has
 // one range, and validate() and forkfeedd's requests say it in the same words.
-#include "loader/option_fields.h"
+#include "plan/option_fields.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <set>
 #include <string>
 
-#include "loader/option_ranges.h"
+#include "plan/option_ranges.h"
 #include "protocol/stream_request.h"
 
 namespace forkfeed {
@@ -54,7 +54,7 @@ TEST(OptionRangesTest, EveryIntegerOptionsRangeLiesWithinItsType) {
       EXPECT_FALSE(narrower_option_range(name).has_value()) << name << " is no integer option";
     }
   });
-  EXPECT_EQ(narrower, 11) << "the integer options with a range of their own (loader/option_ranges.cpp)";
+  EXPECT_EQ(narrower, 11) << "the integer options with a range of their own (plan/option_ranges.cpp)";
 }
 
 // The reported case: weight -1 and weight 0 named two ranges (0 to 4294967295, and 1 to

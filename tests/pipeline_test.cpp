@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "loader/transform_spec.h"
+#include "plan/image_plan.h"
 #include "tests/testing/small_options.h"
 #include "tests/testing/temp_dataset.h"
 #include "transforms/pipeline_spec.h"
@@ -178,12 +178,12 @@ TEST(PipelineBuild, SizeAndDtypeAreWhatThePipelineMakes) {
 
   LoaderOptions o;
   o.transform = "CenterCrop(48), Normalize()";
-  auto resolved = resolve_transform(o);
-  ASSERT_TRUE(resolved.ok());
-  EXPECT_EQ(resolved->size, 48u);
-  EXPECT_EQ(resolved->dtype, DType::kFloat32);
+  auto planned = plan_images(o, {});
+  ASSERT_TRUE(planned.ok());
+  EXPECT_EQ(planned->front().transform.size, 48u);
+  EXPECT_EQ(planned->front().transform.dtype, DType::kFloat32);
   o.transform = std::string(kTransformTextBytes, ' ');
-  EXPECT_NE(resolve_transform(o).status().message().find("at most"), std::string::npos);
+  EXPECT_NE(plan_images(o, {}).status().message().find("at most"), std::string::npos);
 }
 
 TEST(PipelinePlan, CropsAndResizesComposeToOneWindowOfTheImage) {
@@ -360,7 +360,7 @@ TEST(PipelinePlan, TwoResamplingStepsAreDoneOneAfterAnotherNotFused) {
   LoaderOptions o;
   o.image_folder = root;
   o.transform = "Resize((16, 16)), Resize((64, 64))";
-  const TransformSpec spec = transform_spec(resolve_transform(o).value());
+  const TransformSpec spec = plan_images(o, {}).value().front().transform;
   std::string path;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
     if (entry.is_regular_file()) path = entry.path().string();
@@ -421,7 +421,7 @@ TEST(PipelineShorthands, GiveTheBytesOfTheTransformTheyReplaced) {
           o.dtype = dtype;
           o.layout = layout;
           o.seed = 7;
-          Transform t(transform_spec(resolve_transform(o).value()));
+          Transform t(plan_images(o, {}).value().front().transform);
           const std::size_t bytes = sample_bytes(dtype, size);
           std::vector<std::byte> got(bytes), want(bytes);
           for (std::uint64_t key = 0; key < 6; ++key) {

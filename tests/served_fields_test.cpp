@@ -20,7 +20,7 @@
 #include "forkfeed/client.h"
 #include "forkfeed/loader.h"
 #include "loader/loader_internals.h"
-#include "loader/slot_count.h"
+#include "plan/slot_count.h"
 #include "protocol/consumer_channel.h"
 #include "protocol/stream_request.h"
 #include "remote/remote_wire.h"
@@ -158,7 +158,7 @@ TEST_F(ServedFieldsTest, AClientThroughForkfeeddGivesEveryFieldOfEverySampleAsAL
 // unweighed), and before any worker starts.
 TEST_F(ServedFieldsTest, TheFieldsRegionsAreChargedToForkfeeddsLimits) {
   testing::HangGuard guard(120, "ServedFieldsTest.Limits");
-  auto resolved = ResolvedOptions::of(options());
+  auto resolved = StreamPlan::of(options());
   ASSERT_TRUE(resolved.ok()) << resolved.status().message();
   std::uint64_t field_bytes = 0;
   std::string what;

@@ -15,8 +15,8 @@
 
 #include "base/option_names.h"
 #include "client/daemon_stats_fields.h"
-#include "loader/option_fields.h"
 #include "loader/stats_fields.h"
+#include "plan/option_fields.h"
 #include "protocol/stream_request.h"
 #include "tools/bench/option_flags.h"
 #include "tools/bench/report.h"

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "loader/slot_count.h"
+#include "plan/arena_plan.h"
 #include "tests/testing/processes.h"
 #include "tests/testing/small_options.h"
 #include "tests/testing/temp_dataset.h"
@@ -71,8 +71,8 @@ class WorkerPoolTest : public ::testing::Test {
 
   // The arena a loader with these options makes for a pool of `workers` (Loader::Impl::start).
   FakeLoader new_loader(std::uint32_t workers = kWorkers) {
-    const LoaderOptions o = testing::small_options(*root_, 2);
-    auto arena = Arena::create(arena_spec(o, workers), index_);
+    const auto plan = StreamPlan::of(testing::small_options(*root_, 2)).value_or_throw();
+    auto arena = Arena::create(arena_spec(plan, index_, workers).value_or_throw(), index_);
     EXPECT_TRUE(arena.ok()) << arena.status().message();
     return FakeLoader{arena.ok() ? std::move(arena).value() : nullptr};
   }

@@ -84,7 +84,7 @@ struct WorkerChannel {
 inline constexpr std::size_t kTransformTextBytes = 2048;
 
 // What a worker needs to turn a file into output pixels. The options it was made from
-// were resolved (loader/transform_spec.h): size and dtype are what the pipeline makes.
+// were resolved (plan/image_plan.h): size and dtype are what the pipeline makes.
 struct TransformSpec {
   char pipeline[kTransformTextBytes];  // LoaderOptions::transform, NUL-terminated
   DType dtype;

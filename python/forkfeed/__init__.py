@@ -62,7 +62,7 @@ class FieldBatch(NamedTuple):
     index: int
 
 
-# The largest size_divisible: max_size's largest (loader/option_ranges.cpp), so no image
+# The largest size_divisible: max_size's largest (plan/option_ranges.cpp), so no image
 # forkfeed gives is taller or wider; a larger one only pads.
 _MAX_SIZE_DIVISIBLE = 8192
 
@@ -238,7 +238,7 @@ def _fields_spec(fields: Union[str, Mapping[str, str]]) -> str:
 
 def _transform_spec(transform: Any) -> str:
     """The transform text the C++ side parses: a pipeline, or a pipeline per image field
-    ("image: ...; view2: ...", loader/field_transforms.h) from a dict of them."""
+    ("image: ...; view2: ...", plan/field_transforms.h) from a dict of them."""
     if not isinstance(transform, Mapping):
         return transforms.pipeline_spec(transform)
     if not transform:

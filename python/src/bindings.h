@@ -29,7 +29,7 @@ LoaderOptions loader_options_from_dict(const py::dict& options);
 // The Python keyword of LoaderOptions field `field` (a for_each_option name): the same
 // name but for image_folder (root) and task_timeout_ms (task_timeout, in seconds).
 std::string_view option_keyword(std::string_view field);
-// Every option's keyword, in loader/option_fields.h's order: Loader()'s and Client()'s.
+// Every option's keyword, in plan/option_fields.h's order: Loader()'s and Client()'s.
 std::vector<std::string> option_keywords();
 
 // loader.cpp: the Loader class the Python package wraps.

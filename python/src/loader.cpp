@@ -104,7 +104,7 @@ void register_loader(py::module_& m) {
       },
       "The keys of Loader.stats() and Client.stats(), in order (loader/stats_fields.h).");
   m.def("option_keywords", &option_keywords,
-        "The LoaderOptions keywords of Loader() and Client(), in order (loader/option_fields.h).");
+        "The LoaderOptions keywords of Loader() and Client(), in order (plan/option_fields.h).");
 }
 
 }  // namespace forkfeed::python

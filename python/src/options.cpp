@@ -1,5 +1,5 @@
 // LoaderOptions from Python values: every check names the option it is about. The
-// option and enum names are the C++ ones (loader/option_fields.h, option_names.h).
+// option and enum names are the C++ ones (plan/option_fields.h, option_names.h).
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -9,8 +9,8 @@
 #include <string_view>
 
 #include "base/option_names.h"
-#include "loader/option_fields.h"
-#include "loader/option_ranges.h"
+#include "plan/option_fields.h"
+#include "plan/option_ranges.h"
 #include "python/src/bindings.h"
 
 namespace forkfeed::python {
@@ -25,7 +25,7 @@ namespace {
                        py::str(py::type::handle_of(got).attr("__name__")).cast<std::string>() + ")");
 }
 
-// An int (not a bool) in the option's range (loader/option_ranges.h): a value outside,
+// An int (not a bool) in the option's range (plan/option_ranges.h): a value outside,
 // however the field's type would take it, gets the message validate() gives.
 template <typename T>
 T integer(const std::string& name, std::string_view field, py::handle value) {
@@ -151,7 +151,7 @@ std::vector<std::string> option_keywords() {
   return out;
 }
 
-// The fields are loader/option_fields.h's; task_timeout is in seconds, as Python's are.
+// The fields are plan/option_fields.h's; task_timeout is in seconds, as Python's are.
 LoaderOptions loader_options_from_dict(const py::dict& options) {
   LoaderOptions o;
   for (auto [key, value] : options) {

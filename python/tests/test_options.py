@@ -121,7 +121,7 @@ def test_stub_matches_the_package():
 
 def test_option_keywords_are_the_cpp_options():
     """Loader() and Client() take every C++ option, in its table's order, under the keyword
-    the extension names it by (loader/option_fields.h), and no other option; the stub's are
+    the extension names it by (plan/option_fields.h), and no other option; the stub's are
     the same (test_stub_matches_the_package)."""
     import inspect
 

@@ -182,14 +182,14 @@ void check_dataset(const BenchFlags& flags, std::size_t sources) {
 // dtype the transform makes, which the report shows, and the loader opens them resolved.
 std::optional<int> check_options(BenchFlags& flags) {
   LoaderOptions& o = flags.options;
-  auto resolved = ResolvedOptions::of(o);
-  if (!resolved.ok() && !flags.fork_report && flags.dataset.empty()) {
-    std::fprintf(stderr, "forkfeed-bench: %s (see --help)\n", printable(resolved.status().message()).c_str());
+  auto plan = StreamPlan::of(o);
+  if (!plan.ok() && !flags.fork_report && flags.dataset.empty()) {
+    std::fprintf(stderr, "forkfeed-bench: %s (see --help)\n", printable(plan.status().message()).c_str());
     return cli::kExitBadArguments;
   }
-  if (resolved.ok()) {
-    o = resolved->options();
-    flags.resolved = std::move(resolved).value();
+  if (plan.ok()) {
+    o = plan->options();
+    flags.plan = std::move(plan).value();
   }
   return std::nullopt;
 }

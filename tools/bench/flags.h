@@ -9,13 +9,13 @@
 
 #include "forkfeed/client.h"
 #include "forkfeed/options.h"
-#include "loader/resolved_options.h"
+#include "plan/stream_plan.h"
 
 namespace forkfeed::bench {
 
 struct BenchFlags {
-  LoaderOptions options;  // resolved when they are valid (the size and dtype the transform makes)
-  std::optional<ResolvedOptions> resolved;  // the options checked once, when they are valid
+  LoaderOptions options;           // resolved when they are valid (the size and dtype the transform makes)
+  std::optional<StreamPlan> plan;  // the options checked and planned once, when they are valid
   // The whole schedule: passes run while the loader's epoch is below it, so a resumed
   // run finishes the epochs the interrupted one would have.
   std::uint64_t epochs = 1;

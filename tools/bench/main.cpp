@@ -187,8 +187,8 @@ Result<std::unique_ptr<Loader>> open_loader(const BenchFlags& flags) {
     state = std::move(saved).value();
   }
   // Options the flags could not resolve (a --dataset without --daemon) say why here.
-  if (!flags.resolved) return Loader::open(flags.options, state);
-  return LoaderInternals::open(*flags.resolved, state, nullptr);
+  if (!flags.plan) return Loader::open(flags.options, state);
+  return LoaderInternals::open(*flags.plan, state, nullptr);
 }
 
 // A stream on the forkfeedd at --daemon, or on the remote ones of --remote, from the --resume state if there

@@ -6,7 +6,7 @@
 #include <type_traits>
 
 #include "base/option_names.h"
-#include "loader/option_fields.h"
+#include "plan/option_fields.h"
 #include "tools/cli/integer_flag.h"
 
 namespace forkfeed::bench {

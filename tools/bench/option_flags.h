@@ -1,7 +1,7 @@
 // forkfeed-bench's face of LoaderOptions, one table: for each option the tool sets, its
 // flag, the value's name and help line in --help, and whether the --json line reports it.
 // The flags' types, ranges and enum names come from the options' own tables
-// (loader/option_fields.h, loader/option_ranges.h, base/option_names.h).
+// (plan/option_fields.h, plan/option_ranges.h, base/option_names.h).
 #pragma once
 
 #include <span>

@@ -20,8 +20,7 @@
 #include "base/stage_profile.h"
 #include "dataset/dataset_source.h"
 #include "forkfeed/dataset.h"
-#include "loader/slot_count.h"
-#include "loader/transform_spec.h"
+#include "plan/arena_plan.h"
 #include "tools/bench/option_flags.h"
 #include "tools/bench/report.h"
 #include "transport/arena.h"
@@ -297,10 +296,12 @@ void print_human(const ProbeReport& r, std::FILE* out) {
 }  // namespace
 
 int run_probe(const BenchFlags& flags) {
-  const LoaderOptions& o = flags.options;
+  if (!flags.plan) return fail(StreamPlan::of(flags.options).status().message());
+  const StreamPlan& plan = *flags.plan;
+  const LoaderOptions& o = plan.options();
   if (Status s = set_log_level(o.log_level); !s.ok()) return fail(s.message());
   follow_log_level_in_opencv(loader_logger()->level());
-  Result<DatasetIndex> index = open_dataset(o);
+  Result<DatasetIndex> index = open_dataset(o, plan.schema());
   if (!index.ok()) return fail(index.status().message());
 
   ProbeReport report;
@@ -310,11 +311,13 @@ int run_probe(const BenchFlags& flags) {
   report.files = files_to_probe(index->size(), flags.probe_limit);
   if (report.files.empty()) return fail("the dataset has no files to probe");
 
-  const TransformSpec spec = transform_spec(o);
+  const TransformSpec& spec = plan.transform();
   // The samples go where a loader's workers would write them, each to a new place in
   // memory. One reused buffer would stay in cache and spare the probe a cost no worker
   // is spared (for float32 224 x 224, 602 KB a sample, ~7% of a core).
-  Result<std::shared_ptr<Arena>> arena = Arena::create(arena_spec(o, 1), *index);
+  Result<ArenaSpec> arena_of = arena_spec(plan, *index, 1);
+  if (!arena_of.ok()) return fail(arena_of.status().message());
+  Result<std::shared_ptr<Arena>> arena = Arena::create(*arena_of, *index);
   if (!arena.ok()) return fail(arena.status().message());
   {
     ProbeProgress progress;

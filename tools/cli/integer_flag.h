@@ -12,7 +12,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "loader/option_ranges.h"
+#include "plan/option_ranges.h"
 
 namespace forkfeed::cli {
 

@@ -1,5 +1,5 @@
-// Splitting a transform text into its image fields' pipelines (loader/field_transforms.h).
-#include "loader/field_transforms.h"
+// Splitting a transform text into its image fields' pipelines (plan/field_transforms.h).
+#include "plan/field_transforms.h"
 
 #include <algorithm>
 

@@ -16,8 +16,6 @@ struct ArenaSpec;
 inline std::uint32_t slot_count(const LoaderOptions& o) { return o.workers * o.prefetch + 1; }
 // Bytes of pixels in all slots together.
 std::uint64_t arena_batch_bytes(const LoaderOptions& o);
-// The arena a loader with these options lays out, with a channel per worker of its pool.
-ArenaSpec arena_spec(const LoaderOptions& o, std::uint32_t pool_workers);
 
 // `bytes` in whole MiB, "12 MiB", for messages about slots.
 std::string whole_mib(std::uint64_t bytes);

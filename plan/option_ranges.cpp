@@ -1,9 +1,7 @@
-// The integer options' ranges (loader/option_ranges.h): the one list of them.
-#include "loader/option_ranges.h"
+// The integer options' ranges (plan/option_ranges.h): the one list of them.
+#include "plan/option_ranges.h"
 
 #include <array>
-
-#include "loader/pass_position.h"
 
 namespace forkfeed {
 namespace {
@@ -27,7 +25,7 @@ constexpr std::array kRanges = {
     NamedRange{
         "max_size",
         {.min = 8, .max = 8192, .zero_too = true, .zero = "one size for all samples", .why = "pixels"}},
-    NamedRange{"epoch", {.min = 0, .max = PassPosition::kMaxEpoch - 1, .why = "epochs count from 0"}},
+    NamedRange{"epoch", {.min = 0, .max = kMaxEpoch - 1, .why = "epochs count from 0"}},
     NamedRange{"world_size", {.min = 1, .max = kUint32, .why = "ranks sharing the dataset"}},
     NamedRange{"pin_memory_device",
                {.min = -1,

@@ -1,5 +1,7 @@
-// The one check of LoaderOptions (ResolvedOptions::of, and validate() for the public API):
+// StreamPlan::of, the one check of LoaderOptions (and validate() for the public API):
 // every option checked, each error naming the option and what to do.
+#include "plan/stream_plan.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -8,12 +10,11 @@
 #include <string>
 
 #include "dataset/dataset_source.h"
+#include "forkfeed/fields.h"
 #include "forkfeed/options.h"
-#include "loader/option_fields.h"
-#include "loader/option_ranges.h"
-#include "loader/resolved_options.h"
-#include "loader/slot_count.h"
-#include "loader/transform_spec.h"
+#include "plan/option_fields.h"
+#include "plan/option_ranges.h"
+#include "plan/slot_count.h"
 #include "transforms/ops.h"
 #include "transport/arena.h"
 #include "transport/arena_layout.h"
@@ -21,14 +22,14 @@
 namespace forkfeed {
 
 Status validate(const LoaderOptions& options) {
-  auto resolved = ResolvedOptions::of(options);
-  return resolved.ok() ? Status::Ok() : resolved.status();
+  auto plan = StreamPlan::of(options);
+  return plan.ok() ? Status::Ok() : plan.status();
 }
 
-Result<ResolvedOptions> ResolvedOptions::of(const LoaderOptions& o) {
+Result<StreamPlan> StreamPlan::of(const LoaderOptions& o) {
   auto bad = [](std::string msg) { return Status::InvalidArgument(std::move(msg)); };
   if (Status s = DatasetSource::of(o).check(); !s.ok()) return s;
-  // Each integer option within its range (loader/option_ranges.cpp), in the table's order.
+  // Each integer option within its range (plan/option_ranges.cpp), in the table's order.
   Status out_of_range = Status::Ok();
   for_each_option(o, [&](std::string_view name, const auto& value, OptionScope) {
     using T = std::remove_cvref_t<decltype(value)>;
@@ -42,19 +43,25 @@ Result<ResolvedOptions> ResolvedOptions::of(const LoaderOptions& o) {
     return bad("workers x prefetch = " + std::to_string(std::uint64_t{o.workers} * o.prefetch) + " exceeds " +
                std::to_string(kRingCapacity - 1) + "; lower prefetch or workers");
   }
-  // The transform's pipeline, built once here: what it makes is the options' size and dtype.
-  auto resolved = resolve_transform(o);
-  if (!resolved.ok()) return resolved.status();
-  if (Status s = check_box_draws(o); !s.ok()) return s;
-  if (resolved->size == 0 && o.fields.empty()) {
+  // The schema, parsed once; each image field's pipeline, built once: what the first
+  // makes is the options' size and dtype.
+  auto fields =
+      o.fields.empty() ? Result<std::vector<FieldSpec>>(std::vector<FieldSpec>{}) : parse_fields(o.fields);
+  if (!fields.ok()) return bad("fields: " + fields.status().message());
+  auto images = plan_images(o, *fields);
+  if (!images.ok()) return images.status();
+  LoaderOptions resolved = o;
+  resolved.size = images->front().transform.size;
+  resolved.dtype = images->front().transform.dtype;
+  if (resolved.size == 0 && o.fields.empty()) {
     return bad(
         "the transform makes samples of each their own size (max_size " + std::to_string(o.max_size) +
         "), which come as a list a batch: that needs fields (WebDataset shards with fields=\"image=jpg\", "
         "say), or a transform that ends in one size");
   }
-  if (resolved->size != 0 && (resolved->size < 8 || resolved->size > 4096)) {
-    return bad("the transform makes " + std::to_string(resolved->size) + " x " +
-               std::to_string(resolved->size) + " samples; the size must be in [8, 4096]");
+  if (resolved.size != 0 && (resolved.size < 8 || resolved.size > 4096)) {
+    return bad("the transform makes " + std::to_string(resolved.size) + " x " +
+               std::to_string(resolved.size) + " samples; the size must be in [8, 4096]");
   }
   if (o.rank >= o.world_size) {
     return bad("rank " + std::to_string(o.rank) + " is out of range for world size " +
@@ -62,17 +69,19 @@ Result<ResolvedOptions> ResolvedOptions::of(const LoaderOptions& o) {
   }
   if (Status s = check_normalisation(o.mean, o.std); !s.ok()) return s;
   // Invariant 6: the arena is slots x batch bytes, all of it backed by memory.
-  const std::uint64_t arena = arena_batch_bytes(*resolved);
+  const std::uint64_t arena = arena_batch_bytes(resolved);
   const std::uint64_t limit = slot_memory_limit();
   if (arena > limit) {
     return Status::ResourceExhausted("the batch slots would need " + whole_mib(arena) + " (" +
                                      std::to_string(slot_count(o)) + " slots x batch " +
                                      std::to_string(o.batch_size) + " x " +
-                                     std::to_string(sample_bytes(resolved->dtype, resolved->size)) +
+                                     std::to_string(sample_bytes(resolved.dtype, resolved.size)) +
                                      " bytes per sample), over half of this machine's " +
                                      whole_mib(2 * limit) + "; lower batch_size, size, workers or prefetch");
   }
-  return ResolvedOptions(std::move(resolved).value());
+  auto schema = dataset_schema(o, std::move(fields).value());
+  if (!schema.ok()) return schema.status();
+  return StreamPlan(std::move(resolved), std::move(schema).value(), std::move(images).value());
 }
 
 }  // namespace forkfeed

@@ -16,6 +16,9 @@
 
 namespace forkfeed {
 
+// Epochs lie below this, so that every epoch has a next one (no run comes near it).
+inline constexpr std::uint64_t kMaxEpoch = std::uint64_t{1} << 62;
+
 struct OptionRange {
   std::int64_t min = 0;  // the least value, 0 aside when zero_too
   std::uint64_t max = 0;
@@ -37,7 +40,7 @@ struct OptionRange {
 template <typename T>
 OptionRange option_range(std::string_view name);
 
-// The narrower range of `name`, if it has one (the one list, loader/option_ranges.cpp).
+// The narrower range of `name`, if it has one (the one list, plan/option_ranges.cpp).
 std::optional<OptionRange> narrower_option_range(std::string_view name);
 
 // InvalidArgument "<name> must be <range>, got <got>": what every face says about a value
