@@ -1,4 +1,4 @@
-// ContentCache: the content digests (dataset/content_digest.h) of a dataset of a file per
+// ContentCache: the content digests (formats/content_digest.h) of a dataset of a file per
 // sample (an ImageFolder, a manifest) as its last open read them, each with the file's
 // stamp (device, inode, size, modification and status-change times: base/file_stamp.h),
 // so that opening it again reads no file unchanged since — a stat each, as listing the

@@ -6,7 +6,7 @@
 // every rejoin (client/fan_in_link.cpp).
 //
 // What it does not see: with content_check=windows, an edit in place in the middle of a
-// file or member over 16 KiB that keeps its size (dataset/content_digest.h says which bytes
+// file or member over 16 KiB that keeps its size (formats/content_digest.h says which bytes
 // are read); with content_check=full, nothing the digests do not (XXH3 and FNV-1a catch
 // mistakes, not an adversary).
 #pragma once

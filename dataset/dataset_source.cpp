@@ -19,7 +19,7 @@
 #include "dataset/manifest_table.h"
 #include "dataset/shards/index_cache.h"
 #include "dataset/shards/shard_dataset.h"
-#include "dataset/shards/tar_scan.h"
+#include "formats/tar_scan.h"
 
 namespace forkfeed {
 

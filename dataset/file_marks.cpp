@@ -18,7 +18,7 @@
 #include "base/logging.h"
 #include "base/on_threads.h"
 #include "base/unique_fd.h"
-#include "dataset/content_digest.h"
+#include "formats/content_digest.h"
 
 namespace forkfeed {
 namespace {

@@ -1,5 +1,5 @@
 // mark_files(): what a dataset of a file per sample (an ImageFolder, a manifest) knows of
-// each file's bytes — its size and its content digest (dataset/content_digest.h) — read
+// each file's bytes — its size and its content digest (formats/content_digest.h) — read
 // while indexing, on a few threads: each file opened once, fstat'ed, its windows read; or,
 // where the content cache holds the file with its stamp unchanged, a stat.
 #pragma once

@@ -26,7 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/option_names.h"
-#include "dataset/shards/tar_scan.h"
+#include "formats/tar_scan.h"
 #include "loader/stats_fields.h"
 #include "tests/testing/command.h"
 #include "tests/testing/processes.h"

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "dataset/content_digest.h"
 #include "dataset/sample_schema.h"
 #include "dataset/shards/shard_dataset.h"
 #include "forkfeed/dataset.h"
+#include "formats/content_digest.h"
 #include "tests/testing/temp_dataset.h"
 #include "tests/testing/temp_shards.h"
 #include "tools/shard/tar_writer.h"

@@ -20,9 +20,9 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "base/utf8.h"
-#include "dataset/npy_header.h"
-#include "dataset/shards/tar_scan.h"
 #include "forkfeed/loader.h"
+#include "formats/npy_header.h"
+#include "formats/tar_scan.h"
 #include "tests/testing/command.h"
 #include "tests/testing/small_options.h"
 #include "tests/testing/temp_dataset.h"

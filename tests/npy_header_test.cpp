@@ -2,7 +2,7 @@
 // and empty arrays, format versions 1.0 to 3.0) is read as NumPy reads it, and anything
 // else, hostile or merely unusual, is BadData that says what is wrong, never a crash or
 // a wrong size: cut at any byte, lengths past the member, shapes whose size overflows.
-#include "dataset/npy_header.h"
+#include "formats/npy_header.h"
 
 #include <gtest/gtest.h>
 

@@ -20,8 +20,8 @@
 #include <set>
 #include <string>
 
-#include "dataset/shards/tar_scan.h"
 #include "forkfeed/loader.h"
+#include "formats/tar_scan.h"
 #include "loader/checkpoint.h"
 #include "tests/testing/command.h"
 #include "tests/testing/processes.h"

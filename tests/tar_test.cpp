@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "base/unique_fd.h"
-#include "dataset/shards/tar_scan.h"
+#include "formats/tar_scan.h"
 #include "tests/testing/command.h"
 #include "tests/testing/encoded_images.h"
 #include "tests/testing/temp_dataset.h"

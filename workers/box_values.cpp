@@ -11,7 +11,7 @@
 
 #include "base/json_text.h"
 #include "base/printable.h"
-#include "dataset/npy_header.h"
+#include "formats/npy_header.h"
 
 namespace forkfeed {
 namespace {

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "base/printable.h"
-#include "dataset/npy_header.h"
+#include "formats/npy_header.h"
 
 namespace forkfeed {
 namespace {

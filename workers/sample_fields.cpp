@@ -13,10 +13,10 @@
 
 #include "base/printable.h"
 #include "base/utf8.h"
-#include "dataset/npy_header.h"
-#include "dataset/shards/shard_samples.h"
-#include "dataset/shards/tar_format.h"
-#include "dataset/shards/tar_scan.h"
+#include "formats/member_key.h"
+#include "formats/npy_header.h"
+#include "formats/tar_format.h"
+#include "formats/tar_scan.h"
 #include "workers/mask_decoder.h"
 
 namespace forkfeed {

@@ -22,8 +22,8 @@
 #include "dataset/dataset_index_builder.h"
 #include "dataset/shards/index_cache.h"
 #include "dataset/shards/shard_list.h"
-#include "dataset/shards/tar_format.h"
-#include "dataset/shards/tar_scan.h"
+#include "formats/tar_format.h"
+#include "formats/tar_scan.h"
 
 namespace forkfeed {
 namespace {

@@ -14,9 +14,11 @@
 #include <vector>
 
 #include "dataset/sample_schema.h"
-#include "dataset/shards/tar_member.h"
+#include "dataset/shards/shard_sample.h"
 #include "forkfeed/options.h"
 #include "forkfeed/status.h"
+#include "formats/member_key.h"
+#include "formats/tar_member.h"
 
 namespace forkfeed {
 
@@ -33,17 +35,6 @@ struct LabelRule {
   std::string json_field;  // kJson only
   bool operator==(const LabelRule&) const = default;
 };
-
-// A member name split as WebDataset's base_plus_ext does: the key is the name up to the
-// first '.' of its last path component, folders kept; the extension is the rest, as
-// written (compare it case-insensitively). "a/b/x.y.jpg": key "a/b/x", extension "y.jpg".
-struct MemberKey {
-  std::string_view key;
-  std::string_view extension;
-};
-// nullopt for a name WebDataset gives no key (no '.' in it, or only a leading one, as in
-// "__index__" or ".hidden"): such a member belongs to no sample and is passed over.
-std::optional<MemberKey> split_member_name(std::string_view name);
 
 // Reads the bytes of a small member of the shard being grouped (a .cls or .json).
 using ReadMember = std::function<Result<std::string>(const TarMember&)>;

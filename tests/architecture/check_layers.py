@@ -8,6 +8,8 @@ rooms are read from SOURCE_DIR/ARCHITECTURE.md. A file may include its own room 
 rooms below it, never one above, nor a room beside it on the same layer. Every folder of
 SOURCE_DIR that holds C++ sources must be in the table (a room, or a row "above" the
 library), except the tests and the examples; every room in the table must hold sources.
+Two rules beyond the layers: the rooms kept APART below never include one another though
+the layers would let them, and no header includes itself through others (a circle).
 Prints every breach, with the file and line, and exits 1; exits 0 when there is none,
 2 when the table cannot be read.
 """
@@ -19,6 +21,9 @@ import sys
 SOURCES = (".h", ".cpp")
 # Folders beside the library that are not in the table: they use it, never the reverse.
 OUTSIDE = {"tests", "examples"}
+# Rooms that the layers would let include each other but must not: a worker reads what a
+# member holds through formats/, never the index's rules of which samples exist.
+APART = {"workers": {"dataset"}}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 ROW = re.compile(r"^\|\s*(\d+|above)\s*\|([^|]*)\|")
 ROOM = re.compile(r"`([^`]+)/`")
@@ -103,7 +108,40 @@ def includes_up(root: pathlib.Path, layers):
                     elif target[0] > level or (target[0] == level and target[1] != room):
                         broken.append(f"{name}:{number}: {room}/ includes {match.group(1)} from "
                                       f"{target[1]}/, which is not below it")
+                    elif target[1] in APART.get(room, ()):
+                        broken.append(f"{name}:{number}: {room}/ includes {match.group(1)} from "
+                                      f"{target[1]}/, which it is kept apart from")
     return broken, checked
+
+
+def include_circles(root: pathlib.Path, layers):
+    """Every circle of includes among the library's headers, each once, as a chain of paths."""
+    edges = {}
+    for rooms in layers:
+        for room in rooms:
+            for source in sorted((root / room).rglob("*.h")) if (root / room).is_dir() else ():
+                name = source.relative_to(root).as_posix()
+                targets = []
+                for line in source.read_text(errors="replace").splitlines():
+                    match = INCLUDE.match(line)
+                    if match:
+                        target = match.group(1)
+                        targets.append("include/" + target if target.startswith("forkfeed/") else target)
+                edges[name] = targets
+    circles, state = [], {}
+    def visit(node, path):
+        state[node] = "open"
+        for target in edges.get(node, ()):
+            if state.get(target) == "open":
+                circle = path[path.index(target):] + [target]
+                circles.append(" -> ".join(circle))
+            elif target in edges and target not in state:
+                visit(target, path + [target])
+        state[node] = "done"
+    for node in sorted(edges):
+        if node not in state:
+            visit(node, [node])
+    return [f"a circle of includes: {c}" for c in circles]
 
 
 def main() -> int:
@@ -118,14 +156,15 @@ def main() -> int:
         return 2
     broken = folders_missing(root, layers, above)
     up, checked = includes_up(root, layers)
-    broken += up
+    broken += up + include_circles(root, layers)
     for b in broken:
         print(b)
     if checked == 0:
         print(f"check_layers.py: no source files under {root}", file=sys.stderr)
         return 2
     print(f"{checked} files checked, {len(broken)} breaches of ARCHITECTURE.md's rooms" if broken else
-          f"{checked} files checked: every folder is a room of the table and every include runs down a layer")
+          f"{checked} files checked: every folder is a room of the table, every include runs down a layer, "
+          "no room kept apart includes the other, and no header includes itself")
     return 1 if broken else 0
 
 

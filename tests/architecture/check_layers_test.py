@@ -4,8 +4,9 @@
     check_layers_test.py SOURCE_DIR [unittest arguments]
 
 The copy (ARCHITECTURE.md and every folder with sources, build trees left out) passes;
-a folder planted beside the rooms, an include that runs back up, and a row of the table
-whose folder is gone each fail it, named.
+a folder planted beside the rooms, an include that runs back up, a worker's include of the
+dataset room, a circle of includes and a row of the table whose folder is gone each fail it,
+named.
 """
 
 import pathlib
@@ -61,6 +62,20 @@ class CheckLayersTest(unittest.TestCase):
         self.assertEqual(code, 1, output)
         self.assertIn("base/planted.h:2: base/ includes loader/slot_pool.h from loader/, which is not below it",
                       output)
+
+    def test_a_worker_including_the_dataset_room_fails(self):
+        (self.root / "workers" / "planted.h").write_text('#pragma once\n#include "dataset/label.h"\n')
+        code, output = run_check(self.root)
+        self.assertEqual(code, 1, output)
+        self.assertIn("workers/planted.h:2: workers/ includes dataset/label.h from dataset/, which it is kept "
+                      "apart from", output)
+
+    def test_a_circle_of_includes_fails(self):
+        (self.root / "base" / "planted_a.h").write_text('#pragma once\n#include "base/planted_b.h"\n')
+        (self.root / "base" / "planted_b.h").write_text('#pragma once\n#include "base/planted_a.h"\n')
+        code, output = run_check(self.root)
+        self.assertEqual(code, 1, output)
+        self.assertIn("a circle of includes: base/planted_a.h -> base/planted_b.h -> base/planted_a.h", output)
 
     def test_a_row_without_its_folder_fails(self):
         shutil.rmtree(self.root / "gateway")

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "base/printable.h"
-#include "dataset/shards/tar_format.h"
+#include "formats/tar_format.h"
 
 namespace forkfeed {
 namespace {

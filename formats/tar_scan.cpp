@@ -4,7 +4,7 @@
 // which are small and bounded here, are read beyond the header blocks — and, when content
 // digests are asked for, each member's windows, through the same window. The same pass
 // reads one member's headers held in memory (member_name_in).
-#include "dataset/shards/tar_scan.h"
+#include "formats/tar_scan.h"
 
 #include <unistd.h>
 
@@ -19,8 +19,8 @@
 
 #include "base/printable.h"
 #include "base/regular_file.h"
-#include "dataset/content_digest.h"
-#include "dataset/shards/tar_format.h"
+#include "formats/content_digest.h"
+#include "formats/tar_format.h"
 
 namespace forkfeed {
 namespace {

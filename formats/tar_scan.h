@@ -1,7 +1,7 @@
 // Finding the regular-file members of a tar shard by one pass over its headers: the
 // data is skipped by offset, so a 1 GB shard costs at most one pread per header (one per
 // dozens where members are small: the headers are read ahead). Asked for the members'
-// content digests, the scan reads their windows (dataset/content_digest.h) in the same
+// content digests, the scan reads their windows (formats/content_digest.h) in the same
 // reads: a small member lies in the window read ahead, a large one's last bytes are read
 // with the next header, its first ones with its own.
 #pragma once
@@ -14,9 +14,9 @@
 #include <string_view>
 #include <vector>
 
-#include "dataset/shards/tar_member.h"
 #include "forkfeed/options.h"
 #include "forkfeed/status.h"
+#include "formats/tar_member.h"
 
 namespace forkfeed {
 

@@ -1,5 +1,5 @@
 // content_digest(): XXH3 64 (xxHash, inlined from its header) over a member's windows.
-#include "dataset/content_digest.h"
+#include "formats/content_digest.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>

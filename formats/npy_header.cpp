@@ -2,7 +2,7 @@
 // Python dict read by a small recursive-descent reader that takes exactly what
 // numpy.save writes and what a hand-written header may vary (spacing, key order, quotes,
 // trailing commas), and names the first thing it cannot use.
-#include "dataset/npy_header.h"
+#include "formats/npy_header.h"
 
 #include <array>
 #include <limits>
