@@ -11,7 +11,7 @@
 #include "base/regular_file.h"
 #include "dataset/dataset_index_builder.h"
 #include "dataset/file_marks.h"
-#include "dataset/label.h"
+#include "formats/label_text.h"
 #include "dataset/manifest_table.h"
 #include "forkfeed/dataset.h"
 

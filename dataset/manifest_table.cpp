@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "base/printable.h"
-#include "dataset/label.h"
+#include "formats/label_text.h"
 
 namespace forkfeed {
 namespace {

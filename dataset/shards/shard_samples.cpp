@@ -9,14 +9,12 @@
 #include <unordered_map>
 #include <utility>
 
-#include <nlohmann/json.hpp>
-
-#include "base/json_text.h"
 #include "base/printable.h"
 #include "base/utf8.h"
 #include "dataset/image_extensions.h"
-#include "dataset/label.h"
+#include "dataset/shards/member_values.h"
 #include "formats/content_digest.h"
+#include "formats/label_text.h"
 #include "formats/npy_header.h"
 
 namespace forkfeed {
@@ -26,44 +24,6 @@ namespace {
 bool equal_lowered(std::string_view text, std::string_view lowered) {
   return text.size() == lowered.size() && std::equal(text.begin(), text.end(), lowered.begin(),
                                                      [](char c, char l) { return ascii_lower(c) == l; });
-}
-
-// At most 40 bytes of a label member, quotable in a message.
-std::string excerpt(std::string_view bytes) {
-  std::string out = "\"";
-  out += printable(bytes.substr(0, 40));
-  out += bytes.size() > 40 ? "...\"" : "\"";
-  return out;
-}
-
-Result<std::int64_t> parse_cls(std::string_view text) {
-  const std::optional<std::int64_t> label = parse_label(text);
-  if (!label) return Status::BadData("is not " + std::string(kLabelRule) + ": " + excerpt(text));
-  return *label;
-}
-
-// A JSON value as a label: an integer that is one; nullopt otherwise.
-std::optional<std::int64_t> json_label(const nlohmann::json& value) {
-  const bool fits =
-      value.is_number_integer() &&
-      (!value.is_number_unsigned() ||
-       value.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()));
-  if (!fits || !valid_label(value.get<std::int64_t>())) return std::nullopt;
-  return value.get<std::int64_t>();
-}
-
-Result<std::int64_t> parse_json_label(std::string_view text, const std::string& field) {
-  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object())
-    return Status::BadData("is not a JSON object: " + excerpt(text));
-  const auto it = doc.find(field);
-  if (it == doc.end()) return Status::BadData("has no field \"" + printable(field) + "\"");
-  const std::optional<std::int64_t> label = json_label(*it);
-  if (!label) {
-    return Status::BadData("field \"" + printable(field) + "\" is not " + std::string(kLabelRule) + ": " +
-                           excerpt(it->dump()));
-  }
-  return *label;
 }
 
 // " or ": ".jpg or .png", a field's sources in a message.
@@ -77,9 +37,6 @@ std::string source_list(const FieldSpec& field) {
   return text;
 }
 
-// Bytes of an array member read first for its .npy header: a plain dtype's takes 128.
-constexpr std::uint64_t kNpyFirstRead = 4096;
-
 // Groups one shard; one instance per call.
 class ShardGrouping {
  public:
@@ -90,6 +47,7 @@ class ShardGrouping {
         shard_path_(shard_path),
         rule_(rule),
         read_member_(read_member),
+        values_(read_member),
         on_error_(on_error),
         max_image_bytes_(std::min<std::uint64_t>(max_file_bytes, std::numeric_limits<std::uint32_t>::max())),
         image_limit_name_(max_file_bytes <= max_image_bytes_ ? "max_file_bytes"
@@ -257,94 +215,6 @@ class ShardGrouping {
     return found;
   }
 
-  // What a label or number field reads from its member: the value (nullopt: a keyed
-  // field's member has no such key, and the sample lacks the field), or the sample's
-  // problem; `shard_error` is set instead when the member cannot be read.
-  struct Value {
-    std::optional<double> number;
-    std::optional<std::int64_t> label;
-    std::string problem;
-    Status shard_error;
-  };
-  Value read_value(const FieldSpec& field, const TarMember& m) {
-    Value out;
-    const std::string named = "member " + printable_cut(m.name);
-    if (m.size > kMaxLabelBytes) {
-      out.problem = named + " is " + std::to_string(m.size) + " bytes > " + std::to_string(kMaxLabelBytes) +
-                    " (a " + std::string(to_string(field.kind)) + " member holds a number)";
-      return out;
-    }
-    const bool label = field.kind == FieldKind::kLabel;
-    const std::string_view rule = label ? kLabelRule : std::string_view("a finite number");
-    if (field.json_key.empty()) {
-      Result<std::string> bytes = read_member_(m);
-      if (!bytes.ok()) {
-        out.shard_error = bytes.status();
-      } else if (label) {
-        out.label = parse_label(*bytes);
-      } else {
-        out.number = parse_number(*bytes);
-      }
-      if (!out.label && !out.number && out.shard_error.ok())
-        out.problem = named + " is not " + std::string(rule) + ": " + excerpt(*bytes);
-      return out;
-    }
-    const Result<nlohmann::json>* parsed = json_of(m, out.shard_error);
-    if (parsed == nullptr) return out;
-    if (!parsed->ok() || !(*parsed)->is_object()) {
-      out.problem = named + " is " + (parsed->ok() ? "not a JSON object" : parsed->status().message());
-      return out;
-    }
-    const nlohmann::json* doc = &parsed->value();
-    const auto it = doc->find(field.json_key);
-    if (it == doc->end()) return out;  // the sample lacks the field
-    if (label) {
-      out.label = json_label(*it);
-    } else if (it->is_number() && std::isfinite(it->get<double>())) {
-      out.number = it->get<double>();
-    }
-    if (!out.label && !out.number) {
-      out.problem = named + "'s key \"" + printable(field.json_key) + "\" is not " + std::string(rule) +
-                    ": " + excerpt(it->dump());
-    }
-    return out;
-  }
-
-  // Member `m` parsed as JSON (or why it is none), once a sample however many keys are
-  // read from it; null (`error` set) when it cannot be read.
-  const Result<nlohmann::json>* json_of(const TarMember& m, Status& error) {
-    for (const auto& [member, doc] : json_read_) {
-      if (member == &m) return &doc;
-    }
-    Result<std::string> bytes = read_member_(m);
-    if (!bytes.ok()) {
-      error = bytes.status();
-      return nullptr;
-    }
-    json_read_.emplace_back(&m, parse_json_text(*bytes));
-    return &json_read_.back().second;
-  }
-
-  // The .npy header of array member `m`: read from its first bytes (its header's, when
-  // longer); `error` set instead when the member cannot be read.
-  Result<NpyHeader> npy_header_of(const TarMember& m, Status& error) {
-    TarMember start = m;
-    start.size = std::min(m.size, kNpyFirstRead);
-    Result<std::string> bytes = read_member_(start);
-    if (bytes.ok()) {
-      const Result<std::uint64_t> needs = npy_header_bytes(*bytes);
-      if (needs.ok() && *needs > bytes->size() && *needs <= m.size) {
-        start.size = *needs;
-        bytes = read_member_(start);
-      }
-    }
-    if (!bytes.ok()) {
-      error = bytes.status();
-      return Status::Cancelled("");
-    }
-    return parse_npy_header(*bytes, m.size);
-  }
-
   // Lists the next sample kept when `m`, the member at its slice's offset, has a name its
   // own header does not hold (and that a key may be read from).
   void note_name_headers(const TarMember& m) {
@@ -395,21 +265,27 @@ class ShardGrouping {
     return Status::Ok();
   }
 
+  // What a sample of a schema takes, field by field, before it is kept.
+  struct Taken {
+    std::array<std::optional<NpyHeader>, kMaxFields> arrays;  // by array field
+    std::array<const TarMember*, kMaxFields> member{};        // by member column; null: lacking
+    std::array<const FieldSpec*, kMaxFields> member_field{};
+    std::array<std::int64_t, kMaxFields> labels;
+    std::array<double, kMaxFields> numbers;
+    Taken() {
+      labels.fill(kMissingLabel);
+      numbers.fill(std::numeric_limits<double>::quiet_NaN());
+    }
+  };
+
   // A sample of a schema: each field's member found and checked, its labels and numbers
   // read; a field it lacks is its problem (missing=error) or its marker.
   Status finish_fields(std::string_view key, std::span<const TarMember> members) {
     for (std::size_t i = 0; i < run_.size(); ++i) {
       if (std::optional<std::string> problem = duplicate(i, members)) return bad(key, *problem);
     }
-    std::array<std::optional<NpyHeader>, kMaxFields> arrays;  // by array field
-    const FieldColumns& columns = fields_.columns;
-    std::array<const TarMember*, kMaxFields> member{};  // by member column; null: lacking
-    std::array<const FieldSpec*, kMaxFields> member_field{};
-    std::array<std::int64_t, kMaxFields> labels;
-    std::array<double, kMaxFields> numbers;
-    labels.fill(kMissingLabel);
-    numbers.fill(std::numeric_limits<double>::quiet_NaN());
-    json_read_.clear();
+    Taken taken;
+    values_.next_sample();
     // This sample's members' contents, taken as its fields find them, stay only if it is kept.
     struct Rollback {
       std::vector<std::uint64_t>& taken;
@@ -420,91 +296,117 @@ class ShardGrouping {
       }
     } rollback{taken_, taken_.size()};
     for (std::size_t f = 0; f < fields_.fields.size(); ++f) {
-      const FieldSpec& field = fields_.fields[f];
-      if (!field.member_of.empty()) continue;  // the image it views is read for it
-      const FieldColumn& column = columns.of[f];
-      const std::string named = "field \"" + field.name + "\"";
-      const auto [part, second] = find_parts(field);
-      const TarMember* m = part != nullptr ? &members[part->member] : nullptr;
-      if (m != nullptr) taken_.push_back(m->content);
-      if (second != nullptr) {
-        return bad(key, named + " has two members, " + printable_cut(m->name) + " and " +
-                            printable_cut(members[second->member].name) + ", of its sources " +
-                            source_list(field) + "; a field reads one: name the one to read (\"" +
-                            field.name + "=" + printable_cut(part->extension) +
-                            "\"), or each in a field of its own");
-      }
-      bool lacks = m == nullptr;
-      if (m != nullptr && column.store == FieldColumn::Store::kMember) {
-        if (m->size > max_member_bytes_) {
-          return bad(key, named + ": member " + printable_cut(m->name) + " is " + std::to_string(m->size) +
-                              " bytes > " + std::string(member_limit_name_) + " " +
-                              std::to_string(max_member_bytes_));
-        }
-        member[column.column] = m;
-        member_field[column.column] = &field;
-        if (field.kind == FieldKind::kArray) {
-          Status unread;
-          Result<NpyHeader> header = npy_header_of(*m, unread);
-          if (!unread.ok()) return unread;
-          if (!header.ok()) {
-            return bad(key, named + ": member " + printable_cut(m->name) + ": " + header.status().message());
-          }
-          if (header->shape.size() > kMaxArrayRank) {
-            return bad(key, named + ": member " + printable_cut(m->name) + " has " +
-                                std::to_string(header->shape.size()) + " dimensions; at most " +
-                                std::to_string(kMaxArrayRank) + " are carried");
-          }
-          arrays[static_cast<std::size_t>(std::count(array_of_.begin(), array_of_.begin() + f, true))] =
-              std::move(header).value();
-        }
-      } else if (m != nullptr) {
-        Value v = read_value(field, *m);
-        if (!v.shard_error.ok()) return v.shard_error;
-        if (!v.problem.empty()) return bad(key, named + ": " + v.problem);
-        lacks = !v.label && !v.number;
-        if (v.label) labels[column.column] = *v.label;
-        if (v.number) numbers[column.column] = *v.number;
-      }
-      if (lacks && fields_.missing == MissingField::kError) {
-        return bad(key, named + " is missing: " +
-                            (m == nullptr ? "no " + source_list(field) + " member"
-                                          : "member " + printable_cut(m->name) + " has no key \"" +
-                                                printable(field.json_key) + "\"") +
-                            " (missing=error; missing=skip or empty take such samples)");
-      }
+      if (std::optional<Status> end = take_field(key, members, f, taken)) return *end;
     }
+    const std::size_t before = scan_.samples.size();
+    Status kept = keep_sample(key, members, taken);
+    rollback.kept = scan_.samples.size() > before;
+    return kept;
+  }
+
+  // Field `f` of the sample `key` found among its members and read into `taken`: nullopt
+  // when the sample goes on to its next field; else what finish_fields returns, the
+  // sample's problem (Ok when skip counted it) or the shard's error.
+  std::optional<Status> take_field(std::string_view key, std::span<const TarMember> members, std::size_t f,
+                                   Taken& taken) {
+    const FieldSpec& field = fields_.fields[f];
+    if (!field.member_of.empty()) return std::nullopt;  // the image it views is read for it
+    const FieldColumn& column = fields_.columns.of[f];
+    const std::string named = "field \"" + field.name + "\"";
+    const auto [part, second] = find_parts(field);
+    const TarMember* m = part != nullptr ? &members[part->member] : nullptr;
+    if (m != nullptr) taken_.push_back(m->content);
+    if (second != nullptr) {
+      return bad(key, named + " has two members, " + printable_cut(m->name) + " and " +
+                          printable_cut(members[second->member].name) + ", of its sources " +
+                          source_list(field) + "; a field reads one: name the one to read (\"" + field.name +
+                          "=" + printable_cut(part->extension) + "\"), or each in a field of its own");
+    }
+    bool lacks = m == nullptr;
+    if (m != nullptr && column.store == FieldColumn::Store::kMember) {
+      if (m->size > max_member_bytes_) {
+        return bad(key, named + ": member " + printable_cut(m->name) + " is " + std::to_string(m->size) +
+                            " bytes > " + std::string(member_limit_name_) + " " +
+                            std::to_string(max_member_bytes_));
+      }
+      taken.member[column.column] = m;
+      taken.member_field[column.column] = &field;
+      if (field.kind == FieldKind::kArray) {
+        if (std::optional<Status> end = take_array(key, named, *m, f, taken)) return end;
+      }
+    } else if (m != nullptr) {
+      MemberValues::Value v = values_.value(field, *m);
+      if (!v.shard_error.ok()) return v.shard_error;
+      if (!v.problem.empty()) return bad(key, named + ": " + v.problem);
+      lacks = !v.label && !v.number;
+      if (v.label) taken.labels[column.column] = *v.label;
+      if (v.number) taken.numbers[column.column] = *v.number;
+    }
+    if (lacks && fields_.missing == MissingField::kError) {
+      return bad(key, named + " is missing: " +
+                          (m == nullptr ? "no " + source_list(field) + " member"
+                                        : "member " + printable_cut(m->name) + " has no key \"" +
+                                              printable(field.json_key) + "\"") +
+                          " (missing=error; missing=skip or empty take such samples)");
+    }
+    return std::nullopt;
+  }
+
+  // Array field `f`'s member `m`: its .npy header read and checked into `taken`; as
+  // take_field answers.
+  std::optional<Status> take_array(std::string_view key, const std::string& named, const TarMember& m,
+                                   std::size_t f, Taken& taken) {
+    Status unread;
+    Result<NpyHeader> header = values_.npy_header(m, unread);
+    if (!unread.ok()) return unread;
+    if (!header.ok())
+      return bad(key, named + ": member " + printable_cut(m.name) + ": " + header.status().message());
+    if (header->shape.size() > kMaxArrayRank) {
+      return bad(key, named + ": member " + printable_cut(m.name) + " has " +
+                          std::to_string(header->shape.size()) + " dimensions; at most " +
+                          std::to_string(kMaxArrayRank) + " are carried");
+    }
+    taken.arrays[static_cast<std::size_t>(std::count(array_of_.begin(), array_of_.begin() + f, true))] =
+        std::move(header).value();
+    return std::nullopt;
+  }
+
+  // The sample `key` whose fields are `taken` kept: its slice (its first member field's;
+  // without one, its first member's offset, from which the other members' are counted),
+  // its other members' slices, labels, numbers and arrays; or its problem.
+  Status keep_sample(std::string_view key, std::span<const TarMember> members, const Taken& taken) {
+    const FieldColumns& columns = fields_.columns;
     // The sample's slice is its first member field's; without it, its first member's
     // offset, from which the other members' are counted.
-    const TarMember* first = member[0];
+    const TarMember* first = taken.member[0];
     const TarMember& anchor = first != nullptr ? *first : members[run_.front().member];
     const std::uint64_t at = anchor.offset;
     if (std::optional<std::string> problem = key_problem(key, anchor)) return bad(key, *problem);
     std::array<FieldSlice, kMaxFields> extra{};
     for (std::uint32_t k = 1; k < columns.members; ++k) {
-      const TarMember* m = member[k];
+      const TarMember* m = taken.member[k];
       if (m == nullptr) continue;  // FieldSlice{}: missing
       const std::int64_t from = static_cast<std::int64_t>(m->offset) - static_cast<std::int64_t>(at);
       if (from < std::numeric_limits<std::int32_t>::min() ||
           from > std::numeric_limits<std::int32_t>::max()) {
-        return bad(key, "field \"" + member_field[k]->name + "\": member " + printable_cut(m->name) +
+        return bad(key, "field \"" + taken.member_field[k]->name + "\": member " + printable_cut(m->name) +
                             " lies " + std::to_string(from) + " bytes from " + printable_cut(anchor.name) +
                             "; a sample's members must lie within 2 GiB of its first field's");
       }
       extra[k - 1] = FieldSlice{static_cast<std::int32_t>(from), static_cast<std::uint32_t>(m->size)};
     }
-    if (Status s = add_arrays(key, arrays); !s.ok()) return s;
-    rollback.kept = true;
+    if (Status s = add_arrays(key, taken.arrays); !s.ok()) return s;
     scan_.longest_key = std::max(scan_.longest_key, static_cast<std::uint32_t>(key.size()));
     note_name_headers(anchor);
     scan_.samples.push_back(ShardSample{
         at, shard_, first != nullptr ? static_cast<std::uint32_t>(first->size) : FieldSlice::kMissing,
-        columns.labels > 0 ? labels[0] : 0});
+        columns.labels > 0 ? taken.labels[0] : 0});
     scan_.field_slices.insert(scan_.field_slices.end(), extra.begin(),
                               extra.begin() + columns.extra_members());
-    scan_.field_labels.insert(scan_.field_labels.end(), labels.begin() + 1,
-                              labels.begin() + 1 + columns.extra_labels());
-    scan_.field_numbers.insert(scan_.field_numbers.end(), numbers.begin(), numbers.begin() + columns.numbers);
+    scan_.field_labels.insert(scan_.field_labels.end(), taken.labels.begin() + 1,
+                              taken.labels.begin() + 1 + columns.extra_labels());
+    scan_.field_numbers.insert(scan_.field_numbers.end(), taken.numbers.begin(),
+                               taken.numbers.begin() + columns.numbers);
     return Status::Ok();
   }
 
@@ -525,6 +427,7 @@ class ShardGrouping {
   const std::string_view shard_path_;
   const LabelRule& rule_;
   const ReadMember& read_member_;
+  MemberValues values_;  // what the fields read from their members
   const OnError on_error_;
   const std::uint64_t max_image_bytes_;
   const std::string_view image_limit_name_;
@@ -538,7 +441,6 @@ class ShardGrouping {
   std::vector<std::uint64_t> taken_;
   std::vector<Part> run_;  // the current sample's members
   std::unordered_map<std::string, std::int64_t> class_of_;
-  std::vector<std::pair<const TarMember*, Result<nlohmann::json>>> json_read_;  // this sample's, parsed
 };
 
 }  // namespace

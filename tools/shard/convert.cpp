@@ -17,7 +17,7 @@
 #include "base/regular_file.h"
 #include "dataset/dataset_index_builder.h"
 #include "dataset/image_extensions.h"
-#include "dataset/label.h"
+#include "formats/label_text.h"
 #include "dataset/manifest_table.h"
 #include "forkfeed/dataset.h"
 #include "tools/shard/coco.h"

@@ -8,8 +8,13 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <system_error>
+
+#include <nlohmann/json.hpp>
+
+#include "forkfeed/status.h"
 
 namespace forkfeed {
 
@@ -43,5 +48,17 @@ inline std::optional<double> parse_number(std::string_view text) {
   if (ec != std::errc() || ptr != end || !std::isfinite(value)) return std::nullopt;
   return value;
 }
+
+// At most 40 bytes of a label member, quoted and printable, for a message.
+std::string label_excerpt(std::string_view bytes);
+
+// A .cls member's label: BadData "is not a non-negative integer: \"...\"" otherwise.
+Result<std::int64_t> parse_cls(std::string_view text);
+// The label under `key` of a .json member's object: BadData naming what is wrong otherwise.
+Result<std::int64_t> parse_json_label(std::string_view text, const std::string& key);
+// A JSON value as a label (an integer that is one) or as a number (a finite one); nullopt
+// when it is not one.
+std::optional<std::int64_t> json_label(const nlohmann::json& value);
+std::optional<double> json_number(const nlohmann::json& value);
 
 }  // namespace forkfeed
