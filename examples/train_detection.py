@@ -43,10 +43,12 @@ def detector(size, classes):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shards", required=True, help="tar shards of .jpg/.png samples with .boxes.json")
     parser.add_argument("--size", type=int, default=96, help="the side the model resizes images to")
-    parser.add_argument("--max-size", type=int, default=1333, help="the longest side an augmented image may have")
+    parser.add_argument("--max-size", type=int, default=1333,
+                        help="the longest side an augmented image may have")
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--epochs", type=int, default=1)
@@ -59,7 +61,8 @@ def main():
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     # The zoom-out, the crop and the flip move the boxes too; the colour jitter does not.
     # float32 in [0, 1]: the model normalises its inputs itself.
-    augment = [RandomZoomOut(fill=(123, 117, 104), side_range=(1.0, 2.0)), RandomIoUCrop(), RandomHorizontalFlip(),
+    augment = [RandomZoomOut(fill=(123, 117, 104), side_range=(1.0, 2.0)), RandomIoUCrop(),
+               RandomHorizontalFlip(),
                ColorJitter(0.2, 0.2, 0.2)]
     fields = {"image": "jpg;png", "boxes": "boxes.json:boxes(key=boxes, format=xywh)",
               "labels": "boxes.json:per_box(key=labels)"}
@@ -84,7 +87,8 @@ def main():
             step += 1
             if step == args.steps:
                 break
-        print(f"epoch {epoch}: {samples} images, {boxes} boxes, mean loss {total / max(samples, 1):.4f}", flush=True)
+        print(f"epoch {epoch}: {samples} images, {boxes} boxes, mean loss {total / max(samples, 1):.4f}",
+              flush=True)
         if step == args.steps:
             break
     loader.close()

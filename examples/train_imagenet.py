@@ -52,7 +52,8 @@ def recipe_sizes(args):
 
 def forkfeed_transforms(args):
     """The (train, eval) pipelines, as forkfeed.transforms ops or shorthands."""
-    from forkfeed.transforms import (CenterCrop, Normalize, RandomErasing, RandomHorizontalFlip, RandomResizedCrop,
+    from forkfeed.transforms import (CenterCrop, Normalize, RandomErasing, RandomHorizontalFlip,
+                                     RandomResizedCrop,
                                      Resize, TrivialAugmentWide)
 
     if args.recipe == "classic":
@@ -150,7 +151,8 @@ def torch_loader(args, root, train=True):
     rank, world_size = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
     sampler = ResumableSampler(dataset, world_size, rank, shuffle=train, seed=args.seed, drop_last=train)
     return torch.utils.data.DataLoader(dataset, batch_size=args.batch_size, sampler=sampler,
-                                       num_workers=args.workers, drop_last=train, worker_init_fn=ignore_sigint)
+                                       num_workers=args.workers, drop_last=train,
+                                       worker_init_fn=ignore_sigint)
 
 
 def ignore_sigint(_worker_id):
@@ -159,34 +161,40 @@ def ignore_sigint(_worker_id):
 
 
 def parse_args():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--remote", metavar="HOST:PORT[,...]",
                         help="read from forkfeedd(s) on other machines (their --listen) instead of --data; "
-                             "every rank draws from all of them, going on without one that dies; the token file "
-                             "is $FORKFEED_TOKEN_FILE")
+                             "every rank draws from all of them, going on without one that dies; the token "
+                             "file is $FORKFEED_TOKEN_FILE")
     parser.add_argument("--dataset", metavar="NAME", default="train",
                         help="with --remote: the dataset's name in the daemons' config (default train)")
     parser.add_argument("--data", required=False, metavar="DIR",
                         help="ImageFolder root: one subfolder of images per class")
     parser.add_argument("--val", metavar="DIR",
-                        help="ImageFolder root of validation images (with --remote: the daemons' dataset name): "
-                             "top-1 accuracy after every epoch")
+                        help="ImageFolder root of validation images (with --remote: the daemons' dataset "
+                             "name): top-1 accuracy after every epoch")
     parser.add_argument("--recipe", choices=("classic", "resnet50-v2"), default="classic",
                         help="classic: RandomResizedCrop + flip (the default); resnet50-v2: the data side of "
                              "torchvision's ResNet-50 v2 recipe: TrivialAugmentWide, RandomErasing, MixUp or "
                              "CutMix per batch, label smoothing 0.1, trained at 176/224 of --size")
     parser.add_argument("--loader", choices=["forkfeed", "torch"], default="forkfeed",
-                        help="forkfeed.Loader, or torchvision's ImageFolder through a DataLoader (default forkfeed)")
-    parser.add_argument("--epochs", type=int, metavar="E", default=90, help="train until this epoch (default 90)")
+                        help="forkfeed.Loader, or torchvision's ImageFolder through a DataLoader "
+                             "(default forkfeed)")
+    parser.add_argument("--epochs", type=int, metavar="E", default=90,
+                        help="train until this epoch (default 90)")
     parser.add_argument("--steps", type=int, metavar="N", default=0,
-                        help="stop after this many steps of this run, with a checkpoint (default 0: no limit)")
+                        help="stop after this many steps of this run, with a checkpoint "
+                             "(default 0: no limit)")
     parser.add_argument("--size", type=int, metavar="S", default=224,
                         help="crop height and width (default 224; 64 for a quick run)")
-    parser.add_argument("--batch-size", type=int, metavar="B", default=32, help="images per step and rank (default 32)")
+    parser.add_argument("--batch-size", type=int, metavar="B", default=32,
+                        help="images per step and rank (default 32)")
     parser.add_argument("--workers", type=int, metavar="N", default=min(8, os.cpu_count() or 1),
                         help="decode worker processes per rank (default: the CPUs, at most 8)")
     parser.add_argument("--lr", type=float, metavar="LR", default=0.1, help="SGD learning rate (default 0.1)")
-    parser.add_argument("--seed", type=int, metavar="X", default=0, help="seed of the model, the order and the crops")
+    parser.add_argument("--seed", type=int, metavar="X", default=0,
+                        help="seed of the model, the order and the crops")
     parser.add_argument("--checkpoint", metavar="PATH", default="checkpoint.pt",
                         help="where checkpoints go (default checkpoint.pt)")
     parser.add_argument("--resume", action="store_true", help="go on from --checkpoint")
@@ -205,7 +213,8 @@ def evaluate(model, loader, device):
     with torch.no_grad():
         for images, labels in loader:
             images, labels = images.to(device, non_blocking=True), labels.to(device, non_blocking=True)
-            counts += torch.stack([(model(images).argmax(1) == labels).sum(), torch.tensor(len(labels), device=device)])
+            counts += torch.stack([(model(images).argmax(1) == labels).sum(),
+                                   torch.tensor(len(labels), device=device)])
     model.train()
     if dist.is_initialized():
         dist.all_reduce(counts)
@@ -258,6 +267,7 @@ def main():
     # Ctrl-C or SIGTERM (a preempted job) stops after the step in progress, with a
     # checkpoint; stopping within a step would leave the weights half-updated.
     stop = []
+
     def request_stop(signum, _frame):
         stop.append(signum)
         signal.signal(signum, signal.SIG_DFL)  # a second one ends the run at once
@@ -284,7 +294,8 @@ def main():
                 # On the device, keyed by the batch's place in the pass (`batch` counts from where
                 # a resumed run resumed): a resumed run mixes exactly as an uninterrupted one.
                 images, targets = mix(images, labels, epoch=epoch, batch_index=batch)
-            loss = torch.nn.functional.cross_entropy(trained(images), targets, label_smoothing=label_smoothing)
+            loss = torch.nn.functional.cross_entropy(trained(images), targets,
+                                                     label_smoothing=label_smoothing)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -300,7 +311,8 @@ def main():
         log(f"epoch {epoch}: {samples} samples, label sum {label_sum}, step {step}", flush=True)
         if batch == batches_per_epoch:
             if val_loader is not None:
-                log(f"epoch {epoch}: top-1 {evaluate(model, val_loader, device):.4f} on {args.val}", flush=True)
+                log(f"epoch {epoch}: top-1 {evaluate(model, val_loader, device):.4f} on {args.val}",
+                    flush=True)
             epoch, batch = epoch + 1, 0
         # The loader has delivered exactly the batches trained on: its state resumes after them.
         # A state resumes only the rank that took it, so under torchrun each rank keeps its own.

@@ -26,12 +26,14 @@ CLASSES = 256  # forkfeed-mkdata's masks use ids up to 255
 
 def segmenter(classes):
     """A small fully convolutional net: [B, 3, H, W] -> [B, classes, H, W]."""
-    return nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.Conv2d(32, 32, 3, padding=2, dilation=2),
+    return nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(),
+                         nn.Conv2d(32, 32, 3, padding=2, dilation=2),
                          nn.ReLU(), nn.Conv2d(32, classes, 1))
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shards", required=True, help="tar shards of .jpg/.png samples with .seg.png masks")
     parser.add_argument("--size", type=int, default=64)
     parser.add_argument("--batch-size", type=int, default=16)
@@ -46,10 +48,13 @@ def main():
     # The reference's base size is 520 for a 480 crop: a scale drawn in [base / 2, 2 base).
     # Scale, crop and flip move the mask too; the colour jitter and Normalize do not.
     base = args.size * 520 // 480
-    augment = [RandomResize(base // 2, 2 * base), RandomCrop(args.size, pad_if_needed=True), RandomHorizontalFlip(),
+    augment = [RandomResize(base // 2, 2 * base), RandomCrop(args.size, pad_if_needed=True),
+               RandomHorizontalFlip(),
                ColorJitter(0.3, 0.3, 0.3), Normalize()]
-    loader = forkfeed.Loader(shards=args.shards, fields={"image": "jpg;png", "seg": f"seg.png:mask(fill={IGNORE})"},
-                             transform=augment, batch_size=args.batch_size, workers=args.workers, drop_last=True)
+    loader = forkfeed.Loader(shards=args.shards, fields={"image": "jpg;png",
+                                                         "seg": f"seg.png:mask(fill={IGNORE})"},
+                             transform=augment, batch_size=args.batch_size, workers=args.workers,
+                             drop_last=True)
     step = 0
     for epoch in range(args.epochs):
         loader.set_epoch(epoch)

@@ -16,7 +16,8 @@ import torch.nn.functional as F
 from torch import nn
 
 import forkfeed
-from forkfeed.transforms import ColorJitter, Normalize, RandomGrayscale, RandomHorizontalFlip, RandomResizedCrop
+from forkfeed.transforms import (ColorJitter, Normalize, RandomGrayscale, RandomHorizontalFlip,
+                                 RandomResizedCrop)
 
 
 def nt_xent(a, b, temperature=0.5):
@@ -31,13 +32,15 @@ def nt_xent(a, b, temperature=0.5):
 
 
 def encoder(dim):
-    return nn.Sequential(nn.Conv2d(3, 32, 3, stride=2, padding=1), nn.ReLU(), nn.Conv2d(32, 64, 3, stride=2, padding=1),
+    return nn.Sequential(nn.Conv2d(3, 32, 3, stride=2, padding=1), nn.ReLU(),
+                         nn.Conv2d(32, 64, 3, stride=2, padding=1),
                          nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 128), nn.ReLU(),
                          nn.Linear(128, dim))
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shards", required=True, help="tar shards of .jpg/.png samples")
     parser.add_argument("--size", type=int, default=64)
     parser.add_argument("--batch-size", type=int, default=32)
@@ -52,7 +55,8 @@ def main():
     # One pipeline for both views: each draws its own crop, flip and colours.
     augment = [RandomResizedCrop(args.size), RandomHorizontalFlip(), ColorJitter(0.4, 0.4, 0.4, 0.1),
                RandomGrayscale(p=0.2), Normalize()]
-    loader = forkfeed.Loader(shards=args.shards, fields={"view1": "jpg;png", "view2": "jpg;png"}, transform=augment,
+    loader = forkfeed.Loader(shards=args.shards, fields={"view1": "jpg;png", "view2": "jpg;png"},
+                             transform=augment,
                              batch_size=args.batch_size, workers=args.workers, drop_last=True)
     step = 0
     for epoch in range(args.epochs):

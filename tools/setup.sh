@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   clang-format  # tools/check_format.sh, run by tools/test.sh
+  pycodestyle  # tools/check_python_style.sh, run by tools/test.sh
   ccache  # tools/test.sh: pip's build of the Python package reuses the Release build's objects
   libopencv-dev libboost-dev libspdlog-dev libgtest-dev
   libibverbs-dev ibverbs-providers libjpeg62-turbo-dev

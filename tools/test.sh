@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's second command, and what CI runs (.ci/run): install what is missing, check
-# that every C++ file is as clang-format writes it (tools/check_format.sh), then
+# that every C++ file is as clang-format writes it (tools/check_format.sh) and every Python
+# file as pycodestyle asks (tools/check_python_style.sh), then
 #  1. build/, Release with -Werror: what users install (libforkfeed, the tools, the Python
 #     package), tested as they use it: every Python suite, the install check, and what
 #     only a plain build can check (compare_test, a few cases; tests/cpp_suites.cmake);
@@ -36,6 +37,9 @@ tools/setup.sh
 
 phase "check: clang-format over every C++ file"
 tools/check_format.sh
+
+phase "check: pycodestyle over every Python file"
+tools/check_python_style.sh
 
 # Through ccache, whose cache lives in build/: pip's build (below) compiles the same
 # sources with the same flags, and takes them from there instead of compiling them again.

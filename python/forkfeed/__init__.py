@@ -29,9 +29,10 @@ from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Seq
 from forkfeed import _forkfeed, transforms
 from forkfeed._rank import default_rank_and_world_size as _default_rank_and_world_size
 from forkfeed._forkfeed import (BadDataError, DaemonLostError, Error, WorkerDiedError, default_socket_path,
-                                 fork_report)
+                                fork_report)
 
-__all__ = ["Loader", "WorkerPool", "Client", "Batch", "FieldBatch", "Error", "BadDataError", "WorkerDiedError", "DaemonLostError", "fork_report",
+__all__ = ["Loader", "WorkerPool", "Client", "Batch", "FieldBatch", "Error", "BadDataError",
+           "WorkerDiedError", "DaemonLostError", "fork_report",
            "default_socket_path", "padded", "image_list"]
 
 
@@ -125,11 +126,13 @@ def image_list(images: Sequence[Any], size_divisible: int = 1, fill: Union[int, 
     shapes = [tuple(int(d) for d in i.shape) for i in images]
     if any(len(shape) != 3 for shape in shapes):
         raise ValueError(f"image_list(): images are [H, W, C] or [C, H, W]; got shapes {shapes[:4]}")
-    could_be = {end: all(shape[end] == shapes[0][end] and 1 <= shape[end] <= 4 for shape in shapes) for end in (-1, 0)}
+    could_be = {end: all(shape[end] == shapes[0][end] and 1 <= shape[end] <= 4 for shape in shapes)
+                for end in (-1, 0)}
     if channels_last is None:
         if could_be[-1] == could_be[0]:
-            raise ValueError(f"image_list(): the channels could be {'either' if could_be[0] else 'neither'} end "
-                             f"of shapes {shapes[:4]}: pass channels_last=True ([H, W, C]) or False ([C, H, W])")
+            raise ValueError(f"image_list(): the channels could be {'either' if could_be[0] else 'neither'} "
+                             f"end of shapes {shapes[:4]}: pass channels_last=True ([H, W, C]) "
+                             "or False ([C, H, W])")
         channels_last = could_be[-1]
     end = -1 if channels_last else 0
     channels = shapes[0][end]
@@ -140,15 +143,16 @@ def image_list(images: Sequence[Any], size_divisible: int = 1, fill: Union[int, 
     for n, image in enumerate(images[1:], start=1):
         if shapes[n][end] != channels or image.dtype != first.dtype:
             raise ValueError(f"image_list(): image {n} is {_dtype_name(image.dtype)} {shapes[n]}, image 0 "
-                             f"{_dtype_name(first.dtype)} {shapes[0]}; images of one list share their dtype and "
-                             f"their channels (1 to 4, {'last' if channels_last else 'first'})")
+                             f"{_dtype_name(first.dtype)} {shapes[0]}; images of one list share their dtype "
+                             f"and their channels (1 to 4, {'last' if channels_last else 'first'})")
     refusal = _fill_refusal(fill, first.dtype)
     if refusal is not None:
         raise ValueError(f"image_list(): {refusal}")
     sizes = [shape[:2] if channels_last else shape[1:] for shape in shapes]
     up = lambda n: -(-n // size_divisible) * size_divisible  # noqa: E731
     height, width = up(max(h for h, _ in sizes)), up(max(w for _, w in sizes))
-    shape = (len(images), height, width, channels) if channels_last else (len(images), channels, height, width)
+    shape = (len(images), height, width, channels) if channels_last else (len(images), channels, height,
+                                                                          width)
     import numpy
     if isinstance(first, numpy.ndarray):
         out, hw = numpy.full(shape, fill, dtype=first.dtype), numpy.asarray(sizes, dtype=numpy.int64)
@@ -242,7 +246,8 @@ def _transform_spec(transform: Any) -> str:
     if not isinstance(transform, Mapping):
         return transforms.pipeline_spec(transform)
     if not transform:
-        raise ValueError("transform is an empty dict: give each image field its pipeline, or leave transform out")
+        raise ValueError("transform is an empty dict: give each image field its pipeline, "
+                         "or leave transform out")
     sections = []
     for name, pipeline in transform.items():
         if not isinstance(name, str):
@@ -297,7 +302,8 @@ class _Pass:
         if options["rank"] is None or options["world_size"] is None:
             default_rank, default_world_size = _default_rank_and_world_size()
             options["rank"] = default_rank if options["rank"] is None else options["rank"]
-            options["world_size"] = default_world_size if options["world_size"] is None else options["world_size"]
+            options["world_size"] = (default_world_size if options["world_size"] is None
+                                     else options["world_size"])
         self._options = {k: v for k, v in options.items() if v is not None}
         return self._options
 
@@ -336,13 +342,14 @@ class _Pass:
 
     def _check_iteration(self, claim: object) -> None:
         if self._iteration is None or self._iteration[1] is not claim:
-            raise Error(f"this iterator over the {self._kind} was replaced by a newer one (a new `for` over it "
-                        "starts the pass again); go on with the newer one")
+            raise Error(f"this iterator over the {self._kind} was replaced by a newer one (a new `for` over "
+                        "it starts the pass again); go on with the newer one")
 
     def __getitem__(self, index: Any) -> Any:
-        raise TypeError(f"forkfeed.{type(self).__name__} is a data loader, not a dataset to index: iterate it "
-                        "directly (`for images, labels in loader:`) instead of wrapping it in "
-                        "torch.utils.data.DataLoader, whose work (workers, batching, shuffling) it does itself")
+        raise TypeError(f"forkfeed.{type(self).__name__} is a data loader, not a dataset to index: iterate "
+                        "it directly (`for images, labels in loader:`) instead of wrapping it in "
+                        "torch.utils.data.DataLoader, whose work (workers, batching, shuffling) "
+                        "it does itself")
 
     def __reduce__(self) -> Any:
         raise TypeError(f"a forkfeed.{type(self).__name__} cannot be pickled: it holds processes and shared "
@@ -469,8 +476,9 @@ class Loader(_Pass):
     ``"json:label(class_id)"`` (an integer key of the .json member), ``"json:number(score)"``,
     ``"ids.txt:bytes"``, ``"seg.png:mask(fill=255)"`` (a segmentation mask that follows the
     first image field), ``"json:boxes(key=bbox, format=xywh)"`` (detection boxes that follow
-    it) with ``"json:per_box(key=category_id)"`` beside them. An image field with the same extensions as another is a second
-    view of the same image: read and decoded once, augmented with draws of its own.
+    it) with ``"json:per_box(key=category_id)"`` beside them. An image field with the same
+    extensions as another is a second view of the same image: read and decoded once,
+    augmented with draws of its own.
     Iterating then gives one dict per batch, in the fields' order, ``"__key__"`` last:
 
     - image fields: tensors [B, H, W, C] or [B, C, H, W] as ``images`` above, zero-copy;
@@ -651,8 +659,9 @@ class Client(_Pass):
     batches are asked of the others, and it is tried again now and then; one that holds
     batches for ``overdue`` seconds (default 2) of waiting in next() without delivering
     one has them asked of the others too. One not open within ``connect_timeout`` (a hung
-    node) is left out at connect and tried again later. Only when every daemon is lost does a call raise
-    ``DaemonLostError``. ``daemons()`` says what each did; ``add_daemon()`` adds one. The stream shares the daemon's pool of workers: ``workers``
+    node) is left out at connect and tried again later. Only when every daemon is lost
+    does a call raise ``DaemonLostError``. ``daemons()`` says what each did;
+    ``add_daemon()`` adds one. The stream shares the daemon's pool of workers: ``workers``
     only caps how many it keeps busy at once (its batch slots are ``workers * prefetch + 1``,
     as a Loader's, whatever the daemon's cap), ``start_method`` and ``log_level`` are the
     daemon's, a ``weight`` other than 1 is refused (forkfeedd's streams share its workers
@@ -725,9 +734,9 @@ class Client(_Pass):
         impl = self._open()
         names, count = impl.class_names(), impl.classes()
         if count and len(names) != count:
-            raise Error(f"forkfeedd sent the number of classes ({count}) but not their names, which take more "
-                        "than its reply holds; num_classes has the count, and a forkfeed.Loader over the same "
-                        "dataset has the names")
+            raise Error(f"forkfeedd sent the number of classes ({count}) but not their names, which take "
+                        "more than its reply holds; num_classes has the count, and a forkfeed.Loader over "
+                        "the same dataset has the names")
         return [os.fsdecode(name) for name in names]
 
     @property

@@ -49,7 +49,8 @@ def _default_rank(name: str) -> int:
     try:
         return default_rank_and_world_size()[0]
     except ValueError:
-        raise ValueError(f"{name}: RANK={os.environ.get('RANK')!r} must be an integer (or pass rank=)") from None
+        raise ValueError(f"{name}: RANK={os.environ.get('RANK')!r} must be an integer "
+                         "(or pass rank=)") from None
 
 
 class _BatchMix:
@@ -78,8 +79,8 @@ class _BatchMix:
             raise ValueError(f"{name}: p is a probability, a number from 0 to 1, got {p!r}")
         if (isinstance(alpha, bool) or not isinstance(alpha, numbers.Real)
                 or not _ALPHA_MIN <= alpha <= _ALPHA_MAX):  # also NaN and inf
-            raise ValueError(f"{name}: alpha (of Beta(alpha, alpha)) must be a finite number from {_ALPHA_MIN:g} "
-                             f"to {_ALPHA_MAX:g}, got {alpha!r}")
+            raise ValueError(f"{name}: alpha (of Beta(alpha, alpha)) must be a finite number from "
+                             f"{_ALPHA_MIN:g} to {_ALPHA_MAX:g}, got {alpha!r}")
         if rank is None:
             rank = _default_rank(name)
         _generator(seed, rank, 0, 0, 0)  # checks the seed and rank now rather than at the first batch
@@ -104,11 +105,13 @@ class _BatchMix:
 
         name = type(self).__name__
         if not isinstance(images, torch.Tensor) or not isinstance(labels, torch.Tensor):
-            raise TypeError(f"{name} mixes torch tensors, got {type(images).__name__} and {type(labels).__name__} "
+            raise TypeError(f"{name} mixes torch tensors, got {type(images).__name__} and "
+                            f"{type(labels).__name__} "
                             "(a Loader with output=\"numpy\" gives numpy arrays: torch.from_numpy() them)")
         if not images.is_floating_point():
-            raise TypeError(f"{name} needs float images to mix, got {images.dtype}: end the loader's transform "
-                            "with Normalize() (float32 batches), or convert the batch before mixing")
+            raise TypeError(f"{name} needs float images to mix, got {images.dtype}: end the loader's "
+                            "transform with Normalize() (float32 batches), "
+                            "or convert the batch before mixing")
         if images.dim() != 4 or labels.dim() != 1 or len(labels) != len(images):
             raise ValueError(f"{name} takes a batch of images (N, C, H, W) and N class indices, got images "
                              f"{tuple(images.shape)} and labels {tuple(labels.shape)}")
@@ -147,8 +150,9 @@ class CutMix(_BatchMix):
 
     def _mix_images(self, images: Any, rolled: Any, lam: float, rng: Any) -> Tuple[Any, float]:
         if images.shape[1] not in (1, 3) and images.shape[-1] in (1, 3):
-            raise ValueError(f"CutMix takes NCHW images, got shape {tuple(images.shape)}, which looks NHWC: open "
-                             "the loader with layout=\"nchw\" (float32's default) or pass images.permute(0, 3, 1, 2)")
+            raise ValueError(f"CutMix takes NCHW images, got shape {tuple(images.shape)}, which looks NHWC: "
+                             "open the loader with layout=\"nchw\" (float32's default) or pass "
+                             "images.permute(0, 3, 1, 2)")
         y1, y2, x1, x2 = self.box(images.shape[-2], images.shape[-1], lam, rng)
         mixed = images.clone()
         mixed[:, :, y1:y2, x1:x2] = rolled[:, :, y1:y2, x1:x2]
@@ -176,18 +180,19 @@ class MixUpOrCutMix:
         if not mixes or not all(isinstance(m, _BatchMix) for m in mixes):
             raise TypeError(f"MixUpOrCutMix takes a list of MixUp and CutMix, got {mixes!r}")
         if len({m.seed for m in mixes}) != 1:
-            raise ValueError(f"MixUpOrCutMix: the mixes have seeds {[m.seed for m in mixes]}; give them one seed, "
-                             "the batch key of all three draws")
+            raise ValueError(f"MixUpOrCutMix: the mixes have seeds {[m.seed for m in mixes]}; give them one "
+                             "seed, the batch key of all three draws")
         if len({m.rank for m in mixes}) != 1:
-            raise ValueError(f"MixUpOrCutMix: the mixes have ranks {[m.rank for m in mixes]}; give them one rank, "
-                             "this process's")
+            raise ValueError(f"MixUpOrCutMix: the mixes have ranks {[m.rank for m in mixes]}; give them one "
+                             "rank, this process's")
         if len({m.num_classes for m in mixes}) != 1:
             raise ValueError(f"MixUpOrCutMix: the mixes have num_classes {[m.num_classes for m in mixes]}; "
                              "the targets of every batch must have one width")
-        if p is not None and (len(p) != len(mixes) or not all(isinstance(w, numbers.Real) and 0 <= w < math.inf
-                                                              for w in p) or sum(p) <= 0):
-            raise ValueError(f"MixUpOrCutMix: p must be {len(mixes)} finite weights, not negative, not all 0, "
-                             f"got {p!r}")
+        if p is not None and (len(p) != len(mixes)
+                              or not all(isinstance(w, numbers.Real) and 0 <= w < math.inf for w in p)
+                              or sum(p) <= 0):
+            raise ValueError(f"MixUpOrCutMix: p must be {len(mixes)} finite weights, not negative, "
+                             f"not all 0, got {p!r}")
         self.mixes, self.seed, self.rank = mixes, mixes[0].seed, mixes[0].rank
         self.p = None if p is None else [w / sum(p) for w in p]
 
@@ -208,10 +213,11 @@ def _unpack(name: str, images: Any, labels: Any, epoch: Optional[int],
     """(images, labels, epoch, batch index) of a mix's call: from a forkfeed.Batch, or as given."""
     if labels is None and hasattr(images, "epoch") and hasattr(images, "index"):  # a forkfeed.Batch
         if epoch is not None or batch_index is not None:
-            raise TypeError(f"{name}(batch) takes the epoch and index from the batch; give neither epoch= nor "
-                            "batch_index=")
+            raise TypeError(f"{name}(batch) takes the epoch and index from the batch; give neither epoch= "
+                            "nor batch_index=")
         return images.images, images.labels, images.epoch, images.index
     if labels is None or epoch is None or batch_index is None:
-        raise TypeError(f"{name} takes a forkfeed.Batch (from next_batch()), or images, labels and the keywords "
-                        "epoch= and batch_index= (the batch's index in its pass), which key its random draws")
+        raise TypeError(f"{name} takes a forkfeed.Batch (from next_batch()), or images, labels and the "
+                        "keywords epoch= and batch_index= (the batch's index in its pass), which key its "
+                        "random draws")
     return images, labels, epoch, batch_index

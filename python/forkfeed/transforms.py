@@ -38,9 +38,11 @@ __all__ = [
     "InterpolationMode", "AutoAugmentPolicy", "Op", "pipeline_spec",
     "Resize", "CenterCrop", "RandomCrop", "RandomResize", "RandomZoomOut", "RandomIoUCrop", "ScaleJitter",
     "RandomShortestSize", "FixedSizeCrop", "RandomResizedCrop", "RandomHorizontalFlip", "RandomVerticalFlip",
-    "ColorJitter", "RandomPhotometricDistort", "RandomGrayscale", "Grayscale", "GaussianBlur", "RandomRotation", "RandomAffine",
+    "ColorJitter", "RandomPhotometricDistort", "RandomGrayscale", "Grayscale", "GaussianBlur",
+    "RandomRotation", "RandomAffine",
     "RandomPosterize", "RandomSolarize", "RandomAutocontrast", "RandomEqualize", "RandomAdjustSharpness",
-    "RandomInvert", "AutoAugment", "RandAugment", "TrivialAugmentWide", "AugMix", "Normalize", "RandomErasing",
+    "RandomInvert", "AutoAugment", "RandAugment", "TrivialAugmentWide", "AugMix", "Normalize",
+    "RandomErasing",
     "MixUp", "CutMix", "MixUpOrCutMix",
 ]
 
@@ -124,8 +126,8 @@ def _canonical(op: str, name: str, value: Any) -> Any:
         return _canonical(op, name, value.tolist())
     if isinstance(value, (list, tuple)):
         return tuple(_canonical(op, name, item) for item in value)
-    raise TypeError(f"{op}: {name}={value!r} is a {type(value).__name__}; a pipeline's arguments are numbers, "
-                    "strings, None or tuples of them, as the spec text spells them")
+    raise TypeError(f"{op}: {name}={value!r} is a {type(value).__name__}; a pipeline's arguments are "
+                    "numbers, strings, None or tuples of them, as the spec text spells them")
 
 
 def _enum_member(op: str, name: str, kind: type, value: Any) -> enum.Enum:
@@ -150,7 +152,8 @@ def _render(value: Any) -> str:
         return "(" + ", ".join(map(_render, value)) + ("," if len(value) == 1 else "") + ")"
     if isinstance(value, str):
         if '"' in value or "\\" in value:
-            raise ValueError(f"the string {value!r} has a quote or a backslash, which the spec text cannot hold")
+            raise ValueError(f"the string {value!r} has a quote or a backslash, "
+                             "which the spec text cannot hold")
         return f'"{value}"'
     return repr(value)  # None, True, ints; floats round-trip
 
@@ -272,7 +275,8 @@ class RandomPhotometricDistort(Op):
     before or after saturation and hue by a coin, then with probability ``p`` the channels
     in a random order. Masks and boxes are left alone."""
 
-    def __init__(self, brightness=(0.875, 1.125), contrast=(0.5, 1.5), saturation=(0.5, 1.5), hue=(-0.05, 0.05),
+    def __init__(self, brightness=(0.875, 1.125), contrast=(0.5, 1.5), saturation=(0.5, 1.5),
+                 hue=(-0.05, 0.05),
                  p=0.5):
         super().__init__(locals())
 
@@ -308,7 +312,8 @@ class RandomRotation(Op):
 class RandomAffine(Op):
     """Rotates, translates, scales and shears by amounts drawn from the arguments' ranges."""
 
-    def __init__(self, degrees, translate=None, scale=None, shear=None, interpolation=InterpolationMode.NEAREST,
+    def __init__(self, degrees, translate=None, scale=None, shear=None,
+                 interpolation=InterpolationMode.NEAREST,
                  fill=0, center=None):
         super().__init__(locals())
 
@@ -421,23 +426,25 @@ def pipeline_spec(transform: Union[str, Sequence[Union[Op, str]]]) -> str:
         return transform
     if not isinstance(transform, (list, tuple)):
         raise TypeError(f"transform must be a str (\"train\", \"eval\" or a pipeline such as "
-                        f"\"RandomResizedCrop(224), RandomHorizontalFlip()\") or a list of forkfeed.transforms ops, "
-                        f"got {_describe(transform)}{_torchvision_hint(transform)}")
+                        f"\"RandomResizedCrop(224), RandomHorizontalFlip()\") or a list of "
+                        f"forkfeed.transforms ops, got {_describe(transform)}{_torchvision_hint(transform)}")
     if not transform:
-        raise ValueError("transform is an empty list: give at least one op, or leave transform out for \"train\"")
+        raise ValueError("transform is an empty list: give at least one op, or leave transform out for "
+                         "\"train\"")
     parts = []
     for i, op in enumerate(transform):
         if isinstance(op, (Op, str)):
             parts.append(str(op))
         elif isinstance(op, (MixUp, CutMix, MixUpOrCutMix)):
-            raise TypeError(f"transform[{i}] is {type(op).__name__}, which mixes whole batches: call it on each "
-                            "batch in the training loop (images, targets = mix(batch)), not in the loader")
+            raise TypeError(f"transform[{i}] is {type(op).__name__}, which mixes whole batches: call it on "
+                            "each batch in the training loop (images, targets = mix(batch)), "
+                            "not in the loader")
         elif type(op).__module__.startswith("torchvision"):
-            raise TypeError(f"transform[{i}] is torchvision's {type(op).__name__}, which forkfeed's C++ workers "
-                            f"cannot run{_torchvision_hint(op)}")
+            raise TypeError(f"transform[{i}] is torchvision's {type(op).__name__}, which forkfeed's C++ "
+                            f"workers cannot run{_torchvision_hint(op)}")
         else:
-            raise TypeError(f"transform[{i}] is {_describe(op)}; a pipeline's ops are forkfeed.transforms objects "
-                            "or spec strings")
+            raise TypeError(f"transform[{i}] is {_describe(op)}; a pipeline's ops are forkfeed.transforms "
+                            "objects or spec strings")
     return ", ".join(parts)
 
 

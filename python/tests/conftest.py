@@ -22,7 +22,8 @@ IMAGES = 50
 CLASSES = 4
 
 
-def make_dataset(root: pathlib.Path, images: int = IMAGES, classes: int = CLASSES, seed: int = 3) -> pathlib.Path:
+def make_dataset(root: pathlib.Path, images: int = IMAGES, classes: int = CLASSES,
+                 seed: int = 3) -> pathlib.Path:
     subprocess.run([str(BIN_DIR / "forkfeed-mkdata"), "--out", str(root), "--images", str(images),
                     "--classes", str(classes), "--seed", str(seed), "--min-side", "24", "--max-side", "48"],
                    check=True, stdout=subprocess.DEVNULL)
@@ -138,7 +139,8 @@ def token_file(folder: pathlib.Path) -> pathlib.Path:
 def listening_daemon(socket_path: pathlib.Path, dataset: pathlib.Path, token: pathlib.Path, *extra: str):
     """A Daemon also listening on a free loopback port with `token`, and that address."""
     d = Daemon(socket_path, dataset, "--listen", "127.0.0.1:0", "--token-file", str(token), *extra)
-    stats = subprocess.run([str(BIN_DIR / "forkfeed-ctl"), "--socket", d.socket, "stats"], capture_output=True,
+    stats = subprocess.run([str(BIN_DIR / "forkfeed-ctl"), "--socket", d.socket, "stats"],
+                           capture_output=True,
                            text=True, check=True).stdout
     return d, json.loads(stats)["daemon"]["listen"][0]
 

@@ -208,18 +208,22 @@ DETECTION = "image=png, inst=inst.png:mask, boxes=json:boxes(key=boxes, format=x
     ("RandomZoomOut(p=0.7, side_range=(1.0, 2.0)), RandomIoUCrop(), Resize((48, 48)), RandomHorizontalFlip()",
      0, 1.0),
 ])
-def test_the_loaders_boxes_are_the_boxes_of_their_moved_instance_masks(tmp_path, transform, margin, tolerance):
+def test_the_loaders_boxes_are_the_boxes_of_their_moved_instance_masks(tmp_path, transform, margin,
+                                                                       tolerance):
     masks = detection_shards(tmp_path, 24, margin)
     checked = delivered = 0
     with forkfeed.Loader(shards=str(tmp_path), fields=DETECTION, transform=transform, batch_size=6, workers=2,
                          seed=3) as loader:
         for batch in iter(loader.next_batch, None):
             f = batch.fields
-            for i, inst, boxes, labels, area in zip(batch.indices, f["inst"], f["boxes"], f["labels"], f["area"]):
-                assert boxes.dtype == torch.float32 and labels.dtype == torch.int64 and area.dtype == torch.float32
+            for i, inst, boxes, labels, area in zip(batch.indices, f["inst"], f["boxes"], f["labels"],
+                                                    f["area"]):
+                assert (boxes.dtype == torch.float32 and labels.dtype == torch.int64
+                        and area.dtype == torch.float32)
                 assert boxes.shape == (len(labels), 4) and area.shape == labels.shape
                 # Instances that later ones do not cover, where any of them is left.
-                present = [k for k in range(1, 6) if (inst == k).any() and whole(masks[i][0], masks[i][1][k - 1])]
+                present = [k for k in range(1, 6) if (inst == k).any()
+                           and whole(masks[i][0], masks[i][1][k - 1])]
                 for box, k in zip(boxes, labels.tolist()):
                     if k not in present:  # covered by later instances: its box stays, as in torchvision
                         continue
@@ -230,7 +234,8 @@ def test_the_loaders_boxes_are_the_boxes_of_their_moved_instance_masks(tmp_path,
                     if "RandomIoUCrop" in transform:
                         break
                     tight = masks_to_boxes((inst == k)[None])[0] + torch.tensor([0, 0, 1, 1])
-                    assert min(tight[2] - tight[0], tight[3] - tight[1]) <= 1 + tolerance, (transform, k, tight)
+                    assert min(tight[2] - tight[0], tight[3] - tight[1]) <= 1 + tolerance, (transform, k,
+                                                                                            tight)
                 delivered += len(labels)
         # Every box read was delivered or counted as dropped.
         assert delivered + loader.stats()["dropped_boxes"] == 24 * 5
@@ -246,7 +251,8 @@ def test_every_box_format_and_source_gives_the_same_boxes(tmp_path):
     written = [  # (the field's kind, the boxes written so)
         ("json:boxes(key=b)", boxes.tolist()),
         ("json:boxes(key=b, format=xywh)", xywh.tolist()),
-        ("json:boxes(key=b, format=cxcywh)", np.stack([(x1 + x2) / 2, (y1 + y2) / 2, x2 - x1, y2 - y1], 1).tolist()),
+        ("json:boxes(key=b, format=cxcywh)",
+         np.stack([(x1 + x2) / 2, (y1 + y2) / 2, x2 - x1, y2 - y1], 1).tolist()),
         ("json:boxes(key=b, normalized=true)", (boxes / [70, 50, 70, 50]).tolist()),
         ("json:boxes(key=b, format=xywh, normalized=true)", (xywh / [70, 50, 70, 50]).tolist()),
         ("json:boxes(key=b)", boxes.reshape(-1).tolist()),  # the numbers flat
@@ -256,7 +262,8 @@ def test_every_box_format_and_source_gives_the_same_boxes(tmp_path):
     for n, (kind, value) in enumerate(written):
         root = tmp_path / str(n)
         root.mkdir()
-        write_tar(root / "a.tar", [("x.png", image), ("x.json", json.dumps({"b": value, "l": labels.tolist()}).encode())])
+        write_tar(root / "a.tar", [("x.png", image),
+                                   ("x.json", json.dumps({"b": value, "l": labels.tolist()}).encode())])
         fields = f"image=png, boxes={kind}, labels=json:per_box(key=l)"
         with forkfeed.Loader(shards=str(root), fields=fields, transform="RandomResizedCrop(32)", batch_size=1,
                              seed=5) as loader:
@@ -270,7 +277,8 @@ def test_every_box_format_and_source_gives_the_same_boxes(tmp_path):
     np.save(npy_labels, labels.astype(np.int32))
     write_tar(root / "a.tar", [("x.png", image), ("x.boxes.npy", npy_boxes.getvalue()),
                                ("x.labels.npy", npy_labels.getvalue())])
-    with forkfeed.Loader(shards=str(root), fields="image=png, boxes=boxes.npy:boxes, labels=labels.npy:per_box",
+    with forkfeed.Loader(shards=str(root), fields="image=png, boxes=boxes.npy:boxes, "
+                                                  "labels=labels.npy:per_box",
                          transform="RandomResizedCrop(32)", batch_size=1, seed=5) as loader:
         f = next(iter(loader))
         results["npy"] = (f["boxes"][0], f["labels"][0])
@@ -310,11 +318,13 @@ def test_boxes_come_alike_through_forkfeedd_local_and_remote(tmp_path, dataset, 
     shards = tmp_path / "det"
     detection_shards(shards, 18, 0, formats=("xywh", "cxcywh"))
     monkeypatch.setenv("FORKFEED_CACHE_DIR", str(tmp_path / "cache"))
-    options = dict(fields=DETECTION, transform="RandomResizedCrop(32), RandomHorizontalFlip(), RandomRotation(20)",
+    options = dict(fields=DETECTION,
+                   transform="RandomResizedCrop(32), RandomHorizontalFlip(), RandomRotation(20)",
                    batch_size=5, workers=2, seed=4)
 
     def boxes(source) -> dict:
-        return {i: (batch.fields["boxes"][r].clone(), batch.fields["labels"][r].clone(), batch.fields["area"][r].clone())
+        return {i: (batch.fields["boxes"][r].clone(), batch.fields["labels"][r].clone(),
+                    batch.fields["area"][r].clone())
                 for batch in iter(source.next_batch, None) for r, i in enumerate(batch.indices)}
 
     with forkfeed.Loader(shards=str(shards), **options) as loader:
@@ -329,7 +339,8 @@ def test_boxes_come_alike_through_forkfeedd_local_and_remote(tmp_path, dataset, 
 def test_padded_gives_one_array_and_the_counts_for_torch_and_numpy(tmp_path):
     detection_shards(tmp_path, 6, 0)
     for output in ("torch", "numpy"):
-        with forkfeed.Loader(shards=str(tmp_path), fields=DETECTION, transform="RandomResizedCrop(32)", batch_size=6,
+        with forkfeed.Loader(shards=str(tmp_path), fields=DETECTION, transform="RandomResizedCrop(32)",
+                             batch_size=6,
                              output=output, seed=1) as loader:
             f = next(iter(loader))
             boxes, counts = forkfeed.padded(f["boxes"], fill=-1)
@@ -355,7 +366,8 @@ def test_a_sample_whose_image_is_missing_has_no_boxes(tmp_path):
         f = next(iter(loader))
     a, b = f["__key__"].index("a"), f["__key__"].index("b")
     assert f["labels"][a].tolist() == [4] and f["boxes"][a].tolist() == [[0, 0, 7, 7]]
-    assert f["boxes"][b].shape == (0, 4) and f["labels"][b].shape == (0,) and f["labels"][b].dtype == torch.int64
+    assert (f["boxes"][b].shape == (0, 4) and f["labels"][b].shape == (0,)
+            and f["labels"][b].dtype == torch.int64)
     assert f["__present__"]["boxes"][[a, b]].tolist() == [True, False]
 
 
@@ -378,7 +390,8 @@ def test_a_list_nested_too_deep_to_quote_is_bad_data_not_a_crash(tmp_path):
     # levels overflowed a worker's stack.
     deep = "[" * 100_000 + "]" * 100_000
     doc = '{"boxes": [' + deep + '], "labels": [1]}'
-    write_tar(tmp_path / "a.tar", [("k.png", png(np.zeros((20, 20, 3), np.uint8), "RGB")), ("k.json", doc.encode())])
+    write_tar(tmp_path / "a.tar", [("k.png", png(np.zeros((20, 20, 3), np.uint8), "RGB")),
+                                   ("k.json", doc.encode())])
     with pytest.raises(forkfeed.Error, match="field 'boxes' .*holds a list of 1, not \\[4 numbers\\]"):
         with forkfeed.Loader(shards=str(tmp_path), fields="image=png, boxes=json:boxes(key=boxes)",
                              transform="CenterCrop(16)", batch_size=1) as loader:
@@ -386,7 +399,8 @@ def test_a_list_nested_too_deep_to_quote_is_bad_data_not_a_crash(tmp_path):
 
 
 def test_augmix_has_no_rule_for_boxes_and_is_refused_naming_both(tmp_path):
-    write_tar(tmp_path / "a.tar", [("k.png", png(np.zeros((20, 20, 3), np.uint8), "RGB")), ("k.json", b'{"b": []}')])
+    write_tar(tmp_path / "a.tar", [("k.png", png(np.zeros((20, 20, 3), np.uint8), "RGB")),
+                                   ("k.json", b'{"b": []}')])
     with pytest.raises(ValueError, match="AugMix.* has no rule for boxes field 'boxes'"):
         forkfeed.Loader(shards=str(tmp_path), fields="image=png, boxes=json:boxes(key=b)",
                         transform="CenterCrop(16), AugMix()")
@@ -400,7 +414,8 @@ def test_a_per_box_member_missing_beside_boxes_is_bad_data(tmp_path):
     write_tar(tmp_path / "a.tar", [("a.png", image), ("a.boxes.npy", npy.getvalue()), ("b.png", image),
                                    ("b.boxes.npy", npy.getvalue()), ("b.labels.npy", labels.getvalue())])
     with pytest.raises(forkfeed.Error, match="field 'labels'.* has no member, but its boxes have one"):
-        with forkfeed.Loader(shards=str(tmp_path), fields="image=png, boxes=boxes.npy:boxes, labels=labels.npy:per_box",
+        with forkfeed.Loader(shards=str(tmp_path),
+                             fields="image=png, boxes=boxes.npy:boxes, labels=labels.npy:per_box",
                              transform="CenterCrop(16)", batch_size=2, missing="empty") as loader:
             next(iter(loader))
 
@@ -445,7 +460,8 @@ def test_bad_boxes_are_bad_data_naming_the_sample_and_field(tmp_path, doc, match
     write_tar(tmp_path / "a.tar", [("k.png", image), ("k.json", json.dumps(doc).encode())])
     with pytest.raises(forkfeed.Error, match=match) as raised:
         with forkfeed.Loader(shards=str(tmp_path), fields="image=png, boxes=json:boxes(key=boxes), "
-                             "labels=json:per_box(key=labels)", transform="CenterCrop(16)", batch_size=1) as loader:
+                             "labels=json:per_box(key=labels)", transform="CenterCrop(16)",
+                             batch_size=1) as loader:
             next(iter(loader))
     assert "k.json" in str(raised.value) and "field '" in str(raised.value), raised.value
 
@@ -453,7 +469,8 @@ def test_bad_boxes_are_bad_data_naming_the_sample_and_field(tmp_path, doc, match
 def test_an_op_that_draws_among_the_boxes_needs_them_in_the_first_image_field(tmp_path):
     write_tar(tmp_path / "a.tar", [("k.png", png(np.zeros((4, 4, 3), np.uint8), "RGB"))])
     crop = "RandomIoUCrop(), Resize((8, 8))"
-    with pytest.raises(ValueError, match=r"draws its crop among the sample's boxes .* declare them in fields"):
+    with pytest.raises(ValueError,
+                       match=r"draws its crop among the sample's boxes .* declare them in fields"):
         forkfeed.Loader(shards=str(tmp_path), fields="image=png", transform=crop)
     with pytest.raises(ValueError, match=r"an image field after the first draws from the sample's boxes"):
         forkfeed.Loader(shards=str(tmp_path), fields="image=png, view=png, b=json:boxes(key=b)",
@@ -473,11 +490,11 @@ def test_an_op_that_draws_among_the_boxes_needs_them_in_the_first_image_field(tm
     ("image=png, b=json:boxes(key=b), m=json", "a member is one field's"),
     ("image=png, b=json:boxes(key=" + "k" * 64 + ")", "at most 63"),
     ("image=png, b=json:boxes(key=a\0b)", "key=KEY"),
-    ("image=png, l=json:per_box(key=l), b=json:boxes(key=b)", "list the boxes field before its per_box fields"),
+    ("image=png, l=json:per_box(key=l), b=json:boxes(key=b)",
+     "list the boxes field before its per_box fields"),
     ("image=png, b=b.npy:boxes, l=b.npy:per_box", "give the per_box values .npy members of their own"),
 ])
 def test_bad_box_fields_are_refused_at_open_naming_what_to_write(tmp_path, fields, match):
     write_tar(tmp_path / "a.tar", [("k.png", png(np.zeros((4, 4, 3), np.uint8), "RGB"))])
     with pytest.raises(ValueError, match=match):
         forkfeed.Loader(shards=str(tmp_path), fields=fields, transform="CenterCrop(4)")
-

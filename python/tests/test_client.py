@@ -159,8 +159,8 @@ def test_a_pass_that_skipped_every_sample_raises(dataset, daemon, face):
               else forkfeed.Loader(dataset, log_level="off", **options))
     with opened as source:
         for epoch in range(2):
-            with pytest.raises(forkfeed.BadDataError, match=rf"every sample of epoch {epoch}'s pass was skipped "
-                                                            rf"\({IMAGES} of this rank's share"):
+            with pytest.raises(forkfeed.BadDataError, match=rf"every sample of epoch {epoch}'s pass was "
+                                                            rf"skipped \({IMAGES} of this rank's share"):
                 for _ in source:
                     pass
         assert source.stats()["skipped_samples"] == 2 * IMAGES

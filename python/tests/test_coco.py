@@ -38,8 +38,8 @@ def coco_file(root: pathlib.Path, images: list, annotations: list, categories: l
 
 def pack(root: pathlib.Path, annotations: pathlib.Path, *flags: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(BIN_DIR / "forkfeed-shard"), "--from", str(annotations), "--coco-images",
-                           str(root / "train"), "--out", str(root / "shards" / "s-%02d.tar"), "--shard-size", "2",
-                           *flags], capture_output=True, text=True)
+                           str(root / "train"), "--out", str(root / "shards" / "s-%02d.tar"),
+                           "--shard-size", "2", *flags], capture_output=True, text=True)
 
 
 CATEGORIES = [{"id": 18, "name": "dog"}, {"id": 1, "name": "person"}, {"id": 90, "name": "toothbrush"}]
@@ -64,7 +64,8 @@ def samples(root: pathlib.Path) -> list:
                          workers=1, shuffle=False) as loader:
         for batch in loader:
             out += [dict(key=key, boxes=b.tolist(), labels=l.tolist(), crowd=c.tolist(), area=a.tolist())
-                    for key, b, l, c, a in zip(batch["__key__"], batch["boxes"], batch["labels"], batch["crowd"],
+                    for key, b, l, c, a in zip(batch["__key__"], batch["boxes"], batch["labels"],
+                                               batch["crowd"],
                                                batch["area"])]
     return out
 
@@ -113,7 +114,8 @@ def test_contiguous_labels_kept_crowds_and_dropped_empty_images(tmp_path):
     (lambda d: d["annotations"].append({"id": 9, "category_id": 1, "bbox": [0, 0, 1, 1]}),
      "annotation id 9 has no integer image_id"),
     (lambda d: d["images"].append({"id": 42, "file_name": "d.jpg"}), "images #0 and #3 both have id 42"),
-    (lambda d: d["images"].append({"id": 43, "file_name": "a.jpg"}), "images #1 and #3 are both the file a.jpg"),
+    (lambda d: d["images"].append({"id": 43, "file_name": "a.jpg"}),
+     "images #1 and #3 are both the file a.jpg"),
     # One file under two spellings is one file (ids 7 and 43 are not neighbours in the
     # shards, so no reader would merge them: it would be packed twice, under one key).
     (lambda d: d["images"].append({"id": 43, "file_name": "./a.jpg"}),
@@ -173,8 +175,8 @@ def test_a_file_that_is_not_utf8_is_refused_saying_so(tmp_path):
     at = text.index(b'"cafe"') + 4
     done = pack(tmp_path, path)
     assert done.returncode == 1, done.stdout
-    assert (f"instances.json: not JSON: the string at byte {at - 4} is not UTF-8 (byte {at} is 0xe9): JSON text "
-            "is UTF-8") in done.stderr, done.stderr
+    assert (f"instances.json: not JSON: the string at byte {at - 4} is not UTF-8 (byte {at} is 0xe9): JSON "
+            "text is UTF-8") in done.stderr, done.stderr
     assert "double's range" not in done.stderr
 
 
@@ -206,13 +208,15 @@ def padded_file(root: pathlib.Path, padding: str, mib: int = 4) -> pathlib.Path:
     ("string", r"a string of 4.0 MiB at byte \d+"),
     ("lists", r"a stretch of 4.0 MiB of brackets and commas \(empty lists or objects\) at byte \d+"),
 ])
-def test_what_the_json_parser_holds_of_unused_text_counts_against_the_memory_bound(tmp_path, padding, message):
+def test_what_the_json_parser_holds_of_unused_text_counts_against_the_memory_bound(tmp_path, padding,
+                                                                                   message):
     # nlohmann's lexer keeps every byte from one value's start to the next's, and a string
     # twice, however little of it is used.
     path = padded_file(tmp_path, padding)
     done = pack(tmp_path, path, "--coco-max-mib", "1")
     assert done.returncode == 1, done.stdout
-    assert re.search("instances.json: " + message + r", which the JSON parser holds whole.*raise --coco-max-mib",
+    assert re.search("instances.json: " + message + r", which the JSON parser holds whole.*raise "
+                                                    r"--coco-max-mib",
                      done.stderr), done.stderr
     done = pack(tmp_path, path, "--coco-max-mib", "64")
     assert done.returncode == 0, done.stderr
@@ -230,7 +234,8 @@ def peak_memory_kib(root: pathlib.Path, annotations: pathlib.Path, *flags: str) 
     """forkfeed-shard's peak resident memory (KiB) packing `annotations`; it must succeed."""
     out = root / annotations.stem
     done = subprocess.run([sys.executable, "-c", PEAK_MEMORY, str(BIN_DIR / "forkfeed-shard"), "--from",
-                           str(annotations), "--coco-images", str(root / "train"), "--out", str(out / "s-%02d.tar"),
+                           str(annotations), "--coco-images", str(root / "train"), "--out",
+                           str(out / "s-%02d.tar"),
                            *flags], capture_output=True, text=True, check=True)
     status, peak = done.stdout.split()
     assert status == "0", done.stderr
@@ -288,7 +293,8 @@ def masks_of(root: pathlib.Path, fields: str) -> dict:
     with forkfeed.Loader(shards=str(root / "shards"), fields=fields, transform="CenterCrop(64)", batch_size=4,
                          workers=1, shuffle=False) as loader:
         batch = loader.next_batch()
-        return {key: batch.fields[list(batch.fields)[1]][i].numpy() for i, key in enumerate(batch.fields["__key__"])}
+        return {key: batch.fields[list(batch.fields)[1]][i].numpy()
+                for i, key in enumerate(batch.fields["__key__"])}
 
 
 def segmentation_file(root: pathlib.Path, crowd_counts) -> pathlib.Path:
@@ -329,9 +335,11 @@ def expected_pixels():
 
 
 @pytest.mark.parametrize("compressed", [False, True])
-def test_semantic_masks_are_the_labels_of_the_rasterised_segmentations_255_where_they_overlap(tmp_path, compressed):
+def test_semantic_masks_are_the_labels_of_the_rasterised_segmentations_255_where_they_overlap(tmp_path,
+                                                                                              compressed):
     path = segmentation_file(tmp_path, (lambda m: rle_string(runs(m))) if compressed else runs)
-    done = pack(tmp_path, path, "--coco-masks", "semantic", "--coco-crowd", "keep", "--coco-labels", "contiguous")
+    done = pack(tmp_path, path, "--coco-masks", "semantic", "--coco-crowd", "keep",
+                "--coco-labels", "contiguous")
     assert done.returncode == 0, done.stderr
     got = masks_of(tmp_path, "image=jpg, seg=seg.png:mask(fill=255)")
     first, second, block, ring = expected_pixels()
@@ -389,8 +397,8 @@ def test_an_image_file_of_another_size_than_its_entry_is_refused(tmp_path):
     images = [dict(IMAGES[1], width=60)] + IMAGES[:1]
     done = pack(tmp_path, coco_file(tmp_path, images, ANNOTATIONS[:2], CATEGORIES))
     assert done.returncode == 1, done.stdout
-    assert "image id 7 (" in done.stderr and "a.jpg): the file is 64x64, its entry says 60x64" in done.stderr, \
-        done.stderr
+    assert ("image id 7 (" in done.stderr and
+            "a.jpg): the file is 64x64, its entry says 60x64" in done.stderr), done.stderr
     assert not list((tmp_path / "shards").glob("*.tar"))
 
 
@@ -398,15 +406,19 @@ def test_an_image_file_of_another_size_than_its_entry_is_refused(tmp_path):
     ([[0, 0, 1e8, 0, 0, 8]], "annotation id 2: its polygon's x 1e\\+08 lies far outside its 64x64 image"),
     ([[0, 0, float("nan"), 0, 0, 8]], None),  # NaN is no JSON: Python writes it, the parser refuses it
     ([[1, 2]], "its segmentation lists 2 numbers where pycocotools takes a polygon"),
-    ({"counts": [4000, -4, 100], "size": [64, 64]}, "its RLE counts hold -4, and a count of pixels is not negative"),
-    ({"counts": [4000, 1.5, 94.5], "size": [64, 64]}, "its RLE counts hold 1.5, and a count of pixels is whole"),
+    ({"counts": [4000, -4, 100], "size": [64, 64]},
+     "its RLE counts hold -4, and a count of pixels is not negative"),
+    ({"counts": [4000, 1.5, 94.5], "size": [64, 64]},
+     "its RLE counts hold 1.5, and a count of pixels is whole"),
     ({"counts": [1 << 40, 4096], "size": [64, 64]},
      "its RLE counts hold 1099511627776, more than the 4096 pixels of its 64x64 image"),
     ({"counts": [4000, 90, 10], "size": [64, 64]}, "its RLE counts cover 4100 pixels, its 64x64 image 4096"),
 ])
-def test_segmentations_that_cannot_be_drawn_are_refused_naming_the_annotation(tmp_path, segmentation, message):
+def test_segmentations_that_cannot_be_drawn_are_refused_naming_the_annotation(tmp_path, segmentation,
+                                                                              message):
     annotations = [dict(ANNOTATIONS[1], segmentation=segmentation)]
-    done = pack(tmp_path, coco_file(tmp_path, IMAGES[1:2], annotations, CATEGORIES), "--coco-masks", "instance")
+    done = pack(tmp_path, coco_file(tmp_path, IMAGES[1:2], annotations, CATEGORIES), "--coco-masks",
+                "instance")
     assert done.returncode == 1, done.stdout
     assert re.search(message or "not JSON", done.stderr), done.stderr
 
@@ -417,19 +429,24 @@ def test_segmentations_that_cannot_be_drawn_are_refused_naming_the_annotation(tm
 # empty, or drawn from the numbers left.
 @pytest.mark.parametrize("segmentation,message", [
     ([[0, 0, 10, 0, 10, 5, "x"]], r'its polygon #0 holds the string "x" where pycocotools takes numbers'),
-    ([[0, 0, 10, 0, 10, 5], [0, 0, 10, 0, None, 5]], "its polygon #1 holds null where pycocotools takes numbers"),
+    ([[0, 0, 10, 0, 10, 5], [0, 0, 10, 0, None, 5]],
+     "its polygon #1 holds null where pycocotools takes numbers"),
     ([[0, 0, 10, 0, 10, 5, True]], "its polygon #0 holds true where pycocotools takes numbers"),
     ([[[1.5, 2], 10, 0, 10, 5, 0, 5]], "its polygon #0 holds a list where pycocotools takes numbers"),
     ("abc", r'its segmentation is the string "abc" where pycocotools takes a list of polygons or an RLE'),
     (7, "its segmentation is the number 7 where pycocotools takes a list of polygons or an RLE"),
     ([0, 0, 10, 0, 10, 5], r"its segmentation lists the number 0 where pycocotools takes a polygon \(a list"),
     ([{"counts": [0, 4096], "size": [64, 64]}],
-     "its segmentation lists an object: pycocotools merges a list of RLEs, which forkfeed-shard does not read"),
-    ({"counts": [0, "4096"], "size": [64, 64]}, r'its RLE\'s counts hold the string "4096" where pycocotools'),
-    ({"counts": 4096, "size": [64, 64]}, r"its RLE's counts are the number 4096 where pycocotools takes a list"),
+     "its segmentation lists an object: pycocotools merges a list of RLEs, "
+     "which forkfeed-shard does not read"),
+    ({"counts": [0, "4096"], "size": [64, 64]},
+     r'its RLE\'s counts hold the string "4096" where pycocotools'),
+    ({"counts": 4096, "size": [64, 64]},
+     r"its RLE's counts are the number 4096 where pycocotools takes a list"),
     ({"counts": [0, 4096], "size": [64, [64]]}, r"its RLE's size holds a list where pycocotools takes"),
 ])
-def test_a_segmentation_pycocotools_cannot_read_is_refused_naming_the_annotation(tmp_path, segmentation, message):
+def test_a_segmentation_pycocotools_cannot_read_is_refused_naming_the_annotation(tmp_path, segmentation,
+                                                                                 message):
     annotations = [dict(ANNOTATIONS[1], id=14, segmentation=segmentation)]
     path = coco_file(tmp_path, IMAGES[1:2], annotations, CATEGORIES)
     done = pack(tmp_path, path, "--coco-masks", "semantic")
@@ -441,7 +458,8 @@ def test_a_segmentation_pycocotools_cannot_read_is_refused_naming_the_annotation
 
 def test_a_first_polygon_of_four_numbers_is_a_bbox_as_pycocotools_reads_it(tmp_path):
     annotations = [dict(ANNOTATIONS[1], segmentation=[[5, 6, 20, 10], [40, 40, 2, 3]])]
-    done = pack(tmp_path, coco_file(tmp_path, IMAGES[1:2], annotations, CATEGORIES), "--coco-masks", "instance")
+    done = pack(tmp_path, coco_file(tmp_path, IMAGES[1:2], annotations, CATEGORIES), "--coco-masks",
+                "instance")
     assert done.returncode == 0, done.stderr
     got = masks_of(tmp_path, "image=jpg, inst=inst.png:mask(dtype=uint16)")["a"]
     want = np.zeros((64, 64), np.int64)

@@ -8,10 +8,10 @@ A runnable example is a fenced block whose info string is `python run`, `sh run`
 is `output` lists lines that must appear in the example's stdout, in that order; `...` in
 a line stands for any text. Each example runs alone in a fresh directory that holds
 `data/` (forkfeed-mkdata: 64 JPEGs in 4 classes, 32-64 px a side, seed 0) and `build/bin`
-(a link to the tools), with FORKFEED_CACHE_DIR inside it; `python` with this interpreter, `sh` with `bash -euo pipefail`,
-`cpp` compiled against include/ and libforkfeed, then run. The tools are not on PATH, as
-they are not on a reader's who built forkfeed: an example calls them build/bin/forkfeedd,
-as a reader copying it from the checkout would.
+(a link to the tools), with FORKFEED_CACHE_DIR inside it; `python` with this interpreter,
+`sh` with `bash -euo pipefail`, `cpp` compiled against include/ and libforkfeed, then run.
+The tools are not on PATH, as they are not on a reader's who built forkfeed: an example
+calls them build/bin/forkfeedd, as a reader copying it from the checkout would.
 """
 
 import inspect
@@ -37,7 +37,8 @@ PAGES = [REPO / "README.md"] + sorted((REPO / "docs").glob("*.md"))
 LIB_DIR = BIN_DIR.parent / "lib"
 TIMEOUT = {"python": 60, "sh": 60, "cpp": 120}
 README_LINES = 250
-TOOLS = ["forkfeed-bench", "forkfeedd", "forkfeed-gateway", "forkfeed-ctl", "forkfeed-mkdata", "forkfeed-shard",
+TOOLS = ["forkfeed-bench", "forkfeedd", "forkfeed-gateway", "forkfeed-ctl", "forkfeed-mkdata",
+         "forkfeed-shard",
          "forkfeed-worker"]
 
 
@@ -89,7 +90,8 @@ def examples(page: pathlib.Path, text: Optional[str] = None) -> List[Example]:
         words = block.info.split()
         if len(words) < 2 or words[1] != "run":
             continue
-        assert words[0] in TIMEOUT, f"{page}:{block.line}: runnable blocks are python, sh or cpp, not {words[0]}"
+        assert words[0] in TIMEOUT, (f"{page}:{block.line}: runnable blocks are python, sh or cpp, "
+                                     f"not {words[0]}")
         after = blocks[k + 1] if k + 1 < len(blocks) else None
         expected = None
         between = lines[block.end:after.line - 1] if after is not None else []
@@ -202,7 +204,8 @@ def missing_output(expected: List[str], stdout: str) -> Optional[str]:
     for want in expected:
         # Not inside a longer word or number: "batches 4" is not found in "batches 40".
         text = ".*".join(re.escape(part) for part in want.strip().split("..."))
-        pattern = re.compile(r"(?<![\w.])" * want.strip()[:1].isalnum() + text + r"(?![\w.])" * want.strip()[-1:].isalnum())
+        pattern = re.compile(r"(?<![\w.])" * want.strip()[:1].isalnum() + text +
+                             r"(?![\w.])" * want.strip()[-1:].isalnum())
         while at < len(lines) and not pattern.search(lines[at]):
             at += 1
         if at == len(lines):
@@ -231,7 +234,8 @@ def failure(example: Example, workspace: pathlib.Path) -> Optional[str]:
 def data(tmp_path_factory) -> pathlib.Path:
     root = tmp_path_factory.mktemp("docs") / "data"
     subprocess.run([str(BIN_DIR / "forkfeed-mkdata"), "--out", str(root), "--images", "64", "--classes", "4",
-                    "--seed", "0", "--min-side", "32", "--max-side", "64"], check=True, stdout=subprocess.DEVNULL)
+                    "--seed", "0", "--min-side", "32", "--max-side", "64"], check=True,
+                   stdout=subprocess.DEVNULL)
     return root
 
 
@@ -248,11 +252,13 @@ def test_a_broken_example_fails(data, tmp_path):
     text = "\n".join([
         "```python run", "print('batches 4')", "```", "```output", "batches 5", "```",
         "```sh run", "echo images/s 12.5", "false", "```",
-        "```python run", "print('first'); print('images/s 12.5')", "```", "```output", "images/s ...", "first", "```",
+        "```python run", "print('first'); print('images/s 12.5')", "```", "```output", "images/s ...",
+        "first", "```",
         "```cpp run", "int main() { return undefined_name; }", "```",
         "```sh run", "sleep 30 &", "echo started", "```",
         "```python run", "print('batches 40')", "```", "```output", "batches 4", "```",
-        "```python run", "print('batches 4')", "```", "An output block only right after its example:", "```output",
+        "```python run", "print('batches 4')", "```", "An output block only right after its example:",
+        "```output",
         "batches 5", "```",
     ])
     broken = examples(page, text)
@@ -325,7 +331,8 @@ def test_links_resolve(page):
 
 def test_the_readme_is_short_and_starts_a_newcomer():
     readme = (REPO / "README.md").read_text()
-    assert readme.count("\n") <= README_LINES, f"README.md has {readme.count(chr(10))} lines, over {README_LINES}"
+    assert readme.count("\n") <= README_LINES, (f"README.md has {readme.count(chr(10))} lines, "
+                                                f"over {README_LINES}")
     for command in ("tools/demo.sh", "tools/test.sh"):
         assert command in readme
     linked = {pathlib.Path(link.partition("#")[0]).name for link in links(REPO / "README.md")}

@@ -159,7 +159,6 @@ def test_wrapping_a_loader_in_torchs_dataloader_says_what_to_do(dataset):
             next(iter(torch.utils.data.DataLoader(loader)))
 
 
-
 def test_a_train_and_a_val_loader_on_one_pool_are_each_exact(dataset, labels):
     train_options = dict(batch_size=4, seed=3)
     val_options = dict(batch_size=8, seed=9, shuffle=False, transform="eval")

@@ -21,7 +21,8 @@ QUICK = ["--size", "64", "--batch-size", "8", "--workers", "2", "--epochs", "2"]
 
 
 def command(dataset, checkpoint, *args):
-    return [sys.executable, str(EXAMPLE), "--data", str(dataset), "--checkpoint", str(checkpoint), *QUICK, *args]
+    return [sys.executable, str(EXAMPLE), "--data", str(dataset), "--checkpoint", str(checkpoint), *QUICK,
+            *args]
 
 
 def train(dataset, checkpoint, *args):
@@ -33,7 +34,8 @@ def train(dataset, checkpoint, *args):
 def same_training(a, b):
     """Whether two checkpoints hold the same position and bit for bit the same weights."""
     a, b = torch.load(a), torch.load(b)
-    return ((a["epoch"], a["batch"], a["step"], a["loader"]) == (b["epoch"], b["batch"], b["step"], b["loader"])
+    return ((a["epoch"], a["batch"], a["step"], a["loader"])
+            == (b["epoch"], b["batch"], b["step"], b["loader"])
             and all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"]))
 
 
@@ -41,7 +43,8 @@ def trained_per_epoch(*outputs):
     """{epoch: [samples, label sum]} over the runs, from their "epoch E: N samples, label sum S" lines."""
     total = {}
     for out in outputs:
-        for epoch, samples, label_sum in re.findall(r"^epoch (\d+): (\d+) samples, label sum (\d+)", out, re.M):
+        for epoch, samples, label_sum in re.findall(r"^epoch (\d+): (\d+) samples, label sum (\d+)", out,
+                                                    re.M):
             sums = total.setdefault(int(epoch), [0, 0])
             sums[0] += int(samples)
             sums[1] += int(label_sum)
@@ -111,7 +114,8 @@ def test_resnet50_v2_recipe_mixes_a_resumed_run_as_an_uninterrupted_one(dataset,
 
 
 def test_help_names_every_option():
-    out = subprocess.run([sys.executable, str(EXAMPLE), "--help"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, str(EXAMPLE), "--help"], capture_output=True, text=True,
+                         check=True).stdout
     for option in ("--loader", "--epochs", "--steps", "--size", "--batch-size", "--workers", "--checkpoint",
                    "--resume", "--recipe", "resnet50-v2", "--val", "torchrun"):
         assert option in out
@@ -120,9 +124,10 @@ def test_help_names_every_option():
 def run_on_shards(tmp_path, script: str, members: str, images: int, side: int, *args: str) -> str:
     """examples/`script` on two shards of `images` forkfeed-mkdata samples of `members`
     (sides `side` to twice it), 2 epochs: its output."""
-    subprocess.run([str(BIN_DIR / "forkfeed-mkdata"), "--out", str(tmp_path), "--images", str(images), "--min-side",
-                    str(side), "--max-side", str(2 * side), "--format", "wds", "--shard-size", str(images // 2),
-                    "--fields", members], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([str(BIN_DIR / "forkfeed-mkdata"), "--out", str(tmp_path), "--images", str(images),
+                    "--min-side", str(side), "--max-side", str(2 * side), "--format", "wds",
+                    "--shard-size", str(images // 2), "--fields", members],
+                   check=True, stdout=subprocess.DEVNULL)
     result = subprocess.run([sys.executable, str(EXAMPLE.parent / script), "--shards",
                              f"{tmp_path}/shard-{{000000..000001}}.tar", "--epochs", "2", *args],
                             capture_output=True, text=True, timeout=120)
@@ -143,7 +148,8 @@ def test_the_multi_field_examples_train_on_shards(tmp_path, script, unit):
 def test_the_segmentation_example_trains_on_images_and_masks(tmp_path):
     # examples/train_segmentation.py on 40 images with their seg.png masks: 2 epochs of 2
     # batches of 16, the masks moved with their images; the loss falls as it learns them.
-    out = run_on_shards(tmp_path, "train_segmentation.py", "jpg,seg.png", 40, 24, "--size", "32", "--batch-size", "16")
+    out = run_on_shards(tmp_path, "train_segmentation.py", "jpg,seg.png", 40, 24, "--size", "32",
+                        "--batch-size", "16")
     epochs = re.findall(r"^epoch (\d): 32 images, mean loss ([0-9.]+), pixel accuracy ([0-9.]+)$", out, re.M)
     assert [e for e, _, _ in epochs] == ["0", "1"], out
     assert all(0 < float(loss) < 100 and 0 <= float(accuracy) <= 1 for _, loss, accuracy in epochs)
@@ -152,7 +158,8 @@ def test_the_segmentation_example_trains_on_images_and_masks(tmp_path):
 def test_the_detection_example_trains_faster_rcnn_on_images_and_their_boxes(tmp_path):
     # examples/train_detection.py on 16 images with their boxes.json: 2 epochs of 2 batches
     # of 8, each image's 16 blocks its boxes (some dropped where the crop cuts them).
-    out = run_on_shards(tmp_path, "train_detection.py", "jpg,boxes.json", 16, 40, "--size", "64", "--batch-size", "8")
+    out = run_on_shards(tmp_path, "train_detection.py", "jpg,boxes.json", 16, 40, "--size", "64",
+                        "--batch-size", "8")
     epochs = re.findall(r"^epoch (\d): 16 images, (\d+) boxes, mean loss ([0-9.]+)$", out, re.M)
     assert [e for e, _, _ in epochs] == ["0", "1"], out
     assert all(16 < int(boxes) <= 16 * 16 and 0 < float(loss) < 100 for _, boxes, loss in epochs), epochs

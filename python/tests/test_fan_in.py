@@ -47,7 +47,8 @@ def test_two_daemons_give_a_loaders_batches(dataset, remotes):
 
     daemons, token = remotes
     addresses = [a for _, a in daemons]
-    with forkfeed.Client(dataset="tiny", address=addresses, token_file=token, workers=2, **OPTIONS) as client, \
+    with forkfeed.Client(dataset="tiny", address=addresses, token_file=token, workers=2,
+                         **OPTIONS) as client, \
             forkfeed.Loader(dataset, workers=1, **OPTIONS) as loader:
         assert len(client) == len(loader) and client.classes == loader.classes
         per_epoch = len(loader)
@@ -73,7 +74,8 @@ def test_a_daemon_killed_mid_epoch_loses_nothing(dataset, remotes):
 
     daemons, token = remotes
     addresses = [a for _, a in daemons]
-    with forkfeed.Client(dataset="tiny", address=addresses, token_file=token, workers=1, **OPTIONS) as client, \
+    with forkfeed.Client(dataset="tiny", address=addresses, token_file=token, workers=1,
+                         **OPTIONS) as client, \
             forkfeed.Loader(dataset, workers=1, **OPTIONS) as loader:
         got = []
         batches = iter(client)
@@ -86,7 +88,8 @@ def test_a_daemon_killed_mid_epoch_loses_nothing(dataset, remotes):
         assert len(got) == len(want)
         for (images, labels), (local_images, local_labels) in zip(got, want):
             assert torch.equal(images, local_images) and torch.equal(labels, local_labels)
-        indices = [i for b in iter(lambda: client.next_batch(), None) for i in b.indices]  # the next epoch, too
+        indices = [i for b in iter(lambda: client.next_batch(), None)
+                   for i in b.indices]  # the next epoch, too
         assert sorted(indices) == list(range(IMAGES))
         lost, kept = client.daemons()
     assert lost["address"] == addresses[0] and not lost["up"] and lost["losses"] >= 1 and lost["last_error"]
@@ -178,7 +181,8 @@ def test_bad_addresses_and_overdue_are_refused(remotes):
         forkfeed.Client(dataset="tiny", address=1234, token_file=token, **OPTIONS)
     for overdue in (0, -1.0, float("nan")):
         with pytest.raises(ValueError, match="overdue must be a number of seconds"):
-            forkfeed.Client(dataset="tiny", address=[first, second], token_file=token, overdue=overdue, **OPTIONS)
+            forkfeed.Client(dataset="tiny", address=[first, second], token_file=token, overdue=overdue,
+                            **OPTIONS)
     with pytest.raises(ValueError, match="not both"):
         forkfeed.Client(dataset="tiny", address=[first], socket="/nowhere", token_file=token, **OPTIONS)
     with forkfeed.Client(dataset="tiny", address=[first, second], token_file=token, overdue=0.5,
@@ -202,9 +206,10 @@ def test_daemons_serving_other_bytes_of_the_same_names_and_sizes_are_refused(dat
                                 f"emb=shards:{spec}") for i, spec in enumerate((a, b))]
     try:
         addresses = [address for _, address in daemons]
-        with pytest.raises(forkfeed.Error, match=f"{addresses[1]} serves another dataset \\(contents differ in "
-                                                 "samples 0-11"):
-            forkfeed.Client(dataset="emb", address=addresses, token_file=str(token), fields=fields, batch_size=2,
+        with pytest.raises(forkfeed.Error, match=f"{addresses[1]} serves another dataset \\(contents differ "
+                                                 "in samples 0-11"):
+            forkfeed.Client(dataset="emb", address=addresses, token_file=str(token), fields=fields,
+                            batch_size=2,
                             size=16, seed=5)
     finally:
         for d, _ in daemons:

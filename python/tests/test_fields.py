@@ -23,10 +23,10 @@ OPTIONS = dict(batch_size=8, workers=2, transform="eval", size=16, seed=5)
 
 
 def make_shards(root: pathlib.Path, images: int = 40) -> str:
-    subprocess.run([str(BIN_DIR / "forkfeed-mkdata"), "--out", str(root), "--images", str(images), "--classes",
-                    "3", "--seed", "4", "--min-side", "24", "--max-side", "40", "--format", "wds",
-                    "--shard-size", "16", "--fields", "jpg,txt,cls,json,npy"], check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run([str(BIN_DIR / "forkfeed-mkdata"), "--out", str(root), "--images", str(images),
+                    "--classes", "3", "--seed", "4", "--min-side", "24", "--max-side", "40",
+                    "--format", "wds", "--shard-size", "16", "--fields", "jpg,txt,cls,json,npy"],
+                   check=True, stdout=subprocess.DEVNULL)
     return str(root)
 
 
@@ -151,7 +151,7 @@ def npy(array) -> bytes:
 
 
 def test_an_array_of_no_dimensions_keeps_its_value_among_others_and_a_missing_one_is_empty(tmp_path, samples,
-                                                                                         dataset):
+                                                                                           dataset):
     # Of each its own shape, so the field comes as a list: two 0-d arrays, a missing one.
     arrays = [np.array(5.0, np.float32), np.arange(3, dtype=np.float32), None,
               np.ones((2, 2), np.float32), np.array(-1.5, np.float32)]
@@ -227,7 +227,8 @@ def test_bad_fields_and_transforms_are_refused_naming_them(shards):
 def rows(batch) -> dict:
     """{sample index: its values} of a FieldBatch, copied out of the slot."""
     fields = batch.fields
-    return {i: (fields["image"][r].clone(), fields["caption"][r], fields["meta"][r], fields["emb"][r].tolist(),
+    return {i: (fields["image"][r].clone(), fields["caption"][r], fields["meta"][r],
+                fields["emb"][r].tolist(),
                 int(fields["label"][r])) for r, i in enumerate(batch.indices)}
 
 
@@ -236,10 +237,12 @@ def same_rows(a: dict, b: dict) -> bool:
 
 
 def children() -> set:
-    return {int(p) for p in pathlib.Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split()}
+    return {int(p)
+            for p in pathlib.Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split()}
 
 
-def test_resumed_with_another_worker_count_or_through_a_killed_worker_each_sample_comes_once_unchanged(shards):
+def test_resumed_with_another_worker_count_or_through_a_killed_worker_each_sample_comes_once_unchanged(
+        shards):
     # Random draws, each the same again; more batches (10) than slots (5), so that a dead
     # worker's tasks are to be done again.
     options = dict(OPTIONS, transform="train", batch_size=4)
@@ -277,7 +280,7 @@ def test_a_client_local_or_remote_yields_a_loaders_dicts(shards, dataset, tmp_pa
         with forkfeed.Loader(shards=shards, fields=FIELDS, **OPTIONS) as loader:
             expected = [(b.indices, rows(b)) for b in iter(loader.next_batch, None)]
         for where in (dict(shards=shards, socket=daemon.socket), dict(dataset="pairs", address=address,
-                                                                       token_file=str(token))):
+                                                                      token_file=str(token))):
             with forkfeed.Client(fields=FIELDS, **where, **OPTIONS) as client:
                 got = [(b.indices, rows(b)) for b in iter(client.next_batch, None)]
             assert [i for i, _ in got] == [i for i, _ in expected], where

@@ -19,7 +19,8 @@ parent = os.getpid()
 
 def every_call_raises():
     for name, call in [("next_batch", source.next_batch), ("reset", source.reset),
-                       ("state_dict", source.state_dict), ("stats", source.stats), ("len", lambda: len(source)),
+                       ("state_dict", source.state_dict), ("stats", source.stats),
+                       ("len", lambda: len(source)),
                        ("set_epoch", lambda: source.set_epoch(3)), ("iter", lambda: next(iter(source)))]:
         try:
             call()

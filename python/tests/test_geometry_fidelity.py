@@ -34,6 +34,7 @@ GEOMETRIC = {"ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate"}
 INTERPOLATIONS = [InterpolationMode.NEAREST, InterpolationMode.BILINEAR]
 FILL = [10, 20, 30]
 
+
 def _torch_matches_bit_for_bit() -> bool:
     config = torch.__config__.show()
     return "BLAS_INFO=generic" in config and any(

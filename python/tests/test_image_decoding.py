@@ -26,7 +26,8 @@ def png16(pixels: np.ndarray) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
     rows = b"".join(b"\0" + a[y].tobytes() for y in range(height))
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 16, colour_type, 0, 0, 0))
+    return (b"\x89PNG\r\n\x1a\n"
+            + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 16, colour_type, 0, 0, 0))
             + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
 
 
@@ -57,7 +58,7 @@ def test_16_bit_pngs_decode_as_pils_convert_rgb(tmp_path):
         assert got[name].shape == want.shape, name
         at = np.argwhere(got[name] != want)
         if len(at):
-            differ[name] = f"{len(at)} values, the first at {at[0].tolist()}: {got[name][tuple(at[0])]} for PIL's " \
-                           f"{want[tuple(at[0])]}"
+            differ[name] = (f"{len(at)} values, the first at {at[0].tolist()}: {got[name][tuple(at[0])]} "
+                            f"for PIL's {want[tuple(at[0])]}")
     assert differ == {}, f"forkfeed's pixels differ from PIL's: {differ}"
     assert (got["grey"][4, :4, 0] == [255, 255, 255, 255]).all()  # clipped, not scaled (0, 1, 1, 255)

@@ -102,7 +102,8 @@ PIPELINES = [
     "CenterCrop(32), RandomRotation((-90, 90), center=(3, 5))",
     "RandomResizedCrop(32), RandomAffine(degrees=20, translate=(0.1, 0.2), scale=(0.7, 1.3), "
     "shear=(-10, 10, -5, 5))",
-    "Resize((32, 32)), RandomHorizontalFlip(p=1.0), ColorJitter(0.5, 0.5, 0.5, 0.1), RandomAffine(degrees=30)",
+    "Resize((32, 32)), RandomHorizontalFlip(p=1.0), ColorJitter(0.5, 0.5, 0.5, 0.1), "
+    "RandomAffine(degrees=30)",
     "CenterCrop(32), AutoAugment()",
     "CenterCrop(32), RandAugment(num_ops=4, magnitude=20)",
     "CenterCrop(32), TrivialAugmentWide()",
@@ -132,8 +133,8 @@ def test_a_mask_is_torchvisions_nearest_ops_on_the_drawn_parameters(pipeline):
     "CenterCrop(61), RandomHorizontalFlip()",
     "RandomCrop(24, padding=(30, 2)), RandomVerticalFlip()",
     "RandomZoomOut(p=0.9), CenterCrop(48), RandomVerticalFlip(), RandomRotation(10)",
-    "RandomCrop(40), RandomHorizontalFlip(), RandomAffine(degrees=30, translate=(0.2, 0.1), scale=(0.6, 1.4), "
-    "shear=15)",
+    "RandomCrop(40), RandomHorizontalFlip(), RandomAffine(degrees=30, translate=(0.2, 0.1), "
+    "scale=(0.6, 1.4), shear=15)",
     "Resize(20), Resize(41), CenterCrop(32), RandomVerticalFlip(), RandomRotation(20, center=(0, 0))",
 ])
 def test_a_mask_lands_where_its_image_did(pipeline):
@@ -203,7 +204,8 @@ PADDED = "RandomCrop(60, padding=(2, 0, 0, 3), pad_if_needed=True), RandomHorizo
          "RandomAffine(degrees=25, translate=(0.1, 0.1))"
 
 
-@pytest.mark.parametrize("transform", [GEOMETRIC, PADDED, "RandomCrop(56, pad_if_needed=True), RandomHorizontalFlip()"])
+@pytest.mark.parametrize("transform", [GEOMETRIC, PADDED,
+                                       "RandomCrop(56, pad_if_needed=True), RandomHorizontalFlip()"])
 def test_the_loaders_masks_land_where_their_images_did(seg_shards, transform):
     shards, masks = seg_shards
     seen = []
@@ -272,7 +274,8 @@ def filtered_png(ids: np.ndarray, filters: list, bits: int = 8, palette: bool = 
     height, width = ids.shape
     rows = []
     for y in range(height):
-        packed = np.packbits(np.unpackbits(ids[y][:, None], axis=1)[:, 8 - bits:].ravel()) if bits < 8 else ids[y]
+        packed = (np.packbits(np.unpackbits(ids[y][:, None], axis=1)[:, 8 - bits:].ravel()) if bits < 8
+                  else ids[y])
         line, above = packed.astype(np.int32), (rows[-1][1] if rows else np.zeros(len(packed), np.int32))
         left = np.concatenate([[0], line[:-1]]) if bits == 8 else np.concatenate([[0], line[:-1]])
         upleft = np.concatenate([[0], above[:-1]])
@@ -309,8 +312,8 @@ def test_every_png_row_filter_and_bit_depth_gives_the_stored_ids(tmp_path, bits,
         ids = rng.integers(0, 2 ** bits, (29, 37)).astype(np.uint8)
         ids[5:20, 7:30] = ids[5, 7]  # a flat patch: runs the filters' arithmetic on equal neighbours
         cases[key] = ids
-        members += [(f"{key}.png", png(PALETTE[ids], "RGB")), (f"{key}.seg.png", filtered_png(ids, filters, bits,
-                                                                                              palette))]
+        members += [(f"{key}.png", png(PALETTE[ids], "RGB")),
+                    (f"{key}.seg.png", filtered_png(ids, filters, bits, palette))]
     write_tar(tmp_path / "a.tar", members)
     with forkfeed.Loader(shards=str(tmp_path), fields=SEG_FIELDS, transform="CenterCrop(29)", batch_size=6,
                          workers=1, shuffle=False) as loader:
@@ -368,7 +371,8 @@ def test_a_npy_mask_is_its_array(tmp_path):
     write_tar(tmp_path / "a.tar", [("s0.png", png(PALETTE[ids], "RGB")), ("s0.seg.npy", npy.getvalue()),
                                    ("s1.png", png(PALETTE[ids], "RGB")), ("s1.seg.npy", bad.getvalue())])
     fields = {"image": "png", "seg": "seg.npy:mask"}
-    with forkfeed.Loader(shards=str(tmp_path), fields=fields, transform="CenterCrop(21), RandomHorizontalFlip(p=1.0)",
+    with forkfeed.Loader(shards=str(tmp_path), fields=fields,
+                         transform="CenterCrop(21), RandomHorizontalFlip(p=1.0)",
                          batch_size=2, workers=1, shuffle=False, on_error="skip") as loader:
         batch = loader.next_batch()
     assert batch.fields["__key__"] == ["s0"]  # s1's 3-D array is bad data, skipped
@@ -378,7 +382,8 @@ def test_a_npy_mask_is_its_array(tmp_path):
 
 def test_augmix_has_no_rule_for_a_mask_and_is_refused_naming_both(seg_shards):
     shards, _ = seg_shards
-    with pytest.raises(ValueError, match=r"AugMix\(\) of image field 'image' has no rule for mask field 'seg'"):
+    with pytest.raises(ValueError,
+                       match=r"AugMix\(\) of image field 'image' has no rule for mask field 'seg'"):
         forkfeed.Loader(shards=shards, fields=SEG_FIELDS, transform="CenterCrop(32), AugMix()")
 
 
@@ -400,7 +405,7 @@ def test_a_missing_mask_or_image_leaves_the_mask_empty(tmp_path):
 
 
 def test_masks_come_alike_through_forkfeedd_local_and_remote_and_a_resume(seg_shards, dataset, tmp_path,
-                                                                           monkeypatch):
+                                                                          monkeypatch):
     shards, _ = seg_shards
     monkeypatch.setenv("FORKFEED_CACHE_DIR", str(tmp_path / "cache"))
     options = dict(fields=SEG_FIELDS, transform=GEOMETRIC, batch_size=6, workers=2, seed=3)

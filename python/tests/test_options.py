@@ -15,7 +15,8 @@ from conftest import BIN_DIR
 @pytest.mark.parametrize("name,value", [
     ("dtype", "int8"), ("transform", "random"), ("on_error", "ignore"), ("start_method", "thread"),
     ("fork_hazard", "panic"), ("workers", -1), ("batch_size", 2**32), ("seed", -5),
-    ("mean", [0.5, 0.5]), ("task_timeout", -1.0), ("pin_memory_device", -2**31 - 1), ("weight", 0), ("weight", 1001),
+    ("mean", [0.5, 0.5]), ("task_timeout", -1.0), ("pin_memory_device", -2**31 - 1), ("weight", 0),
+    ("weight", 1001),
 ])
 def test_bad_value_names_the_option(dataset, name, value):
     with pytest.raises(ValueError, match=name):
@@ -129,7 +130,8 @@ def test_option_keywords_are_the_cpp_options():
     assert len(keywords) == len(set(keywords))
     assert {"root", "task_timeout", "batch_size"} <= set(keywords)
     own = {forkfeed.Loader: {"self", "output", "pool"},
-           forkfeed.Client: {"self", "output", "dataset", "socket", "address", "token_file", "connect_timeout",
+           forkfeed.Client: {"self", "output", "dataset", "socket", "address", "token_file",
+                             "connect_timeout",
                              "overdue"}}
     for cls, extras in own.items():
         params = [p for p in inspect.signature(cls.__init__).parameters if p not in extras]
@@ -245,4 +247,3 @@ def test_an_epoch_without_a_next_one_is_refused(dataset):
             loader.set_epoch(2**63)
         with pytest.raises(ValueError, match="epoch"):
             loader.load_state_dict(dict(loader.state_dict(), epoch=2**64 - 1))
-

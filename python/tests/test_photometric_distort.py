@@ -20,8 +20,8 @@ from PIL import Image  # noqa: E402
 from conftest import write_tar  # noqa: E402
 
 FACTORS = dict(brightness=1.1, contrast=0.7, saturation=1.3, hue=0.04)
-DISTORT = "CenterCrop(32), RandomPhotometricDistort(brightness=(1.1, 1.1), contrast=(0.7, 0.7), saturation=(1.3, 1.3), " \
-          "hue=(0.04, 0.04), p={p})"
+DISTORT = ("CenterCrop(32), RandomPhotometricDistort(brightness=(1.1, 1.1), contrast=(0.7, 0.7), "
+           "saturation=(1.3, 1.3), hue=(0.04, 0.04), p={p})")
 
 
 def outcomes(image: torch.Tensor) -> list:
@@ -44,7 +44,7 @@ def photo_shard(tmp_path_factory):
     rng = np.random.default_rng(5)
     yy, xx = np.mgrid[0:32, 0:32]
     image = np.stack([xx * 7, yy * 5, (xx + yy) * 3], -1).astype(np.uint8) + rng.integers(0, 40, (32, 32, 3),
-                                                                                           dtype=np.uint8)
+                                                                                          dtype=np.uint8)
     data = io.BytesIO()
     Image.fromarray(image, "RGB").save(data, "PNG")
     write_tar(root / "a.tar", [(f"{n:03d}.png", data.getvalue()) for n in range(48)])
@@ -55,7 +55,8 @@ def test_each_sample_is_one_of_v2s_outcomes_and_the_draws_reach_all(photo_shard)
     root, image = photo_shard
     candidates = outcomes(image)
     seen = set()
-    with forkfeed.Loader(shards=str(root), fields={"image": "png"}, transform=DISTORT.format(p=1.0), batch_size=16,
+    with forkfeed.Loader(shards=str(root), fields={"image": "png"}, transform=DISTORT.format(p=1.0),
+                         batch_size=16,
                          seed=2) as loader:
         for batch in loader:
             for sample in batch["image"]:

@@ -79,18 +79,20 @@ def test_a_token_of_whitespace_or_of_another_user_is_refused_by_the_client(tmp_p
 
 
 @pytest.mark.parametrize("variable,value,message", [
-    ("UCX_TCP_RX_SEG_SIZE", "0", r"UCX_TCP_RX_SEG_SIZE=0 is smaller than UCX_TCP_TX_SEG_SIZE=8K: .* or unset it"),
+    ("UCX_TCP_RX_SEG_SIZE", "0",
+     r"UCX_TCP_RX_SEG_SIZE=0 is smaller than UCX_TCP_TX_SEG_SIZE=8K: .* or unset it"),
     ("UCX_TCP_RX_SEG_SIZE", "-1", r"UCX_TCP_RX_SEG_SIZE=-1 \(UCX reads it as inf\): forkfeed must know"),
     ("UCX_TCP_TX_SEG_SIZE", "-1", r"creating a UCX worker failed: .*; check this process.s UCX_ variables"),
 ])
 def test_the_trainers_own_bad_ucx_setting_is_its_error_not_a_lost_daemon(remote, monkeypatch, variable, value,
-                                                                          message):
+                                                                         message):
     # Found from outside: UCX_TCP_RX_SEG_SIZE=0 in the trainer raised DaemonLostError (UCX
     # makes no worker that receives in less than it sends in, found after the connect),
     # and -1 was named "=inf". The trainer's own setting is named, before anything connects.
     daemon, address, token = remote
     monkeypatch.setenv(variable, value)
-    with pytest.raises(forkfeed.Error if variable == "UCX_TCP_TX_SEG_SIZE" else ValueError, match=message) as e:
+    with pytest.raises(forkfeed.Error if variable == "UCX_TCP_TX_SEG_SIZE" else ValueError,
+                       match=message) as e:
         forkfeed.Client(dataset="tiny", address=address, token_file=token, **OPTIONS)
     assert not isinstance(e.value, forkfeed.DaemonLostError)
     monkeypatch.delenv(variable)

@@ -58,7 +58,8 @@ def run(source):
 
 def test_shards_give_the_batches_of_the_folder(dataset, shards, tmp_path, monkeypatch):
     monkeypatch.setenv("FORKFEED_CACHE_DIR", str(tmp_path / "cache"))
-    with forkfeed.Loader(shards=shards, **OPTIONS) as on_shards, forkfeed.Loader(dataset, **OPTIONS) as on_folder:
+    with forkfeed.Loader(shards=shards, **OPTIONS) as on_shards, \
+            forkfeed.Loader(dataset, **OPTIONS) as on_folder:
         assert len(on_shards) == len(on_folder)
         got = run(on_shards)
         assert got == run(on_folder)

@@ -78,7 +78,8 @@ def test_the_training_loop_resumes_exactly(dataset, request, source, stop):
     def make(workers):
         if source == "Loader":
             return forkfeed.Loader(dataset, workers=workers, **OPTIONS)
-        return forkfeed.Client(dataset, socket=request.getfixturevalue("daemon").socket, workers=workers, **OPTIONS)
+        return forkfeed.Client(dataset, socket=request.getfixturevalue("daemon").socket, workers=workers,
+                               **OPTIONS)
 
     def train(loader, start_epoch, stop_after=None):
         seen = []
@@ -126,7 +127,8 @@ def test_a_state_moves_with_its_files_and_other_bytes_are_refused(dataset, tmp_p
     victim = sorted(p for p in moved.rglob("*") if p.is_file())[0]
     victim.write_bytes(victim.read_bytes() + b"\0")
     with forkfeed.Loader(str(moved), workers=1, **OPTIONS) as there:
-        with pytest.raises(ValueError, match="another dataset than this loader's: sizes differ in sample") as refused:
+        with pytest.raises(ValueError,
+                           match="another dataset than this loader's: sizes differ in sample") as refused:
             there.load_state_dict(state)
         assert str(victim.relative_to(moved)) in str(refused.value)
 
@@ -139,8 +141,9 @@ def test_a_state_on_other_bytes_of_the_same_names_and_sizes_is_refused(dataset, 
         next(iter(loader))
         state = loader.state_dict()
     with forkfeed.Loader(shards=str(b), **options) as other:
-        with pytest.raises(ValueError, match=r"another dataset than this loader's: contents differ in samples 0-11 "
-                                             r"\(.*\) \(other bytes under the same names and sizes\)"):
+        with pytest.raises(ValueError, match=r"another dataset than this loader's: contents differ in "
+                                             r"samples 0-11 \(.*\) "
+                                             r"\(other bytes under the same names and sizes\)"):
             other.load_state_dict(state)
     with forkfeed.Loader(shards=str(a), **options) as same:
         same.load_state_dict(state)

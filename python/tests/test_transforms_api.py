@@ -13,24 +13,30 @@ import forkfeed
 from forkfeed import transforms as T
 
 torchvision_transforms = pytest.importorskip("torchvision.transforms",
-                                             reason="the ops are checked against torchvision's (python3-torchvision)")
+                                             reason="the ops are checked against torchvision's "
+                                                    "(python3-torchvision)")
 
 # One of each op, with arguments that differ from the defaults, and its spec text.
 SAMPLES = [
     (T.Resize(232, interpolation=T.InterpolationMode.BICUBIC, max_size=300, antialias=True),
      "Resize(232, interpolation=InterpolationMode.BICUBIC, max_size=300, antialias=True)"),
     (T.CenterCrop((224, 200)), "CenterCrop((224, 200))"),
-    (T.RandomCrop(32, padding=4, padding_mode="reflect"), 'RandomCrop(32, padding=4, padding_mode="reflect")'),
+    (T.RandomCrop(32, padding=4, padding_mode="reflect"),
+     'RandomCrop(32, padding=4, padding_mode="reflect")'),
     (T.RandomResize(260, 1040, antialias=False), "RandomResize(260, 1040, antialias=False)"),
     (T.RandomZoomOut(fill=(124, 116, 104), p=0.6), "RandomZoomOut(fill=(124, 116, 104), p=0.6)"),
-    (T.RandomIoUCrop(sampler_options=[0.0, 0.5, 1.0], trials=10), "RandomIoUCrop(sampler_options=(0.0, 0.5, 1.0), trials=10)"),
-    (T.ScaleJitter((1024, 1024), scale_range=(0.5, 1.5)), "ScaleJitter((1024, 1024), scale_range=(0.5, 1.5))"),
-    (T.RandomShortestSize((480, 512, 544), max_size=1333), "RandomShortestSize((480, 512, 544), max_size=1333)"),
+    (T.RandomIoUCrop(sampler_options=[0.0, 0.5, 1.0], trials=10),
+     "RandomIoUCrop(sampler_options=(0.0, 0.5, 1.0), trials=10)"),
+    (T.ScaleJitter((1024, 1024), scale_range=(0.5, 1.5)),
+     "ScaleJitter((1024, 1024), scale_range=(0.5, 1.5))"),
+    (T.RandomShortestSize((480, 512, 544), max_size=1333),
+     "RandomShortestSize((480, 512, 544), max_size=1333)"),
     (T.FixedSizeCrop((512, 512), fill=(123, 117, 104)), "FixedSizeCrop((512, 512), fill=(123, 117, 104))"),
     (T.RandomResizedCrop(176, scale=(0.25, 1.0)), "RandomResizedCrop(176, scale=(0.25, 1.0))"),
     (T.RandomHorizontalFlip(0.3), "RandomHorizontalFlip(p=0.3)"),
     (T.RandomVerticalFlip(p=1), "RandomVerticalFlip(p=1)"),
-    (T.ColorJitter(0.4, 0.4, 0.4, hue=0.1), "ColorJitter(brightness=0.4, contrast=0.4, saturation=0.4, hue=0.1)"),
+    (T.ColorJitter(0.4, 0.4, 0.4, hue=0.1),
+     "ColorJitter(brightness=0.4, contrast=0.4, saturation=0.4, hue=0.1)"),
     (T.RandomPhotometricDistort(hue=(-0.1, 0.1), p=1.0), "RandomPhotometricDistort(hue=(-0.1, 0.1), p=1.0)"),
     (T.RandomGrayscale(0.2), "RandomGrayscale(p=0.2)"),
     (T.Grayscale(3), "Grayscale(num_output_channels=3)"),
@@ -48,7 +54,8 @@ SAMPLES = [
     (T.RandAugment(num_ops=3, magnitude=5), "RandAugment(num_ops=3, magnitude=5)"),
     (T.TrivialAugmentWide(fill=[128, 128, 128]), "TrivialAugmentWide(fill=(128, 128, 128))"),
     (T.AugMix(severity=2, all_ops=False), "AugMix(severity=2, all_ops=False)"),
-    (T.Normalize((0.5, 0.5, 0.5), (0.25, 0.25, 0.25)), "Normalize(mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25))"),
+    (T.Normalize((0.5, 0.5, 0.5), (0.25, 0.25, 0.25)),
+     "Normalize(mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25))"),
     (T.RandomErasing(0.1, value="random"), 'RandomErasing(p=0.1, value="random")'),
 ]
 
@@ -61,11 +68,13 @@ V2_ONLY = {
     "RandomShortestSize": [("min_size", inspect.Parameter.empty), ("max_size", None),
                            ("interpolation", T.InterpolationMode.BILINEAR), ("antialias", True)],
     "FixedSizeCrop": [("size", inspect.Parameter.empty), ("fill", 0), ("padding_mode", "constant")],
-    "RandomIoUCrop": [("min_scale", 0.3), ("max_scale", 1.0), ("min_aspect_ratio", 0.5), ("max_aspect_ratio", 2.0),
+    "RandomIoUCrop": [("min_scale", 0.3), ("max_scale", 1.0), ("min_aspect_ratio", 0.5),
+                      ("max_aspect_ratio", 2.0),
                       ("sampler_options", None), ("trials", 40)],
     "RandomResize": [("min_size", inspect.Parameter.empty), ("max_size", inspect.Parameter.empty),
                      ("interpolation", T.InterpolationMode.BILINEAR), ("antialias", True)],
-    "RandomPhotometricDistort": [("brightness", (0.875, 1.125)), ("contrast", (0.5, 1.5)), ("saturation", (0.5, 1.5)),
+    "RandomPhotometricDistort": [("brightness", (0.875, 1.125)), ("contrast", (0.5, 1.5)),
+                                 ("saturation", (0.5, 1.5)),
                                  ("hue", (-0.05, 0.05)), ("p", 0.5)],
 }
 
@@ -145,12 +154,15 @@ def test_values_without_a_spelling_are_refused_naming_op_and_argument():
 def test_what_torchvision_refuses_is_refused_when_the_loader_opens(dataset):
     # torchvision 0.14 raises for these (Resize: "Size should be int or sequence"; the
     # others at the first sample, drawing in float32: "from is out of bounds for float").
-    for transform, message in (([T.Resize(100.0), T.CenterCrop(16)], r"Resize's size must be an int or a sequence"),
-                               ([T.CenterCrop(16), T.RandomRotation(1e300)], r"RandomRotation's degrees .*3\.40282e\+38"),
+    for transform, message in (([T.Resize(100.0), T.CenterCrop(16)],
+                                r"Resize's size must be an int or a sequence"),
+                               ([T.CenterCrop(16), T.RandomRotation(1e300)],
+                                r"RandomRotation's degrees .*3\.40282e\+38"),
                                ([T.CenterCrop(16), T.RandomAffine(0, shear=1e308)], r"RandomAffine's shear"),
-                               ([T.CenterCrop(16), T.RandomAffine(0, scale=(1e300, 1e300))], r"RandomAffine's scale"),
-                               ([T.Resize(20000), T.RandomCrop(16)], r"Resize\(20000\) makes images of at least "
-                                                                    r"20000x20000 .* over max_pixels")):
+                               ([T.CenterCrop(16), T.RandomAffine(0, scale=(1e300, 1e300))],
+                                r"RandomAffine's scale"),
+                               ([T.Resize(20000), T.RandomCrop(16)],
+                                r"Resize\(20000\) makes images of at least 20000x20000 .* over max_pixels")):
         with pytest.raises(ValueError, match=message):
             forkfeed.Loader(dataset, transform=transform, workers=1)
     # ... and what it takes, as it takes it: RandomResizedCrop(1e2) is its int(1e2).
@@ -165,7 +177,8 @@ def test_what_torchvision_refuses_is_refused_when_the_loader_opens(dataset):
 def test_pipeline_spec_joins_ops_and_strings():
     ops = [T.RandomResizedCrop(176), T.RandomHorizontalFlip(), T.TrivialAugmentWide(), T.Normalize(),
            T.RandomErasing(p=0.1)]
-    spec = "RandomResizedCrop(176), RandomHorizontalFlip(), TrivialAugmentWide(), Normalize(), RandomErasing(p=0.1)"
+    spec = ("RandomResizedCrop(176), RandomHorizontalFlip(), TrivialAugmentWide(), Normalize(), "
+            "RandomErasing(p=0.1)")
     assert T.pipeline_spec(ops) == spec
     assert T.pipeline_spec(tuple(ops)) == spec
     assert T.pipeline_spec(spec) == spec
@@ -194,8 +207,8 @@ def test_loader_and_client_pass_a_list_as_the_joined_string(monkeypatch, face):
 def test_torchvision_objects_are_refused_with_what_to_write():
     tv = torchvision_transforms
     cases = [
-        ([tv.RandomResizedCrop(224)], r"transform\[0\] is torchvision's RandomResizedCrop.*forkfeed\.transforms\."
-                                      r"RandomResizedCrop .*string form"),
+        ([tv.RandomResizedCrop(224)], r"transform\[0\] is torchvision's RandomResizedCrop.*"
+                                      r"forkfeed\.transforms\.RandomResizedCrop .*string form"),
         ([T.CenterCrop(8), tv.ToTensor()], r"transform\[1\] is torchvision's ToTensor.*leave it out"),
         ([tv.Lambda(abs)], r"forkfeed has no Lambda; its ops are Resize, CenterCrop"),
         (tv.Compose([tv.CenterCrop(8)]), r"^transform must be .*Compose: pass the list of its ops"),
@@ -208,8 +221,8 @@ def test_torchvision_objects_are_refused_with_what_to_write():
 def test_other_values_are_refused_naming_transform():
     for transform, error, message in ((42, TypeError, r"^transform must be a str"),
                                       ([T.CenterCrop(8), 42], TypeError, r"transform\[1\] is int"),
-                                      ([T.MixUp(10)], TypeError, r"transform\[0\] is MixUp, which mixes whole "
-                                                                 r"batches"),
+                                      ([T.MixUp(10)], TypeError, r"transform\[0\] is MixUp, which mixes "
+                                                                 r"whole batches"),
                                       ([], ValueError, r"transform is an empty list")):
         with pytest.raises(error, match=message):
             forkfeed.Loader("/nowhere", transform=transform)
@@ -218,7 +231,7 @@ def test_other_values_are_refused_naming_transform():
 # MixUp and CutMix ----------------------------------------------------------------------------------------
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),
-                                                                 reason="no CUDA device"))]
+                                                                reason="no CUDA device"))]
 
 
 def constant_batch(n=8, channels=3, height=16, width=16, device="cpu"):
@@ -239,7 +252,8 @@ def test_same_key_same_mix_other_key_other_mix(kind, device):
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
     for other in (dict(epoch=2, batch_index=6), dict(epoch=3, batch_index=5)):
         assert not torch.equal(a[1], mix(images, labels, **other)[1]), other
-    assert not torch.equal(a[1], kind(num_classes=10, p=1.0, seed=8)(images, labels, epoch=2, batch_index=5)[1])
+    assert not torch.equal(a[1], kind(num_classes=10, p=1.0, seed=8)(images, labels, epoch=2,
+                                                                     batch_index=5)[1])
     if device == "cuda":  # the draws are the key's, not the device's
         cpu = mix(images.cpu(), labels.cpu(), epoch=2, batch_index=5)
         assert torch.allclose(cpu[0], a[0].cpu()) and torch.allclose(cpu[1], a[1].cpu())
@@ -298,7 +312,8 @@ def test_cutmix_box_area_is_the_targets_lambda():
             lam = 1 - pasted.sum().item() / (24 * 40)
             assert targets[i, i].item() == pytest.approx(lam)
             if lam < 1:
-                rows, cols = pasted.any(1).nonzero(), pasted.any(0).nonzero()  # one box, the same in every sample
+                # one box, the same in every sample
+                rows, cols = pasted.any(1).nonzero(), pasted.any(0).nonzero()
                 assert pasted.sum().item() == len(rows) * len(cols)
                 assert (mixed[i] == images[i]).all(0).sum().item() == round(lam * 24 * 40)
     # The box is drawn for 1 - lambda and clipped at the borders, so the corrected lambda
@@ -410,7 +425,8 @@ def test_each_rank_draws_its_own_lambda_and_the_same_rank_the_same(kind):
             assert all(x != y for x, y in zip(by_rank[a], by_rank[b])), (a, b)
     if kind is T.CutMix:  # the box too, not only its area
         images, labels = constant_batch(height=24, width=40)
-        boxes = [kind(10, p=1.0, seed=5, rank=rank)(images, labels, epoch=1, batch_index=0)[0] for rank in (0, 1)]
+        boxes = [kind(10, p=1.0, seed=5, rank=rank)(images, labels, epoch=1, batch_index=0)[0]
+                 for rank in (0, 1)]
         assert not torch.equal(*boxes)
 
 
@@ -466,7 +482,8 @@ PIPELINE = [T.RandomResizedCrop(32), T.RandomHorizontalFlip(), T.TrivialAugmentW
 
 def test_a_pipeline_with_normalize_gives_float32_of_its_crop_size(dataset):
     with forkfeed.Loader(dataset, batch_size=4, workers=2, seed=1, transform=PIPELINE) as loader, \
-            forkfeed.Loader(dataset, batch_size=4, workers=2, seed=1, transform=", ".join(map(str, PIPELINE))) as same:
+            forkfeed.Loader(dataset, batch_size=4, workers=2, seed=1,
+                            transform=", ".join(map(str, PIPELINE))) as same:
         batch, again = loader.next_batch(), same.next_batch()
         assert batch.images.dtype == torch.float32 and tuple(batch.images.shape) == (4, 3, 32, 32)
         assert torch.equal(batch.images, again.images)  # the list is the string
@@ -476,7 +493,8 @@ def test_a_pipeline_with_normalize_gives_float32_of_its_crop_size(dataset):
 
 
 def test_a_pipeline_without_normalize_gives_uint8(dataset):
-    with forkfeed.Loader(dataset, batch_size=4, workers=1, transform=[T.Resize(40), T.CenterCrop(24)]) as loader:
+    with forkfeed.Loader(dataset, batch_size=4, workers=1,
+                         transform=[T.Resize(40), T.CenterCrop(24)]) as loader:
         batch = loader.next_batch()
         assert batch.images.dtype == torch.uint8 and tuple(batch.images.shape) == (4, 24, 24, 3)
         with pytest.raises(TypeError, match=r"Normalize\(\)"):
@@ -492,11 +510,13 @@ def test_the_segmentation_references_random_scale_and_padded_crop(dataset):
         assert tuple(images.shape) == (8, 40, 40, 3)
         assert (images.reshape(-1, 3) == torch.tensor([1, 2, 3], dtype=torch.uint8)).all(1).any()
     with pytest.raises(ValueError, match=r"RandomCrop's padding_mode 'reflect' is not supported"):
-        forkfeed.Loader(dataset, batch_size=4, transform=[T.RandomCrop(32, padding=4, padding_mode="reflect")])
+        forkfeed.Loader(dataset, batch_size=4,
+                        transform=[T.RandomCrop(32, padding=4, padding_mode="reflect")])
 
 
 def test_a_bad_op_or_argument_raises_naming_it(dataset):
     with pytest.raises(ValueError, match=r"unknown op 'RandomSpin'"):
         forkfeed.Loader(dataset, batch_size=4, transform=[T.RandomResizedCrop(32), "RandomSpin(3)"])
     with pytest.raises(ValueError, match=r"RandomHorizontalFlip's p must be .*, got 2"):
-        forkfeed.Loader(dataset, batch_size=4, transform=[T.RandomResizedCrop(32), T.RandomHorizontalFlip(p=2)])
+        forkfeed.Loader(dataset, batch_size=4, transform=[T.RandomResizedCrop(32),
+                                                          T.RandomHorizontalFlip(p=2)])

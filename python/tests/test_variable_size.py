@@ -59,7 +59,8 @@ def test_zoom_outs_and_iou_crops_keep_images_masks_and_boxes_together(tmp_path, 
         boxes, labels = [], []
         for k in np.unique(mask).tolist():
             ys, xs = np.nonzero(mask == k)
-            boxes.append([int(xs.min()), int(ys.min()), int(xs.max() - xs.min() + 1), int(ys.max() - ys.min() + 1)])
+            boxes.append([int(xs.min()), int(ys.min()), int(xs.max() - xs.min() + 1),
+                          int(ys.max() - ys.min() + 1)])
             labels.append(k)
         members += [(f"s{n:03d}.png", png(PALETTE[mask], "RGB")), (f"s{n:03d}.seg.png", png(mask, "L")),
                     (f"s{n:03d}.json", json.dumps({"boxes": boxes, "labels": labels}).encode())]
@@ -81,7 +82,8 @@ def test_zoom_outs_and_iou_crops_keep_images_masks_and_boxes_together(tmp_path, 
 def test_float32_nchw_images_and_a_sample_over_max_size(tmp_path):
     sized_shards(tmp_path)
     with forkfeed.Loader(shards=str(tmp_path), fields={"image": "png"}, max_size=40, batch_size=4, workers=1,
-                         transform="RandomShortestSize((20, 30), max_size=40), Normalize()", shuffle=False) as loader:
+                         transform="RandomShortestSize((20, 30), max_size=40), Normalize()",
+                         shuffle=False) as loader:
         for batch in loader:
             for image in batch["image"]:
                 assert image.dtype == torch.float32 and image.shape[0] == 3
@@ -119,11 +121,12 @@ def test_image_list_pads_the_images_into_one_tensor_and_their_sizes(tmp_path):
 
 
 def test_images_of_each_their_own_size_come_alike_through_forkfeedd_local_and_remote(tmp_path, dataset,
-                                                                                    monkeypatch):
+                                                                                     monkeypatch):
     shards = tmp_path / "sized"
     sized_shards(shards)
     monkeypatch.setenv("FORKFEED_CACHE_DIR", str(tmp_path / "cache"))
-    options = dict(fields=FIELDS, transform="RandomZoomOut(p=0.7, side_range=(1.0, 1.5)), RandomHorizontalFlip()",
+    options = dict(fields=FIELDS, transform="RandomZoomOut(p=0.7, side_range=(1.0, 1.5)), "
+                                            "RandomHorizontalFlip()",
                    max_size=80, batch_size=5, workers=2, seed=3)
 
     def samples(source) -> dict:
@@ -142,10 +145,12 @@ def test_images_of_each_their_own_size_come_alike_through_forkfeedd_local_and_re
 def test_a_missing_image_is_empty_in_its_layout_and_image_list_tells_the_channels(tmp_path):
     masks = sized_shards(tmp_path / "a")
     members = [(f"s{n:03d}.{ext}", png(PALETTE[m] if ext == "png" else m, "RGB" if ext == "png" else "L"))
-               for n, m in enumerate(masks[:3]) for ext in ("png", "seg.png") if not (n == 1 and ext == "png")]
+               for n, m in enumerate(masks[:3]) for ext in ("png", "seg.png")
+               if not (n == 1 and ext == "png")]
     (tmp_path / "b").mkdir()
     write_tar(tmp_path / "b" / "a.tar", members)
-    with forkfeed.Loader(shards=str(tmp_path / "b"), fields=FIELDS, missing="empty", max_size=64, batch_size=3,
+    with forkfeed.Loader(shards=str(tmp_path / "b"), fields=FIELDS, missing="empty", max_size=64,
+                         batch_size=3,
                          workers=1, shuffle=False, transform="RandomHorizontalFlip(), Normalize()") as loader:
         batch = next(iter(loader))
     assert [tuple(i.shape) for i in batch["image"]] == [(3, 20, 45), (3, 0, 0), (3, 26, 41)]
@@ -156,11 +161,13 @@ def test_a_missing_image_is_empty_in_its_layout_and_image_list_tells_the_channel
     with pytest.raises(ValueError, match=r"could be either end .* pass channels_last"):
         forkfeed.image_list(both)
     assert forkfeed.image_list(both, channels_last=False)[1].tolist() == [[10, 3], [20, 3]]
-    with pytest.raises(ValueError, match=r"fill 300 does not fit: uint8 images take a whole number from 0 to 255"):
+    with pytest.raises(ValueError,
+                       match=r"fill 300 does not fit: uint8 images take a whole number from 0 to 255"):
         forkfeed.image_list([np.zeros((8, 5, 3), np.uint8)], fill=300)
 
 
-@pytest.mark.parametrize("make", [torch.zeros, lambda *shape, dtype: np.zeros(shape, dtype)], ids=["torch", "numpy"])
+@pytest.mark.parametrize("make", [torch.zeros, lambda *shape, dtype: np.zeros(shape, dtype)],
+                         ids=["torch", "numpy"])
 def test_image_list_refuses_a_bad_argument_naming_it_its_value_and_what_is_allowed(make):
     # Found from outside: torch's own errors for fill=300 and for size_divisible 1e6, 2**40
     # or 2.5; fill=-1 padded uint8 tensors with 255 in silence; and a first image whose
@@ -169,22 +176,23 @@ def test_image_list_refuses_a_bad_argument_naming_it_its_value_and_what_is_allow
     f16 = torch.float16 if make is torch.zeros else np.float16
     images = [make(8, 5, 3, dtype=u8), make(6, 7, 3, dtype=u8)]
     for fill in [300, -1, 0.5, "0", None]:
-        with pytest.raises(ValueError, match=rf"image_list\(\): fill {fill!r} .*: uint8 images take a whole number "
-                                             "from 0 to 255"):
+        with pytest.raises(ValueError, match=rf"image_list\(\): fill {fill!r} .*: uint8 images take a whole "
+                                             "number from 0 to 255"):
             forkfeed.image_list(images, fill=fill)
     with pytest.raises(ValueError, match=r"fill 1000000.0 .*float16 images take a number from -65504"):
         forkfeed.image_list([make(5, 6, 1, dtype=f16)], fill=1e6)
     assert forkfeed.image_list(images, fill=255)[0][0, 0, 6, 0] == 255
-    assert forkfeed.image_list([make(5, 6, 1, dtype=f16)], fill=float("nan"), size_divisible=8)[0].shape[1] == 8
+    assert forkfeed.image_list([make(5, 6, 1, dtype=f16)], fill=float("nan"),
+                               size_divisible=8)[0].shape[1] == 8
     for divisible in [1e6, 2 ** 40, 2.5, 0, -32, True]:
-        with pytest.raises(ValueError, match=rf"image_list\(\): size_divisible must be an integer from 1 to 8192 "
-                                             rf".*, got {divisible!r}"):
+        with pytest.raises(ValueError, match=rf"image_list\(\): size_divisible must be an integer from 1 to "
+                                             rf"8192 .*, got {divisible!r}"):
             forkfeed.image_list(images, size_divisible=divisible)
     largest = forkfeed.image_list([make(5, 1, 1, dtype=u8)], channels_last=True, size_divisible=8192)[0]
     assert tuple(largest.shape[1:3]) == (8192, 8192)
     # The first image alone does not fit: it is named alone, not beside itself.
-    with pytest.raises(ValueError, match=r"image 0 is uint8 \(8, 5, 7\): with channels_last=True its channels "
-                                         r"\(7, the last dimension\) are not 1 to 4") as refused:
+    with pytest.raises(ValueError, match=r"image 0 is uint8 \(8, 5, 7\): with channels_last=True its "
+                                         r"channels \(7, the last dimension\) are not 1 to 4") as refused:
         forkfeed.image_list([make(8, 5, 7, dtype=u8), make(6, 7, 7, dtype=u8)], channels_last=True)
     assert "image 0 uint8" not in str(refused.value)
     with pytest.raises(ValueError, match=r"image 1 is uint8 \(6, 7, 1\), image 0 uint8 \(8, 5, 3\)"):
@@ -195,6 +203,8 @@ def test_image_list_refuses_a_bad_argument_naming_it_its_value_and_what_is_allow
 
 def test_slots_too_large_for_max_size_say_to_lower_it(tmp_path):
     sized_shards(tmp_path)
-    with pytest.raises(forkfeed.Error, match=r"field 'image' takes up to .* samples of max_size a side: lower max_size"):
-        forkfeed.Loader(shards=str(tmp_path), fields=FIELDS, transform="RandomHorizontalFlip()", max_size=8192,
+    with pytest.raises(forkfeed.Error,
+                       match=r"field 'image' takes up to .* samples of max_size a side: lower max_size"):
+        forkfeed.Loader(shards=str(tmp_path), fields=FIELDS, transform="RandomHorizontalFlip()",
+                        max_size=8192,
                         batch_size=4096, workers=1)

@@ -51,7 +51,8 @@ def test_batches_kept_past_every_slot_are_copied_aside_and_the_pass_goes_on(data
     for (images, labels), (want_images, want_labels) in zip(kept, expected):
         assert torch.equal(images, want_images) and torch.equal(labels, want_labels)
     assert stats["copied_batches"] >= len(expected) - 2 and stats["copied_bytes"] > 0
-    warned = [line for line in capfd.readouterr().err.splitlines() if "was copied into private memory" in line]
+    warned = [line for line in capfd.readouterr().err.splitlines()
+              if "was copied into private memory" in line]
     assert len(warned) == 1, "warned once"
 
 

@@ -78,8 +78,8 @@ def folders_missing(root: pathlib.Path, layers, above):
         if (folder / "CMakeCache.txt").exists():  # a build tree
             continue
         if has_sources(folder):
-            missing.append(f"{name}/ holds C++ sources but is no room of ARCHITECTURE.md's table: add its row "
-                           "(its layer and what it holds)")
+            missing.append(f"{name}/ holds C++ sources but is no room of ARCHITECTURE.md's table: add its "
+                           "row (its layer and what it holds)")
     return missing
 
 
@@ -104,7 +104,8 @@ def includes_up(root: pathlib.Path, layers):
                         continue
                     target = room_of(layers, match.group(1))
                     if target is None:
-                        broken.append(f"{name}:{number}: includes {match.group(1)}, which is no room of the library")
+                        broken.append(f"{name}:{number}: includes {match.group(1)}, "
+                                      "which is no room of the library")
                     elif target[0] > level or (target[0] == level and target[1] != room):
                         broken.append(f"{name}:{number}: {room}/ includes {match.group(1)} from "
                                       f"{target[1]}/, which is not below it")

@@ -32,7 +32,8 @@ class CheckLayersTest(unittest.TestCase):
         shutil.copy(SOURCE / "ARCHITECTURE.md", self.root)
         keep = shutil.ignore_patterns("*.py", "*.pyi", "*.md", "*.txt", "*.json", "*.sh", "*.cmake", "*.yaml")
         for folder in SOURCE.iterdir():
-            if folder.is_dir() and not folder.name.startswith(".") and not (folder / "CMakeCache.txt").exists():
+            if (folder.is_dir() and not folder.name.startswith(".") and
+                    not (folder / "CMakeCache.txt").exists()):
                 shutil.copytree(folder, self.root / folder.name, ignore=keep, symlinks=True)
 
     def tearDown(self):
@@ -60,8 +61,8 @@ class CheckLayersTest(unittest.TestCase):
         (self.root / "base" / "planted.h").write_text('#pragma once\n#include "loader/slot_pool.h"\n')
         code, output = run_check(self.root)
         self.assertEqual(code, 1, output)
-        self.assertIn("base/planted.h:2: base/ includes loader/slot_pool.h from loader/, which is not below it",
-                      output)
+        self.assertIn("base/planted.h:2: base/ includes loader/slot_pool.h from loader/, "
+                      "which is not below it", output)
 
     def test_a_worker_including_the_dataset_room_fails(self):
         (self.root / "workers" / "planted.h").write_text('#pragma once\n#include "dataset/label.h"\n')

@@ -57,8 +57,8 @@ def run_benches(bin_dir, data, epochs, count, daemon_socket=None, pids=None):
     procs = []
     started = time.monotonic()
     for k in range(count):
-        cmd = [f"{bin_dir}/forkfeed-bench", "--data", data, "--workers", "2", "--batch", "64", "--size", "224",
-               "--epochs", str(epochs), "--seed", str(k), "--json", "--log-level", "warn"]
+        cmd = [f"{bin_dir}/forkfeed-bench", "--data", data, "--workers", "2", "--batch", "64",
+               "--size", "224", "--epochs", str(epochs), "--seed", str(k), "--json", "--log-level", "warn"]
         if daemon_socket:
             cmd += ["--daemon", daemon_socket]
         procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True))

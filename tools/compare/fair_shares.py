@@ -113,7 +113,8 @@ def daemon_case(args, data, tmp, streams):
     socket = os.path.join(tmp, "forkfeedd.sock")
     if os.path.exists(socket):
         os.unlink(socket)
-    daemon = subprocess.Popen([f"{args.bin}/forkfeedd", "--socket", socket, "--max-workers", str(args.workers),
+    daemon = subprocess.Popen([f"{args.bin}/forkfeedd", "--socket", socket, "--max-workers",
+                               str(args.workers),
                                "--log-level", "warn"])
     benches = []
     try:
@@ -123,7 +124,8 @@ def daemon_case(args, data, tmp, streams):
                 sys.exit("fair_shares.py: forkfeedd did not start")
             time.sleep(0.05)
         for k, (batch, transform) in enumerate(streams):
-            cmd = [f"{args.bin}/forkfeed-bench", "--daemon", socket, "--data", data, "--workers", str(args.workers),
+            cmd = [f"{args.bin}/forkfeed-bench", "--daemon", socket, "--data", data, "--workers",
+                   str(args.workers),
                    "--batch", str(batch), "--transform", transform, "--epochs", "100000", "--seed", str(k),
                    "--json", "--log-level", "warn"]
             if transform == "train":
@@ -134,7 +136,8 @@ def daemon_case(args, data, tmp, streams):
         points = ([], [])
         end = time.monotonic() + args.seconds
         while time.monotonic() < end:
-            out = subprocess.run([f"{args.bin}/forkfeed-ctl", "--socket", socket, "stats"], capture_output=True,
+            out = subprocess.run([f"{args.bin}/forkfeed-ctl", "--socket", socket, "stats"],
+                                 capture_output=True,
                                  text=True, check=True).stdout
             now = time.monotonic()
             by_pid = {s["pid"]: s.get("worker_ns", 0) for s in json.loads(out).get("streams", [])}
@@ -208,7 +211,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     parser.add_argument("--bin", default=os.path.join(root, "build", "bin"), help="where the tools are")
-    parser.add_argument("--python", default=os.path.join(root, "build", "python"), help="the forkfeed package")
+    parser.add_argument("--python", default=os.path.join(root, "build", "python"),
+                        help="the forkfeed package")
     parser.add_argument("--data", help="an ImageFolder (default: a generated one of --images)")
     parser.add_argument("--images", type=int, default=1500, help="images to generate (default 1500)")
     parser.add_argument("--workers", type=int, default=2, help="workers of the pool (default 2)")

@@ -151,7 +151,8 @@ def measure(args) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     photo_shards.add_arguments(parser)
     bin_dir = os.environ.get("FORKFEED_BIN_DIR")
     parser.add_argument("--bench", default=os.path.join(bin_dir, "forkfeed-bench") if bin_dir else None,
@@ -170,7 +171,7 @@ def main() -> None:
         print(json.dumps(run_bench(args, args.run)))
     else:
         args.samples = sum(1 for p in pathlib.Path(args.shards).glob("*.tar")
-                                  for m in tarfile.open(p) if m.name.endswith(".jpg"))
+                           for m in tarfile.open(p) if m.name.endswith(".jpg"))
         print(json.dumps(run_forkfeed(args, args.run)))
 
 

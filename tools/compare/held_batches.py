@@ -29,7 +29,8 @@ def one_pass(loader, keep):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", required=True, help="ImageFolder root")
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--size", type=int, default=224)

@@ -19,7 +19,8 @@ import photo_shards  # noqa: E402
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--photos", required=True, help="folder of photographs (JPEG or PNG) to cut from")
     parser.add_argument("--out", required=True, help="the ImageFolder to write (one class per photograph)")
     parser.add_argument("--images", type=int, default=2048, help="images to write (default 2048)")

@@ -16,7 +16,8 @@ import tarfile
 def add_arguments(parser) -> None:
     """The options every shard benchmark takes: where the shards are (and the photographs to
     write them from), how many, and how the loaders and rounds run."""
-    parser.add_argument("--shards", required=True, help="folder of shard-NNNNNN.tar (written first with --photos)")
+    parser.add_argument("--shards", required=True,
+                        help="folder of shard-NNNNNN.tar (written first with --photos)")
     parser.add_argument("--photos", help="folder of photographs to cut the shards' images from")
     parser.add_argument("--images", type=int, default=1024, help="with --photos: samples to write")
     parser.add_argument("--shard-size", type=int, default=128)

@@ -101,7 +101,8 @@ def print_table(r):
             "-".join(f"{x:.0f}" for x in p["torch_range"]) if p["torch_range"] else "-"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
-        print((row[0].ljust(widths[0]) + "".join("  " + row[i].rjust(widths[i]) for i in range(1, len(row)))).rstrip())
+        print((row[0].ljust(widths[0]) + "".join("  " + row[i].rjust(widths[i])
+                                                 for i in range(1, len(row)))).rstrip())
     notes = {}
     for p in r["pipelines"]:
         for row, name in (("python", "forkfeed from Python"), ("torch", "PyTorch")):

@@ -6,8 +6,9 @@ usage: remote_stream.py [--bin DIR] [--data DIR] [--images N] [--epochs E] [--ro
                         [--stream-workers S] [--step-ms MS] [--daemons K,K,...]
 
 One forkfeedd serves a dataset by name and listens on loopback for remote clients. Each
-row is a forkfeed-bench run of E epochs, batch 64, 224 px uint8 (train transform): through the Unix socket (shared memory, no copy), remotely with UCX_TLS=tcp (the
-network path: TCP over loopback) and remotely with UCX's default transports (on one host
+row is a forkfeed-bench run of E epochs, batch 64, 224 px uint8 (train transform): through
+the Unix socket (shared memory, no copy), remotely with UCX_TLS=tcp (the network path: TCP
+over loopback) and remotely with UCX's default transports (on one host
 UCX picks shared memory). The daemon has W decode workers (default 2): on a 2-core
 machine, 1 leaves a core to the transfer, as a decode node and a GPU node would. The
 trainer's stream asks for S workers (default W): its batch slots are S x 2 + 1, so S=1 on
@@ -97,10 +98,12 @@ def tree_cpu_seconds(pid):
 
 
 def start_daemon(bin_dir, tmp, name, data, token, workers, env):
-    """A forkfeedd serving `data` as "bench", listening on a free loopback port: (process, socket, address)."""
+    """A forkfeedd serving `data` as "bench", listening on a free loopback port:
+    (process, socket, address)."""
     socket = os.path.join(tmp, f"{name}.sock")
     daemon = subprocess.Popen([f"{bin_dir}/forkfeedd", "--socket", socket, "--log-level", "warn",
-                               "--max-workers", str(workers), "--dataset", f"bench={data}", "--listen", "127.0.0.1:0",
+                               "--max-workers", str(workers), "--dataset", f"bench={data}",
+                               "--listen", "127.0.0.1:0",
                                "--token-file", token], env=env)
     deadline = time.monotonic() + 30
     while True:
@@ -109,7 +112,8 @@ def start_daemon(bin_dir, tmp, name, data, token, workers, env):
             daemon.wait()
             sys.exit(f"remote_stream.py: forkfeedd {name} did not start")
         if os.path.exists(socket):
-            ctl = subprocess.run([f"{bin_dir}/forkfeed-ctl", "--socket", socket, "stats"], stdout=subprocess.PIPE,
+            ctl = subprocess.run([f"{bin_dir}/forkfeed-ctl", "--socket", socket, "stats"],
+                                 stdout=subprocess.PIPE,
                                  stderr=subprocess.DEVNULL, text=True)
             if ctl.returncode == 0:
                 return daemon, socket, json.loads(ctl.stdout)["daemon"]["listen"][0]
@@ -129,7 +133,8 @@ def stop_daemons(daemons):
 
 def bench(bin_dir, epochs, workers, how, env=None, step_ms=0, batches=0):
     """One forkfeed-bench run (of `batches` only, if not 0), its --json report."""
-    cmd = [f"{bin_dir}/forkfeed-bench", "--dataset", "bench", "--workers", str(workers), "--batch", "64", "--size", "224",
+    cmd = [f"{bin_dir}/forkfeed-bench", "--dataset", "bench", "--workers", str(workers), "--batch", "64",
+           "--size", "224",
            "--epochs", str(epochs), "--json", "--log-level", "warn"] + how
     if step_ms:
         cmd += ["--step-ms", str(step_ms)]
@@ -161,7 +166,8 @@ def main():
         try:
             counts = [int(k) for k in args.daemons.split(",")]
         except ValueError:
-            parser.error(f"--daemons takes daemon counts separated by commas, e.g. 1,2,3; got {args.daemons!r}")
+            parser.error("--daemons takes daemon counts separated by commas, e.g. 1,2,3; "
+                         f"got {args.daemons!r}")
         if not counts or any(k < 1 or k > 64 for k in counts):
             parser.error(f"--daemons: each count must be 1 to 64, got {args.daemons!r}")
         if args.workers < 1:
@@ -180,10 +186,12 @@ def main():
             gateway = gateway_of(daemon.pid)
             runs = {
                 "Unix socket (shared memory)": (["--daemon", socket], env, False),
-                "remote, UCX_TLS=tcp": (["--remote", address, "--token-file", token], dict(env, UCX_TLS="tcp"), True),
+                "remote, UCX_TLS=tcp": (["--remote", address, "--token-file", token],
+                                        dict(env, UCX_TLS="tcp"), True),
                 "remote, UCX defaults": (["--remote", address, "--token-file", token], env, True),
             }
             results = {name: [] for name in runs}
+
             def measured(how, run_env, remote, batches=0):
                 cpu = cpu_seconds(gateway)
                 before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -191,7 +199,8 @@ def main():
                 after = resource.getrusage(resource.RUSAGE_CHILDREN)
                 report["gateway_cpu_s"] = cpu_seconds(gateway) - cpu if remote else 0.0
                 # forkfeed-bench is the only child this script waits for: the trainer's CPU.
-                report["trainer_cpu_s"] = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+                report["trainer_cpu_s"] = ((after.ru_utime + after.ru_stime) -
+                                           (before.ru_utime + before.ru_stime))
                 return report
 
             for _ in range(args.rounds):
@@ -210,12 +219,14 @@ def main():
     images = f"the images of {args.data}" if args.data else f"{args.images} images"
     print(f"{os.cpu_count()} CPUs; {args.epochs} epochs of {images} per run, 224 px uint8, batch 64, "
           f"{args.workers} decode workers, the stream asking for {stream_workers}"
-          + (f", a {args.step_ms} ms step a batch" if args.step_ms else "") + f"; median of {args.rounds} rounds")
+          + (f", a {args.step_ms} ms step a batch" if args.step_ms else "")
+          + f"; median of {args.rounds} rounds")
     print("trainer CPU/GB: forkfeed-bench's CPU seconds per GB of batches it read (the Unix socket's is the")
-    print("reading alone; a remote row's excess over it is the receive); CPU/GB leaves out start-up (what a run")
+    print("reading alone; a remote row's excess over it is the receive); CPU/GB leaves out "
+          "start-up (what a run")
     print("of one batch costs, measured beside each run); each column the median of the rounds")
-    print(f"{'':<30}{'img/s':>8}{'vs local':>10}{'GB/s':>8}{'wait p50':>10}{'wait p99':>10}{'gateway CPU/GB':>16}"
-          f"{'trainer CPU/GB':>16}")
+    print(f"{'':<30}{'img/s':>8}{'vs local':>10}{'GB/s':>8}{'wait p50':>10}{'wait p99':>10}"
+          f"{'gateway CPU/GB':>16}{'trainer CPU/GB':>16}")
     local = None
     for name, reports in results.items():
         report = sorted(reports, key=lambda r: r["images_per_s"])[len(reports) // 2]
@@ -265,7 +276,8 @@ def fan_in(args, counts):
                     report = bench(args.bin, args.epochs, args.workers, how, dict(env, UCX_TLS="tcp"))
                     after = resource.getrusage(resource.RUSAGE_CHILDREN)
                     bench_cpu = (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
-                    report["cpu_s"] = sum(tree_cpu_seconds(d.pid) for d, _, _ in started) - daemons_cpu + bench_cpu
+                    report["cpu_s"] = (sum(tree_cpu_seconds(d.pid) for d, _, _ in started)
+                                       - daemons_cpu + bench_cpu)
                     reports.append(report)
                 rows[k] = sorted(reports, key=lambda r: r["images_per_s"])[len(reports) // 2]
             finally:
@@ -276,15 +288,18 @@ def fan_in(args, counts):
     print(f"{os.cpu_count()} CPUs; {args.epochs} epochs of {images} per run, 224 px uint8, batch 64; "
           f"each daemon {args.workers} decode workers; forkfeed-bench --remote over UCX_TLS=tcp (loopback); "
           f"median of {args.rounds} rounds")
-    print("CPU: forkfeedd + forkfeed-gateway + decode workers of every daemon, and forkfeed-bench, per 1000 images")
+    print("CPU: forkfeedd + forkfeed-gateway + decode workers of every daemon, and forkfeed-bench, "
+          "per 1000 images")
     print(f"{'K':>3}{'img/s':>9}{'CPU s/1k img':>14}{'K machines (est.)':>19}  per daemon img/s")
     for k in sorted(rows):
         report = rows[k]
         cpu_per_k = report["cpu_s"] / report["images"] * 1000 if report["images"] else float("nan")
-        shares = " ".join(f"{d['images_per_s']:.0f}" + ("" if d["losses"] == 0 else f" ({d['losses']} losses)")
+        shares = " ".join(f"{d['images_per_s']:.0f}" + ("" if d["losses"] == 0
+                                                        else f" ({d['losses']} losses)")
                           for d in report.get("daemons", []))
         print(f"{k:>3}{report['images_per_s']:>9.0f}{cpu_per_k:>14.3f}{k * single:>19.0f}  {shares}")
-    print("K machines (est.) = K x the 1-daemon img/s: an estimate for K daemons on K machines, not measured here")
+    print("K machines (est.) = K x the 1-daemon img/s: an estimate for K daemons on K machines, "
+          "not measured here")
 
 
 if __name__ == "__main__":

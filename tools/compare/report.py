@@ -74,7 +74,8 @@ def gather(folder):
             "shards_over_folder": ratio(shards and shards["images_per_s"], forkfeed["images_per_s"]),
             "python_over_forkfeed": ratio(python and python["images_per_s"], forkfeed["images_per_s"]),
             "python_over_torch": ratio(python and python["images_per_s"], torch and torch["images_per_s"]),
-            "python_pss_over_torch": ratio(python and python["peak_pss_bytes"], torch and torch["peak_pss_bytes"]),
+            "python_pss_over_torch": ratio(python and python["peak_pss_bytes"],
+                                           torch and torch["peak_pss_bytes"]),
             "fused_over_opencv": ratio(fused, probe["opencv"]["images_per_s"]),
             "forkfeed_over_n_fused": ratio(forkfeed["images_per_s"], workers * fused),
             "forkfeed_pss_over_torch": ratio(forkfeed["peak_pss_bytes"], torch and torch["peak_pss_bytes"]),
@@ -111,7 +112,8 @@ def gather_runs(folder):
     report["repeat"] = len(reports)
     report["images_per_s_range"] = {}
     for name in LOADERS + ("probe",):
-        rates = [(r["probe"]["fused"] if name == "probe" else r[name] or {}).get("images_per_s") for r in reports]
+        rates = [(r["probe"]["fused"] if name == "probe" else r[name] or {}).get("images_per_s")
+                 for r in reports]
         if all(is_number(x) for x in rates):
             report["images_per_s_range"][name] = [min(rates), max(rates)]
     return report
@@ -120,7 +122,8 @@ def gather_runs(folder):
 def float32_over_uint8(by_dtype):
     """images/s of each loader (and the fused probe) with float32 over uint8."""
     u, f = by_dtype["uint8"], by_dtype["float32"]
-    out = {name: ratio(f[name] and f[name]["images_per_s"], u[name] and u[name]["images_per_s"]) for name in LOADERS}
+    out = {name: ratio(f[name] and f[name]["images_per_s"], u[name] and u[name]["images_per_s"])
+           for name in LOADERS}
     out["probe_fused"] = ratio(f["probe"]["fused"]["images_per_s"], u["probe"]["fused"]["images_per_s"])
     return out
 
@@ -165,8 +168,10 @@ def print_table(r):
         low, high = spread.get(name, (None, None))
         return f"{low:.0f}-{high:.0f}" if r["repeat"] > 1 and low is not None else ""
 
-    rows = [("", "images/s", "per CPU s", "peak PSS", "wait p50", "wait p99", "range" if r["repeat"] > 1 else "")]
-    for name, path in (("probe, OpenCV full decode (1 core)", "opencv"), ("probe, fused decode (1 core)", "fused")):
+    rows = [("", "images/s", "per CPU s", "peak PSS", "wait p50", "wait p99",
+             "range" if r["repeat"] > 1 else "")]
+    for name, path in (("probe, OpenCV full decode (1 core)", "opencv"),
+                       ("probe, fused decode (1 core)", "fused")):
         run = p[path]
         rows.append((name, f"{run['images_per_s']:.1f}", f"{run['images_per_cpu_s']:.1f}", "", "", "",
                      span("probe") if path == "fused" else ""))
@@ -178,7 +183,8 @@ def print_table(r):
             rows.append((name, "skipped", "", "", "", "", ""))
         else:
             rows.append((name, f"{run['images_per_s']:.1f}", f"{run['images_per_cpu_s']:.1f}",
-                         mib(run["peak_pss_bytes"]), f"{run['wait_p50_ms']:.2f} ms", f"{run['wait_p99_ms']:.2f} ms",
+                         mib(run["peak_pss_bytes"]), f"{run['wait_p50_ms']:.2f} ms",
+                         f"{run['wait_p99_ms']:.2f} ms",
                          span(key)))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
@@ -211,7 +217,8 @@ def print_table(r):
     if f["skipped"]:
         print(f"forkfeed skipped {f['skipped']} sample(s) that failed to decode")
     if py is not None and py["start_method"] != "fork":
-        print(f"forkfeed from Python started its workers by {py['start_method']} (forkfeed.fork_report() says why)")
+        print(f"forkfeed from Python started its workers by {py['start_method']} "
+              "(forkfeed.fork_report() says why)")
     if r["python_skipped"]:
         print(f"forkfeed from Python row skipped: {r['python_skipped']}")
     if r["torch_skipped"]:

@@ -58,15 +58,16 @@ TARGET_FIELDS = {
 }
 RECIPES = {
     "reference": "RandomResizedCrop(224, scale=(0.25, 1.0)), RandomHorizontalFlip(), Normalize()",
-    "rotation": "RandomResizedCrop(224, scale=(0.25, 1.0)), RandomHorizontalFlip(), RandomRotation(10), Normalize()",
+    "rotation": "RandomResizedCrop(224, scale=(0.25, 1.0)), RandomHorizontalFlip(), RandomRotation(10), "
+                "Normalize()",
     # torchvision's segmentation reference (base size 520, crop 480), its flip after the crop
     # as forkfeed orders them.
     "segmentation": "RandomResize(260, 1040), RandomCrop(480, pad_if_needed=True), RandomHorizontalFlip(), "
                     "Normalize()",
     # torchvision's detection reference's "ssd" augmentation and SSD300's resize, the photometric
     # distortion after the geometry as forkfeed orders them.
-    "ssd": "RandomZoomOut(fill=(123, 117, 104)), RandomIoUCrop(), Resize((300, 300)), RandomPhotometricDistort(), "
-           "RandomHorizontalFlip(), Normalize()",
+    "ssd": "RandomZoomOut(fill=(123, 117, 104)), RandomIoUCrop(), Resize((300, 300)), "
+           "RandomPhotometricDistort(), RandomHorizontalFlip(), Normalize()",
 }
 RECIPE_TARGETS = {"segmentation": "mask", "ssd": "boxes"}
 
@@ -96,7 +97,8 @@ def write_shards(photos: pathlib.Path, out: pathlib.Path, images: int, shard_siz
         boxes, labels = [], []
         for k in np.unique(ids).tolist():
             ys, xs = np.nonzero(ids == k)
-            boxes.append([int(xs.min()), int(ys.min()), int(xs.max() - xs.min() + 1), int(ys.max() - ys.min() + 1)])
+            boxes.append([int(xs.min()), int(ys.min()), int(xs.max() - xs.min() + 1),
+                          int(ys.max() - ys.min() + 1)])
             labels.append(k)
         record = json.dumps({"boxes": boxes, "labels": labels}).encode()
         return [("jpg", photo_shards.jpeg(image)), ("seg.png", png.getvalue()), ("json", record)]
@@ -315,7 +317,8 @@ def measure(args) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     photo_shards.add_arguments(parser)
     parser.add_argument("--target", choices=sorted(TARGET_FIELDS), default="mask")
     parser.add_argument("--recipe", choices=sorted(RECIPES), default="reference")
