@@ -130,6 +130,7 @@ def include_circles(root: pathlib.Path, layers):
                         targets.append("include/" + target if target.startswith("forkfeed/") else target)
                 edges[name] = targets
     circles, state = [], {}
+
     def visit(node, path):
         state[node] = "open"
         for target in edges.get(node, ()):
