@@ -8,8 +8,10 @@ rooms are read from SOURCE_DIR/ARCHITECTURE.md. A file may include its own room 
 rooms below it, never one above, nor a room beside it on the same layer. Every folder of
 SOURCE_DIR that holds C++ sources must be in the table (a room, or a row "above" the
 library), except the tests and the examples; every room in the table must hold sources.
-Two rules beyond the layers: the rooms kept APART below never include one another though
-the layers would let them, and no header includes itself through others (a circle).
+Each row of its tables (the rooms, the owners) is one line of at most ROW_LIMIT
+characters: a map, not a narrative. Two rules beyond the layers: the rooms kept APART
+below never include one another though the layers would let them, and no header includes
+itself through others (a circle).
 Prints every breach, with the file and line, and exits 1; exits 0 when there is none,
 2 when the table cannot be read.
 """
@@ -24,6 +26,8 @@ OUTSIDE = {"tests", "examples"}
 # Rooms that the layers would let include each other but must not: a worker reads what a
 # member holds through formats/, never the index's rules of which samples exist.
 APART = {"workers": {"dataset"}}
+# A row of ARCHITECTURE.md's tables: what a room holds, or a rule and its owner, in a line.
+ROW_LIMIT = 220
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 ROW = re.compile(r"^\|\s*(\d+|above)\s*\|([^|]*)\|")
 ROOM = re.compile(r"`([^`]+)/`")
@@ -146,6 +150,14 @@ def include_circles(root: pathlib.Path, layers):
     return [f"a circle of includes: {c}" for c in circles]
 
 
+def long_rows(architecture: pathlib.Path):
+    """Every row of ARCHITECTURE.md's tables longer than ROW_LIMIT characters."""
+    lines = architecture.read_text().splitlines()
+    return [f"ARCHITECTURE.md:{number}: a row of {len(line)} characters, over {ROW_LIMIT}: "
+            "say the owner in a line, and how it works in its file"
+            for number, line in enumerate(lines, 1) if line.startswith("|") and len(line) > ROW_LIMIT]
+
+
 def main() -> int:
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -158,7 +170,7 @@ def main() -> int:
         return 2
     broken = folders_missing(root, layers, above)
     up, checked = includes_up(root, layers)
-    broken += up + include_circles(root, layers)
+    broken += up + include_circles(root, layers) + long_rows(root / "ARCHITECTURE.md")
     for b in broken:
         print(b)
     if checked == 0:

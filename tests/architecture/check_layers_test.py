@@ -80,6 +80,14 @@ class CheckLayersTest(unittest.TestCase):
         self.assertIn("a circle of includes: base/planted_a.h -> base/planted_b.h -> base/planted_a.h",
                       output)
 
+    def test_a_narrative_row_fails(self):
+        text = (self.root / "ARCHITECTURE.md").read_text()
+        row = "| A planted rule | `base/status.h`" + ", and then some more" * 12 + " |"
+        (self.root / "ARCHITECTURE.md").write_text(text.replace("| Enum names |", row + "\n| Enum names |"))
+        code, output = run_check(self.root)
+        self.assertEqual(code, 1, output)
+        self.assertIn(f"a row of {len(row)} characters, over 220", output)
+
     def test_a_row_without_its_folder_fails(self):
         shutil.rmtree(self.root / "gateway")
         code, output = run_check(self.root)
