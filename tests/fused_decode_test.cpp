@@ -13,7 +13,7 @@
 #include "testing/temp_dataset.h"
 #include "workers/image_decoder.h"
 #include "workers/sample_pipeline.h"
-#include "workers/transform.h"
+#include "workers/fused_decode.h"
 
 namespace forkfeed {
 namespace {

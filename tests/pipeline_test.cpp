@@ -22,7 +22,7 @@
 #include "transforms/pipeline_spec.h"
 #include "workers/pixel_store.h"
 #include "workers/sample_pipeline.h"
-#include "workers/transform.h"
+#include "workers/fused_decode.h"
 
 namespace forkfeed {
 namespace {
@@ -421,7 +421,7 @@ TEST(PipelineShorthands, GiveTheBytesOfTheTransformTheyReplaced) {
           o.dtype = dtype;
           o.layout = layout;
           o.seed = 7;
-          Transform t(plan_images(o, {}).value().front().transform);
+          FusedDecode t(plan_images(o, {}).value().front().transform);
           const std::size_t bytes = sample_bytes(dtype, size);
           std::vector<std::byte> got(bytes), want(bytes);
           for (std::uint64_t key = 0; key < 6; ++key) {

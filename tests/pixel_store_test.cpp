@@ -12,7 +12,7 @@
 #include <tuple>
 #include <vector>
 
-#include "workers/transform.h"
+#include "workers/fused_decode.h"
 
 namespace forkfeed {
 namespace {

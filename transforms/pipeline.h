@@ -6,7 +6,7 @@
 //                                        plan()        run_pixels()  (store)   run_tensor()
 //
 // The geometry ops reduce to one window of the decoded image (plan), which the decoder
-// decodes alone and the Transform resizes into the sample; the pixel ops then work on
+// decodes alone and the FusedDecode resizes into the sample; the pixel ops then work on
 // that small uint8 sample in place, the store normalises it into the slot, and the
 // tensor ops work on the slot. Every draw comes from the sample's KeyedRng, in the
 // pipeline's order, so a sample depends only on (seed, epoch, index).

@@ -11,7 +11,7 @@
 #include "transport/arena_layout.h"
 #include "workers/image_decoder.h"
 #include "workers/sample_reader.h"
-#include "workers/transform.h"
+#include "workers/fused_decode.h"
 
 namespace forkfeed {
 
@@ -31,10 +31,10 @@ class SamplePipeline {
   Status decode(FileBytes file, KeyedRng rng, std::byte* out, SampleGeometry* geometry = nullptr);
   // Whether decode() draws from the sample's boxes, which its `geometry` must then hold.
   bool needs_boxes() const { return transform_.needs_boxes(); }
-  // The height and width of the sample decode() wrote last (Transform::output_size).
+  // The height and width of the sample decode() wrote last (FusedDecode::output_size).
   cv::Size output_size() const { return transform_.output_size(); }
   // Times each stage of run() and decode() into `profile` from now on: the read, the plan,
-  // the decode, then Transform::profile_into's; null: no more.
+  // the decode, then FusedDecode::profile_into's; null: no more.
   void profile_into(StageProfile* profile);
   // The pipeline's reader, for the other fields of its sample.
   SampleReader& reader() { return reader_; }
@@ -48,7 +48,7 @@ class SamplePipeline {
   DecodePath path_;
   SampleReader reader_;
   ImageDecoders decoders_;
-  Transform transform_;
+  FusedDecode transform_;
   cv::Mat pixels_;  // reused decode target: the image, or the region of it
   StageProfile* profile_ = nullptr;
   std::size_t read_stage_ = 0, plan_stage_ = 0, region_stage_ = 0, whole_stage_ = 0;  // profile_'s

@@ -28,7 +28,7 @@
 #include "workers/opencv_logging.h"
 #include "workers/sample_pipeline.h"
 #include "workers/sample_reader.h"
-#include "workers/transform.h"
+#include "workers/fused_decode.h"
 
 namespace forkfeed::bench {
 namespace {

@@ -1,4 +1,4 @@
-// Transform: a worker's pipeline (transforms/pipeline.h) turning decoded pixels into one
+// FusedDecode: a worker's pipeline (transforms/pipeline.h) turning decoded pixels into one
 // output sample, written straight into its place in a batch slot: uint8 or float32
 // normalised, NHWC or NCHW.
 //
@@ -24,10 +24,10 @@
 
 namespace forkfeed {
 
-class Transform {
+class FusedDecode {
  public:
   // `spec` comes from options the loader checked: its pipeline builds.
-  explicit Transform(const TransformSpec& spec);
+  explicit FusedDecode(const TransformSpec& spec);
 
   // The window of a width x height image that becomes the sample. `rng` is the sample's
   // own stream, so the result does not depend on which worker runs it. Fails for bad

@@ -1,6 +1,6 @@
-// Transform: resize the planned window with OpenCV, run the pipeline's pixel ops, write
+// FusedDecode: resize the planned window with OpenCV, run the pipeline's pixel ops, write
 // the sample into slot memory (PixelStore), run its tensor ops there.
-#include "workers/transform.h"
+#include "workers/fused_decode.h"
 
 #include "transforms/bilinear_resize.h"
 
@@ -31,7 +31,7 @@ Normalisation normalisation_of(const OpDefaults& d) {
 
 }  // namespace
 
-void Transform::resize(const cv::Mat& from, cv::Mat& to) {
+void FusedDecode::resize(const cv::Mat& from, cv::Mat& to) {
   const bool halves = 2 * to.cols <= from.cols && 2 * to.rows <= from.rows;
   if (halves) {
     cv::resize(from, to, to.size(), 0, 0, cv::INTER_AREA);
@@ -40,14 +40,14 @@ void Transform::resize(const cv::Mat& from, cv::Mat& to) {
   }
 }
 
-Transform::Transform(const TransformSpec& spec)
+FusedDecode::FusedDecode(const TransformSpec& spec)
     : pipeline_(pipeline_for(spec)),
       layout_(resolve(spec.layout, pipeline_.dtype())),
       makes_in_slot_(pipeline_.dtype() == DType::kUint8 && layout_ == Layout::kNhwc &&
                      pipeline_.pixel_ops_are_mirrors()),
       store_(pipeline_.dtype(), layout_, normalisation_of(pipeline_.normalisation())) {}
 
-Status Transform::draw_steps(int width, int height, KeyedRng& rng, SampleGeometry* geometry) {
+Status FusedDecode::draw_steps(int width, int height, KeyedRng& rng, SampleGeometry* geometry) {
   Status s;
   if (geometry == nullptr) {
     s = pipeline_.steps(width, height, rng, steps_);
@@ -77,12 +77,12 @@ Status Transform::draw_steps(int width, int height, KeyedRng& rng, SampleGeometr
   return Status::Ok();
 }
 
-Result<SampleWindow> Transform::plan(int width, int height, KeyedRng& rng, SampleGeometry* geometry) {
+Result<SampleWindow> FusedDecode::plan(int width, int height, KeyedRng& rng, SampleGeometry* geometry) {
   if (Status s = draw_steps(width, height, rng, geometry); !s.ok()) return s;
   return Pipeline::window_of(steps_of(geometry), width, height);
 }
 
-void Transform::place(const cv::Mat& pixels, const SampleWindow& window, cv::Mat& to) {
+void FusedDecode::place(const cv::Mat& pixels, const SampleWindow& window, cv::Mat& to) {
   if (window.x == 0 && window.y == 0 && window.width == to.cols && window.height == to.rows) {
     resize(pixels, to);
     return;
@@ -93,7 +93,7 @@ void Transform::place(const cv::Mat& pixels, const SampleWindow& window, cv::Mat
   resize(pixels, shown);
 }
 
-void Transform::write(const cv::Mat& pixels, const SampleWindow& window, KeyedRng& rng, std::byte* out,
+void FusedDecode::write(const cv::Mat& pixels, const SampleWindow& window, KeyedRng& rng, std::byte* out,
                       SampleGeometry* geometry) {
   fn::Moves* moves = geometry != nullptr ? &geometry->moves : nullptr;
   if (makes_in_slot_) {
@@ -114,7 +114,7 @@ void Transform::write(const cv::Mat& pixels, const SampleWindow& window, KeyedRn
   finish(rng, out, moves);
 }
 
-void Transform::finish(KeyedRng& rng, std::byte* out, fn::Moves* moves) {
+void FusedDecode::finish(KeyedRng& rng, std::byte* out, fn::Moves* moves) {
   const bool mirror = pipeline_.run_pixels(square_, rng, moves);
   store_timed(square_, mirror, out);
   if (pipeline_.has_tensor_ops()) {
@@ -122,17 +122,17 @@ void Transform::finish(KeyedRng& rng, std::byte* out, fn::Moves* moves) {
   }
 }
 
-void Transform::place_timed(const cv::Mat& pixels, const SampleWindow& window, cv::Mat& to) {
+void FusedDecode::place_timed(const cv::Mat& pixels, const SampleWindow& window, cv::Mat& to) {
   const StageTimer timer(profile_, resize_stage_);
   place(pixels, window, to);
 }
 
-void Transform::store_timed(const cv::Mat& sample, bool mirror, std::byte* out) {
+void FusedDecode::store_timed(const cv::Mat& sample, bool mirror, std::byte* out) {
   const StageTimer timer(profile_, store_stage_);
   store_.write(sample, mirror, out);
 }
 
-void Transform::profile_into(StageProfile* profile) {
+void FusedDecode::profile_into(StageProfile* profile) {
   profile_ = profile;
   if (profile != nullptr) resize_stage_ = profile->stage("crops and resizes");
   const bool normalises = pipeline_.dtype() == DType::kFloat32;
@@ -141,7 +141,7 @@ void Transform::profile_into(StageProfile* profile) {
                                                      (normalises ? ", Normalize" : "") + ", flips");
 }
 
-Status Transform::apply(const cv::Mat& rgb, KeyedRng& rng, std::byte* out, SampleGeometry* geometry) {
+Status FusedDecode::apply(const cv::Mat& rgb, KeyedRng& rng, std::byte* out, SampleGeometry* geometry) {
   if (Status s = draw_steps(rgb.cols, rgb.rows, rng, geometry); !s.ok()) return s;
   {
     const StageTimer timer(profile_, resize_stage_);
