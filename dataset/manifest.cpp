@@ -11,9 +11,9 @@
 #include "base/regular_file.h"
 #include "dataset/dataset_index_builder.h"
 #include "dataset/file_marks.h"
-#include "formats/label_text.h"
 #include "dataset/manifest_table.h"
 #include "forkfeed/dataset.h"
+#include "formats/label_text.h"
 
 namespace forkfeed {
 namespace {

@@ -11,9 +11,9 @@
 
 #include "testing/encoded_images.h"
 #include "testing/temp_dataset.h"
+#include "workers/fused_decode.h"
 #include "workers/image_decoder.h"
 #include "workers/sample_pipeline.h"
-#include "workers/fused_decode.h"
 
 namespace forkfeed {
 namespace {

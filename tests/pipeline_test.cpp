@@ -20,9 +20,9 @@
 #include "tests/testing/small_options.h"
 #include "tests/testing/temp_dataset.h"
 #include "transforms/pipeline_spec.h"
+#include "workers/fused_decode.h"
 #include "workers/pixel_store.h"
 #include "workers/sample_pipeline.h"
-#include "workers/fused_decode.h"
 
 namespace forkfeed {
 namespace {

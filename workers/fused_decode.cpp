@@ -94,7 +94,7 @@ void FusedDecode::place(const cv::Mat& pixels, const SampleWindow& window, cv::M
 }
 
 void FusedDecode::write(const cv::Mat& pixels, const SampleWindow& window, KeyedRng& rng, std::byte* out,
-                      SampleGeometry* geometry) {
+                        SampleGeometry* geometry) {
   fn::Moves* moves = geometry != nullptr ? &geometry->moves : nullptr;
   if (makes_in_slot_) {
     // Flips alone look at no pixel: their draws can come before the resize.

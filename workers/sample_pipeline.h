@@ -9,9 +9,9 @@
 #include "base/stage_profile.h"
 #include "transforms/sample_geometry.h"
 #include "transport/arena_layout.h"
+#include "workers/fused_decode.h"
 #include "workers/image_decoder.h"
 #include "workers/sample_reader.h"
-#include "workers/fused_decode.h"
 
 namespace forkfeed {
 

@@ -25,10 +25,10 @@
 #include "tools/bench/report.h"
 #include "transport/arena.h"
 #include "transport/slot_contents.h"
+#include "workers/fused_decode.h"
 #include "workers/opencv_logging.h"
 #include "workers/sample_pipeline.h"
 #include "workers/sample_reader.h"
-#include "workers/fused_decode.h"
 
 namespace forkfeed::bench {
 namespace {
