@@ -79,6 +79,49 @@ std::string range_digest(const Fnv1a64& range) {
   return hex(range.value() ^ (range.value() >> 32), kRangeDigits);
 }
 
+// The schema's text, into the labels' digest; the text as a state and a message show it.
+std::string add_schema(const DatasetIndex& index, Fnv1a64& labels) {
+  const std::string text = fields_text(index.fields());
+  labels.add(std::string_view("fields"));
+  labels.add_name(text);
+  return printable(text);
+}
+
+// Sample i's name: a file's relative name, or its shard's (hashed once, `shard_names`)
+// and its offset there.
+Fnv1a64 sample_name(const DatasetIndex& index, std::size_t i, const std::vector<Fnv1a64>& shard_names) {
+  Fnv1a64 name;
+  if (index.sharded()) {
+    name = shard_names[index.slices()[i].file];
+    name.add(index.slices()[i].offset);
+  } else {
+    name.add_name(index.name(i));
+  }
+  return name;
+}
+
+// Sample i's fields beyond its first member and label: its other members' sizes into the
+// sizes, its other labels and its numbers into the labels, all into its range.
+void add_field_values(const DatasetIndex& index, std::size_t i, Fnv1a64& sizes, Fnv1a64& labels,
+                      Fnv1a64& range) {
+  const FieldColumns& columns = index.field_columns();
+  for (std::uint32_t k = 0; k < columns.extra_members(); ++k) {
+    const std::uint64_t member = index.field_slices()[i * columns.extra_members() + k].size;
+    sizes.add(member);
+    range.add(member);
+  }
+  for (std::uint32_t k = 0; k < columns.extra_labels(); ++k) {
+    const auto value = static_cast<std::uint64_t>(index.field_labels()[i * columns.extra_labels() + k]);
+    labels.add(value);
+    range.add(value);
+  }
+  for (std::uint32_t k = 0; k < columns.numbers; ++k) {
+    const auto value = std::bit_cast<std::uint64_t>(index.field_numbers()[i * columns.numbers + k]);
+    labels.add(value);
+    range.add(value);
+  }
+}
+
 }  // namespace
 
 std::uint64_t identity_range_samples(std::uint64_t samples) {
@@ -111,14 +154,8 @@ DatasetIdentity dataset_identity(const DatasetIndex& index) {
   // With fields, what each sample is depends on them: their text goes into the labels,
   // each sample's other members' sizes into the sizes, its other labels and numbers into
   // the labels. Without, the digests are what they always were.
-  const FieldColumns& columns = index.field_columns();
   const bool fields = !index.fields().empty();
-  if (fields) {
-    const std::string text = fields_text(index.fields());
-    labels.add(std::string_view("fields"));
-    labels.add_name(text);
-    id.fields = printable(text);  // for a state's JSON and a message
-  }
+  if (fields) id.fields = add_schema(index, labels);
   if (index.sharded()) {
     shard_names.resize(index.file_count());
     sizes.add(std::string_view("shards"));
@@ -128,13 +165,7 @@ DatasetIdentity dataset_identity(const DatasetIndex& index) {
     }
   }
   for (std::size_t i = 0; i < id.samples; ++i) {
-    Fnv1a64 name;
-    if (index.sharded()) {
-      name = shard_names[index.slices()[i].file];
-      name.add(index.slices()[i].offset);
-    } else {
-      name.add_name(index.name(i));
-    }
+    const Fnv1a64 name = sample_name(index, i, shard_names);
     const auto label = static_cast<std::uint64_t>(index.label(i));
     const std::uint64_t bytes = index.bytes(i);
     names.add(name.value());
@@ -151,23 +182,7 @@ DatasetIdentity dataset_identity(const DatasetIndex& index) {
       if (shard >= next_shard) add_shards_through(shard);
       content_range.add(contents[shard]);
     }
-    if (fields) {
-      for (std::uint32_t k = 0; k < columns.extra_members(); ++k) {
-        const std::uint64_t member = index.field_slices()[i * columns.extra_members() + k].size;
-        sizes.add(member);
-        range.add(member);
-      }
-      for (std::uint32_t k = 0; k < columns.extra_labels(); ++k) {
-        const auto value = static_cast<std::uint64_t>(index.field_labels()[i * columns.extra_labels() + k]);
-        labels.add(value);
-        range.add(value);
-      }
-      for (std::uint32_t k = 0; k < columns.numbers; ++k) {
-        const auto value = std::bit_cast<std::uint64_t>(index.field_numbers()[i * columns.numbers + k]);
-        labels.add(value);
-        range.add(value);
-      }
-    }
+    if (fields) add_field_values(index, i, sizes, labels, range);
     if (i + 1 == id.samples && index.sharded()) {  // shards after the last sample's hold none
       for (; next_shard < contents.size(); ++next_shard) {
         content.add(contents[next_shard]);

@@ -167,6 +167,29 @@ void append(std::string& out, const std::vector<T>& values) {
   out.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
 }
 
+// Whether the cache file `bytes`, whose header is `h`, was written for `shard` as it is
+// (its rule, stamp, limits, fields and content check) and holds as many bytes as its
+// counts say, unchanged since (its checksum).
+bool header_is_for(const FileHeader& h, const CachedShard& shard, const FieldCounts& counts,
+                   std::string_view bytes) {
+  if (std::memcmp(h.magic, kIndexMagic, sizeof(kIndexMagic)) != 0 || h.version != kIndexVersion ||
+      h.label_source != static_cast<std::uint32_t>(shard.rule.source) || h.shard != shard.stamp ||
+      h.max_file_bytes != shard.max_file_bytes || h.missing != counts.missing ||
+      h.extra_members != counts.extra_members || h.extra_labels != counts.extra_labels ||
+      h.numbers != counts.numbers || h.array_count != counts.arrays ||
+      h.content_check != static_cast<std::uint32_t>(shard.check)) {
+    return false;
+  }
+  const std::uint64_t payload = bytes.size() - sizeof(FileHeader);
+  const std::uint64_t arrays_bytes = std::uint64_t{h.array_count} * sizeof(ArrayRecord);
+  return h.strings_bytes % 8 == 0 && h.strings_bytes <= payload &&
+         h.sample_count <= payload / counts.record_bytes() && h.name_header_count <= h.sample_count &&
+         h.strings_bytes + h.sample_count * counts.record_bytes() +
+                 h.name_header_count * sizeof(NameHeaders) + arrays_bytes ==
+             payload &&
+         fnv1a_words(bytes.substr(sizeof(FileHeader))) == h.checksum;
+}
+
 }  // namespace
 
 std::optional<ShardScan> IndexCache::load(const CachedShard& shard, std::uint32_t position) const {
@@ -176,24 +199,7 @@ std::optional<ShardScan> IndexCache::load(const CachedShard& shard, std::uint32_
   FileHeader h{};
   std::memcpy(&h, bytes.data(), sizeof(h));
   const FieldCounts counts(shard.fields);
-  if (std::memcmp(h.magic, kIndexMagic, sizeof(kIndexMagic)) != 0 || h.version != kIndexVersion ||
-      h.label_source != static_cast<std::uint32_t>(shard.rule.source) || h.shard != shard.stamp ||
-      h.max_file_bytes != shard.max_file_bytes || h.missing != counts.missing ||
-      h.extra_members != counts.extra_members || h.extra_labels != counts.extra_labels ||
-      h.numbers != counts.numbers || h.array_count != counts.arrays ||
-      h.content_check != static_cast<std::uint32_t>(shard.check)) {
-    return std::nullopt;
-  }
-  const std::uint64_t payload = bytes.size() - sizeof(FileHeader);
-  const std::uint64_t arrays_bytes = std::uint64_t{h.array_count} * sizeof(ArrayRecord);
-  if (h.strings_bytes % 8 != 0 || h.strings_bytes > payload ||
-      h.sample_count > payload / counts.record_bytes() || h.name_header_count > h.sample_count ||
-      h.strings_bytes + h.sample_count * counts.record_bytes() + h.name_header_count * sizeof(NameHeaders) +
-              arrays_bytes !=
-          payload ||
-      fnv1a_words(bytes.substr(sizeof(FileHeader))) != h.checksum) {
-    return std::nullopt;
-  }
+  if (!header_is_for(h, shard, counts, bytes)) return std::nullopt;
   const bool class_folder = shard.fields.empty() && shard.rule.source == LabelSource::kClassFolder;
   if (!class_folder && h.class_count != 0) return std::nullopt;
 
