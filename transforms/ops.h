@@ -1,4 +1,5 @@
-// Op: one op of a pipeline, made from its call (make_op) and run by transforms/pipeline.cpp.
+// Op: one op of a pipeline, made from its call (make_op) and run by transforms/pipeline.cpp;
+// the ops themselves are in transforms/ops_*.cpp, by family.
 // Every op is torchvision's of the same name: the same arguments and defaults, the same
 // random draws (from the sample's KeyedRng instead of torch's global generator), the
 // same arithmetic (transforms/functional.h, transforms/augment.h).
@@ -73,7 +74,9 @@ class Op {
 
   // Geometry: what the op does to a width x height image, drawing from `rng`; bad data
   // when the image cannot give it (smaller than a crop), naming the op.
-  virtual Result<GeometryStep> step(int width, int height, KeyedRng& rng) const;
+  virtual Result<GeometryStep> step(int width, int height, KeyedRng& /*rng*/) const {
+    return GeometryStep{0, 0, width, height, width, height};
+  }
   // Geometry: the output's {height, width} for an input of `in` ({-1, -1}: depends on
   // the image), without looking at pixels; what the pipeline checks at open.
   virtual std::array<int, 2> shape(std::array<int, 2> in) const { return in; }
@@ -96,7 +99,7 @@ class Op {
 
   // Pixels: changes the uint8 sample in place. An op that moves pixels (a flip, a warp)
   // appends what it did to `moves` when that is not null: the sample's mask repeats it.
-  virtual void run(cv::Mat& sample, KeyedRng& rng, fn::Moves* moves);
+  virtual void run(cv::Mat& /*sample*/, KeyedRng& /*rng*/, fn::Moves* /*moves*/) {}
   // Pixels: whether `moves` can say what the op does to where pixels are — every op but
   // AugMix, which blends copies of the sample moved in different ways.
   virtual bool repeatable() const { return true; }
@@ -114,13 +117,14 @@ class Op {
   virtual const OpDefaults* normalisation() const { return nullptr; }
 
   // Tensor: changes the float32 sample in place.
-  virtual void run(TensorSample& sample, KeyedRng& rng);
+  virtual void run(TensorSample& /*sample*/, KeyedRng& /*rng*/) {}
 
  private:
   Stage stage_;
 };
 
-// The op `call` names, checked; an error names the op and the argument.
+// The op `call` names, checked; an error names the op and the argument. The table of the
+// ops that exist is transforms/op_table.cpp.
 Result<std::unique_ptr<Op>> make_op(const OpCall& call, const OpDefaults& defaults);
 
 }  // namespace forkfeed
