@@ -14,7 +14,7 @@
 namespace forkfeed {
 namespace {
 
-using Make = std::function<std::unique_ptr<Op>(OpArgs&, const OpDefaults&)>;
+using Make = std::function<StagedOp(OpArgs&, const OpDefaults&)>;
 
 struct OpEntry {
   std::string_view name;
@@ -23,8 +23,9 @@ struct OpEntry {
 };
 
 // An op made from its arguments alone (every op but Normalize, which defaults to the options').
-Make plain(std::unique_ptr<Op> (*make)(OpArgs&)) {
-  return [make](OpArgs& a, const OpDefaults&) { return make(a); };
+template <typename Made>
+Make plain(Made (*make)(OpArgs&)) {
+  return [make](OpArgs& a, const OpDefaults&) -> StagedOp { return make(a); };
 }
 
 const std::vector<OpEntry>& table() {
@@ -84,12 +85,12 @@ const std::vector<OpEntry>& table() {
 
 }  // namespace
 
-Result<std::unique_ptr<Op>> make_op(const OpCall& call, const OpDefaults& defaults) {
+Result<StagedOp> make_op(const OpCall& call, const OpDefaults& defaults) {
   for (const OpEntry& e : table()) {
     if (e.name != call.name) continue;
     OpArgs args(call, e.params);
     if (!args.status().ok()) return args.status();
-    std::unique_ptr<Op> op = e.make(args, defaults);
+    StagedOp op = e.make(args, defaults);
     if (!args.status().ok()) return args.status();
     return op;
   }

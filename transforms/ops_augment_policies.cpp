@@ -14,9 +14,9 @@ using fn::Interpolation;
 
 // The AutoAugment family: a policy struct of transforms/augment.h, run per sample.
 template <typename Policy>
-class Augment : public Op {
+class Augment : public PixelOp {
  public:
-  explicit Augment(Policy policy) : Op(Stage::kPixels), policy_(policy) {}
+  explicit Augment(Policy policy) : policy_(policy) {}
   void run(cv::Mat& sample, KeyedRng& rng, fn::Moves* moves) override {
     if constexpr (std::is_same_v<Policy, augment::AugMix>) {
       policy_.run(sample, rng);
@@ -40,14 +40,14 @@ void read_common(OpArgs& a, Policy& p) {
 
 }  // namespace
 
-std::unique_ptr<Op> make_auto_augment(OpArgs& a) {
+std::unique_ptr<PixelOp> make_auto_augment(OpArgs& a) {
   augment::AutoAugment p;
   a.word("policy", "imagenet", {"imagenet"});
   read_common(a, p);
   return std::make_unique<Augment<augment::AutoAugment>>(p);
 }
 
-std::unique_ptr<Op> make_rand_augment(OpArgs& a) {
+std::unique_ptr<PixelOp> make_rand_augment(OpArgs& a) {
   augment::RandAugment p;
   p.num_ops = a.integer("num_ops", 2, 0, 16);
   p.num_magnitude_bins = a.integer("num_magnitude_bins", 31, 2, 1000);
@@ -56,14 +56,14 @@ std::unique_ptr<Op> make_rand_augment(OpArgs& a) {
   return std::make_unique<Augment<augment::RandAugment>>(p);
 }
 
-std::unique_ptr<Op> make_trivial_augment_wide(OpArgs& a) {
+std::unique_ptr<PixelOp> make_trivial_augment_wide(OpArgs& a) {
   augment::TrivialAugmentWide p;
   p.num_magnitude_bins = a.integer("num_magnitude_bins", 31, 2, 1000);
   read_common(a, p);
   return std::make_unique<Augment<augment::TrivialAugmentWide>>(p);
 }
 
-std::unique_ptr<Op> make_aug_mix(OpArgs& a) {
+std::unique_ptr<PixelOp> make_aug_mix(OpArgs& a) {
   augment::AugMix p;
   p.severity = a.integer("severity", 3, 1, 10);
   p.mixture_width = a.integer("mixture_width", 3, 1, 16);

@@ -18,10 +18,10 @@ namespace forkfeed {
 namespace {
 
 // An op applied with probability p (torchvision's Random* wrappers of one function).
-class Sometimes : public Op {
+class Sometimes : public PixelOp {
  public:
   Sometimes(OpArgs& a, double default_p, std::function<void(cv::Mat&)> apply, bool commutes)
-      : Op(Stage::kPixels), apply_(std::move(apply)), commutes_(commutes) {
+      : apply_(std::move(apply)), commutes_(commutes) {
     p_ = a.number("p", default_p, 0, 1);
   }
   void run(cv::Mat& sample, KeyedRng& rng, fn::Moves*) override {
@@ -55,9 +55,9 @@ std::optional<std::array<double, 2>> jitter(OpArgs& a, std::string_view name, bo
   return range;
 }
 
-class ColorJitter : public Op {
+class ColorJitter : public PixelOp {
  public:
-  explicit ColorJitter(OpArgs& a) : Op(Stage::kPixels) {
+  explicit ColorJitter(OpArgs& a) {
     ranges_[0] = jitter(a, "brightness", false);
     ranges_[1] = jitter(a, "contrast", false);
     ranges_[2] = jitter(a, "saturation", false);
@@ -91,9 +91,9 @@ class ColorJitter : public Op {
 // each with probability p, a factor drawn from its range as ColorJitter draws one; contrast
 // before saturation and hue or after them, by a coin; then, with probability p, the
 // channels in a random order. Ranges as ColorJitter reads them, v2's defaults when absent.
-class RandomPhotometricDistort : public Op {
+class RandomPhotometricDistort : public PixelOp {
  public:
-  explicit RandomPhotometricDistort(OpArgs& a) : Op(Stage::kPixels) {
+  explicit RandomPhotometricDistort(OpArgs& a) {
     constexpr std::array<std::string_view, 4> kNames{"brightness", "contrast", "saturation", "hue"};
     constexpr std::array<std::array<double, 2>, 4> kDefaults{
         {{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}};
@@ -128,9 +128,9 @@ class RandomPhotometricDistort : public Op {
   double p_ = 0.5;
 };
 
-class Grayscale : public Op {
+class Grayscale : public PixelOp {
  public:
-  explicit Grayscale(OpArgs& a) : Op(Stage::kPixels) {
+  explicit Grayscale(OpArgs& a) {
     if (a.integer("num_output_channels", 1, 1, 3) != 3) {
       a.fail("num_output_channels", "must be 3: batches have three channels (write Grayscale(3))");
     }
@@ -139,9 +139,9 @@ class Grayscale : public Op {
   bool commutes_with_mirror() const override { return true; }
 };
 
-class GaussianBlur : public Op {
+class GaussianBlur : public PixelOp {
  public:
-  explicit GaussianBlur(OpArgs& a) : Op(Stage::kPixels) {
+  explicit GaussianBlur(OpArgs& a) {
     a.require("kernel_size");
     const auto k = a.numbers("kernel_size", 2, 2, 1, 255).value_or(std::vector<double>{1});
     kernel_ = {static_cast<int>(k[0]), static_cast<int>(k.back())};
@@ -168,47 +168,47 @@ class GaussianBlur : public Op {
 
 }  // namespace
 
-std::unique_ptr<Op> make_color_jitter(OpArgs& a) { return std::make_unique<ColorJitter>(a); }
-std::unique_ptr<Op> make_random_photometric_distort(OpArgs& a) {
+std::unique_ptr<PixelOp> make_color_jitter(OpArgs& a) { return std::make_unique<ColorJitter>(a); }
+std::unique_ptr<PixelOp> make_random_photometric_distort(OpArgs& a) {
   return std::make_unique<RandomPhotometricDistort>(a);
 }
-std::unique_ptr<Op> make_grayscale(OpArgs& a) { return std::make_unique<Grayscale>(a); }
-std::unique_ptr<Op> make_gaussian_blur(OpArgs& a) { return std::make_unique<GaussianBlur>(a); }
+std::unique_ptr<PixelOp> make_grayscale(OpArgs& a) { return std::make_unique<Grayscale>(a); }
+std::unique_ptr<PixelOp> make_gaussian_blur(OpArgs& a) { return std::make_unique<GaussianBlur>(a); }
 
-std::unique_ptr<Op> make_random_grayscale(OpArgs& a) {
+std::unique_ptr<PixelOp> make_random_grayscale(OpArgs& a) {
   return std::make_unique<Sometimes>(a, 0.1, fn::rgb_to_grayscale, true);
 }
 
-std::unique_ptr<Op> make_random_posterize(OpArgs& a) {
+std::unique_ptr<PixelOp> make_random_posterize(OpArgs& a) {
   a.require("bits");
   const int bits = a.integer("bits", 8, 0, 8);
   return std::make_unique<Sometimes>(
       a, 0.5, [bits](cv::Mat& m) { fn::posterize(m, bits); }, true);
 }
 
-std::unique_ptr<Op> make_random_solarize(OpArgs& a) {
+std::unique_ptr<PixelOp> make_random_solarize(OpArgs& a) {
   a.require("threshold");
   const double threshold = a.number("threshold", 256, 0, 256);
   return std::make_unique<Sometimes>(
       a, 0.5, [threshold](cv::Mat& m) { fn::solarize(m, threshold); }, true);
 }
 
-std::unique_ptr<Op> make_random_adjust_sharpness(OpArgs& a) {
+std::unique_ptr<PixelOp> make_random_adjust_sharpness(OpArgs& a) {
   a.require("sharpness_factor");
   const double factor = a.number("sharpness_factor", 1, 0, kInf);
   return std::make_unique<Sometimes>(
       a, 0.5, [factor](cv::Mat& m) { fn::adjust_sharpness(m, factor); }, true);
 }
 
-std::unique_ptr<Op> make_random_autocontrast(OpArgs& a) {
+std::unique_ptr<PixelOp> make_random_autocontrast(OpArgs& a) {
   return std::make_unique<Sometimes>(a, 0.5, fn::autocontrast, true);
 }
 
-std::unique_ptr<Op> make_random_equalize(OpArgs& a) {
+std::unique_ptr<PixelOp> make_random_equalize(OpArgs& a) {
   return std::make_unique<Sometimes>(a, 0.5, fn::equalize, true);
 }
 
-std::unique_ptr<Op> make_random_invert(OpArgs& a) {
+std::unique_ptr<PixelOp> make_random_invert(OpArgs& a) {
   return std::make_unique<Sometimes>(a, 0.5, fn::invert, true);
 }
 

@@ -24,9 +24,9 @@ Status too_small(const char* op, int width, int height, std::array<int, 2> crop,
                          std::to_string(std::max(crop[0], crop[1])) + ")" + also);
 }
 
-class Resize : public Op {
+class Resize : public GeometryOp {
  public:
-  explicit Resize(OpArgs& a) : Op(Stage::kGeometry) {
+  explicit Resize(OpArgs& a) {
     a.require("size");
     if (a.is_float("size")) {
       a.fail("size",
@@ -76,9 +76,9 @@ class Resize : public Op {
   int max_size_ = 0;
 };
 
-class CenterCrop : public Op {
+class CenterCrop : public GeometryOp {
  public:
-  explicit CenterCrop(OpArgs& a) : Op(Stage::kGeometry) {
+  explicit CenterCrop(OpArgs& a) {
     a.require("size");
     size_ = a.size("size").value_or(std::array<int, 2>{1, 1});
   }
@@ -103,9 +103,9 @@ class CenterCrop : public Op {
 // image still lacks by the whole lack (both ends), then get_params on the padded image. The
 // step is the crop in the unpadded image's pixels: the padding is what it takes from past
 // the edges (GeometryStep::fill).
-class RandomCrop : public Op {
+class RandomCrop : public GeometryOp {
  public:
-  explicit RandomCrop(OpArgs& a) : Op(Stage::kGeometry) {
+  explicit RandomCrop(OpArgs& a) {
     a.require("size");
     size_ = a.size("size").value_or(std::array<int, 2>{1, 1});
     if (const auto p = a.numbers("padding", 1, 4, 0, 65536)) {
@@ -165,9 +165,9 @@ class RandomCrop : public Op {
   fn::Fill fill_{};
 };
 
-class RandomResizedCrop : public Op {
+class RandomResizedCrop : public GeometryOp {
  public:
-  explicit RandomResizedCrop(OpArgs& a) : Op(Stage::kGeometry) {
+  explicit RandomResizedCrop(OpArgs& a) {
     a.require("size");
     size_ = a.size("size").value_or(std::array<int, 2>{1, 1});
     scale_ = pair_of(a, "scale", {0.08, 1.0}, 0, kFloatMax);
@@ -191,9 +191,11 @@ class RandomResizedCrop : public Op {
 
 }  // namespace
 
-std::unique_ptr<Op> make_resize(OpArgs& a) { return std::make_unique<Resize>(a); }
-std::unique_ptr<Op> make_center_crop(OpArgs& a) { return std::make_unique<CenterCrop>(a); }
-std::unique_ptr<Op> make_random_crop(OpArgs& a) { return std::make_unique<RandomCrop>(a); }
-std::unique_ptr<Op> make_random_resized_crop(OpArgs& a) { return std::make_unique<RandomResizedCrop>(a); }
+std::unique_ptr<GeometryOp> make_resize(OpArgs& a) { return std::make_unique<Resize>(a); }
+std::unique_ptr<GeometryOp> make_center_crop(OpArgs& a) { return std::make_unique<CenterCrop>(a); }
+std::unique_ptr<GeometryOp> make_random_crop(OpArgs& a) { return std::make_unique<RandomCrop>(a); }
+std::unique_ptr<GeometryOp> make_random_resized_crop(OpArgs& a) {
+  return std::make_unique<RandomResizedCrop>(a);
+}
 
 }  // namespace forkfeed

@@ -19,9 +19,9 @@ using fn::Interpolation;
 
 // v2.RandomResize(min_size, max_size): the shorter side becomes an integer drawn in
 // [min_size, max_size) (torch.randint's, max excluded), the longer scaled as Resize(int) does.
-class RandomResize : public Op {
+class RandomResize : public GeometryOp {
  public:
-  explicit RandomResize(OpArgs& a) : Op(Stage::kGeometry) {
+  explicit RandomResize(OpArgs& a) {
     a.require("min_size");
     a.require("max_size");
     min_ = a.integer("min_size", 1, 1, 65536);
@@ -47,15 +47,15 @@ class RandomResize : public Op {
 // v2.RandomZoomOut(fill, side_range, p): with probability p, the image on a canvas r times
 // its size (r drawn in side_range), at a random place, the rest `fill` — a crop reaching
 // past every edge. Its draws in float32, as torch makes them.
-class RandomZoomOut : public Op {
+class RandomZoomOut : public GeometryOp {
  public:
-  explicit RandomZoomOut(OpArgs& a) : Op(Stage::kGeometry) {
+  explicit RandomZoomOut(OpArgs& a) {
     fill_ = a.fill("fill");
     side_ = pair_of(a, "side_range", {1.0, 4.0}, 1.0, 65536.0);
     p_ = a.number("p", 0.5, 0, 1);
   }
   Result<GeometryStep> step(int width, int height, KeyedRng& rng) const override {
-    if (!draw(rng, p_)) return Op::step(width, height, rng);
+    if (!draw(rng, p_)) return whole(width, height);
     const float r =
         static_cast<float>(side_[0]) + uniform_float(rng) * static_cast<float>(side_[1] - side_[0]);
     const int canvas_width = static_cast<int>(static_cast<float>(width) * r);
@@ -87,9 +87,9 @@ Result<GeometryStep> scaled(const char* op, int width, int height, int out_width
 
 // v2.ScaleJitter(target_size, scale_range): resized by min(target_h / h, target_w / w) times a
 // scale drawn in scale_range (the large-scale jitter of the detection reference's "lsj").
-class ScaleJitter : public Op {
+class ScaleJitter : public GeometryOp {
  public:
-  explicit ScaleJitter(OpArgs& a) : Op(Stage::kGeometry) {
+  explicit ScaleJitter(OpArgs& a) {
     a.require("target_size");
     target_ = a.size("target_size").value_or(std::array<int, 2>{1, 1});
     scale_ = pair_of(a, "scale_range", {0.1, 2.0}, kFloatMin, 65536.0);
@@ -117,9 +117,9 @@ class ScaleJitter : public Op {
 
 // v2.RandomShortestSize(min_size, max_size): the shorter side resized to one of min_size
 // (drawn), the longer kept under max_size; Python's float arithmetic.
-class RandomShortestSize : public Op {
+class RandomShortestSize : public GeometryOp {
  public:
-  explicit RandomShortestSize(OpArgs& a) : Op(Stage::kGeometry) {
+  explicit RandomShortestSize(OpArgs& a) {
     a.require("min_size");
     const auto sizes = a.numbers("min_size", 1, 64, 1, 65536);
     for (double s : sizes.value_or(std::vector<double>{1})) {
@@ -147,9 +147,9 @@ class RandomShortestSize : public Op {
 
 // v2.FixedSizeCrop(size, fill): a crop of at most `size` at a random place (one draw for
 // both offsets), padded at the bottom and right to `size` with fill.
-class FixedSizeCrop : public Op {
+class FixedSizeCrop : public GeometryOp {
  public:
-  explicit FixedSizeCrop(OpArgs& a) : Op(Stage::kGeometry) {
+  explicit FixedSizeCrop(OpArgs& a) {
     a.require("size");
     size_ = a.size("size").value_or(std::array<int, 2>{1, 1});
     fill_ = a.fill("fill");
@@ -188,10 +188,10 @@ float box_iou(const Box& a, const Box& b) {
 // sample with no box centred inside the image, which no crop can hold, stays as it is at
 // once, and so does one after kMostCrops crops tried (v2 would draw forever: a sample
 // without boxes under options without 1, or trials=100000 and overlaps no crop reaches).
-class RandomIoUCrop : public Op {
+class RandomIoUCrop : public GeometryOp {
  public:
   static constexpr int kMostCrops = 100'000;
-  explicit RandomIoUCrop(OpArgs& a) : Op(Stage::kGeometry) {
+  explicit RandomIoUCrop(OpArgs& a) {
     min_scale_ = a.number("min_scale", 0.3, kFloatMin, 1.0);
     max_scale_ = a.number("max_scale", 1.0, kFloatMin, 1.0);
     if (min_scale_ > max_scale_) a.fail("max_scale", "must be at least min_scale");
@@ -215,7 +215,7 @@ class RandomIoUCrop : public Op {
       const float cx = 0.5f * (b[0] + b[2]), cy = 0.5f * (b[1] + b[3]);
       return 0.0f < cx && cx < static_cast<float>(width) && 0.0f < cy && cy < static_cast<float>(height);
     };
-    if (std::none_of(boxes.begin(), boxes.end(), inside)) return Op::step(width, height, rng);
+    if (std::none_of(boxes.begin(), boxes.end(), inside)) return whole(width, height);
     for (int tried = 0; tried < kMostCrops;) {
       const auto least_overlap = static_cast<float>(options_[rng.below(options_.size())]);
       if (least_overlap >= 1.0f) break;
@@ -246,7 +246,7 @@ class RandomIoUCrop : public Op {
         return step;
       }
     }
-    return Op::step(width, height, rng);
+    return whole(width, height);
   }
   bool needs_boxes() const override { return true; }
   std::array<int, 2> shape(std::array<int, 2>) const override { return {-1, -1}; }
@@ -259,11 +259,13 @@ class RandomIoUCrop : public Op {
 
 }  // namespace
 
-std::unique_ptr<Op> make_random_resize(OpArgs& a) { return std::make_unique<RandomResize>(a); }
-std::unique_ptr<Op> make_random_zoom_out(OpArgs& a) { return std::make_unique<RandomZoomOut>(a); }
-std::unique_ptr<Op> make_scale_jitter(OpArgs& a) { return std::make_unique<ScaleJitter>(a); }
-std::unique_ptr<Op> make_random_shortest_size(OpArgs& a) { return std::make_unique<RandomShortestSize>(a); }
-std::unique_ptr<Op> make_fixed_size_crop(OpArgs& a) { return std::make_unique<FixedSizeCrop>(a); }
-std::unique_ptr<Op> make_random_iou_crop(OpArgs& a) { return std::make_unique<RandomIoUCrop>(a); }
+std::unique_ptr<GeometryOp> make_random_resize(OpArgs& a) { return std::make_unique<RandomResize>(a); }
+std::unique_ptr<GeometryOp> make_random_zoom_out(OpArgs& a) { return std::make_unique<RandomZoomOut>(a); }
+std::unique_ptr<GeometryOp> make_scale_jitter(OpArgs& a) { return std::make_unique<ScaleJitter>(a); }
+std::unique_ptr<GeometryOp> make_random_shortest_size(OpArgs& a) {
+  return std::make_unique<RandomShortestSize>(a);
+}
+std::unique_ptr<GeometryOp> make_fixed_size_crop(OpArgs& a) { return std::make_unique<FixedSizeCrop>(a); }
+std::unique_ptr<GeometryOp> make_random_iou_crop(OpArgs& a) { return std::make_unique<RandomIoUCrop>(a); }
 
 }  // namespace forkfeed

@@ -15,9 +15,9 @@ namespace {
 
 using fn::Interpolation;
 
-class RandomHorizontalFlip : public Op {
+class RandomHorizontalFlip : public PixelOp {
  public:
-  explicit RandomHorizontalFlip(OpArgs& a) : Op(Stage::kPixels) { p_ = a.number("p", 0.5, 0, 1); }
+  explicit RandomHorizontalFlip(OpArgs& a) { p_ = a.number("p", 0.5, 0, 1); }
   bool is_mirror() const override { return true; }
   bool mirrors(KeyedRng& rng) const override { return draw(rng, p_); }
   void run(cv::Mat& sample, KeyedRng& rng, fn::Moves* moves) override {
@@ -32,9 +32,9 @@ class RandomHorizontalFlip : public Op {
   double p_ = 0.5;
 };
 
-class RandomVerticalFlip : public Op {
+class RandomVerticalFlip : public PixelOp {
  public:
-  explicit RandomVerticalFlip(OpArgs& a) : Op(Stage::kPixels) { p_ = a.number("p", 0.5, 0, 1); }
+  explicit RandomVerticalFlip(OpArgs& a) { p_ = a.number("p", 0.5, 0, 1); }
   void run(cv::Mat& sample, KeyedRng& rng, fn::Moves* moves) override {
     if (!draw(rng, p_)) return;
     fn::vflip(sample);
@@ -65,9 +65,9 @@ std::optional<std::array<double, 2>> center_of(OpArgs& a) {
   return std::array<double, 2>{(*c)[0], c->back()};
 }
 
-class RandomRotation : public Op {
+class RandomRotation : public PixelOp {
  public:
-  explicit RandomRotation(OpArgs& a) : Op(Stage::kPixels) {
+  explicit RandomRotation(OpArgs& a) {
     a.require("degrees");
     degrees_ = degrees_of(a, "degrees");
     interpolation_ = a.interpolation("interpolation", Interpolation::kNearest,
@@ -89,9 +89,9 @@ class RandomRotation : public Op {
   fn::Fill fill_{};
 };
 
-class RandomAffine : public Op {
+class RandomAffine : public PixelOp {
  public:
-  explicit RandomAffine(OpArgs& a) : Op(Stage::kPixels) {
+  explicit RandomAffine(OpArgs& a) {
     a.require("degrees");
     degrees_ = degrees_of(a, "degrees");
     if (auto t = a.numbers("translate", 2, 2, 0, 1)) {
@@ -155,11 +155,13 @@ class RandomAffine : public Op {
 
 }  // namespace
 
-std::unique_ptr<Op> make_random_horizontal_flip(OpArgs& a) {
+std::unique_ptr<PixelOp> make_random_horizontal_flip(OpArgs& a) {
   return std::make_unique<RandomHorizontalFlip>(a);
 }
-std::unique_ptr<Op> make_random_vertical_flip(OpArgs& a) { return std::make_unique<RandomVerticalFlip>(a); }
-std::unique_ptr<Op> make_random_rotation(OpArgs& a) { return std::make_unique<RandomRotation>(a); }
-std::unique_ptr<Op> make_random_affine(OpArgs& a) { return std::make_unique<RandomAffine>(a); }
+std::unique_ptr<PixelOp> make_random_vertical_flip(OpArgs& a) {
+  return std::make_unique<RandomVerticalFlip>(a);
+}
+std::unique_ptr<PixelOp> make_random_rotation(OpArgs& a) { return std::make_unique<RandomRotation>(a); }
+std::unique_ptr<PixelOp> make_random_affine(OpArgs& a) { return std::make_unique<RandomAffine>(a); }
 
 }  // namespace forkfeed

@@ -50,16 +50,16 @@ Status check_normalisation(const std::array<float, 3>& mean, const std::array<fl
 
 namespace {
 
-class Normalize : public Op {
+class Normalize {
  public:
-  Normalize(OpArgs& a, const OpDefaults& defaults) : Op(Stage::kNormalize), values_(defaults) {
+  Normalize(OpArgs& a, const OpDefaults& defaults) : values_(defaults) {
     read(a, "mean", values_.mean, -kInf);
     read(a, "std", values_.std, 0);
     if (Status s = check_normalisation(values_.mean, values_.std); !s.ok())
       a.fail("mean/std", "are out of range: " + s.message());
     a.flag("inplace", false);
   }
-  const OpDefaults* normalisation() const override { return &values_; }
+  const OpDefaults& normalisation() const { return values_; }
 
  private:
   static void read(OpArgs& a, std::string_view name, std::array<float, 3>& out, double lo) {
@@ -71,9 +71,9 @@ class Normalize : public Op {
   OpDefaults values_;
 };
 
-class RandomErasing : public Op {
+class RandomErasing : public TensorOp {
  public:
-  explicit RandomErasing(OpArgs& a) : Op(Stage::kTensor) {
+  explicit RandomErasing(OpArgs& a) {
     p_ = a.number("p", 0.5, 0, 1);
     scale_ = pair_of(a, "scale", {0.02, 0.33}, 0, 1);
     ratio_ = pair_of(a, "ratio", {0.3, 3.3}, 1e-6, kInf);
@@ -125,10 +125,10 @@ class RandomErasing : public Op {
 
 }  // namespace
 
-std::unique_ptr<Op> make_normalize(OpArgs& a, const OpDefaults& defaults) {
-  return std::make_unique<Normalize>(a, defaults);
+OpDefaults make_normalize(OpArgs& a, const OpDefaults& defaults) {
+  return Normalize(a, defaults).normalisation();
 }
 
-std::unique_ptr<Op> make_random_erasing(OpArgs& a) { return std::make_unique<RandomErasing>(a); }
+std::unique_ptr<TensorOp> make_random_erasing(OpArgs& a) { return std::make_unique<RandomErasing>(a); }
 
 }  // namespace forkfeed
