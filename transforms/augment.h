@@ -81,7 +81,7 @@ struct TrivialAugmentWide {
 
 // AugMix mixes several chains of ops with Dirichlet weights and the result with the
 // original by a Beta draw; its draws are the chains' ops and the weights. No move says
-// what it does to where pixels are: a sample with a mask refuses it (Op::repeatable).
+// what it does to where pixels are: a sample with a mask refuses it (PixelOp::repeatable).
 struct AugMix {
   int severity = 3;
   int mixture_width = 3;

@@ -1,7 +1,7 @@
 // OpArgs: one op call's arguments bound to the op's parameter names, as Python binds
 // them (positional in order, then by name), read back typed. A bad argument does not
 // stop the reading: the first problem is kept, naming the op and the argument, and the
-// op's factory returns it (transforms/ops.cpp).
+// op's factory returns it (transforms/op_table.cpp).
 #pragma once
 
 #include <array>

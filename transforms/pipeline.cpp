@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <string>
+#include <variant>
 
 #include "transforms/functional.h"
 #include "transforms/pipeline_spec.h"
@@ -50,10 +51,10 @@ class OrderCheck {
   }
 
   // Admits `op`, made from `call`, or says why it cannot come here.
-  Status admit(const OpCall& call, const Op& op) {
-    const Stage stage = op.stage();
-    const bool moves_back =
-        stage == Stage::kPixels && reached_ >= Stage::kNormalize && op.only_moves_pixels();
+  Status admit(const OpCall& call, const StagedOp& op) {
+    const Stage stage = stage_of(op);
+    const bool moves_back = stage == Stage::kPixels && reached_ >= Stage::kNormalize &&
+                            std::get<std::unique_ptr<PixelOp>>(op)->only_moves_pixels();
     if (stage == Stage::kGeometry && reached_ != Stage::kGeometry) {
       return order_error(
           call, "comes after " + (last_pixels_ ? last_pixels_->text : std::string("Normalize()")) +
@@ -101,7 +102,7 @@ class OrderCheck {
 // A geometry op whose output is larger than max_pixels for every image: each image
 // would be refused as bad data (over max_pixels, when decoded or when resized), so the
 // pipeline is refused instead, before any is read.
-Status check_pixels(const Op& op, const OpCall& call, std::uint64_t max_pixels) {
+Status check_pixels(const GeometryOp& op, const OpCall& call, std::uint64_t max_pixels) {
   const auto [h, w] = op.least_shape();
   const std::uint64_t pixels = static_cast<std::uint64_t>(h) * static_cast<std::uint64_t>(w);
   if (max_pixels == 0 || pixels <= max_pixels) return Status::Ok();
@@ -112,6 +113,33 @@ Status check_pixels(const Op& op, const OpCall& call, std::uint64_t max_pixels) 
 }
 
 }  // namespace
+
+Status Pipeline::add(StagedOp op, const OpCall& call, std::uint64_t max_pixels) {
+  switch (stage_of(op)) {
+    case Stage::kGeometry: {
+      auto& geometry = std::get<std::unique_ptr<GeometryOp>>(op);
+      if (Status s = check_pixels(*geometry, call, max_pixels); !s.ok()) return s;
+      geometry_.push_back(std::move(geometry));
+      break;
+    }
+    case Stage::kPixels: {
+      auto& pixels = std::get<std::unique_ptr<PixelOp>>(op);
+      if (!pixels->repeatable() && unrepeatable_.empty()) unrepeatable_ = call.text;
+      op_texts_.insert(op_texts_.begin() + static_cast<std::ptrdiff_t>(pixels_.size()), call.text);
+      pixels_.push_back(std::move(pixels));
+      break;
+    }
+    case Stage::kNormalize:
+      normalise_ = true;
+      normalisation_ = std::get<OpDefaults>(op);
+      break;
+    case Stage::kTensor:
+      op_texts_.push_back(call.text);
+      tensor_.push_back(std::get<std::unique_ptr<TensorOp>>(std::move(op)));
+      break;
+  }
+  return Status::Ok();
+}
 
 Result<Pipeline> Pipeline::build(std::string_view text, const PipelineOptions& options) {
   const std::string expanded = expand(trim_pipeline_text(text), options.size);
@@ -129,25 +157,9 @@ Result<Pipeline> Pipeline::build(std::string_view text, const PipelineOptions& o
     }
     auto made = make_op(call, p.normalisation_);
     if (!made.ok()) return made.status();
-    std::unique_ptr<Op> op = std::move(made).value();
-    if (Status s = order.admit(call, *op); !s.ok()) return s;
-    if (Status s = check_pixels(*op, call, options.max_pixels); !s.ok()) return s;
-    if (!op->repeatable() && p.unrepeatable_.empty()) p.unrepeatable_ = call.text;
-    switch (op->stage()) {
-      case Stage::kGeometry: p.geometry_.push_back(std::move(op)); break;
-      case Stage::kPixels:
-        p.op_texts_.insert(p.op_texts_.begin() + static_cast<std::ptrdiff_t>(p.pixels_.size()), call.text);
-        p.pixels_.push_back(std::move(op));
-        break;
-      case Stage::kNormalize:
-        p.normalise_ = true;
-        p.normalisation_ = *op->normalisation();
-        break;
-      case Stage::kTensor:
-        p.op_texts_.push_back(call.text);
-        p.tensor_.push_back(std::move(op));
-        break;
-    }
+    StagedOp op = std::move(made).value();
+    if (Status s = order.admit(call, op); !s.ok()) return s;
+    if (Status s = p.add(std::move(op), call, options.max_pixels); !s.ok()) return s;
   }
   if (Status s = order.finish(); !s.ok()) return s;
 

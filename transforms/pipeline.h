@@ -80,7 +80,7 @@ class Pipeline {
   // writes) until an op that does not commute with mirroring comes.
   // A flip or warp is appended to `moves` when that is not null (a mask follows the sample).
   bool run_pixels(cv::Mat& sample, KeyedRng& rng, fn::Moves* moves = nullptr);
-  // The text of the first op whose moves a mask cannot repeat (Op::repeatable); "" when
+  // The text of the first op whose moves a mask cannot repeat (PixelOp::repeatable); "" when
   // every op's can.
   const std::string& unrepeatable() const { return unrepeatable_; }
   void run_tensor(TensorSample sample, KeyedRng& rng);
@@ -93,7 +93,11 @@ class Pipeline {
 
  private:
   Pipeline() = default;
-  std::vector<std::unique_ptr<Op>> geometry_, pixels_, tensor_;
+  // Files `op`, made of `call`, by its stage (build's order and max_pixels checks).
+  Status add(StagedOp op, const OpCall& call, std::uint64_t max_pixels);
+  std::vector<std::unique_ptr<GeometryOp>> geometry_;
+  std::vector<std::unique_ptr<PixelOp>> pixels_;
+  std::vector<std::unique_ptr<TensorOp>> tensor_;
   bool normalise_ = false;
   bool fusable_ = true;
   bool needs_boxes_ = false;

@@ -2,7 +2,7 @@
 // scale=(0.08, 1)), RandomHorizontalFlip(), Normalize()" is three OpCalls. Syntax only,
 // as a Python reader of torchvision's spelling would see it: names, numbers, tuples and
 // lists, strings, None/True/False and dotted names (InterpolationMode.BILINEAR). What
-// the calls mean — which ops exist, their arguments — is transforms/ops.cpp's business.
+// the calls mean — which ops exist, their arguments — is transforms/op_table.cpp's business.
 #pragma once
 
 #include <string>

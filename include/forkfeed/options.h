@@ -89,7 +89,7 @@ struct LoaderOptions {
   // — or a shorthand: "train" is RandomResizedCrop(size), RandomHorizontalFlip(); "eval"
   // is Resize(round(size / 0.875)), CenterCrop(size). Crops and resizes come first (the
   // decoder does them); Normalize() makes the samples float32; RandomErasing comes after
-  // it. Checked at open: an error names the op and the argument. (transforms/ops.cpp
+  // it. Checked at open: an error names the op and the argument. (transforms/op_table.cpp
   // lists every op; docs/transforms.md has what each matches of torchvision.)
   std::string transform = "train";
   // Output height and width; 0: what the transform makes (224 for train and eval). A

@@ -10,6 +10,7 @@
 #include "forkfeed/loader.h"
 #include "python/src/bindings.h"
 #include "python/src/pass_binding.h"
+#include "transforms/op_table.h"
 
 namespace forkfeed::python {
 namespace {
@@ -105,6 +106,8 @@ void register_loader(py::module_& m) {
       "The keys of Loader.stats() and Client.stats(), in order (loader/stats_fields.h).");
   m.def("option_keywords", &option_keywords,
         "The LoaderOptions keywords of Loader() and Client(), in order (plan/option_fields.h).");
+  m.def("op_names", &op_names,
+        "The names of the transform ops in the C++ op table, in its order (transforms/op_table.h).");
 }
 
 }  // namespace forkfeed::python

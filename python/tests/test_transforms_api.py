@@ -84,6 +84,29 @@ def test_every_op_has_a_sample():
     assert len(T._OPS) == 31
 
 
+def op_classes():
+    """The names of the Op subclasses forkfeed.transforms defines, at any depth."""
+    found, todo = set(), list(T.Op.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        if cls.__module__ == T.__name__:
+            found.add(cls.__name__)
+        todo.extend(cls.__subclasses__())
+    return found
+
+
+def test_the_op_classes_are_the_cpp_op_table():
+    """A class for every op of the C++ table (transforms/op_table.cpp) and none for an op it
+    lacks, which the loader would refuse: a name on one side only is listed."""
+    table = forkfeed._forkfeed.op_names()
+    assert len(table) == len(set(table)), sorted(n for n in table if table.count(n) > 1)
+    classes = op_classes()
+    only_python, only_cpp = sorted(classes - set(table)), sorted(set(table) - classes)
+    assert not only_python and not only_cpp, (
+        f"forkfeed.transforms' op classes differ from the C++ op table: only in "
+        f"Python {only_python}, only in C++ {only_cpp}")
+
+
 @pytest.mark.parametrize("name", sorted(T._OPS))
 def test_signature_is_torchvisions(name):
     """The same arguments in the same order with the same defaults; only Normalize's mean
