@@ -1,5 +1,5 @@
 // FanInLink::open: every daemon of a Client opened at once, within connect_timeout.
-#include "client/fan_in_link.h"
+#include "client/remote/fan_in_link.h"
 
 #include <spdlog/spdlog.h>
 

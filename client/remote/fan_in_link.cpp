@@ -1,5 +1,5 @@
 // FanInLink: the members, their losses and returns, the pass in order (opening: fan_in_open.cpp).
-#include "client/fan_in_link.h"
+#include "client/remote/fan_in_link.h"
 
 #include <poll.h>
 #include <spdlog/spdlog.h>

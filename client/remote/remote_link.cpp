@@ -1,5 +1,5 @@
 // RemoteLink: the client's end of a stream over UCX.
-#include "client/remote_link.h"
+#include "client/remote/remote_link.h"
 
 #include <poll.h>
 #include <pthread.h>
@@ -15,8 +15,8 @@
 #include <system_error>
 #include <vector>
 
-#include "client/receive_arena.h"
-#include "client/waiting_clock.h"
+#include "client/remote/receive_arena.h"
+#include "client/remote/waiting_clock.h"
 #include "protocol/stream_request.h"
 #include "remote/net_address.h"
 #include "remote/tcp_socket.h"
