@@ -3,7 +3,7 @@
 // dataset is mounted. Equal identities mean the same samples in the same order (invariant
 // 4) at any path. This header is the one place that computes identities and compares
 // them: a resumed state (loader/checkpoint.cpp), the daemons of a fan-in at connect and at
-// every rejoin (client/fan_in_link.cpp).
+// every rejoin (client/remote/fan_in_open.cpp).
 //
 // What it does not see: with content_check=windows, an edit in place in the middle of a
 // file or member over 16 KiB that keeps its size (formats/content_digest.h says which bytes

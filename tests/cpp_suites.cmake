@@ -230,7 +230,7 @@ target_link_libraries(token_throttle_test PRIVATE forkfeed_gateway)
 # LeakSanitizer's exit scan of this process crashed now and then ("Tracer caught signal
 # 11", after every case passed) in sanitized runs beside other suites: the process holds
 # several UCX contexts, and a link lost with a receive in flight leaves its UCX worker
-# alive (remote_link.cpp). Its leaks are not checked until that is understood; every
+# alive (UcxReceiver::finish). Its leaks are not checked until that is understood; every
 # other sanitizer check stays on. served_fields_test holds several UCX contexts too (a fan-in).
 foreach(test IN ITEMS fan_in_test served_fields_test)
   if(TEST ${test} AND FORKFEED_SANITIZE)

@@ -3,7 +3,7 @@
 // the others too and its late copies are dropped, the last free slot is kept for the
 // batch the pass waits for — and over thousands of random arrivals, losses and stalls,
 // the pass is handed out whole, in order, once.
-#include "client/fan_in_plan.h"
+#include "client/remote/fan_in_plan.h"
 
 #include <gtest/gtest.h>
 

@@ -30,7 +30,7 @@
 #include <thread>
 
 #include "client/daemon_connection.h"
-#include "client/remote_link.h"
+#include "client/remote/remote_link.h"
 #include "forkfeed/client.h"
 #include "forkfeed/fork_safety.h"
 #include "protocol/frame.h"

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/option_names.h"
-#include "client/daemon_stats_fields.h"
+#include "client/remote/daemon_stats_fields.h"
 #include "loader/stats_fields.h"
 #include "plan/option_fields.h"
 #include "protocol/stream_request.h"

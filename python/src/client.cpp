@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "client/daemon_stats_fields.h"
+#include "client/remote/daemon_stats_fields.h"
 #include "forkfeed/client.h"
 #include "python/src/bindings.h"
 #include "python/src/pass_binding.h"
@@ -47,7 +47,7 @@ class PyClient : public PyPass<Client> {
     if (!s.ok()) raise(s.status());
     return stats_dict(*s);
   }
-  // Client::daemons(), each as a dict of RemoteDaemonStats' fields (client/daemon_stats_fields.h;
+  // Client::daemons(), each as a dict of RemoteDaemonStats' fields (client/remote/daemon_stats_fields.h;
   // and wait_s, wait_ns in seconds); empty for a local daemon.
   py::list daemons() {
     const std::vector<RemoteDaemonStats> all = locked([](Client& c) { return c.daemons(); });

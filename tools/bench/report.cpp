@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/printable.h"
-#include "client/daemon_stats_fields.h"
+#include "client/remote/daemon_stats_fields.h"
 #include "dataset/dataset_source.h"
 #include "protocol/stream_request.h"
 #include "tools/bench/option_flags.h"

@@ -3,8 +3,8 @@
 // SlotWindow, page-locked for CUDA when asked, in which a batch held while every slot is
 // can be copied aside without moving what UCX writes into). A slot is free, on its way (a
 // rendezvous into it), or lent (a Batch, or a delivery not yet taken); every slot freed is
-// a credit owed to the gateway. Shared by the RemoteLink and the leases of the batches it
-// handed out, so that a Batch stays readable after its Client is gone.
+// a credit owed to the gateway. Shared by a RemoteLink's UcxReceiver and the leases of the
+// batches it handed out, so that a Batch stays readable after its Client is gone.
 #pragma once
 
 #include <atomic>

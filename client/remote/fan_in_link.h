@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "client/fan_in_plan.h"
-#include "client/remote_link.h"
+#include "client/remote/fan_in_plan.h"
+#include "client/remote/remote_link.h"
+#include "client/remote/waiting_clock.h"
 #include "client/stream_link.h"
-#include "client/waiting_clock.h"
 #include "forkfeed/client.h"
 #include "protocol/stream_request.h"
 

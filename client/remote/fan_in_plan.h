@@ -1,5 +1,5 @@
 // FanInPlan: which daemon makes which batch of a pass drawn from several daemons (a
-// fan-in, client/fan_in_link.h), and what came back. A pure value: it decides, its owner
+// fan-in, client/remote/fan_in_link.h), and what came back. A pure value: it decides, its owner
 // sends the wants and hands the batches out. The rules:
 // - by credit: the next batch goes to the daemon with the most free receive slots, so
 //   that each makes batches in proportion to its speed and a slow one holds up nobody

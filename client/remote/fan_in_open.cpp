@@ -1,10 +1,13 @@
-// FanInLink::open: every daemon of a Client opened at once, within connect_timeout.
-#include "client/fan_in_link.h"
+// FanInLink::open: every daemon of a Client opened at once, within connect_timeout; a daemon
+// joins (at the open, or back from a loss) only if it makes the batches the others make.
+#include "client/remote/fan_in_link.h"
 
 #include <spdlog/spdlog.h>
 
 #include <string>
 #include <vector>
+
+#include "dataset/dataset_identity.h"
 
 namespace forkfeed {
 
@@ -18,7 +21,56 @@ Status named(const Status& s, const RemoteDaemon& daemon, std::size_t daemons) {
   return Status::FromCode(s.code(), "forkfeedd at " + daemon.address + ": " + s.message());
 }
 
+// Why daemon stream `a` does not make the batches `b` makes, or "" when it does: the
+// datasets are compared by their identities (one dataset at any path), the rest must be equal.
+std::string stream_difference(const StreamOpened& a, const StreamOpened& b) {
+  if (std::string what = dataset_difference(a.order.dataset, b.order.dataset); !what.empty()) {
+    return "another dataset (" + what + ")";
+  }
+  OrderKey ka = a.order, kb = b.order;
+  ka.dataset = kb.dataset = {};
+  if (!(ka == kb && a.batches_per_epoch == b.batches_per_epoch && a.size == b.size && a.dtype == b.dtype &&
+        a.layout == b.layout && a.classes == b.classes)) {
+    return "the dataset in another order (the image size, dtype or layout differ)";
+  }
+  // Its batches are read with the layout of the first: the same fields, at the same places.
+  if (!same_fields(a.fields, b.fields)) return "the dataset's fields laid out otherwise in a batch";
+  return "";
+}
+
 }  // namespace
+
+Status FanInLink::connect(std::uint32_t i, std::chrono::milliseconds timeout, json& reply) {
+  auto link = RemoteLink::open(members_[i].daemon, timeout, settings_.pin_device, settings_.request, reply);
+  if (!link.ok()) return link.status();
+  return join(i, std::move(link).value(), reply);
+}
+
+Status FanInLink::join(std::uint32_t i, std::unique_ptr<RemoteLink> link, const json& reply) {
+  Member& m = members_[i];
+  auto opened = parse_stream_opened(reply);
+  if (!opened.ok()) return opened.status();
+  if (shape_from_.empty()) {
+    shape_ = *opened;
+    shape_from_ = m.daemon.address;
+  } else if (const std::string differs = stream_difference(*opened, shape_); !differs.empty()) {
+    // Back at its address on other files, the daemon the stream's shape came from is
+    // compared with what it served before.
+    const std::string than =
+        shape_from_ == m.daemon.address ? "it served when the stream opened" : "the one at " + shape_from_;
+    return Status::FailedPrecondition(
+        "the remote forkfeedd at " + m.daemon.address + " serves " + differs + " than " + than +
+        ": every daemon of one Client must serve the same files (their names under "
+        "the dataset's root, labels and sizes; at any path) under the same name");
+  }
+  m.link = std::move(link);
+  m.heard = m.link->heard();
+  m.heard_at = waiting_.now();
+  m.generation = opened->generation;
+  m.stats.up = true;
+  plan_.up(i);
+  return Status::Ok();
+}
 
 bool FanInLink::unreachable(const Status& s) {
   return s.code() == Status::Code::kUnavailable || s.code() == Status::Code::kDeadlineExceeded ||

@@ -1,5 +1,5 @@
 // FanInPlan: assigning by credit, arrivals, losses and stalls.
-#include "client/fan_in_plan.h"
+#include "client/remote/fan_in_plan.h"
 
 #include <algorithm>
 #include <utility>

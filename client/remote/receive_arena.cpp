@@ -1,5 +1,5 @@
 // ReceiveArena: the memfd, its registration and its pinning.
-#include "client/receive_arena.h"
+#include "client/remote/receive_arena.h"
 
 #include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
