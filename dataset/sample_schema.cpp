@@ -1,6 +1,6 @@
-// parse_fields and fields_text (forkfeed/fields.h): the text of a sample schema, read
-// entry by entry, each error naming the entry and what to write instead; and where an
-// index keeps each field (field_columns).
+// parse_fields (forkfeed/fields.h): the text of a sample schema, read entry by entry, each
+// error naming the entry and what to write instead. Its canonical text and where an index
+// keeps each field: dataset/schema_columns.cpp.
 #include "dataset/sample_schema.h"
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include "base/option_names.h"
 #include "base/printable.h"
 #include "dataset/image_extensions.h"
+#include "dataset/schema_rules.h"
 
 namespace forkfeed {
 namespace {
@@ -31,13 +32,6 @@ bool is_name(std::string_view name) {
 }
 
 std::string_view last_component(std::string_view source) { return source.substr(source.rfind('.') + 1); }
-
-// "jpg;png": sources as an entry writes them.
-std::string joined(const std::vector<std::string>& sources) {
-  std::string text;
-  for (const std::string& s : sources) text += (text.empty() ? "" : ";") + s;
-  return text;
-}
 
 // One entry of the text, read into a FieldSpec (member_of is the schema's to set).
 class EntryReader {
@@ -282,12 +276,6 @@ class EntryReader {
   const std::string_view entry_;
 };
 
-// Whether `f` reads its value while indexing, from a key of a .json member that other
-// fields may read too (a label or number field's).
-bool read_while_indexing(const FieldSpec& f) {
-  return (f.kind == FieldKind::kLabel || f.kind == FieldKind::kNumber) && !f.json_key.empty();
-}
-
 // Sets member_of on each field that reads an earlier field's member — an image field with
 // an earlier image field's sources (a view), a per_box field with its boxes field's or an
 // earlier per_box field's — and
@@ -333,10 +321,10 @@ Status check_overlaps(std::vector<FieldSpec>& fields, const std::vector<std::str
             "fields \"" + earlier.name + "\" and \"" + later.name + "\" both take ." + s + " members (" +
             entries[a] + " and " + entries[b] + "); a member is one field's" +
             (images ? ". Two views of one image are image fields with the same sources: \"" + later.name +
-                          "=" + joined(earlier.sources) + "\""
+                          "=" + joined_sources(earlier.sources) + "\""
              : boxes ? ". A per_box field shares the member of the boxes or per_box field with the same "
                        "sources: \"" +
-                           later.name + "=" + joined(earlier.sources) + ":per_box(key=KEY)\""
+                           later.name + "=" + joined_sources(earlier.sources) + ":per_box(key=KEY)\""
                      : ""));
       }
     }
@@ -378,7 +366,7 @@ Status check_followers(const std::vector<FieldSpec>& fields) {
         "field \"" + per_box->name +
         "\" is per_box, a value for each of the sample's boxes, but the fields have "
         "no boxes field; add one, e.g. \"boxes=json:boxes(key=boxes), " +
-        per_box->name + "=" + joined(per_box->sources) + ":per_box(key=KEY)\"");
+        per_box->name + "=" + joined_sources(per_box->sources) + ":per_box(key=KEY)\"");
   }
   if (first(FieldKind::kImage) != fields.end()) return Status::Ok();
   const auto follower = std::find_if(fields.begin(), fields.end(), [](const FieldSpec& f) {
@@ -389,28 +377,8 @@ Status check_followers(const std::vector<FieldSpec>& fields) {
       "field \"" + follower->name + "\" is " + (follower->kind == FieldKind::kMask ? "a mask" : "boxes") +
       ", which follows the sample's image, but the fields have no image field; add "
       "one, e.g. \"image=jpg;png, " +
-      follower->name + "=" + joined(follower->sources) + ":" + std::string(to_string(follower->kind)) + "\"");
-}
-
-// "(KEY)" of a label or number field, "(key=K, format=F, ...)" of the kinds that take named
-// arguments, each that is not its default; "" when there are none.
-std::string arguments_text(const FieldSpec& f) {
-  if (read_while_indexing(f)) {
-    std::string key = "(";  // piece by piece: "(" + key + ")" makes GCC 12 warn falsely (-Wrestrict)
-    key += f.json_key;
-    key += ')';
-    return key;
-  }
-  std::vector<std::string> arguments;
-  if (!f.json_key.empty()) arguments.push_back("key=" + f.json_key);
-  if (f.box_format != BoxFormat::kXyxy) arguments.push_back("format=" + std::string(to_string(f.box_format)));
-  if (f.normalized) arguments.emplace_back("normalized=true");
-  if (f.fill != 0) arguments.push_back("fill=" + std::to_string(f.fill));
-  if (f.element == ElementType::kUint16 || (f.kind == FieldKind::kPerBox && f.element != ElementType::kInt64))
-    arguments.push_back("dtype=" + std::string(to_string(f.element)));
-  std::string text;
-  for (const std::string& a : arguments) text += (text.empty() ? "(" : ", ") + a;
-  return text.empty() ? text : text + ")";
+      follower->name + "=" + joined_sources(follower->sources) + ":" +
+      std::string(to_string(follower->kind)) + "\"");
 }
 
 }  // namespace
@@ -474,72 +442,6 @@ Result<std::vector<FieldSpec>> parse_fields(std::string_view text) {
   if (Status s = check_overlaps(fields, entries); !s.ok()) return s;
   if (Status s = check_followers(fields); !s.ok()) return s;
   return fields;
-}
-
-std::string fields_text(const std::vector<FieldSpec>& fields) {
-  std::string text;
-  for (const FieldSpec& f : fields) {
-    if (!text.empty()) text += ", ";
-    text += f.name;
-    text += '=';
-    text += joined(f.sources);
-    if (!f.json_key.empty() || f.kind != default_kind(f.sources.front())) {
-      text += ':';
-      text += to_string(f.kind);
-      text += arguments_text(f);
-    }
-  }
-  return text;
-}
-
-FieldColumns field_columns(const std::vector<FieldSpec>& fields) {
-  FieldColumns out;
-  out.of.resize(fields.size());
-  for (std::size_t f = 0; f < fields.size(); ++f) {
-    FieldColumn& c = out.of[f];
-    switch (fields[f].kind) {
-      case FieldKind::kLabel: c = {FieldColumn::Store::kLabel, out.labels++}; break;
-      case FieldKind::kNumber: c = {FieldColumn::Store::kNumber, out.numbers++}; break;
-      case FieldKind::kImage:
-      case FieldKind::kText:
-      case FieldKind::kBytes:
-      case FieldKind::kArray:
-      case FieldKind::kMask:
-      case FieldKind::kBoxes:
-      case FieldKind::kPerBox: {
-        const auto viewed = std::find_if(fields.begin(), fields.begin() + static_cast<std::ptrdiff_t>(f),
-                                         [&](const FieldSpec& e) { return e.name == fields[f].member_of; });
-        c = viewed != fields.begin() + static_cast<std::ptrdiff_t>(f)
-                ? out.of[static_cast<std::size_t>(viewed - fields.begin())]
-                : FieldColumn{FieldColumn::Store::kMember, out.members++};
-        break;
-      }
-    }
-  }
-  return out;
-}
-
-Result<SampleSchema> sample_schema(std::string_view text, MissingField missing) {
-  if (text.empty()) return sample_schema(std::vector<FieldSpec>{}, missing);
-  auto fields = parse_fields(text);
-  if (!fields.ok()) return fields.status();
-  return sample_schema(std::move(fields).value(), missing);
-}
-
-Result<SampleSchema> sample_schema(std::vector<FieldSpec> fields, MissingField missing) {
-  SampleSchema schema;
-  schema.missing = missing;
-  if (fields.empty()) return schema;
-  schema.fields = std::move(fields);
-  schema.columns = field_columns(schema.fields);
-  schema.text = fields_text(schema.fields);
-  if (schema.columns.members == 0) {
-    return Status::InvalidArgument("fields \"" + printable_cut(schema.text) +
-                                   "\" has no field read from a member (image, text, bytes, array, mask, "
-                                   "boxes or per_box); a sample needs one, e.g. "
-                                   "\"image=jpg;png\"");
-  }
-  return schema;
 }
 
 }  // namespace forkfeed
